@@ -1,0 +1,14 @@
+// The pybind11 module hpcnn._core is assembled from one function per area, each in its own file
+// of this folder. Nothing outside bindings/ includes pybind11.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace hpcnn::bindings {
+
+void bind_core(pybind11::module_& m);  // build info, threads, devices, errors   (core.cpp)
+void bind_ops(pybind11::module_& m);   // the operators on NumPy arrays            (ops.cpp)
+void bind_nn(pybind11::module_& m);    // layers, model, training step            (nn.cpp)
+void bind_data(pybind11::module_& m);  // HDF5 datasets, loaders, writers         (data.cpp)
+
+}  // namespace hpcnn::bindings

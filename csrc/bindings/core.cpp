@@ -1,0 +1,95 @@
+// Build information, threads and devices.
+#include <hdf5.h>
+#include <pybind11/stl.h>
+
+#include "bindings/bindings.h"
+#include "core/cuda_runtime.h"
+#include "core/thread_pool.h"
+#include "core/transfer_stats.h"
+#include "ops/blas.h"
+
+#ifdef HPCNN_WITH_CUDA
+#include <cublas_api.h>
+#include <cudnn_version.h>
+#endif
+
+namespace hpcnn::bindings {
+
+namespace py = pybind11;
+
+static py::dict build_info() {
+  py::dict d;
+  d["version"] = HPCNN_VERSION;
+  d["compiler"] = HPCNN_COMPILER;
+  d["cxx_standard"] = static_cast<long>(__cplusplus);
+  d["blas_vendor"] = blas::vendor();
+  d["blas_library"] = blas::library();
+  d["blas_config"] = blas::config();
+  d["threading"] = "hpcnn thread pool (std::thread), BLAS pinned to 1 thread inside it";
+  d["num_threads"] = get_num_threads();
+  d["default_num_threads"] = default_num_threads();
+  unsigned maj = 0, min = 0, rel = 0;
+  H5get_libversion(&maj, &min, &rel);
+  d["hdf5_version"] = std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(rel);
+  d["hdf5_compiled_version"] = H5_VERS_INFO;
+#ifdef HPCNN_HAVE_LIBDEFLATE
+  d["inflate"] = "libdeflate";
+#else
+  d["inflate"] = "zlib";
+#endif
+  d["cuda"] = cuda::compiled();
+#ifdef HPCNN_WITH_CUDA
+  d["cuda_version"] = HPCNN_CUDA_VERSION_STR;
+  d["cuda_runtime_version"] = cuda::runtime_version_str();
+  d["cuda_driver_version"] = cuda::driver_version_str();
+  d["cudnn_version"] = std::to_string(CUDNN_MAJOR) + "." + std::to_string(CUDNN_MINOR) + "." +
+                       std::to_string(CUDNN_PATCHLEVEL);
+  d["cublas_version"] = std::to_string(CUBLAS_VER_MAJOR) + "." + std::to_string(CUBLAS_VER_MINOR) + "." +
+                        std::to_string(CUBLAS_VER_PATCH);
+  d["cuda_archs"] = HPCNN_CUDA_ARCHS;
+#else
+  d["cuda_version"] = py::none();
+  d["cuda_runtime_version"] = py::none();
+  d["cuda_driver_version"] = py::none();
+  d["cudnn_version"] = py::none();
+  d["cublas_version"] = py::none();
+  d["cuda_archs"] = py::none();
+#endif
+  return d;
+}
+
+void bind_core(py::module_& m) {
+  m.def("build_info", &build_info, "What this build of hpcnn was compiled with and against.");
+  m.def("get_num_threads", &get_num_threads);
+  m.def("set_num_threads", &set_num_threads, py::arg("n"));
+  m.def("default_num_threads", &default_num_threads);
+
+  py::class_<cuda::DeviceInfo>(m, "CudaDeviceInfo")
+      .def_readonly("index", &cuda::DeviceInfo::index)
+      .def_readonly("name", &cuda::DeviceInfo::name)
+      .def_property_readonly("compute_capability", [](const cuda::DeviceInfo& d) { return py::make_tuple(d.major, d.minor); })
+      .def_readonly("total_memory", &cuda::DeviceInfo::total_memory)
+      .def_readonly("free_memory", &cuda::DeviceInfo::free_memory)
+      .def_readonly("multiprocessors", &cuda::DeviceInfo::multiprocessors)
+      .def_readonly("memory_bus_width_bits", &cuda::DeviceInfo::memory_bus_width_bits)
+      .def_readonly("memory_bandwidth_gbs", &cuda::DeviceInfo::memory_bandwidth_gbs)
+      .def_readonly("pci_bus_id", &cuda::DeviceInfo::pci_bus_id);
+  m.def("cuda_compiled", &cuda::compiled);
+  m.def("cuda_devices", &cuda::list_devices, "Visible CUDA devices (empty when none is usable).");
+  m.def("cuda_unavailable_reason", &cuda::unavailable_reason,
+        "Why no GPU is usable, or '' when at least one is.");
+  m.def("cuda_require_device", &cuda::require_device, py::arg("index"));
+
+  m.def("transfer_stats", [] {
+    auto& s = transfer_stats();
+    py::dict d;
+    d["h2d_count"] = s.h2d_count.load();
+    d["d2h_count"] = s.d2h_count.load();
+    d["h2d_bytes"] = s.h2d_bytes.load();
+    d["d2h_bytes"] = s.d2h_bytes.load();
+    return d;
+  }, "Host<->device copies made so far (counts and bytes).");
+  m.def("reset_transfer_stats", [] { transfer_stats().reset(); });
+}
+
+}  // namespace hpcnn::bindings

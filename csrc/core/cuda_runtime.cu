@@ -1,0 +1,172 @@
+// The CUDA runtime seen by the core: device query, memory, copies, and why a GPU is unusable.
+// The runtime is linked statically and loads libcuda.so only on the first call, so importing
+// hpcnn on a node without a driver is fine: calls here then report "no driver".
+#include "core/cuda_runtime.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "core/cuda_check.h"
+#include "core/errors.h"
+
+namespace hpcnn::cuda {
+
+bool compiled() { return true; }
+
+static std::string version_str(int v) {
+  if (v <= 0) return "";
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+std::string runtime_version_str() {
+  int v = 0;
+  if (cudaRuntimeGetVersion(&v) != cudaSuccess) return "";
+  return version_str(v);
+}
+
+std::string driver_version_str() {
+  int v = 0;
+  if (cudaDriverGetVersion(&v) != cudaSuccess) return "";
+  return version_str(v);
+}
+
+// Why there are no usable devices, or "" when there is at least one.
+static std::string probe_reason(int* count_out) {
+  *count_out = 0;
+  if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    std::string s = cvd;
+    if (s.empty())
+      return "CUDA_VISIBLE_DEVICES is set but empty: no GPU is visible to this process "
+             "(on Slurm, request one with --gres=gpu:1 or --gpus=1)";
+    if (s == "NoDevFiles")
+      return "CUDA_VISIBLE_DEVICES=NoDevFiles: Slurm gave this job no GPU "
+             "(request one with --gres=gpu:1 or --gpus=1 on a GPU partition)";
+  }
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (e == cudaErrorInsufficientDriver) {
+      int drv = 0;
+      cudaDriverGetVersion(&drv);
+      if (drv == 0)
+        return "no NVIDIA driver found (libcuda.so is not loadable): this node has no GPU driver; "
+               "run on a GPU node (Slurm: --gres=gpu:1 on a GPU partition)";
+      return "the NVIDIA driver (CUDA " + version_str(drv) + ") is older than the CUDA runtime hpcnn was built with (" +
+             runtime_version_str() + "): load a newer driver or build hpcnn with an older CUDA toolkit";
+    }
+    if (e == cudaErrorNoDevice) return "the NVIDIA driver is loaded but reports no CUDA device";
+    return std::string("cudaGetDeviceCount failed: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+  }
+  if (n == 0) return "no CUDA device is visible";
+  *count_out = n;
+  return "";
+}
+
+std::string unavailable_reason() {
+  int n;
+  return probe_reason(&n);
+}
+
+std::vector<DeviceInfo> list_devices() {
+  std::vector<DeviceInfo> out;
+  int n = 0;
+  if (!probe_reason(&n).empty()) return out;
+  for (int i = 0; i < n; ++i) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, i) != cudaSuccess) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    DeviceInfo d;
+    d.index = i;
+    d.name = p.name;
+    d.major = p.major;
+    d.minor = p.minor;
+    d.total_memory = p.totalGlobalMem;
+    d.multiprocessors = p.multiProcessorCount;
+    d.memory_bus_width_bits = p.memoryBusWidth;
+    int clock_khz = 0;  // cudaDeviceProp::memoryClockRate is gone in CUDA 13: ask the attribute
+    if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, i) == cudaSuccess && clock_khz > 0) {
+      d.memory_clock_khz = clock_khz;
+      d.memory_bandwidth_gbs = 2.0 * clock_khz * 1e3 * (p.memoryBusWidth / 8.0) / 1e9;  // DDR: two transfers a clock
+    } else {
+      (void)cudaGetLastError();
+    }
+    char bus[32] = {0};
+    if (cudaDeviceGetPCIBusId(bus, sizeof(bus), i) == cudaSuccess) d.pci_bus_id = bus;
+    int prev = 0;
+    cudaGetDevice(&prev);
+    if (cudaSetDevice(i) == cudaSuccess) {
+      size_t fr = 0, tot = 0;
+      if (cudaMemGetInfo(&fr, &tot) == cudaSuccess) d.free_memory = fr;
+      cudaSetDevice(prev);
+    }
+    (void)cudaGetLastError();
+    out.push_back(d);
+  }
+  return out;
+}
+
+void require_device(int index) {
+  int n = 0;
+  std::string why = probe_reason(&n);
+  if (!why.empty()) throw BackendError("no usable GPU: " + why);
+  if (index < 0 || index >= n)
+    throw BackendError(cat("GPU ", index, " does not exist: ", n, " visible device(s) (indices 0..", n - 1,
+                           "; CUDA_VISIBLE_DEVICES renumbers them from 0)"));
+}
+
+void* malloc_device(size_t bytes, int device) {
+  HPCNN_CUDA_CHECK(cudaSetDevice(device));
+  void* p = nullptr;
+  cudaError_t e = cudaMalloc(&p, bytes);
+  if (e == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    size_t fr = 0, tot = 0;
+    cudaMemGetInfo(&fr, &tot);
+    throw OutOfMemory(cat("GPU ", device, " out of memory: asked for ", bytes, " bytes (", bytes / 1048576.0,
+                          " MiB) with ", fr / 1048576.0, " MiB free of ", tot / 1048576.0,
+                          " MiB; try a smaller batch_size"));
+  }
+  HPCNN_CUDA_CHECK(e);
+  return p;
+}
+
+void free_device(void* ptr, int device) noexcept {
+  if (!ptr) return;
+  cudaSetDevice(device);
+  cudaFree(ptr);
+  (void)cudaGetLastError();
+}
+
+void* malloc_pinned(size_t bytes) {
+  void* p = nullptr;
+  cudaError_t e = cudaMallocHost(&p, bytes);
+  if (e == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    throw OutOfMemory(cat("cannot allocate ", bytes, " bytes of pinned host memory"));
+  }
+  HPCNN_CUDA_CHECK(e);
+  return p;
+}
+
+void free_pinned(void* ptr) noexcept {
+  if (ptr) cudaFreeHost(ptr);
+  (void)cudaGetLastError();
+}
+
+void copy(void* dst, const void* src, size_t bytes, int kind) {
+  static const cudaMemcpyKind kinds[] = {cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
+                                         cudaMemcpyDeviceToDevice};
+  HPCNN_CUDA_CHECK(cudaMemcpy(dst, src, bytes, kinds[kind]));
+}
+
+void synchronize(int device) {
+  HPCNN_CUDA_CHECK(cudaSetDevice(device));
+  HPCNN_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+}  // namespace hpcnn::cuda

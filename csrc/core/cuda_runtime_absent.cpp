@@ -1,0 +1,28 @@
+// The CUDA runtime when the CUDA backend was not built: every device call explains why.
+#ifndef HPCNN_WITH_CUDA
+
+#include "core/cuda_runtime.h"
+#include "core/errors.h"
+
+namespace hpcnn::cuda {
+
+static const char* kWhy =
+    "hpcnn was built without the CUDA backend (rebuild with nvcc, cuDNN and cuBLAS available, "
+    "e.g. `HPCNN_CUDA=ON pip install .`; see README 'Build options')";
+
+bool compiled() { return false; }
+std::vector<DeviceInfo> list_devices() { return {}; }
+std::string unavailable_reason() { return kWhy; }
+void require_device(int) { throw BackendError(kWhy); }
+std::string runtime_version_str() { return ""; }
+std::string driver_version_str() { return ""; }
+void* malloc_device(size_t, int) { throw BackendError(kWhy); }
+void free_device(void*, int) noexcept {}
+void* malloc_pinned(size_t) { throw BackendError(kWhy); }
+void free_pinned(void*) noexcept {}
+void copy(void*, const void*, size_t, int) { throw BackendError(kWhy); }
+void synchronize(int) {}
+
+}  // namespace hpcnn::cuda
+
+#endif

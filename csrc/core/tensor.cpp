@@ -1,0 +1,154 @@
+#include "core/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/cuda_runtime.h"
+#include "core/transfer_stats.h"
+
+namespace hpcnn {
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::F32: return 4;
+    case DType::U8: return 1;
+    case DType::I32: return 4;
+  }
+  return 0;
+}
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::F32: return "float32";
+    case DType::U8: return "uint8";
+    case DType::I32: return "int32";
+  }
+  return "?";
+}
+
+long long shape_numel(const Shape& s) {
+  long long n = 1;
+  for (long long d : s) {
+    if (d < 0) throw ValueError(cat("negative dimension in shape ", shape_str(s)));
+    n *= d;
+  }
+  return n;
+}
+
+static constexpr size_t kHostAlignment = 64;
+
+Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
+  if (bytes == 0) bytes = 1;  // keep a valid, unique pointer for empty tensors
+  if (device.is_cpu()) {
+    size_t rounded = (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
+    ptr_ = std::aligned_alloc(kHostAlignment, rounded);
+    if (!ptr_) throw OutOfMemory(cat("cannot allocate ", bytes, " bytes of host memory"));
+  } else {
+    ptr_ = cuda::malloc_device(bytes, device.index);
+  }
+}
+
+Storage::Storage(void* ptr, size_t bytes, Device device, std::shared_ptr<void> keep_alive)
+    : ptr_(ptr), bytes_(bytes), device_(device), owned_(false), keep_alive_(std::move(keep_alive)) {}
+
+Storage::~Storage() {
+  if (!owned_ || !ptr_) return;
+  if (device_.is_cpu()) std::free(ptr_);
+  else cuda::free_device(ptr_, device_.index);
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  Tensor t;
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  t.storage_ = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device);
+  return t;
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
+  Tensor t = empty(shape, dtype, device);
+  t.fill_zero();
+  return t;
+}
+
+Tensor Tensor::borrow(void* ptr, const Shape& shape, DType dtype, Device device, std::shared_ptr<void> keep_alive) {
+  Tensor t;
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  t.storage_ = std::make_shared<Storage>(ptr, static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device,
+                                         std::move(keep_alive));
+  return t;
+}
+
+Tensor Tensor::view(long long elem_offset, const Shape& shape) const {
+  size_t off = offset_ + static_cast<size_t>(elem_offset) * dtype_size(dtype_);
+  size_t need = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype_);
+  HPCNN_CHECK_BACKEND(storage_ && off + need <= storage_->bytes(), "view ", shape_str(shape), " at ", elem_offset,
+                      " is outside its storage");
+  Tensor t = *this;
+  t.offset_ = off;
+  t.shape_ = shape;
+  return t;
+}
+
+Tensor Tensor::reshape(const Shape& shape) const {
+  HPCNN_CHECK_ARG(shape_numel(shape) == numel(), "cannot reshape ", shape_str(shape_), " to ", shape_str(shape));
+  Tensor t = *this;
+  t.shape_ = shape;
+  return t;
+}
+
+Tensor Tensor::to(Device device) const {
+  Tensor t = empty(shape_, dtype_, device);
+  t.copy_from(*this);
+  return t;
+}
+
+void Tensor::copy_from(const Tensor& src) {
+  HPCNN_CHECK_ARG(src.dtype_ == dtype_ && src.numel() == numel(), "copy from ", src.str(), " into ", str());
+  size_t n = nbytes();
+  if (n == 0) return;
+  Device s = src.device(), d = device();
+  if (s.is_cpu() && d.is_cpu()) {
+    std::memcpy(raw(), src.raw(), n);
+    return;
+  }
+  int kind = s.is_cpu() ? 1 : (d.is_cpu() ? 2 : 3);
+  if (kind == 1) transfer_stats().count_h2d(n);
+  if (kind == 2) transfer_stats().count_d2h(n);
+  cuda::copy(raw(), src.raw(), n, kind);
+}
+
+void Tensor::fill_zero() {
+  if (device().is_cpu()) {
+    std::memset(raw(), 0, nbytes());
+  } else {
+    Tensor z = zeros(shape_, dtype_, Device::cpu());
+    copy_from(z);
+  }
+}
+
+std::string Tensor::str() const {
+  return cat(dtype_name(dtype_), shape_str(shape_), " on ", device().str());
+}
+
+Device parse_device(const std::string& spec_in) {
+  std::string s;
+  for (char c : spec_in) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s.rfind("/device:", 0) == 0) s = s.substr(8);
+  if (s.rfind("/", 0) == 0) s = s.substr(1);
+  auto colon = s.find(':');
+  std::string kind = s.substr(0, colon);
+  int index = 0;
+  if (colon != std::string::npos) {
+    std::string num = s.substr(colon + 1);
+    bool digits = !num.empty() && num.find_first_not_of("0123456789") == std::string::npos;
+    HPCNN_CHECK_ARG(digits, "device '", spec_in, "': the index after ':' must be a number (e.g. 'gpu:0')");
+    index = std::stoi(num);
+  }
+  if (kind == "cpu") return Device::cpu();
+  if (kind == "gpu" || kind == "cuda") return Device::cuda(index);
+  throw ValueError(cat("unknown device '", spec_in, "': use 'cpu', 'gpu' or 'gpu:N'"));
+}
+
+}  // namespace hpcnn

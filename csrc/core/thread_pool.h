@@ -1,0 +1,35 @@
+// hpcnn's own threads. One process-wide pool whose size hpcnn owns:
+//   default = SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS, else the CPUs in this process's affinity
+//   mask (sched_getaffinity: what a Slurm cgroup or taskset gives), never the node's core count.
+// Work is split statically (thread t always gets the same slice for the same n and thread
+// count), so results are bitwise reproducible for a given thread count. A parallel region
+// started from inside another runs serially on the calling thread: threads never nest, and the
+// BLAS is kept single-threaded inside regions (see ops/blas.h).
+#pragma once
+
+#include <functional>
+
+namespace hpcnn {
+
+int default_num_threads();
+int get_num_threads();
+void set_num_threads(int n);  // ValueError for n < 1
+
+// Runs fn(tid, nthreads) on `nthreads` = min(get_num_threads(), max_threads) threads, the
+// caller being tid 0; returns when all are done. Exceptions are rethrown on the caller.
+void parallel_region(const std::function<void(int tid, int nthreads)>& fn, int max_threads = 1 << 30);
+
+// Splits [0, n) into contiguous slices, one per thread: fn(begin, end, tid).
+void parallel_for(long long n, const std::function<void(long long begin, long long end, int tid)>& fn,
+                  long long min_per_thread = 1);
+
+// The slice of [0, n) that thread tid of nthreads owns.
+inline void split_range(long long n, int tid, int nthreads, long long& begin, long long& end) {
+  long long base = n / nthreads, extra = n % nthreads;
+  begin = tid * base + (tid < extra ? tid : extra);
+  end = begin + base + (tid < extra ? 1 : 0);
+}
+
+bool in_parallel_region();
+
+}  // namespace hpcnn

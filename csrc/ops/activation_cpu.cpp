@@ -1,0 +1,49 @@
+// Stand-alone ReLU and softmax on the CPU.
+#include <algorithm>
+#include <cmath>
+
+#include "core/thread_pool.h"
+#include "ops/activation.h"
+#include "ops/elementwise.h"
+
+namespace hpcnn::cpu {
+
+void relu_forward(long long count, const float* x, float* y) {
+  parallel_for(count, [&](long long b, long long e, int) {
+    for (long long i = b; i < e; ++i) y[i] = ew::relu(x[i]);
+  }, 1 << 14);
+}
+
+void relu_backward(long long count, const float* y, const float* dy, float* dx) {
+  parallel_for(count, [&](long long b, long long e, int) {
+    for (long long i = b; i < e; ++i) dx[i] = ew::relu_grad(y[i], dy[i]);
+  }, 1 << 14);
+}
+
+void softmax_forward(int rows, int cols, const float* x, float* y) {
+  parallel_for(rows, [&](long long r0, long long r1, int) {
+    for (long long r = r0; r < r1; ++r) {
+      const float* xr = x + r * cols;
+      float* yr = y + r * cols;
+      float mx = *std::max_element(xr, xr + cols);
+      float sum = 0.f;
+      for (int j = 0; j < cols; ++j) sum += std::exp(xr[j] - mx);
+      float lse = std::log(sum);
+      for (int j = 0; j < cols; ++j) yr[j] = ew::softmax_prob(xr[j], mx, lse);
+    }
+  }, 64);
+}
+
+void softmax_backward(int rows, int cols, const float* y, const float* dy, float* dx) {
+  parallel_for(rows, [&](long long r0, long long r1, int) {
+    for (long long r = r0; r < r1; ++r) {
+      const float* yr = y + r * cols;
+      const float* dyr = dy + r * cols;
+      float dot = 0.f;
+      for (int j = 0; j < cols; ++j) dot += dyr[j] * yr[j];
+      for (int j = 0; j < cols; ++j) dx[r * cols + j] = yr[j] * (dyr[j] - dot);
+    }
+  }, 64);
+}
+
+}  // namespace hpcnn::cpu

@@ -1,0 +1,45 @@
+// conv2d, NHWC activations, Keras kernel layout (kh, kw, in, out), bias (out).
+//   y[n, oy, ox, f] = b[f] + sum_{ky, kx, c} x[n, oy*sh + ky - pad_top, ox*sw + kx - pad_left, c] * w[ky, kx, c, f]
+// optionally followed by ReLU (fused). Padding follows Keras: 'valid' none; 'same' makes
+// out = ceil(in / stride) and pads total = max((out - 1) * stride + k - in, 0), top/left getting
+// total / 2 (the extra row/column, when odd, goes to the bottom/right).
+// CPU: conv2d_cpu.cpp; CUDA: conv2d_cuda.cu (cuDNN calls live in cudnn_ops.cu).
+#pragma once
+
+#include <string>
+
+namespace hpcnn {
+
+enum class Padding { Valid, Same };
+Padding parse_padding(const std::string& s);  // "valid" | "same", ValueError otherwise
+
+struct Conv2dGeometry {
+  int n, h, w, c;    // input
+  int f, kh, kw;     // filters, kernel
+  int sh, sw;        // strides
+  int oh, ow;        // output
+  int pad_top, pad_left, pad_bottom, pad_right;
+  // ValueError when the output would be empty or arguments are non-positive.
+  static Conv2dGeometry make(int n, int h, int w, int c, int f, int kh, int kw, int sh, int sw, Padding pad);
+  double forward_flops() const { return 2.0 * n * oh * ow * f * (double)kh * kw * c; }
+};
+
+// Output size and leading padding of one spatial axis under Keras rules.
+void keras_padding(int in, int k, int stride, Padding pad, int& out, int& pad_before, int& pad_after);
+
+namespace cpu {
+void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu);
+// y is the forward output (used for the ReLU mask when relu); dy is overwritten with the masked
+// gradient when relu. dx may be null (first layer). dw, db are overwritten (not accumulated).
+void conv2d_backward(const Conv2dGeometry& g, const float* x, const float* w, const float* y, float* dy, float* dx,
+                     float* dw, float* db, bool relu);
+}  // namespace cpu
+
+namespace cuda {
+void conv2d_forward(int device, const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y,
+                    bool relu);
+void conv2d_backward(int device, const Conv2dGeometry& g, const float* x, const float* w, const float* y, float* dy,
+                     float* dx, float* dw, float* db, bool relu);
+}  // namespace cuda
+
+}  // namespace hpcnn

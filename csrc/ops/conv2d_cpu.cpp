@@ -1,0 +1,200 @@
+// conv2d on the CPU: im2col + one sgemm per group of images, NHWC throughout.
+//
+// Forward, per thread (a contiguous slice of the batch), per group of images:
+//   col (rows = images*oh*ow, K = kh*kw*c)  <- im2col(x)         (NHWC: channel runs are contiguous)
+//   y   (rows, F)                            = col * W (K, F)     (Keras' (kh,kw,in,out) kernel IS this matrix)
+//   y  <- relu(y + b)                                             (fused, one pass while y is in cache)
+// Backward recomputes col (cheaper than keeping 70 MB of it per layer):
+//   dy <- dy * (y > 0) and db += column sums                      (fused)
+//   dW_thread += col^T * dy ;  dcol = dy * W^T ;  dx <- col2im(dcol)
+// Each thread owns its images' rows of dx; its dW/db partials are summed in thread order, so the
+// result is bitwise reproducible for a given thread count.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/scratch.h"
+#include "core/thread_pool.h"
+#include "ops/blas.h"
+#include "ops/conv2d.h"
+#include "ops/elementwise.h"
+
+namespace hpcnn::cpu {
+
+namespace {
+
+// Images per GEMM: enough rows for an efficient sgemm, few enough that col stays cache-friendly.
+int images_per_group(const Conv2dGeometry& g) {
+  long long rows_per_image = (long long)g.oh * g.ow;
+  long long k = (long long)g.kh * g.kw * g.c;
+  long long by_rows = std::max(1LL, 1024 / std::max(1LL, rows_per_image));
+  long long by_bytes = std::max(1LL, (4LL << 20) / std::max(1LL, rows_per_image * k * 4));
+  return static_cast<int>(std::max(1LL, std::min(by_rows, by_bytes)));
+}
+
+bool is_pointwise(const Conv2dGeometry& g) {
+  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pad_top == 0 && g.pad_left == 0;
+}
+
+// col[(img*oh + oy)*ow + ox, (ky*kw + kx)*c + ci] = x[n0+img, oy*sh+ky-pt, ox*sw+kx-pl, ci] (0 outside)
+void im2col(const Conv2dGeometry& g, const float* x, int n0, int count, float* col) {
+  const long long K = (long long)g.kh * g.kw * g.c;
+  const size_t run = sizeof(float) * g.c;
+  for (int img = 0; img < count; ++img) {
+    const float* xi = x + (long long)(n0 + img) * g.h * g.w * g.c;
+    for (int oy = 0; oy < g.oh; ++oy) {
+      for (int ox = 0; ox < g.ow; ++ox) {
+        float* row = col + (((long long)img * g.oh + oy) * g.ow + ox) * K;
+        for (int ky = 0; ky < g.kh; ++ky) {
+          int iy = oy * g.sh + ky - g.pad_top;
+          float* dst = row + (long long)ky * g.kw * g.c;
+          if (iy < 0 || iy >= g.h) {
+            std::memset(dst, 0, run * g.kw);
+            continue;
+          }
+          int ix0 = ox * g.sw - g.pad_left;
+          if (ix0 >= 0 && ix0 + g.kw <= g.w) {  // the whole kernel row is inside: one copy
+            std::memcpy(dst, xi + ((long long)iy * g.w + ix0) * g.c, run * g.kw);
+            continue;
+          }
+          for (int kx = 0; kx < g.kw; ++kx) {
+            int ix = ix0 + kx;
+            if (ix < 0 || ix >= g.w) std::memset(dst + (long long)kx * g.c, 0, run);
+            else std::memcpy(dst + (long long)kx * g.c, xi + ((long long)iy * g.w + ix) * g.c, run);
+          }
+        }
+      }
+    }
+  }
+}
+
+// dx[n0+img, iy, ix, :] += dcol[row, (ky*kw+kx)*c ...]; dx rows of these images must be zeroed first.
+void col2im_add(const Conv2dGeometry& g, const float* dcol, int n0, int count, float* dx) {
+  const long long K = (long long)g.kh * g.kw * g.c;
+  for (int img = 0; img < count; ++img) {
+    float* dxi = dx + (long long)(n0 + img) * g.h * g.w * g.c;
+    for (int oy = 0; oy < g.oh; ++oy) {
+      for (int ox = 0; ox < g.ow; ++ox) {
+        const float* row = dcol + (((long long)img * g.oh + oy) * g.ow + ox) * K;
+        for (int ky = 0; ky < g.kh; ++ky) {
+          int iy = oy * g.sh + ky - g.pad_top;
+          if (iy < 0 || iy >= g.h) continue;
+          for (int kx = 0; kx < g.kw; ++kx) {
+            int ix = ox * g.sw + kx - g.pad_left;
+            if (ix < 0 || ix >= g.w) continue;
+            const float* src = row + ((long long)ky * g.kw + kx) * g.c;
+            float* dst = dxi + ((long long)iy * g.w + ix) * g.c;
+            for (int ci = 0; ci < g.c; ++ci) dst[ci] += src[ci];
+          }
+        }
+      }
+    }
+  }
+}
+
+// y[r, :] = act(y[r, :] + b) for `rows` rows of width f.
+void bias_act(float* y, long long rows, int f, const float* b, bool relu) {
+  for (long long r = 0; r < rows; ++r) {
+    float* yr = y + r * f;
+    if (relu)
+      for (int j = 0; j < f; ++j) yr[j] = ew::relu(yr[j] + b[j]);
+    else
+      for (int j = 0; j < f; ++j) yr[j] += b[j];
+  }
+}
+
+// dy <- dy * (y > 0) when relu; db_acc[j] += sum of the (masked) column j.
+void mask_and_sum(float* dy, const float* y, long long rows, int f, float* db_acc, bool relu) {
+  for (long long r = 0; r < rows; ++r) {
+    float* d = dy + r * f;
+    if (relu) {
+      const float* yr = y + r * f;
+      for (int j = 0; j < f; ++j) d[j] = ew::relu_grad(yr[j], d[j]);
+    }
+    for (int j = 0; j < f; ++j) db_acc[j] += d[j];
+  }
+}
+
+}  // namespace
+
+void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu) {
+  const int K = g.kh * g.kw * g.c;
+  const long long rows_per_image = (long long)g.oh * g.ow;
+  const int group = images_per_group(g);
+  parallel_for(g.n, [&](long long b0, long long b1, int) {
+    for (long long n0 = b0; n0 < b1; n0 += group) {
+      int count = static_cast<int>(std::min<long long>(group, b1 - n0));
+      long long rows = count * rows_per_image;
+      const float* col;
+      if (is_pointwise(g)) {
+        col = x + n0 * rows_per_image * g.c;
+      } else {
+        float* buf = thread_scratch().floats(rows * K, 0);
+        im2col(g, x, static_cast<int>(n0), count, buf);
+        col = buf;
+      }
+      float* yg = y + n0 * rows_per_image * g.f;
+      blas::sgemm(false, false, static_cast<int>(rows), g.f, K, 1.f, col, K, w, g.f, 0.f, yg, g.f);
+      bias_act(yg, rows, g.f, b, relu);
+    }
+  });
+}
+
+void conv2d_backward(const Conv2dGeometry& g, const float* x, const float* w, const float* y, float* dy, float* dx,
+                     float* dw, float* db, bool relu) {
+  const int K = g.kh * g.kw * g.c;
+  const long long rows_per_image = (long long)g.oh * g.ow;
+  const long long wsize = (long long)K * g.f;
+  const int group = images_per_group(g);
+  const int max_threads = get_num_threads();
+  // One dW and db partial per thread, summed in thread order below.
+  float* partials = thread_scratch().floats((wsize + g.f) * max_threads, 3);
+  int used_threads = 1;
+  parallel_region([&](int tid, int nt) {
+    if (tid == 0) used_threads = nt;
+    long long b0, b1;
+    split_range(g.n, tid, nt, b0, b1);
+    float* dw_t = partials + (wsize + g.f) * tid;
+    float* db_t = dw_t + wsize;
+    std::fill(dw_t, dw_t + wsize + g.f, 0.f);
+    for (long long n0 = b0; n0 < b1; n0 += group) {
+      int count = static_cast<int>(std::min<long long>(group, b1 - n0));
+      long long rows = count * rows_per_image;
+      float* dyg = dy + n0 * rows_per_image * g.f;
+      mask_and_sum(dyg, relu ? y + n0 * rows_per_image * g.f : nullptr, rows, g.f, db_t, relu);
+      const float* col;
+      if (is_pointwise(g)) {
+        col = x + n0 * rows_per_image * g.c;
+      } else {
+        float* buf = thread_scratch().floats(rows * K, 0);
+        im2col(g, x, static_cast<int>(n0), count, buf);
+        col = buf;
+      }
+      // dW_t (K x F) += col^T (K x rows) * dy (rows x F)
+      blas::sgemm(true, false, K, g.f, static_cast<int>(rows), 1.f, col, K, dyg, g.f, 1.f, dw_t, g.f);
+      if (dx) {
+        float* dxg = dx + n0 * (long long)g.h * g.w * g.c;
+        if (is_pointwise(g)) {
+          blas::sgemm(false, true, static_cast<int>(rows), K, g.f, 1.f, dyg, g.f, w, g.f, 0.f, dxg, K);
+        } else {
+          float* dcol = thread_scratch().floats(rows * K, 1);
+          blas::sgemm(false, true, static_cast<int>(rows), K, g.f, 1.f, dyg, g.f, w, g.f, 0.f, dcol, K);
+          std::memset(dxg, 0, sizeof(float) * count * (long long)g.h * g.w * g.c);
+          col2im_add(g, dcol, static_cast<int>(n0), count, dx);
+        }
+      }
+    }
+  });
+  // Fixed-order reduction of the partials, split over elements.
+  const int nt = used_threads;
+  parallel_for(wsize + g.f, [&](long long e0, long long e1, int) {
+    for (long long e = e0; e < e1; ++e) {
+      float s = partials[e];
+      for (int t = 1; t < nt; ++t) s += partials[(wsize + g.f) * t + e];
+      if (e < wsize) dw[e] = s;
+      else db[e - wsize] = s;
+    }
+  }, 4096);
+}
+
+}  // namespace hpcnn::cpu

@@ -1,0 +1,63 @@
+// The one operator interface that layers call. Each function checks its tensors (shapes, dtypes,
+// one device for all) and throws ValueError naming the operator and the shapes, then runs the
+// CPU or the CUDA implementation according to the tensors' device. Layers never see a backend.
+//
+// Layout: activations NHWC (channels innermost). Measured on the CPU (see README "Why NHWC"):
+// im2col for NHWC copies whole channel runs and the GEMM result is already the NHWC output,
+// and it is Keras' own layout, so weights and inputs move without transposes.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "ops/conv2d.h"
+#include "ops/dense.h"
+#include "ops/maxpool2d.h"
+#include "ops/optimizer_step.h"
+
+namespace hpcnn::ops {
+
+// x (N,H,W,C), w (kh,kw,C,F), b (F,) -> y (N,OH,OW,F)
+Conv2dGeometry conv2d_geometry(const Tensor& x, const Tensor& w, int sh, int sw, Padding pad);
+void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, int sh, int sw, Padding pad,
+                    bool relu);
+// dx may be undefined (not computed). dy is masked in place when relu.
+void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& dy, Tensor* dx, Tensor& dw,
+                     Tensor& db, int sh, int sw, Padding pad, bool relu);
+
+// x (N,H,W,C) -> y (N,OH,OW,C)
+Pool2dGeometry maxpool2d_geometry(const Tensor& x, int ph, int pw, int sh, int sw, Padding pad);
+void maxpool2d_forward(const Tensor& x, Tensor& y, int ph, int pw, int sh, int sw, Padding pad);
+void maxpool2d_backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx, int ph, int pw, int sh,
+                        int sw, Padding pad);
+
+// x (N,in), w (in,out), b (out,) -> y (N,out)
+void dense_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu);
+void dense_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& dy, Tensor* dx, Tensor& dw,
+                    Tensor& db, bool relu);
+
+void relu_forward(const Tensor& x, Tensor& y);
+void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx);
+// over the last axis
+void softmax_forward(const Tensor& x, Tensor& y);
+void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx);
+
+void dropout_forward(const Tensor& x, Tensor& y, float rate, uint64_t seed, uint64_t stream);
+void dropout_backward(const Tensor& dy, Tensor& dx, float rate, uint64_t seed, uint64_t stream);
+
+// logits (N,K); target: float (N,K) one-hot or int32 (N,) class indices (range-checked here when
+// on the host). stats: 2 doubles owned by the caller on the logits' device, accumulated into:
+// [loss_sum, correct]. dlogits may be null.
+void softmax_xent(const Tensor& logits, const Tensor& target, Tensor* dlogits, float grad_scale, double* stats);
+void accuracy(const Tensor& scores, const Tensor& target, double* stats);
+
+void adam_step(Tensor& params, const Tensor& grads, Tensor& m, Tensor& v, const AdamParams& a);
+void sgd_step(Tensor& params, const Tensor& grads, Tensor& velocity, const SgdParams& s);
+
+// uint8 (N, ..., C) -> float32 same shape; scale/shift: `C` host floats each.
+void decode_u8(const Tensor& x, Tensor& y, const float* scale, const float* shift);
+
+// Throws ValueError when a float tensor holds NaN or inf (CPU tensors only; a no-op on the GPU).
+void check_finite(const Tensor& t, const char* what);
+
+}  // namespace hpcnn::ops
