@@ -1,0 +1,61 @@
+// A layer of a Sequential model. Layers hold configuration and views of their parameters in the
+// model's one parameter buffer; they compute by calling ops/ops.h only (never a backend).
+// Shapes given to layers are per-sample (no batch axis); tensors passed to forward/backward
+// carry the batch as their first axis.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace hpcnn::nn {
+
+enum class Init { GlorotUniform, Zeros };
+
+struct ParamSpec {
+  std::string name;  // "kernel", "bias"
+  Shape shape;
+  Init init;
+  long long fan_in = 0, fan_out = 0;  // for glorot_uniform
+};
+
+// What a step needs besides tensors: training or inference, and the dropout randomness.
+struct StepContext {
+  bool training = false;
+  uint64_t seed = 0;
+  uint64_t step = 0;      // training step counter: a fresh dropout mask per step
+  int layer_index = 0;    // set by the model before each layer's call
+  uint64_t dropout_stream() const { return step * 1024u + static_cast<uint64_t>(layer_index); }
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual std::string kind() const = 0;
+  virtual Shape output_shape(const Shape& input) const = 0;  // ValueError when the input does not fit
+  virtual std::vector<ParamSpec> param_specs(const Shape& input) const { return {}; }
+  // Views into the model's parameter and gradient buffers, in param_specs order.
+  void bind(std::vector<Tensor> params, std::vector<Tensor> grads) {
+    params_ = std::move(params);
+    grads_ = std::move(grads);
+  }
+  // y has the output shape; a layer that returns a view of x (Flatten, Dropout at inference)
+  // says so with forward_is_view and ignores y.
+  virtual bool forward_is_view(bool training) const { return false; }
+  virtual void forward(const Tensor& x, Tensor& y, const StepContext& ctx) = 0;
+  // dy may be overwritten. dx is null for the first layer (its input gradient is not needed).
+  // Parameter gradients are written (not accumulated) into the bound grads.
+  virtual void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) = 0;
+  // A layer whose dx is dy reshaped (no compute) says so, and backward is not called.
+  virtual bool backward_is_view() const { return false; }
+
+ protected:
+  std::vector<Tensor> params_, grads_;
+};
+
+using LayerPtr = std::unique_ptr<Layer>;
+
+}  // namespace hpcnn::nn

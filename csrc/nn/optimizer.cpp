@@ -1,0 +1,49 @@
+#include "nn/optimizer.h"
+
+#include "ops/ops.h"
+
+namespace hpcnn::nn {
+
+static void ensure_state(Tensor& s, const Tensor& like) {
+  if (!s.defined() || s.shape() != like.shape() || s.device() != like.device())
+    s = Tensor::zeros(like.shape(), DType::F32, like.device());
+}
+
+static void move_state(Tensor& s, Device d) {
+  if (s.defined() && s.device() != d) s = s.to(d);
+}
+
+Adam::Adam(float lr, float b1, float b2, float eps) : beta1(b1), beta2(b2), epsilon(eps) {
+  HPCNN_CHECK_ARG(lr > 0, "Adam: learning_rate must be positive, got ", lr);
+  HPCNN_CHECK_ARG(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1, "Adam: beta_1 and beta_2 must be in [0, 1)");
+  HPCNN_CHECK_ARG(eps > 0, "Adam: epsilon must be positive");
+  learning_rate = lr;
+}
+
+void Adam::step(Tensor& params, const Tensor& grads) {
+  ensure_state(m_, params);
+  ensure_state(v_, params);
+  ++iterations;
+  ops::adam_step(params, grads, m_, v_, AdamParams{learning_rate, beta1, beta2, epsilon, iterations});
+}
+
+void Adam::to(Device d) {
+  move_state(m_, d);
+  move_state(v_, d);
+}
+
+SGD::SGD(float lr, float mom, bool nest) : momentum(mom), nesterov(nest) {
+  HPCNN_CHECK_ARG(lr > 0, "SGD: learning_rate must be positive, got ", lr);
+  HPCNN_CHECK_ARG(mom >= 0 && mom < 1, "SGD: momentum must be in [0, 1), got ", mom);
+  learning_rate = lr;
+}
+
+void SGD::step(Tensor& params, const Tensor& grads) {
+  ensure_state(velocity_, params);
+  ++iterations;
+  ops::sgd_step(params, grads, velocity_, SgdParams{learning_rate, momentum, nesterov});
+}
+
+void SGD::to(Device d) { move_state(velocity_, d); }
+
+}  // namespace hpcnn::nn

@@ -1,0 +1,370 @@
+#include "nn/sequential.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/cuda_runtime.h"
+#include "core/rng.h"
+#include "core/thread_pool.h"
+#include "nn/layers.h"
+#include "ops/ops.h"
+
+namespace hpcnn::nn {
+
+namespace {
+
+Shape with_batch(long long n, const Shape& s) {
+  Shape out{n};
+  out.insert(out.end(), s.begin(), s.end());
+  return out;
+}
+
+// glorot_uniform as Keras: U(-limit, limit), limit = sqrt(6 / (fan_in + fan_out)); counter-based
+// draws, so the same seed gives the same weights on any machine and thread count.
+void initialize(float* p, long long count, const ParamSpec& s, uint64_t seed, uint64_t stream) {
+  if (s.init == Init::Zeros) {
+    std::memset(p, 0, sizeof(float) * count);
+    return;
+  }
+  double limit = std::sqrt(6.0 / static_cast<double>(s.fan_in + s.fan_out));
+  for (long long i = 0; i < count; ++i)
+    p[i] = static_cast<float>((2.0 * rng::uniform(seed, stream, static_cast<uint64_t>(i)) - 1.0) * limit);
+}
+
+}  // namespace
+
+Sequential::Sequential(Shape input_shape, std::vector<LayerPtr> layers, uint64_t seed)
+    : input_shape_(std::move(input_shape)), layers_(std::move(layers)), seed_(seed) {
+  HPCNN_CHECK_ARG(!input_shape_.empty(), "the model needs an input shape (InputLayer(input_shape=...))");
+  for (long long d : input_shape_)
+    HPCNN_CHECK_ARG(d > 0, "input shape ", shape_str(input_shape_), " has a non-positive dimension");
+  HPCNN_CHECK_ARG(!layers_.empty(), "the model has no layers");
+  Shape cur = input_shape_;
+  long long total = 0;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    in_shapes_.push_back(cur);
+    try {
+      cur = layers_[i]->output_shape(cur);
+    } catch (const ValueError& e) {
+      throw ValueError(cat("layer ", i, " (", layers_[i]->kind(), "): ", e.what()));
+    }
+    out_shapes_.push_back(cur);
+    specs_.push_back(layers_[i]->param_specs(in_shapes_.back()));
+    std::vector<long long> offs;
+    for (const ParamSpec& s : specs_.back()) {
+      offs.push_back(total);
+      total += shape_numel(s.shape);
+    }
+    param_offsets_.push_back(offs);
+  }
+  params_ = Tensor::empty({total});
+  grads_ = Tensor::zeros({total});
+  uint64_t stream = 1;
+  for (size_t i = 0; i < layers_.size(); ++i)
+    for (size_t j = 0; j < specs_[i].size(); ++j)
+      initialize(params_.f32() + param_offsets_[i][j], shape_numel(specs_[i][j].shape), specs_[i][j], seed_,
+                 stream++);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    std::vector<Tensor> p, g;
+    for (size_t j = 0; j < specs_[i].size(); ++j) {
+      p.push_back(params_.view(param_offsets_[i][j], specs_[i][j].shape));
+      g.push_back(grads_.view(param_offsets_[i][j], specs_[i][j].shape));
+    }
+    layers_[i]->bind(p, g);
+  }
+}
+
+// ------------------------------------------------------------------ weights
+std::vector<Tensor> Sequential::get_weights() const {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < layers_.size(); ++i)
+    for (size_t j = 0; j < specs_[i].size(); ++j)
+      out.push_back(params_.view(param_offsets_[i][j], specs_[i][j].shape).to(Device::cpu()));
+  return out;
+}
+
+void Sequential::set_weights(const std::vector<Tensor>& ws) {
+  size_t expected = 0;
+  for (auto& s : specs_) expected += s.size();
+  HPCNN_CHECK_ARG(ws.size() == expected, "set_weights: the model has ", expected, " weight arrays, got ", ws.size());
+  size_t k = 0;
+  for (size_t i = 0; i < layers_.size(); ++i)
+    for (size_t j = 0; j < specs_[i].size(); ++j, ++k)
+      HPCNN_CHECK_ARG(ws[k].shape() == specs_[i][j].shape, "set_weights: weight ", k, " (layer ", i, " ",
+                      layers_[i]->kind(), " ", specs_[i][j].name, ") has shape ", shape_str(ws[k].shape()),
+                      ", expected ", shape_str(specs_[i][j].shape));
+  k = 0;
+  for (size_t i = 0; i < layers_.size(); ++i)
+    for (size_t j = 0; j < specs_[i].size(); ++j, ++k) {
+      Tensor dst = params_.view(param_offsets_[i][j], specs_[i][j].shape);
+      dst.copy_from(ws[k]);
+    }
+}
+
+// ------------------------------------------------------------------ compile and device
+void Sequential::compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool from_logits) {
+  HPCNN_CHECK_ARG(optimizer != nullptr, "compile: an optimizer is required");
+  const Shape& out = out_shapes_.back();
+  HPCNN_CHECK_ARG(out.size() == 1, "compile: the model output ", shape_str(out),
+                  " is not (classes,): add Flatten() and a Dense output layer");
+  auto* last = dynamic_cast<const ActivationLayer*>(layers_.back().get());
+  bool softmax_last = last && last->activation() == Activation::Softmax;
+  if (!from_logits)
+    HPCNN_CHECK_ARG(softmax_last, "compile: cross-entropy expects probabilities, but the last layer has no "
+                    "softmax: use activation='softmax' on the last layer, or a loss with from_logits=True");
+  fused_softmax_ = softmax_last && !from_logits;
+  HPCNN_CHECK_ARG(!(softmax_last && from_logits), "compile: from_logits=True but the last layer already applies "
+                  "softmax; drop one of the two");
+  optimizer->to(device_);
+  optimizer_ = std::move(optimizer);
+  loss_ = loss;
+}
+
+void Sequential::to(Device d) {
+  if (d == device_) return;
+  if (d.is_cuda()) cuda::require_device(d.index);
+  params_ = params_.to(d);
+  grads_ = Tensor::zeros(params_.shape(), DType::F32, d);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    std::vector<Tensor> p, g;
+    for (size_t j = 0; j < specs_[i].size(); ++j) {
+      p.push_back(params_.view(param_offsets_[i][j], specs_[i][j].shape));
+      g.push_back(grads_.view(param_offsets_[i][j], specs_[i][j].shape));
+    }
+    layers_[i]->bind(p, g);
+  }
+  if (optimizer_) optimizer_->to(d);
+  device_ = d;
+  capacity_ = 0;  // buffers are re-made on the new device at the next step
+  act_.clear();
+  acts_now_.clear();
+  grad_a_ = grad_b_ = dlogits_ = x_host_ = x_dev_ = y_host_ = y_dev_ = stats_ = Tensor();
+}
+
+// ------------------------------------------------------------------ buffers and staging
+void Sequential::ensure_buffers(long long n) {
+  if (n <= capacity_ && stats_.defined()) return;
+  capacity_ = std::max(n, capacity_);
+  act_.assign(layers_.size(), Tensor());
+  long long biggest = shape_numel(input_shape_);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    long long sz = shape_numel(out_shapes_[i]);
+    biggest = std::max(biggest, sz);
+    if (!(layers_[i]->forward_is_view(true) && layers_[i]->forward_is_view(false)))
+      act_[i] = Tensor::empty(with_batch(capacity_, out_shapes_[i]), DType::F32, device_);
+  }
+  grad_a_ = Tensor::empty({capacity_ * biggest}, DType::F32, device_);
+  grad_b_ = Tensor::empty({capacity_ * biggest}, DType::F32, device_);
+  dlogits_ = Tensor::empty(with_batch(capacity_, out_shapes_.back()), DType::F32, device_);
+  stats_ = Tensor::zeros({4}, DType::F32, device_);  // two doubles: loss sum, correct
+  x_host_ = Tensor();
+  x_dev_ = Tensor();
+  y_host_ = Tensor();
+  y_dev_ = Tensor();
+}
+
+long long Sequential::batch_rows(const Tensor& x, const std::vector<long long>* rows) const {
+  HPCNN_CHECK_ARG(x.rank() >= 1, "input must have a batch axis, got a scalar");
+  long long n = rows ? static_cast<long long>(rows->size()) : x.dim(0);
+  HPCNN_CHECK_ARG(n > 0, "empty batch: input has shape ", shape_str(x.shape()));
+  return n;
+}
+
+// Per-sample shape check: x (N, *input_shape), or (N, H, W) for an (H, W, 1) input.
+static void check_input_shape(const Tensor& x, const Shape& want) {
+  Shape per(x.shape().begin() + 1, x.shape().end());
+  Shape per1 = per;
+  per1.push_back(1);
+  HPCNN_CHECK_ARG(per == want || per1 == want, "input shape mismatch: the model expects (None, ",
+                  shape_str(want).substr(1), " but got ", shape_str(x.shape()));
+}
+
+Tensor Sequential::stage_input(const Tensor& x, const std::vector<long long>* rows, long long n) {
+  check_input_shape(x, input_shape_);
+  HPCNN_CHECK_ARG(x.device().is_cpu(), "input must be a host array");
+  HPCNN_CHECK_ARG(x.dtype() == DType::F32 || x.dtype() == DType::U8, "input must be float32 or uint8, got ",
+                  dtype_name(x.dtype()));
+  const long long per = shape_numel(input_shape_);
+  const Shape full = with_batch(n, input_shape_);
+  if (rows)
+    for (long long r : *rows)
+      HPCNN_CHECK_ARG(r >= 0 && r < x.dim(0), "row index ", r, " is outside the input's ", x.dim(0), " rows");
+  Tensor staged;
+  if (x.dtype() == DType::F32 && !rows) {
+    staged = x.reshape(full);  // zero-copy
+  } else {
+    if (!x_host_.defined()) x_host_ = Tensor::empty(with_batch(capacity_, input_shape_));
+    staged = x_host_.view(0, full);
+    float* dst = staged.f32();
+    const bool u8 = x.dtype() == DType::U8;
+    // uint8 is converted to float unscaled, as Keras does; scaling is the data pipeline's job.
+    parallel_for(n, [&](long long b, long long e, int) {
+      for (long long i = b; i < e; ++i) {
+        long long src_row = rows ? (*rows)[i] : i;
+        if (u8) {
+          const uint8_t* s = x.u8() + src_row * per;
+          for (long long k = 0; k < per; ++k) dst[i * per + k] = static_cast<float>(s[k]);
+        } else {
+          std::memcpy(dst + i * per, x.f32() + src_row * per, sizeof(float) * per);
+        }
+      }
+    }, 8);
+  }
+  if (x.dtype() == DType::F32) ops::check_finite(staged, "input batch");
+  if (device_.is_cpu()) return staged;
+  if (!x_dev_.defined()) x_dev_ = Tensor::empty(with_batch(capacity_, input_shape_), DType::F32, device_);
+  Tensor d = x_dev_.view(0, full);
+  d.copy_from(staged);
+  return d;
+}
+
+Tensor Sequential::stage_target(const Tensor& y, const std::vector<long long>* rows, long long n) {
+  const long long classes = out_shapes_.back().at(0);
+  HPCNN_CHECK_ARG(y.device().is_cpu(), "targets must be a host array");
+  long long ny = y.rank() ? y.dim(0) : 0;
+  if (rows) {
+    for (long long r : *rows) HPCNN_CHECK_ARG(r >= 0 && r < ny, "row index ", r, " is outside the targets' ", ny, " rows");
+  } else {
+    HPCNN_CHECK_ARG(ny == n, "inputs have ", n, " rows but targets have ", ny);
+  }
+  Tensor staged;
+  if (loss_ == Loss::CategoricalCrossentropy) {
+    HPCNN_CHECK_ARG(y.dtype() == DType::F32 && y.rank() == 2 && y.dim(1) == classes,
+                    "categorical_crossentropy needs one-hot targets of shape (n, ", classes, "), got ", y.str(),
+                    ": use hpcnn.utils.to_categorical(y, ", classes,
+                    ") or loss='sparse_categorical_crossentropy' for class indices");
+    ops::check_finite(y, "targets");
+    const Shape full{n, classes};
+    if (!rows) {
+      staged = y;
+    } else {
+      if (!y_host_.defined() || y_host_.dtype() != DType::F32) y_host_ = Tensor::empty({capacity_, classes});
+      staged = y_host_.view(0, full);
+      for (long long i = 0; i < n; ++i)
+        std::memcpy(staged.f32() + i * classes, y.f32() + (*rows)[i] * classes, sizeof(float) * classes);
+    }
+  } else {
+    HPCNN_CHECK_ARG(y.dtype() == DType::I32 && (y.rank() == 1 || (y.rank() == 2 && y.dim(1) == 1)),
+                    "sparse_categorical_crossentropy needs integer class indices of shape (n,) or (n, 1), got ",
+                    y.str(), (y.rank() == 2 && y.dim(1) == classes ? ": these look one-hot; use "
+                                                                      "loss='categorical_crossentropy'" : ""));
+    if (!y_host_.defined() || y_host_.dtype() != DType::I32) y_host_ = Tensor::empty({capacity_}, DType::I32);
+    staged = y_host_.view(0, {n});
+    for (long long i = 0; i < n; ++i) {
+      int32_t label = y.i32()[rows ? (*rows)[i] : i];
+      HPCNN_CHECK_ARG(label >= 0 && label < classes, "label ", label, " (row ", rows ? (*rows)[i] : i,
+                      ") is outside [0, ", classes, ") for a model with ", classes, " outputs");
+      staged.i32()[i] = label;
+    }
+  }
+  if (device_.is_cpu()) return staged;
+  if (!y_dev_.defined() || y_dev_.dtype() != staged.dtype()) {
+    Shape cap = staged.shape();
+    cap[0] = capacity_;
+    y_dev_ = Tensor::empty(cap, staged.dtype(), device_);
+  }
+  Tensor d = y_dev_.view(0, staged.shape());
+  d.copy_from(staged);
+  return d;
+}
+
+// ------------------------------------------------------------------ the step
+Tensor Sequential::forward(const Tensor& x, int end, bool training) {
+  StepContext ctx{training, seed_, step_, 0};
+  const long long n = x.dim(0);
+  acts_now_.assign(layers_.size(), Tensor());
+  Tensor cur = x;
+  for (int i = 0; i < end; ++i) {
+    ctx.layer_index = i;
+    Layer& l = *layers_[i];
+    const Shape full = with_batch(n, out_shapes_[i]);
+    Tensor y;
+    if (l.forward_is_view(training)) {
+      y = cur.reshape(full);
+    } else {
+      y = act_[i].view(0, full);
+      l.forward(cur, y, ctx);
+    }
+    acts_now_[i] = y;
+    cur = y;
+  }
+  return cur;
+}
+
+int Sequential::loss_end() const { return num_layers() - (fused_softmax_ ? 1 : 0); }
+
+BatchStats Sequential::loss_and_stats(const Tensor& logits, const Tensor& target, Tensor* dlogits) {
+  stats_.fill_zero();
+  double* s = reinterpret_cast<double*>(stats_.raw());
+  const long long n = logits.dim(0);
+  ops::softmax_xent(logits, target, dlogits, 1.0f / static_cast<float>(n), s);
+  Tensor host = device_.is_cpu() ? stats_ : stats_.to(Device::cpu());
+  const double* h = reinterpret_cast<const double*>(host.raw());
+  return BatchStats{h[0], h[1], n};
+}
+
+BatchStats Sequential::train_batch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows) {
+  HPCNN_CHECK_ARG(compiled(), "the model must be compiled before training: call model.compile(...)");
+  const long long n = batch_rows(x, rows);
+  ensure_buffers(n);
+  Tensor X = stage_input(x, rows, n);
+  Tensor Y = stage_target(y, rows, n);
+  ++step_;
+  const int end = loss_end();
+  Tensor logits = forward(X, end, true);
+  Tensor dl = dlogits_.view(0, logits.shape());
+  BatchStats st = loss_and_stats(logits, Y, &dl);
+  if (!std::isfinite(st.loss_sum))
+    throw ValueError(cat("the loss is ", std::isnan(st.loss_sum) ? "NaN" : "inf",
+                         ": training diverged (try a smaller learning rate); the weights were not updated"));
+
+  // Backward, from the loss to the first layer that has parameters.
+  int first_param = end;
+  for (int i = 0; i < end; ++i)
+    if (!specs_[i].empty()) {
+      first_param = i;
+      break;
+    }
+  StepContext ctx{true, seed_, step_, 0};
+  Tensor g = dl;
+  bool g_in_a = false;
+  for (int i = end - 1; i >= first_param; --i) {
+    ctx.layer_index = i;
+    Layer& l = *layers_[i];
+    const Tensor& xi = i ? acts_now_[i - 1] : X;
+    if (l.backward_is_view()) {
+      g = g.reshape(xi.shape());
+      continue;
+    }
+    const bool need_dx = i > first_param;
+    Tensor dx;
+    if (need_dx) dx = (g_in_a ? grad_b_ : grad_a_).view(0, xi.shape());
+    l.backward(xi, acts_now_[i], g, need_dx ? &dx : nullptr, ctx);
+    if (need_dx) {
+      g = dx;
+      g_in_a = !g_in_a;
+    }
+  }
+  optimizer_->step(params_, grads_);
+  return st;
+}
+
+BatchStats Sequential::test_batch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows) {
+  HPCNN_CHECK_ARG(compiled(), "the model must be compiled before evaluation: call model.compile(...)");
+  const long long n = batch_rows(x, rows);
+  ensure_buffers(n);
+  Tensor X = stage_input(x, rows, n);
+  Tensor Y = stage_target(y, rows, n);
+  Tensor logits = forward(X, loss_end(), false);
+  return loss_and_stats(logits, Y, nullptr);
+}
+
+Tensor Sequential::predict_batch(const Tensor& x, const std::vector<long long>* rows) {
+  const long long n = batch_rows(x, rows);
+  ensure_buffers(n);
+  Tensor X = stage_input(x, rows, n);
+  Tensor out = forward(X, num_layers(), false);
+  return out.to(Device::cpu());  // a copy: the activation buffers are reused by the next batch
+}
+
+}  // namespace hpcnn::nn

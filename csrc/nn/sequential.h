@@ -1,0 +1,103 @@
+// A Sequential model: the spine of a training step.
+//
+//   train_batch(x, y):
+//     stage x (uint8 -> float if needed, NaN/inf check, gather rows by index) and y (label range
+//     check) on the host, copy both to the model's device (the only host->device copies of a step)
+//     forward through the layers into per-layer activation buffers
+//     fused softmax + cross-entropy on the logits -> loss sum, correct count, dlogits
+//     backward through the same layers (ping-pong gradient buffers), parameter gradients written
+//     into the one gradient buffer
+//     one optimizer step over the one parameter buffer
+//     read back [loss_sum, correct] (the one device->host copy of a step)
+//
+// All trainable parameters live in one contiguous buffer (and their gradients in another);
+// layers hold views. The device is the model's own property, set by to().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/layer.h"
+#include "nn/optimizer.h"
+
+namespace hpcnn::nn {
+
+enum class Loss { CategoricalCrossentropy, SparseCategoricalCrossentropy };
+
+struct BatchStats {
+  double loss_sum = 0;  // sum over the batch (divide by n for the mean)
+  double correct = 0;
+  long long n = 0;
+};
+
+class Sequential {
+ public:
+  Sequential(Shape input_shape, std::vector<LayerPtr> layers, uint64_t seed);
+
+  const Shape& input_shape() const { return input_shape_; }
+  const std::vector<Shape>& output_shapes() const { return out_shapes_; }  // per layer, per sample
+  int num_layers() const { return static_cast<int>(layers_.size()); }
+  const Layer& layer(int i) const { return *layers_.at(i); }
+  long long num_params() const { return params_.numel(); }
+  // Per layer: (name, shape) of each weight, Keras order (kernel, bias).
+  std::vector<std::vector<ParamSpec>> weight_specs() const { return specs_; }
+
+  std::vector<Tensor> get_weights() const;            // host copies, Keras order and layouts
+  void set_weights(const std::vector<Tensor>& ws);    // ValueError on count/shape mismatch
+  Tensor& parameter_buffer() { return params_; }
+  Tensor& gradient_buffer() { return grads_; }
+
+  void compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool from_logits);
+  bool compiled() const { return optimizer_ != nullptr; }
+  Optimizer* optimizer() const { return optimizer_.get(); }
+  Loss loss() const { return loss_; }
+
+  Device device() const { return device_; }
+  void to(Device d);
+
+  uint64_t seed() const { return seed_; }
+  uint64_t step() const { return step_; }
+
+  // x: (n, *input_shape) float32 or uint8 on the host. y: float32 one-hot (n, classes) or integer
+  // labels (n,) / (n, 1). `rows`, when given, selects (and orders) the rows of x and y to use.
+  BatchStats train_batch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows = nullptr);
+  BatchStats test_batch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows = nullptr);
+  // Outputs (n, *output_shape) on the host.
+  Tensor predict_batch(const Tensor& x, const std::vector<long long>* rows = nullptr);
+
+ private:
+  void ensure_buffers(long long n);
+  Tensor stage_input(const Tensor& x, const std::vector<long long>* rows, long long n);
+  Tensor stage_target(const Tensor& y, const std::vector<long long>* rows, long long n);
+  long long batch_rows(const Tensor& x, const std::vector<long long>* rows) const;
+  // Runs layers [0, end) and returns the output of layer end-1 (or the input when end == 0).
+  Tensor forward(const Tensor& x, int end, bool training);
+  BatchStats loss_and_stats(const Tensor& logits, const Tensor& target, Tensor* dlogits);
+  int loss_end() const;  // layers run before the loss (the fused softmax is skipped)
+
+  Shape input_shape_;
+  std::vector<LayerPtr> layers_;
+  std::vector<Shape> in_shapes_, out_shapes_;
+  std::vector<std::vector<ParamSpec>> specs_;
+  uint64_t seed_;
+  uint64_t step_ = 0;
+  Device device_ = Device::cpu();
+
+  Tensor params_, grads_;                 // the one parameter buffer and its gradients
+  std::vector<std::vector<long long>> param_offsets_;
+
+  std::unique_ptr<Optimizer> optimizer_;
+  Loss loss_ = Loss::CategoricalCrossentropy;
+  bool fused_softmax_ = false;
+
+  // Buffers for up to capacity_ rows; smaller batches use leading views.
+  long long capacity_ = 0;
+  std::vector<Tensor> act_;               // per layer output (undefined for view layers)
+  Tensor grad_a_, grad_b_, dlogits_;      // ping-pong gradient buffers
+  Tensor x_host_, x_dev_, y_host_, y_dev_, stats_;
+  std::vector<Tensor> acts_now_;          // this step's layer outputs (views)
+};
+
+}  // namespace hpcnn::nn
