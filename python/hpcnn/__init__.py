@@ -1,11 +1,19 @@
 """hpcnn: convolutional networks on a C++/CUDA core, with a Keras-like API.
 
-Import works on any node, with or without a GPU driver; everything runs on the CPU unless a
-model is explicitly placed on a GPU.
+    import hpcnn
+    from hpcnn.layers import Conv2D, MaxPooling2D, Flatten, Dense, Dropout, InputLayer
+    model = hpcnn.Sequential([...]); model.compile('adam', 'categorical_crossentropy', ['accuracy'])
+    model.fit(x, y, batch_size=250, epochs=10)
+
+Import works on any node, with or without a GPU driver. Models run on the CPU unless placed on a
+GPU explicitly (``compile(device='gpu')`` or ``with hpcnn.device('gpu'):``).
 """
 from __future__ import annotations
 
 from . import _core
+from . import callbacks, config, devices, layers, losses, models, optimizers, utils
+from .devices import device, gpu_unavailable_reason, list_physical_devices
+from .models import Sequential, clone_model
 
 __version__: str = _core.build_info()["version"]
 
@@ -22,5 +30,10 @@ def get_num_threads() -> int:
 
 def set_num_threads(n: int) -> None:
     """Set hpcnn's CPU thread count (default: SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS, else the
-    CPUs in this process's affinity mask)."""
+    CPUs in this process's affinity mask, never the node's total core count)."""
     _core.set_num_threads(int(n))
+
+
+__all__ = ["Sequential", "clone_model", "device", "list_physical_devices", "gpu_unavailable_reason", "build_info",
+           "get_num_threads", "set_num_threads", "callbacks", "config", "devices", "layers", "losses", "models",
+           "optimizers", "utils"]

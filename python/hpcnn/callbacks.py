@@ -1,0 +1,129 @@
+"""Callbacks with Keras names and hooks: History, EarlyStopping, CSVLogger, LambdaCallback."""
+from __future__ import annotations
+
+import csv
+import math
+import os
+from typing import Any, Callable, Dict, List, Optional
+
+
+class Callback:
+    """Override any hook. ``self.model`` is the model being trained; set
+    ``self.model.stop_training = True`` to stop after the current epoch."""
+
+    def __init__(self) -> None:
+        self.model: Any = None
+        self.params: Dict[str, Any] = {}
+
+    def set_model(self, model: Any) -> None:
+        self.model = model
+
+    def set_params(self, params: Dict[str, Any]) -> None:
+        self.params = params
+
+    def on_train_begin(self, logs: Optional[Dict[str, float]] = None) -> None: ...
+    def on_train_end(self, logs: Optional[Dict[str, float]] = None) -> None: ...
+    def on_epoch_begin(self, epoch: int, logs: Optional[Dict[str, float]] = None) -> None: ...
+    def on_epoch_end(self, epoch: int, logs: Optional[Dict[str, float]] = None) -> None: ...
+    def on_train_batch_begin(self, batch: int, logs: Optional[Dict[str, float]] = None) -> None: ...
+    def on_train_batch_end(self, batch: int, logs: Optional[Dict[str, float]] = None) -> None: ...
+
+
+class History(Callback):
+    """What ``fit`` returns. ``history.history`` maps each metric to its per-epoch values:
+    loss, accuracy, val_loss, val_accuracy (as Keras), plus seconds and images_per_second per
+    epoch. ``history.epoch`` lists the epoch numbers; ``interrupted`` is True after Ctrl-C."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.history: Dict[str, List[float]] = {}
+        self.epoch: List[int] = []
+        self.interrupted = False
+
+    def on_epoch_end(self, epoch: int, logs: Optional[Dict[str, float]] = None) -> None:
+        self.epoch.append(epoch)
+        for k, v in (logs or {}).items():
+            self.history.setdefault(k, []).append(v)
+
+    def __repr__(self) -> str:
+        return f"History(epochs={len(self.epoch)}, keys={sorted(self.history)})"
+
+
+class EarlyStopping(Callback):
+    """Stop when ``monitor`` has not improved by ``min_delta`` for ``patience`` epochs."""
+
+    def __init__(self, monitor: str = "val_loss", min_delta: float = 0.0, patience: int = 0,
+                 mode: str = "auto", restore_best_weights: bool = False) -> None:
+        super().__init__()
+        self.monitor, self.min_delta, self.patience = monitor, abs(min_delta), int(patience)
+        if mode == "auto":
+            mode = "max" if "acc" in monitor else "min"
+        if mode not in ("min", "max"):
+            raise ValueError(f"EarlyStopping: mode must be 'min', 'max' or 'auto', got {mode!r}")
+        self.mode, self.restore_best_weights = mode, restore_best_weights
+        self.best = math.inf if mode == "min" else -math.inf
+        self.wait, self.best_weights, self.stopped_epoch = 0, None, None
+
+    def on_train_begin(self, logs: Optional[Dict[str, float]] = None) -> None:
+        self.best = math.inf if self.mode == "min" else -math.inf
+        self.wait, self.best_weights, self.stopped_epoch = 0, None, None
+
+    def on_epoch_end(self, epoch: int, logs: Optional[Dict[str, float]] = None) -> None:
+        value = (logs or {}).get(self.monitor)
+        if value is None:
+            raise ValueError(f"EarlyStopping: '{self.monitor}' is not among the logged metrics {sorted(logs or {})}")
+        better = value < self.best - self.min_delta if self.mode == "min" else value > self.best + self.min_delta
+        if better:
+            self.best, self.wait = value, 0
+            if self.restore_best_weights:
+                self.best_weights = self.model.get_weights()
+        else:
+            self.wait += 1
+            if self.wait > self.patience:
+                self.stopped_epoch = epoch
+                self.model.stop_training = True
+                if self.restore_best_weights and self.best_weights is not None:
+                    self.model.set_weights(self.best_weights)
+
+
+class CSVLogger(Callback):
+    """One CSV row per epoch (epoch, metrics, seconds, images_per_second): handy in sbatch jobs."""
+
+    def __init__(self, filename: str, separator: str = ",", append: bool = False) -> None:
+        super().__init__()
+        self.filename, self.sep, self.append = os.fspath(filename), separator, append
+        self._keys: Optional[List[str]] = None
+
+    def on_train_begin(self, logs: Optional[Dict[str, float]] = None) -> None:
+        self._keys = None
+        if not self.append and os.path.exists(self.filename):
+            os.remove(self.filename)
+
+    def on_epoch_end(self, epoch: int, logs: Optional[Dict[str, float]] = None) -> None:
+        logs = logs or {}
+        new = not os.path.exists(self.filename) or os.path.getsize(self.filename) == 0
+        if self._keys is None:
+            self._keys = sorted(logs)
+        with open(self.filename, "a", newline="") as f:
+            w = csv.writer(f, delimiter=self.sep)
+            if new:
+                w.writerow(["epoch"] + self._keys)
+            w.writerow([epoch] + [logs.get(k, "") for k in self._keys])
+
+
+class LambdaCallback(Callback):
+    """Callbacks from plain functions: ``LambdaCallback(on_epoch_end=lambda epoch, logs: ...)``."""
+
+    def __init__(self, on_epoch_begin: Optional[Callable] = None, on_epoch_end: Optional[Callable] = None,
+                 on_train_begin: Optional[Callable] = None, on_train_end: Optional[Callable] = None,
+                 on_train_batch_begin: Optional[Callable] = None,
+                 on_train_batch_end: Optional[Callable] = None) -> None:
+        super().__init__()
+        for name, fn in dict(on_epoch_begin=on_epoch_begin, on_epoch_end=on_epoch_end, on_train_begin=on_train_begin,
+                             on_train_end=on_train_end, on_train_batch_begin=on_train_batch_begin,
+                             on_train_batch_end=on_train_batch_end).items():
+            if fn is not None:
+                setattr(self, name, fn)
+
+
+__all__ = ["Callback", "History", "EarlyStopping", "CSVLogger", "LambdaCallback"]

@@ -1,0 +1,66 @@
+"""Helpers with Keras names: ``to_categorical``, ``Sequence``, ``set_random_seed``."""
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+import numpy as np
+
+_seed_state = {"seed": None, "count": 0}
+
+
+def to_categorical(y: Any, num_classes: Optional[int] = None, dtype: str = "float32") -> np.ndarray:
+    """Class indices -> one-hot rows, as Keras: a trailing axis of size 1 is dropped, so labels of
+    shape (n, 1) give (n, num_classes)."""
+    y = np.asarray(y)
+    if y.dtype.kind == "f":
+        if not np.all(np.isfinite(y)) or not np.all(y == np.round(y)):
+            raise ValueError("to_categorical: labels must be whole numbers")
+    y = y.astype("int64")
+    shape = y.shape
+    if shape and shape[-1] == 1 and len(shape) > 1:
+        shape = shape[:-1]
+    y = y.ravel()
+    if y.size and y.min() < 0:
+        raise ValueError(f"to_categorical: negative label {int(y.min())}")
+    if num_classes is None:
+        num_classes = int(y.max()) + 1 if y.size else 0
+    if y.size and y.max() >= num_classes:
+        raise ValueError(f"to_categorical: label {int(y.max())} is outside [0, {num_classes})")
+    out = np.zeros((y.size, num_classes), dtype=dtype)
+    out[np.arange(y.size), y] = 1
+    return out.reshape(shape + (num_classes,))
+
+
+class Sequence:
+    """Base class for batch generators, as ``keras.utils.Sequence``: implement ``__len__`` (batches
+    per epoch) and ``__getitem__(i)`` returning ``(x, y)``; ``on_epoch_end`` is called after each
+    epoch. ``model.fit`` also takes any object with those two methods."""
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def __getitem__(self, index: int):
+        raise NotImplementedError
+
+    def on_epoch_end(self) -> None:
+        pass
+
+
+def set_random_seed(seed: int) -> None:
+    """Seed hpcnn (weights, dropout, shuffling) and NumPy's global generator. Models built after
+    this call get seeds derived from ``seed`` in build order, so a script is reproducible."""
+    _seed_state["seed"] = int(seed)
+    _seed_state["count"] = 0
+    np.random.seed(int(seed) % (2**32))
+
+
+def next_model_seed() -> int:
+    """The seed for the next model built without an explicit one."""
+    if _seed_state["seed"] is None:
+        return int.from_bytes(os.urandom(8), "little") >> 1
+    _seed_state["count"] += 1
+    return (_seed_state["seed"] * 1_000_003 + _seed_state["count"]) % (2**63)
+
+
+__all__ = ["to_categorical", "Sequence", "set_random_seed"]
