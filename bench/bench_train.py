@@ -20,25 +20,16 @@ import subprocess
 import sys
 import time
 
-FWD_MFLOP = 30.9
-TRAIN_MFLOP = 92.6
+FWD_MFLOP = 30.9    # = hpcnn.bench.TUTORIAL_FWD_MFLOP (repeated: workers import no hpcnn)
+TRAIN_MFLOP = 92.6  # = hpcnn.bench.TUTORIAL_TRAIN_MFLOP
 
 
 # ------------------------------------------------------------------ workers (one framework each)
 def worker_hpcnn(a):
-    import numpy as np
     import hpcnn
-    from hpcnn.bench import time_steps
+    from hpcnn.bench import tutorial_cnn_step_times
     hpcnn.set_num_threads(a.threads)
-    rng = np.random.default_rng(0)
-    x = rng.random((a.batch, 32, 32, 3), dtype=np.float32)
-    y = rng.integers(0, 10, a.batch).astype(np.int32)
-    m = hpcnn.models.tutorial_cnn(seed=0)
-    m.compile("adam", "sparse_categorical_crossentropy", ["accuracy"])
-    core = m._model()  # the same call fit makes per batch
-    train = time_steps(lambda: core.train_batch(x, y, None), a.steps, a.warmup)
-    infer = time_steps(lambda: core.predict_batch(x, None), a.steps, a.warmup)
-    return train, infer
+    return tutorial_cnn_step_times("cpu", a.batch, a.steps, a.warmup)
 
 
 def worker_torch(a):

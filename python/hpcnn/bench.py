@@ -97,3 +97,23 @@ def peak_gflops(threads: Optional[int] = None, seconds: float = 0.5) -> Optional
     if probe is None:
         return None
     return float(probe(threads or _core.get_num_threads(), seconds))
+
+
+TUTORIAL_FWD_MFLOP = 30.9     # tutorial CNN, forward, per image
+TUTORIAL_TRAIN_MFLOP = 92.6   # forward + backward-data + backward-filter, per image
+
+
+def tutorial_cnn_step_times(device: str = "cpu", batch_size: int = 250, steps: int = 20, warmup: int = 3):
+    """Per-step seconds of training and of inference for the tutorial CNN on `device`, on random
+    data already in memory (the model's own step, exactly as fit calls it per batch)."""
+    import numpy as np
+    from . import models
+    rng = np.random.default_rng(0)
+    x = rng.random((batch_size, 32, 32, 3), dtype=np.float32)
+    y = rng.integers(0, 10, batch_size).astype(np.int32)
+    m = models.tutorial_cnn(seed=0)
+    m.compile("adam", "sparse_categorical_crossentropy", ["accuracy"], device=device)
+    core = m._model()
+    train = time_steps(lambda: core.train_batch(x, y, None), steps, warmup)
+    infer = time_steps(lambda: core.predict_batch(x, None), steps, warmup)
+    return train, infer

@@ -1,0 +1,113 @@
+"""The ``hpcnn`` command.
+
+    hpcnn info                     build and device information (what to paste in a bug report)
+    hpcnn devices                  CPUs and GPUs this process can use, and why a GPU cannot be
+    hpcnn bench [--device gpu]     tutorial CNN time per step, images/s, uncertainty, jitter (+ CSV)
+    hpcnn collect OUT IN...        merge benchmark CSVs from many jobs (and plot them)
+    hpcnn tutorial [...]           the CIFAR-10 CPU-vs-GPU tutorial end to end
+    hpcnn convert ...              datasets to the tutorial's HDF5 layout
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import List, Optional
+
+
+def _cmd_info(a) -> int:
+    import hpcnn
+    info = hpcnn.build_info()
+    info["gpus"] = [d.details | {"name": d.name} for d in hpcnn.list_physical_devices("GPU")]
+    info["gpu_unavailable_reason"] = hpcnn.gpu_unavailable_reason()
+    print(json.dumps(info, indent=2, default=str))
+    return 0
+
+
+def _cmd_devices(a) -> int:
+    import hpcnn
+    for d in hpcnn.list_physical_devices():
+        print(d.name, d.device_type, json.dumps(d.details, default=str))
+    why = hpcnn.gpu_unavailable_reason()
+    if why:
+        print(f"no GPU: {why}")
+    return 0
+
+
+def _cmd_bench(a) -> int:
+    import hpcnn
+    from hpcnn import bench
+    if a.threads:
+        hpcnn.set_num_threads(a.threads)
+    dev = hpcnn.devices.normalize(a.device)
+    train, infer = bench.tutorial_cnn_step_times(dev, a.batch, a.steps, a.warmup)
+    peak = bench.peak_gflops() if dev == "cpu" else None
+    print(f"# {bench.machine_description()}; device {dev}; {hpcnn.get_num_threads()} threads; batch {a.batch}")
+    for mode, times, mflop in (("train", train, bench.TUTORIAL_TRAIN_MFLOP), ("infer", infer, bench.TUTORIAL_FWD_MFLOP)):
+        s = bench.step_stats(times, a.batch)
+        gf = s["mean_speed"] * mflop / 1e3
+        pct = f", {100 * gf / peak:.0f} % of FP32 peak" if peak else ""
+        print(f"{mode}: {s['mean_speed']:.0f} img/s +/- {s['speed_uncertainty']:.0f} (jitter {s['speed_jitter']:.0f}), "
+              f"{1e3 * s['mean_time_per_step']:.1f} ms/step, {gf:.1f} GFLOP/s{pct}")
+        if a.csv:
+            bench.append_csv(a.csv, {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": bench.machine_description(),
+                                     "device": dev, "mode": mode, "threads": hpcnn.get_num_threads(),
+                                     "label": a.label or "", **s, "gflops": gf})
+    return 0
+
+
+def _cmd_collect(a) -> int:
+    from hpcnn import bench
+    n = bench.collect_csv(a.inputs, a.output)
+    print(f"{n} rows -> {a.output}")
+    if a.plot:
+        from hpcnn import plot
+        plot.benchmark(a.output, a.plot)
+        print(f"plot -> {a.plot}")
+    return 0
+
+
+def _cmd_tutorial(a) -> int:
+    from hpcnn import tutorial
+    return tutorial.main(a)
+
+
+def _cmd_convert(rest: List[str]) -> int:
+    from hpcnn import convert
+    return int(convert.main(rest) or 0)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "convert":
+        return _cmd_convert(argv[1:])
+    p = argparse.ArgumentParser(prog="hpcnn", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("info", help="build and device information").set_defaults(fn=_cmd_info)
+    sub.add_parser("devices", help="list devices").set_defaults(fn=_cmd_devices)
+    b = sub.add_parser("bench", help="tutorial CNN speed on this node")
+    b.add_argument("--device", default="cpu")
+    b.add_argument("--batch", type=int, default=250)
+    b.add_argument("--steps", type=int, default=20)
+    b.add_argument("--warmup", type=int, default=3)
+    b.add_argument("--threads", type=int, default=None)
+    b.add_argument("--csv", default=None, help="append the results to this CSV file")
+    b.add_argument("--label", default=None, help="a free-form label for the CSV rows (partition, staging dir, ...)")
+    b.set_defaults(fn=_cmd_bench)
+    c = sub.add_parser("collect", help="merge benchmark CSVs")
+    c.add_argument("output")
+    c.add_argument("inputs", nargs="+")
+    c.add_argument("--plot", default=None, help="also draw images/s per row into this PNG")
+    c.set_defaults(fn=_cmd_collect)
+    t = sub.add_parser("tutorial", help="the CIFAR-10 CPU-vs-GPU tutorial end to end")
+    from hpcnn.tutorial import add_arguments
+    add_arguments(t)
+    t.set_defaults(fn=_cmd_tutorial)
+    sub.add_parser("convert", help="convert datasets to HDF5 (see `hpcnn convert --help`)")
+    a = p.parse_args(argv)
+    return int(a.fn(a) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""The "Deep learning CPU vs GPU" CIFAR-10 tutorial, end to end on hpcnn (``hpcnn tutorial``).
+
+Steps, as in the lesson: load CIFAR-10, write it to HDF5, define the Sequential CNN, train it on
+the CPU from the HDF5 file, clone it and train the clone on the GPU, compare the timings, plot
+the curves and some predictions, evaluate, and save the model. Everything lands in --out:
+
+    dataset_cifar10.hdf5   curves.png   predictions.png   timings.csv   model_cpu.h5   summary.json
+
+Where CIFAR-10 is not available (no local copy, no internet: compute nodes), ``--synthetic``
+generates CIFAR-shaped images with a learnable class signal so the whole pipeline still runs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+
+CLASS_NAMES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", default=None,
+                   help="CIFAR-10: the official python tarball/folder, or an HDF5 file in the tutorial layout "
+                        "(default: hpcnn.datasets.cifar10.load_data(), which looks in ~/.hpcnn/datasets and "
+                        "downloads on nodes with internet)")
+    p.add_argument("--synthetic", action="store_true",
+                   help="use generated CIFAR-shaped data (for nodes without the dataset)")
+    p.add_argument("--train-rows", type=int, default=None, help="use only this many training images")
+    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--batch-size", type=int, default=250)
+    p.add_argument("--device", default="both", choices=["cpu", "gpu", "both"],
+                   help="both (default): CPU, then GPU when one is usable (the reason is printed when not)")
+    p.add_argument("--out", default="hpcnn_tutorial")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--verbose", default="auto")
+
+
+def synthetic_cifar10(n_train: int = 50000, n_valid: int = 10000, seed: int = 0):
+    """CIFAR-10-shaped uint8 data whose class shows as a coloured square at a class-specific place,
+    over noise: learnable, so curves and accuracies mean something, but no substitute for CIFAR-10."""
+    rng = np.random.default_rng(seed)
+
+    def make(n):
+        y = rng.integers(0, 10, (n, 1)).astype(np.uint8)
+        x = rng.integers(0, 160, (n, 32, 32, 3), dtype=np.uint8)
+        for k in range(10):
+            idx = np.where(y[:, 0] == k)[0]
+            r, c = 4 + 6 * (k // 4), 4 + 7 * (k % 4)
+            colour = np.array([(40 * k) % 256, (90 + 50 * k) % 256, (200 - 20 * k) % 256], np.uint8)
+            x[idx, r:r + 6, c:c + 6, :] = colour
+        return x, y
+
+    return make(n_train), make(n_valid)
+
+
+def load_cifar10(a) -> Tuple[Tuple[np.ndarray, np.ndarray], Tuple[np.ndarray, np.ndarray], str]:
+    if a.synthetic:
+        return (*synthetic_cifar10(seed=a.seed), "synthetic (generated)")
+    from . import datasets
+    try:
+        (x, y), (xv, yv) = datasets.cifar10.load_data(a.data) if a.data else datasets.cifar10.load_data()
+    except (OSError, RuntimeError, ValueError) as e:
+        raise SystemExit(f"hpcnn tutorial: CIFAR-10 is not available ({e}).\n"
+                         "Download it on a login node (python -m hpcnn.convert cifar10 --download, or pass "
+                         "--data PATH to the official cifar-10-python.tar.gz), or run with --synthetic.")
+    return (x, y), (xv, yv), a.data or "CIFAR-10"
+
+
+def write_tutorial_hdf5(path: str, x, y, xv, yv) -> None:
+    """The tutorial's file: x_train, y_train, x_valid, y_valid, gzip; hpcnn's default chunks
+    (whole images) rather than h5py's automatic ones."""
+    from . import data
+    data.write_hdf5(path, {"x_train": x, "y_train": y, "x_valid": xv, "y_valid": yv}, compression="gzip")
+
+
+def train_on(device: str, model, train_ds, valid_ds, epochs: int, verbose) -> Tuple[Any, float]:
+    from . import optimizers
+    model.compile(optimizer=optimizers.Adam(learning_rate=0.001), loss="categorical_crossentropy",
+                  metrics=["accuracy"], device=device)
+    t = time.perf_counter()
+    history = model.fit(train_ds, epochs=epochs, verbose=verbose, validation_data=valid_ds)
+    return history, time.perf_counter() - t
+
+
+def main(a) -> int:
+    import hpcnn
+    from . import bench, data, models
+
+    os.makedirs(a.out, exist_ok=True)
+    hpcnn.utils.set_random_seed(a.seed)
+    print(hpcnn.list_physical_devices("CPU"))
+    print(hpcnn.list_physical_devices("GPU"))
+
+    (x, y), (xv, yv), source = load_cifar10(a)
+    if a.train_rows:
+        x, y = x[:a.train_rows], y[:a.train_rows]
+    print(f"Data: {source}. Train: X={x.shape}, y={y.shape}; Test: X={xv.shape}, y={yv.shape}; "
+          f"number of classes= {len(set(np.asarray(y).flatten()))}")
+    h5 = os.path.join(a.out, "dataset_cifar10.hdf5")
+    write_tutorial_hdf5(h5, x, y, xv, yv)
+
+    def datasets_for():
+        tr = data.HDF5Dataset(h5, x="x_train", y="y_train", batch_size=a.batch_size, shuffle=True, seed=a.seed,
+                              one_hot=10)
+        va = data.HDF5Dataset(h5, x="x_valid", y="y_valid", batch_size=a.batch_size, shuffle=False, one_hot=10)
+        return tr, va
+
+    model = models.tutorial_cnn()
+    model.summary()
+    runs: Dict[str, Dict[str, Any]] = {}
+    want_cpu = a.device in ("cpu", "both")
+    want_gpu = a.device in ("gpu", "both")
+    gpu_reason = hpcnn.gpu_unavailable_reason()
+    if want_gpu and gpu_reason:
+        if a.device == "gpu":
+            raise SystemExit(f"hpcnn tutorial: --device gpu, but no GPU is usable: {gpu_reason}")
+        print(f"\nNo GPU run: {gpu_reason}")
+        want_gpu = False
+
+    if want_cpu:
+        print("\n=== Training on the CPU ===")
+        tr, va = datasets_for()
+        hist, secs = train_on("cpu", model, tr, va, a.epochs, a.verbose)
+        runs["cpu"] = {"history": hist, "seconds": secs, "model": model}
+    if want_gpu:
+        print("\n=== Training a clone on the GPU ===")
+        new_model = models.clone_model(model)
+        tr, va = datasets_for()
+        hist, secs = train_on("gpu", new_model, tr, va, a.epochs, a.verbose)
+        runs["gpu"] = {"history": hist, "seconds": secs, "model": new_model}
+
+    # Timings: per-epoch seconds and images/s, one CSV row per device and epoch.
+    csv_path = os.path.join(a.out, "timings.csv")
+    if os.path.exists(csv_path):
+        os.remove(csv_path)
+    for dev, r in runs.items():
+        h = r["history"].history
+        for e in range(len(h["loss"])):
+            bench.append_csv(csv_path, {"device": dev, "epoch": e + 1, "seconds": h["seconds"][e],
+                                        "images_per_second": h["images_per_second"][e], "loss": h["loss"][e],
+                                        "accuracy": h["accuracy"][e], "val_loss": h.get("val_loss", [None] * 99)[e],
+                                        "val_accuracy": h.get("val_accuracy", [None] * 99)[e]})
+    print("\n=== Timings ===")
+    for dev, r in runs.items():
+        ips = r["history"].history["images_per_second"]
+        print(f"{dev}: {r['seconds']:.1f} s for {len(ips)} epochs; {np.median(ips):,.0f} img/s (median epoch)")
+    if "cpu" in runs and "gpu" in runs:
+        print(f"GPU speed-up: {runs['cpu']['seconds'] / runs['gpu']['seconds']:.1f}x")
+
+    # Evaluate and predict with the last trained model, as the tutorial does.
+    last = runs.get("gpu", runs.get("cpu"))
+    summary: Dict[str, Any] = {"data": source, "epochs": a.epochs, "batch_size": a.batch_size,
+                               "runs": {d: {"seconds": r["seconds"], "history": r["history"].history}
+                                        for d, r in runs.items()}}
+    if last:
+        m = last["model"]
+        xf = xv.astype("float32") / 255.0
+        yc = hpcnn.utils.to_categorical(yv, 10)
+        score = m.evaluate(xf, yc, verbose=0, batch_size=a.batch_size)
+        print("Test cross-entropy loss: %0.5f" % score[0])
+        print("Test accuracy: %0.2f" % score[1])
+        y_pred = m.predict_classes(xf, batch_size=a.batch_size)
+        summary["test_loss"], summary["test_accuracy"] = score
+        try:
+            from . import plot
+            plot.history(last["history"], os.path.join(a.out, "curves.png"),
+                         compare={d.upper(): r["history"] for d, r in runs.items() if r is not last} or None,
+                         title=[d.upper() for d, r in runs.items() if r is last][0])
+            plot.predictions(xv, np.asarray(yv).ravel(), y_pred, CLASS_NAMES, os.path.join(a.out, "predictions.png"))
+            print(f"Plots: {a.out}/curves.png, {a.out}/predictions.png")
+        except ImportError as e:
+            print(f"(no plots: {e})")
+        if hasattr(m, "save"):
+            m.to("cpu")
+            m.save(os.path.join(a.out, "model_cpu.h5"))
+            print(f"Model: {a.out}/model_cpu.h5")
+    with open(os.path.join(a.out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1, default=float)
+    print(f"Timings: {csv_path}; summary: {a.out}/summary.json")
+    return 0
