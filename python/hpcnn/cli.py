@@ -106,7 +106,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     t.set_defaults(fn=_cmd_tutorial)
     sub.add_parser("convert", help="convert datasets to HDF5 (see `hpcnn convert --help`)")
     a = p.parse_args(argv)
-    return int(a.fn(a) or 0)
+    try:
+        return int(a.fn(a) or 0)
+    except (RuntimeError, ValueError, MemoryError, OSError) as e:
+        # A clear one-line error for job logs rather than a traceback.
+        print(f"hpcnn {a.cmd}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

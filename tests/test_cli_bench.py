@@ -1,0 +1,65 @@
+"""The hpcnn command and the benchmark statistics."""
+import csv
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from hpcnn import bench
+
+
+def test_step_stats_formulas():
+    times = [0.1, 0.1, 0.2, 0.1]
+    s = bench.step_stats(times, 50)
+    assert s["mean_time_per_step"] == pytest.approx(0.125)
+    assert s["mean_speed"] == pytest.approx(400.0)            # batch / mean time
+    speeds = [500, 500, 250, 500]
+    mean = sum(speeds) / 4
+    sd = math.sqrt(sum((v - mean) ** 2 for v in speeds) / 3)
+    assert s["speed_uncertainty"] == pytest.approx(sd / 2)    # std / sqrt(steps)
+    assert s["speed_jitter"] == pytest.approx(0.0)            # 1.4826 * MAD: 3 of 4 equal the median
+    with pytest.raises(ValueError):
+        bench.step_stats([], 10)
+
+
+def test_csv_append_and_collect(tmp_path):
+    a, b, out = tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "all.csv"
+    bench.append_csv(str(a), {"device": "cpu", "mean_speed": 10})
+    bench.append_csv(str(a), {"device": "cpu", "mean_speed": 11})
+    bench.append_csv(str(b), {"device": "gpu", "mean_speed": 99, "label": "h100"})
+    assert bench.collect_csv([str(a), str(b)], str(out)) == 3
+    rows = list(csv.DictReader(open(out)))
+    assert [r["device"] for r in rows] == ["cpu", "cpu", "gpu"] and rows[2]["label"] == "h100"
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "hpcnn", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_cli_info_and_devices():
+    r = run("info")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["version"] and "gpu_unavailable_reason" in info
+    r = run("devices")
+    assert r.returncode == 0 and "/physical_device:CPU:0" in r.stdout
+
+
+def test_cli_bench_writes_csv(tmp_path):
+    out = tmp_path / "b.csv"
+    r = run("bench", "--batch", "16", "--steps", "2", "--warmup", "1", "--csv", str(out), "--label", "test")
+    assert r.returncode == 0, r.stderr
+    assert "train:" in r.stdout and "img/s" in r.stdout
+    rows = list(csv.DictReader(open(out)))
+    assert {r["mode"] for r in rows} == {"train", "infer"} and rows[0]["label"] == "test"
+
+
+def test_cli_bench_gpu_without_gpu_fails_clearly():
+    import hpcnn
+    if hpcnn.list_physical_devices("GPU"):
+        pytest.skip("a GPU is present")
+    r = run("bench", "--device", "gpu", "--steps", "1")
+    assert r.returncode != 0
+    assert "RuntimeError" in r.stderr and hpcnn.gpu_unavailable_reason()[:30] in r.stderr
