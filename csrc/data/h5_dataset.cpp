@@ -1,0 +1,386 @@
+#include "data/h5_dataset.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/errors.h"
+#include "core/thread_pool.h"
+#include "data/inflate.h"
+
+namespace hpcnn::data {
+
+namespace {
+
+// Names of the filters users meet in the wild, so that an error says which one.
+std::string filter_name(int id) {
+  switch (id) {
+    case H5Z_FILTER_DEFLATE: return "gzip";
+    case H5Z_FILTER_SHUFFLE: return "shuffle";
+    case H5Z_FILTER_FLETCHER32: return "fletcher32";
+    case H5Z_FILTER_SZIP: return "szip";
+    case H5Z_FILTER_NBIT: return "nbit";
+    case H5Z_FILTER_SCALEOFFSET: return "scaleoffset";
+    case 32000: return "lzf";
+    case 32001: return "blosc";
+    case 32004: return "lz4";
+    case 32008: return "bitshuffle";
+    case 32015: return "zstd";
+    default: return cat("filter ", id);
+  }
+}
+
+std::string type_name(hid_t type) {
+  H5T_class_t cls = H5Tget_class(type);
+  size_t size = H5Tget_size(type);
+  if (cls == H5T_INTEGER) return cat(H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int", size * 8);
+  if (cls == H5T_FLOAT) return cat("float", size * 8);
+  switch (cls) {
+    case H5T_STRING: return "string";
+    case H5T_COMPOUND: return "compound";
+    case H5T_ENUM: return "enum";
+    case H5T_ARRAY: return "array";
+    case H5T_OPAQUE: return "opaque";
+    case H5T_VLEN: return "vlen";
+    case H5T_REFERENCE: return "reference";
+    case H5T_BITFIELD: return "bitfield";
+    default: return "unknown type";
+  }
+}
+
+}  // namespace
+
+long long DatasetInfo::row_elems() const {
+  long long n = 1;
+  for (size_t d = 1; d < shape.size(); ++d) n *= shape[d];
+  return n;
+}
+
+std::string DatasetInfo::compression() const {
+  if (filters.empty()) return "none";
+  std::string s;
+  for (auto& f : filters) {
+    if (f.id == H5Z_FILTER_SHUFFLE) continue;
+    s += (s.empty() ? "" : "+") + f.name;
+  }
+  for (auto& f : filters)
+    if (f.id == H5Z_FILTER_SHUFFLE) s += s.empty() ? "shuffle" : "+shuffle";
+  return s;
+}
+
+std::string DatasetInfo::describe() const {
+  return cat(name, ": shape=", shape_str(shape), " dtype=", dtype, " chunks=",
+             chunked ? shape_str(chunk) : std::string("None (contiguous)"), " compression=", compression());
+}
+
+H5Id open_file_readonly(const std::string& file) {
+  h5_quiet();
+  struct stat st;
+  if (::stat(file.c_str(), &st) != 0) throw ValueError(cat("HDF5 file not found: '", file, "'"));
+  if (S_ISDIR(st.st_mode)) throw ValueError(cat("'", file, "' is a directory, not an HDF5 file"));
+  htri_t is = H5Fis_hdf5(file.c_str());
+  if (is <= 0) {
+    std::string why = h5_error_text();
+    throw ValueError(cat("'", file, "' is not an HDF5 file (or is truncated/damaged: no valid HDF5 signature)",
+                         why.empty() ? "" : cat(" (HDF5: ", why, ")")));
+  }
+  H5Id fapl = h5_own(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate(file access)");
+#if H5_VERSION_GE(1, 10, 7)
+  // Parallel file systems often have no POSIX locks: read anyway rather than fail.
+  H5Pset_file_locking(fapl.get(), true, true);
+#endif
+  return h5_own(H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose,
+                cat("cannot open HDF5 file '", file, "' (truncated or damaged?)"));
+}
+
+bool dataset_exists(hid_t file, const std::string& name) {
+  // Check each link of the path: H5Lexists fails (rather than says no) past a missing group.
+  size_t pos = 0;
+  while (true) {
+    size_t next = name.find('/', pos + 1);
+    std::string prefix = name.substr(0, next);
+    if (!prefix.empty() && prefix != "/") {
+      htri_t e = H5Lexists(file, prefix.c_str(), H5P_DEFAULT);
+      if (e <= 0) {
+        h5_error_text();  // clear
+        return false;
+      }
+    }
+    if (next == std::string::npos) break;
+    pos = next;
+  }
+  return true;
+}
+
+H5Dataset::H5Dataset(const std::string& file, const std::string& name) {
+  info_.file = file;
+  info_.name = name;
+  file_ = open_file_readonly(file);
+  if (name.empty() || !dataset_exists(file_.get(), name))
+    throw ValueError(cat("no dataset '", name, "' in HDF5 file '", file, "'"));
+  dset_ = h5_own(H5Dopen2(file_.get(), name.c_str(), H5P_DEFAULT), H5Dclose,
+                 cat("cannot open ", where(), " (is it a group, or is the file damaged?)"));
+
+  H5Id type = h5_own(H5Dget_type(dset_.get()), H5Tclose, cat("cannot read the type of ", where()));
+  H5T_class_t cls = H5Tget_class(type.get());
+  info_.elem_size = H5Tget_size(type.get());
+  info_.dtype = type_name(type.get());
+  bool native_order = H5Tget_order(type.get()) == H5T_ORDER_LE;
+  if (cls == H5T_INTEGER && info_.elem_size == 1 && H5Tget_sign(type.get()) == H5T_SGN_NONE)
+    info_.kind = ElemKind::U8;
+  else if (cls == H5T_FLOAT && info_.elem_size == 4)
+    info_.kind = ElemKind::F32;
+  else if (cls == H5T_INTEGER)
+    info_.kind = ElemKind::Int;
+
+  H5Id space = h5_own(H5Dget_space(dset_.get()), H5Sclose, cat("cannot read the shape of ", where()));
+  int rank = H5Sget_simple_extent_ndims(space.get());
+  h5_check(rank, cat("cannot read the shape of ", where()));
+  std::vector<hsize_t> dims(rank);
+  if (rank > 0) h5_check(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr), cat("shape of ", where()));
+  for (auto d : dims) info_.shape.push_back(static_cast<long long>(d));
+
+  H5Id dcpl = h5_own(H5Dget_create_plist(dset_.get()), H5Pclose, cat("cannot read the layout of ", where()));
+  info_.chunked = H5Pget_layout(dcpl.get()) == H5D_CHUNKED;
+  if (info_.chunked && rank > 0) {
+    std::vector<hsize_t> c(rank);
+    h5_check(H5Pget_chunk(dcpl.get(), rank, c.data()), cat("cannot read the chunk shape of ", where()));
+    for (auto d : c) info_.chunk.push_back(static_cast<long long>(d));
+  }
+  int nf = H5Pget_nfilters(dcpl.get());
+  h5_check(nf, cat("cannot read the filters of ", where()));
+  bool only_deflate_shuffle = true;
+  for (int i = 0; i < nf; ++i) {
+    unsigned flags = 0, cfg = 0;
+    size_t nelem = 0;
+    char fname[64] = {0};
+    H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nelem, nullptr, sizeof fname,
+                                     fname, &cfg);
+    h5_check(id, cat("cannot read filter ", i, " of ", where()));
+    FilterInfo f;
+    f.id = static_cast<int>(id);
+    f.name = filter_name(f.id);
+    f.available = H5Zfilter_avail(id) > 0;
+    h5_error_text();
+    if (!f.available)
+      throw ValueError(cat(where(), " is compressed with the unsupported filter '", f.name, "' (id ", f.id,
+                           "), which this HDF5 library cannot decode; rewrite the file with gzip (e.g. "
+                           "hpcnn.data.write_hdf5 or `python -m hpcnn.convert`)"));
+    if (id == H5Z_FILTER_DEFLATE && deflate_index_ < 0) deflate_index_ = i;
+    else if (id == H5Z_FILTER_SHUFFLE && shuffle_index_ < 0) shuffle_index_ = i;
+    else only_deflate_shuffle = false;
+    info_.filters.push_back(f);
+  }
+  raw_path_ = info_.chunked && only_deflate_shuffle && native_order && rank >= 1 &&
+              (info_.kind == ElemKind::U8 || info_.kind == ElemKind::F32);
+
+  if (info_.chunked && !info_.chunk.empty()) {
+    block_rows_ = std::max<long long>(1, info_.chunk[0]);
+  } else {
+    long long rb = static_cast<long long>(std::max<size_t>(1, row_bytes()));
+    block_rows_ = std::max<long long>(1, (4LL << 20) / rb);
+  }
+  if (info_.rows() > 0) block_rows_ = std::min(block_rows_, info_.rows());
+}
+
+std::string H5Dataset::where() const { return cat("dataset '", info_.name, "' in file '", info_.file, "'"); }
+
+long long H5Dataset::rows_in_block(long long b) const {
+  long long start = b * block_rows_;
+  return std::max(0LL, std::min(block_rows_, info_.rows() - start));
+}
+
+void H5Dataset::read_blocks(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst) {
+  HPCNN_CHECK_BACKEND(blocks.size() == dst.size(), "read_blocks: ", blocks.size(), " blocks, ", dst.size(), " buffers");
+  HPCNN_CHECK_ARG(info_.kind == ElemKind::U8 || info_.kind == ElemKind::F32, where(), " has dtype ", info_.dtype,
+                  ": images must be uint8 or float32");
+  if (blocks.empty()) return;
+  h5_quiet();
+  if (raw_path_) read_blocks_raw(blocks, dst);
+  else read_blocks_hyperslab(blocks, dst);
+}
+
+void H5Dataset::read_blocks_hyperslab(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst) {
+  const int rank = static_cast<int>(info_.shape.size());
+  hid_t memtype = info_.kind == ElemKind::U8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT;
+  H5Id fspace = h5_own(H5Dget_space(dset_.get()), H5Sclose, cat("H5Dget_space on ", where()));
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    long long n = rows_in_block(blocks[i]);
+    if (n <= 0) continue;
+    std::vector<hsize_t> start(rank, 0), count(info_.shape.begin(), info_.shape.end());
+    start[0] = static_cast<hsize_t>(blocks[i] * block_rows_);
+    count[0] = static_cast<hsize_t>(n);
+    h5_check(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
+             cat("selecting rows of ", where()));
+    H5Id mspace = h5_own(H5Screate_simple(rank, count.data(), nullptr), H5Sclose, "H5Screate_simple");
+    h5_check(H5Dread(dset_.get(), memtype, mspace.get(), fspace.get(), H5P_DEFAULT, dst[i]),
+             cat("cannot read rows ", start[0], "..", start[0] + count[0], " of ", where(),
+                 " (truncated or corrupted file?)"));
+  }
+}
+
+namespace {
+
+// Copies the valid part of one decoded chunk (row-major, full chunk extents `c`) to its place in
+// a row-major block buffer of shape `bshape` (rows of the block first). `off` is the chunk's
+// offset within the block, `ext` the valid extents. Rank >= 1.
+void scatter_chunk(const uint8_t* src, uint8_t* dst, const Shape& c, const Shape& bshape, const Shape& off,
+                   const Shape& ext, size_t esz) {
+  const int r = static_cast<int>(c.size());
+  std::vector<long long> cs(r), ds(r);  // strides in elements
+  cs[r - 1] = ds[r - 1] = 1;
+  for (int d = r - 2; d >= 0; --d) {
+    cs[d] = cs[d + 1] * c[d + 1];
+    ds[d] = ds[d + 1] * bshape[d + 1];
+  }
+  long long dbase = 0;
+  for (int d = 0; d < r; ++d) dbase += off[d] * ds[d];
+  if (r == 1) {
+    std::memcpy(dst + dbase * esz, src, ext[0] * esz);
+    return;
+  }
+  // Odometer over dimensions 0..r-3; the last two dimensions are an inner 2-D copy.
+  const int outer = r - 2;
+  std::vector<long long> idx(outer, 0);
+  const long long rows2 = ext[r - 2], run = ext[r - 1];
+  const size_t run_bytes = static_cast<size_t>(run) * esz;
+  while (true) {
+    long long so = 0, dof = dbase;
+    for (int d = 0; d < outer; ++d) {
+      so += idx[d] * cs[d];
+      dof += idx[d] * ds[d];
+    }
+    const uint8_t* s = src + so * esz;
+    uint8_t* t = dst + dof * esz;
+    if (run_bytes == 1) {
+      for (long long j = 0; j < rows2; ++j) t[j * ds[r - 2]] = s[j * cs[r - 2]];
+    } else {
+      for (long long j = 0; j < rows2; ++j)
+        std::memcpy(t + j * ds[r - 2] * esz, s + j * cs[r - 2] * esz, run_bytes);
+    }
+    int d = outer - 1;
+    while (d >= 0 && ++idx[d] == ext[d]) idx[d--] = 0;
+    if (d < 0) break;
+  }
+}
+
+}  // namespace
+
+void H5Dataset::read_blocks_raw(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst) {
+  const int r = static_cast<int>(info_.shape.size());
+  const Shape& c = info_.chunk;
+  const size_t esz = info_.elem_size;
+  std::vector<long long> grid(r, 1);
+  long long per_block = 1;
+  for (int d = 1; d < r; ++d) {
+    grid[d] = (info_.shape[d] + c[d] - 1) / c[d];
+    per_block *= grid[d];
+  }
+  const size_t chunk_bytes = static_cast<size_t>(shape_numel(c)) * esz;
+
+  struct Task {
+    size_t block_slot;
+    Shape off;  // chunk offset in dataset coordinates
+    uint32_t mask = 0;
+    bool fill = false;  // never written: HDF5's fill value (0)
+  };
+  const size_t ntasks = blocks.size() * static_cast<size_t>(per_block);
+  std::vector<Task> tasks(ntasks);
+  if (raw_.size() < ntasks) raw_.resize(ntasks);
+
+  // 1) Raw reads, serially: HDF5 is one lock; the bytes are small (compressed).
+  std::vector<hsize_t> off(r);
+  for (size_t bi = 0; bi < blocks.size(); ++bi) {
+    for (long long k = 0; k < per_block; ++k) {
+      size_t t = bi * per_block + k;
+      Task& task = tasks[t];
+      task.block_slot = bi;
+      task.off.assign(r, 0);
+      task.off[0] = blocks[bi] * block_rows_;
+      long long rem = k;
+      for (int d = r - 1; d >= 1; --d) {
+        task.off[d] = (rem % grid[d]) * c[d];
+        rem /= grid[d];
+      }
+      for (int d = 0; d < r; ++d) off[d] = static_cast<hsize_t>(task.off[d]);
+      hsize_t nbytes = 0;
+      h5_check(H5Dget_chunk_storage_size(dset_.get(), off.data(), &nbytes),
+               cat("cannot locate the chunk at ", shape_str(task.off), " of ", where(), " (truncated or damaged file?)"));
+      if (nbytes == 0) {
+        task.fill = true;
+        continue;
+      }
+      raw_[t].resize(nbytes);
+      h5_check(H5Dread_chunk(dset_.get(), H5P_DEFAULT, off.data(), &task.mask, raw_[t].data()),
+               cat("cannot read the chunk at ", shape_str(task.off), " of ", where(), " (truncated or damaged file?)"));
+    }
+  }
+
+  // 2) Decode and scatter in parallel on hpcnn's pool. Filters are undone in reverse pipeline
+  // order; a set bit i in the chunk's mask means filter i was skipped for it (HDF5 stores a chunk
+  // uncompressed when deflate would not shrink it).
+  Shape bshape = info_.shape;
+  const int di = deflate_index_, si = shuffle_index_;
+  std::vector<int> order;
+  for (int i : {di, si})
+    if (i >= 0) order.push_back(i);
+  std::sort(order.rbegin(), order.rend());
+  parallel_for(static_cast<long long>(ntasks), [&](long long t0, long long t1, int) {
+    std::vector<uint8_t> a, b;
+    for (long long t = t0; t < t1; ++t) {
+      const Task& task = tasks[t];
+      const uint8_t* cur;
+      std::vector<uint8_t>* curbuf = nullptr;
+      size_t cur_size;
+      if (task.fill) {
+        a.assign(chunk_bytes, 0);
+        cur = a.data();
+        cur_size = chunk_bytes;
+      } else {
+        cur = raw_[t].data();
+        cur_size = raw_[t].size();
+        for (int fi : order) {
+          if (task.mask & (1u << fi)) continue;
+          std::vector<uint8_t>& out = (curbuf == &a) ? b : a;
+          if (fi == di) {
+            out.resize(chunk_bytes);
+            std::string err = inflate_zlib(cur, cur_size, out.data(), chunk_bytes);
+            if (!err.empty())
+              throw ValueError(cat("cannot decompress the chunk at ", shape_str(task.off), " of ", where(), ": ",
+                                   err, " (corrupted file?)"));
+            cur_size = chunk_bytes;
+          } else {
+            out.resize(cur_size);
+            unshuffle(cur, cur_size, esz, out.data());
+          }
+          cur = out.data();
+          curbuf = &out;
+        }
+        if (cur_size != chunk_bytes)
+          throw ValueError(cat("the chunk at ", shape_str(task.off), " of ", where(), " holds ", cur_size,
+                               " bytes after decoding, expected ", chunk_bytes, " (corrupted file?)"));
+      }
+      long long b0 = blocks[task.block_slot] * block_rows_;
+      Shape bs = bshape, o = task.off, ext(r);
+      bs[0] = rows_in_block(blocks[task.block_slot]);
+      o[0] = task.off[0] - b0;
+      for (int d = 0; d < r; ++d) ext[d] = std::min(c[d], bs[d] - o[d]);
+      if (ext[0] <= 0) continue;
+      scatter_chunk(cur, dst[task.block_slot], c, bs, o, ext, esz);
+    }
+  });
+}
+
+std::vector<int64_t> H5Dataset::read_all_int64() {
+  h5_quiet();
+  HPCNN_CHECK_ARG(info_.kind == ElemKind::U8 || info_.kind == ElemKind::Int, where(), " has dtype ", info_.dtype,
+                  ": labels must be integers");
+  std::vector<int64_t> out(static_cast<size_t>(shape_numel(info_.shape)));
+  if (out.empty()) return out;
+  h5_check(H5Dread(dset_.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()),
+           cat("cannot read ", where(), " (truncated or corrupted file?)"));
+  return out;
+}
+
+}  // namespace hpcnn::data
