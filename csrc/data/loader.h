@@ -46,7 +46,10 @@ class Loader {
   long long num_batches() const;
   long long batch_rows(long long i) const;  // rows in batch i
   Shape batch_x_shape(long long rows) const;  // (B, H, W, C) / (B, H, W, 1) / (B, F)
-  Shape row_shape() const { return Shape(batch_x_shape(1).begin() + 1, batch_x_shape(1).end()); }
+  Shape row_shape() const {
+    Shape s = batch_x_shape(1);
+    return Shape(s.begin() + 1, s.end());
+  }
   int num_classes() const { return num_classes_; }
   bool has_labels() const { return y_ != nullptr; }
   bool in_memory() const { return in_memory_; }
