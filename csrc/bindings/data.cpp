@@ -147,6 +147,9 @@ void bind_data(py::module_& root) {
       .def_property_readonly("raw_chunk_path", &Loader::raw_chunk_path)
       .def_property_readonly("blocks_read", &Loader::blocks_read)
       .def_property_readonly("peak_cached_bytes", &Loader::peak_cached_bytes)
+      .def_property_readonly("io_seconds", &Loader::io_seconds)
+      .def_property_readonly("inflate_seconds", &Loader::inflate_seconds)
+      .def_property_readonly("decode_seconds", &Loader::decode_seconds)
       .def_property_readonly("x_info", [](const Loader& l) { return info_dict(l.x_info()); })
       .def_property_readonly("y_info", [](const Loader& l) {
         return l.y_info() ? py::object(info_dict(*l.y_info())) : py::object(py::none());

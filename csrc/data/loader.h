@@ -65,6 +65,9 @@ class Loader {
   // Counters for tests and benchmarks: blocks read from the file so far, peak cached bytes.
   long long blocks_read() const { return blocks_read_; }
   size_t peak_cached_bytes() const { return peak_cached_; }
+  double io_seconds() const { return x_->io_seconds(); }
+  double inflate_seconds() const { return x_->inflate_seconds(); }
+  double decode_seconds() const { return decode_seconds_; }
 
  private:
   const EpochPlan& plan(long long epoch);
@@ -77,6 +80,8 @@ class Loader {
   int num_classes_ = 0;
   int channels_ = 1;
   std::vector<float> scale_, shift_;  // expanded to `channels_`
+  std::vector<float> scale_row_, shift_row_;  // expanded to one row: a decode loop that vectorizes
+  double decode_seconds_ = 0;
   bool in_memory_ = false;
   long long window_blocks_ = 1, cache_capacity_ = 1;
 
