@@ -149,6 +149,7 @@ void bind_data(py::module_& root) {
       .def_property_readonly("peak_cached_bytes", &Loader::peak_cached_bytes)
       .def_property_readonly("io_seconds", &Loader::io_seconds)
       .def_property_readonly("inflate_seconds", &Loader::inflate_seconds)
+      .def_property_readonly("scatter_seconds", &Loader::scatter_seconds)
       .def_property_readonly("decode_seconds", &Loader::decode_seconds)
       .def_property_readonly("x_info", [](const Loader& l) { return info_dict(l.x_info()); })
       .def_property_readonly("y_info", [](const Loader& l) {

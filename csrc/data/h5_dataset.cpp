@@ -229,65 +229,24 @@ void H5Dataset::read_blocks_hyperslab(const std::vector<long long>& blocks, cons
 
 namespace {
 
-// Copies the valid part of one decoded chunk (row-major, full chunk extents `c`) to its place in
-// a row-major block buffer of shape `bshape` (rows of the block first). `off` is the chunk's
-// offset within the block, `ext` the valid extents. Rank >= 1.
-void scatter_chunk(const uint8_t* src, uint8_t* dst, Shape c, Shape bshape, Shape off, Shape ext, size_t esz) {
-  // Merge trailing dimensions the chunk covers completely (chunk extent = block extent, offset 0):
-  // whole-image chunks (write_hdf5's layout) then scatter as one memcpy per chunk.
-  while (c.size() >= 2) {
-    size_t d = c.size() - 1;
-    if (!(c[d] == bshape[d] && ext[d] == c[d] && off[d] == 0)) break;
-    c[d - 1] *= c[d];
-    bshape[d - 1] *= bshape[d];
-    off[d - 1] *= bshape[d];
-    ext[d - 1] *= c[d];
-    c.pop_back();
-    bshape.pop_back();
-    off.pop_back();
-    ext.pop_back();
-  }
-  const int r = static_cast<int>(c.size());
-  std::vector<long long> cs(r), ds(r);  // strides in elements
-  cs[r - 1] = ds[r - 1] = 1;
-  for (int d = r - 2; d >= 0; --d) {
-    cs[d] = cs[d + 1] * c[d + 1];
-    ds[d] = ds[d + 1] * bshape[d + 1];
-  }
-  long long dbase = 0;
-  for (int d = 0; d < r; ++d) dbase += off[d] * ds[d];
-  if (r == 1) {
-    std::memcpy(dst + dbase * esz, src, ext[0] * esz);
-    return;
-  }
-  // Odometer over dimensions 0..r-3; the last two dimensions are an inner 2-D copy.
-  const int outer = r - 2;
-  std::vector<long long> idx(outer, 0);
-  const long long rows2 = ext[r - 2], run = ext[r - 1];
-  const size_t run_bytes = static_cast<size_t>(run) * esz;
-  while (true) {
-    long long so = 0, dof = dbase;
-    for (int d = 0; d < outer; ++d) {
-      so += idx[d] * cs[d];
-      dof += idx[d] * ds[d];
-    }
-    const uint8_t* s = src + so * esz;
-    uint8_t* t = dst + dof * esz;
-    if (run_bytes == 1) {
-      for (long long j = 0; j < rows2; ++j) t[j * ds[r - 2]] = s[j * cs[r - 2]];
-    } else {
-      for (long long j = 0; j < rows2; ++j)
-        std::memcpy(t + j * ds[r - 2] * esz, s + j * cs[r - 2] * esz, run_bytes);
-    }
-    int d = outer - 1;
-    while (d >= 0 && ++idx[d] == ext[d]) idx[d--] = 0;
-    if (d < 0) break;
-  }
-}
-
 }  // namespace
 
 void H5Dataset::read_blocks_raw(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst) {
+  // Groups of blocks whose decoded chunks take at most ~64 MiB of scratch at a time (and whose
+  // pool regions stay short, so a training step running beside the producer is not held up).
+  const size_t chunk_bytes = static_cast<size_t>(shape_numel(info_.chunk)) * info_.elem_size;
+  long long per_block = 1;
+  for (size_t d = 1; d < info_.shape.size(); ++d) per_block *= (info_.shape[d] + info_.chunk[d] - 1) / info_.chunk[d];
+  const size_t block_scratch = chunk_bytes * static_cast<size_t>(per_block);
+  const size_t group = std::max<size_t>(1, (size_t(64) << 20) / std::max<size_t>(1, block_scratch));
+  for (size_t g0 = 0; g0 < blocks.size(); g0 += group) {
+    size_t g1 = std::min(blocks.size(), g0 + group);
+    read_group_raw(std::vector<long long>(blocks.begin() + g0, blocks.begin() + g1),
+                   std::vector<uint8_t*>(dst.begin() + g0, dst.begin() + g1));
+  }
+}
+
+void H5Dataset::read_group_raw(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst) {
   const int r = static_cast<int>(info_.shape.size());
   const Shape& c = info_.chunk;
   const size_t esz = info_.elem_size;
@@ -298,102 +257,160 @@ void H5Dataset::read_blocks_raw(const std::vector<long long>& blocks, const std:
     per_block *= grid[d];
   }
   const size_t chunk_bytes = static_cast<size_t>(shape_numel(c)) * esz;
-
-  struct Task {
-    size_t block_slot;
-    Shape off;  // chunk offset in dataset coordinates
-    uint32_t mask = 0;
-    bool fill = false;  // never written: HDF5's fill value (0)
-  };
   const size_t ntasks = blocks.size() * static_cast<size_t>(per_block);
-  std::vector<Task> tasks(ntasks);
   if (raw_.size() < ntasks) raw_.resize(ntasks);
+  if (decoded_.size() < ntasks) decoded_.resize(ntasks);
+  std::vector<uint32_t> mask(ntasks, 0);
+  std::vector<char> fill(ntasks, 0);
 
-  double t0 = now_s();
+  // Offsets (dimensions 1..r-1) of the chunks of one block, in row-major grid order.
+  std::vector<Shape> grid_off(per_block, Shape(r, 0));
+  for (long long k = 0; k < per_block; ++k) {
+    long long rem = k;
+    for (int d = r - 1; d >= 1; --d) {
+      grid_off[k][d] = (rem % grid[d]) * c[d];
+      rem /= grid[d];
+    }
+  }
+
   // 1) Raw reads, serially: HDF5 is one lock; the bytes are small (compressed).
+  double t0 = now_s();
   std::vector<hsize_t> off(r);
   for (size_t bi = 0; bi < blocks.size(); ++bi) {
     for (long long k = 0; k < per_block; ++k) {
       size_t t = bi * per_block + k;
-      Task& task = tasks[t];
-      task.block_slot = bi;
-      task.off.assign(r, 0);
-      task.off[0] = blocks[bi] * block_rows_;
-      long long rem = k;
-      for (int d = r - 1; d >= 1; --d) {
-        task.off[d] = (rem % grid[d]) * c[d];
-        rem /= grid[d];
-      }
-      for (int d = 0; d < r; ++d) off[d] = static_cast<hsize_t>(task.off[d]);
+      off[0] = static_cast<hsize_t>(blocks[bi] * block_rows_);
+      for (int d = 1; d < r; ++d) off[d] = static_cast<hsize_t>(grid_off[k][d]);
+      auto where_chunk = [&] {
+        Shape o(off.begin(), off.end());
+        return cat("the chunk at ", shape_str(o), " of ", where());
+      };
       hsize_t nbytes = 0;
       h5_check(H5Dget_chunk_storage_size(dset_.get(), off.data(), &nbytes),
-               cat("cannot locate the chunk at ", shape_str(task.off), " of ", where(), " (truncated or damaged file?)"));
+               cat("cannot locate ", where_chunk(), " (truncated or damaged file?)"));
       if (nbytes == 0) {
-        task.fill = true;
+        fill[t] = 1;
         continue;
       }
       raw_[t].resize(nbytes);
-      h5_check(H5Dread_chunk(dset_.get(), H5P_DEFAULT, off.data(), &task.mask, raw_[t].data()),
-               cat("cannot read the chunk at ", shape_str(task.off), " of ", where(), " (truncated or damaged file?)"));
+      h5_check(H5Dread_chunk(dset_.get(), H5P_DEFAULT, off.data(), &mask[t], raw_[t].data()),
+               cat("cannot read ", where_chunk(), " (truncated or damaged file?)"));
     }
   }
-
   double t1 = now_s();
   io_seconds_ += t1 - t0;
-  // 2) Decode and scatter in parallel on hpcnn's pool. Filters are undone in reverse pipeline
+
+  // 2) Decode each chunk in parallel on hpcnn's pool. Filters are undone in reverse pipeline
   // order; a set bit i in the chunk's mask means filter i was skipped for it (HDF5 stores a chunk
-  // uncompressed when deflate would not shrink it).
-  Shape bshape = info_.shape;
+  // unfiltered when deflate would not shrink it).
   const int di = deflate_index_, si = shuffle_index_;
   std::vector<int> order;
   for (int i : {di, si})
     if (i >= 0) order.push_back(i);
   std::sort(order.rbegin(), order.rend());
-  parallel_for(static_cast<long long>(ntasks), [&](long long t0, long long t1, int) {
-    std::vector<uint8_t> a, b;
-    for (long long t = t0; t < t1; ++t) {
-      const Task& task = tasks[t];
-      const uint8_t* cur;
-      std::vector<uint8_t>* curbuf = nullptr;
-      size_t cur_size;
-      if (task.fill) {
-        a.assign(chunk_bytes, 0);
-        cur = a.data();
-        cur_size = chunk_bytes;
-      } else {
-        cur = raw_[t].data();
-        cur_size = raw_[t].size();
-        for (int fi : order) {
-          if (task.mask & (1u << fi)) continue;
-          std::vector<uint8_t>& out = (curbuf == &a) ? b : a;
-          if (fi == di) {
-            out.resize(chunk_bytes);
-            std::string err = inflate_zlib(cur, cur_size, out.data(), chunk_bytes);
-            if (!err.empty())
-              throw ValueError(cat("cannot decompress the chunk at ", shape_str(task.off), " of ", where(), ": ",
-                                   err, " (corrupted file?)"));
-            cur_size = chunk_bytes;
-          } else {
-            out.resize(cur_size);
-            unshuffle(cur, cur_size, esz, out.data());
-          }
-          cur = out.data();
-          curbuf = &out;
-        }
-        if (cur_size != chunk_bytes)
-          throw ValueError(cat("the chunk at ", shape_str(task.off), " of ", where(), " holds ", cur_size,
-                               " bytes after decoding, expected ", chunk_bytes, " (corrupted file?)"));
+  std::vector<const uint8_t*> dec(ntasks);
+  parallel_for(static_cast<long long>(ntasks), [&](long long t0_, long long t1_, int) {
+    std::vector<uint8_t> tmp;
+    for (long long t = t0_; t < t1_; ++t) {
+      std::vector<uint8_t>& out = decoded_[t];
+      if (fill[t]) {
+        out.assign(chunk_bytes, 0);
+        dec[t] = out.data();
+        continue;
       }
-      long long b0 = blocks[task.block_slot] * block_rows_;
-      Shape bs = bshape, o = task.off, ext(r);
-      bs[0] = rows_in_block(blocks[task.block_slot]);
-      o[0] = task.off[0] - b0;
-      for (int d = 0; d < r; ++d) ext[d] = std::min(c[d], bs[d] - o[d]);
-      if (ext[0] <= 0) continue;
-      scatter_chunk(cur, dst[task.block_slot], c, bs, o, ext, esz);
+      const uint8_t* cur = raw_[t].data();
+      size_t cur_size = raw_[t].size();
+      std::vector<int> todo;
+      for (int fi : order)
+        if (!(mask[t] & (1u << fi))) todo.push_back(fi);
+      for (size_t s = 0; s < todo.size(); ++s) {
+        // The last step writes into `out`, an earlier one into `tmp`.
+        std::vector<uint8_t>& o = (s + 1 == todo.size()) ? out : tmp;
+        if (todo[s] == di) {
+          o.resize(chunk_bytes);
+          std::string err = inflate_zlib(cur, cur_size, o.data(), chunk_bytes);
+          if (!err.empty()) {
+            Shape co(r);
+            co[0] = blocks[t / per_block] * block_rows_;
+            for (int d = 1; d < r; ++d) co[d] = grid_off[t % per_block][d];
+            throw ValueError(cat("cannot decompress the chunk at ", shape_str(co), " of ", where(), ": ", err,
+                                 " (corrupted file?)"));
+          }
+          cur_size = chunk_bytes;
+        } else {
+          o.resize(cur_size);
+          unshuffle(cur, cur_size, esz, o.data());
+        }
+        cur = o.data();
+      }
+      if (cur_size != chunk_bytes)
+        throw ValueError(cat("a chunk of ", where(), " holds ", cur_size, " bytes after decoding, expected ",
+                             chunk_bytes, " (corrupted file?)"));
+      dec[t] = cur;
     }
   });
-  inflate_seconds_ += now_s() - t1;
+  double t2 = now_s();
+  inflate_seconds_ += t2 - t1;
+
+  // 3) Scatter row by row, in parallel over rows: each output row is written once, sequentially,
+  // gathering its pieces from the block's chunks. `runs` is one row's copy plan (chunk, source
+  // offset within the chunk's row, destination offset within the row, bytes), merged where
+  // contiguous; it is the same for every row of every block.
+  struct Run {
+    long long chunk;
+    size_t src, dst, len;
+  };
+  std::vector<Run> runs;
+  const size_t chunk_row_bytes = chunk_bytes / static_cast<size_t>(c[0]);
+  {
+    std::vector<long long> cs(r, 1), ds(r, 1);
+    for (int d = r - 2; d >= 0; --d) {
+      cs[d] = cs[d + 1] * c[d + 1];
+      ds[d] = ds[d + 1] * info_.shape[d + 1];
+    }
+    for (long long k = 0; k < per_block; ++k) {
+      Shape ext(r, 1);
+      for (int d = 1; d < r; ++d) ext[d] = std::min(c[d], info_.shape[d] - grid_off[k][d]);
+      // Odometer over dims 1..r-2; dim r-1 is one contiguous run.
+      std::vector<long long> idx(r, 0);
+      while (true) {
+        long long so = 0, dof = 0;
+        for (int d = 1; d < r; ++d) {
+          so += idx[d] * cs[d];
+          dof += (grid_off[k][d] + idx[d]) * ds[d];
+        }
+        size_t len = r >= 2 ? static_cast<size_t>(ext[r - 1]) * esz : esz;
+        Run run{k, static_cast<size_t>(so) * esz, static_cast<size_t>(dof) * esz, len};
+        if (!runs.empty() && runs.back().chunk == k && runs.back().src + runs.back().len == run.src &&
+            runs.back().dst + runs.back().len == run.dst)
+          runs.back().len += len;
+        else
+          runs.push_back(run);
+        int d = r - 2;
+        while (d >= 1 && ++idx[d] == ext[d]) idx[d--] = 0;
+        if (d < 1) break;
+      }
+    }
+  }
+  const size_t rb = row_bytes();
+  std::vector<long long> row_start(blocks.size() + 1, 0);
+  for (size_t bi = 0; bi < blocks.size(); ++bi) row_start[bi + 1] = row_start[bi] + rows_in_block(blocks[bi]);
+  parallel_for(row_start.back(), [&](long long q0, long long q1, int) {
+    size_t bi = std::upper_bound(row_start.begin(), row_start.end(), q0) - row_start.begin() - 1;
+    for (long long q = q0; q < q1; ++q) {
+      while (q >= row_start[bi + 1]) ++bi;
+      const long long i = q - row_start[bi];  // row within the block (and within its chunks)
+      uint8_t* out = dst[bi] + static_cast<size_t>(i) * rb;
+      const uint8_t* const* chunks = dec.data() + bi * per_block;
+      const size_t src_row = static_cast<size_t>(i) * chunk_row_bytes;
+      for (const Run& u : runs) {
+        const uint8_t* src = chunks[u.chunk] + src_row + u.src;
+        if (u.len == 1) out[u.dst] = *src;
+        else std::memcpy(out + u.dst, src, u.len);
+      }
+    }
+  }, 16);
+  scatter_seconds_ += now_s() - t2;
 }
 
 std::vector<int64_t> H5Dataset::read_all_int64() {

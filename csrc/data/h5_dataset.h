@@ -64,12 +64,14 @@ class H5Dataset {
 
   std::string where() const;  // "dataset 'x_train' in file 'path'"
 
-  // Seconds spent so far in HDF5 calls (serial) and in inflate + scatter (parallel), for benchmarks.
+  // Seconds spent so far in HDF5 calls (serial), inflating and scattering (parallel), for benchmarks.
   double io_seconds() const { return io_seconds_; }
   double inflate_seconds() const { return inflate_seconds_; }
+  double scatter_seconds() const { return scatter_seconds_; }
 
  private:
   void read_blocks_raw(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst);
+  void read_group_raw(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst);
   void read_blocks_hyperslab(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst);
 
   DatasetInfo info_;
@@ -79,7 +81,8 @@ class H5Dataset {
   int deflate_index_ = -1, shuffle_index_ = -1;  // positions in the filter pipeline
   bool shuffle_before_deflate_ = true;
   std::vector<std::vector<uint8_t>> raw_;
-  double io_seconds_ = 0, inflate_seconds_ = 0;       // compressed chunks, reused between calls
+  std::vector<std::vector<uint8_t>> decoded_;   // decoded chunks, reused between calls
+  double io_seconds_ = 0, inflate_seconds_ = 0, scatter_seconds_ = 0;       // compressed chunks, reused between calls
 };
 
 // Opening helpers shared with the writer and the inspector.

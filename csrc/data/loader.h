@@ -67,6 +67,7 @@ class Loader {
   size_t peak_cached_bytes() const { return peak_cached_; }
   double io_seconds() const { return x_->io_seconds(); }
   double inflate_seconds() const { return x_->inflate_seconds(); }
+  double scatter_seconds() const { return x_->scatter_seconds(); }
   double decode_seconds() const { return decode_seconds_; }
 
  private:

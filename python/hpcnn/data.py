@@ -198,7 +198,7 @@ class HDF5Dataset:
         """Counters: row blocks read from the file so far, peak bytes cached, window size."""
         l = self._loader
         return {"blocks_read": l.blocks_read, "peak_cached_bytes": l.peak_cached_bytes,
-                "io_seconds": l.io_seconds, "inflate_seconds": l.inflate_seconds, "decode_seconds": l.decode_seconds,
+                "io_seconds": l.io_seconds, "inflate_seconds": l.inflate_seconds, "scatter_seconds": l.scatter_seconds, "decode_seconds": l.decode_seconds,
                 "block_rows": l.block_rows, "window_blocks": l.window_blocks, "raw_chunk_path": l.raw_chunk_path}
 
     def __repr__(self) -> str:
