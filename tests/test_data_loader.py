@@ -267,3 +267,77 @@ def test_iterating_the_dataset_advances_epochs(tmp_path):
     b = [row_ids(xb) for xb, _ in ds]  # epoch 0 again (the first iter was not finished)
     c = [row_ids(xb) for xb, _ in ds]  # epoch 1
     assert b[0] == a and c[0] != a
+
+
+def test_extendible_dataset_with_unwritten_chunks(tmp_path):
+    # maxshape=None, chunks larger than the data in dims 1.., rows added by resize and never
+    # written: those chunks are unallocated and read as HDF5's fill value (0).
+    p = str(tmp_path / "d.h5")
+    x = indexed_images(45)
+    with h5py.File(p, "w") as f:
+        d = f.create_dataset("x_train", data=x, maxshape=(None,) * 4, chunks=(20, 8, 8, 4), compression="gzip")
+        d.resize((80, 6, 5, 3))
+        f.create_dataset("y_train", data=np.zeros(80, np.uint8))
+        ref = f["x_train"][:]
+    ds = data.HDF5Dataset(p, batch_size=32, shuffle=False, scale=1.0)
+    xs = np.concatenate([a.copy() for a, _ in ds.epoch_batches(0)])
+    np.testing.assert_array_equal(xs, ref.astype(np.float32))
+    np.testing.assert_array_equal(data.read_dataset(p, "x_train"), ref)
+
+
+def test_read_dataset(tmp_path):
+    x = indexed_images(70)
+    y = (np.arange(70) % 5).astype(np.int16).reshape(70, 1)
+    p = write(tmp_path / "d.h5", x, y, compression="gzip", chunks=True)
+    np.testing.assert_array_equal(data.read_dataset(p, "x_train"), x)
+    got = data.read_dataset(p, "y_train")
+    assert got.dtype == np.int64 and got.shape == (70, 1)
+    np.testing.assert_array_equal(got, y)
+
+
+def test_iteration_releases_the_gil(tmp_path):
+    import threading
+    n = 3000
+    p = write(tmp_path / "d.h5", indexed_images(n, 16, 16, 3), np.zeros(n, np.uint8), compression="gzip",
+              chunks=(100, 16, 16, 3))
+    ds = data.HDF5Dataset(p, batch_size=50, cache="none", memory_budget=1 << 16)
+    ticks = [0]
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            ticks[0] += 1
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        for epoch in range(2):
+            assert sum(xb.shape[0] for xb, _ in ds.epoch_batches(epoch)) == n
+    finally:
+        stop.set()
+        t.join()
+    assert ticks[0] > 0
+
+
+def test_concurrent_random_access_and_iteration(tmp_path):
+    import threading
+    n = 500
+    p = write(tmp_path / "d.h5", indexed_images(n), np.zeros(n, np.uint8), compression="gzip", chunks=(50, 6, 5, 3))
+    ds = data.HDF5Dataset(p, batch_size=25, seed=4, scale=1.0, cache="none", memory_budget=4000)
+    ref = [row_ids(xb) for xb, _ in ds.epoch_batches(0)]
+    errors = []
+
+    def reader():
+        try:
+            for i in range(len(ds)):
+                assert row_ids(ds[i][0]) == ref[i]
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    th = [threading.Thread(target=reader) for _ in range(2)]
+    for t in th:
+        t.start()
+    got = [row_ids(xb) for xb, _ in ds.epoch_batches(0)]
+    for t in th:
+        t.join()
+    assert not errors and got == ref

@@ -189,6 +189,40 @@ void bind_data(py::module_& root) {
     return info_dict(info);
   }, py::arg("path"), py::arg("name"));
 
+  // A whole dataset as a NumPy array of its stored type: uint8/float32 images through the loader's
+  // reader (parallel inflate), integers as int64 (converters and load_data use this).
+  m.def("read_dataset", [](const std::string& path, const std::string& name) {
+    std::unique_ptr<H5Dataset> d;
+    {
+      py::gil_scoped_release nogil;
+      d = std::make_unique<H5Dataset>(path, name);
+    }
+    const DatasetInfo& i = d->info();
+    std::vector<py::ssize_t> shape(i.shape.begin(), i.shape.end());
+    if (i.kind == ElemKind::U8 || i.kind == ElemKind::F32) {
+      HPCNN_CHECK_ARG(!i.shape.empty(), d->where(), " is a scalar, expected an array");
+      py::array out = i.kind == ElemKind::U8 ? py::array(py::array_t<uint8_t>(shape)) : py::array(py::array_t<float>(shape));
+      auto* base = static_cast<uint8_t*>(out.mutable_data());
+      py::gil_scoped_release nogil;
+      std::vector<long long> blocks;
+      std::vector<uint8_t*> dst;
+      for (long long b = 0; b < d->num_blocks(); ++b) {
+        blocks.push_back(b);
+        dst.push_back(base + static_cast<size_t>(b * d->block_rows()) * d->row_bytes());
+      }
+      d->read_blocks(blocks, dst);
+      return out;
+    }
+    std::vector<int64_t> v;
+    {
+      py::gil_scoped_release nogil;
+      v = d->read_all_int64();
+    }
+    py::array_t<int64_t> out(shape);
+    std::copy(v.begin(), v.end(), out.mutable_data());
+    return py::array(out);
+  }, py::arg("path"), py::arg("name"));
+
   m.def("default_chunk_rows", &default_chunk_rows, py::arg("rows"), py::arg("row_bytes"));
   m.def("inflate_library", &inflate_library);
 

@@ -285,10 +285,14 @@ void H5Dataset::read_group_raw(const std::vector<long long>& blocks, const std::
         Shape o(off.begin(), off.end());
         return cat("the chunk at ", shape_str(o), " of ", where());
       };
+      // By coordinate: an unallocated chunk (never written) reports no address and size 0,
+      // where H5Dget_chunk_storage_size fails in HDF5 1.10.
       hsize_t nbytes = 0;
-      h5_check(H5Dget_chunk_storage_size(dset_.get(), off.data(), &nbytes),
+      haddr_t addr = HADDR_UNDEF;
+      unsigned fmask = 0;
+      h5_check(H5Dget_chunk_info_by_coord(dset_.get(), off.data(), &fmask, &addr, &nbytes),
                cat("cannot locate ", where_chunk(), " (truncated or damaged file?)"));
-      if (nbytes == 0) {
+      if (addr == HADDR_UNDEF || nbytes == 0) {
         fill[t] = 1;
         continue;
       }

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _core
 
-__all__ = ["HDF5Dataset", "write_hdf5", "dataset_info", "DEFAULT_MEMORY_BUDGET"]
+__all__ = ["HDF5Dataset", "write_hdf5", "read_dataset", "dataset_info", "DEFAULT_MEMORY_BUDGET"]
 
 #: Default byte budget for cache='auto': a dataset whose stored bytes fit is cached in memory
 #: (exact full shuffle); a larger one is streamed through windows of chunks within this budget.
@@ -231,6 +231,14 @@ def write_hdf5(path, arrays: Dict[str, np.ndarray], chunk_rows: Optional[int] = 
             a = a.astype(np.uint8)
         items.append((str(name), a))
     _C.write_hdf5(path, items, int(chunk_rows or 0), compression, int(level), bool(shuffle))
+
+
+def read_dataset(path, name: str) -> np.ndarray:
+    """A whole dataset as a NumPy array: uint8/float32 as stored, other integers as int64.
+
+    Read with hpcnn's reader (parallel inflate); meant for datasets that fit in memory.
+    """
+    return _C.read_dataset(_check_path(path), name)
 
 
 def dataset_info(path, name: str) -> dict:
