@@ -341,3 +341,35 @@ def test_concurrent_random_access_and_iteration(tmp_path):
     for t in th:
         t.join()
     assert not errors and got == ref
+
+
+def test_scalar_mean_std(tmp_path):
+    x = indexed_images(8, 2, 2, 3)
+    p = write(tmp_path / "d.h5", x, np.zeros(8, np.uint8))
+    xb, _ = next(iter(data.HDF5Dataset(p, batch_size=8, shuffle=False, scale=(0.5, 0.25)).epoch_batches(0)))
+    np.testing.assert_allclose(xb, (x / 255.0 - 0.5) / 0.25, rtol=1e-5, atol=1e-5)
+
+
+def test_ctrl_c_while_iterating_stops_cleanly(tmp_path):
+    import subprocess
+    import sys
+    n = 4000
+    p = write(tmp_path / "d.h5", indexed_images(n, 32, 32, 3), np.zeros(n, np.uint8), compression="gzip",
+              chunks=(100, 32, 32, 3))
+    code = f"""
+import os, signal, time, hpcnn.data as d
+ds = d.HDF5Dataset({p!r}, batch_size=10, cache='none', memory_budget=1 << 16, prefetch=2)
+for _ in ds.epoch_batches(999):
+    pass
+base = len(os.listdir('/proc/self/task'))  # OS threads once a producer has come and gone
+signal.setitimer(signal.ITIMER_REAL, 0.3)
+signal.signal(signal.SIGALRM, lambda *a: signal.raise_signal(signal.SIGINT))
+try:
+    for epoch in range(1000):
+        for xb, yb in ds.epoch_batches(epoch):
+            time.sleep(0.001)
+except KeyboardInterrupt:
+    print('interrupted', len(os.listdir('/proc/self/task')) - base)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "interrupted 0" in out.stdout, out.stdout + out.stderr

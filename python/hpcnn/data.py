@@ -25,17 +25,24 @@ DEFAULT_MEMORY_BUDGET = 1 << 30
 _C = _core.data
 
 
-def _scale_shift(scale, nchannels_hint=None):
-    """(scale, shift) lists for the C++ decode y = x * scale[c] + shift[c]."""
-    if isinstance(scale, tuple) and len(scale) == 2 and not np.isscalar(scale[0]):
+def _scale_shift(scale):
+    """(mean, std) arrays for a (mean, std) pair, else (None, factor)."""
+    if isinstance(scale, (tuple, list)):
+        if len(scale) != 2:
+            raise ValueError(f"scale must be a number or a (mean, std) pair, got {scale!r}")
         mean = np.atleast_1d(np.asarray(scale[0], dtype=np.float64))
         std = np.atleast_1d(np.asarray(scale[1], dtype=np.float64))
-        if mean.shape != std.shape or mean.ndim != 1:
-            raise ValueError(f"scale=(mean, std): mean {mean.shape} and std {std.shape} must be equal 1-D lengths")
+        if mean.ndim != 1 or std.ndim != 1 or (mean.size != std.size and 1 not in (mean.size, std.size)):
+            raise ValueError(f"scale=(mean, std): mean {mean.shape} and std {std.shape} must be scalars or "
+                             "equal-length per-channel sequences")
+        mean, std = np.broadcast_arrays(mean, std)
         if np.any(std <= 0):
             raise ValueError(f"scale=(mean, std): std must be > 0, got {std.tolist()}")
         return mean, std
-    return None, float(scale)
+    try:
+        return None, float(scale)
+    except (TypeError, ValueError):
+        raise ValueError(f"scale must be a number or a (mean, std) pair, got {scale!r}") from None
 
 
 def _check_path(path) -> str:
