@@ -4,6 +4,11 @@
 
 namespace hpcnn::data {
 
+std::recursive_mutex& h5_mutex() {
+  static std::recursive_mutex m;
+  return m;
+}
+
 void h5_quiet() {
   thread_local bool done = false;
   if (!done) {

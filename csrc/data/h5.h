@@ -8,9 +8,17 @@
 
 #include <hdf5.h>
 
+#include <mutex>
 #include <string>
 
 namespace hpcnn::data {
+
+// hpcnn's own lock around every HDF5 call it makes. Debian's HDF5 is a thread-safe build (one
+// global lock inside), but conda's and many clusters' builds are not; the loader's producer thread
+// and the Python thread both call HDF5, so hpcnn serializes its calls itself. Recursive: helpers
+// that lock may call each other. Never held while running work on the thread pool.
+std::recursive_mutex& h5_mutex();
+using H5Lock = std::lock_guard<std::recursive_mutex>;
 
 // Owns one HDF5 identifier and closes it with the matching H5?close. Move-only.
 class H5Id {
@@ -37,12 +45,15 @@ class H5Id {
   // Closes now and reports whether the close succeeded (a file's close flushes: it can fail).
   bool close() {
     if (id_ < 0) return true;
+    H5Lock lock(h5_mutex());
     herr_t s = close_ ? close_(id_) : 0;
     id_ = H5I_INVALID_HID;
     return s >= 0;
   }
   void reset() noexcept {
-    if (id_ >= 0 && close_) close_(id_);
+    if (id_ < 0) return;
+    H5Lock lock(h5_mutex());
+    if (close_) close_(id_);
     id_ = H5I_INVALID_HID;
   }
 

@@ -80,6 +80,7 @@ std::string DatasetInfo::describe() const {
 }
 
 H5Id open_file_readonly(const std::string& file) {
+  H5Lock lock(h5_mutex());
   h5_quiet();
   struct stat st;
   if (::stat(file.c_str(), &st) != 0) throw ValueError(cat("HDF5 file not found: '", file, "'"));
@@ -119,6 +120,7 @@ bool dataset_exists(hid_t file, const std::string& name) {
 }
 
 H5Dataset::H5Dataset(const std::string& file, const std::string& name) {
+  H5Lock lock(h5_mutex());
   info_.file = file;
   info_.name = name;
   file_ = open_file_readonly(file);
@@ -209,6 +211,8 @@ void H5Dataset::read_blocks(const std::vector<long long>& blocks, const std::vec
 }
 
 void H5Dataset::read_blocks_hyperslab(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst) {
+  H5Lock lock(h5_mutex());
+  h5_quiet();
   const int rank = static_cast<int>(info_.shape.size());
   hid_t memtype = info_.kind == ElemKind::U8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT;
   H5Id fspace = h5_own(H5Dget_space(dset_.get()), H5Sclose, cat("H5Dget_space on ", where()));
@@ -276,6 +280,8 @@ void H5Dataset::read_group_raw(const std::vector<long long>& blocks, const std::
   // 1) Raw reads, serially: HDF5 is one lock; the bytes are small (compressed).
   double t0 = now_s();
   std::vector<hsize_t> off(r);
+  std::unique_lock<std::recursive_mutex> h5lock(h5_mutex());
+  h5_quiet();
   for (size_t bi = 0; bi < blocks.size(); ++bi) {
     for (long long k = 0; k < per_block; ++k) {
       size_t t = bi * per_block + k;
@@ -301,6 +307,7 @@ void H5Dataset::read_group_raw(const std::vector<long long>& blocks, const std::
                cat("cannot read ", where_chunk(), " (truncated or damaged file?)"));
     }
   }
+  h5lock.unlock();
   double t1 = now_s();
   io_seconds_ += t1 - t0;
 
@@ -418,6 +425,7 @@ void H5Dataset::read_group_raw(const std::vector<long long>& blocks, const std::
 }
 
 std::vector<int64_t> H5Dataset::read_all_int64() {
+  H5Lock lock(h5_mutex());
   h5_quiet();
   HPCNN_CHECK_ARG(info_.kind == ElemKind::U8 || info_.kind == ElemKind::Int, where(), " has dtype ", info_.dtype,
                   ": labels must be integers");

@@ -63,7 +63,9 @@ Prefetcher::Prefetcher(std::shared_ptr<Loader> loader, long long epoch, int dept
     : loader_(std::move(loader)), epoch_(epoch), depth_(static_cast<size_t>(std::max(1, depth))) {
   HPCNN_CHECK_ARG(epoch >= 0, "epoch must be >= 0, got ", epoch);
   HPCNN_CHECK_ARG(depth >= 1, "prefetch must be >= 1, got ", depth);
-  pool_ = std::make_shared<BufferPool>(pinned_for(target), 2 * depth_ + 4);
+  const bool pinned = pinned_for(target);
+  x_pool_ = std::make_shared<BufferPool>(pinned, 2 * depth_ + 4);
+  y_pool_ = std::make_shared<BufferPool>(pinned, 2 * depth_ + 4);
   thread_ = std::thread([this] { produce(); });
 }
 
@@ -94,12 +96,12 @@ void Prefetcher::produce() {
       }
       const long long n = loader_->batch_rows(i);
       Batch b;
-      auto xb = pool_->get(static_cast<size_t>(n * row_elems) * sizeof(float));
+      auto xb = x_pool_->get(static_cast<size_t>(n * row_elems) * sizeof(float));
       b.x = Tensor::borrow(xb->data(), loader_->batch_x_shape(n), DType::F32, Device::cpu(), xb);
       std::shared_ptr<HostBuffer> yb;
       if (labels) {
         size_t ybytes = static_cast<size_t>(one_hot ? n * classes : n) * 4;
-        yb = pool_->get(ybytes);
+        yb = y_pool_->get(ybytes);
         b.y = one_hot ? Tensor::borrow(yb->data(), {n, classes}, DType::F32, Device::cpu(), yb)
                       : Tensor::borrow(yb->data(), {n}, DType::I32, Device::cpu(), yb);
       }

@@ -71,7 +71,7 @@ class Prefetcher {
   // rethrows the producer's exception.
   Status next(Batch& out, int timeout_ms);
   void stop();
-  bool pinned() const { return pool_->pinned(); }
+  bool pinned() const { return x_pool_->pinned(); }
 
  private:
   void produce();
@@ -79,7 +79,7 @@ class Prefetcher {
   std::shared_ptr<Loader> loader_;
   long long epoch_;
   size_t depth_;
-  std::shared_ptr<BufferPool> pool_;
+  std::shared_ptr<BufferPool> x_pool_, y_pool_;  // separate: x and y buffers differ in size
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<Batch> queue_;

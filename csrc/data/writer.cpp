@@ -82,6 +82,7 @@ void write_one(hid_t file, const ArrayToWrite& a, const WriteOptions& opt, const
 }  // namespace
 
 void write_hdf5(const std::string& path, const std::vector<ArrayToWrite>& arrays, const WriteOptions& opt) {
+  H5Lock lock(h5_mutex());
   h5_quiet();
   HPCNN_CHECK_ARG(!path.empty(), "write_hdf5: empty path");
   HPCNN_CHECK_ARG(!arrays.empty(), "write_hdf5: no arrays to write to '", path, "'");
