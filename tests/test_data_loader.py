@@ -119,7 +119,8 @@ def test_streaming_under_a_budget_smaller_than_the_file(tmp_path):
         assert sorted(ids) == list(range(n))
     st = ds.stats
     assert st["peak_cached_bytes"] <= budget
-    assert st["blocks_read"] == 2 * 40  # each 50-row block read once per epoch
+    # Each 50-row block read once per epoch; the next epoch's first window may be warming up.
+    assert 2 * 40 <= st["blocks_read"] <= 2 * 40 + st["window_blocks"]
     # Shuffled across windows too: the first batch is not just one block's rows.
     first = row_ids(next(iter(ds.epoch_batches(0)))[0])
     assert len({i // 50 for i in first}) > 1
@@ -361,6 +362,7 @@ import os, signal, time, hpcnn.data as d
 ds = d.HDF5Dataset({p!r}, batch_size=10, cache='none', memory_budget=1 << 16, prefetch=2)
 for _ in ds.epoch_batches(999):
     pass
+time.sleep(0.5)  # let the next epoch's warm-up thread finish
 base = len(os.listdir('/proc/self/task'))  # OS threads once a producer has come and gone
 signal.setitimer(signal.ITIMER_REAL, 0.3)
 signal.signal(signal.SIGALRM, lambda *a: signal.raise_signal(signal.SIGINT))
@@ -369,6 +371,7 @@ try:
         for xb, yb in ds.epoch_batches(epoch):
             time.sleep(0.001)
 except KeyboardInterrupt:
+    time.sleep(0.5)
     print('interrupted', len(os.listdir('/proc/self/task')) - base)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

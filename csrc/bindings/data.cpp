@@ -131,7 +131,9 @@ void bind_data(py::module_& root) {
              HPCNN_CHECK_ARG(memory_budget > 0, "memory_budget must be > 0 bytes, got ", memory_budget);
              o.memory_budget = static_cast<size_t>(memory_budget);
              py::gil_scoped_release nogil;
-             return std::make_shared<Loader>(std::move(o));
+             auto loader = std::make_shared<Loader>(std::move(o));
+             loader->warm_async(0);  // epoch 0's first window loads while the model is being built
+             return loader;
            }),
            py::arg("path"), py::arg("x"), py::arg("y"), py::arg("batch_size"), py::arg("shuffle"), py::arg("seed"),
            py::arg("scale"), py::arg("shift"), py::arg("num_classes"), py::arg("one_hot"), py::arg("drop_remainder"),

@@ -236,13 +236,13 @@ namespace {
 }  // namespace
 
 void H5Dataset::read_blocks_raw(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst) {
-  // Groups of blocks whose decoded chunks take at most ~64 MiB of scratch at a time (and whose
+  // Groups of blocks whose decoded chunks take at most ~16 MiB of scratch at a time (and whose
   // pool regions stay short, so a training step running beside the producer is not held up).
   const size_t chunk_bytes = static_cast<size_t>(shape_numel(info_.chunk)) * info_.elem_size;
   long long per_block = 1;
   for (size_t d = 1; d < info_.shape.size(); ++d) per_block *= (info_.shape[d] + info_.chunk[d] - 1) / info_.chunk[d];
   const size_t block_scratch = chunk_bytes * static_cast<size_t>(per_block);
-  const size_t group = std::max<size_t>(1, (size_t(64) << 20) / std::max<size_t>(1, block_scratch));
+  const size_t group = std::max<size_t>(1, (size_t(16) << 20) / std::max<size_t>(1, block_scratch));
   for (size_t g0 = 0; g0 < blocks.size(); g0 += group) {
     size_t g1 = std::min(blocks.size(), g0 + group);
     read_group_raw(std::vector<long long>(blocks.begin() + g0, blocks.begin() + g1),

@@ -93,6 +93,27 @@ Loader::Loader(LoaderOptions opt) : opt_(std::move(opt)) {
   }
 }
 
+Loader::~Loader() {
+  std::lock_guard<std::mutex> lk(warm_mutex_);
+  if (warm_.joinable()) warm_.join();
+}
+
+void Loader::warm_async(long long epoch) {
+  std::lock_guard<std::mutex> lk(warm_mutex_);
+  if (warming_.exchange(true)) return;
+  if (warm_.joinable()) warm_.join();  // the previous warm-up has finished (warming_ was false)
+  warm_ = std::thread([this, epoch] {
+    try {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const EpochPlan& p = plan(epoch);
+      if (!p.windows.empty()) ensure_blocks(p.windows[0]);
+    } catch (...) {
+      // fill_batch meets the same error and reports it to the consumer.
+    }
+    warming_ = false;
+  });
+}
+
 long long Loader::num_batches() const {
   long long b = opt_.batch_size;
   return opt_.drop_remainder ? rows_ / b : (rows_ + b - 1) / b;

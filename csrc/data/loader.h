@@ -5,11 +5,13 @@
 // a mutex keeps one caller at a time (the heavy work inside runs on hpcnn's pool).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -38,6 +40,15 @@ struct LoaderOptions {
 class Loader {
  public:
   explicit Loader(LoaderOptions opt);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // Loads the first window of `epoch` on a background thread (a no-op while one is running), so
+  // that an epoch does not open with a stall: called for epoch 0 at construction and for epoch
+  // e + 1 when the producer has made the last batch of epoch e. Errors are left for fill_batch
+  // to report.
+  void warm_async(long long epoch);
 
   const LoaderOptions& options() const { return opt_; }
   const DatasetInfo& x_info() const { return x_->info(); }
@@ -87,6 +98,9 @@ class Loader {
   long long window_blocks_ = 1, cache_capacity_ = 1;
 
   std::mutex mutex_;
+  std::mutex warm_mutex_;           // guards warm_ (start/join)
+  std::thread warm_;
+  std::atomic<bool> warming_{false};
   long long plan_epoch_ = -1;
   EpochPlan plan_;
   std::unordered_map<long long, std::vector<uint8_t>> cache_;  // block id -> stored bytes

@@ -112,6 +112,7 @@ void Prefetcher::produce() {
         queue_.push_back(std::move(b));
       }
       cv_.notify_all();
+      if (i + 1 == nb) loader_->warm_async(epoch_ + 1);  // the next epoch's first window, meanwhile
     }
   } catch (...) {
     std::lock_guard<std::mutex> lk(mutex_);
