@@ -203,3 +203,19 @@ def test_download_helper_verifies_local_copies(tmp_path):
     bar = _download._Progress("f", 100, stream=io.StringIO())
     bar.update(100)
     assert "100.0%" in bar.stream.getvalue()
+
+
+def test_rechunk_a_tutorial_file(tmp_path):
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 256, (300, 32, 32, 3), dtype=np.uint8)
+    y = rng.integers(0, 10, (300, 1)).astype(np.uint8)
+    src = str(tmp_path / "dataset_cifar10.hdf5")
+    with h5py.File(src, "w") as hf:  # the tutorial's calls, train split only
+        hf.create_dataset("x_train", data=x, shape=x.shape, compression="gzip", chunks=True)
+        hf.create_dataset("y_train", data=y, shape=y.shape, compression="gzip", chunks=True)
+    out = str(tmp_path / "rechunked.hdf5")
+    assert convert.main(["hdf5", src, out, "--chunk-rows", "100"]) == 0
+    with h5py.File(out, "r") as f:
+        assert f["x_train"].chunks == (100, 32, 32, 3) and "x_valid" not in f
+        np.testing.assert_array_equal(f["x_train"][:], x)
+        np.testing.assert_array_equal(f["y_train"][:], y)

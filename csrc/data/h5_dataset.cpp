@@ -231,10 +231,6 @@ void H5Dataset::read_blocks_hyperslab(const std::vector<long long>& blocks, cons
   }
 }
 
-namespace {
-
-}  // namespace
-
 void H5Dataset::read_blocks_raw(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst) {
   // Groups of blocks whose decoded chunks take at most ~16 MiB of scratch at a time (and whose
   // pool regions stay short, so a training step running beside the producer is not held up).

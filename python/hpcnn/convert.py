@@ -57,8 +57,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         train, valid = converters.load_any(args.kind, args.src)
         converters.to_hdf5(args.out, train, valid, chunk_rows=args.chunk_rows,
                            compression=None if args.compression == "none" else "gzip", level=args.level)
+        vdesc = f"x_valid {valid[0].shape}, y_valid {valid[1].shape}" if valid is not None else "no valid split"
         print(f"wrote {args.out}: x_train {train[0].shape} {train[0].dtype}, y_train {train[1].shape}, "
-              f"x_valid {valid[0].shape}, y_valid {valid[1].shape} in {time.perf_counter() - t0:.1f} s")
+              f"{vdesc} in {time.perf_counter() - t0:.1f} s")
         return _info(args.out)
     except (ValueError, FileNotFoundError, OSError) as e:
         print(f"hpcnn convert: error: {e}", file=sys.stderr)

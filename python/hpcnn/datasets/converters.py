@@ -170,11 +170,22 @@ def load_npz(path: str) -> Tuple[Split, Split]:
         return (d["x_train"], d["y_train"]), (d[vx], d[vy])
 
 
-def load_hdf5(path: str) -> Tuple[Split, Split]:
-    """The four tutorial datasets of an HDF5 file, read whole (labels as uint8 when they fit)."""
+def load_hdf5(path: str, require_valid: bool = True) -> Tuple[Split, Optional[Split]]:
+    """The tutorial datasets of an HDF5 file, read whole (labels as uint8 when they fit).
+
+    Without x_valid/y_valid in the file, the second split is None unless `require_valid`.
+    """
     from .. import data as hdata
     out = []
     for x, y in (("x_train", "y_train"), ("x_valid", "y_valid")):
+        if x == "x_valid" and not require_valid:
+            try:
+                hdata.dataset_info(path, x)
+            except ValueError as e:
+                if "no dataset" in str(e):
+                    out.append(None)
+                    continue
+                raise
         xa = hdata.read_dataset(path, x)
         ya = hdata.read_dataset(path, y)
         if ya.size and ya.min() >= 0 and ya.max() < 256:
@@ -208,7 +219,7 @@ def load_any(kind: str, src: str) -> Tuple[Split, Split]:
     if kind == "npz":
         return load_npz(src)
     if kind == "hdf5":
-        return load_hdf5(src)
+        return load_hdf5(src, require_valid=False)
     raise ValueError(f"unknown dataset kind '{kind}' (cifar10, mnist, fashion_mnist, npz, hdf5)")
 
 
