@@ -376,3 +376,16 @@ except KeyboardInterrupt:
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "interrupted 0" in out.stdout, out.stdout + out.stderr
+
+
+def test_datasets_inside_groups(tmp_path):
+    p = str(tmp_path / "g.h5")
+    x = indexed_images(33)
+    with h5py.File(p, "w") as f:
+        f.create_dataset("train/images", data=x, compression="gzip", chunks=(8, 6, 5, 3))
+        f.create_dataset("train/labels", data=np.arange(33) % 3)
+    ds = data.HDF5Dataset(p, x="train/images", y="/train/labels", batch_size=10, shuffle=False, scale=1.0)
+    xs = np.concatenate([a.copy() for a, _ in ds.epoch_batches(0)])
+    np.testing.assert_array_equal(xs, x.astype(np.float32))
+    with pytest.raises(ValueError, match="'train/nope'"):
+        data.HDF5Dataset(p, x="train/nope")
