@@ -1,5 +1,4 @@
 """Bad files and arguments: a clear Python exception naming the file and dataset, never a crash."""
-import os
 import subprocess
 import sys
 

@@ -1,5 +1,4 @@
 """hpcnn.data.HDF5Dataset: round trips in every layout, shuffling, streaming, prefetch, repr."""
-import os
 
 import numpy as np
 import pytest

@@ -10,7 +10,7 @@ C++ on hpcnn's threads, off the GIL; see the README's "data" section for the des
 from __future__ import annotations
 
 import os
-from typing import Dict, Iterator, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, Optional, Tuple, Union
 
 import numpy as np
 

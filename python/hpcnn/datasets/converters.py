@@ -7,7 +7,6 @@ written by hpcnn.data.write_hdf5 (atomic; whole-image chunks of about 1 MiB).
 from __future__ import annotations
 
 import gzip
-import io
 import os
 import pickle
 import tarfile
