@@ -196,3 +196,23 @@ def test_bad_epoch(tmp_path):
     ds = data.HDF5Dataset(good_file(tmp_path / "d.h5"))
     with pytest.raises(ValueError, match="epoch"):
         next(iter(ds.epoch_batches(-1)))
+
+
+@pytest.mark.parametrize("bad_chunk", [3, 30])
+def test_corrupted_chunk_in_a_pipelined_read(tmp_path, bad_chunk):
+    # 23 MB in 35 chunks: more than one 16 MiB group, so chunk reads of the next group run on a
+    # helper thread while the current group inflates; a failure in either group must surface.
+    n = 350
+    x = np.zeros((n, 256, 256), np.uint8)
+    x[:, 0, 0] = np.arange(n) % 256
+    p = good_file(tmp_path / "big.h5", x=x, y=np.zeros(n, np.uint8), chunks=(10, 256, 256))
+    with h5py.File(p, "r") as f:
+        info = f["x_train"].id.get_chunk_info(bad_chunk)
+    assert info.filter_mask == 0
+    with open(p, "r+b") as fh:
+        fh.seek(info.byte_offset + 2)
+        fh.write(b"\xff\x13\x77" * ((info.size - 6) // 3))
+    ds = data.HDF5Dataset(p, batch_size=50, cache="memory")
+    for _ in range(2):  # and again: the reader's buffers are left consistent
+        with pytest.raises(ValueError, match=rf"decompress the chunk at \({bad_chunk * 10}, 0, 0\).*big\.h5"):
+            consume(ds)

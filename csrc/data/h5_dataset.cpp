@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <cstring>
 
 #include "core/errors.h"
@@ -189,6 +190,7 @@ H5Dataset::H5Dataset(const std::string& file, const std::string& name) {
     block_rows_ = std::max<long long>(1, (4LL << 20) / rb);
   }
   if (info_.rows() > 0) block_rows_ = std::min(block_rows_, info_.rows());
+  if (raw_path_) init_raw_geometry();
 }
 
 std::string H5Dataset::where() const { return cat("dataset '", info_.name, "' in file '", info_.file, "'"); }
@@ -231,58 +233,112 @@ void H5Dataset::read_blocks_hyperslab(const std::vector<long long>& blocks, cons
   }
 }
 
-void H5Dataset::read_blocks_raw(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst) {
-  // Groups of blocks whose decoded chunks take at most ~16 MiB of scratch at a time (and whose
-  // pool regions stay short, so a training step running beside the producer is not held up).
-  const size_t chunk_bytes = static_cast<size_t>(shape_numel(info_.chunk)) * info_.elem_size;
-  long long per_block = 1;
-  for (size_t d = 1; d < info_.shape.size(); ++d) per_block *= (info_.shape[d] + info_.chunk[d] - 1) / info_.chunk[d];
-  const size_t block_scratch = chunk_bytes * static_cast<size_t>(per_block);
-  const size_t group = std::max<size_t>(1, (size_t(16) << 20) / std::max<size_t>(1, block_scratch));
-  for (size_t g0 = 0; g0 < blocks.size(); g0 += group) {
-    size_t g1 = std::min(blocks.size(), g0 + group);
-    read_group_raw(std::vector<long long>(blocks.begin() + g0, blocks.begin() + g1),
-                   std::vector<uint8_t*>(dst.begin() + g0, dst.begin() + g1));
-  }
-}
-
-void H5Dataset::read_group_raw(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst) {
+void H5Dataset::init_raw_geometry() {
+  RawGeometry& g = geo_;
   const int r = static_cast<int>(info_.shape.size());
   const Shape& c = info_.chunk;
   const size_t esz = info_.elem_size;
   std::vector<long long> grid(r, 1);
-  long long per_block = 1;
+  g.per_block = 1;
   for (int d = 1; d < r; ++d) {
     grid[d] = (info_.shape[d] + c[d] - 1) / c[d];
-    per_block *= grid[d];
+    g.per_block *= grid[d];
   }
-  const size_t chunk_bytes = static_cast<size_t>(shape_numel(c)) * esz;
-  const size_t ntasks = blocks.size() * static_cast<size_t>(per_block);
-  if (raw_.size() < ntasks) raw_.resize(ntasks);
-  if (decoded_.size() < ntasks) decoded_.resize(ntasks);
-  std::vector<uint32_t> mask(ntasks, 0);
-  std::vector<char> fill(ntasks, 0);
-
+  g.chunk_bytes = static_cast<size_t>(shape_numel(c)) * esz;
+  g.chunk_row_bytes = g.chunk_bytes / static_cast<size_t>(c[0]);
   // Offsets (dimensions 1..r-1) of the chunks of one block, in row-major grid order.
-  std::vector<Shape> grid_off(per_block, Shape(r, 0));
-  for (long long k = 0; k < per_block; ++k) {
+  g.grid_off.assign(g.per_block, Shape(r, 0));
+  for (long long k = 0; k < g.per_block; ++k) {
     long long rem = k;
     for (int d = r - 1; d >= 1; --d) {
-      grid_off[k][d] = (rem % grid[d]) * c[d];
+      g.grid_off[k][d] = (rem % grid[d]) * c[d];
       rem /= grid[d];
     }
   }
+  // One row's copy plan: (chunk, source offset within the chunk's row, destination offset within
+  // the row, bytes), merged where contiguous. It is the same for every row of every block.
+  std::vector<long long> cs(r, 1), ds(r, 1);
+  for (int d = r - 2; d >= 0; --d) {
+    cs[d] = cs[d + 1] * c[d + 1];
+    ds[d] = ds[d + 1] * info_.shape[d + 1];
+  }
+  g.runs.clear();
+  for (long long k = 0; k < g.per_block; ++k) {
+    Shape ext(r, 1);
+    for (int d = 1; d < r; ++d) ext[d] = std::min(c[d], info_.shape[d] - g.grid_off[k][d]);
+    std::vector<long long> idx(r, 0);  // odometer over dims 1..r-2; dim r-1 is one run
+    while (true) {
+      long long so = 0, dof = 0;
+      for (int d = 1; d < r; ++d) {
+        so += idx[d] * cs[d];
+        dof += (g.grid_off[k][d] + idx[d]) * ds[d];
+      }
+      size_t len = r >= 2 ? static_cast<size_t>(ext[r - 1]) * esz : esz;
+      RawGeometry::Run run{k, static_cast<size_t>(so) * esz, static_cast<size_t>(dof) * esz, len};
+      auto& last = g.runs;
+      if (!last.empty() && last.back().chunk == k && last.back().src + last.back().len == run.src &&
+          last.back().dst + last.back().len == run.dst)
+        last.back().len += len;
+      else
+        last.push_back(run);
+      int d = r - 2;
+      while (d >= 1 && ++idx[d] == ext[d]) idx[d--] = 0;
+      if (d < 1) break;
+    }
+  }
+}
 
-  // 1) Raw reads, serially: HDF5 is one lock; the bytes are small (compressed).
+void H5Dataset::read_blocks_raw(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst) {
+  // Groups of blocks whose decoded chunks take at most ~16 MiB of scratch at a time (and whose
+  // pool regions stay short, so a training step running beside the producer is not held up).
+  // The raw reads of group g + 1 (HDF5, serial, one helper thread) overlap the inflate and
+  // scatter of group g (hpcnn's pool): on a parallel file system the reads are not free.
+  const size_t block_scratch = geo_.chunk_bytes * static_cast<size_t>(geo_.per_block);
+  const size_t per_group = std::max<size_t>(1, (size_t(16) << 20) / std::max<size_t>(1, block_scratch));
+  std::vector<std::pair<size_t, size_t>> groups;
+  for (size_t g0 = 0; g0 < blocks.size(); g0 += per_group) groups.emplace_back(g0, std::min(blocks.size(), g0 + per_group));
+  auto sub = [&](const auto& v, size_t g) {
+    return std::vector<typename std::decay_t<decltype(v)>::value_type>(v.begin() + groups[g].first,
+                                                                       v.begin() + groups[g].second);
+  };
   double t0 = now_s();
+  fetch_group(sub(blocks, 0), sets_[0]);
+  io_seconds_ += now_s() - t0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::future<double> next;
+    if (g + 1 < groups.size()) {
+      auto next_blocks = sub(blocks, g + 1);
+      RawSet& set = sets_[(g + 1) % 2];
+      next = std::async(std::launch::async, [this, next_blocks, &set] {
+        double t = now_s();
+        fetch_group(next_blocks, set);
+        return now_s() - t;
+      });
+    }
+    try {
+      decode_group(sub(blocks, g), sub(dst, g), sets_[g % 2]);
+    } catch (...) {
+      if (next.valid()) next.wait();  // never leave the helper writing into a set we abandon
+      throw;
+    }
+    if (next.valid()) io_seconds_ += next.get();  // rethrows a failed read
+  }
+}
+
+void H5Dataset::fetch_group(const std::vector<long long>& blocks, RawSet& set) {
+  const int r = static_cast<int>(info_.shape.size());
+  const size_t ntasks = blocks.size() * static_cast<size_t>(geo_.per_block);
+  if (set.raw.size() < ntasks) set.raw.resize(ntasks);
+  set.mask.assign(ntasks, 0);
+  set.fill.assign(ntasks, 0);
   std::vector<hsize_t> off(r);
-  std::unique_lock<std::recursive_mutex> h5lock(h5_mutex());
+  H5Lock lock(h5_mutex());
   h5_quiet();
   for (size_t bi = 0; bi < blocks.size(); ++bi) {
-    for (long long k = 0; k < per_block; ++k) {
-      size_t t = bi * per_block + k;
+    for (long long k = 0; k < geo_.per_block; ++k) {
+      size_t t = bi * geo_.per_block + k;
       off[0] = static_cast<hsize_t>(blocks[bi] * block_rows_);
-      for (int d = 1; d < r; ++d) off[d] = static_cast<hsize_t>(grid_off[k][d]);
+      for (int d = 1; d < r; ++d) off[d] = static_cast<hsize_t>(geo_.grid_off[k][d]);
       auto where_chunk = [&] {
         Shape o(off.begin(), off.end());
         return cat("the chunk at ", shape_str(o), " of ", where());
@@ -295,21 +351,28 @@ void H5Dataset::read_group_raw(const std::vector<long long>& blocks, const std::
       h5_check(H5Dget_chunk_info_by_coord(dset_.get(), off.data(), &fmask, &addr, &nbytes),
                cat("cannot locate ", where_chunk(), " (truncated or damaged file?)"));
       if (addr == HADDR_UNDEF || nbytes == 0) {
-        fill[t] = 1;
+        set.fill[t] = 1;
         continue;
       }
-      raw_[t].resize(nbytes);
-      h5_check(H5Dread_chunk(dset_.get(), H5P_DEFAULT, off.data(), &mask[t], raw_[t].data()),
+      set.raw[t].resize(nbytes);
+      h5_check(H5Dread_chunk(dset_.get(), H5P_DEFAULT, off.data(), &set.mask[t], set.raw[t].data()),
                cat("cannot read ", where_chunk(), " (truncated or damaged file?)"));
     }
   }
-  h5lock.unlock();
-  double t1 = now_s();
-  io_seconds_ += t1 - t0;
+}
 
-  // 2) Decode each chunk in parallel on hpcnn's pool. Filters are undone in reverse pipeline
+void H5Dataset::decode_group(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst, RawSet& set) {
+  const int r = static_cast<int>(info_.shape.size());
+  const size_t esz = info_.elem_size;
+  const long long per_block = geo_.per_block;
+  const size_t chunk_bytes = geo_.chunk_bytes;
+  const size_t ntasks = blocks.size() * static_cast<size_t>(per_block);
+  if (decoded_.size() < ntasks) decoded_.resize(ntasks);
+
+  // 1) Decode each chunk in parallel on hpcnn's pool. Filters are undone in reverse pipeline
   // order; a set bit i in the chunk's mask means filter i was skipped for it (HDF5 stores a chunk
   // unfiltered when deflate would not shrink it).
+  double t1 = now_s();
   const int di = deflate_index_, si = shuffle_index_;
   std::vector<int> order;
   for (int i : {di, si})
@@ -320,16 +383,16 @@ void H5Dataset::read_group_raw(const std::vector<long long>& blocks, const std::
     std::vector<uint8_t> tmp;
     for (long long t = t0_; t < t1_; ++t) {
       std::vector<uint8_t>& out = decoded_[t];
-      if (fill[t]) {
+      if (set.fill[t]) {
         out.assign(chunk_bytes, 0);
         dec[t] = out.data();
         continue;
       }
-      const uint8_t* cur = raw_[t].data();
-      size_t cur_size = raw_[t].size();
+      const uint8_t* cur = set.raw[t].data();
+      size_t cur_size = set.raw[t].size();
       std::vector<int> todo;
       for (int fi : order)
-        if (!(mask[t] & (1u << fi))) todo.push_back(fi);
+        if (!(set.mask[t] & (1u << fi))) todo.push_back(fi);
       for (size_t s = 0; s < todo.size(); ++s) {
         // The last step writes into `out`, an earlier one into `tmp`.
         std::vector<uint8_t>& o = (s + 1 == todo.size()) ? out : tmp;
@@ -339,7 +402,7 @@ void H5Dataset::read_group_raw(const std::vector<long long>& blocks, const std::
           if (!err.empty()) {
             Shape co(r);
             co[0] = blocks[t / per_block] * block_rows_;
-            for (int d = 1; d < r; ++d) co[d] = grid_off[t % per_block][d];
+            for (int d = 1; d < r; ++d) co[d] = geo_.grid_off[t % per_block][d];
             throw ValueError(cat("cannot decompress the chunk at ", shape_str(co), " of ", where(), ": ", err,
                                  " (corrupted file?)"));
           }
@@ -359,47 +422,11 @@ void H5Dataset::read_group_raw(const std::vector<long long>& blocks, const std::
   double t2 = now_s();
   inflate_seconds_ += t2 - t1;
 
-  // 3) Scatter row by row, in parallel over rows: each output row is written once, sequentially,
-  // gathering its pieces from the block's chunks. `runs` is one row's copy plan (chunk, source
-  // offset within the chunk's row, destination offset within the row, bytes), merged where
-  // contiguous; it is the same for every row of every block.
-  struct Run {
-    long long chunk;
-    size_t src, dst, len;
-  };
-  std::vector<Run> runs;
-  const size_t chunk_row_bytes = chunk_bytes / static_cast<size_t>(c[0]);
-  {
-    std::vector<long long> cs(r, 1), ds(r, 1);
-    for (int d = r - 2; d >= 0; --d) {
-      cs[d] = cs[d + 1] * c[d + 1];
-      ds[d] = ds[d + 1] * info_.shape[d + 1];
-    }
-    for (long long k = 0; k < per_block; ++k) {
-      Shape ext(r, 1);
-      for (int d = 1; d < r; ++d) ext[d] = std::min(c[d], info_.shape[d] - grid_off[k][d]);
-      // Odometer over dims 1..r-2; dim r-1 is one contiguous run.
-      std::vector<long long> idx(r, 0);
-      while (true) {
-        long long so = 0, dof = 0;
-        for (int d = 1; d < r; ++d) {
-          so += idx[d] * cs[d];
-          dof += (grid_off[k][d] + idx[d]) * ds[d];
-        }
-        size_t len = r >= 2 ? static_cast<size_t>(ext[r - 1]) * esz : esz;
-        Run run{k, static_cast<size_t>(so) * esz, static_cast<size_t>(dof) * esz, len};
-        if (!runs.empty() && runs.back().chunk == k && runs.back().src + runs.back().len == run.src &&
-            runs.back().dst + runs.back().len == run.dst)
-          runs.back().len += len;
-        else
-          runs.push_back(run);
-        int d = r - 2;
-        while (d >= 1 && ++idx[d] == ext[d]) idx[d--] = 0;
-        if (d < 1) break;
-      }
-    }
-  }
+  // 2) Scatter row by row, in parallel over rows: each output row is written once, sequentially,
+  // gathering its pieces from the block's chunks with the precomputed copy plan.
   const size_t rb = row_bytes();
+  const size_t chunk_row_bytes = geo_.chunk_row_bytes;
+  const std::vector<RawGeometry::Run>& runs = geo_.runs;
   std::vector<long long> row_start(blocks.size() + 1, 0);
   for (size_t bi = 0; bi < blocks.size(); ++bi) row_start[bi + 1] = row_start[bi] + rows_in_block(blocks[bi]);
   parallel_for(row_start.back(), [&](long long q0, long long q1, int) {
@@ -410,7 +437,7 @@ void H5Dataset::read_group_raw(const std::vector<long long>& blocks, const std::
       uint8_t* out = dst[bi] + static_cast<size_t>(i) * rb;
       const uint8_t* const* chunks = dec.data() + bi * per_block;
       const size_t src_row = static_cast<size_t>(i) * chunk_row_bytes;
-      for (const Run& u : runs) {
+      for (const auto& u : runs) {
         const uint8_t* src = chunks[u.chunk] + src_row + u.src;
         if (u.len == 1) out[u.dst] = *src;
         else std::memcpy(out + u.dst, src, u.len);

@@ -70,8 +70,28 @@ class H5Dataset {
   double scatter_seconds() const { return scatter_seconds_; }
 
  private:
+  // What the raw-chunk path precomputes once: the chunks of a block and one row's copy plan.
+  struct RawGeometry {
+    struct Run {
+      long long chunk;  // index of the chunk within its block
+      size_t src, dst, len;  // byte offsets within the chunk's row and the output row, bytes
+    };
+    long long per_block = 1;   // chunks per block
+    size_t chunk_bytes = 0, chunk_row_bytes = 0;
+    std::vector<Shape> grid_off;  // offsets of a block's chunks in dims 1..r-1
+    std::vector<Run> runs;
+  };
+  // Compressed chunks of one group of blocks, as read from the file.
+  struct RawSet {
+    std::vector<std::vector<uint8_t>> raw;
+    std::vector<uint32_t> mask;  // filters skipped per chunk
+    std::vector<char> fill;      // chunk never written: HDF5's fill value (0)
+  };
+
+  void init_raw_geometry();
   void read_blocks_raw(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst);
-  void read_group_raw(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst);
+  void fetch_group(const std::vector<long long>& blocks, RawSet& set);  // HDF5 reads, serial
+  void decode_group(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst, RawSet& set);
   void read_blocks_hyperslab(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst);
 
   DatasetInfo info_;
@@ -79,10 +99,10 @@ class H5Dataset {
   long long block_rows_ = 1;
   bool raw_path_ = false;   // deflate/shuffle-only chunked data in native byte order
   int deflate_index_ = -1, shuffle_index_ = -1;  // positions in the filter pipeline
-  bool shuffle_before_deflate_ = true;
-  std::vector<std::vector<uint8_t>> raw_;
+  RawGeometry geo_;
+  RawSet sets_[2];                               // double-buffered: reading one, decoding the other
   std::vector<std::vector<uint8_t>> decoded_;   // decoded chunks, reused between calls
-  double io_seconds_ = 0, inflate_seconds_ = 0, scatter_seconds_ = 0;       // compressed chunks, reused between calls
+  double io_seconds_ = 0, inflate_seconds_ = 0, scatter_seconds_ = 0;
 };
 
 // Opening helpers shared with the writer and the inspector.
