@@ -209,7 +209,7 @@ void H5Dataset::read_blocks(const std::vector<long long>& blocks, const std::vec
   double t0 = now_s();
   if (raw_path_) read_blocks_raw(blocks, dst);
   else read_blocks_hyperslab(blocks, dst);
-  if (!raw_path_) io_seconds_ += now_s() - t0;
+  if (!raw_path_) add(io_seconds_, now_s() - t0);
 }
 
 void H5Dataset::read_blocks_hyperslab(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst) {
@@ -303,7 +303,7 @@ void H5Dataset::read_blocks_raw(const std::vector<long long>& blocks, const std:
   };
   double t0 = now_s();
   fetch_group(sub(blocks, 0), sets_[0]);
-  io_seconds_ += now_s() - t0;
+  add(io_seconds_, now_s() - t0);
   for (size_t g = 0; g < groups.size(); ++g) {
     std::future<double> next;
     if (g + 1 < groups.size()) {
@@ -321,7 +321,7 @@ void H5Dataset::read_blocks_raw(const std::vector<long long>& blocks, const std:
       if (next.valid()) next.wait();  // never leave the helper writing into a set we abandon
       throw;
     }
-    if (next.valid()) io_seconds_ += next.get();  // rethrows a failed read
+    if (next.valid()) add(io_seconds_, next.get());  // rethrows a failed read
   }
 }
 
@@ -420,7 +420,7 @@ void H5Dataset::decode_group(const std::vector<long long>& blocks, const std::ve
     }
   });
   double t2 = now_s();
-  inflate_seconds_ += t2 - t1;
+  add(inflate_seconds_, t2 - t1);
 
   // 2) Scatter row by row, in parallel over rows: each output row is written once, sequentially,
   // gathering its pieces from the block's chunks with the precomputed copy plan.
@@ -444,7 +444,7 @@ void H5Dataset::decode_group(const std::vector<long long>& blocks, const std::ve
       }
     }
   }, 16);
-  scatter_seconds_ += now_s() - t2;
+  add(scatter_seconds_, now_s() - t2);
 }
 
 std::vector<int64_t> H5Dataset::read_all_int64() {

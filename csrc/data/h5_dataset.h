@@ -10,6 +10,7 @@
 // layout or filter HDF5 can decode falls back to hyperslab H5Dread calls.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -102,7 +103,9 @@ class H5Dataset {
   RawGeometry geo_;
   RawSet sets_[2];                               // double-buffered: reading one, decoding the other
   std::vector<std::vector<uint8_t>> decoded_;   // decoded chunks, reused between calls
-  double io_seconds_ = 0, inflate_seconds_ = 0, scatter_seconds_ = 0;
+  // Written by the reading thread, read by anyone (stats): atomics, updated with add().
+  std::atomic<double> io_seconds_{0}, inflate_seconds_{0}, scatter_seconds_{0};
+  static void add(std::atomic<double>& a, double v) { a.store(a.load() + v); }
 };
 
 // Opening helpers shared with the writer and the inspector.

@@ -180,7 +180,7 @@ void Loader::ensure_blocks(const std::vector<long long>& needed) {
   blocks_read_ += static_cast<long long>(missing.size());
   size_t bytes = 0;
   for (auto& kv : cache_) bytes += kv.second.size();
-  peak_cached_ = std::max(peak_cached_, bytes);
+  peak_cached_ = std::max(peak_cached_.load(), bytes);
 }
 
 void Loader::fill_batch(long long epoch, long long i, float* x_out, void* y_out) {
@@ -219,7 +219,8 @@ void Loader::fill_batch(long long epoch, long long i, float* x_out, void* y_out)
       }
     }
   }, 8);
-  decode_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  decode_seconds_.store(decode_seconds_.load() +
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 
   if (y_ && y_out) {
     if (opt_.one_hot) {

@@ -93,7 +93,7 @@ class Loader {
   int channels_ = 1;
   std::vector<float> scale_, shift_;  // expanded to `channels_`
   std::vector<float> scale_row_, shift_row_;  // expanded to one row: a decode loop that vectorizes
-  double decode_seconds_ = 0;
+  std::atomic<double> decode_seconds_{0};  // stats: written under mutex_, read by anyone
   bool in_memory_ = false;
   long long window_blocks_ = 1, cache_capacity_ = 1;
 
@@ -105,8 +105,8 @@ class Loader {
   EpochPlan plan_;
   std::unordered_map<long long, std::vector<uint8_t>> cache_;  // block id -> stored bytes
   std::list<long long> lru_;                                  // most recent first
-  long long blocks_read_ = 0;
-  size_t peak_cached_ = 0;
+  std::atomic<long long> blocks_read_{0};
+  std::atomic<size_t> peak_cached_{0};
 };
 
 }  // namespace hpcnn::data
