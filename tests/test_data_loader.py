@@ -169,6 +169,8 @@ def test_label_types_and_one_hot(tmp_path, ydtype, yshape):
     assert ys.dtype == np.float32 and ys.shape == (40, 4)
     np.testing.assert_array_equal(ys, np.eye(4, dtype=np.float32)[np.arange(40) % 4])
     assert data.HDF5Dataset(p, batch_size=16).num_classes == 4  # inferred
+    ys2 = next(iter(data.HDF5Dataset(p, batch_size=16, shuffle=False, one_hot=True).epoch_batches(0)))[1]
+    np.testing.assert_array_equal(ys2, ys[:16])
 
 
 def test_drop_remainder_and_len(tmp_path):

@@ -71,8 +71,9 @@ class HDF5Dataset:
     scale : float or (mean, std)
         A float multiplies the stored values (default: 1/255 for uint8, 1 for float32). A pair of
         per-channel sequences normalizes: ``(x * (1/255 for uint8) - mean) / std``.
-    one_hot : None or int
-        None: y is int32 class indices (B,). An int: y is float32 one-hot (B, one_hot).
+    one_hot : None, int or True
+        None: y is int32 class indices (B,). An int: y is float32 one-hot (B, one_hot). True:
+        one-hot over num_classes (or max label + 1).
     num_classes : int or None
         Checks every label is in [0, num_classes); default: one_hot, else max label + 1.
     drop_remainder : bool
@@ -97,11 +98,17 @@ class HDF5Dataset:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
         if not isinstance(prefetch, (int, np.integer)) or prefetch < 1:
             raise ValueError(f"prefetch must be an int >= 1, got {prefetch!r}")
-        if one_hot is not None and (isinstance(one_hot, bool) or int(one_hot) < 1):
-            raise ValueError(f"one_hot must be None or a number of classes >= 1, got {one_hot!r}")
+        if isinstance(batch_size, bool):
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        if one_hot is False:
+            one_hot = None
+        if one_hot is True:  # one-hot over num_classes, or over the classes found in the labels
+            one_hot = num_classes if num_classes is not None else 0
+        elif one_hot is not None and int(one_hot) < 1:
+            raise ValueError(f"one_hot must be None, True or a number of classes >= 1, got {one_hot!r}")
         if num_classes is None:
             num_classes = one_hot
-        elif one_hot is not None and int(one_hot) != int(num_classes):
+        elif one_hot and int(one_hot) != int(num_classes):
             raise ValueError(f"one_hot={one_hot} and num_classes={num_classes} disagree")
         if seed is not None and (int(seed) < 0 or int(seed) >= 2 ** 64):
             raise ValueError(f"seed must be in [0, 2**64), got {seed}")
