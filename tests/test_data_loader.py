@@ -390,3 +390,29 @@ def test_datasets_inside_groups(tmp_path):
     np.testing.assert_array_equal(xs, x.astype(np.float32))
     with pytest.raises(ValueError, match="'train/nope'"):
         data.HDF5Dataset(p, x="train/nope")
+
+
+def test_the_tutorials_exact_file(tmp_path):
+    rng = np.random.default_rng(7)
+    x_train = rng.integers(0, 256, (500, 32, 32, 3), dtype=np.uint8)
+    y_train = rng.integers(0, 10, (500, 1)).astype(np.uint8)
+    x_valid = rng.integers(0, 256, (100, 32, 32, 3), dtype=np.uint8)
+    y_valid = rng.integers(0, 10, (100, 1)).astype(np.uint8)
+    p = str(tmp_path / "dataset_cifar10.hdf5")
+    with h5py.File(p, "w") as hf:
+        hf.create_dataset("x_train", data=x_train, shape=(500, 32, 32, 3), compression="gzip", chunks=True)
+        hf.create_dataset("y_train", data=y_train, shape=(500, 1), compression="gzip", chunks=True)
+        hf.create_dataset("x_valid", data=x_valid, shape=(100, 32, 32, 3), compression="gzip", chunks=True)
+        hf.create_dataset("y_valid", data=y_valid, shape=(100, 1), compression="gzip", chunks=True)
+    train = data.HDF5Dataset(p, batch_size=250, one_hot=10, seed=0)
+    valid = data.HDF5Dataset(p, x="x_valid", y="y_valid", batch_size=250, one_hot=10, shuffle=False)
+    assert len(train) == 2 and len(valid) == 1
+    xv, yv = next(iter(valid.epoch_batches(0)))
+    np.testing.assert_allclose(xv, x_valid.astype("float32") / 255.0, rtol=1e-6)
+    np.testing.assert_array_equal(yv, np.eye(10, dtype=np.float32)[y_valid[:, 0]])  # = to_categorical
+    xs, ys = zip(*[(a.copy(), b.copy()) for a, b in train.epoch_batches(0)])
+    xs, ys = np.concatenate(xs), np.concatenate(ys)
+    order = np.lexsort(np.rint(xs * 255).reshape(500, -1).T[::-1])
+    ref = np.lexsort(x_train.reshape(500, -1).T[::-1].astype(np.int64))
+    np.testing.assert_allclose(xs[order], x_train[ref] / np.float32(255), rtol=1e-6)
+    np.testing.assert_array_equal(ys[order].argmax(1), y_train[ref, 0])

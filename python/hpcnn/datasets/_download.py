@@ -72,7 +72,12 @@ def download(url: str, dest: str, md5: Optional[str] = None, sha256: Optional[st
     os.makedirs(os.path.dirname(os.path.abspath(dest)), exist_ok=True)
     part = dest + ".part"
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as r, open(part, "wb") as out:
+        try:
+            r = urllib.request.urlopen(url, timeout=timeout)
+        except OSError as e:  # URLError, timeouts, DNS: typical of compute nodes without internet
+            raise OSError(f"cannot download {url} ({e}); on a node without internet, run the download on "
+                          f"a login node, or copy the file to '{dest}', or pass path=...") from e
+        with r, open(part, "wb") as out:
             total = int(r.headers.get("Content-Length") or 0)
             bar = _Progress(os.path.basename(dest), total) if progress else None
             while True:

@@ -36,3 +36,10 @@ def load_data(path: Optional[str] = None, download_if_missing: bool = True):
     if os.path.isfile(path) and path.endswith((".h5", ".hdf5")):
         return converters.load_hdf5(path)
     return converters.load_cifar10(path)
+
+
+def save_hdf5(out: str, path: Optional[str] = None, **kw) -> str:
+    """load_data(path), written to `out` in the tutorial's HDF5 layout (x_train, y_train, x_valid,
+    y_valid; see hpcnn.datasets.converters.to_hdf5 for the keyword arguments)."""
+    train, valid = load_data(path)
+    return converters.to_hdf5(out, train, valid, **kw)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from . import converters
 from .mnist import _load
 
 class_names = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
@@ -25,3 +26,10 @@ LOCAL_DIRS = ["/usr/share/datasets/fashion-mnist"]
 def load_data(path: Optional[str] = None, download_if_missing: bool = True):
     """(x_train, y_train), (x_valid, y_valid) as Keras returns them (see mnist.load_data)."""
     return _load(path, "Fashion-MNIST", SUBDIR, BASE_URL, MD5, LOCAL_DIRS, download_if_missing)
+
+
+def save_hdf5(out: str, path: Optional[str] = None, **kw) -> str:
+    """load_data(path), written to `out` in the tutorial's HDF5 layout (x_train, y_train, x_valid,
+    y_valid; see hpcnn.datasets.converters.to_hdf5 for the keyword arguments)."""
+    train, valid = load_data(path)
+    return converters.to_hdf5(out, train, valid, **kw)

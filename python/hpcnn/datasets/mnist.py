@@ -54,3 +54,10 @@ def load_data(path: Optional[str] = None, download_if_missing: bool = True):
     tutorial layout. None: <data_dir>/mnist, downloaded (MD5-checked) if missing.
     """
     return _load(path, "MNIST", SUBDIR, BASE_URL, MD5, LOCAL_DIRS, download_if_missing)
+
+
+def save_hdf5(out: str, path: Optional[str] = None, **kw) -> str:
+    """load_data(path), written to `out` in the tutorial's HDF5 layout (x_train, y_train, x_valid,
+    y_valid; see hpcnn.datasets.converters.to_hdf5 for the keyword arguments)."""
+    train, valid = load_data(path)
+    return converters.to_hdf5(out, train, valid, **kw)
