@@ -183,6 +183,31 @@ void Loader::ensure_blocks(const std::vector<long long>& needed) {
   peak_cached_ = std::max(peak_cached_.load(), bytes);
 }
 
+bool Loader::read_ahead(long long epoch, long long next_batch) {
+  if (in_memory_ || next_batch >= num_batches()) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const EpochPlan& p = plan(epoch);
+  const long long w = p.window_of(next_batch * opt_.batch_size) + 1;
+  if (w >= static_cast<long long>(p.windows.size())) return false;
+  const size_t block_bytes = static_cast<size_t>(x_->block_rows()) * x_->row_bytes();
+  const long long step = std::max<long long>(1, static_cast<long long>((size_t(16) << 20) / std::max<size_t>(1, block_bytes)));
+  std::vector<long long> todo;
+  for (long long b : p.windows[w])
+    if (!cache_.count(b) && static_cast<long long>(todo.size()) < step) todo.push_back(b);
+  if (todo.empty()) return false;
+  // Room: blocks of windows before w - 1 are done for this epoch; drop them first.
+  std::vector<long long> keep(p.windows[w].begin(), p.windows[w].end());
+  keep.insert(keep.end(), p.windows[w - 1].begin(), p.windows[w - 1].end());
+  std::sort(keep.begin(), keep.end());
+  for (auto it = cache_.begin(); it != cache_.end();) {
+    if (!std::binary_search(keep.begin(), keep.end(), it->first)) it = cache_.erase(it);
+    else ++it;
+  }
+  if (static_cast<long long>(cache_.size() + todo.size()) > cache_capacity_) return false;
+  ensure_blocks(todo);
+  return true;
+}
+
 void Loader::fill_batch(long long epoch, long long i, float* x_out, void* y_out) {
   HPCNN_CHECK_ARG(i >= 0 && i < num_batches(), "batch index ", i, " out of range for ", num_batches(),
                   " batches per epoch");

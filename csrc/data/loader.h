@@ -69,6 +69,11 @@ class Loader {
   bool raw_chunk_path() const { return x_->raw_chunk_path(); }
   std::string repr() const;
 
+  // Streaming read-ahead, for the producer's idle time (its queue is full): loads up to ~16 MiB
+  // of the window after the one batch `next_batch` of `epoch` falls in, within the cache budget.
+  // Returns false when there is nothing to do (memory mode, last window, already loaded).
+  bool read_ahead(long long epoch, long long next_batch);
+
   // Fills batch i of `epoch`: x_out holds batch_rows(i) * row elements; y_out batch_rows(i)
   // int32 labels, or batch_rows(i) * num_classes floats when one_hot (ignored without labels).
   void fill_batch(long long epoch, long long i, float* x_out, void* y_out);

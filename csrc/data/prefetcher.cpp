@@ -90,8 +90,15 @@ void Prefetcher::produce() {
     const bool labels = loader_->has_labels(), one_hot = loader_->options().one_hot;
     for (long long i = 0; i < nb; ++i) {
       {
+        // While the queue is full, spend the wait reading the next window ahead (streaming), so
+        // that moving to it does not stall a training step; then sleep until there is room.
         std::unique_lock<std::mutex> lk(mutex_);
-        cv_.wait(lk, [&] { return stop_ || queue_.size() < depth_; });
+        while (!stop_ && queue_.size() >= depth_) {
+          lk.unlock();
+          bool worked = loader_->read_ahead(epoch_, i);
+          lk.lock();
+          if (!worked) cv_.wait(lk, [&] { return stop_ || queue_.size() < depth_; });
+        }
         if (stop_) break;
       }
       const long long n = loader_->batch_rows(i);
