@@ -1,6 +1,252 @@
-// HDF5 datasets, loaders and writers: filled in by the data pipeline issue.
+// hpcnn._core.data: the HDF5 loader, its prefetching iterator, dataset inspection and the writer.
+// The Python layer (python/hpcnn/data.py) gives these their documented, Keras-like shape.
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <random>
+
 #include "bindings/bindings.h"
+#include "bindings/numpy_tensor.h"
+#include "data/h5_dataset.h"
+#include "data/inflate.h"
+#include "data/loader.h"
+#include "data/prefetcher.h"
+#include "data/writer.h"
 
 namespace hpcnn::bindings {
-void bind_data(pybind11::module_&) {}
+
+namespace py = pybind11;
+using namespace hpcnn::data;
+
+namespace {
+
+py::dict info_dict(const DatasetInfo& i) {
+  py::dict d;
+  d["file"] = i.file;
+  d["name"] = i.name;
+  d["shape"] = py::tuple(py::cast(i.shape));
+  d["dtype"] = i.dtype;
+  d["chunks"] = i.chunked ? py::object(py::tuple(py::cast(i.chunk))) : py::object(py::none());
+  d["compression"] = i.compression();
+  std::vector<std::string> f;
+  for (auto& x : i.filters) f.push_back(x.name);
+  d["filters"] = f;
+  d["rows"] = i.rows();
+  return d;
+}
+
+// The Python-side iterator over one epoch. Waiting happens without the GIL, in slices of 100 ms
+// so that Ctrl-C (KeyboardInterrupt) is seen promptly; close() stops and joins the producer.
+class EpochIterator {
+ public:
+  EpochIterator(std::shared_ptr<Loader> loader, long long epoch, int depth, const std::string& device) {
+    Device dev = parse_device(device);
+    py::gil_scoped_release nogil;
+    pf_ = std::make_unique<Prefetcher>(std::move(loader), epoch, depth, dev);
+  }
+  ~EpochIterator() { close(); }
+
+  py::object next() {
+    if (!pf_) throw py::stop_iteration();
+    Batch b;
+    while (true) {
+      Prefetcher::Status s;
+      try {
+        py::gil_scoped_release nogil;
+        s = pf_->next(b, 100);
+      } catch (...) {
+        close();
+        throw;
+      }
+      if (s == Prefetcher::Status::Ready) break;
+      if (s == Prefetcher::Status::End) {
+        close();
+        throw py::stop_iteration();
+      }
+      if (PyErr_CheckSignals() != 0) {
+        close();
+        throw py::error_already_set();
+      }
+    }
+    py::object y = b.y.defined() ? py::object(to_numpy(b.y)) : py::object(py::none());
+    return py::make_tuple(to_numpy(b.x), y);
+  }
+
+  void close() {
+    if (!pf_) return;
+    std::unique_ptr<Prefetcher> p = std::move(pf_);
+    if (PyGILState_Check()) {
+      py::gil_scoped_release nogil;
+      p.reset();
+    } else {
+      p.reset();
+    }
+  }
+  bool pinned() const { return pf_ && pf_->pinned(); }
+
+ private:
+  std::unique_ptr<Prefetcher> pf_;
+};
+
+ArrayToWrite to_write(const std::string& name, const py::array& a) {
+  ArrayToWrite w;
+  w.name = name;
+  w.data = a.data();
+  w.shape = shape_of(a);
+  w.elem_size = static_cast<size_t>(a.itemsize());
+  char k = a.dtype().kind();
+  if (k == 'f') w.kind = ScalarKind::Float;
+  else if (k == 'i') w.kind = ScalarKind::Int;
+  else if (k == 'u' || k == 'b') w.kind = ScalarKind::UInt;
+  else throw ValueError(cat("write_hdf5: array '", name, "' has dtype ", std::string(py::str(a.dtype())),
+                            "; expected integers or floats"));
+  return w;
+}
+
+}  // namespace
+
+void bind_data(py::module_& root) {
+  auto m = root.def_submodule("data", "HDF5 loader, prefetcher and writer (use hpcnn.data)");
+
+  py::class_<Loader, std::shared_ptr<Loader>>(m, "Loader")
+      .def(py::init([](const std::string& path, const std::string& x, const std::string& y, long long batch_size,
+                       bool shuffle, py::object seed, std::vector<float> scale, std::vector<float> shift,
+                       int num_classes, bool one_hot, bool drop_remainder, const std::string& cache,
+                       long long memory_budget) {
+             LoaderOptions o;
+             o.path = path;
+             o.x_name = x;
+             o.y_name = y;
+             o.batch_size = batch_size;
+             o.shuffle = shuffle;
+             o.seed = seed.is_none() ? (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}()
+                                     : seed.cast<uint64_t>();
+             o.scale = std::move(scale);
+             o.shift = std::move(shift);
+             HPCNN_CHECK_ARG(num_classes >= 0, "num_classes must be >= 0, got ", num_classes);
+             o.num_classes = num_classes;
+             o.one_hot = one_hot;
+             o.drop_remainder = drop_remainder;
+             o.cache = parse_cache_mode(cache);
+             HPCNN_CHECK_ARG(memory_budget > 0, "memory_budget must be > 0 bytes, got ", memory_budget);
+             o.memory_budget = static_cast<size_t>(memory_budget);
+             py::gil_scoped_release nogil;
+             auto loader = std::make_shared<Loader>(std::move(o));
+             loader->warm_async(0);  // epoch 0's first window loads while the model is being built
+             return loader;
+           }),
+           py::arg("path"), py::arg("x"), py::arg("y"), py::arg("batch_size"), py::arg("shuffle"), py::arg("seed"),
+           py::arg("scale"), py::arg("shift"), py::arg("num_classes"), py::arg("one_hot"), py::arg("drop_remainder"),
+           py::arg("cache"), py::arg("memory_budget"))
+      .def("__len__", &Loader::num_batches)
+      .def_property_readonly("num_rows", &Loader::num_rows)
+      .def_property_readonly("row_shape", [](const Loader& l) { return py::tuple(py::cast(l.row_shape())); })
+      .def_property_readonly("num_classes", &Loader::num_classes)
+      .def_property_readonly("has_labels", &Loader::has_labels)
+      .def_property_readonly("in_memory", &Loader::in_memory)
+      .def_property_readonly("window_blocks", &Loader::window_blocks)
+      .def_property_readonly("block_rows", &Loader::block_rows)
+      .def_property_readonly("raw_chunk_path", &Loader::raw_chunk_path)
+      .def_property_readonly("blocks_read", &Loader::blocks_read)
+      .def_property_readonly("peak_cached_bytes", &Loader::peak_cached_bytes)
+      .def_property_readonly("io_seconds", &Loader::io_seconds)
+      .def_property_readonly("inflate_seconds", &Loader::inflate_seconds)
+      .def_property_readonly("scatter_seconds", &Loader::scatter_seconds)
+      .def_property_readonly("decode_seconds", &Loader::decode_seconds)
+      .def_property_readonly("x_info", [](const Loader& l) { return info_dict(l.x_info()); })
+      .def_property_readonly("y_info", [](const Loader& l) {
+        return l.y_info() ? py::object(info_dict(*l.y_info())) : py::object(py::none());
+      })
+      .def("__repr__", &Loader::repr)
+      .def("batch", [](Loader& l, long long epoch, long long i) {
+        HPCNN_CHECK_ARG(i >= 0 && i < l.num_batches(), "batch index ", i, " out of range for ", l.num_batches(),
+                        " batches per epoch");
+        long long n = l.batch_rows(i);
+        Tensor x = Tensor::empty(l.batch_x_shape(n), DType::F32);
+        Tensor y;
+        if (l.has_labels())
+          y = l.options().one_hot ? Tensor::empty({n, l.num_classes()}, DType::F32) : Tensor::empty({n}, DType::I32);
+        {
+          py::gil_scoped_release nogil;
+          l.fill_batch(epoch, i, x.f32(), y.defined() ? y.raw() : nullptr);
+        }
+        return py::make_tuple(to_numpy(x), y.defined() ? py::object(to_numpy(y)) : py::object(py::none()));
+      }, py::arg("epoch"), py::arg("index"))
+      .def("epoch", [](std::shared_ptr<Loader> l, long long epoch, int prefetch, const std::string& device) {
+        return std::make_unique<EpochIterator>(std::move(l), epoch, prefetch, device);
+      }, py::arg("epoch"), py::arg("prefetch") = 4, py::arg("device") = "cpu");
+
+  py::class_<EpochIterator>(m, "EpochIterator")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &EpochIterator::next)
+      .def("close", &EpochIterator::close)
+      .def_property_readonly("pinned", &EpochIterator::pinned);
+
+  m.def("dataset_info", [](const std::string& path, const std::string& name) {
+    DatasetInfo info;
+    {
+      py::gil_scoped_release nogil;
+      info = H5Dataset(path, name).info();
+    }
+    return info_dict(info);
+  }, py::arg("path"), py::arg("name"));
+
+  // A whole dataset as a NumPy array of its stored type: uint8/float32 images through the loader's
+  // reader (parallel inflate), integers as int64 (converters and load_data use this).
+  m.def("read_dataset", [](const std::string& path, const std::string& name) {
+    std::unique_ptr<H5Dataset> d;
+    {
+      py::gil_scoped_release nogil;
+      d = std::make_unique<H5Dataset>(path, name);
+    }
+    const DatasetInfo& i = d->info();
+    std::vector<py::ssize_t> shape(i.shape.begin(), i.shape.end());
+    if (i.kind == ElemKind::U8 || i.kind == ElemKind::F32) {
+      HPCNN_CHECK_ARG(!i.shape.empty(), d->where(), " is a scalar, expected an array");
+      py::array out = i.kind == ElemKind::U8 ? py::array(py::array_t<uint8_t>(shape)) : py::array(py::array_t<float>(shape));
+      auto* base = static_cast<uint8_t*>(out.mutable_data());
+      py::gil_scoped_release nogil;
+      std::vector<long long> blocks;
+      std::vector<uint8_t*> dst;
+      for (long long b = 0; b < d->num_blocks(); ++b) {
+        blocks.push_back(b);
+        dst.push_back(base + static_cast<size_t>(b * d->block_rows()) * d->row_bytes());
+      }
+      d->read_blocks(blocks, dst);
+      return out;
+    }
+    std::vector<int64_t> v;
+    {
+      py::gil_scoped_release nogil;
+      v = d->read_all_int64();
+    }
+    py::array_t<int64_t> out(shape);
+    std::copy(v.begin(), v.end(), out.mutable_data());
+    return py::array(out);
+  }, py::arg("path"), py::arg("name"));
+
+  m.def("default_chunk_rows", &default_chunk_rows, py::arg("rows"), py::arg("row_bytes"));
+  m.def("inflate_library", &inflate_library);
+
+  m.def("write_hdf5", [](const std::string& path, const std::vector<std::pair<std::string, py::array>>& arrays,
+                         long long chunk_rows, const std::string& compression, int level, bool shuffle) {
+    std::vector<py::array> keep;
+    std::vector<ArrayToWrite> w;
+    for (auto& [name, arr] : arrays) {
+      py::array a = py::array::ensure(arr, py::array::c_style);
+      if (!a) throw ValueError(cat("write_hdf5: '", name, "' is not convertible to a contiguous array"));
+      w.push_back(to_write(name, a));
+      keep.push_back(a);
+    }
+    WriteOptions o;
+    o.chunk_rows = chunk_rows;
+    o.compression = compression;
+    o.level = level;
+    o.shuffle = shuffle;
+    py::gil_scoped_release nogil;
+    write_hdf5(path, w, o);
+  }, py::arg("path"), py::arg("arrays"), py::arg("chunk_rows") = 0, py::arg("compression") = "gzip",
+     py::arg("level") = 4, py::arg("shuffle") = true);
+}
+
 }  // namespace hpcnn::bindings

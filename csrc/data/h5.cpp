@@ -1,0 +1,54 @@
+#include "data/h5.h"
+
+#include "core/errors.h"
+
+namespace hpcnn::data {
+
+std::recursive_mutex& h5_mutex() {
+  static std::recursive_mutex m;
+  return m;
+}
+
+void h5_quiet() {
+  thread_local bool done = false;
+  if (!done) {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    done = true;
+  }
+}
+
+namespace {
+herr_t collect(unsigned n, const H5E_error2_t* e, void* out) {
+  auto* text = static_cast<std::string*>(out);
+  if (!e->desc || !*e->desc) return 0;
+  std::string d = e->desc;
+  if (text->find(d) != std::string::npos) return 0;  // the stack repeats messages as it unwinds
+  if (!text->empty()) *text += "; ";
+  *text += d;
+  return 0;
+}
+}  // namespace
+
+std::string h5_error_text() {
+  std::string text;
+  // Walk upward: the outermost call's message (e.g. "unable to open file") first, the root cause last.
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, collect, &text);
+  H5Eclear2(H5E_DEFAULT);
+  return text;
+}
+
+static std::string with_reason(const std::string& context) {
+  std::string why = h5_error_text();
+  return why.empty() ? context : cat(context, " (HDF5: ", why, ")");
+}
+
+H5Id h5_own(hid_t id, H5Id::Closer close, const std::string& context) {
+  if (id < 0) throw ValueError(with_reason(context));
+  return H5Id(id, close);
+}
+
+void h5_check(herr_t status, const std::string& context) {
+  if (status < 0) throw ValueError(with_reason(context));
+}
+
+}  // namespace hpcnn::data

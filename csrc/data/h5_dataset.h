@@ -1,0 +1,115 @@
+// One dataset of an HDF5 file, opened read-only through the C API and read in "row blocks":
+// a block is the rows [b * block_rows, (b + 1) * block_rows) (the last one possibly shorter),
+// where block_rows is the chunk's extent along the first dimension for chunked data (so a block
+// is exactly the set of chunks that share a first coordinate, whatever the chunk shape: h5py's
+// automatic (6250, 4, 4, 1) included) and about 4 MiB of rows for contiguous data.
+//
+// Deflate-compressed data (with or without the shuffle filter) is read with H5Dread_chunk, one
+// HDF5 call at a time on the calling thread (the thread-safe HDF5 is one global lock anyway), and
+// inflated, unshuffled and scattered into row-major blocks on hpcnn's thread pool. Any other
+// layout or filter HDF5 can decode falls back to hyperslab H5Dread calls.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "data/h5.h"
+
+namespace hpcnn::data {
+
+enum class ElemKind { U8, F32, Int, Other };
+
+struct FilterInfo {
+  int id = 0;
+  std::string name;
+  bool available = true;  // can this HDF5 library decode it?
+};
+
+struct DatasetInfo {
+  std::string file, name;
+  Shape shape;                 // full shape, first dimension = rows
+  std::string dtype;           // NumPy-style name: "uint8", "float32", "int64", "float64", ...
+  ElemKind kind = ElemKind::Other;
+  size_t elem_size = 0;
+  bool chunked = false;
+  Shape chunk;                 // empty unless chunked
+  std::vector<FilterInfo> filters;
+  long long rows() const { return shape.empty() ? 0 : shape[0]; }
+  long long row_elems() const;  // product of shape[1:]
+  std::string compression() const;  // "gzip+shuffle", "gzip", "none", "lzf", ...
+  std::string describe() const;      // shape, dtype, chunks, compression
+};
+
+class H5Dataset {
+ public:
+  // Opens `name` in `file` (ValueError naming both for a missing file, a non-HDF5 file, a missing
+  // dataset or an unreadable one).
+  H5Dataset(const std::string& file, const std::string& name);
+
+  const DatasetInfo& info() const { return info_; }
+  long long block_rows() const { return block_rows_; }
+  long long num_blocks() const { return (info_.rows() + block_rows_ - 1) / block_rows_; }
+  long long rows_in_block(long long b) const;
+  size_t row_bytes() const { return static_cast<size_t>(info_.row_elems()) * info_.elem_size; }
+  bool raw_chunk_path() const { return raw_path_; }
+
+  // Reads blocks `blocks[i]` into `dst[i]` (each at least rows_in_block * row_bytes bytes), as
+  // native little-endian values of the stored type (uint8 or float32). Only for U8/F32 data.
+  void read_blocks(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst);
+
+  // The whole dataset converted by HDF5 to int64 (labels). ValueError unless integer-typed.
+  std::vector<int64_t> read_all_int64();
+
+  std::string where() const;  // "dataset 'x_train' in file 'path'"
+
+  // Seconds spent so far in HDF5 calls (serial), inflating and scattering (parallel), for benchmarks.
+  double io_seconds() const { return io_seconds_; }
+  double inflate_seconds() const { return inflate_seconds_; }
+  double scatter_seconds() const { return scatter_seconds_; }
+
+ private:
+  // What the raw-chunk path precomputes once: the chunks of a block and one row's copy plan.
+  struct RawGeometry {
+    struct Run {
+      long long chunk;  // index of the chunk within its block
+      size_t src, dst, len;  // byte offsets within the chunk's row and the output row, bytes
+    };
+    long long per_block = 1;   // chunks per block
+    size_t chunk_bytes = 0, chunk_row_bytes = 0;
+    std::vector<Shape> grid_off;  // offsets of a block's chunks in dims 1..r-1
+    std::vector<Run> runs;
+  };
+  // Compressed chunks of one group of blocks, as read from the file.
+  struct RawSet {
+    std::vector<std::vector<uint8_t>> raw;
+    std::vector<uint32_t> mask;  // filters skipped per chunk
+    std::vector<char> fill;      // chunk never written: HDF5's fill value (0)
+  };
+
+  void init_raw_geometry();
+  void read_blocks_raw(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst);
+  void fetch_group(const std::vector<long long>& blocks, RawSet& set);  // HDF5 reads, serial
+  void decode_group(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst, RawSet& set);
+  void read_blocks_hyperslab(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst);
+
+  DatasetInfo info_;
+  H5Id file_, dset_;
+  long long block_rows_ = 1;
+  bool raw_path_ = false;   // deflate/shuffle-only chunked data in native byte order
+  int deflate_index_ = -1, shuffle_index_ = -1;  // positions in the filter pipeline
+  RawGeometry geo_;
+  RawSet sets_[2];                               // double-buffered: reading one, decoding the other
+  std::vector<std::vector<uint8_t>> decoded_;   // decoded chunks, reused between calls
+  // Written by the reading thread, read by anyone (stats): atomics, updated with add().
+  std::atomic<double> io_seconds_{0}, inflate_seconds_{0}, scatter_seconds_{0};
+  static void add(std::atomic<double>& a, double v) { a.store(a.load() + v); }
+};
+
+// Opening helpers shared with the writer and the inspector.
+H5Id open_file_readonly(const std::string& file);
+bool dataset_exists(hid_t file, const std::string& name);
+
+}  // namespace hpcnn::data

@@ -1,0 +1,262 @@
+#include "data/loader.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+#include "core/errors.h"
+#include "core/thread_pool.h"
+#include "ops/elementwise.h"
+
+namespace hpcnn::data {
+
+CacheMode parse_cache_mode(const std::string& s) {
+  if (s == "auto") return CacheMode::Auto;
+  if (s == "memory") return CacheMode::Memory;
+  if (s == "none") return CacheMode::None;
+  throw ValueError(cat("cache must be 'auto', 'memory' or 'none', got '", s, "'"));
+}
+
+Loader::Loader(LoaderOptions opt) : opt_(std::move(opt)) {
+  HPCNN_CHECK_ARG(opt_.batch_size >= 1, "batch_size must be >= 1, got ", opt_.batch_size);
+  x_ = std::make_unique<H5Dataset>(opt_.path, opt_.x_name);
+  const DatasetInfo& xi = x_->info();
+  const int rank = static_cast<int>(xi.shape.size());
+  HPCNN_CHECK_ARG(rank >= 2 && rank <= 4, x_->where(), " has shape ", shape_str(xi.shape),
+                  ": expected images (N, H, W, C) or (N, H, W), or features (N, F)");
+  HPCNN_CHECK_ARG(xi.kind == ElemKind::U8 || xi.kind == ElemKind::F32, x_->where(), " has dtype ", xi.dtype,
+                  ": expected uint8 or float32");
+  HPCNN_CHECK_ARG(xi.rows() > 0, x_->where(), " is empty (shape ", shape_str(xi.shape), ")");
+  HPCNN_CHECK_ARG(xi.row_elems() > 0, x_->where(), " has empty rows (shape ", shape_str(xi.shape), ")");
+  rows_ = xi.rows();
+  channels_ = rank == 4 ? static_cast<int>(xi.shape[3]) : rank == 3 ? 1 : static_cast<int>(xi.shape[1]);
+
+  auto expand = [&](const std::vector<float>& v, const char* what) {
+    HPCNN_CHECK_ARG(v.size() == 1 || v.size() == static_cast<size_t>(channels_), what, " has ", v.size(),
+                    " values; expected 1 or one per channel (", channels_, ") for x of shape ", shape_str(xi.shape));
+    std::vector<float> out(channels_);
+    for (int c = 0; c < channels_; ++c) out[c] = v.size() == 1 ? v[0] : v[c];
+    return out;
+  };
+  scale_ = expand(opt_.scale, "scale");
+  shift_ = expand(opt_.shift, "shift");
+  scale_row_.resize(xi.row_elems());
+  shift_row_.resize(xi.row_elems());
+  for (long long e = 0; e < xi.row_elems(); ++e) {
+    scale_row_[e] = scale_[e % channels_];
+    shift_row_[e] = shift_[e % channels_];
+  }
+
+  if (!opt_.y_name.empty()) {
+    y_ = std::make_unique<H5Dataset>(opt_.path, opt_.y_name);
+    const DatasetInfo& yi = y_->info();
+    bool shape_ok = yi.shape.size() == 1 || (yi.shape.size() == 2 && yi.shape[1] == 1);
+    HPCNN_CHECK_ARG(shape_ok, y_->where(), " has shape ", shape_str(yi.shape),
+                    ": labels must be class indices of shape (N,) or (N, 1)");
+    HPCNN_CHECK_ARG(yi.kind == ElemKind::U8 || yi.kind == ElemKind::Int, y_->where(), " has dtype ", yi.dtype,
+                    ": labels must be integers (class indices)");
+    HPCNN_CHECK_ARG(yi.rows() == rows_, "x and y have different lengths in file '", opt_.path, "': '",
+                    opt_.x_name, "' has ", rows_, " rows, '", opt_.y_name, "' has ", yi.rows());
+    std::vector<int64_t> raw = y_->read_all_int64();
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+    for (int64_t v : raw) {
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+    if (opt_.num_classes > 0) {
+      for (size_t k = 0; k < raw.size(); ++k)
+        HPCNN_CHECK_ARG(raw[k] >= 0 && raw[k] < opt_.num_classes, "label ", raw[k], " at row ", k, " of ",
+                        y_->where(), " is outside [0, ", opt_.num_classes, ") (num_classes=", opt_.num_classes, ")");
+      num_classes_ = opt_.num_classes;
+    } else {
+      HPCNN_CHECK_ARG(lo >= 0, y_->where(), " holds a negative label (", lo, "): labels must be class indices >= 0");
+      HPCNN_CHECK_ARG(hi < (1 << 20), y_->where(), " holds label ", hi, ": too large for a class index");
+      num_classes_ = static_cast<int>(hi) + 1;
+    }
+    labels_.assign(raw.begin(), raw.end());
+  } else {
+    HPCNN_CHECK_ARG(!opt_.one_hot, "one_hot needs labels, but no y dataset was given");
+    num_classes_ = opt_.num_classes;
+  }
+
+  const size_t block_bytes = static_cast<size_t>(x_->block_rows()) * x_->row_bytes();
+  const size_t total = static_cast<size_t>(rows_) * x_->row_bytes();
+  in_memory_ = opt_.cache == CacheMode::Memory || (opt_.cache == CacheMode::Auto && total <= opt_.memory_budget);
+  if (in_memory_) {
+    window_blocks_ = x_->num_blocks();
+    cache_capacity_ = window_blocks_;
+  } else {
+    // Two windows fit the budget: a batch can straddle a window boundary.
+    window_blocks_ = std::max<long long>(1, static_cast<long long>(opt_.memory_budget / 2 / std::max<size_t>(1, block_bytes)));
+    window_blocks_ = std::min(window_blocks_, x_->num_blocks());
+    cache_capacity_ = 2 * window_blocks_;
+  }
+}
+
+Loader::~Loader() {
+  std::lock_guard<std::mutex> lk(warm_mutex_);
+  if (warm_.joinable()) warm_.join();
+}
+
+void Loader::warm_async(long long epoch) {
+  std::lock_guard<std::mutex> lk(warm_mutex_);
+  if (warming_.exchange(true)) return;
+  if (warm_.joinable()) warm_.join();  // the previous warm-up has finished (warming_ was false)
+  warm_ = std::thread([this, epoch] {
+    try {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const EpochPlan& p = plan(epoch);
+      if (!p.windows.empty()) ensure_blocks(p.windows[0]);
+    } catch (...) {
+      // fill_batch meets the same error and reports it to the consumer.
+    }
+    warming_ = false;
+  });
+}
+
+long long Loader::num_batches() const {
+  long long b = opt_.batch_size;
+  return opt_.drop_remainder ? rows_ / b : (rows_ + b - 1) / b;
+}
+
+long long Loader::batch_rows(long long i) const {
+  return std::max(0LL, std::min(opt_.batch_size, rows_ - i * opt_.batch_size));
+}
+
+Shape Loader::batch_x_shape(long long rows) const {
+  Shape s = x_->info().shape;
+  s[0] = rows;
+  if (s.size() == 3) s.push_back(1);  // (N, H, W) -> (B, H, W, 1): what Conv2D takes
+  return s;
+}
+
+std::string Loader::repr() const {
+  std::string s = cat("HDF5Dataset('", opt_.path, "', ", x_->info().describe());
+  if (y_) s += cat(", ", y_->info().describe());
+  s += cat(", rows=", rows_, ", batch_size=", opt_.batch_size, ", batches=", num_batches(),
+           ", shuffle=", opt_.shuffle ? "True" : "False", ", cache=",
+           in_memory_ ? "'memory'" : cat("'none' (window of ", window_blocks_, " x ", x_->block_rows(), " rows)"),
+           ", read=", x_->raw_chunk_path() ? "raw chunks + parallel inflate" : "hyperslab", ")");
+  return s;
+}
+
+const EpochPlan& Loader::plan(long long epoch) {
+  if (epoch != plan_epoch_) {
+    plan_ = make_epoch_plan(rows_, x_->block_rows(), window_blocks_, opt_.shuffle, opt_.seed, epoch);
+    plan_epoch_ = epoch;
+    if (!in_memory_) cache_.clear();  // streaming: every epoch reads the file again
+  }
+  return plan_;
+}
+
+void Loader::ensure_blocks(const std::vector<long long>& needed) {
+  std::vector<long long> missing;
+  for (long long b : needed)
+    if (!cache_.count(b)) missing.push_back(b);
+  if (missing.empty()) return;
+  if (!in_memory_) {
+    // Evict blocks this batch does not need, oldest windows first (the plan's order is not
+    // needed: a block is never needed again in the same epoch once its window is done).
+    std::vector<long long> keep(needed.begin(), needed.end());
+    std::sort(keep.begin(), keep.end());
+    long long room = cache_capacity_ - static_cast<long long>(missing.size());
+    for (auto it = cache_.begin(); it != cache_.end() && static_cast<long long>(cache_.size()) > std::max(0LL, room);) {
+      if (!std::binary_search(keep.begin(), keep.end(), it->first)) it = cache_.erase(it);
+      else ++it;
+    }
+  }
+  std::vector<uint8_t*> dst;
+  for (long long b : missing) {
+    auto& buf = cache_[b];
+    buf.resize(static_cast<size_t>(x_->rows_in_block(b)) * x_->row_bytes());
+    dst.push_back(buf.data());
+  }
+  try {
+    x_->read_blocks(missing, dst);
+  } catch (...) {
+    for (long long b : missing) cache_.erase(b);  // never keep half-read blocks
+    throw;
+  }
+  blocks_read_ += static_cast<long long>(missing.size());
+  size_t bytes = 0;
+  for (auto& kv : cache_) bytes += kv.second.size();
+  peak_cached_ = std::max(peak_cached_.load(), bytes);
+}
+
+bool Loader::read_ahead(long long epoch, long long next_batch) {
+  if (in_memory_ || next_batch >= num_batches()) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const EpochPlan& p = plan(epoch);
+  const long long w = p.window_of(next_batch * opt_.batch_size) + 1;
+  if (w >= static_cast<long long>(p.windows.size())) return false;
+  const size_t block_bytes = static_cast<size_t>(x_->block_rows()) * x_->row_bytes();
+  const long long step = std::max<long long>(1, static_cast<long long>((size_t(16) << 20) / std::max<size_t>(1, block_bytes)));
+  std::vector<long long> todo;
+  for (long long b : p.windows[w])
+    if (!cache_.count(b) && static_cast<long long>(todo.size()) < step) todo.push_back(b);
+  if (todo.empty()) return false;
+  // Room: blocks of windows before w - 1 are done for this epoch; drop them first.
+  std::vector<long long> keep(p.windows[w].begin(), p.windows[w].end());
+  keep.insert(keep.end(), p.windows[w - 1].begin(), p.windows[w - 1].end());
+  std::sort(keep.begin(), keep.end());
+  for (auto it = cache_.begin(); it != cache_.end();) {
+    if (!std::binary_search(keep.begin(), keep.end(), it->first)) it = cache_.erase(it);
+    else ++it;
+  }
+  if (static_cast<long long>(cache_.size() + todo.size()) > cache_capacity_) return false;
+  ensure_blocks(todo);
+  return true;
+}
+
+void Loader::fill_batch(long long epoch, long long i, float* x_out, void* y_out) {
+  HPCNN_CHECK_ARG(i >= 0 && i < num_batches(), "batch index ", i, " out of range for ", num_batches(),
+                  " batches per epoch");
+  HPCNN_CHECK_ARG(epoch >= 0, "epoch must be >= 0, got ", epoch);
+  std::lock_guard<std::mutex> lock(mutex_);
+  const EpochPlan& p = plan(epoch);
+  const long long b = opt_.batch_size, p0 = i * b, n = batch_rows(i);
+  const long long br = x_->block_rows();
+  std::vector<long long> needed;
+  for (long long w = p.window_of(p0); w <= p.window_of(p0 + n - 1); ++w)
+    needed.insert(needed.end(), p.windows[w].begin(), p.windows[w].end());
+  ensure_blocks(needed);
+
+  std::vector<const uint8_t*> src(n);
+  const size_t rb = x_->row_bytes();
+  for (long long k = 0; k < n; ++k) {
+    long long row = p.order[p0 + k];
+    src[k] = cache_.at(row / br).data() + static_cast<size_t>(row % br) * rb;
+  }
+  const long long elems = x_->info().row_elems();
+  const float* sc = scale_row_.data();
+  const float* sh = shift_row_.data();
+  const bool u8 = x_->info().kind == ElemKind::U8;
+  auto t0 = std::chrono::steady_clock::now();
+  parallel_for(n, [&](long long k0, long long k1, int) {
+    for (long long k = k0; k < k1; ++k) {
+      float* __restrict__ y = x_out + k * elems;
+      if (u8) {
+        const uint8_t* __restrict__ x = src[k];
+        for (long long e = 0; e < elems; ++e) y[e] = ew::decode_u8(x[e], sc[e], sh[e]);
+      } else {
+        const float* __restrict__ x = reinterpret_cast<const float*>(src[k]);
+        for (long long e = 0; e < elems; ++e) y[e] = x[e] * sc[e] + sh[e];
+      }
+    }
+  }, 8);
+  decode_seconds_.store(decode_seconds_.load() +
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+
+  if (y_ && y_out) {
+    if (opt_.one_hot) {
+      float* y = static_cast<float*>(y_out);
+      std::fill(y, y + n * num_classes_, 0.0f);
+      for (long long k = 0; k < n; ++k) y[k * num_classes_ + labels_[p.order[p0 + k]]] = 1.0f;
+    } else {
+      int32_t* y = static_cast<int32_t*>(y_out);
+      for (long long k = 0; k < n; ++k) y[k] = labels_[p.order[p0 + k]];
+    }
+  }
+}
+
+}  // namespace hpcnn::data

@@ -1,0 +1,117 @@
+// The batch loader behind hpcnn.data.HDF5Dataset: x (and optionally y) from one HDF5 file, an
+// epoch plan (shuffle_plan.h), a cache of decoded-from-disk row blocks bounded by a byte budget,
+// and fill_batch, which turns the rows of batch i of epoch e into float32 x and int32 (or one-hot
+// float32) y. Both the prefetcher's producer thread and random access (ds[i]) call fill_batch;
+// a mutex keeps one caller at a time (the heavy work inside runs on hpcnn's pool).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/tensor.h"
+#include "data/h5_dataset.h"
+#include "data/shuffle_plan.h"
+
+namespace hpcnn::data {
+
+enum class CacheMode { Auto, Memory, None };
+CacheMode parse_cache_mode(const std::string& s);
+
+struct LoaderOptions {
+  std::string path, x_name = "x_train", y_name = "y_train";  // y_name "" = no labels
+  long long batch_size = 32;
+  bool shuffle = true;
+  uint64_t seed = 0;
+  std::vector<float> scale{1.0f / 255}, shift{0.0f};  // per channel (size 1 or channels)
+  int num_classes = 0;    // 0: inferred from the labels (max + 1)
+  bool one_hot = false;   // y as float32 (B, num_classes)
+  bool drop_remainder = false;
+  CacheMode cache = CacheMode::Auto;
+  size_t memory_budget = size_t(1) << 30;
+};
+
+class Loader {
+ public:
+  explicit Loader(LoaderOptions opt);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // Loads the first window of `epoch` on a background thread (a no-op while one is running), so
+  // that an epoch does not open with a stall: called for epoch 0 at construction and for epoch
+  // e + 1 when the producer has made the last batch of epoch e. Errors are left for fill_batch
+  // to report.
+  void warm_async(long long epoch);
+
+  const LoaderOptions& options() const { return opt_; }
+  const DatasetInfo& x_info() const { return x_->info(); }
+  const DatasetInfo* y_info() const { return y_ ? &y_->info() : nullptr; }
+  long long num_rows() const { return rows_; }
+  long long num_batches() const;
+  long long batch_rows(long long i) const;  // rows in batch i
+  Shape batch_x_shape(long long rows) const;  // (B, H, W, C) / (B, H, W, 1) / (B, F)
+  Shape row_shape() const {
+    Shape s = batch_x_shape(1);
+    return Shape(s.begin() + 1, s.end());
+  }
+  int num_classes() const { return num_classes_; }
+  bool has_labels() const { return y_ != nullptr; }
+  bool in_memory() const { return in_memory_; }
+  long long window_blocks() const { return window_blocks_; }
+  long long block_rows() const { return x_->block_rows(); }
+  bool raw_chunk_path() const { return x_->raw_chunk_path(); }
+  std::string repr() const;
+
+  // Streaming read-ahead, for the producer's idle time (its queue is full): loads up to ~16 MiB
+  // of the window after the one batch `next_batch` of `epoch` falls in, within the cache budget.
+  // Returns false when there is nothing to do (memory mode, last window, already loaded).
+  bool read_ahead(long long epoch, long long next_batch);
+
+  // Fills batch i of `epoch`: x_out holds batch_rows(i) * row elements; y_out batch_rows(i)
+  // int32 labels, or batch_rows(i) * num_classes floats when one_hot (ignored without labels).
+  void fill_batch(long long epoch, long long i, float* x_out, void* y_out);
+
+  // Counters for tests and benchmarks: blocks read from the file so far, peak cached bytes.
+  long long blocks_read() const { return blocks_read_; }
+  size_t peak_cached_bytes() const { return peak_cached_; }
+  double io_seconds() const { return x_->io_seconds(); }
+  double inflate_seconds() const { return x_->inflate_seconds(); }
+  double scatter_seconds() const { return x_->scatter_seconds(); }
+  double decode_seconds() const { return decode_seconds_; }
+
+ private:
+  const EpochPlan& plan(long long epoch);
+  void ensure_blocks(const std::vector<long long>& needed);
+
+  LoaderOptions opt_;
+  std::unique_ptr<H5Dataset> x_, y_;
+  std::vector<int32_t> labels_;
+  long long rows_ = 0;
+  int num_classes_ = 0;
+  int channels_ = 1;
+  std::vector<float> scale_, shift_;  // expanded to `channels_`
+  std::vector<float> scale_row_, shift_row_;  // expanded to one row: a decode loop that vectorizes
+  std::atomic<double> decode_seconds_{0};  // stats: written under mutex_, read by anyone
+  bool in_memory_ = false;
+  long long window_blocks_ = 1, cache_capacity_ = 1;
+
+  std::mutex mutex_;
+  std::mutex warm_mutex_;           // guards warm_ (start/join)
+  std::thread warm_;
+  std::atomic<bool> warming_{false};
+  long long plan_epoch_ = -1;
+  EpochPlan plan_;
+  std::unordered_map<long long, std::vector<uint8_t>> cache_;  // block id -> stored bytes
+  std::list<long long> lru_;                                  // most recent first
+  std::atomic<long long> blocks_read_{0};
+  std::atomic<size_t> peak_cached_{0};
+};
+
+}  // namespace hpcnn::data

@@ -1,0 +1,155 @@
+#include "data/prefetcher.h"
+
+#include <chrono>
+#include <cstdlib>
+
+#include "core/cuda_runtime.h"
+#include "core/errors.h"
+
+namespace hpcnn::data {
+
+HostBuffer::HostBuffer(size_t bytes, bool pinned) : bytes_(bytes), pinned_(pinned) {
+  size_t n = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  if (pinned_) {
+    ptr_ = cuda::malloc_pinned(n);
+  } else {
+    ptr_ = std::aligned_alloc(64, n);
+    if (!ptr_) throw OutOfMemory(cat("cannot allocate a batch buffer of ", bytes, " bytes"));
+  }
+}
+
+HostBuffer::~HostBuffer() {
+  if (!ptr_) return;
+  if (pinned_) cuda::free_pinned(ptr_);
+  else std::free(ptr_);
+}
+
+std::shared_ptr<HostBuffer> BufferPool::get(size_t bytes) {
+  std::unique_ptr<HostBuffer> b;
+  {
+    std::lock_guard<std::mutex> lk(mutex_);
+    for (size_t i = 0; i < free_.size(); ++i)
+      if (free_[i]->bytes() >= bytes) {
+        b = std::move(free_[i]);
+        free_.erase(free_.begin() + static_cast<long>(i));
+        break;
+      }
+  }
+  if (!b) b = std::make_unique<HostBuffer>(bytes, pinned_);
+  std::weak_ptr<BufferPool> weak = shared_from_this();
+  // The deleter hands the buffer back if the pool still exists, else frees it.
+  return std::shared_ptr<HostBuffer>(b.release(), [weak](HostBuffer* p) {
+    std::unique_ptr<HostBuffer> owned(p);
+    if (auto pool = weak.lock()) pool->put(std::move(owned));
+  });
+}
+
+void BufferPool::put(std::unique_ptr<HostBuffer> b) {
+  std::lock_guard<std::mutex> lk(mutex_);
+  if (free_.size() < max_free_) free_.push_back(std::move(b));
+}
+
+bool pinned_for(Device target) {
+  if (!target.is_cuda() || !cuda::compiled()) return false;
+  try {
+    cuda::require_device(target.index);
+    return true;
+  } catch (const std::exception&) {
+    return false;  // the model's own placement reports the reason; batches stay pageable
+  }
+}
+
+Prefetcher::Prefetcher(std::shared_ptr<Loader> loader, long long epoch, int depth, Device target)
+    : loader_(std::move(loader)), epoch_(epoch), depth_(static_cast<size_t>(std::max(1, depth))) {
+  HPCNN_CHECK_ARG(epoch >= 0, "epoch must be >= 0, got ", epoch);
+  HPCNN_CHECK_ARG(depth >= 1, "prefetch must be >= 1, got ", depth);
+  const bool pinned = pinned_for(target);
+  x_pool_ = std::make_shared<BufferPool>(pinned, 2 * depth_ + 4);
+  y_pool_ = std::make_shared<BufferPool>(pinned, 2 * depth_ + 4);
+  thread_ = std::thread([this] { produce(); });
+}
+
+Prefetcher::~Prefetcher() { stop(); }
+
+void Prefetcher::stop() {
+  {
+    std::lock_guard<std::mutex> lk(mutex_);
+    stop_ = true;
+    queue_.clear();
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Prefetcher::produce() {
+  try {
+    const long long nb = loader_->num_batches();
+    const Shape row = loader_->row_shape();
+    const long long row_elems = shape_numel(row);
+    const int classes = loader_->num_classes();
+    const bool labels = loader_->has_labels(), one_hot = loader_->options().one_hot;
+    for (long long i = 0; i < nb; ++i) {
+      {
+        // While the queue is full, spend the wait reading the next window ahead (streaming), so
+        // that moving to it does not stall a training step; then sleep until there is room.
+        std::unique_lock<std::mutex> lk(mutex_);
+        while (!stop_ && queue_.size() >= depth_) {
+          lk.unlock();
+          bool worked = loader_->read_ahead(epoch_, i);
+          lk.lock();
+          if (!worked) cv_.wait(lk, [&] { return stop_ || queue_.size() < depth_; });
+        }
+        if (stop_) break;
+      }
+      const long long n = loader_->batch_rows(i);
+      Batch b;
+      auto xb = x_pool_->get(static_cast<size_t>(n * row_elems) * sizeof(float));
+      b.x = Tensor::borrow(xb->data(), loader_->batch_x_shape(n), DType::F32, Device::cpu(), xb);
+      std::shared_ptr<HostBuffer> yb;
+      if (labels) {
+        size_t ybytes = static_cast<size_t>(one_hot ? n * classes : n) * 4;
+        yb = y_pool_->get(ybytes);
+        b.y = one_hot ? Tensor::borrow(yb->data(), {n, classes}, DType::F32, Device::cpu(), yb)
+                      : Tensor::borrow(yb->data(), {n}, DType::I32, Device::cpu(), yb);
+      }
+      loader_->fill_batch(epoch_, i, b.x.f32(), yb ? yb->data() : nullptr);
+      {
+        std::lock_guard<std::mutex> lk(mutex_);
+        if (stop_) break;
+        queue_.push_back(std::move(b));
+      }
+      cv_.notify_all();
+      if (i + 1 == nb) loader_->warm_async(epoch_ + 1);  // the next epoch's first window, meanwhile
+    }
+  } catch (...) {
+    std::lock_guard<std::mutex> lk(mutex_);
+    error_ = std::current_exception();
+  }
+  {
+    std::lock_guard<std::mutex> lk(mutex_);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+Prefetcher::Status Prefetcher::next(Batch& out, int timeout_ms) {
+  std::unique_lock<std::mutex> lk(mutex_);
+  bool ready = cv_.wait_for(lk, std::chrono::milliseconds(timeout_ms),
+                            [&] { return !queue_.empty() || done_ || stop_; });
+  if (!ready) return Status::Timeout;
+  if (!queue_.empty()) {
+    out = std::move(queue_.front());
+    queue_.pop_front();
+    lk.unlock();
+    cv_.notify_all();
+    return Status::Ready;
+  }
+  if (error_) {
+    auto e = error_;
+    error_ = nullptr;
+    std::rethrow_exception(e);
+  }
+  return Status::End;
+}
+
+}  // namespace hpcnn::data

@@ -1,0 +1,94 @@
+// The background producer: one std::thread fills a bounded queue with ready batches of one epoch
+// (Loader::fill_batch: read, inflate, decode, one-hot) while the consumer trains on the previous
+// ones. Buffers come from a small pool and go back to it when the last reference to a batch
+// (e.g. the NumPy array handed to Python) is released, so steady state allocates nothing.
+// Batches are pinned host memory when a CUDA device is the target and the backend is usable.
+//
+// stop() (also run by the destructor) asks the producer to finish the batch it is on and joins
+// it: breaking out of an epoch early never leaves a thread behind.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/device.h"
+#include "core/tensor.h"
+#include "data/loader.h"
+
+namespace hpcnn::data {
+
+// Host bytes: 64-byte aligned malloc, or cudaHostAlloc'd (pinned) memory.
+class HostBuffer {
+ public:
+  HostBuffer(size_t bytes, bool pinned);
+  ~HostBuffer();
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  void* data() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+  bool pinned() const { return pinned_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+  bool pinned_ = false;
+};
+
+class BufferPool : public std::enable_shared_from_this<BufferPool> {
+ public:
+  BufferPool(bool pinned, size_t max_free) : pinned_(pinned), max_free_(max_free) {}
+  // A buffer of at least `bytes`; it returns to the pool when the last shared_ptr goes.
+  std::shared_ptr<HostBuffer> get(size_t bytes);
+  bool pinned() const { return pinned_; }
+
+ private:
+  void put(std::unique_ptr<HostBuffer> b);
+  bool pinned_;
+  size_t max_free_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<HostBuffer>> free_;
+};
+
+struct Batch {
+  Tensor x;  // float32 (B, ...) on the host
+  Tensor y;  // int32 (B,) or float32 (B, classes); undefined without labels
+};
+
+class Prefetcher {
+ public:
+  Prefetcher(std::shared_ptr<Loader> loader, long long epoch, int depth, Device target);
+  ~Prefetcher();
+  Prefetcher(const Prefetcher&) = delete;
+  Prefetcher& operator=(const Prefetcher&) = delete;
+
+  enum class Status { Ready, End, Timeout };
+  // Waits up to `timeout_ms` for the next batch (so the caller can look at signals in between);
+  // rethrows the producer's exception.
+  Status next(Batch& out, int timeout_ms);
+  void stop();
+  bool pinned() const { return x_pool_->pinned(); }
+
+ private:
+  void produce();
+
+  std::shared_ptr<Loader> loader_;
+  long long epoch_;
+  size_t depth_;
+  std::shared_ptr<BufferPool> x_pool_, y_pool_;  // separate: x and y buffers differ in size
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Batch> queue_;
+  bool stop_ = false, done_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+// Is `target` a CUDA device this process can use (then batches are pinned)?
+bool pinned_for(Device target);
+
+}  // namespace hpcnn::data

@@ -1,0 +1,35 @@
+// Writing NumPy arrays to an HDF5 file with the C API, atomically: everything goes to a temporary
+// file next to the target, which is renamed over the target only after HDF5 closed it without an
+// error. A failed or interrupted write never leaves a half-written output file.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace hpcnn::data {
+
+enum class ScalarKind { Int, UInt, Float };
+
+struct ArrayToWrite {
+  std::string name;
+  const void* data = nullptr;  // C-contiguous, native byte order
+  Shape shape;
+  ScalarKind kind = ScalarKind::UInt;
+  size_t elem_size = 1;
+};
+
+struct WriteOptions {
+  long long chunk_rows = 0;       // 0: automatic (whole rows, about 1 MiB per chunk)
+  std::string compression = "gzip";  // "gzip" or "none"
+  int level = 4;                  // 0..9
+  bool shuffle = true;            // byte-shuffle filter for multi-byte types (helps gzip)
+};
+
+// The chunk rows write_hdf5 picks for rows of `row_bytes` bytes (at least 1, at most `rows`).
+long long default_chunk_rows(long long rows, size_t row_bytes);
+
+void write_hdf5(const std::string& path, const std::vector<ArrayToWrite>& arrays, const WriteOptions& opt);
+
+}  // namespace hpcnn::data

@@ -1,0 +1,260 @@
+"""HDF5 datasets for training: a native, shuffled, prefetched loader and an atomic writer.
+
+    ds = hpcnn.data.HDF5Dataset('dataset_cifar10.hdf5', x='x_train', y='y_train',
+                                batch_size=250, one_hot=10)
+    model.fit(ds, epochs=10)
+
+The reading, decompression, shuffling and decoding (uint8 -> float32, scaling, one-hot) run in
+C++ on hpcnn's threads, off the GIL; see the README's "data" section for the design.
+"""
+from __future__ import annotations
+
+import os
+from typing import Dict, Iterator, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _core
+
+__all__ = ["HDF5Dataset", "write_hdf5", "read_dataset", "dataset_info", "DEFAULT_MEMORY_BUDGET"]
+
+#: Default byte budget for cache='auto': a dataset whose stored bytes fit is cached in memory
+#: (exact full shuffle); a larger one is streamed through windows of chunks within this budget.
+DEFAULT_MEMORY_BUDGET = 1 << 30
+
+_C = _core.data
+
+
+def _scale_shift(scale):
+    """(mean, std) arrays for a (mean, std) pair, else (None, factor)."""
+    if isinstance(scale, (tuple, list)):
+        if len(scale) != 2:
+            raise ValueError(f"scale must be a number or a (mean, std) pair, got {scale!r}")
+        mean = np.atleast_1d(np.asarray(scale[0], dtype=np.float64))
+        std = np.atleast_1d(np.asarray(scale[1], dtype=np.float64))
+        if mean.ndim != 1 or std.ndim != 1 or (mean.size != std.size and 1 not in (mean.size, std.size)):
+            raise ValueError(f"scale=(mean, std): mean {mean.shape} and std {std.shape} must be scalars or "
+                             "equal-length per-channel sequences")
+        mean, std = np.broadcast_arrays(mean, std)
+        if np.any(std <= 0):
+            raise ValueError(f"scale=(mean, std): std must be > 0, got {std.tolist()}")
+        return mean, std
+    try:
+        return None, float(scale)
+    except (TypeError, ValueError):
+        raise ValueError(f"scale must be a number or a (mean, std) pair, got {scale!r}") from None
+
+
+def _check_path(path) -> str:
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"HDF5 file not found: '{path}'")
+    return path
+
+
+class HDF5Dataset:
+    """Batches of (x, y) from datasets of an HDF5 file, for ``model.fit``/``evaluate``/``predict``.
+
+    Parameters
+    ----------
+    path : str
+        The HDF5 file.
+    x, y : str
+        Dataset names (e.g. ``'x_train'``/``'y_train'``, or ``'x_valid'``/``'y_valid'``); ``y=None``
+        for images only (predict). x: uint8 or float32, shape (N,H,W,C), (N,H,W) or (N,F).
+        y: any integer type, shape (N,) or (N,1).
+    batch_size : int
+    shuffle : bool
+        A new permutation of all rows every epoch, seeded by (seed, epoch).
+    seed : int or None
+        None draws one at construction (epochs still differ from each other).
+    scale : float or (mean, std)
+        A float multiplies the stored values (default: 1/255 for uint8, 1 for float32). A pair of
+        per-channel sequences normalizes: ``(x * (1/255 for uint8) - mean) / std``.
+    one_hot : None, int or True
+        None: y is int32 class indices (B,). An int: y is float32 one-hot (B, one_hot). True:
+        one-hot over num_classes (or max label + 1).
+    num_classes : int or None
+        Checks every label is in [0, num_classes); default: one_hot, else max label + 1.
+    drop_remainder : bool
+        Drop the last partial batch (default: deliver it).
+    cache : 'auto' | 'memory' | 'none'
+        'memory' keeps the stored bytes in RAM after the first epoch (exact full shuffle); 'none'
+        streams from the file every epoch through windows of chunks within ``memory_budget``
+        (shuffled chunk order, then rows shuffled inside each window); 'auto' picks 'memory'
+        when the dataset's stored bytes fit ``memory_budget``.
+    memory_budget : int
+        Bytes (default 1 GiB).
+    prefetch : int
+        Batches prepared ahead by the background producer (default 4).
+    """
+
+    def __init__(self, path, x: str = "x_train", y: Optional[str] = "y_train", batch_size: int = 32,
+                 shuffle: bool = True, seed: Optional[int] = None, scale: Union[float, Tuple, str, None] = "auto",
+                 one_hot: Optional[int] = None, num_classes: Optional[int] = None, drop_remainder: bool = False,
+                 cache: str = "auto", memory_budget: int = DEFAULT_MEMORY_BUDGET, prefetch: int = 4):
+        path = _check_path(path)
+        if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        if not isinstance(prefetch, (int, np.integer)) or prefetch < 1:
+            raise ValueError(f"prefetch must be an int >= 1, got {prefetch!r}")
+        if isinstance(batch_size, bool):
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        if one_hot is False:
+            one_hot = None
+        if one_hot is True:  # one-hot over num_classes, or over the classes found in the labels
+            one_hot = num_classes if num_classes is not None else 0
+        elif one_hot is not None and int(one_hot) < 1:
+            raise ValueError(f"one_hot must be None, True or a number of classes >= 1, got {one_hot!r}")
+        if num_classes is None:
+            num_classes = one_hot
+        elif one_hot and int(one_hot) != int(num_classes):
+            raise ValueError(f"one_hot={one_hot} and num_classes={num_classes} disagree")
+        if seed is not None and (int(seed) < 0 or int(seed) >= 2 ** 64):
+            raise ValueError(f"seed must be in [0, 2**64), got {seed}")
+        info = _C.dataset_info(path, x)
+        is_u8 = info["dtype"] == "uint8"
+        base = 1.0 / 255.0 if is_u8 else 1.0
+        if isinstance(scale, str) and scale == "auto":
+            scale = base
+        if scale is None:
+            scale = 1.0
+        mean, s = _scale_shift(scale)
+        if mean is not None:
+            std = s
+            scale_l = (base / std).tolist()
+            shift_l = (-mean / std).tolist()
+        else:
+            scale_l, shift_l = [s], [0.0]
+        self._path = path
+        self._names = (x, y)
+        self._prefetch = int(prefetch)
+        self._epoch = 0
+        self._loader = _C.Loader(path, x, y or "", int(batch_size), bool(shuffle), None if seed is None else int(seed),
+                                 scale_l, shift_l, int(num_classes or 0), one_hot is not None,
+                                 bool(drop_remainder), str(cache), int(memory_budget))
+        self.batch_size = int(batch_size)
+
+    # ---------------------------------------------------------------- Keras Sequence protocol
+    def __len__(self) -> int:
+        """Batches per epoch."""
+        return len(self._loader)
+
+    def __getitem__(self, i: int):
+        """Batch i of the current epoch (random access; ``epoch_batches`` is the fast path)."""
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"batch index {i} out of range for {n} batches")
+        return self._loader.batch(self._epoch, int(i))
+
+    def on_epoch_end(self) -> None:
+        """Advance to the next epoch's order (the Keras Sequence hook)."""
+        self._epoch += 1
+
+    def __iter__(self):
+        """Iterates over one epoch (the current one) with prefetching, then advances the epoch."""
+        epoch = self._epoch
+        yield from self.epoch_batches(epoch)
+        if self._epoch == epoch:
+            self._epoch += 1
+
+    # ---------------------------------------------------------------- the fast path
+    def epoch_batches(self, epoch: int, device: str = "cpu") -> Iterator[Tuple[np.ndarray, Optional[np.ndarray]]]:
+        """Iterator of (x, y) NumPy batches for `epoch`, produced in C++ in the background.
+
+        x is float32 C-contiguous (B, H, W, C) / (B, H, W, 1) / (B, F); y int32 (B,) or float32
+        (B, classes) when one_hot; None without labels. Arrays stay valid as long as referenced
+        (their buffers are recycled only when released). Pinned host memory when `device` is a
+        usable GPU. Leaving the loop early (break, exception, Ctrl-C) stops the producer.
+        """
+        if int(epoch) < 0:
+            raise ValueError(f"epoch must be >= 0, got {epoch}")
+        it = self._loader.epoch(int(epoch), self._prefetch, str(device))
+        try:
+            for batch in it:
+                yield batch
+        finally:
+            it.close()
+
+    # ---------------------------------------------------------------- description
+    @property
+    def num_rows(self) -> int:
+        return self._loader.num_rows
+
+    @property
+    def x_shape(self) -> tuple:
+        """Shape of one x row as delivered ((H, W, C), (H, W, 1) or (F,))."""
+        return tuple(self._loader.row_shape)
+
+    @property
+    def num_classes(self) -> Optional[int]:
+        n = self._loader.num_classes
+        return n if n > 0 else None
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def in_memory(self) -> bool:
+        """Whether rows are cached in memory across epochs (cache='memory' or 'auto' that fits)."""
+        return self._loader.in_memory
+
+    @property
+    def info(self) -> dict:
+        """Stored layout: {'x': {...shape, dtype, chunks, compression...}, 'y': {...} or None}."""
+        return {"x": self._loader.x_info, "y": self._loader.y_info}
+
+    @property
+    def stats(self) -> dict:
+        """Counters: row blocks read from the file so far, peak bytes cached, window size."""
+        l = self._loader
+        return {"blocks_read": l.blocks_read, "peak_cached_bytes": l.peak_cached_bytes,
+                "io_seconds": l.io_seconds, "inflate_seconds": l.inflate_seconds, "scatter_seconds": l.scatter_seconds, "decode_seconds": l.decode_seconds,
+                "block_rows": l.block_rows, "window_blocks": l.window_blocks, "raw_chunk_path": l.raw_chunk_path}
+
+    def __repr__(self) -> str:
+        return repr(self._loader)
+
+
+def write_hdf5(path, arrays: Dict[str, np.ndarray], chunk_rows: Optional[int] = None,
+               compression: Optional[str] = "gzip", level: int = 4, shuffle: bool = True) -> None:
+    """Write NumPy arrays as datasets of a new HDF5 file, atomically (temp file + rename).
+
+    chunk_rows=None picks whole rows, about 1 MiB per chunk (e.g. 341 CIFAR-10 images);
+    compression 'gzip' (level 0..9, with the byte-shuffle filter for multi-byte types) or None
+    (contiguous unless chunk_rows is given). An existing file at `path` is replaced.
+    """
+    path = os.fspath(path)
+    if not isinstance(arrays, dict) or not arrays:
+        raise ValueError("write_hdf5: arrays must be a non-empty dict of name -> array")
+    if compression in (None, "none", False):
+        compression = "none"
+    elif compression in ("gzip", "deflate", "zlib"):
+        compression = "gzip"
+    else:
+        raise ValueError(f"write_hdf5: compression must be 'gzip' or None, got {compression!r}")
+    if chunk_rows is not None and int(chunk_rows) < 1:
+        raise ValueError(f"write_hdf5: chunk_rows must be >= 1, got {chunk_rows}")
+    items = []
+    for name, a in arrays.items():
+        a = np.ascontiguousarray(a)
+        if a.dtype == np.bool_:
+            a = a.astype(np.uint8)
+        items.append((str(name), a))
+    _C.write_hdf5(path, items, int(chunk_rows or 0), compression, int(level), bool(shuffle))
+
+
+def read_dataset(path, name: str) -> np.ndarray:
+    """A whole dataset as a NumPy array: uint8/float32 as stored, other integers as int64.
+
+    Read with hpcnn's reader (parallel inflate); meant for datasets that fit in memory.
+    """
+    return _C.read_dataset(_check_path(path), name)
+
+
+def dataset_info(path, name: str) -> dict:
+    """Shape, dtype, chunks, compression and rows of one dataset (read with the C API)."""
+    return dict(_C.dataset_info(_check_path(path), name))

@@ -1,0 +1,101 @@
+"""hpcnn.data.write_hdf5: layouts, dtypes, atomicity."""
+import os
+
+import numpy as np
+import pytest
+
+from hpcnn import data
+
+h5py = pytest.importorskip("h5py")
+
+
+def test_roundtrip_with_h5py_and_default_chunks(tmp_path):
+    rng = np.random.default_rng(0)
+    arrays = {
+        "x_train": rng.integers(0, 256, (1000, 32, 32, 3), dtype=np.uint8),
+        "y_train": rng.integers(0, 10, (1000, 1)).astype(np.uint8),
+        "f32": rng.standard_normal((50, 7)).astype(np.float32),
+        "f64": rng.standard_normal(9),
+        "i16": np.arange(-5, 5, dtype=np.int16),
+        "u64": np.arange(4, dtype=np.uint64),
+        "grp/nested": np.ones((3, 2), np.int32),
+        "flags": np.array([True, False, True]),
+    }
+    p = str(tmp_path / "w.h5")
+    data.write_hdf5(p, arrays)
+    with h5py.File(p, "r") as f:
+        for k, v in arrays.items():
+            got = f[k][:]
+            np.testing.assert_array_equal(got, v.astype(np.uint8) if v.dtype == bool else v)
+            assert f[k].compression == "gzip"
+        chunks = f["x_train"].chunks
+        assert chunks[1:] == (32, 32, 3) and 10 <= chunks[0] <= 1000  # whole images per chunk
+        assert f["f32"].shuffle  # byte shuffle for multi-byte types
+    assert data.dataset_info(p, "x_train")["chunks"] == chunks
+
+
+@pytest.mark.parametrize("kw,chunked", [(dict(compression=None), False), (dict(compression=None, chunk_rows=10), True),
+                                        (dict(chunk_rows=7, level=9), True)])
+def test_layout_options(tmp_path, kw, chunked):
+    x = np.arange(100 * 12, dtype=np.uint8).reshape(100, 12)
+    p = str(tmp_path / "w.h5")
+    data.write_hdf5(p, {"x": x}, **kw)
+    with h5py.File(p, "r") as f:
+        assert (f["x"].chunks is not None) == chunked
+        if kw.get("chunk_rows"):
+            assert f["x"].chunks[0] == kw["chunk_rows"]
+        np.testing.assert_array_equal(f["x"][:], x)
+    ds = data.HDF5Dataset(p, x="x", y=None, batch_size=30, shuffle=False, scale=1.0)
+    np.testing.assert_array_equal(np.concatenate([a.copy() for a, _ in ds.epoch_batches(0)]), x)
+
+
+def test_default_chunk_rows():
+    from hpcnn import _core
+    assert _core.data.default_chunk_rows(50000, 3072) == 341
+    assert _core.data.default_chunk_rows(10, 3072) == 10
+    assert _core.data.default_chunk_rows(10 ** 6, 1) == 65536
+    assert _core.data.default_chunk_rows(5, 10 ** 8) == 1
+
+
+def test_replaces_existing_file_atomically(tmp_path):
+    p = str(tmp_path / "w.h5")
+    data.write_hdf5(p, {"a": np.zeros(3)})
+    data.write_hdf5(p, {"b": np.ones(4)})
+    with h5py.File(p, "r") as f:
+        assert list(f) == ["b"]
+    assert os.listdir(tmp_path) == ["w.h5"]  # no temporary left behind
+
+
+def test_failure_leaves_no_file(tmp_path):
+    p = str(tmp_path / "w.h5")
+    with pytest.raises(ValueError, match="complex"):
+        data.write_hdf5(p, {"ok": np.zeros(3), "bad": np.zeros(3, np.complex64)})
+    assert os.listdir(tmp_path) == []
+    data.write_hdf5(p, {"a": np.zeros(3)})
+    with pytest.raises(ValueError, match="complex"):
+        data.write_hdf5(p, {"ok": np.zeros(3), "bad": np.zeros(3, np.complex64)})
+    assert os.listdir(tmp_path) == ["w.h5"]  # the previous file is untouched
+    with h5py.File(p, "r") as f:
+        assert list(f) == ["a"]
+
+
+@pytest.mark.parametrize("args,match", [
+    (({},), "non-empty"),
+    (({"a": np.zeros(2)}, None, "lzf"), "compression"),
+    (({"a": np.zeros(2)}, 0), "chunk_rows"),
+    (({"a": np.zeros(2)}, None, "gzip", 12), "level"),
+])
+def test_bad_arguments(tmp_path, args, match):
+    with pytest.raises(ValueError, match=match):
+        data.write_hdf5(str(tmp_path / "w.h5"), *args)
+    assert os.listdir(tmp_path) == []
+
+
+def test_unwritable_directory(tmp_path):
+    with pytest.raises((ValueError, RuntimeError), match="no_such_dir"):
+        data.write_hdf5(str(tmp_path / "no_such_dir" / "w.h5"), {"a": np.zeros(2)})
+
+
+def test_object_dtype_rejected(tmp_path):
+    with pytest.raises(ValueError, match="dtype"):
+        data.write_hdf5(str(tmp_path / "w.h5"), {"a": np.array(["x", "y"], dtype=object)})
