@@ -358,3 +358,31 @@ def test_gil_is_released_during_a_step():
     elapsed = _time.perf_counter() - start
     # With the GIL held for whole steps this loop would barely run; released, it ticks ~every ms.
     assert ticks > 0.2 * elapsed / 0.001, (ticks, elapsed)
+
+
+def test_save_and_load_model(tmp_path):
+    x, y = data(64)
+    m = small_model()
+    m.compile(hpcnn.optimizers.SGD(0.05, momentum=0.9), "sparse_categorical_crossentropy", ["accuracy"])
+    m.fit(x, y, epochs=2, batch_size=16, verbose=0)
+    path = tmp_path / "model.h5"
+    m.save(str(path))
+    assert not [p for p in os.listdir(tmp_path) if ".tmp" in p]  # written atomically
+    m2 = hpcnn.models.load_model(str(path))
+    for a, b in zip(m.get_weights(), m2.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(m.predict(x), m2.predict(x))
+    assert m2.evaluate(x, y, verbose=0) == pytest.approx(m.evaluate(x, y, verbose=0))
+    assert isinstance(m2.optimizer, hpcnn.optimizers.SGD) and m2.optimizer.momentum == 0.9
+    m2.fit(x, y, epochs=1, batch_size=16, verbose=0)  # trainable again
+    with pytest.raises(FileExistsError):
+        m.save(str(path), overwrite=False)
+
+
+def test_load_model_rejects_other_files(tmp_path):
+    p = tmp_path / "data.h5"
+    hpcnn.data.write_hdf5(str(p), {"x": np.zeros((4, 2), np.float32)})
+    with pytest.raises(ValueError, match="not an hpcnn model file"):
+        hpcnn.models.load_model(str(p))
+    with pytest.raises((ValueError, OSError)):
+        hpcnn.models.load_model(str(tmp_path / "missing.h5"))

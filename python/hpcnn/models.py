@@ -145,10 +145,10 @@ class Sequential:
     def output_shape(self) -> Tuple[Optional[int], ...]:
         return (None,) + tuple(self._model().output_shapes[-1])
 
-    def summary(self, print_fn=print, line_length: int = 72) -> None:
+    def summary(self, print_fn=print, line_length: int = 76) -> None:
         """A Keras-style table: layer, output shape, parameters; totals; device."""
         rows = self._layer_outputs()
-        c1, c2 = 30, 26
+        c1, c2 = 34, 26
         sep = "_" * line_length
         print_fn(f'Model: "{self.name}"')
         print_fn(sep)
@@ -200,6 +200,35 @@ class Sequential:
             model.add(layers_mod.deserialize(lc))
         return model
 
+    def _weight_names(self) -> List[str]:
+        """'conv2d/kernel', 'conv2d/bias', ...: the get_weights() order (Conv2D and Dense hold weights)."""
+        return [f"{layer.name}/{kind}" for layer in self.layers
+                if isinstance(layer, (layers_mod.Conv2D, layers_mod.Dense)) for kind in ("kernel", "bias")]
+
+    def save(self, filepath: str, overwrite: bool = True) -> None:
+        """Save the model (architecture, weights, compile settings) to an HDF5 file, atomically
+        (a temporary file renamed into place: never a half-written model). The optimizer's
+        moments are not saved: training resumes with a fresh optimizer state."""
+        import json
+        import os
+        from . import data
+        path = os.fspath(filepath)
+        if not overwrite and os.path.exists(path):
+            raise FileExistsError(f"save: '{path}' exists and overwrite=False")
+        weights = self.get_weights()
+        meta = {"format": "hpcnn-model", "format_version": 1, "hpcnn_version": _core.build_info()["version"],
+                "config": self.get_config(), "seed": self._seed, "weight_names": self._weight_names(),
+                "compile": None}
+        if self._compiled is not None and self.optimizer is not None:
+            meta["compile"] = {"optimizer": type(self.optimizer).__name__, "optimizer_config": self.optimizer.get_config(),
+                               "loss": self._compiled["loss"], "from_logits": self._compiled.get("from_logits", False),
+                               "metrics": ["accuracy"] if self._compiled["accuracy"] else []}
+        arrays: Dict[str, np.ndarray] = {
+            "hpcnn_model_json": np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)}
+        for i, w in enumerate(weights):
+            arrays[f"weight_{i:03d}"] = w
+        data.write_hdf5(path, arrays, compression="gzip", level=1)
+
     # ------------------------------------------------------------------ compile
     def compile(self, optimizer: Union[str, optimizers.Optimizer] = "rmsprop", loss: Any = None,
                 metrics: Optional[Sequence[str]] = None, device: Optional[str] = None, **kwargs: Any) -> None:
@@ -227,7 +256,7 @@ class Sequential:
             core.to(devices.normalize(target))
         core.compile(opt._core_config(), loss_name, from_logits)
         self.optimizer = opt
-        self._compiled = {"loss": loss_name, "accuracy": bool(metrics)}
+        self._compiled = {"loss": loss_name, "accuracy": bool(metrics), "from_logits": from_logits}
 
     @property
     def compiled(self) -> bool:
@@ -532,6 +561,37 @@ class Sequential:
         return f"<hpcnn.Sequential {self.name!r}: {len(self.layers)} layers>"
 
 
+def load_model(filepath: str, compile: bool = True) -> Sequential:
+    """A model saved by ``Sequential.save``: same layers and weights, compiled as it was (with a
+    fresh optimizer state) unless ``compile=False``. The model is on the CPU."""
+    import json
+    import os
+    from . import data
+    path = os.fspath(filepath)
+    try:
+        raw = data.read_dataset(path, "hpcnn_model_json")
+    except ValueError as e:
+        raise ValueError(f"load_model: '{path}' is not an hpcnn model file ({e})") from e
+    try:
+        meta = json.loads(bytes(np.asarray(raw, dtype=np.uint8)).decode("utf-8"))
+        assert meta.get("format") == "hpcnn-model"
+    except (ValueError, AssertionError) as e:
+        raise ValueError(f"load_model: '{path}' has a damaged model description") from e
+    model = Sequential.from_config(meta["config"])
+    model._seed = meta.get("seed")
+    n = sum(len(per_layer) for per_layer in model._model().weight_shapes)
+    model.set_weights([data.read_dataset(path, f"weight_{i:03d}") for i in range(n)])
+    comp = meta.get("compile")
+    if compile and comp:
+        opt_cls = getattr(optimizers, comp["optimizer"])
+        loss: Any = comp["loss"]
+        if comp.get("from_logits"):
+            loss = (losses.CategoricalCrossentropy if loss == "categorical_crossentropy"
+                    else losses.SparseCategoricalCrossentropy)(from_logits=True)
+        model.compile(opt_cls(**comp["optimizer_config"]), loss, comp["metrics"], device="cpu")
+    return model
+
+
 def clone_model(model: Sequential) -> Sequential:
     """A new model with the same layers and fresh weights (Keras' clone_model); compile it again."""
     return Sequential.from_config(model.get_config())
@@ -570,4 +630,4 @@ def deep_mnist(seed: Optional[int] = None) -> Sequential:
     return m
 
 
-__all__ = ["Sequential", "clone_model", "tutorial_cnn", "deep_mnist"]
+__all__ = ["Sequential", "clone_model", "load_model", "tutorial_cnn", "deep_mnist"]
