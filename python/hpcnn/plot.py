@@ -39,13 +39,16 @@ def history(hist: Any, path: Optional[str] = None, title: str = "", compare: Opt
         hh = getattr(h, "history", h)
         pre = f"{label} " if label else ""
         for ax, key in ((axes[0], "loss"), (axes[1], "accuracy")):
+            short = key[:3] if key == "accuracy" else key
             if key in hh:
-                ax.plot(hh[key], label=f"{pre}train_{key[:3] if key == 'accuracy' else key}")
+                ax.plot(range(1, len(hh[key]) + 1), hh[key], "o-", label=f"{pre}train_{short}")
             if f"val_{key}" in hh:
-                ax.plot(hh[f"val_{key}"], "--", label=f"{pre}val_{key[:3] if key == 'accuracy' else key}")
+                ax.plot(range(1, len(hh[f"val_{key}"]) + 1), hh[f"val_{key}"], "o--", label=f"{pre}val_{short}")
     axes[0].set_title("Loss")
     axes[1].set_title("Accuracy")
+    from matplotlib.ticker import MaxNLocator
     for ax in axes:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("epoch")
         ax.legend()
         ax.grid(True)

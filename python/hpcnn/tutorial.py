@@ -59,7 +59,9 @@ def synthetic_cifar10(n_train: int = 50000, n_valid: int = 10000, seed: int = 0)
 
 def load_cifar10(a) -> Tuple[Tuple[np.ndarray, np.ndarray], Tuple[np.ndarray, np.ndarray], str]:
     if a.synthetic:
-        return (*synthetic_cifar10(seed=a.seed), "synthetic (generated)")
+        n_train = a.train_rows or 50000
+        n_valid = 10000 if not a.train_rows else min(10000, max(500, a.train_rows // 5))
+        return (*synthetic_cifar10(n_train, n_valid, seed=a.seed), "synthetic (generated)")
     from . import datasets
     try:
         (x, y), (xv, yv) = datasets.cifar10.load_data(a.data) if a.data else datasets.cifar10.load_data()
