@@ -56,6 +56,8 @@ void bind_cuda(py::module_& m) {
   m.def("cuda_get_tf32", &cuda::tf32_enabled, "Whether TF32 is allowed (see cuda_set_tf32).");
   m.def("cuda_tf32_supported", &cuda::tf32_supported, py::arg("device") = 0,
         "Whether GPU `device` has TF32 tensor cores (compute capability >= 8.0).");
+  m.def("cuda_sm_clock_khz", &cuda::sm_clock_khz, py::arg("device") = 0,
+        "Peak SM clock of GPU `device` in kHz (0 when unknown).");
   m.def("cuda_synchronize", [](int device) {
     py::gil_scoped_release nogil;
     cuda::synchronize_compute(device);

@@ -31,6 +31,9 @@ void copy_wait_host(int device);
 // Blocks the host until everything enqueued on `device`'s compute stream has finished.
 void synchronize_compute(int device);
 
+// The GPU's peak SM clock in kHz (cudaDevAttrClockRate), 0 when unknown. For % of peak.
+int sm_clock_khz(int device);
+
 // Runs fn() `repeat` times between two CUDA events on `device`'s compute stream and returns the
 // mean milliseconds per run (device time, excluding launch gaps before the first event). For the
 // per-layer benchmark: fn must enqueue its work on that device's ops.

@@ -18,6 +18,7 @@ bool tf32_supported(int) { return false; }
 void copy_h2d_async(int, void*, const void*, size_t, bool) { throw BackendError(unavailable_reason()); }
 void copy_wait_host(int) { throw BackendError(unavailable_reason()); }
 void synchronize_compute(int) {}
+int sm_clock_khz(int) { return 0; }
 double time_ms(int, const std::function<void()>&, int) { throw BackendError(unavailable_reason()); }
 
 }  // namespace hpcnn::cuda

@@ -117,6 +117,15 @@ bool tf32_supported(int device) {
   return major >= 8;
 }
 
+int sm_clock_khz(int device) {
+  int khz = 0;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return khz;
+}
+
 // ------------------------------------------------------------------ context
 std::shared_ptr<ConvAlgoCache> make_conv_algo_cache();  // cudnn_ops.cu
 
