@@ -79,8 +79,10 @@ static void check_cudnn_version() {
   std::call_once(once, [] {
     size_t rt = cudnnGetVersion();
     size_t ct = CUDNN_VERSION;
-    size_t rt_major = rt / 10000, ct_major = ct / 10000;  // cuDNN 9: major*10000 + minor*100 + patch
-    auto str = [](size_t v) { return cat(v / 10000, ".", (v % 10000) / 100, ".", v % 100); };
+    // cuDNN 9 encodes major*10000 + minor*100 + patch; cuDNN 8 encoded major*1000 + minor*100 + patch.
+    constexpr size_t scale = CUDNN_MAJOR >= 9 ? 10000 : 1000;
+    size_t rt_major = rt / scale, ct_major = ct / scale;
+    auto str = [](size_t v) { return cat(v / scale, ".", (v % scale) / 100, ".", v % 100); };
     if (rt_major != ct_major || rt < ct)
       problem = cat("cuDNN at run time is ", str(rt), " but hpcnn was compiled against cuDNN ", str(ct),
                     ": load the cuDNN ", ct_major, ".x it was built with (>= ", str(ct),
