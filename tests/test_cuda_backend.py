@@ -33,3 +33,12 @@ def test_gpu_request_without_gpu_names_the_reason():
                                  np.zeros(2, np.float32), 1, "same", True, device="gpu")
     with pytest.raises(RuntimeError):
         _core.bench_dense((4, 4), (4, 4), device="gpu:0")
+
+
+def test_cuda_kernel_arithmetic_on_the_host():
+    """The GPU kernels' index arithmetic and the cuBLAS/cuDNN call layouts, run on the host
+    against the CPU ops (see csrc/core/cuda_kernel_selftest.h): needs no GPU."""
+    results = _core.cuda_kernel_selftest()
+    assert len(results) >= 10
+    failed = [(name, err, tol) for name, err, tol in results if not err <= tol]
+    assert not failed, failed

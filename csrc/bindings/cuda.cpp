@@ -7,6 +7,7 @@
 
 #include "bindings/bindings.h"
 #include "core/cuda_async.h"
+#include "core/cuda_kernel_selftest.h"
 #include "core/cuda_runtime.h"
 #include "core/tensor.h"
 #include "ops/ops.h"
@@ -62,6 +63,13 @@ void bind_cuda(py::module_& m) {
     py::gil_scoped_release nogil;
     cuda::synchronize_compute(device);
   }, py::arg("device") = 0, "Wait for all work queued on the GPU's compute stream.");
+
+  m.def("cuda_kernel_selftest", [] {
+    py::list out;
+    for (const auto& r : cuda::kernel_selftest()) out.append(py::make_tuple(r.name, r.error, r.tolerance));
+    return out;
+  }, "Runs the CUDA kernels' index arithmetic and the cuBLAS/cuDNN call layouts on the host against the CPU "
+     "ops (no GPU needed). Returns [(check, error, tolerance)].");
 
   m.def("bench_conv2d", [](std::vector<long long> x_shape, std::vector<long long> k_shape, int stride,
                            std::string padding, bool relu, int repeat, std::string device) {

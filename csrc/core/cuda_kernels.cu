@@ -3,6 +3,7 @@
 
 #include "core/cuda_check.h"
 #include "core/cuda_context.h"
+#include "core/cuda_kernel_bodies.h"
 #include "core/errors.h"
 #include "ops/elementwise.h"
 
@@ -10,7 +11,7 @@ namespace hpcnn::cuda::kernels {
 
 namespace {
 
-constexpr int kColumnSumSlices = 64;  // fixed, so the summation order never changes
+using body::kColumnSumSlices;  // fixed, so the summation order never changes
 
 __global__ void bias_act_kernel(float* y, long long count, int f, const float* b, bool relu) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x) {
@@ -24,20 +25,12 @@ __global__ void relu_mask_kernel(float* dy, const float* y, long long count) {
     dy[i] = ew::relu_grad(y[i], dy[i]);
 }
 
-// Block (32, 8): 32 columns, 8 row lanes; blockIdx.y = slice of rows. Each lane sums its rows in
-// order, then lane 0 adds the 8 lane sums in order.
+// Block (32, 8): 32 columns, 8 row lanes; blockIdx.y = slice of rows (body::column_sum_lane).
 __global__ void column_sum_partial_kernel(const float* m, long long rows, int f, float* partials) {
   __shared__ float acc[8][33];
-  const int j = blockIdx.x * 32 + threadIdx.x;
-  const long long chunk = (rows + kColumnSumSlices - 1) / kColumnSumSlices;
-  const long long r0 = blockIdx.y * chunk;
-  long long r1 = r0 + chunk;
-  if (r1 > rows) r1 = rows;
-  float s = 0.f;
-  if (j < f)
-    for (long long r = r0 + threadIdx.y; r < r1; r += 8) s += m[r * f + j];
-  acc[threadIdx.y][threadIdx.x] = s;
+  acc[threadIdx.y][threadIdx.x] = body::column_sum_lane(m, rows, f, blockIdx.x, blockIdx.y, threadIdx.x, threadIdx.y);
   __syncthreads();
+  const int j = blockIdx.x * 32 + threadIdx.x;
   if (threadIdx.y == 0 && j < f) {
     float t = 0.f;
     for (int k = 0; k < 8; ++k) t += acc[k][threadIdx.x];
@@ -55,43 +48,21 @@ __global__ void column_sum_final_kernel(const float* partials, int f, float* out
 
 __global__ void transpose_kernel(const float* in, long long rows, long long cols, float* out) {
   __shared__ float tile[32][33];
-  long long c = blockIdx.x * 32LL + threadIdx.x;
-  for (int k = threadIdx.y; k < 32; k += blockDim.y) {
-    long long r = blockIdx.y * 32LL + k;
-    if (r < rows && c < cols) tile[k][threadIdx.x] = in[r * cols + c];
-  }
+  body::transpose_load(in, rows, cols, blockIdx.x, blockIdx.y, threadIdx.x, threadIdx.y, blockDim.y, tile);
   __syncthreads();
-  long long r_out = blockIdx.x * 32LL + threadIdx.y;  // a column of `in` = a row of `out`
-  long long c_out = blockIdx.y * 32LL + threadIdx.x;
-  for (int k = 0; k < 32; k += blockDim.y) {
-    long long rr = r_out + k;
-    if (rr < cols && c_out < rows) out[rr * rows + c_out] = tile[threadIdx.x][threadIdx.y + k];
-  }
+  body::transpose_store(out, rows, cols, blockIdx.x, blockIdx.y, threadIdx.x, threadIdx.y, blockDim.y, tile);
 }
 
 __global__ void pad_kernel(const float* in, int n, int h, int w, int c, int pt, int pl, int oh, int ow, float* out) {
   long long count = (long long)n * oh * ow * c;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x) {
-    long long t = i;
-    int ci = t % c; t /= c;
-    int ox = t % ow; t /= ow;
-    int oy = t % oh;
-    long long b = t / oh;
-    int iy = oy - pt, ix = ox - pl;
-    out[i] = (iy >= 0 && iy < h && ix >= 0 && ix < w) ? in[((b * h + iy) * w + ix) * c + ci] : 0.f;
-  }
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
+    out[i] = body::pad_at(in, h, w, c, pt, pl, oh, ow, i);
 }
 
 __global__ void crop_kernel(const float* in, int n, int h, int w, int c, int pt, int pl, int ih, int iw, float* out) {
   long long count = (long long)n * h * w * c;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x) {
-    long long t = i;
-    int ci = t % c; t /= c;
-    int x = t % w; t /= w;
-    int y = t % h;
-    long long b = t / h;
-    out[i] = in[((b * ih + y + pt) * iw + x + pl) * c + ci];
-  }
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
+    out[i] = body::crop_at(in, h, w, c, pt, pl, ih, iw, i);
 }
 
 }  // namespace

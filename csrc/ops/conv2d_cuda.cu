@@ -15,19 +15,8 @@
 namespace hpcnn::cuda {
 
 namespace {
-
-bool symmetric(const Conv2dGeometry& g) { return g.pad_top == g.pad_bottom && g.pad_left == g.pad_right; }
-
-cudnn::ConvShape conv_shape(const Conv2dGeometry& g) {
-  cudnn::ConvShape s{g.n, g.h, g.w, g.c, g.f, g.kh, g.kw, g.sh, g.sw, g.pad_top, g.pad_left, g.oh, g.ow};
-  if (!symmetric(g)) {  // the explicitly padded input, convolved without padding
-    s.h = g.h + g.pad_top + g.pad_bottom;
-    s.w = g.w + g.pad_left + g.pad_right;
-    s.ph = s.pw = 0;
-  }
-  return s;
-}
-
+bool symmetric(const Conv2dGeometry& g) { return !body::conv_geom(g).padded; }
+cudnn::ConvShape conv_shape(const Conv2dGeometry& g) { return body::conv_geom(g); }
 }  // namespace
 
 void conv2d_forward(int device, const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y,

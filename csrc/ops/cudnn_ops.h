@@ -7,16 +7,12 @@
 #pragma once
 
 #include "core/cuda_context.h"
+#include "core/cuda_kernel_bodies.h"
 
 namespace hpcnn::cuda::cudnn {
 
-struct ConvShape {
-  int n, h, w, c;  // input (NHWC)
-  int f, kh, kw;   // filters, kernel
-  int sh, sw;      // strides
-  int ph, pw;      // symmetric padding
-  int oh, ow;      // output (checked against cuDNN's own computation)
-};
+// n, h, w, c, f, kh, kw, sh, sw, ph, pw, oh, ow (+ `padded`, which cuDNN never sees).
+using ConvShape = body::ConvGeom;
 
 // y = conv(x, w) (+ b, ReLU when `bias` is not null and the fused call applies). Returns true
 // when bias and ReLU were applied (cudnnConvolutionBiasActivationForward), false when only the

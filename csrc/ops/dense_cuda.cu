@@ -12,17 +12,24 @@
 // beta = 0: C is not read. Bias/ReLU and db are our kernels (db: deterministic column sums).
 // TF32: the context sets CUBLAS_TF32_TENSOR_OP_MATH on the handle when on (cuda_context.cu).
 #include "core/cuda_context.h"
+#include "core/cuda_kernel_bodies.h"
 #include "core/cuda_kernels.h"
 #include "ops/dense.h"
 
 namespace hpcnn::cuda {
 
+namespace {
+void sgemm(cublasHandle_t h, const body::Gemm& g) {
+  const float one = 1.f, zero = 0.f;
+  HPCNN_CUBLAS_CHECK(cublasSgemm(h, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.m,
+                                 g.n, g.k, &one, g.a, g.lda, g.b, g.ldb, &zero, g.c, g.ldc));
+}
+}  // namespace
+
 void dense_forward(int device, const DenseGeometry& g, const float* x, const float* w, const float* b, float* y,
                    bool relu) {
   ContextLock ctx(device);
-  const float one = 1.f, zero = 0.f;
-  HPCNN_CUBLAS_CHECK(cublasSgemm(ctx->cublas.h, CUBLAS_OP_N, CUBLAS_OP_N, g.out, g.n, g.in, &one, w, g.out, x, g.in,
-                                 &zero, y, g.out));
+  sgemm(ctx->cublas.h, body::dense_forward_gemm(g, x, w, y));
   kernels::bias_act(ctx.stream(), y, g.n, g.out, b, relu);
 }
 
@@ -35,12 +42,8 @@ void dense_backward(int device, const DenseGeometry& g, const float* x, const fl
   char* base = plan.reserve(*ctx, "dense backward");
   if (relu) kernels::relu_mask(s, dy, y, (long long)g.n * g.out);
   kernels::column_sum(s, dy, g.n, g.out, ScratchPlan::at<float>(base, o_part), db);
-  const float one = 1.f, zero = 0.f;
-  HPCNN_CUBLAS_CHECK(cublasSgemm(ctx->cublas.h, CUBLAS_OP_N, CUBLAS_OP_T, g.out, g.in, g.n, &one, dy, g.out, x, g.in,
-                                 &zero, dw, g.out));
-  if (dx)
-    HPCNN_CUBLAS_CHECK(cublasSgemm(ctx->cublas.h, CUBLAS_OP_T, CUBLAS_OP_N, g.in, g.n, g.out, &one, w, g.out, dy,
-                                   g.out, &zero, dx, g.in));
+  sgemm(ctx->cublas.h, body::dense_dw_gemm(g, x, dy, dw));
+  if (dx) sgemm(ctx->cublas.h, body::dense_dx_gemm(g, w, dy, dx));
 }
 
 }  // namespace hpcnn::cuda

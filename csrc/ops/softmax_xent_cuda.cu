@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/cuda_context.h"
+#include "core/cuda_kernel_bodies.h"
 #include "ops/elementwise.h"
 #include "ops/softmax_xent.h"
 
@@ -17,48 +18,11 @@ namespace {
 
 constexpr int kReduceThreads = 256;
 
-__device__ int argmax_row(const float* r, int cols) {
-  int best = 0;
-  for (int j = 1; j < cols; ++j)
-    if (r[best] < r[j]) best = j;  // std::max_element: the first maximum
-  return best;
-}
-
-// loss_out may be null (accuracy only); dlogits may be null.
+// loss_out may be null (accuracy only); dlogits may be null. The row's arithmetic: body::xent_row.
 __global__ void xent_rows_kernel(int rows, int cols, const float* logits, const float* onehot, const int32_t* labels,
                                  float* dlogits, float grad_scale, double* loss_out, double* hit_out) {
   int r = blockIdx.x * blockDim.x + threadIdx.x;
-  if (r >= rows) return;
-  const float* lr = logits + (long long)r * cols;
-  const float* t = onehot ? onehot + (long long)r * cols : nullptr;
-  int target = labels ? labels[r] : argmax_row(t, cols);
-  bool bad = labels && (target < 0 || target >= cols);
-  int am = argmax_row(lr, cols);
-  hit_out[r] = (!bad && am == target) ? 1.0 : 0.0;
-  if (!loss_out && !dlogits) return;
-  float mx = lr[am];
-  float sum = 0.f;
-  for (int j = 0; j < cols; ++j) sum += expf(lr[j] - mx);
-  float lse = logf(sum);
-  if (loss_out) {
-    double l = 0.0;
-    if (bad) {
-      l = NAN;
-    } else if (labels) {
-      l = ew::xent_term(lr[target], mx, lse);
-    } else {
-      for (int j = 0; j < cols; ++j)
-        if (t[j] != 0.f) l += (double)t[j] * ew::xent_term(lr[j], mx, lse);
-    }
-    loss_out[r] = l;
-  }
-  if (dlogits) {
-    float* d = dlogits + (long long)r * cols;
-    for (int j = 0; j < cols; ++j) {
-      float tj = labels ? (j == target ? 1.f : 0.f) : t[j];
-      d[j] = bad ? NAN : (ew::softmax_prob(lr[j], mx, lse) - tj) * grad_scale;
-    }
-  }
+  if (r < rows) body::xent_row(r, cols, logits, onehot, labels, dlogits, grad_scale, loss_out, hit_out);
 }
 
 // One block of kReduceThreads: stats[0] += sum(loss) (when loss is given), stats[1] += sum(hit).
