@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <functional>
 
+#include "core/cuda_runtime.h"
+
 namespace hpcnn::cuda {
 
 // TF32 tensor-core math for float32 convolutions (cuDNN) and GEMMs (cuBLAS). On by default, as in
@@ -16,6 +18,32 @@ void set_tf32(bool on);
 bool tf32_enabled();
 // Whether device `device` has TF32 tensor cores (compute capability >= 8.0).
 bool tf32_supported(int device);
+
+// Page-locked host memory (cudaMallocHost) for the batches copy_h2d_async uploads: RAII, grows
+// on demand (contents not kept), never shrinks. Without the backend, reserve() throws why.
+class PinnedHostBuffer {
+ public:
+  PinnedHostBuffer() = default;
+  explicit PinnedHostBuffer(size_t bytes) { reserve(bytes); }
+  ~PinnedHostBuffer() { free_pinned(ptr_); }
+  PinnedHostBuffer(const PinnedHostBuffer&) = delete;
+  PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
+  void* reserve(size_t bytes) {
+    if (bytes > bytes_ || !ptr_) {
+      void* p = malloc_pinned(bytes ? bytes : 1);  // throws OutOfMemory / BackendError; old buffer kept then
+      free_pinned(ptr_);
+      ptr_ = p;
+      bytes_ = bytes;
+    }
+    return ptr_;
+  }
+  void* data() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
 
 // Host-to-device copy on the device's copy stream, so that it overlaps the compute stream's work:
 //   - `src` must be pinned host memory (cuda::malloc_pinned) and stay unchanged until

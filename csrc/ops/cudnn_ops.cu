@@ -2,7 +2,10 @@
 // libcudnn_cnn; link -lcudnn). Pooling and the activations are our own kernels (maxpool2d_cuda.cu,
 // activation_cuda.cu): see "Not used" below.
 //
-// The documented contracts each call relies on (cuDNN API reference, legacy API, v8/v9):
+// The documented contracts each call relies on (cuDNN API reference, legacy API, v8/v9; checked
+// against the cuDNN 9.19 headers here -- cudnn_graph.h, cudnn_ops.h, cudnn_cnn.h -- and the
+// archived API reference pages; the layouts and call glue are also exercised on the host by
+// core/cuda_kernel_selftest.cpp against a reference written from these contracts):
 //
 // cudnnCreate / cudnnSetStream (core/cuda_context.cu)
 //   The handle is tied to the device current at creation; every later call is made with that
@@ -51,11 +54,13 @@
 //                                       &alpha2, zDesc, z, biasDesc, bias, actDesc, yDesc, y)
 //   y = act(alpha1 * conv(x, w) + alpha2 * z + bias). We pass alpha2 = 0 with z = y and
 //   zDesc = yDesc (z and y may be the same buffer). biasDesc is (1, K, 1, 1). The activation
-//   descriptor is CUDNN_ACTIVATION_RELU (NaN not propagated; coef unused). The documentation
-//   restricts the algorithm (IMPLICIT_PRECOMP_GEMM is the one every mode supports), so the fused
-//   call is made only when the chosen forward algorithm is IMPLICIT_PRECOMP_GEMM; and should the
-//   library still answer CUDNN_STATUS_NOT_SUPPORTED for this geometry, the geometry is marked
-//   and the caller adds bias and ReLU with its own kernel (a correct result either way).
+//   descriptor is CUDNN_ACTIVATION_RELU (NaN not propagated, as our ew::relu; coef unused).
+//   The cuDNN API reference ties the fused call to CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM
+//   (cudnnActivationMode_t, v7.6.5: for CUDNN_ACTIVATION_IDENTITY; our brief states it for ReLU):
+//   we make the fused call only when the chosen forward algorithm IS IMPLICIT_PRECOMP_GEMM, which
+//   satisfies either reading; should the library still answer CUDNN_STATUS_NOT_SUPPORTED for a
+//   geometry, that geometry is marked and the caller adds bias and ReLU with its own kernel (a
+//   correct result either way). Its header comment: y = Act(alpha1 * conv(x) + alpha2 * z + bias).
 //
 // cudnnConvolutionBackwardData(h, &alpha, wDesc, w, dyDesc, dy, conv, algo, ws, wsSize, &beta,
 //                              dxDesc, dx)
