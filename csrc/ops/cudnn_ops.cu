@@ -33,7 +33,8 @@
 // cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH | CUDNN_TENSOR_OP_MATH | perf.mathType)
 //   CUDNN_FMA_MATH restricts to FMA kernels: no TF32 (our "TF32 off"). CUDNN_TENSOR_OP_MATH
 //   permits tensor-core kernels, which for float data on compute capability >= 8.0 means TF32
-//   ("TF32 on"). The perf results of the algorithm query carry the math type the algorithm was
+//   ("TF32 on"). CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION (down-conversion to FP16) is never used.
+//   The perf results of the algorithm query carry the math type the algorithm was
 //   considered with; it is set back on the descriptor before the call (as the cudnn*AlgoPerf_t
 //   documentation asks), except that with TF32 off only FMA results are accepted.
 //
@@ -180,6 +181,8 @@ bool pick(Context& ctx, ConvPlan& p, Pass pass, const std::vector<Perf>& perf, i
     if (r.status != CUDNN_STATUS_SUCCESS) continue;
     if (want_deterministic && r.determinism != CUDNN_DETERMINISTIC) continue;
     if (!tf32 && r.mathType != CUDNN_FMA_MATH && r.mathType != CUDNN_DEFAULT_MATH) continue;
+    // ALLOW_CONVERSION permits down-conversion of float data to FP16: never for a float32 model.
+    if (r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
     // With TF32 off, keep FMA math even where the result says DEFAULT (FMA is the strict subset).
     cudnnMathType_t math = tf32 ? r.mathType : CUDNN_FMA_MATH;
     HPCNN_CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, math));
