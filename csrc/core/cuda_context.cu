@@ -27,8 +27,8 @@ void* DeviceBuffer::reserve(size_t bytes, int device, cudaStream_t stream, const
   if (bytes <= bytes_ && ptr_) return ptr_;
   // Work already queued may still use the old block: let it finish before the block goes.
   if (ptr_) HPCNN_CUDA_CHECK(cudaStreamSynchronize(stream));
-  release();
   size_t want = std::max(bytes, bytes_ + bytes_ / 2);  // grow geometrically: few reallocations
+  release();
   void* p = nullptr;
   cudaError_t e = cudaMalloc(&p, want);
   if (e == cudaErrorMemoryAllocation && want > bytes) {  // the slack did not fit: ask for the need only
@@ -165,8 +165,20 @@ size_t Context::workspace_limit() const {
 
 static std::mutex g_contexts_mutex;
 
+// Contexts live until the process ends, and at exit they are deliberately NOT destroyed: by then
+// the CUDA runtime (linked statically, with its own exit handler), cuBLAS and cuDNN may already
+// have been torn down in an order we do not control, and destroying handles after that can crash
+// a program that has finished its work. The driver reclaims every resource of an exiting process.
+struct ContextTable {
+  std::vector<std::unique_ptr<Context>> v;
+  ~ContextTable() {
+    for (auto& c : v) (void)c.release();  // intentional: see above
+  }
+};
+
 static Context& context_of(int device) {
-  static std::vector<std::unique_ptr<Context>> contexts;
+  static ContextTable table;
+  auto& contexts = table.v;
   std::lock_guard<std::mutex> lock(g_contexts_mutex);
   if (device < 0) throw ValueError(cat("GPU index ", device, " is negative"));
   if (static_cast<size_t>(device) >= contexts.size()) {

@@ -54,7 +54,8 @@
 // cudnnConvolutionBiasActivationForward(h, &alpha1, xDesc, x, wDesc, w, conv, algo, ws, wsSize,
 //                                       &alpha2, zDesc, z, biasDesc, bias, actDesc, yDesc, y)
 //   y = act(alpha1 * conv(x, w) + alpha2 * z + bias). We pass alpha2 = 0 with z = y and
-//   zDesc = yDesc (z and y may be the same buffer). biasDesc is (1, K, 1, 1). The activation
+//   zDesc = yDesc (z and y may be the same buffer), y zeroed first: whether z is read when
+//   alpha2 == 0 is not documented, and garbage NaN * 0 would be NaN. biasDesc is (1, K, 1, 1). The activation
 //   descriptor is CUDNN_ACTIVATION_RELU (NaN not propagated, as our ew::relu; coef unused).
 //   The cuDNN API reference ties the fused call to CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM
 //   (cudnnActivationMode_t, v7.6.5: for CUDNN_ACTIVATION_IDENTITY; our brief states it for ReLU):
@@ -87,6 +88,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/cuda_check.h"
 #include "core/errors.h"
 
 namespace hpcnn::cuda {
@@ -286,6 +288,9 @@ bool conv_forward(Context& ctx, const ConvShape& s, const float* x, const float*
   void* ws = workspace_for(ctx, p, Pass::Forward);
   const float one = 1.f, zero = 0.f;
   if (bias && relu && p.fused_ok) {
+    // z = y with alpha2 = 0: the documentation does not promise that z is then left unread, and
+    // 0 * (NaN left in a reused buffer) would be NaN, so y is zeroed first (one write pass).
+    HPCNN_CUDA_CHECK(cudaMemsetAsync(y, 0, sizeof(float) * (size_t)s.n * s.oh * s.ow * s.f, ctx.compute.s));
     cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
         ctx.cudnn.h, &one, p.x.d, x, p.w.d, w_krsc, p.conv.d, static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws,
         p.workspace, &zero, p.y.d, y, p.bias.d, bias, p.relu.d, p.y.d, y);
