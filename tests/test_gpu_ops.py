@@ -239,3 +239,12 @@ def test_missing_device_index_is_a_clear_error():
     n = len(_core.cuda_devices())
     with pytest.raises(RuntimeError, match="does not exist"):
         ops.relu_forward(np.ones(4, np.float32), device=f"gpu:{n + 3}")
+
+
+def test_prefetch_path_orders_copy_before_compute():
+    """Pinned buffer -> copy stream -> event -> compute stream: the op must see the uploaded data."""
+    x = rng(13).standard_normal((250, 32, 32, 3)).astype(np.float32)
+    before = _core.transfer_stats()["h2d_count"]
+    for _ in range(3):
+        assert np.array_equal(_core.cuda_prefetch_check(x, 0), np.maximum(x, 0))
+    assert _core.transfer_stats()["h2d_count"] >= before + 3

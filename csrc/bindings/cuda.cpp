@@ -3,9 +3,11 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <cstring>
 #include <random>
 
 #include "bindings/bindings.h"
+#include "bindings/numpy_tensor.h"
 #include "core/cuda_async.h"
 #include "core/cuda_kernel_selftest.h"
 #include "core/cuda_runtime.h"
@@ -70,6 +72,26 @@ void bind_cuda(py::module_& m) {
     return out;
   }, "Runs the CUDA kernels' index arithmetic and the cuBLAS/cuDNN call layouts on the host against the CPU "
      "ops (no GPU needed). Returns [(check, error, tolerance)].");
+
+  m.def("cuda_prefetch_check", [](py::array_t<float, py::array::c_style | py::array::forcecast> a, int device) {
+    // The prefetch path end to end: pinned staging buffer -> copy_h2d_async on the copy stream ->
+    // an op on the compute stream (which must wait for the copy) -> back to the host.
+    Device d = device_of(cat("gpu:", device));
+    Shape shape(a.shape(), a.shape() + a.ndim());
+    size_t bytes = static_cast<size_t>(a.size()) * sizeof(float);
+    Tensor x = Tensor::empty(shape, DType::F32, d), y = Tensor::empty(shape, DType::F32, d);
+    {
+      py::gil_scoped_release nogil;
+      cuda::PinnedHostBuffer pinned(bytes);
+      std::memcpy(pinned.data(), a.data(), bytes);
+      cuda::copy_h2d_async(d.index, x.raw(), pinned.data(), bytes, true);
+      ops::relu_forward(x, y);
+      cuda::copy_wait_host(d.index);  // before `pinned` goes
+    }
+    return to_numpy(y);
+  }, py::arg("x"), py::arg("device") = 0,
+     "relu(x) computed on GPU `device` after an asynchronous upload from pinned memory (a test of the "
+     "prefetch path: copy stream, event, compute stream).");
 
   m.def("bench_conv2d", [](std::vector<long long> x_shape, std::vector<long long> k_shape, int stride,
                            std::string padding, bool relu, int repeat, std::string device) {
