@@ -333,7 +333,12 @@ std::vector<SelftestResult> kernel_selftest() {
   check_dense(out);
   check_conv(out);
   check_xent(out);
+  for (auto& r : cudnn_descriptor_selftest()) out.push_back(r);
   return out;
 }
+
+#ifndef HPCNN_WITH_CUDA
+std::vector<SelftestResult> cudnn_descriptor_selftest() { return {}; }
+#endif
 
 }  // namespace hpcnn::cuda

@@ -20,4 +20,8 @@ struct SelftestResult {
 
 std::vector<SelftestResult> kernel_selftest();
 
+// The cuDNN descriptors built for Keras geometries, read back from cuDNN itself (descriptor calls
+// need no GPU). Defined in ops/cudnn_ops.cu; empty without the CUDA backend.
+std::vector<SelftestResult> cudnn_descriptor_selftest();
+
 }  // namespace hpcnn::cuda

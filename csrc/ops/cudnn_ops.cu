@@ -89,6 +89,7 @@
 #include <vector>
 
 #include "core/cuda_check.h"
+#include "core/cuda_kernel_selftest.h"
 #include "core/errors.h"
 
 namespace hpcnn::cuda {
@@ -215,15 +216,9 @@ bool pick(Context& ctx, ConvPlan& p, Pass pass, const std::vector<Perf>& perf, i
   return false;
 }
 
-ConvPlan& plan_for(Context& ctx, const cudnn::ConvShape& s, Pass pass) {
-  const bool tf32 = ctx.use_tf32();
-  auto& plans = ctx.conv_algos->plans;
-  PlanKey key = key_of(s, pass, tf32);
-  auto it = plans.find(key);
-  if (it != plans.end()) return *it->second;
-
-  auto plan = std::make_unique<ConvPlan>();
-  ConvPlan& p = *plan;
+// The descriptors of one geometry (no device work: these calls need no GPU, which lets the host
+// self-test check them against cuDNN itself), and cuDNN's output size checked against ours.
+void set_descriptors(ConvPlan& p, const cudnn::ConvShape& s) {
   p.x.nhwc(s.n, s.c, s.h, s.w);
   p.y.nhwc(s.n, s.f, s.oh, s.ow);
   p.bias.nhwc(1, s.f, 1, 1);
@@ -235,6 +230,18 @@ ConvPlan& plan_for(Context& ctx, const cudnn::ConvShape& s, Pass pass) {
   HPCNN_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p.conv.d, p.x.d, p.w.d, &on, &oc, &ohh, &oww));
   HPCNN_CHECK_BACKEND(on == s.n && oc == s.f && ohh == s.oh && oww == s.ow, "cuDNN computes a ", on, "x", ohh, "x",
                       oww, "x", oc, " output for conv2d where hpcnn expects ", s.n, "x", s.oh, "x", s.ow, "x", s.f);
+}
+
+ConvPlan& plan_for(Context& ctx, const cudnn::ConvShape& s, Pass pass) {
+  const bool tf32 = ctx.use_tf32();
+  auto& plans = ctx.conv_algos->plans;
+  PlanKey key = key_of(s, pass, tf32);
+  auto it = plans.find(key);
+  if (it != plans.end()) return *it->second;
+
+  auto plan = std::make_unique<ConvPlan>();
+  ConvPlan& p = *plan;
+  set_descriptors(p, s);
   HPCNN_CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
 
   const size_t limit = ctx.workspace_limit();
@@ -327,4 +334,46 @@ void conv_backward_filter(Context& ctx, const ConvShape& s, const float* x, cons
 }
 
 }  // namespace cudnn
+
+// Host-only check of the descriptors against cuDNN itself (cuda_kernel_selftest.h): for Keras
+// geometries (including the explicit-padding ones) cuDNN must compute our output size, lay the
+// NHWC tensors out packed with C innermost, and read the filter back as NHWC (k, c, h, w) =
+// (filters, in, kh, kw), i.e. KRSC memory.
+std::vector<SelftestResult> cudnn_descriptor_selftest() {
+  struct Case { int n, h, w, c, f, k, s; Padding pad; };
+  const Case cases[] = {{250, 32, 32, 3, 32, 3, 1, Padding::Same}, {250, 16, 16, 32, 64, 3, 1, Padding::Same},
+                        {4, 30, 30, 32, 32, 3, 1, Padding::Valid}, {3, 16, 16, 8, 16, 3, 2, Padding::Same},
+                        {2, 15, 17, 5, 7, 2, 1, Padding::Same},    {2, 9, 9, 6, 4, 5, 2, Padding::Valid},
+                        {50, 28, 28, 1, 32, 5, 1, Padding::Same}};
+  double bad = 0;
+  for (const Case& k : cases) {
+    Conv2dGeometry g = Conv2dGeometry::make(k.n, k.h, k.w, k.c, k.f, k.k, k.k, k.s, k.s, k.pad);
+    cudnn::ConvShape s = body::conv_geom(g);
+    ConvPlan p;
+    try {
+      set_descriptors(p, s);  // throws when cuDNN's output size differs from ours
+    } catch (const std::exception&) {
+      bad += 1;
+      continue;
+    }
+    auto packed_nhwc = [&](cudnnTensorDescriptor_t d, int n, int c, int h, int w) {
+      cudnnDataType_t dt;
+      int dn, dc, dh, dw, sn, sc, sh, sw;
+      if (cudnnGetTensor4dDescriptor(d, &dt, &dn, &dc, &dh, &dw, &sn, &sc, &sh, &sw) != CUDNN_STATUS_SUCCESS)
+        return false;
+      return dt == CUDNN_DATA_FLOAT && dn == n && dc == c && dh == h && dw == w && sc == 1 && sw == c &&
+             sh == w * c && sn == h * w * c;
+    };
+    if (!packed_nhwc(p.x.d, s.n, s.c, s.h, s.w)) bad += 1;
+    if (!packed_nhwc(p.y.d, s.n, s.f, s.oh, s.ow)) bad += 1;
+    cudnnDataType_t dt;
+    cudnnTensorFormat_t fmt;
+    int fk, fc, fh, fw;
+    if (cudnnGetFilter4dDescriptor(p.w.d, &dt, &fmt, &fk, &fc, &fh, &fw) != CUDNN_STATUS_SUCCESS ||
+        fmt != CUDNN_TENSOR_NHWC || fk != s.f || fc != s.c || fh != s.kh || fw != s.kw)
+      bad += 1;
+  }
+  return {{"cuDNN descriptors: output size, NHWC strides, KRSC filter (mismatches)", bad, 0}};
+}
+
 }  // namespace hpcnn::cuda
