@@ -62,7 +62,10 @@ def synthetic(name, n, seed=0):
 def build(name, device, optimizer):
     api = _api()
     _seed(1234)
-    model = getattr(api.models, name)()
+    try:  # the model's seed also drives its dropout masks: the same on both devices
+        model = getattr(api.models, name)(seed=1234)
+    except TypeError:
+        model = getattr(api.models, name)()
     model.compile(optimizer=optimizer, loss="categorical_crossentropy", metrics=["accuracy"], device=device)
     return model
 
