@@ -10,5 +10,6 @@ void bind_core(pybind11::module_& m);  // build info, threads, devices, errors  
 void bind_ops(pybind11::module_& m);   // the operators on NumPy arrays            (ops.cpp)
 void bind_nn(pybind11::module_& m);    // layers, model, training step            (nn.cpp)
 void bind_data(pybind11::module_& m);  // HDF5 datasets, loaders, writers         (data.cpp)
+void bind_cuda(pybind11::module_& m);  // TF32 switch, GPU sync, per-layer timings (cuda.cpp)
 
 }  // namespace hpcnn::bindings

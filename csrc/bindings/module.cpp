@@ -10,4 +10,5 @@ PYBIND11_MODULE(_core, m) {
   hpcnn::bindings::bind_ops(ops);
   hpcnn::bindings::bind_nn(m);
   hpcnn::bindings::bind_data(m);
+  hpcnn::bindings::bind_cuda(m);
 }

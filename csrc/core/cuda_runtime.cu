@@ -161,6 +161,16 @@ void free_pinned(void* ptr) noexcept {
 void copy(void* dst, const void* src, size_t bytes, int kind) {
   static const cudaMemcpyKind kinds[] = {cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
                                          cudaMemcpyDeviceToDevice};
+  // cudaMemcpy runs on the CURRENT device's legacy default stream, which is ordered with that
+  // device's blocking streams (the backend's compute streams, core/cuda_context.h). Make the GPU
+  // that holds the data current, so the copy waits for (d2h) or precedes (h2d) its kernels even
+  // when another GPU was current.
+  const void* on_gpu = kind == 1 ? dst : (kind == 2 || kind == 3) ? src : nullptr;
+  if (on_gpu) {
+    cudaPointerAttributes attr{};
+    HPCNN_CUDA_CHECK(cudaPointerGetAttributes(&attr, on_gpu));
+    if (attr.type == cudaMemoryTypeDevice) HPCNN_CUDA_CHECK(cudaSetDevice(attr.device));
+  }
   HPCNN_CUDA_CHECK(cudaMemcpy(dst, src, bytes, kinds[kind]));
 }
 

@@ -1,0 +1,344 @@
+// See cuda_kernel_selftest.h. Plain C++: built with and without the CUDA backend.
+#include "core/cuda_kernel_selftest.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+
+#include "core/cuda_kernel_bodies.h"
+#include "ops/conv2d.h"
+#include "ops/dense.h"
+#include "ops/maxpool2d.h"
+#include "ops/softmax_xent.h"
+
+namespace hpcnn::cuda {
+
+namespace {
+
+using Vec = std::vector<float>;
+
+Vec random_vec(size_t n, unsigned seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  Vec v(n);
+  for (auto& x : v) x = u(gen);
+  return v;
+}
+
+double rel_err(const Vec& a, const Vec& ref) {
+  if (a.size() != ref.size()) return INFINITY;
+  double mx = 1e-30, err = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    mx = std::max(mx, (double)std::fabs(ref[i]));
+    double d = std::fabs((double)a[i] - ref[i]);
+    if (std::isnan(d)) return INFINITY;
+    err = std::max(err, d);
+  }
+  return err / mx;
+}
+
+double mismatches(const Vec& a, const Vec& ref) {
+  if (a.size() != ref.size()) return INFINITY;
+  double n = 0;
+  for (size_t i = 0; i < a.size(); ++i) n += (a[i] == ref[i] || (std::isnan(a[i]) && std::isnan(ref[i]))) ? 0 : 1;
+  return n;
+}
+
+// ---- emulated grids of our kernels (the same bodies the GPU runs)
+Vec emu_transpose(const Vec& in, long long rows, long long cols) {
+  Vec out(in.size());
+  const unsigned block_y = 8;
+  for (unsigned by = 0; by < (rows + 31) / 32; ++by)
+    for (unsigned bx = 0; bx < (cols + 31) / 32; ++bx) {
+      float tile[32][33];
+      for (unsigned ty = 0; ty < block_y; ++ty)
+        for (unsigned tx = 0; tx < 32; ++tx) body::transpose_load(in.data(), rows, cols, bx, by, tx, ty, block_y, tile);
+      for (unsigned ty = 0; ty < block_y; ++ty)  // after the barrier
+        for (unsigned tx = 0; tx < 32; ++tx) body::transpose_store(out.data(), rows, cols, bx, by, tx, ty, block_y, tile);
+    }
+  return out;
+}
+
+Vec emu_column_sum(const Vec& m, long long rows, int f) {
+  Vec partials((size_t)body::kColumnSumSlices * f), out(f);
+  for (unsigned bx = 0; bx < (unsigned)(f + 31) / 32; ++bx)
+    for (unsigned slice = 0; slice < (unsigned)body::kColumnSumSlices; ++slice) {
+      float acc[8][33];
+      for (unsigned ty = 0; ty < 8; ++ty)
+        for (unsigned tx = 0; tx < 32; ++tx) acc[ty][tx] = body::column_sum_lane(m.data(), rows, f, bx, slice, tx, ty);
+      for (unsigned tx = 0; tx < 32; ++tx) {
+        int j = bx * 32 + tx;
+        if (j >= f) continue;
+        float t = 0.f;
+        for (int k = 0; k < 8; ++k) t += acc[k][tx];
+        partials[(size_t)slice * f + j] = t;
+      }
+    }
+  for (int j = 0; j < f; ++j) {
+    float t = 0.f;
+    for (int p = 0; p < body::kColumnSumSlices; ++p) t += partials[(size_t)p * f + j];
+    out[j] = t;
+  }
+  return out;
+}
+
+// ---- references written from the libraries' documentation
+// cublasSgemm: C = alpha op(A) op(B) + beta C, column-major; op(A) is m x k, op(B) k x n;
+// element (i, j) of a column-major X with leading dimension ld is X[i + j * ld].
+void ref_sgemm(const body::Gemm& g) {
+  for (int j = 0; j < g.n; ++j)
+    for (int i = 0; i < g.m; ++i) {
+      double s = 0;
+      for (int p = 0; p < g.k; ++p) {
+        float a = g.trans_a ? g.a[p + (long long)i * g.lda] : g.a[i + (long long)p * g.lda];
+        float b = g.trans_b ? g.b[j + (long long)p * g.ldb] : g.b[p + (long long)j * g.ldb];
+        s += (double)a * b;
+      }
+      g.c[i + (long long)j * g.ldc] = static_cast<float>(s);
+    }
+}
+
+// cuDNN cross-correlation, NHWC data, KRSC filter (CUDNN_TENSOR_NHWC filter format), symmetric
+// padding, dilation 1: y[n,p,q,k] = sum_{r,s,c} x[n, p*u - pad_h + r, q*v - pad_w + s, c] * w[k,r,s,c].
+float x_at(const body::ConvGeom& s, const Vec& x, int n, int iy, int ix, int c) {
+  if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) return 0.f;
+  return x[(((size_t)n * s.h + iy) * s.w + ix) * s.c + c];
+}
+
+Vec ref_conv_forward(const body::ConvGeom& s, const Vec& x, const Vec& w) {
+  Vec y((size_t)s.n * s.oh * s.ow * s.f);
+  for (int n = 0; n < s.n; ++n)
+    for (int p = 0; p < s.oh; ++p)
+      for (int q = 0; q < s.ow; ++q)
+        for (int k = 0; k < s.f; ++k) {
+          double acc = 0;
+          for (int r = 0; r < s.kh; ++r)
+            for (int t = 0; t < s.kw; ++t)
+              for (int c = 0; c < s.c; ++c)
+                acc += (double)x_at(s, x, n, p * s.sh - s.ph + r, q * s.sw - s.pw + t, c) *
+                       w[(((size_t)k * s.kh + r) * s.kw + t) * s.c + c];
+          y[(((size_t)n * s.oh + p) * s.ow + q) * s.f + k] = static_cast<float>(acc);
+        }
+  return y;
+}
+
+// backward data: dx = sum over the outputs each input feeds; backward filter: dw[k,r,s,c].
+void ref_conv_backward(const body::ConvGeom& s, const Vec& x, const Vec& w, const Vec& dy, Vec& dx, Vec& dw) {
+  std::vector<double> dxd((size_t)s.n * s.h * s.w * s.c, 0.0), dwd((size_t)s.f * s.kh * s.kw * s.c, 0.0);
+  for (int n = 0; n < s.n; ++n)
+    for (int p = 0; p < s.oh; ++p)
+      for (int q = 0; q < s.ow; ++q)
+        for (int k = 0; k < s.f; ++k) {
+          double g = dy[(((size_t)n * s.oh + p) * s.ow + q) * s.f + k];
+          for (int r = 0; r < s.kh; ++r)
+            for (int t = 0; t < s.kw; ++t) {
+              int iy = p * s.sh - s.ph + r, ix = q * s.sw - s.pw + t;
+              if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
+              for (int c = 0; c < s.c; ++c) {
+                size_t xi = (((size_t)n * s.h + iy) * s.w + ix) * s.c + c;
+                size_t wi = (((size_t)k * s.kh + r) * s.kw + t) * s.c + c;
+                dxd[xi] += g * w[wi];
+                dwd[wi] += g * x[xi];
+              }
+            }
+        }
+  dx.assign(dxd.begin(), dxd.end());
+  dw.assign(dwd.begin(), dwd.end());
+}
+
+// ---- the checks
+void check_maxpool(std::vector<SelftestResult>& out) {
+  struct Case { int n, h, w, c, p, s; Padding pad; bool ties; };
+  const Case cases[] = {{2, 8, 8, 4, 2, 2, Padding::Valid, false}, {2, 7, 9, 3, 2, 2, Padding::Same, true},
+                        {1, 9, 9, 5, 3, 2, Padding::Same, true},   {2, 6, 5, 2, 3, 1, Padding::Same, false},
+                        {1, 11, 7, 2, 3, 2, Padding::Valid, true}};
+  double fwd_bad = 0, bwd_bad = 0;
+  for (const Case& k : cases) {
+    Pool2dGeometry g = Pool2dGeometry::make(k.n, k.h, k.w, k.c, k.p, k.p, k.s, k.s, k.pad);
+    body::PoolArgs a{g.n, g.h, g.w, g.c, g.ph, g.pw, g.sh, g.sw, g.oh, g.ow, g.pad_top, g.pad_left};
+    Vec x = random_vec((size_t)g.n * g.h * g.w * g.c, 7);
+    if (k.ties)
+      for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 3 == 0) ? 0.f : std::max(x[i], 0.f);
+    Vec y_cpu((size_t)g.n * g.oh * g.ow * g.c), y_emu(y_cpu.size());
+    cpu::maxpool2d_forward(g, x.data(), y_cpu.data());
+    for (size_t i = 0; i < y_emu.size(); ++i) y_emu[i] = body::maxpool_forward_at(a, x.data(), i);
+    fwd_bad += mismatches(y_emu, y_cpu);
+    Vec dy = random_vec(y_cpu.size(), 8), dx_cpu(x.size()), dx_emu(x.size());
+    cpu::maxpool2d_backward(g, x.data(), y_cpu.data(), dy.data(), dx_cpu.data());
+    for (size_t i = 0; i < dx_emu.size(); ++i) dx_emu[i] = body::maxpool_backward_at(a, x.data(), y_cpu.data(), dy.data(), i);
+    bwd_bad += mismatches(dx_emu, dx_cpu);
+  }
+  out.push_back({"maxpool forward (bitwise mismatches)", fwd_bad, 0});
+  out.push_back({"maxpool backward (bitwise mismatches)", bwd_bad, 0});
+}
+
+void check_transpose_and_sums(std::vector<SelftestResult>& out) {
+  double bad = 0;
+  const long long shapes[][2] = {{27, 32}, {75, 37}, {1, 1}, {100, 300}, {288, 64}, {33, 1}};
+  for (auto& sh : shapes) {
+    Vec in = random_vec(sh[0] * sh[1], 3), ref(in.size());
+    for (long long r = 0; r < sh[0]; ++r)
+      for (long long c = 0; c < sh[1]; ++c) ref[c * sh[0] + r] = in[r * sh[1] + c];
+    bad += mismatches(emu_transpose(in, sh[0], sh[1]), ref);
+  }
+  out.push_back({"transpose (bitwise mismatches)", bad, 0});
+  double err = 0;
+  const long long sums[][2] = {{4096, 32}, {250, 10}, {7, 70}, {20000, 3}, {1, 5}, {63, 33}};
+  for (auto& sh : sums) {
+    Vec m = random_vec(sh[0] * sh[1], 4);
+    Vec ref(sh[1]);
+    for (long long j = 0; j < sh[1]; ++j) {
+      double s = 0;
+      for (long long r = 0; r < sh[0]; ++r) s += m[r * sh[1] + j];
+      ref[j] = static_cast<float>(s);
+    }
+    Vec got = emu_column_sum(m, sh[0], static_cast<int>(sh[1]));
+    // absolute error against the number of terms: float sums of +-1 values
+    for (long long j = 0; j < sh[1]; ++j) err = std::max(err, std::fabs((double)got[j] - ref[j]) / sh[0]);
+  }
+  out.push_back({"column sums (abs error / rows)", err, 1e-6});
+}
+
+void check_pad_crop(std::vector<SelftestResult>& out) {
+  const int n = 2, h = 5, w = 4, c = 3, pt = 1, pb = 2, pl = 0, pr = 1, oh = h + pt + pb, ow = w + pl + pr;
+  Vec x = random_vec((size_t)n * h * w * c, 5), xp((size_t)n * oh * ow * c), back(x.size());
+  for (size_t i = 0; i < xp.size(); ++i) xp[i] = body::pad_at(x.data(), h, w, c, pt, pl, oh, ow, i);
+  for (size_t i = 0; i < back.size(); ++i) back[i] = body::crop_at(xp.data(), h, w, c, pt, pl, oh, ow, i);
+  double zeros_ok = 0;
+  double sum_x = 0, sum_p = 0;
+  for (float v : x) sum_x += v;
+  for (float v : xp) sum_p += v;
+  zeros_ok = std::fabs(sum_x - sum_p) > 1e-4 ? 1 : 0;  // the padding added only zeros
+  out.push_back({"pad + crop round trip (mismatches)", mismatches(back, x) + zeros_ok, 0});
+}
+
+void check_dense(std::vector<SelftestResult>& out) {
+  DenseGeometry g{7, 33, 10};
+  Vec x = random_vec((size_t)g.n * g.in, 11), w = random_vec((size_t)g.in * g.out, 12), b(g.out, 0.f);
+  Vec y_cpu((size_t)g.n * g.out), y_emu(y_cpu.size());
+  cpu::dense_forward(g, x.data(), w.data(), b.data(), y_cpu.data(), false);
+  ref_sgemm(body::dense_forward_gemm(g, x.data(), w.data(), y_emu.data()));
+  out.push_back({"dense forward via the cuBLAS call's arguments", rel_err(y_emu, y_cpu), 1e-5});
+  Vec dy = random_vec(y_cpu.size(), 13), dy_cpu = dy, dx_cpu(x.size()), dw_cpu(w.size()), db_cpu(g.out);
+  cpu::dense_backward(g, x.data(), w.data(), nullptr, dy_cpu.data(), dx_cpu.data(), dw_cpu.data(), db_cpu.data(), false);
+  Vec dx_emu(x.size()), dw_emu(w.size());
+  ref_sgemm(body::dense_dw_gemm(g, x.data(), dy.data(), dw_emu.data()));
+  ref_sgemm(body::dense_dx_gemm(g, w.data(), dy.data(), dx_emu.data()));
+  out.push_back({"dense dW via the cuBLAS call's arguments", rel_err(dw_emu, dw_cpu), 1e-5});
+  out.push_back({"dense dx via the cuBLAS call's arguments", rel_err(dx_emu, dx_cpu), 1e-5});
+  out.push_back({"dense db via the column-sum kernel", rel_err(emu_column_sum(dy, g.n, g.out), db_cpu), 1e-5});
+}
+
+void check_conv(std::vector<SelftestResult>& out) {
+  struct Case { int n, h, w, c, f, k, s; Padding pad; };
+  const Case cases[] = {{2, 8, 8, 3, 4, 3, 1, Padding::Same},  {2, 9, 7, 2, 3, 3, 1, Padding::Valid},
+                        {2, 8, 8, 3, 5, 3, 2, Padding::Same},  // odd total padding: explicit-pad path
+                        {1, 7, 6, 2, 3, 2, 1, Padding::Same},  // even kernel: explicit-pad path
+                        {2, 9, 9, 2, 2, 5, 2, Padding::Valid}, {1, 5, 5, 4, 3, 1, 1, Padding::Valid}};
+  double ef = 0, ed = 0, ew_ = 0, eb = 0;
+  for (const Case& k : cases) {
+    Conv2dGeometry g = Conv2dGeometry::make(k.n, k.h, k.w, k.c, k.f, k.k, k.k, k.s, k.s, k.pad);
+    body::ConvGeom s = body::conv_geom(g);
+    const long long K = (long long)g.kh * g.kw * g.c;
+    Vec x = random_vec((size_t)g.n * g.h * g.w * g.c, 21), w = random_vec((size_t)K * g.f, 22), b(g.f, 0.f);
+    // conv2d_cuda.cu: wT = transpose(w) (RSCK, K x F -> KRSC, F x K); x padded explicitly if needed
+    Vec wt = emu_transpose(w, K, g.f);
+    Vec xin = x;
+    if (s.padded) {
+      xin.assign((size_t)s.n * s.h * s.w * s.c, 0.f);
+      for (size_t i = 0; i < xin.size(); ++i)
+        xin[i] = body::pad_at(x.data(), g.h, g.w, g.c, g.pad_top, g.pad_left, s.h, s.w, i);
+    }
+    Vec y_cpu((size_t)g.n * g.oh * g.ow * g.f);
+    cpu::conv2d_forward(g, x.data(), w.data(), b.data(), y_cpu.data(), false);
+    ef = std::max(ef, rel_err(ref_conv_forward(s, xin, wt), y_cpu));
+
+    Vec dy = random_vec(y_cpu.size(), 23), dy_cpu = dy, dx_cpu(x.size()), dw_cpu(w.size()), db_cpu(g.f);
+    cpu::conv2d_backward(g, x.data(), w.data(), nullptr, dy_cpu.data(), dx_cpu.data(), dw_cpu.data(), db_cpu.data(),
+                         false);
+    Vec dx_ref, dwt_ref;
+    ref_conv_backward(s, xin, wt, dy, dx_ref, dwt_ref);
+    Vec dx_emu = dx_ref;
+    if (s.padded) {
+      dx_emu.assign(x.size(), 0.f);
+      for (size_t i = 0; i < dx_emu.size(); ++i)
+        dx_emu[i] = body::crop_at(dx_ref.data(), g.h, g.w, g.c, g.pad_top, g.pad_left, s.h, s.w, i);
+    }
+    ed = std::max(ed, rel_err(dx_emu, dx_cpu));
+    ew_ = std::max(ew_, rel_err(emu_transpose(dwt_ref, g.f, K), dw_cpu));  // KRSC -> RSCK
+    eb = std::max(eb, rel_err(emu_column_sum(dy, (long long)g.n * g.oh * g.ow, g.f), db_cpu));
+  }
+  out.push_back({"conv2d forward via cuDNN's NHWC/KRSC contract", ef, 1e-5});
+  out.push_back({"conv2d dx via cuDNN's NHWC/KRSC contract", ed, 1e-5});
+  out.push_back({"conv2d dW via cuDNN's NHWC/KRSC contract", ew_, 1e-5});
+  out.push_back({"conv2d db via the column-sum kernel", eb, 1e-5});
+}
+
+void check_xent(std::vector<SelftestResult>& out) {
+  const int rows = 50, cols = 10;
+  Vec logits = random_vec((size_t)rows * cols, 31, -4.f, 4.f);
+  std::vector<int32_t> labels(rows);
+  Vec onehot((size_t)rows * cols, 0.f);
+  for (int r = 0; r < rows; ++r) {
+    labels[r] = (r * 7) % cols;
+    onehot[(size_t)r * cols + labels[r]] = 1.f;
+  }
+  double err = 0;
+  for (int sparse = 0; sparse < 2; ++sparse) {
+    const int32_t* lb = sparse ? labels.data() : nullptr;
+    const float* oh = sparse ? nullptr : onehot.data();
+    double st[2] = {0, 0};
+    Vec d_cpu(logits.size()), d_emu(logits.size());
+    cpu::softmax_xent(rows, cols, logits.data(), oh, lb, d_cpu.data(), 1.f / rows, st);
+    std::vector<double> loss(rows), hit(rows);
+    for (int r = 0; r < rows; ++r)
+      body::xent_row(r, cols, logits.data(), oh, lb, d_emu.data(), 1.f / rows, loss.data(), hit.data());
+    double l = 0, h = 0;
+    for (int r = 0; r < rows; ++r) {
+      l += loss[r];
+      h += hit[r];
+    }
+    err = std::max({err, std::fabs(l - st[0]) / std::max(1e-30, std::fabs(st[0])), std::fabs(h - st[1]),
+                    rel_err(d_emu, d_cpu)});
+    // accuracy(): the same row function with neither loss nor gradient wanted
+    double acc_cpu[2] = {0, 0};
+    cpu::accuracy(rows, cols, logits.data(), oh, lb, acc_cpu);
+    std::vector<double> hit2(rows);
+    double h2 = 0;
+    for (int r = 0; r < rows; ++r) {
+      body::xent_row(r, cols, logits.data(), oh, lb, nullptr, 0.f, nullptr, hit2.data());
+      h2 += hit2[r];
+    }
+    err = std::max(err, std::fabs(h2 - acc_cpu[1]));
+  }
+  out.push_back({"softmax cross-entropy and accuracy rows (loss, hits, gradient)", err, 1e-5});
+  // a class index out of range on the device: NaN loss and gradient for that row, no hit
+  std::vector<int32_t> bad = labels;
+  bad[3] = cols;
+  std::vector<double> loss(rows), hit(rows);
+  Vec d(logits.size());
+  body::xent_row(3, cols, logits.data(), nullptr, bad.data(), d.data(), 1.f, loss.data(), hit.data());
+  bool flagged = std::isnan(loss[3]) && std::isnan(d[3 * cols]) && hit[3] == 0.0;
+  out.push_back({"out-of-range class index gives NaN (0 = yes)", flagged ? 0.0 : 1.0, 0});
+}
+
+}  // namespace
+
+std::vector<SelftestResult> kernel_selftest() {
+  std::vector<SelftestResult> out;
+  check_maxpool(out);
+  check_transpose_and_sums(out);
+  check_pad_crop(out);
+  check_dense(out);
+  check_conv(out);
+  check_xent(out);
+  for (auto& r : cudnn_descriptor_selftest()) out.push_back(r);
+  return out;
+}
+
+#ifndef HPCNN_WITH_CUDA
+std::vector<SelftestResult> cudnn_descriptor_selftest() { return {}; }
+#endif
+
+}  // namespace hpcnn::cuda

@@ -1,0 +1,379 @@
+// Every cuDNN call of hpcnn (legacy convolution API of cuDNN 9: deprecated but present, in
+// libcudnn_cnn; link -lcudnn). Pooling and the activations are our own kernels (maxpool2d_cuda.cu,
+// activation_cuda.cu): see "Not used" below.
+//
+// The documented contracts each call relies on (cuDNN API reference, legacy API, v8/v9; checked
+// against the cuDNN 9.19 headers here -- cudnn_graph.h, cudnn_ops.h, cudnn_cnn.h -- and the
+// archived API reference pages; the layouts and call glue are also exercised on the host by
+// core/cuda_kernel_selftest.cpp against a reference written from these contracts):
+//
+// cudnnCreate / cudnnSetStream (core/cuda_context.cu)
+//   The handle is tied to the device current at creation; every later call is made with that
+//   device current (ContextLock does cudaSetDevice). cudnnSetStream makes all calls on the handle
+//   run on our compute stream. cuDNN may return CUDNN_STATUS_NOT_INITIALIZED without a driver: we
+//   never get there, require_device() explains first. cudnnGetVersion() is compared with
+//   CUDNN_VERSION at first use (runtime major == compiled major, runtime >= compiled).
+//
+// cudnnSetTensor4dDescriptor(desc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, n, c, h, w)
+//   Dimensions are always passed in the order n, c, h, w whatever the format; the format says
+//   the memory order is NHWC (strides c*h*w... computed by cuDNN: C innermost). Fully packed.
+//
+// cudnnSetFilter4dDescriptor(desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, k, c, h, w)
+//   Arguments in the order k (output channels), c, h, w; with CUDNN_TENSOR_NHWC the filter memory
+//   is K x R x S x C ("KRSC"), C innermost. Keras' kernel (kh, kw, in, out) = RSCK is transposed
+//   to KRSC by conv2d_cuda.cu (a 2-D transpose of an (R*S*C) x K matrix) and dW back.
+//
+// cudnnSetConvolution2dDescriptor(conv, pad_h, pad_w, u, v, 1, 1, CUDNN_CROSS_CORRELATION,
+//                                 CUDNN_DATA_FLOAT)
+//   Padding is symmetric (pad_h rows on top and bottom). CROSS_CORRELATION: the kernel is not
+//   flipped, which is Keras' (and our CPU path's) definition. computeType FLOAT for float data.
+//   cudnnGetConvolution2dForwardOutputDim gives 1 + (in + 2*pad - k) / stride per axis; we
+//   check it equals our Keras geometry (a mismatch is an internal error, never a silent one).
+//
+// cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH | CUDNN_TENSOR_OP_MATH | perf.mathType)
+//   CUDNN_FMA_MATH restricts to FMA kernels: no TF32 (our "TF32 off"). CUDNN_TENSOR_OP_MATH
+//   permits tensor-core kernels, which for float data on compute capability >= 8.0 means TF32
+//   ("TF32 on"). CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION (down-conversion to FP16) is never used.
+//   The perf results of the algorithm query carry the math type the algorithm was
+//   considered with; it is set back on the descriptor before the call (as the cudnn*AlgoPerf_t
+//   documentation asks), except that with TF32 off only FMA results are accepted.
+//
+// cudnnGetConvolution{Forward,BackwardData,BackwardFilter}Algorithm_v7
+//   Heuristic query, no device work, no workspace: returns up to requestedAlgoCount results
+//   (cudnnGet...AlgorithmMaxCount) sorted by expected time, each with status, algo, memory,
+//   determinism, mathType. We take the first with status CUDNN_STATUS_SUCCESS whose workspace
+//   (cudnnGet...WorkspaceSize, re-queried for the chosen algo and math type) fits within
+//   ctx.workspace_limit(); for the two backward passes a CUDNN_DETERMINISTIC one is preferred
+//   (reproducible training, as the CPU path), falling back to the fastest that fits.
+//   The choice is cached per geometry and TF32 setting (ConvAlgoCache): chosen once per shape.
+//
+// cudnnConvolutionForward(h, &alpha, xDesc, x, wDesc, w, conv, algo, ws, wsSize, &beta, yDesc, y)
+//   alpha/beta are host pointers to float for float data; beta = 0 means y is not read (may hold
+//   garbage). The workspace must be at least cudnnGetConvolutionForwardWorkspaceSize(algo) bytes.
+//
+// cudnnConvolutionBiasActivationForward(h, &alpha1, xDesc, x, wDesc, w, conv, algo, ws, wsSize,
+//                                       &alpha2, zDesc, z, biasDesc, bias, actDesc, yDesc, y)
+//   y = act(alpha1 * conv(x, w) + alpha2 * z + bias). We pass alpha2 = 0 with z = y and
+//   zDesc = yDesc (z and y may be the same buffer), y zeroed first: whether z is read when
+//   alpha2 == 0 is not documented, and garbage NaN * 0 would be NaN. biasDesc is (1, K, 1, 1). The activation
+//   descriptor is CUDNN_ACTIVATION_RELU (NaN not propagated, as our ew::relu; coef unused).
+//   The cuDNN API reference ties the fused call to CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM
+//   (cudnnActivationMode_t, v7.6.5: for CUDNN_ACTIVATION_IDENTITY; our brief states it for ReLU):
+//   we make the fused call only when the chosen forward algorithm IS IMPLICIT_PRECOMP_GEMM, which
+//   satisfies either reading; should the library still answer CUDNN_STATUS_NOT_SUPPORTED for a
+//   geometry, that geometry is marked and the caller adds bias and ReLU with its own kernel (a
+//   correct result either way). Its header comment: y = Act(alpha1 * conv(x) + alpha2 * z + bias).
+//
+// cudnnConvolutionBackwardData(h, &alpha, wDesc, w, dyDesc, dy, conv, algo, ws, wsSize, &beta,
+//                              dxDesc, dx)
+//   dx = alpha * conv^T(dy, w) + beta * dx; beta = 0 overwrites.
+//
+// cudnnConvolutionBackwardFilter(h, &alpha, xDesc, x, dyDesc, dy, conv, algo, ws, wsSize, &beta,
+//                                dwDesc, dw)
+//   dw = alpha * sum_n x (*) dy + beta * dw; beta = 0 overwrites. dw has the filter layout
+//   (KRSC here).
+//
+// Not used, and why:
+//   cudnnPoolingForward/Backward (CUDNN_POOLING_MAX_DETERMINISTIC): its descriptor has symmetric
+//   padding (Keras 'same' may pad one more at the bottom/right) and the documentation does not
+//   say which position of a window with tied maxima gets the gradient, while our contract (both
+//   backends) is "the first in row-major order" -- ties are common after a ReLU (all-zero
+//   windows). Our own kernels implement the contract exactly and deterministically.
+//   cudnnConvolutionBackwardBias: a column sum of dy; our kernel is deterministic and fuses the
+//   ReLU mask. cudnnActivation*: our element-wise kernels share ew:: math with the CPU.
+#include "ops/cudnn_ops.h"
+
+#include <cstring>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "core/cuda_check.h"
+#include "core/cuda_kernel_selftest.h"
+#include "core/errors.h"
+
+namespace hpcnn::cuda {
+
+namespace {
+
+struct TensorDesc {
+  cudnnTensorDescriptor_t d = nullptr;
+  TensorDesc() { HPCNN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d)); }
+  ~TensorDesc() {
+    if (d) cudnnDestroyTensorDescriptor(d);
+  }
+  TensorDesc(const TensorDesc&) = delete;
+  TensorDesc& operator=(const TensorDesc&) = delete;
+  void nhwc(int n, int c, int h, int w) {
+    HPCNN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, n, c, h, w));
+  }
+};
+
+struct FilterDesc {
+  cudnnFilterDescriptor_t d = nullptr;
+  FilterDesc() { HPCNN_CUDNN_CHECK(cudnnCreateFilterDescriptor(&d)); }
+  ~FilterDesc() {
+    if (d) cudnnDestroyFilterDescriptor(d);
+  }
+  FilterDesc(const FilterDesc&) = delete;
+  FilterDesc& operator=(const FilterDesc&) = delete;
+};
+
+struct ConvDesc {
+  cudnnConvolutionDescriptor_t d = nullptr;
+  ConvDesc() { HPCNN_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d)); }
+  ~ConvDesc() {
+    if (d) cudnnDestroyConvolutionDescriptor(d);
+  }
+  ConvDesc(const ConvDesc&) = delete;
+  ConvDesc& operator=(const ConvDesc&) = delete;
+};
+
+struct ActivationDesc {
+  cudnnActivationDescriptor_t d = nullptr;
+  ActivationDesc() { HPCNN_CUDNN_CHECK(cudnnCreateActivationDescriptor(&d)); }
+  ~ActivationDesc() {
+    if (d) cudnnDestroyActivationDescriptor(d);
+  }
+  ActivationDesc(const ActivationDesc&) = delete;
+  ActivationDesc& operator=(const ActivationDesc&) = delete;
+};
+
+enum class Pass { Forward = 0, BackwardData = 1, BackwardFilter = 2 };
+
+// Descriptors and the chosen algorithm for one (geometry, pass, TF32) combination.
+struct ConvPlan {
+  TensorDesc x, y, bias;
+  FilterDesc w;
+  ConvDesc conv;
+  ActivationDesc relu;
+  int algo = -1;
+  cudnnMathType_t math = CUDNN_FMA_MATH;
+  size_t workspace = 0;
+  bool fused_ok = false;  // forward only: cudnnConvolutionBiasActivationForward may be used
+};
+
+using PlanKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, bool>;
+
+PlanKey key_of(const cudnn::ConvShape& s, Pass p, bool tf32) {
+  return {static_cast<int>(p), s.n, s.h, s.w, s.c, s.f, s.kh, s.kw, s.sh, s.sw, s.ph, s.pw, tf32};
+}
+
+const char* pass_name(Pass p) {
+  return p == Pass::Forward ? "conv2d forward" : p == Pass::BackwardData ? "conv2d backward (data)"
+                                                                          : "conv2d backward (filter)";
+}
+
+}  // namespace
+
+class ConvAlgoCache {
+ public:
+  std::map<PlanKey, std::unique_ptr<ConvPlan>> plans;
+};
+
+std::shared_ptr<ConvAlgoCache> make_conv_algo_cache() { return std::make_shared<ConvAlgoCache>(); }
+
+namespace {
+
+// The three perf-result structs share the fields we read; one template picks among them.
+template <typename Perf>
+bool pick(Context& ctx, ConvPlan& p, Pass pass, const std::vector<Perf>& perf, int count, bool tf32,
+          bool want_deterministic, size_t limit) {
+  for (int i = 0; i < count; ++i) {
+    const Perf& r = perf[i];
+    if (r.status != CUDNN_STATUS_SUCCESS) continue;
+    if (want_deterministic && r.determinism != CUDNN_DETERMINISTIC) continue;
+    if (!tf32 && r.mathType != CUDNN_FMA_MATH && r.mathType != CUDNN_DEFAULT_MATH) continue;
+    // ALLOW_CONVERSION permits down-conversion of float data to FP16: never for a float32 model.
+    if (r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
+    // With TF32 off, keep FMA math even where the result says DEFAULT (FMA is the strict subset).
+    cudnnMathType_t math = tf32 ? r.mathType : CUDNN_FMA_MATH;
+    HPCNN_CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, math));
+    p.algo = static_cast<int>(r.algo);
+    p.math = math;
+    cudnnStatus_t st;
+    size_t bytes = 0;
+    // Re-query with the math type set: the size may depend on it. An algorithm the library
+    // cannot size for this math type is skipped.
+    switch (pass) {
+      case Pass::Forward:
+        st = cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn.h, p.x.d, p.w.d, p.conv.d, p.y.d,
+                                                     static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), &bytes);
+        break;
+      case Pass::BackwardData:
+        st = cudnnGetConvolutionBackwardDataWorkspaceSize(ctx.cudnn.h, p.w.d, p.y.d, p.conv.d, p.x.d,
+                                                          static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), &bytes);
+        break;
+      default:
+        st = cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            ctx.cudnn.h, p.x.d, p.y.d, p.conv.d, p.w.d, static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), &bytes);
+        break;
+    }
+    if (st != CUDNN_STATUS_SUCCESS || bytes > limit) continue;
+    p.workspace = bytes;
+    return true;
+  }
+  return false;
+}
+
+// The descriptors of one geometry (no device work: these calls need no GPU, which lets the host
+// self-test check them against cuDNN itself), and cuDNN's output size checked against ours.
+void set_descriptors(ConvPlan& p, const cudnn::ConvShape& s) {
+  p.x.nhwc(s.n, s.c, s.h, s.w);
+  p.y.nhwc(s.n, s.f, s.oh, s.ow);
+  p.bias.nhwc(1, s.f, 1, 1);
+  HPCNN_CUDNN_CHECK(cudnnSetFilter4dDescriptor(p.w.d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, s.f, s.c, s.kh, s.kw));
+  HPCNN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p.conv.d, s.ph, s.pw, s.sh, s.sw, 1, 1, CUDNN_CROSS_CORRELATION,
+                                                    CUDNN_DATA_FLOAT));
+  HPCNN_CUDNN_CHECK(cudnnSetActivationDescriptor(p.relu.d, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  int on, oc, ohh, oww;
+  HPCNN_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p.conv.d, p.x.d, p.w.d, &on, &oc, &ohh, &oww));
+  HPCNN_CHECK_BACKEND(on == s.n && oc == s.f && ohh == s.oh && oww == s.ow, "cuDNN computes a ", on, "x", ohh, "x",
+                      oww, "x", oc, " output for conv2d where hpcnn expects ", s.n, "x", s.oh, "x", s.ow, "x", s.f);
+}
+
+ConvPlan& plan_for(Context& ctx, const cudnn::ConvShape& s, Pass pass) {
+  const bool tf32 = ctx.use_tf32();
+  auto& plans = ctx.conv_algos->plans;
+  PlanKey key = key_of(s, pass, tf32);
+  auto it = plans.find(key);
+  if (it != plans.end()) return *it->second;
+
+  auto plan = std::make_unique<ConvPlan>();
+  ConvPlan& p = *plan;
+  set_descriptors(p, s);
+  HPCNN_CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+
+  const size_t limit = ctx.workspace_limit();
+  bool ok = false;
+  int count = 0;
+  if (pass == Pass::Forward) {
+    int max = 0;
+    HPCNN_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(ctx.cudnn.h, &max));
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(std::max(max, 1));
+    HPCNN_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(ctx.cudnn.h, p.x.d, p.w.d, p.conv.d, p.y.d,
+                                                             static_cast<int>(perf.size()), &count, perf.data()));
+    ok = pick(ctx, p, pass, perf, count, tf32, false, limit);
+    p.fused_ok = ok && p.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  } else if (pass == Pass::BackwardData) {
+    int max = 0;
+    HPCNN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(ctx.cudnn.h, &max));
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(std::max(max, 1));
+    HPCNN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx.cudnn.h, p.w.d, p.y.d, p.conv.d, p.x.d,
+                                                                  static_cast<int>(perf.size()), &count, perf.data()));
+    ok = pick(ctx, p, pass, perf, count, tf32, true, limit) || pick(ctx, p, pass, perf, count, tf32, false, limit);
+  } else {
+    int max = 0;
+    HPCNN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(ctx.cudnn.h, &max));
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(std::max(max, 1));
+    HPCNN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx.cudnn.h, p.x.d, p.y.d, p.conv.d, p.w.d,
+                                                                    static_cast<int>(perf.size()), &count,
+                                                                    perf.data()));
+    ok = pick(ctx, p, pass, perf, count, tf32, true, limit) || pick(ctx, p, pass, perf, count, tf32, false, limit);
+  }
+  if (!ok)
+    throw BackendError(cat(pass_name(pass), ": cuDNN offers no algorithm for input ", s.n, "x", s.h, "x", s.w, "x",
+                           s.c, ", kernel ", s.kh, "x", s.kw, "x", s.c, "x", s.f, ", strides ", s.sh, "x", s.sw,
+                           " within a workspace of ", limit, " bytes (", count,
+                           " candidates; try a smaller batch_size)"));
+  return *plans.emplace(key, std::move(plan)).first->second;
+}
+
+void* workspace_for(Context& ctx, const ConvPlan& p, Pass pass) {
+  if (p.workspace == 0) return nullptr;
+  return ctx.workspace.reserve(p.workspace, ctx.device, ctx.compute.s, pass_name(pass));
+}
+
+}  // namespace
+
+namespace cudnn {
+
+bool conv_forward(Context& ctx, const ConvShape& s, const float* x, const float* w_krsc, const float* bias, bool relu,
+                  float* y) {
+  ConvPlan& p = plan_for(ctx, s, Pass::Forward);
+  HPCNN_CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, p.math));
+  void* ws = workspace_for(ctx, p, Pass::Forward);
+  const float one = 1.f, zero = 0.f;
+  if (bias && relu && p.fused_ok) {
+    // z = y with alpha2 = 0: the documentation does not promise that z is then left unread, and
+    // 0 * (NaN left in a reused buffer) would be NaN, so y is zeroed first (one write pass).
+    HPCNN_CUDA_CHECK(cudaMemsetAsync(y, 0, sizeof(float) * (size_t)s.n * s.oh * s.ow * s.f, ctx.compute.s));
+    cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
+        ctx.cudnn.h, &one, p.x.d, x, p.w.d, w_krsc, p.conv.d, static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws,
+        p.workspace, &zero, p.y.d, y, p.bias.d, bias, p.relu.d, p.y.d, y);
+    if (st == CUDNN_STATUS_SUCCESS) return true;
+    if (st != CUDNN_STATUS_NOT_SUPPORTED)
+      throw BackendError(cat("cudnnConvolutionBiasActivationForward failed: ", cudnnGetErrorString(st), " (status ",
+                             static_cast<int>(st), ")", cudnn_detail(), " [", __FILE__, ":", __LINE__, "]"));
+    p.fused_ok = false;  // not for this geometry: unfused from now on
+  }
+  HPCNN_CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn.h, &one, p.x.d, x, p.w.d, w_krsc, p.conv.d,
+                                            static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.workspace, &zero,
+                                            p.y.d, y));
+  return false;
+}
+
+void conv_backward_data(Context& ctx, const ConvShape& s, const float* dy, const float* w_krsc, float* dx) {
+  ConvPlan& p = plan_for(ctx, s, Pass::BackwardData);
+  HPCNN_CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, p.math));
+  void* ws = workspace_for(ctx, p, Pass::BackwardData);
+  const float one = 1.f, zero = 0.f;
+  HPCNN_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn.h, &one, p.w.d, w_krsc, p.y.d, dy, p.conv.d,
+                                                 static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), ws, p.workspace,
+                                                 &zero, p.x.d, dx));
+}
+
+void conv_backward_filter(Context& ctx, const ConvShape& s, const float* x, const float* dy, float* dw_krsc) {
+  ConvPlan& p = plan_for(ctx, s, Pass::BackwardFilter);
+  HPCNN_CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, p.math));
+  void* ws = workspace_for(ctx, p, Pass::BackwardFilter);
+  const float one = 1.f, zero = 0.f;
+  HPCNN_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn.h, &one, p.x.d, x, p.y.d, dy, p.conv.d,
+                                                   static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), ws,
+                                                   p.workspace, &zero, p.w.d, dw_krsc));
+}
+
+}  // namespace cudnn
+
+// Host-only check of the descriptors against cuDNN itself (cuda_kernel_selftest.h): for Keras
+// geometries (including the explicit-padding ones) cuDNN must compute our output size, lay the
+// NHWC tensors out packed with C innermost, and read the filter back as NHWC (k, c, h, w) =
+// (filters, in, kh, kw), i.e. KRSC memory.
+std::vector<SelftestResult> cudnn_descriptor_selftest() {
+  struct Case { int n, h, w, c, f, k, s; Padding pad; };
+  const Case cases[] = {{250, 32, 32, 3, 32, 3, 1, Padding::Same}, {250, 16, 16, 32, 64, 3, 1, Padding::Same},
+                        {4, 30, 30, 32, 32, 3, 1, Padding::Valid}, {3, 16, 16, 8, 16, 3, 2, Padding::Same},
+                        {2, 15, 17, 5, 7, 2, 1, Padding::Same},    {2, 9, 9, 6, 4, 5, 2, Padding::Valid},
+                        {50, 28, 28, 1, 32, 5, 1, Padding::Same}};
+  double bad = 0;
+  for (const Case& k : cases) {
+    Conv2dGeometry g = Conv2dGeometry::make(k.n, k.h, k.w, k.c, k.f, k.k, k.k, k.s, k.s, k.pad);
+    cudnn::ConvShape s = body::conv_geom(g);
+    ConvPlan p;
+    try {
+      set_descriptors(p, s);  // throws when cuDNN's output size differs from ours
+    } catch (const std::exception&) {
+      bad += 1;
+      continue;
+    }
+    auto packed_nhwc = [&](cudnnTensorDescriptor_t d, int n, int c, int h, int w) {
+      cudnnDataType_t dt;
+      int dn, dc, dh, dw, sn, sc, sh, sw;
+      if (cudnnGetTensor4dDescriptor(d, &dt, &dn, &dc, &dh, &dw, &sn, &sc, &sh, &sw) != CUDNN_STATUS_SUCCESS)
+        return false;
+      return dt == CUDNN_DATA_FLOAT && dn == n && dc == c && dh == h && dw == w && sc == 1 && sw == c &&
+             sh == w * c && sn == h * w * c;
+    };
+    if (!packed_nhwc(p.x.d, s.n, s.c, s.h, s.w)) bad += 1;
+    if (!packed_nhwc(p.y.d, s.n, s.f, s.oh, s.ow)) bad += 1;
+    cudnnDataType_t dt;
+    cudnnTensorFormat_t fmt;
+    int fk, fc, fh, fw;
+    if (cudnnGetFilter4dDescriptor(p.w.d, &dt, &fmt, &fk, &fc, &fh, &fw) != CUDNN_STATUS_SUCCESS ||
+        fmt != CUDNN_TENSOR_NHWC || fk != s.f || fc != s.c || fh != s.kh || fw != s.kw)
+      bad += 1;
+  }
+  return {{"cuDNN descriptors: output size, NHWC strides, KRSC filter (mismatches)", bad, 0}};
+}
+
+}  // namespace hpcnn::cuda

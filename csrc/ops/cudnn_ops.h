@@ -1,0 +1,27 @@
+// The cuDNN calls of the CUDA backend, all in cudnn_ops.cu (so that a move to cuDNN's graph API
+// touches one file). Layout: activations NHWC, filters in cuDNN's NHWC filter layout KRSC =
+// (out, kh, kw, in); conv2d_cuda.cu transposes Keras' (kh, kw, in, out) kernels to and from it.
+// Padding here is symmetric (cuDNN's convolution descriptor has one pad per axis); Keras' 'same'
+// with an odd total pads explicitly in conv2d_cuda.cu and calls these with pad 0.
+// CUDA translation units only.
+#pragma once
+
+#include "core/cuda_context.h"
+#include "core/cuda_kernel_bodies.h"
+
+namespace hpcnn::cuda::cudnn {
+
+// n, h, w, c, f, kh, kw, sh, sw, ph, pw, oh, ow (+ `padded`, which cuDNN never sees).
+using ConvShape = body::ConvGeom;
+
+// y = conv(x, w) (+ b, ReLU when `bias` is not null and the fused call applies). Returns true
+// when bias and ReLU were applied (cudnnConvolutionBiasActivationForward), false when only the
+// convolution was computed and the caller adds the bias and activation itself.
+bool conv_forward(Context& ctx, const ConvShape& s, const float* x, const float* w_krsc, const float* bias, bool relu,
+                  float* y);
+// dx = conv_transpose(dy, w): overwrites dx.
+void conv_backward_data(Context& ctx, const ConvShape& s, const float* dy, const float* w_krsc, float* dx);
+// dw_krsc = sum over the batch of x (*) dy: overwrites dw_krsc.
+void conv_backward_filter(Context& ctx, const ConvShape& s, const float* x, const float* dy, float* dw_krsc);
+
+}  // namespace hpcnn::cuda::cudnn
