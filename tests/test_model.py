@@ -386,3 +386,14 @@ def test_load_model_rejects_other_files(tmp_path):
         hpcnn.models.load_model(str(p))
     with pytest.raises((ValueError, OSError)):
         hpcnn.models.load_model(str(tmp_path / "missing.h5"))
+
+
+def test_tf32_switch_roundtrip():
+    was = hpcnn.config.tf32_enabled()
+    try:
+        hpcnn.config.set_tf32(False)
+        assert hpcnn.config.tf32_enabled() is False
+        hpcnn.config.enable_tensor_float_32_execution(True)
+        assert hpcnn.config.tensor_float_32_execution_enabled() is True
+    finally:
+        hpcnn.config.set_tf32(was)
