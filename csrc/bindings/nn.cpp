@@ -83,7 +83,21 @@ struct PyModel {
   std::mutex mu;
 };
 
-py::tuple stats_tuple(const nn::BatchStats& s) { return py::make_tuple(s.loss_sum, s.correct, s.n); }
+// One training (or evaluation) step without the GIL; returns (loss_sum, correct, n).
+py::tuple run_step(PyModel& p, const py::object& x, const py::object& y, const py::object& rows, bool train) {
+  if (!p.model->compiled())
+    throw ValueError(cat("the model must be compiled before ", train ? "training" : "evaluation",
+                         ": call model.compile(...)"));
+  Tensor X = input_tensor(x), Y = target_tensor(y, p.model->loss());
+  auto r = rows_of(rows);
+  std::lock_guard<std::mutex> lk(p.mu);
+  nn::BatchStats st;
+  {
+    py::gil_scoped_release nogil;
+    st = train ? p.model->train_batch(X, Y, r.get()) : p.model->test_batch(X, Y, r.get());
+  }
+  return py::make_tuple(st.loss_sum, st.correct, st.n);
+}
 
 }  // namespace
 
@@ -149,30 +163,12 @@ void bind_nn(py::module_& m) {
         return p.model->optimizer() ? p.model->optimizer()->iterations : 0LL;
       })
       .def("train_batch", [](PyModel& p, py::object x, py::object y, py::object rows) {
-        if (!p.model->compiled()) throw ValueError("the model must be compiled before training: call model.compile(...)");
-        Tensor X = input_tensor(x), Y = target_tensor(y, p.model->loss());
-        auto r = rows_of(rows);
-        std::lock_guard<std::mutex> lk(p.mu);
-        nn::BatchStats st;
-        {
-          py::gil_scoped_release nogil;
-          st = p.model->train_batch(X, Y, r.get());
-        }
-        return stats_tuple(st);
+        return run_step(p, x, y, rows, true);
       }, py::arg("x"), py::arg("y"), py::arg("rows") = py::none(),
          "One training step; returns (loss_sum, correct, n).")
       .def("test_batch", [](PyModel& p, py::object x, py::object y, py::object rows) {
-        if (!p.model->compiled()) throw ValueError("the model must be compiled before evaluation: call model.compile(...)");
-        Tensor X = input_tensor(x), Y = target_tensor(y, p.model->loss());
-        auto r = rows_of(rows);
-        std::lock_guard<std::mutex> lk(p.mu);
-        nn::BatchStats st;
-        {
-          py::gil_scoped_release nogil;
-          st = p.model->test_batch(X, Y, r.get());
-        }
-        return stats_tuple(st);
-      }, py::arg("x"), py::arg("y"), py::arg("rows") = py::none())
+        return run_step(p, x, y, rows, false);
+      }, py::arg("x"), py::arg("y"), py::arg("rows") = py::none(), "Loss and accuracy without training.")
       .def("predict_batch", [](PyModel& p, py::object x, py::object rows) {
         Tensor X = input_tensor(x);
         auto r = rows_of(rows);

@@ -64,6 +64,11 @@ Sequential::Sequential(Shape input_shape, std::vector<LayerPtr> layers, uint64_t
     for (size_t j = 0; j < specs_[i].size(); ++j)
       initialize(params_.f32() + param_offsets_[i][j], shape_numel(specs_[i][j].shape), specs_[i][j], seed_,
                  stream++);
+  bind_layers();
+}
+
+// Gives each layer views of its parameters and gradients in the two buffers.
+void Sequential::bind_layers() {
   for (size_t i = 0; i < layers_.size(); ++i) {
     std::vector<Tensor> p, g;
     for (size_t j = 0; j < specs_[i].size(); ++j) {
@@ -125,14 +130,7 @@ void Sequential::to(Device d) {
   if (d.is_cuda()) cuda::require_device(d.index);
   params_ = params_.to(d);
   grads_ = Tensor::zeros(params_.shape(), DType::F32, d);
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    std::vector<Tensor> p, g;
-    for (size_t j = 0; j < specs_[i].size(); ++j) {
-      p.push_back(params_.view(param_offsets_[i][j], specs_[i][j].shape));
-      g.push_back(grads_.view(param_offsets_[i][j], specs_[i][j].shape));
-    }
-    layers_[i]->bind(p, g);
-  }
+  bind_layers();
   if (optimizer_) optimizer_->to(d);
   device_ = d;
   capacity_ = 0;  // buffers are re-made on the new device at the next step

@@ -68,6 +68,7 @@ class Sequential {
   Tensor predict_batch(const Tensor& x, const std::vector<long long>* rows = nullptr);
 
  private:
+  void bind_layers();
   void ensure_buffers(long long n);
   Tensor stage_input(const Tensor& x, const std::vector<long long>* rows, long long n);
   Tensor stage_target(const Tensor& y, const std::vector<long long>* rows, long long n);
