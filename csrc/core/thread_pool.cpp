@@ -90,9 +90,17 @@ class Pool {
  private:
   Pool() : size_(default_num_threads()) { start_workers(); }
 
+  // Called with no region running (constructor, or resize under run_mutex_). Each worker gets
+  // the generation current now: reading it later, from the new thread, could miss a job
+  // published in between, and that region would then wait forever for the worker.
   void start_workers() {
-    stopping_ = false;
-    for (int t = 1; t < size_; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
+    unsigned long long gen;
+    {
+      std::lock_guard<std::mutex> lk(mutex_);
+      stopping_ = false;
+      gen = generation_;
+    }
+    for (int t = 1; t < size_; ++t) workers_.emplace_back([this, t, gen] { worker_loop(t, gen); });
   }
 
   void stop_workers() {
@@ -105,12 +113,7 @@ class Pool {
     workers_.clear();
   }
 
-  void worker_loop(int tid) {
-    unsigned long long seen;
-    {
-      std::lock_guard<std::mutex> lk(mutex_);
-      seen = generation_;
-    }
+  void worker_loop(int tid, unsigned long long seen) {
     t_in_region = true;
     for (;;) {
       const std::function<void(int, int)>* job;
