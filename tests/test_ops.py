@@ -135,6 +135,8 @@ POOL_CASES = [
     (2, 8, 7, 5, 3, 2, "valid"),  # overlapping windows
     (2, 9, 8, 6, 3, 2, "same"),
     (1, 3, 3, 10, 3, 1, "same"),
+    (2, 7, 8, 4, 3, 3, "same"),  # tiling windows with padding at the top/left too
+    (2, 8, 7, 3, 3, 3, "valid"),  # tiling windows leaving rows and columns uncovered
     (4, 32, 32, 32, 2, 2, "same"),
 ]
 
