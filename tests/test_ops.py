@@ -428,3 +428,29 @@ def test_unknown_device():
     x = np.zeros((1, 4, 4, 1), np.float32)
     with pytest.raises((ValueError, RuntimeError)):
         ops.relu_forward(x, device="tpu")
+
+
+def philox_uniform(seed, stream, n):
+    """rng::uniform for elements 0..n-1, written from the Philox4x32-10 definition (Salmon et al.)."""
+    blocks = np.arange((n + 3) // 4, dtype=np.uint64)
+    M = np.uint64(0xFFFFFFFF)
+    c = [blocks & M, blocks >> np.uint64(32), np.full_like(blocks, stream & 0xFFFFFFFF),
+         np.full_like(blocks, stream >> 32)]
+    k0, k1 = seed & 0xFFFFFFFF, seed >> 32
+    for _ in range(10):
+        p0 = np.uint64(0xD2511F53) * c[0]
+        p1 = np.uint64(0xCD9E8D57) * c[2]
+        c = [(p1 >> np.uint64(32)) ^ c[1] ^ np.uint64(k0), p1 & M, (p0 >> np.uint64(32)) ^ c[3] ^ np.uint64(k1), p0 & M]
+        k0 = (k0 + 0x9E3779B9) & 0xFFFFFFFF
+        k1 = (k1 + 0xBB67AE85) & 0xFFFFFFFF
+    bits = np.stack(c, axis=1).reshape(-1)[:n]
+    return (bits >> np.uint64(8)).astype(np.float64) / 16777216.0
+
+
+@pytest.mark.parametrize("n,seed,stream", [(1, 0, 0), (7, 1, 2), (1001, 2**40 + 5, 2**33 + 9)])
+def test_dropout_mask_is_philox(n, seed, stream):
+    # The mask is a documented function of (seed, stream, index), the same on every backend.
+    rate = 0.37
+    y = ops.dropout_forward(np.ones(n, np.float32), rate, seed=seed, stream=stream)
+    keep = philox_uniform(seed, stream, n) >= np.float32(rate)
+    np.testing.assert_array_equal(y != 0, keep)
