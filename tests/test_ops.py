@@ -50,6 +50,13 @@ CONV_CASES = [
     (4, 6, 6, 9, 17, 1, 1, "same"),  # pointwise path (no im2col)
     (1, 4, 4, 3, 2, 5, 1, "same"),  # kernel larger than the image
     (5, 32, 32, 3, 8, 3, 1, "same"),  # the tutorial's first layer, small
+    # few input channels, filters a multiple of 8: the direct (register-blocked) kernels
+    (3, 28, 28, 1, 32, 5, 1, "same"),  # DeepMNIST's first layer
+    (2, 13, 11, 3, 32, 3, 1, "same"),  # widths not a multiple of the pixel block
+    (2, 9, 10, 3, 16, 3, 2, "valid"),
+    (3, 7, 9, 2, 24, 3, 2, "same"),
+    (1, 6, 5, 4, 8, 5, 1, "valid"),
+    (2, 5, 7, 3, 8, 1, 1, "same"),
 ]
 
 
@@ -100,10 +107,11 @@ def test_conv2d_same_padding_is_keras():
     np.testing.assert_array_equal(y[0, :, :, 0], [[0, 2], [8, 10]])
 
 
-def test_conv2d_deterministic_dw(threads):
+@pytest.mark.parametrize("c,f", [(16, 24), (3, 32)])  # im2col+GEMM and the direct kernels
+def test_conv2d_deterministic_dw(threads, c, f):
     rng = np.random.default_rng(3)
-    x, wt = randn(rng, 37, 12, 12, 16), randn(rng, 3, 3, 16, 24)
-    y = ops.conv2d_forward(x, wt, np.zeros(24, np.float32), padding="same", relu=True)
+    x, wt = randn(rng, 37, 12, 12, c), randn(rng, 3, 3, c, f)
+    y = ops.conv2d_forward(x, wt, np.zeros(f, np.float32), padding="same", relu=True)
     dy = randn(rng, *y.shape)
     for nt in (1, 2, 3):
         _core.set_num_threads(nt)
