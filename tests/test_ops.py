@@ -86,6 +86,27 @@ def test_conv2d(n, h, w, c, f, k, s, pad, relu):
     np.testing.assert_array_equal(db2, db)
 
 
+def _random_conv_cases(count=16, seed=2024):
+    rng = np.random.default_rng(seed)
+    cases = []
+    while len(cases) < count:
+        k = int(rng.choice([1, 3, 5]))
+        s = int(rng.choice([1, 2]))
+        pad = str(rng.choice(["same", "valid"]))
+        h, w = int(rng.integers(1, 14)), int(rng.integers(1, 14))
+        if pad == "valid" and (h < k or w < k):
+            continue
+        c = int(rng.choice([1, 2, 3, 5, 7, 9, 12, 17]))
+        f = int(rng.choice([1, 3, 8, 10, 16, 24, 32, 33]))
+        cases.append((int(rng.integers(1, 5)), h, w, c, f, k, s, pad))
+    return cases
+
+
+@pytest.mark.parametrize("n,h,w,c,f,k,s,pad", _random_conv_cases())
+def test_conv2d_random_shapes(n, h, w, c, f, k, s, pad):
+    test_conv2d(n, h, w, c, f, k, s, pad, relu=bool((h + w) % 2))
+
+
 def test_conv2d_rectangular_strides():
     rng = np.random.default_rng(7)
     x, wt, b = randn(rng, 2, 9, 10, 3), randn(rng, 3, 3, 3, 4), randn(rng, 4)
