@@ -185,13 +185,14 @@ def test_maxpool2d(n, h, w, c, p, s, pad):
 
 def test_maxpool2d_ties_go_to_first():
     # all-equal windows (ReLU zeros): the whole gradient goes to the first position of each window
-    x = np.zeros((1, 4, 4, 2), np.float32)
+    x = np.zeros((1, 4, 4, 10), np.float32)  # 8 vector lanes + a scalar tail
     y = ops.maxpool2d_forward(x, 2)
     dy = np.ones_like(y)
     dx = ops.maxpool2d_backward(x, y, dy, 2)
     close(dx, ref.maxpool2d_backward(x, dy, (2, 2)))
     assert dx.sum() == dy.sum()
-    assert dx[0, 0, 0, 0] == 1 and dx[0, 0, 1, 0] == 0 and dx[0, 1, 0, 0] == 0
+    for c in (0, 9):
+        assert dx[0, 0, 0, c] == 1 and dx[0, 0, 1, c] == 0 and dx[0, 1, 0, c] == 0 and dx[0, 1, 1, c] == 0
 
 
 def test_maxpool2d_default_strides_are_pool_size():

@@ -4,6 +4,10 @@
 #include <cstring>
 #include <limits>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include "core/scratch.h"
 #include "core/thread_pool.h"
 #include "ops/maxpool2d.h"
@@ -82,6 +86,42 @@ void pool_backward_image(const Pool2dGeometry& g, const float* xn, const float* 
     }
 }
 
+#if defined(__AVX2__)
+// The tiling case with the "taken" flags in registers: per output pixel and 8 channels, the
+// window's positions in order, each storing its gradient or 0 (channel tail: scalar, same rule).
+void pool_backward_tiles_avx(const Pool2dGeometry& g, const float* xn, const float* yn, const float* dyn,
+                             float* dxn) {
+  const int C = g.c, C8 = C / 8 * 8;
+  for (int oy = 0; oy < g.oh; ++oy)
+    for (int ox = 0; ox < g.ow; ++ox) {
+      const long long o = ((long long)oy * g.ow + ox) * C;
+      int y0, y1, x0, x1;
+      window(g, oy, ox, y0, y1, x0, x1);
+      for (int c0 = 0; c0 < C8; c0 += 8) {
+        const __m256 yv = _mm256_loadu_ps(yn + o + c0), dv = _mm256_loadu_ps(dyn + o + c0);
+        __m256 taken = _mm256_setzero_ps();
+        for (int iy = y0; iy < y1; ++iy)
+          for (int ix = x0; ix < x1; ++ix) {
+            const long long at = ((long long)iy * g.w + ix) * C + c0;
+            const __m256 win = _mm256_andnot_ps(taken, _mm256_cmp_ps(_mm256_loadu_ps(xn + at), yv, _CMP_EQ_OQ));
+            _mm256_storeu_ps(dxn + at, _mm256_and_ps(win, dv));
+            taken = _mm256_or_ps(taken, win);
+          }
+      }
+      for (int ci = C8; ci < C; ++ci) {
+        bool taken = false;
+        for (int iy = y0; iy < y1; ++iy)
+          for (int ix = x0; ix < x1; ++ix) {
+            const long long at = ((long long)iy * g.w + ix) * C + ci;
+            const bool win = !taken && xn[at] == yn[o + ci];
+            dxn[at] = win ? dyn[o + ci] : 0.f;
+            taken = taken || win;
+          }
+      }
+    }
+}
+#endif
+
 }  // namespace
 
 void maxpool2d_backward(const Pool2dGeometry& g, const float* x, const float* y, const float* dy, float* dx) {
@@ -98,7 +138,11 @@ void maxpool2d_backward(const Pool2dGeometry& g, const float* x, const float* y,
       const float* xn = x + n * img;
       float* dxn = dx + n * img;
       if (tiles) {
+#if defined(__AVX2__)
+        pool_backward_tiles_avx(g, xn, y + n * out_img, dy + n * out_img, dxn);
+#else
         pool_backward_image<false>(g, xn, y + n * out_img, dy + n * out_img, dxn, taken);
+#endif
         for (int iy = 0; iy < g.h; ++iy) {
           float* row = dxn + (long long)iy * g.w * g.c;
           if (iy >= covered_h) std::memset(row, 0, sizeof(float) * g.w * g.c);
