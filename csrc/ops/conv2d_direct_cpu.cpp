@@ -25,6 +25,14 @@ namespace {
 int padded_h(const Conv2dGeometry& g) { return g.h + g.pad_top + g.pad_bottom; }
 int padded_w(const Conv2dGeometry& g) { return g.w + g.pad_left + g.pad_right; }
 
+}  // namespace
+
+long long padded_size(const Conv2dGeometry& g) { return (long long)padded_h(g) * padded_w(g) * g.c; }
+
+#ifdef HPCNN_DIRECT_CONV
+
+namespace {
+
 // The padded copy of image n. Valid padding may leave rows/columns no window reads: harmless.
 void pad_image(const Conv2dGeometry& g, const float* x, int n, float* xp) {
   const int hp = padded_h(g), wp = padded_w(g);
@@ -36,10 +44,6 @@ void pad_image(const Conv2dGeometry& g, const float* x, int n, float* xp) {
 }
 
 }  // namespace
-
-long long padded_size(const Conv2dGeometry& g) { return (long long)padded_h(g) * padded_w(g) * g.c; }
-
-#ifdef HPCNN_DIRECT_CONV
 
 bool applies(const Conv2dGeometry& g) { return g.c <= 4 && g.f % 8 == 0 && g.f <= 32; }
 
