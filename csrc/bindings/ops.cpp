@@ -8,6 +8,7 @@
 #include "bindings/bindings.h"
 #include "bindings/numpy_tensor.h"
 #include "core/cuda_runtime.h"
+#include "core/peak_flops.h"
 #include "ops/ops.h"
 
 namespace hpcnn::bindings {
@@ -40,27 +41,34 @@ Tensor target_on(const py::handle& obj, Device d) {
   return d.is_cpu() ? t : t.to(d);
 }
 
+// Runs the op `repeat` times without the GIL. repeat > 1 is for benchmarks: the op is timed
+// inside C++, free of the NumPy conversions around it (ops that update their inputs in place,
+// like the optimizers, simply take `repeat` steps).
+template <typename F>
+void run_repeat(int repeat, F&& op) {
+  HPCNN_CHECK_ARG(repeat >= 1, "repeat must be >= 1, got ", repeat);
+  py::gil_scoped_release nogil;
+  for (int i = 0; i < repeat; ++i) op();
+}
+
 }  // namespace
 
 void bind_ops(py::module_& m) {
   m.def("conv2d_forward", [](py::object x, py::object w, py::object b, py::object strides, std::string padding,
-                             bool relu, std::string device) {
+                             bool relu, std::string device, int repeat) {
     Device d = dev_of(device);
     auto [sh, sw] = pair2(strides, "strides");
     Tensor X = f32_on(x, d, "x"), W = f32_on(w, d, "kernel"), B = f32_on(b, d, "bias");
     Padding pad = parse_padding(padding);
     Conv2dGeometry g = ops::conv2d_geometry(X, W, sh, sw, pad);
     Tensor Y = Tensor::empty({g.n, g.oh, g.ow, g.f}, DType::F32, d);
-    {
-      py::gil_scoped_release nogil;
-      ops::conv2d_forward(X, W, B, Y, sh, sw, pad, relu);
-    }
+    run_repeat(repeat, [&] { ops::conv2d_forward(X, W, B, Y, sh, sw, pad, relu); });
     return to_numpy(Y);
   }, py::arg("x"), py::arg("kernel"), py::arg("bias"), py::arg("strides") = 1, py::arg("padding") = "valid",
-     py::arg("relu") = false, py::arg("device") = "cpu");
+     py::arg("relu") = false, py::arg("device") = "cpu", py::arg("repeat") = 1);
 
   m.def("conv2d_backward", [](py::object x, py::object w, py::object y, py::object dy, py::object strides,
-                              std::string padding, bool relu, bool need_dx, std::string device) {
+                              std::string padding, bool relu, bool need_dx, std::string device, int repeat) {
     Device d = dev_of(device);
     auto [sh, sw] = pair2(strides, "strides");
     Tensor X = f32_on(x, d, "x"), W = f32_on(w, d, "kernel");
@@ -70,16 +78,14 @@ void bind_ops(py::module_& m) {
     Padding pad = parse_padding(padding);
     Tensor DX = need_dx ? Tensor::empty(X.shape(), DType::F32, d) : Tensor();
     Tensor DW = Tensor::empty(W.shape(), DType::F32, d), DB = Tensor::empty({W.dim(-1)}, DType::F32, d);
-    {
-      py::gil_scoped_release nogil;
-      ops::conv2d_backward(X, W, Y, DY, need_dx ? &DX : nullptr, DW, DB, sh, sw, pad, relu);
-    }
+    run_repeat(repeat, [&] { ops::conv2d_backward(X, W, Y, DY, need_dx ? &DX : nullptr, DW, DB, sh, sw, pad, relu); });
     return py::make_tuple(need_dx ? py::object(to_numpy(DX)) : py::none(), to_numpy(DW), to_numpy(DB));
   }, py::arg("x"), py::arg("kernel"), py::arg("y"), py::arg("dy"), py::arg("strides") = 1,
-     py::arg("padding") = "valid", py::arg("relu") = false, py::arg("need_dx") = true, py::arg("device") = "cpu");
+     py::arg("padding") = "valid", py::arg("relu") = false, py::arg("need_dx") = true, py::arg("device") = "cpu",
+     py::arg("repeat") = 1);
 
   m.def("maxpool2d_forward", [](py::object x, py::object pool, py::object strides, std::string padding,
-                                std::string device) {
+                                std::string device, int repeat) {
     Device d = dev_of(device);
     auto [ph, pw] = pair2(pool, "pool_size");
     auto [sh, sw] = strides.is_none() ? std::make_pair(ph, pw) : pair2(strides, "strides");
@@ -87,44 +93,37 @@ void bind_ops(py::module_& m) {
     Padding pad = parse_padding(padding);
     Pool2dGeometry g = ops::maxpool2d_geometry(X, ph, pw, sh, sw, pad);
     Tensor Y = Tensor::empty({g.n, g.oh, g.ow, g.c}, DType::F32, d);
-    {
-      py::gil_scoped_release nogil;
-      ops::maxpool2d_forward(X, Y, ph, pw, sh, sw, pad);
-    }
+    run_repeat(repeat, [&] { ops::maxpool2d_forward(X, Y, ph, pw, sh, sw, pad); });
     return to_numpy(Y);
   }, py::arg("x"), py::arg("pool_size") = 2, py::arg("strides") = py::none(), py::arg("padding") = "valid",
-     py::arg("device") = "cpu");
+     py::arg("device") = "cpu", py::arg("repeat") = 1);
 
   m.def("maxpool2d_backward", [](py::object x, py::object y, py::object dy, py::object pool, py::object strides,
-                                 std::string padding, std::string device) {
+                                 std::string padding, std::string device, int repeat) {
     Device d = dev_of(device);
     auto [ph, pw] = pair2(pool, "pool_size");
     auto [sh, sw] = strides.is_none() ? std::make_pair(ph, pw) : pair2(strides, "strides");
     Tensor X = f32_on(x, d, "x"), Y = f32_on(y, d, "y"), DY = f32_on(dy, d, "dy");
     Tensor DX = Tensor::empty(X.shape(), DType::F32, d);
-    {
-      py::gil_scoped_release nogil;
-      ops::maxpool2d_backward(X, Y, DY, DX, ph, pw, sh, sw, parse_padding(padding));
-    }
+    Padding pad = parse_padding(padding);
+    run_repeat(repeat, [&] { ops::maxpool2d_backward(X, Y, DY, DX, ph, pw, sh, sw, pad); });
     return to_numpy(DX);
   }, py::arg("x"), py::arg("y"), py::arg("dy"), py::arg("pool_size") = 2, py::arg("strides") = py::none(),
-     py::arg("padding") = "valid", py::arg("device") = "cpu");
+     py::arg("padding") = "valid", py::arg("device") = "cpu", py::arg("repeat") = 1);
 
-  m.def("dense_forward", [](py::object x, py::object w, py::object b, bool relu, std::string device) {
+  m.def("dense_forward", [](py::object x, py::object w, py::object b, bool relu, std::string device, int repeat) {
     Device d = dev_of(device);
     Tensor X = f32_on(x, d, "x"), W = f32_on(w, d, "kernel"), B = f32_on(b, d, "bias");
     HPCNN_CHECK_ARG(X.rank() == 2 && W.rank() == 2, "dense: x and kernel must be 2-D, got ", shape_str(X.shape()),
                     " and ", shape_str(W.shape()));
     Tensor Y = Tensor::empty({X.dim(0), W.dim(1)}, DType::F32, d);
-    {
-      py::gil_scoped_release nogil;
-      ops::dense_forward(X, W, B, Y, relu);
-    }
+    run_repeat(repeat, [&] { ops::dense_forward(X, W, B, Y, relu); });
     return to_numpy(Y);
-  }, py::arg("x"), py::arg("kernel"), py::arg("bias"), py::arg("relu") = false, py::arg("device") = "cpu");
+  }, py::arg("x"), py::arg("kernel"), py::arg("bias"), py::arg("relu") = false, py::arg("device") = "cpu",
+     py::arg("repeat") = 1);
 
   m.def("dense_backward", [](py::object x, py::object w, py::object y, py::object dy, bool relu, bool need_dx,
-                             std::string device) {
+                             std::string device, int repeat) {
     Device d = dev_of(device);
     Tensor X = f32_on(x, d, "x"), W = f32_on(w, d, "kernel");
     Tensor DY = f32_on(dy, d, "dy");
@@ -132,13 +131,10 @@ void bind_ops(py::module_& m) {
     Tensor Y = relu ? f32_on(y, d, "y") : Tensor();
     Tensor DX = need_dx ? Tensor::empty(X.shape(), DType::F32, d) : Tensor();
     Tensor DW = Tensor::empty(W.shape(), DType::F32, d), DB = Tensor::empty({W.dim(-1)}, DType::F32, d);
-    {
-      py::gil_scoped_release nogil;
-      ops::dense_backward(X, W, Y, DY, need_dx ? &DX : nullptr, DW, DB, relu);
-    }
+    run_repeat(repeat, [&] { ops::dense_backward(X, W, Y, DY, need_dx ? &DX : nullptr, DW, DB, relu); });
     return py::make_tuple(need_dx ? py::object(to_numpy(DX)) : py::none(), to_numpy(DW), to_numpy(DB));
   }, py::arg("x"), py::arg("kernel"), py::arg("y"), py::arg("dy"), py::arg("relu") = false,
-     py::arg("need_dx") = true, py::arg("device") = "cpu");
+     py::arg("need_dx") = true, py::arg("device") = "cpu", py::arg("repeat") = 1);
 
   m.def("relu_forward", [](py::object x, std::string device) {
     Device d = dev_of(device);
@@ -165,45 +161,47 @@ void bind_ops(py::module_& m) {
     return to_numpy(DX);
   }, py::arg("y"), py::arg("dy"), py::arg("device") = "cpu");
 
-  m.def("dropout_forward", [](py::object x, float rate, uint64_t seed, uint64_t stream, std::string device) {
+  m.def("dropout_forward", [](py::object x, float rate, uint64_t seed, uint64_t stream, std::string device,
+                              int repeat) {
     Device d = dev_of(device);
     Tensor X = f32_on(x, d, "x"), Y = Tensor::empty(X.shape(), DType::F32, d);
-    ops::dropout_forward(X, Y, rate, seed, stream);
+    run_repeat(repeat, [&] { ops::dropout_forward(X, Y, rate, seed, stream); });
     return to_numpy(Y);
-  }, py::arg("x"), py::arg("rate"), py::arg("seed") = 0, py::arg("stream") = 0, py::arg("device") = "cpu");
-  m.def("dropout_backward", [](py::object dy, float rate, uint64_t seed, uint64_t stream, std::string device) {
+  }, py::arg("x"), py::arg("rate"), py::arg("seed") = 0, py::arg("stream") = 0, py::arg("device") = "cpu",
+     py::arg("repeat") = 1);
+  m.def("dropout_backward", [](py::object dy, float rate, uint64_t seed, uint64_t stream, std::string device,
+                               int repeat) {
     Device d = dev_of(device);
     Tensor DY = f32_on(dy, d, "dy"), DX = Tensor::empty(DY.shape(), DType::F32, d);
-    ops::dropout_backward(DY, DX, rate, seed, stream);
+    run_repeat(repeat, [&] { ops::dropout_backward(DY, DX, rate, seed, stream); });
     return to_numpy(DX);
-  }, py::arg("dy"), py::arg("rate"), py::arg("seed") = 0, py::arg("stream") = 0, py::arg("device") = "cpu");
+  }, py::arg("dy"), py::arg("rate"), py::arg("seed") = 0, py::arg("stream") = 0, py::arg("device") = "cpu",
+     py::arg("repeat") = 1);
 
-  m.def("softmax_cross_entropy", [](py::object logits, py::object target, float grad_scale, std::string device) {
+  m.def("softmax_cross_entropy", [](py::object logits, py::object target, float grad_scale, std::string device,
+                                    int repeat) {
     Device d = dev_of(device);
     Tensor L = f32_on(logits, d, "logits");
     Tensor T = target_on(target, d);
     Tensor G = Tensor::empty(L.shape(), DType::F32, d);
     Tensor S = Tensor::zeros({4}, DType::F32, d);  // 2 doubles
-    {
-      py::gil_scoped_release nogil;
-      ops::softmax_xent(L, T, &G, grad_scale, reinterpret_cast<double*>(S.raw()));
-    }
+    run_repeat(repeat, [&] { ops::softmax_xent(L, T, &G, grad_scale, reinterpret_cast<double*>(S.raw())); });
     Tensor Sh = S.device().is_cpu() ? S : S.to(Device::cpu());
     const double* s = reinterpret_cast<const double*>(Sh.raw());
-    return py::make_tuple(s[0], s[1], to_numpy(G));
+    return py::make_tuple(s[0] / repeat, s[1] / repeat, to_numpy(G));  // stats accumulate over repeats
   }, py::arg("logits"), py::arg("target"), py::arg("grad_scale") = 1.0f, py::arg("device") = "cpu",
-     "Returns (loss_sum, correct, dlogits).");
+     py::arg("repeat") = 1, "Returns (loss_sum, correct, dlogits).");
 
   m.def("adam_step", [](py::object p, py::object g, py::object m1, py::object v, float lr, float b1, float b2,
-                        float eps, long long t, std::string device) {
+                        float eps, long long t, std::string device, int repeat) {
     Device d = dev_of(device);
     Tensor P = f32_on(p, d, "params").to(d), G = f32_on(g, d, "grads"), M = f32_on(m1, d, "m").to(d),
            V = f32_on(v, d, "v").to(d);
-    ops::adam_step(P, G, M, V, AdamParams{lr, b1, b2, eps, t});
+    run_repeat(repeat, [&] { ops::adam_step(P, G, M, V, AdamParams{lr, b1, b2, eps, t}); });
     return py::make_tuple(to_numpy(P), to_numpy(M), to_numpy(V));
   }, py::arg("params"), py::arg("grads"), py::arg("m"), py::arg("v"), py::arg("lr") = 0.001f,
      py::arg("beta_1") = 0.9f, py::arg("beta_2") = 0.999f, py::arg("epsilon") = 1e-7f, py::arg("t") = 1,
-     py::arg("device") = "cpu");
+     py::arg("device") = "cpu", py::arg("repeat") = 1);
   m.def("sgd_step", [](py::object p, py::object g, py::object vel, float lr, float momentum, bool nesterov,
                        std::string device) {
     Device d = dev_of(device);
@@ -212,6 +210,12 @@ void bind_ops(py::module_& m) {
     return py::make_tuple(to_numpy(P), to_numpy(V));
   }, py::arg("params"), py::arg("grads"), py::arg("velocity"), py::arg("lr") = 0.01f, py::arg("momentum") = 0.f,
      py::arg("nesterov") = false, py::arg("device") = "cpu");
+
+  m.def("measure_peak_gflops", [](int threads, double seconds) {
+    py::gil_scoped_release nogil;
+    return measure_peak_gflops(threads, seconds);
+  }, py::arg("threads"), py::arg("seconds") = 1.0,
+     "FP32 peak GFLOP/s measured by an FMA loop on min(threads, get_num_threads()) threads.");
 
   m.def("decode_u8", [](py::array_t<uint8_t, py::array::c_style | py::array::forcecast> x, std::vector<float> scale,
                         std::vector<float> shift, std::string device) {

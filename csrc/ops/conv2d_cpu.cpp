@@ -17,6 +17,7 @@
 #include "core/thread_pool.h"
 #include "ops/blas.h"
 #include "ops/conv2d.h"
+#include "ops/conv2d_direct_cpu.h"
 #include "ops/elementwise.h"
 
 namespace hpcnn::cpu {
@@ -121,7 +122,13 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
   const int K = g.kh * g.kw * g.c;
   const long long rows_per_image = (long long)g.oh * g.ow;
   const int group = images_per_group(g);
+  const bool use_direct = direct::applies(g);
   parallel_for(g.n, [&](long long b0, long long b1, int) {
+    if (use_direct) {  // few input channels: register-blocked direct kernel, no im2col
+      float* xpad = thread_scratch().floats(direct::padded_size(g), 2);
+      direct::forward(g, x, w, b, y, relu, static_cast<int>(b0), static_cast<int>(b1 - b0), xpad);
+      return;
+    }
     for (long long n0 = b0; n0 < b1; n0 += group) {
       int count = static_cast<int>(std::min<long long>(group, b1 - n0));
       long long rows = count * rows_per_image;
@@ -147,6 +154,7 @@ void conv2d_backward(const Conv2dGeometry& g, const float* x, const float* w, co
   const long long wsize = (long long)K * g.f;
   const int group = images_per_group(g);
   const int max_threads = get_num_threads();
+  const bool use_direct = direct::applies(g);
   // One dW and db partial per thread, summed in thread order below.
   float* partials = thread_scratch().floats((wsize + g.f) * max_threads, 3);
   int used_threads = 1;
@@ -162,16 +170,21 @@ void conv2d_backward(const Conv2dGeometry& g, const float* x, const float* w, co
       long long rows = count * rows_per_image;
       float* dyg = dy + n0 * rows_per_image * g.f;
       mask_and_sum(dyg, relu ? y + n0 * rows_per_image * g.f : nullptr, rows, g.f, db_t, relu);
-      const float* col;
-      if (is_pointwise(g)) {
-        col = x + n0 * rows_per_image * g.c;
+      if (use_direct) {
+        float* xpad = thread_scratch().floats(direct::padded_size(g), 2);
+        direct::backward_filter(g, x, dy, dw_t, static_cast<int>(n0), count, xpad);
       } else {
-        float* buf = thread_scratch().floats(rows * K, 0);
-        im2col(g, x, static_cast<int>(n0), count, buf);
-        col = buf;
+        const float* col;
+        if (is_pointwise(g)) {
+          col = x + n0 * rows_per_image * g.c;
+        } else {
+          float* buf = thread_scratch().floats(rows * K, 0);
+          im2col(g, x, static_cast<int>(n0), count, buf);
+          col = buf;
+        }
+        // dW_t (K x F) += col^T (K x rows) * dy (rows x F)
+        blas::sgemm(true, false, K, g.f, static_cast<int>(rows), 1.f, col, K, dyg, g.f, 1.f, dw_t, g.f);
       }
-      // dW_t (K x F) += col^T (K x rows) * dy (rows x F)
-      blas::sgemm(true, false, K, g.f, static_cast<int>(rows), 1.f, col, K, dyg, g.f, 1.f, dw_t, g.f);
       if (dx) {
         float* dxg = dx + n0 * (long long)g.h * g.w * g.c;
         if (is_pointwise(g)) {

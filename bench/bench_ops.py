@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Per-operator forward/backward times of the tutorial CNN's layers at batch 250 on the CPU.
+
+Every op is called through hpcnn._core.ops with repeat=R, so it runs R times inside C++ on the
+same buffers (the NumPy conversions happen once per call, not per run); the figure is the median
+of --trials calls divided by R. GFLOP/s use conv fwd = 2*N*OH*OW*F*KH*KW*C and the same for each
+of bwd-data and bwd-filter (dense: 2*N*in*out per GEMM). The "training step estimate" is the sum
+of all forward and backward times (what one step costs with no framework overhead), the
+"inference estimate" the sum of the forward times (dropout and loss excluded).
+
+    python bench/bench_ops.py [--batch 250] [--threads N] [--trials 5] [--min-time 0.15]
+"""
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import time
+
+import numpy as np
+
+import hpcnn
+from hpcnn import _core
+
+ops = _core.ops
+
+
+def timed(fn, min_time, trials):
+    """Seconds per run of fn(repeat) (median over trials), repeat sized so one call takes ~min_time."""
+    fn(1)  # warm-up: scratch buffers grow, pages fault in
+    t0 = time.perf_counter()
+    fn(1)
+    once = max(time.perf_counter() - t0, 1e-6)
+    repeat = max(1, int(min_time / once))
+    samples = []
+    for _ in range(trials):
+        t0 = time.perf_counter()
+        fn(repeat)
+        samples.append((time.perf_counter() - t0) / repeat)
+    return statistics.median(samples)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--batch", type=int, default=250)
+    ap.add_argument("--threads", type=int, default=0, help="hpcnn threads (default: hpcnn's default)")
+    ap.add_argument("--trials", type=int, default=5)
+    ap.add_argument("--min-time", type=float, default=0.15, help="seconds per timed call")
+    ap.add_argument("--peak-seconds", type=float, default=1.0)
+    args = ap.parse_args()
+    if args.threads:
+        hpcnn.set_num_threads(args.threads)
+    nt = hpcnn.get_num_threads()
+    n = args.batch
+    rng = np.random.default_rng(0)
+    T, P = args.min_time, args.trials
+
+    peak1 = ops.measure_peak_gflops(1, args.peak_seconds)
+    peak = ops.measure_peak_gflops(nt, args.peak_seconds) if nt > 1 else peak1
+    info = hpcnn.build_info()
+    print(f"hpcnn {info['version']}  {info['compiler']}  BLAS {info['blas_vendor']} ({info['blas_config']})")
+    print(f"machine: {platform.processor() or platform.machine()}, threads {nt}, batch {n}")
+    print(f"FP32 peak (FMA loop): {peak1:.1f} GFLOP/s on 1 thread, {peak:.1f} GFLOP/s on {nt} threads\n")
+
+    rows = []  # (name, fwd_s, fwd_flops, bwd_s, bwd_flops)
+
+    def glorot(*shape):
+        fan_in = np.prod(shape[:-1])
+        fan_out = shape[-1] * (np.prod(shape[:-2]) if len(shape) == 4 else 1)
+        lim = np.sqrt(6 / (fan_in + fan_out))
+        return rng.uniform(-lim, lim, shape).astype(np.float32)
+
+    x = rng.random((n, 32, 32, 3), dtype=np.float32)
+    for i, (c, f, hw) in enumerate([(3, 32, 32), (32, 64, 16), (64, 128, 8), (128, 256, 4)]):
+        w, b = glorot(3, 3, c, f), np.zeros(f, np.float32)
+        y = ops.conv2d_forward(x, w, b, padding="same", relu=True)
+        dy = rng.standard_normal(y.shape).astype(np.float32)
+        need_dx = i > 0  # the first layer's input gradient is never needed
+        ff = 2.0 * n * hw * hw * f * 9 * c
+        tf = timed(lambda r: ops.conv2d_forward(x, w, b, padding="same", relu=True, repeat=r), T, P)
+        tb = timed(lambda r: ops.conv2d_backward(x, w, y, dy, padding="same", relu=True, need_dx=need_dx,
+                                                 repeat=r), T, P)
+        rows.append((f"conv{i + 1} {c}->{f} @{hw}x{hw}", tf, ff, tb, ff * (2 if need_dx else 1)))
+        p = ops.maxpool2d_forward(y, 2, 2, "same")
+        dp = rng.standard_normal(p.shape).astype(np.float32)
+        tf = timed(lambda r: ops.maxpool2d_forward(y, 2, 2, "same", repeat=r), T, P)
+        tb = timed(lambda r: ops.maxpool2d_backward(y, p, dp, 2, 2, "same", repeat=r), T, P)
+        rows.append((f"pool{i + 1} 2x2 @{hw}x{hw}x{f}", tf, 0.0, tb, 0.0))
+        x = p
+    x = x.reshape(n, -1)
+    for j, (i_, o, relu) in enumerate([(1024, 256, True), (256, 512, True), (512, 10, False)]):
+        w, b = glorot(i_, o), np.zeros(o, np.float32)
+        y = ops.dense_forward(x, w, b, relu=relu)
+        dy = rng.standard_normal(y.shape).astype(np.float32)
+        ff = 2.0 * n * i_ * o
+        tf = timed(lambda r: ops.dense_forward(x, w, b, relu=relu, repeat=r), T, P)
+        tb = timed(lambda r: ops.dense_backward(x, w, y, dy, relu=relu, repeat=r), T, P)
+        rows.append((f"dense{j + 1} {i_}->{o}", tf, ff, tb, 2 * ff))
+        if relu:
+            tf = timed(lambda r: ops.dropout_forward(y, 0.2, seed=1, stream=2, repeat=r), T, P)
+            tb = timed(lambda r: ops.dropout_backward(dy, 0.2, seed=1, stream=2, repeat=r), T, P)
+            rows.append((f"dropout 0.2 ({o})", tf, None, tb, 0.0))
+        x = y
+    labels = rng.integers(0, 10, n).astype(np.int32)
+    tl = timed(lambda r: ops.softmax_cross_entropy(x, labels, 1.0 / n, repeat=r), T, P)
+    rows.append(("softmax-xent (10)", None, None, tl, 0.0))  # fwd+bwd fused: counted once
+    count = 787_530
+    prm = rng.standard_normal(count).astype(np.float32) * 0.01
+    g = rng.standard_normal(count).astype(np.float32) * 0.01
+    m1, v1 = np.zeros(count, np.float32), np.zeros(count, np.float32)
+    ta = timed(lambda r: ops.adam_step(prm, g, m1, v1, repeat=r), T, P)
+    rows.append((f"adam ({count:,} params)", None, None, ta, 0.0))
+
+    print(f"{'operator':28s} {'fwd ms':>8s} {'GFLOP/s':>8s} {'bwd ms':>8s} {'GFLOP/s':>8s}")
+    tot_f = tot_b = fl_f = fl_b = 0.0
+    infer = 0.0
+    for name, tf, ff, tb, fb in rows:
+        cols = [f"{name:28s}"]
+        if tf is None:
+            cols += [f"{'':>8s}", f"{'':>8s}"]
+        else:
+            tot_f += tf
+            if ff is not None:
+                infer += tf  # dropout is an identity at inference
+            fl_f += ff or 0.0
+            cols += [f"{tf * 1e3:8.2f}", f"{ff / tf * 1e-9:8.1f}" if ff else f"{'':>8s}"]
+        tot_b += tb
+        fl_b += fb
+        cols += [f"{tb * 1e3:8.2f}", f"{fb / tb * 1e-9:8.1f}" if fb else f"{'':>8s}"]
+        print(" ".join(cols))
+    step = tot_f + tot_b
+    print(f"\n{'total':28s} {tot_f * 1e3:8.2f} {fl_f / tot_f * 1e-9:8.1f} {tot_b * 1e3:8.2f} {fl_b / tot_b * 1e-9:8.1f}")
+    gf = (fl_f + fl_b) / step * 1e-9
+    print(f"training step estimate: {step * 1e3:.1f} ms/step = {n / step:.0f} img/s, {gf:.1f} GFLOP/s "
+          f"({gf / peak * 100:.0f}% of the {peak:.0f} GFLOP/s peak)")
+    print(f"inference estimate:     {infer * 1e3:.1f} ms/batch = {n / infer:.0f} img/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,22 @@
+// Direct convolution for layers with few input channels (an RGB or grey first layer): there
+// the im2col GEMM has K = kh*kw*c = 27 or 25, too thin for the BLAS (measured: 40 GFLOP/s of
+// 100 on one core). These kernels keep a block of output pixels x filters in AVX registers
+// instead. Internal to conv2d_cpu.cpp.
+#pragma once
+
+#include "ops/conv2d.h"
+
+namespace hpcnn::cpu::direct {
+
+// Whether the direct kernels handle this geometry (and were compiled: AVX2+FMA).
+bool applies(const Conv2dGeometry& g);
+
+// y (count images from n0) = act(conv(x) + b). xpad: scratch of padded_size(g) floats.
+void forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu, int n0,
+             int count, float* xpad);
+// dw_acc (K x F) += col^T * dy for the images [n0, n0 + count); dy already masked.
+void backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw_acc, int n0, int count,
+                     float* xpad);
+long long padded_size(const Conv2dGeometry& g);
+
+}  // namespace hpcnn::cpu::direct

@@ -1,0 +1,135 @@
+"""Float64 NumPy references for hpcnn's operators (used by test_ops.py and test_gradcheck.py).
+
+Written from the operators' definitions (Keras semantics), independent of the C++ code:
+NHWC activations, kernels (kh, kw, in, out), 'same' padding putting the odd extra row/column at
+the bottom/right, max-pool ties going to the first position of the window in row-major order.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def keras_padding(size: int, k: int, stride: int, padding: str):
+    """(out, pad_before, pad_after) of one spatial axis."""
+    if padding == "valid":
+        return (size - k) // stride + 1, 0, 0
+    out = -(-size // stride)
+    total = max((out - 1) * stride + k - size, 0)
+    return out, total // 2, total - total // 2
+
+
+def _strided(a, ky, kx, oh, ow, sh, sw):
+    return a[:, ky:ky + (oh - 1) * sh + 1:sh, kx:kx + (ow - 1) * sw + 1:sw, :]
+
+
+def conv2d_forward(x, w, b, strides=(1, 1), padding="valid", relu=False):
+    x = np.asarray(x, np.float64)
+    w = np.asarray(w, np.float64)
+    n, h, wd, c = x.shape
+    kh, kw, _, f = w.shape
+    sh, sw = strides
+    oh, pt, pb = keras_padding(h, kh, sh, padding)
+    ow, pl, pr = keras_padding(wd, kw, sw, padding)
+    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    y = np.zeros((n, oh, ow, f))
+    for ky in range(kh):
+        for kx in range(kw):
+            y += np.einsum("nhwc,cf->nhwf", _strided(xp, ky, kx, oh, ow, sh, sw), w[ky, kx])
+    y += np.asarray(b, np.float64)
+    return np.maximum(y, 0.0) if relu else y
+
+
+def conv2d_backward(x, w, y, dy, strides=(1, 1), padding="valid", relu=False):
+    """(dx, dw, db); y is the forward output (its sign masks dy when relu)."""
+    x = np.asarray(x, np.float64)
+    w = np.asarray(w, np.float64)
+    dy = np.asarray(dy, np.float64)
+    if relu:
+        dy = dy * (np.asarray(y) > 0)
+    n, h, wd, c = x.shape
+    kh, kw, _, f = w.shape
+    sh, sw = strides
+    oh, pt, pb = keras_padding(h, kh, sh, padding)
+    ow, pl, pr = keras_padding(wd, kw, sw, padding)
+    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    dxp = np.zeros_like(xp)
+    dw = np.zeros_like(w)
+    for ky in range(kh):
+        for kx in range(kw):
+            dw[ky, kx] = np.einsum("nhwc,nhwf->cf", _strided(xp, ky, kx, oh, ow, sh, sw), dy)
+            _strided(dxp, ky, kx, oh, ow, sh, sw)[...] += np.einsum("nhwf,cf->nhwc", dy, w[ky, kx])
+    dx = dxp[:, pt:pt + h, pl:pl + wd, :]
+    return dx, dw, dy.sum(axis=(0, 1, 2))
+
+
+def _pool_windows(x, pool, strides, padding):
+    x = np.asarray(x, np.float64)
+    n, h, wd, c = x.shape
+    ph, pw = pool
+    sh, sw = strides
+    oh, pt, pb = keras_padding(h, ph, sh, padding)
+    ow, pl, pr = keras_padding(wd, pw, sw, padding)
+    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=-np.inf)
+    stack = np.stack([_strided(xp, ky, kx, oh, ow, sh, sw) for ky in range(ph) for kx in range(pw)])
+    return xp, stack, (oh, ow, pt, pl)
+
+
+def maxpool2d_forward(x, pool=(2, 2), strides=None, padding="valid"):
+    strides = strides or pool
+    _, stack, _ = _pool_windows(x, pool, strides, padding)
+    return stack.max(axis=0)
+
+
+def maxpool2d_backward(x, dy, pool=(2, 2), strides=None, padding="valid"):
+    strides = strides or pool
+    n, h, wd, c = np.shape(x)
+    xp, stack, (oh, ow, pt, pl) = _pool_windows(x, pool, strides, padding)
+    first = stack.argmax(axis=0)  # the first maximal position in row-major window order
+    dxp = np.zeros_like(xp)
+    for i, (ky, kx) in enumerate((ky, kx) for ky in range(pool[0]) for kx in range(pool[1])):
+        _strided(dxp, ky, kx, oh, ow, strides[0], strides[1])[...] += np.where(first == i, dy, 0.0)
+    return dxp[:, pt:pt + h, pl:pl + wd, :]
+
+
+def dense_forward(x, w, b, relu=False):
+    y = np.asarray(x, np.float64) @ np.asarray(w, np.float64) + np.asarray(b, np.float64)
+    return np.maximum(y, 0.0) if relu else y
+
+
+def dense_backward(x, w, y, dy, relu=False):
+    dy = np.asarray(dy, np.float64)
+    if relu:
+        dy = dy * (np.asarray(y) > 0)
+    return dy @ np.asarray(w, np.float64).T, np.asarray(x, np.float64).T @ dy, dy.sum(axis=0)
+
+
+def softmax(x):
+    x = np.asarray(x, np.float64)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def softmax_xent(logits, target_onehot):
+    """(loss_sum, correct, dlogits with grad_scale 1)."""
+    z = np.asarray(logits, np.float64)
+    t = np.asarray(target_onehot, np.float64)
+    lse = np.log(np.exp(z - z.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True)) + z.max(axis=1, keepdims=True)
+    loss = -(t * (z - lse)).sum()
+    correct = float((z.argmax(axis=1) == t.argmax(axis=1)).sum())
+    return loss, correct, softmax(z) - t
+
+
+def adam(p, g, m, v, lr, b1, b2, eps, t):
+    """Keras' Adam: alpha = lr*sqrt(1-b2^t)/(1-b1^t), eps added to sqrt(v)."""
+    m = b1 * m + (1 - b1) * g
+    v = b2 * v + (1 - b2) * g * g
+    alpha = lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t)
+    return p - alpha * m / (np.sqrt(v) + eps), m, v
+
+
+def sgd(p, g, vel, lr, momentum, nesterov):
+    """Keras' SGD: velocity = momentum*velocity - lr*g; p += velocity (Nesterov: momentum*velocity - lr*g)."""
+    if momentum == 0:
+        return p - lr * g, vel
+    vel = momentum * vel - lr * g
+    return (p + momentum * vel - lr * g if nesterov else p + vel), vel

@@ -1,0 +1,110 @@
+"""`import hpcnn` on a node without a GPU driver, build_info(), and the thread-count defaults.
+
+Imports that depend on the environment run in a subprocess (the thread pool reads its default
+once, at first use).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import hpcnn
+from hpcnn import _core
+
+BUILD_INFO_KEYS = ("version", "compiler", "blas_vendor", "blas_library", "threading", "hdf5_version", "cuda",
+                   "cuda_version", "cudnn_version", "cublas_version", "cuda_archs")
+
+# Drop variables that would decide the thread count before the one a test sets.
+_THREAD_VARS = ("SLURM_CPUS_PER_TASK", "OMP_NUM_THREADS")
+
+
+def run_python(code, env_extra=None, prefix=()):
+    env = {k: v for k, v in os.environ.items() if k not in _THREAD_VARS}
+    env.update(env_extra or {})
+    out = subprocess.run([*prefix, sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_import_and_build_info():
+    info = hpcnn.build_info()
+    for key in BUILD_INFO_KEYS:
+        assert key in info, key
+    assert info["version"] == hpcnn.__version__
+    assert info["blas_vendor"] and info["blas_library"]
+    assert "reference" not in info["blas_library"].lower() or "openblas" in info["blas_library"].lower()
+    assert isinstance(info["cuda"], bool)
+    if info["cuda"]:
+        for key in ("cuda_version", "cudnn_version", "cublas_version", "cuda_archs"):
+            assert info[key], key
+
+
+@pytest.mark.skipif(os.environ.get("HPCNN_EXPECT_CUDA") != "1", reason="HPCNN_EXPECT_CUDA=1 not set (CI sets it)")
+def test_cuda_backend_did_not_drop_out():
+    assert hpcnn.build_info()["cuda"] is True, "CUDA backend expected (HPCNN_EXPECT_CUDA=1) but not compiled"
+
+
+def _no_gpu_here():
+    return not _core.cuda_devices()
+
+
+@pytest.mark.skipif(not _no_gpu_here(), reason="a GPU is usable here")
+def test_gpu_op_without_gpu_raises_with_reason():
+    reason = _core.cuda_unavailable_reason()
+    assert reason
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(RuntimeError) as e:
+        _core.ops.relu_forward(x, device="gpu")
+    assert reason[:40] in str(e.value), (reason, str(e.value))
+
+
+@pytest.mark.parametrize("visible", ["", "NoDevFiles"])
+def test_import_with_no_visible_devices(visible):
+    code = ("import json, hpcnn; from hpcnn import _core; "
+            "print(json.dumps([hpcnn.build_info()['cuda'], _core.cuda_unavailable_reason(), len(_core.cuda_devices())]))")
+    cuda, reason, ndev = json.loads(run_python(code, {"CUDA_VISIBLE_DEVICES": visible}))
+    assert ndev == 0
+    assert reason
+    if cuda:  # the CUDA backend is there: the reason must name the cause a Slurm user can act on
+        assert "CUDA_VISIBLE_DEVICES" in reason or "NoDevFiles" in reason or "driver" in reason, reason
+    else:
+        assert "without the CUDA backend" in reason
+
+
+def test_threads_from_slurm():
+    assert run_python("import hpcnn; print(hpcnn.get_num_threads())", {"SLURM_CPUS_PER_TASK": "3"}) == "3"
+
+
+def test_slurm_wins_over_omp():
+    out = run_python("import hpcnn; print(hpcnn.get_num_threads())", {"SLURM_CPUS_PER_TASK": "3", "OMP_NUM_THREADS": "5"})
+    assert out == "3"
+
+
+def test_threads_from_omp():
+    assert run_python("import hpcnn; print(hpcnn.get_num_threads())", {"OMP_NUM_THREADS": "5"}) == "5"
+
+
+@pytest.mark.skipif(shutil.which("taskset") is None, reason="taskset not installed")
+def test_threads_from_affinity():
+    assert run_python("import hpcnn; print(hpcnn.get_num_threads())", prefix=("taskset", "-c", "0")) == "1"
+
+
+def test_set_num_threads():
+    before = hpcnn.get_num_threads()
+    try:
+        hpcnn.set_num_threads(3)
+        assert hpcnn.get_num_threads() == 3
+        with pytest.raises(ValueError, match="set_num_threads"):
+            hpcnn.set_num_threads(0)
+        assert hpcnn.get_num_threads() == 3
+    finally:
+        hpcnn.set_num_threads(before)
+
+
