@@ -225,7 +225,9 @@ def write_hdf5(path, arrays: Dict[str, np.ndarray], chunk_rows: Optional[int] = 
 
     chunk_rows=None picks whole rows, about 1 MiB per chunk (e.g. 341 CIFAR-10 images);
     compression 'gzip' (level 0..9, with the byte-shuffle filter for multi-byte types) or None
-    (contiguous unless chunk_rows is given). An existing file at `path` is replaced.
+    (contiguous unless chunk_rows is given). Gzip chunks are compressed in parallel on hpcnn's
+    threads (libdeflate when available) and stored with HDF5's raw-chunk API; any HDF5 reader
+    (h5py included) reads them. An existing file at `path` is replaced.
     """
     path = os.fspath(path)
     if not isinstance(arrays, dict) or not arrays:
