@@ -117,3 +117,11 @@ def test_parallel_gzip_chunks_mixed_compressibility(tmp_path, dtype):
     if dtype == np.uint8:
         assert masks == {0, 1}  # random bytes: deflate skipped for those chunks, as HDF5 does
     np.testing.assert_array_equal(data.read_dataset(p, "x"), x.astype(np.int64) if dtype == np.int64 else x)
+
+
+def test_failure_midway_removes_the_temporary(tmp_path):
+    p = str(tmp_path / "w.h5")
+    # 'a' is a dataset, so 'a/b' cannot be created inside it: HDF5 fails after the file exists.
+    with pytest.raises(ValueError, match=r"'a/b'"):
+        data.write_hdf5(p, {"a": np.zeros((50, 3)), "a/b": np.ones(2)})
+    assert os.listdir(tmp_path) == []
