@@ -1,5 +1,7 @@
 """hpcnn.data.HDF5Dataset: round trips in every layout, shuffling, streaming, prefetch, repr."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -434,3 +436,15 @@ def test_streaming_reads_the_next_window_ahead(tmp_path):
         ids += row_ids(xb)
     assert sorted(ids) == list(range(n))
     assert 40 <= ds.stats["blocks_read"] <= 44  # nothing read twice (+ the next epoch's warm-up)
+
+
+def test_close_and_context_manager(tmp_path):
+    p = write(tmp_path / "d.h5", indexed_images(20), np.zeros(20, np.uint8))
+    with data.HDF5Dataset(p, batch_size=8) as ds:
+        assert len(ds) == 3
+    assert "closed" in repr(ds)
+    with pytest.raises(ValueError, match="closed"):
+        len(ds)
+    with pytest.raises(ValueError, match="closed"):
+        next(iter(ds.epoch_batches(0)))
+    os.remove(p)  # the file is no longer held open
