@@ -105,8 +105,12 @@ void Loader::warm_async(long long epoch) {
   warm_ = std::thread([this, epoch] {
     try {
       std::lock_guard<std::mutex> lock(mutex_);
-      const EpochPlan& p = plan(epoch);
-      if (!p.windows.empty()) ensure_blocks(p.windows[0]);
+      // Too late when a producer has already started this epoch: loading its first window again
+      // would only evict the blocks it is working on.
+      if (filled_epoch_ != epoch) {
+        const EpochPlan& p = plan(epoch);
+        if (!p.windows.empty()) ensure_blocks(p.windows[0]);
+      }
     } catch (...) {
       // fill_batch meets the same error and reports it to the consumer.
     }
@@ -214,6 +218,7 @@ void Loader::fill_batch(long long epoch, long long i, float* x_out, void* y_out)
   HPCNN_CHECK_ARG(epoch >= 0, "epoch must be >= 0, got ", epoch);
   std::lock_guard<std::mutex> lock(mutex_);
   const EpochPlan& p = plan(epoch);
+  filled_epoch_ = epoch;
   const long long b = opt_.batch_size, p0 = i * b, n = batch_rows(i);
   const long long br = x_->block_rows();
   std::vector<long long> needed;
