@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "core/thread_pool.h"
+#include "data/dynamic_for.h"
 #include "ops/elementwise.h"
 
 namespace hpcnn::data {
@@ -237,7 +238,7 @@ void Loader::fill_batch(long long epoch, long long i, float* x_out, void* y_out)
   const float* sh = shift_row_.data();
   const bool u8 = x_->info().kind == ElemKind::U8;
   auto t0 = std::chrono::steady_clock::now();
-  parallel_for(n, [&](long long k0, long long k1, int) {
+  dynamic_for(n, 8, [&](long long k0, long long k1) {
     for (long long k = k0; k < k1; ++k) {
       float* __restrict__ y = x_out + k * elems;
       if (u8) {
@@ -248,7 +249,7 @@ void Loader::fill_batch(long long epoch, long long i, float* x_out, void* y_out)
         for (long long e = 0; e < elems; ++e) y[e] = x[e] * sc[e] + sh[e];
       }
     }
-  }, 8);
+  });
   decode_seconds_.store(decode_seconds_.load() +
                         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 

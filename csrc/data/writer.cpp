@@ -10,6 +10,7 @@
 
 #include "core/errors.h"
 #include "core/thread_pool.h"
+#include "data/dynamic_for.h"
 #include "data/h5.h"
 #include "data/inflate.h"
 
@@ -73,7 +74,7 @@ void write_chunks_parallel(hid_t dset, const ArrayToWrite& a, long long chunk_ro
     out.assign(g1 - g0, {});
     mask.assign(g1 - g0, 0);
     h5lock.unlock();  // the pool compresses; HDF5 stays free for other threads meanwhile
-    parallel_for(g1 - g0, [&](long long k0, long long k1, int) {
+    dynamic_for(g1 - g0, 1, [&](long long k0, long long k1) {
       std::vector<uint8_t> padded, shuffled;
       for (long long k = k0; k < k1; ++k) {
         const long long c = g0 + k, r0 = c * chunk_rows, nr = std::min(chunk_rows, rows - r0);
