@@ -233,6 +233,7 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--epochs", type=int, default=3, help="epochs timed back to back per streaming mode")
     ap.add_argument("--skip-overlap", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1, help="alternate (a) and (b) this many times (median ratio)")
     args = ap.parse_args(argv)
 
     rng = np.random.default_rng(0)
@@ -316,6 +317,18 @@ def main(argv=None):
         print(f"slowest hpcnn mode / training rate: {worst / train_rate:.1f}x (target >= 10x)")
     best_b = [r for l, r in results if l.startswith("(b)")][0]
     print(f"(b) / (a) = {best_b / rate_a:.1f}x (target >= 30x)")
+    if args.repeat > 1:
+        # On a shared machine one pair is noisy: alternate (a) and (b) and take the median ratio.
+        ratios = []
+        for _ in range(args.repeat):
+            n, t_a, _ = time_generator(tut, args.batch)
+            t0 = time.perf_counter()
+            ds = hdata.HDF5Dataset(tut, batch_size=args.batch, seed=1, one_hot=10, cache="none")
+            nb = sum(time_hpcnn(ds, e)[0] for e in range(args.epochs))
+            r_b = nb / (time.perf_counter() - t0)
+            ratios.append(r_b / (n / t_a))
+            print(f"  pair: (a) {n / t_a:.0f} img/s, (b) {r_b:.0f} img/s, ratio {ratios[-1]:.1f}x")
+        print(f"(b) / (a), median of {args.repeat} alternating pairs: {sorted(ratios)[len(ratios) // 2]:.1f}x")
     for p in (tut, own):
         os.remove(p)
 
