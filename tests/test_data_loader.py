@@ -429,7 +429,10 @@ def test_streaming_reads_the_next_window_ahead(tmp_path):
     assert ds.stats["window_blocks"] == 4
     it = ds.epoch_batches(0)
     ids = row_ids(next(it)[0])
-    time.sleep(0.3)  # a slow training step: the producer's queue is full, it reads ahead
+    # A slow training step: the producer's queue is full, so it reads the next window ahead.
+    deadline = time.monotonic() + 10
+    while ds.stats["blocks_read"] <= 4 and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert ds.stats["blocks_read"] > 4  # more than window 0 is in
     assert ds.stats["peak_cached_bytes"] <= 2 * 4 * 9600
     for xb, _ in it:
