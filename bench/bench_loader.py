@@ -233,6 +233,7 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--epochs", type=int, default=3, help="epochs timed back to back per streaming mode")
     ap.add_argument("--skip-overlap", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1, help="alternate (a) and (b) this many times (median ratio)")
     args = ap.parse_args(argv)
 
     rng = np.random.default_rng(0)
@@ -242,15 +243,21 @@ def main(argv=None):
     xv, yv = x[:nv].copy(), y[:nv].copy()
     tut = os.path.join(args.dir, f"bench_tutorial_{args.data}_{args.rows}.hdf5")
     own = os.path.join(args.dir, f"bench_hpcnn_{args.data}_{args.rows}.hdf5")
+    t0 = time.perf_counter()
     write_tutorial_file(tut, x, y, xv, yv)
+    t_tut = time.perf_counter() - t0
+    t0 = time.perf_counter()
     hdata.write_hdf5(own, {"x_train": x, "y_train": y, "x_valid": xv, "y_valid": yv})
+    t_own = time.perf_counter() - t0
     info_t = hdata.dataset_info(tut, "x_train")
     info_o = hdata.dataset_info(own, "x_train")
     print(f"hpcnn {hpcnn.__version__}, threads={hpcnn.get_num_threads()}, inflate={_core.data.inflate_library()}, "
           f"cpus={os.cpu_count()}")
     print(f"data={args.data}, rows={args.rows}, batch={args.batch}; raw {x.nbytes / 1e6:.1f} MB")
-    print(f"tutorial file: chunks={info_t['chunks']}, {os.path.getsize(tut) / 1e6:.1f} MB on disk")
-    print(f"write_hdf5 file: chunks={info_o['chunks']}, {os.path.getsize(own) / 1e6:.1f} MB on disk")
+    print(f"tutorial file: chunks={info_t['chunks']}, {os.path.getsize(tut) / 1e6:.1f} MB on disk, "
+          f"written by h5py in {t_tut:.2f} s")
+    print(f"write_hdf5 file: chunks={info_o['chunks']}, {os.path.getsize(own) / 1e6:.1f} MB on disk, "
+          f"written in {t_own:.2f} s (gzip 4, parallel)")
 
     n, t_epoch, t_batches = time_generator(tut, args.batch)
     rate_a = n / t_epoch
@@ -310,6 +317,18 @@ def main(argv=None):
         print(f"slowest hpcnn mode / training rate: {worst / train_rate:.1f}x (target >= 10x)")
     best_b = [r for l, r in results if l.startswith("(b)")][0]
     print(f"(b) / (a) = {best_b / rate_a:.1f}x (target >= 30x)")
+    if args.repeat > 1:
+        # On a shared machine one pair is noisy: alternate (a) and (b) and take the median ratio.
+        ratios = []
+        for _ in range(args.repeat):
+            n, t_a, _ = time_generator(tut, args.batch)
+            t0 = time.perf_counter()
+            ds = hdata.HDF5Dataset(tut, batch_size=args.batch, seed=1, one_hot=10, cache="none")
+            nb = sum(time_hpcnn(ds, e)[0] for e in range(args.epochs))
+            r_b = nb / (time.perf_counter() - t0)
+            ratios.append(r_b / (n / t_a))
+            print(f"  pair: (a) {n / t_a:.0f} img/s, (b) {r_b:.0f} img/s, ratio {ratios[-1]:.1f}x")
+        print(f"(b) / (a), median of {args.repeat} alternating pairs: {sorted(ratios)[len(ratios) // 2]:.1f}x")
     for p in (tut, own):
         os.remove(p)
 

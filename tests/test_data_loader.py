@@ -1,5 +1,7 @@
 """hpcnn.data.HDF5Dataset: round trips in every layout, shuffling, streaming, prefetch, repr."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -427,10 +429,25 @@ def test_streaming_reads_the_next_window_ahead(tmp_path):
     assert ds.stats["window_blocks"] == 4
     it = ds.epoch_batches(0)
     ids = row_ids(next(it)[0])
-    time.sleep(0.3)  # a slow training step: the producer's queue is full, it reads ahead
+    # A slow training step: the producer's queue is full, so it reads the next window ahead.
+    deadline = time.monotonic() + 10
+    while ds.stats["blocks_read"] <= 4 and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert ds.stats["blocks_read"] > 4  # more than window 0 is in
     assert ds.stats["peak_cached_bytes"] <= 2 * 4 * 9600
     for xb, _ in it:
         ids += row_ids(xb)
     assert sorted(ids) == list(range(n))
     assert 40 <= ds.stats["blocks_read"] <= 44  # nothing read twice (+ the next epoch's warm-up)
+
+
+def test_close_and_context_manager(tmp_path):
+    p = write(tmp_path / "d.h5", indexed_images(20), np.zeros(20, np.uint8))
+    with data.HDF5Dataset(p, batch_size=8) as ds:
+        assert len(ds) == 3
+    assert "closed" in repr(ds)
+    with pytest.raises(ValueError, match="closed"):
+        len(ds)
+    with pytest.raises(ValueError, match="closed"):
+        next(iter(ds.epoch_batches(0)))
+    os.remove(p)  # the file is no longer held open

@@ -12,6 +12,7 @@ std::recursive_mutex& h5_mutex() {
 void h5_quiet() {
   thread_local bool done = false;
   if (!done) {
+    H5Lock lock(h5_mutex());
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     done = true;
   }
@@ -30,6 +31,7 @@ herr_t collect(unsigned n, const H5E_error2_t* e, void* out) {
 }  // namespace
 
 std::string h5_error_text() {
+  H5Lock lock(h5_mutex());
   std::string text;
   // Walk upward: the outermost call's message (e.g. "unable to open file") first, the root cause last.
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, collect, &text);

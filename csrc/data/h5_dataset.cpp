@@ -9,6 +9,7 @@
 
 #include "core/errors.h"
 #include "core/thread_pool.h"
+#include "data/dynamic_for.h"
 #include "data/inflate.h"
 
 namespace hpcnn::data {
@@ -379,7 +380,7 @@ void H5Dataset::decode_group(const std::vector<long long>& blocks, const std::ve
     if (i >= 0) order.push_back(i);
   std::sort(order.rbegin(), order.rend());
   std::vector<const uint8_t*> dec(ntasks);
-  parallel_for(static_cast<long long>(ntasks), [&](long long t0_, long long t1_, int) {
+  dynamic_for(static_cast<long long>(ntasks), 1, [&](long long t0_, long long t1_) {
     std::vector<uint8_t> tmp;
     for (long long t = t0_; t < t1_; ++t) {
       std::vector<uint8_t>& out = decoded_[t];
@@ -429,7 +430,7 @@ void H5Dataset::decode_group(const std::vector<long long>& blocks, const std::ve
   const std::vector<RawGeometry::Run>& runs = geo_.runs;
   std::vector<long long> row_start(blocks.size() + 1, 0);
   for (size_t bi = 0; bi < blocks.size(); ++bi) row_start[bi + 1] = row_start[bi] + rows_in_block(blocks[bi]);
-  parallel_for(row_start.back(), [&](long long q0, long long q1, int) {
+  dynamic_for(row_start.back(), 64, [&](long long q0, long long q1) {
     size_t bi = std::upper_bound(row_start.begin(), row_start.end(), q0) - row_start.begin() - 1;
     for (long long q = q0; q < q1; ++q) {
       while (q >= row_start[bi + 1]) ++bi;
@@ -443,7 +444,7 @@ void H5Dataset::decode_group(const std::vector<long long>& blocks, const std::ve
         else std::memcpy(out + u.dst, src, u.len);
       }
     }
-  }, 16);
+  });
   add(scatter_seconds_, now_s() - t2);
 }
 

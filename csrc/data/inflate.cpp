@@ -34,6 +34,28 @@ std::string inflate_zlib(const uint8_t* in, size_t in_size, uint8_t* out, size_t
   }
 }
 const char* inflate_library() { return "libdeflate"; }
+
+namespace {
+struct FreeCompressor {
+  void operator()(libdeflate_compressor* c) const { libdeflate_free_compressor(c); }
+};
+}  // namespace
+
+bool deflate_zlib(const uint8_t* in, size_t size, int level, std::vector<uint8_t>& out) {
+  thread_local int have_level = -1;
+  thread_local std::unique_ptr<libdeflate_compressor, FreeCompressor> c;
+  if (!c || have_level != level) {
+    c.reset(libdeflate_alloc_compressor(level));
+    if (!c) throw OutOfMemory(cat("libdeflate_alloc_compressor(", level, ") failed"));
+    have_level = level;
+  }
+  if (size < 8) return false;
+  out.resize(size - 1);  // only a strictly smaller result is worth storing
+  size_t n = libdeflate_zlib_compress(c.get(), in, size, out.data(), out.size());
+  if (n == 0) return false;
+  out.resize(n);
+  return true;
+}
 #else
 std::string inflate_zlib(const uint8_t* in, size_t in_size, uint8_t* out, size_t out_size) {
   uLongf got = static_cast<uLongf>(out_size);
@@ -45,7 +67,31 @@ std::string inflate_zlib(const uint8_t* in, size_t in_size, uint8_t* out, size_t
   return cat("zlib error ", r);
 }
 const char* inflate_library() { return "zlib"; }
+
+bool deflate_zlib(const uint8_t* in, size_t size, int level, std::vector<uint8_t>& out) {
+  uLongf n = compressBound(static_cast<uLong>(size));
+  out.resize(n);
+  int r = compress2(out.data(), &n, in, static_cast<uLong>(size), level);
+  if (r == Z_MEM_ERROR) throw OutOfMemory("zlib compress2: out of memory");
+  if (r != Z_OK || n >= size) return false;
+  out.resize(n);
+  return true;
+}
 #endif
+
+void shuffle(const uint8_t* in, size_t size, size_t elem_size, uint8_t* out) {
+  if (elem_size <= 1) {
+    std::memcpy(out, in, size);
+    return;
+  }
+  size_t n = size / elem_size;
+  for (size_t b = 0; b < elem_size; ++b) {
+    uint8_t* dst = out + b * n;
+    for (size_t i = 0; i < n; ++i) dst[i] = in[i * elem_size + b];
+  }
+  size_t done = n * elem_size;
+  std::memcpy(out + done, in + done, size - done);
+}
 
 void unshuffle(const uint8_t* in, size_t size, size_t elem_size, uint8_t* out) {
   if (elem_size <= 1) {

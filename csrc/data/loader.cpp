@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "core/thread_pool.h"
+#include "data/dynamic_for.h"
 #include "ops/elementwise.h"
 
 namespace hpcnn::data {
@@ -105,8 +106,12 @@ void Loader::warm_async(long long epoch) {
   warm_ = std::thread([this, epoch] {
     try {
       std::lock_guard<std::mutex> lock(mutex_);
-      const EpochPlan& p = plan(epoch);
-      if (!p.windows.empty()) ensure_blocks(p.windows[0]);
+      // Too late when a producer has already started this epoch: loading its first window again
+      // would only evict the blocks it is working on.
+      if (filled_epoch_ != epoch) {
+        const EpochPlan& p = plan(epoch);
+        if (!p.windows.empty()) ensure_blocks(p.windows[0]);
+      }
     } catch (...) {
       // fill_batch meets the same error and reports it to the consumer.
     }
@@ -214,6 +219,7 @@ void Loader::fill_batch(long long epoch, long long i, float* x_out, void* y_out)
   HPCNN_CHECK_ARG(epoch >= 0, "epoch must be >= 0, got ", epoch);
   std::lock_guard<std::mutex> lock(mutex_);
   const EpochPlan& p = plan(epoch);
+  filled_epoch_ = epoch;
   const long long b = opt_.batch_size, p0 = i * b, n = batch_rows(i);
   const long long br = x_->block_rows();
   std::vector<long long> needed;
@@ -232,7 +238,7 @@ void Loader::fill_batch(long long epoch, long long i, float* x_out, void* y_out)
   const float* sh = shift_row_.data();
   const bool u8 = x_->info().kind == ElemKind::U8;
   auto t0 = std::chrono::steady_clock::now();
-  parallel_for(n, [&](long long k0, long long k1, int) {
+  dynamic_for(n, 8, [&](long long k0, long long k1) {
     for (long long k = k0; k < k1; ++k) {
       float* __restrict__ y = x_out + k * elems;
       if (u8) {
@@ -243,7 +249,7 @@ void Loader::fill_batch(long long epoch, long long i, float* x_out, void* y_out)
         for (long long e = 0; e < elems; ++e) y[e] = x[e] * sc[e] + sh[e];
       }
     }
-  }, 8);
+  });
   decode_seconds_.store(decode_seconds_.load() +
                         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 

@@ -107,6 +107,7 @@ class Loader {
   std::thread warm_;
   std::atomic<bool> warming_{false};
   long long plan_epoch_ = -1;
+  long long filled_epoch_ = -1;     // the epoch fill_batch last served (a warm-up for it is moot)
   EpochPlan plan_;
   std::unordered_map<long long, std::vector<uint8_t>> cache_;  // block id -> stored bytes
   std::list<long long> lru_;                                  // most recent first

@@ -3,12 +3,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdio>
 #include <random>
 #include <set>
 
 #include "core/errors.h"
+#include "core/thread_pool.h"
+#include "data/dynamic_for.h"
 #include "data/h5.h"
+#include "data/inflate.h"
 
 namespace hpcnn::data {
 
@@ -45,7 +49,64 @@ hid_t native_type(const ArrayToWrite& a) {
                        "-byte)"));
 }
 
+// Gzip chunks compressed in parallel on hpcnn's pool, written with H5Dwrite_chunk on this thread
+// (HDF5's own H5Dwrite would compress them one by one). A chunk is whole rows, so its bytes are
+// contiguous in the array; the last one is padded with zeros to the full chunk (HDF5 stores edge
+// chunks whole). The pipeline is [shuffle,] deflate, as set on the dataset; a chunk that deflate
+// cannot shrink is stored with deflate's bit in the filter mask, as HDF5 does.
+void write_chunks_parallel(hid_t dset, const ArrayToWrite& a, long long chunk_rows, const WriteOptions& opt,
+                           const std::string& path, std::unique_lock<std::recursive_mutex>& h5lock) {
+  const int rank = static_cast<int>(a.shape.size());
+  long long row_elems = 1;
+  for (int d = 1; d < rank; ++d) row_elems *= a.shape[d];
+  const size_t row_bytes = static_cast<size_t>(row_elems) * a.elem_size;
+  const size_t chunk_bytes = static_cast<size_t>(chunk_rows) * row_bytes;
+  const long long rows = a.shape[0], nchunks = (rows + chunk_rows - 1) / chunk_rows;
+  const bool shuf = opt.shuffle && a.elem_size > 1;
+  const uint32_t deflate_bit = shuf ? 2u : 1u;  // filter index 1 after shuffle, else 0
+  const long long per_group = std::max<long long>(2 * get_num_threads(),
+                                                  static_cast<long long>((size_t(32) << 20) / std::max<size_t>(1, chunk_bytes)));
+  const auto* src = static_cast<const uint8_t*>(a.data);
+  std::vector<std::vector<uint8_t>> out;
+  std::vector<uint32_t> mask;
+  for (long long g0 = 0; g0 < nchunks; g0 += per_group) {
+    const long long g1 = std::min(nchunks, g0 + per_group);
+    out.assign(g1 - g0, {});
+    mask.assign(g1 - g0, 0);
+    h5lock.unlock();  // the pool compresses; HDF5 stays free for other threads meanwhile
+    dynamic_for(g1 - g0, 1, [&](long long k0, long long k1) {
+      std::vector<uint8_t> padded, shuffled;
+      for (long long k = k0; k < k1; ++k) {
+        const long long c = g0 + k, r0 = c * chunk_rows, nr = std::min(chunk_rows, rows - r0);
+        const uint8_t* in = src + static_cast<size_t>(r0) * row_bytes;
+        if (nr < chunk_rows) {
+          padded.assign(chunk_bytes, 0);
+          std::memcpy(padded.data(), in, static_cast<size_t>(nr) * row_bytes);
+          in = padded.data();
+        }
+        if (shuf) {
+          shuffled.resize(chunk_bytes);
+          shuffle(in, chunk_bytes, a.elem_size, shuffled.data());
+          in = shuffled.data();
+        }
+        if (!deflate_zlib(in, chunk_bytes, opt.level, out[k])) {
+          out[k].assign(in, in + chunk_bytes);
+          mask[k] = deflate_bit;
+        }
+      }
+    });
+    h5lock.lock();
+    std::vector<hsize_t> off(rank, 0);
+    for (long long k = 0; k < g1 - g0; ++k) {
+      off[0] = static_cast<hsize_t>((g0 + k) * chunk_rows);
+      h5_check(H5Dwrite_chunk(dset, H5P_DEFAULT, mask[k], off.data(), out[k].size(), out[k].data()),
+               cat("write_hdf5: cannot write a chunk of dataset '", a.name, "' to '", path, "'"));
+    }
+  }
+}
+
 void write_one(hid_t file, const ArrayToWrite& a, const WriteOptions& opt, const std::string& path) {
+  std::unique_lock<std::recursive_mutex> h5lock(h5_mutex());
   const int rank = static_cast<int>(a.shape.size());
   std::vector<hsize_t> dims(a.shape.begin(), a.shape.end());
   H5Id space = h5_own(rank == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(rank, dims.data(), nullptr), H5Sclose,
@@ -54,17 +115,21 @@ void write_one(hid_t file, const ArrayToWrite& a, const WriteOptions& opt, const
   const bool compress = opt.compression == "gzip";
   long long n = 1;
   for (auto d : a.shape) n *= d;
+  long long chunk_rows = 0;
+  bool parallel_chunks = false;
   if (rank >= 1 && n > 0 && (compress || opt.chunk_rows > 0)) {
     long long row_elems = 1;
     for (int d = 1; d < rank; ++d) row_elems *= a.shape[d];
     long long cr = opt.chunk_rows > 0 ? std::min(opt.chunk_rows, a.shape[0])
                                       : default_chunk_rows(a.shape[0], static_cast<size_t>(row_elems) * a.elem_size);
+    chunk_rows = std::max(1LL, cr);
     std::vector<hsize_t> chunk(dims);
-    chunk[0] = static_cast<hsize_t>(std::max(1LL, cr));
+    chunk[0] = static_cast<hsize_t>(chunk_rows);
     h5_check(H5Pset_chunk(dcpl.get(), rank, chunk.data()), cat("write_hdf5: chunk shape for '", a.name, "'"));
     if (compress) {
       if (opt.shuffle && a.elem_size > 1) h5_check(H5Pset_shuffle(dcpl.get()), "H5Pset_shuffle");
       h5_check(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(opt.level)), "H5Pset_deflate");
+      parallel_chunks = true;  // whole-row chunks: compress them on hpcnn's threads
     }
   }
   // Intermediate groups ("train/x") are created as needed.
@@ -73,7 +138,9 @@ void write_one(hid_t file, const ArrayToWrite& a, const WriteOptions& opt, const
   hid_t type = native_type(a);
   H5Id dset = h5_own(H5Dcreate2(file, a.name.c_str(), type, space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT),
                      H5Dclose, cat("write_hdf5: cannot create dataset '", a.name, "' in '", path, "'"));
-  if (n > 0)
+  if (n > 0 && parallel_chunks)
+    write_chunks_parallel(dset.get(), a, chunk_rows, opt, path, h5lock);
+  else if (n > 0)
     h5_check(H5Dwrite(dset.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, a.data),
              cat("write_hdf5: cannot write dataset '", a.name, "' to '", path, "'"));
   if (!dset.close()) throw BackendError(cat("write_hdf5: closing dataset '", a.name, "' failed: ", h5_error_text()));
@@ -82,7 +149,6 @@ void write_one(hid_t file, const ArrayToWrite& a, const WriteOptions& opt, const
 }  // namespace
 
 void write_hdf5(const std::string& path, const std::vector<ArrayToWrite>& arrays, const WriteOptions& opt) {
-  H5Lock lock(h5_mutex());
   h5_quiet();
   HPCNN_CHECK_ARG(!path.empty(), "write_hdf5: empty path");
   HPCNN_CHECK_ARG(!arrays.empty(), "write_hdf5: no arrays to write to '", path, "'");
@@ -107,8 +173,12 @@ void write_hdf5(const std::string& path, const std::vector<ArrayToWrite>& arrays
     }
   } guard{tmp};
   {
-    H5Id file = h5_own(H5Fcreate(tmp.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
-                       cat("write_hdf5: cannot create '", tmp, "' (does the directory exist and is it writable?)"));
+    H5Id file;
+    {
+      H5Lock lock(h5_mutex());
+      file = h5_own(H5Fcreate(tmp.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
+                    cat("write_hdf5: cannot create '", tmp, "' (does the directory exist and is it writable?)"));
+    }
     for (auto& a : arrays) write_one(file.get(), a, opt, path);
     if (!file.close()) throw BackendError(cat("write_hdf5: closing '", tmp, "' failed (disk full?): ", h5_error_text()));
   }

@@ -1,4 +1,5 @@
-// Writing NumPy arrays to an HDF5 file with the C API, atomically: everything goes to a temporary
+// Writing NumPy arrays to an HDF5 file with the C API (gzip chunks compressed in parallel on
+// hpcnn's pool, stored with H5Dwrite_chunk), atomically: everything goes to a temporary
 // file next to the target, which is renamed over the target only after HDF5 closed it without an
 // error. A failed or interrupted write never leaves a half-written output file.
 #pragma once

@@ -138,7 +138,7 @@ class HDF5Dataset:
     # ---------------------------------------------------------------- Keras Sequence protocol
     def __len__(self) -> int:
         """Batches per epoch."""
-        return len(self._loader)
+        return len(self._live())
 
     def __getitem__(self, i: int):
         """Batch i of the current epoch (random access; ``epoch_batches`` is the fast path)."""
@@ -147,7 +147,7 @@ class HDF5Dataset:
             i += n
         if not 0 <= i < n:
             raise IndexError(f"batch index {i} out of range for {n} batches")
-        return self._loader.batch(self._epoch, int(i))
+        return self._live().batch(self._epoch, int(i))
 
     def on_epoch_end(self) -> None:
         """Advance to the next epoch's order (the Keras Sequence hook)."""
@@ -171,7 +171,7 @@ class HDF5Dataset:
         """
         if int(epoch) < 0:
             raise ValueError(f"epoch must be >= 0, got {epoch}")
-        it = self._loader.epoch(int(epoch), self._prefetch, str(device))
+        it = self._live().epoch(int(epoch), self._prefetch, str(device))
         try:
             for batch in it:
                 yield batch
@@ -181,16 +181,16 @@ class HDF5Dataset:
     # ---------------------------------------------------------------- description
     @property
     def num_rows(self) -> int:
-        return self._loader.num_rows
+        return self._live().num_rows
 
     @property
     def x_shape(self) -> tuple:
         """Shape of one x row as delivered ((H, W, C), (H, W, 1) or (F,))."""
-        return tuple(self._loader.row_shape)
+        return tuple(self._live().row_shape)
 
     @property
     def num_classes(self) -> Optional[int]:
-        n = self._loader.num_classes
+        n = self._live().num_classes
         return n if n > 0 else None
 
     @property
@@ -200,23 +200,41 @@ class HDF5Dataset:
     @property
     def in_memory(self) -> bool:
         """Whether rows are cached in memory across epochs (cache='memory' or 'auto' that fits)."""
-        return self._loader.in_memory
+        return self._live().in_memory
 
     @property
     def info(self) -> dict:
         """Stored layout: {'x': {...shape, dtype, chunks, compression...}, 'y': {...} or None}."""
-        return {"x": self._loader.x_info, "y": self._loader.y_info}
+        return {"x": self._live().x_info, "y": self._live().y_info}
 
     @property
     def stats(self) -> dict:
         """Counters: row blocks read from the file so far, peak bytes cached, window size."""
-        l = self._loader
+        l = self._live()
         return {"blocks_read": l.blocks_read, "peak_cached_bytes": l.peak_cached_bytes,
                 "io_seconds": l.io_seconds, "inflate_seconds": l.inflate_seconds, "scatter_seconds": l.scatter_seconds, "decode_seconds": l.decode_seconds,
                 "block_rows": l.block_rows, "window_blocks": l.window_blocks, "raw_chunk_path": l.raw_chunk_path}
 
     def __repr__(self) -> str:
+        if self._loader is None:
+            return f"HDF5Dataset('{self._path}', closed)"
         return repr(self._loader)
+
+    # ---------------------------------------------------------------- lifetime
+    def close(self) -> None:
+        """Release the file and the cached rows (iterators already running keep theirs)."""
+        self._loader = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _live(self):
+        if self._loader is None:
+            raise ValueError(f"HDF5Dataset('{self._path}') is closed")
+        return self._loader
 
 
 def write_hdf5(path, arrays: Dict[str, np.ndarray], chunk_rows: Optional[int] = None,
@@ -225,7 +243,9 @@ def write_hdf5(path, arrays: Dict[str, np.ndarray], chunk_rows: Optional[int] = 
 
     chunk_rows=None picks whole rows, about 1 MiB per chunk (e.g. 341 CIFAR-10 images);
     compression 'gzip' (level 0..9, with the byte-shuffle filter for multi-byte types) or None
-    (contiguous unless chunk_rows is given). An existing file at `path` is replaced.
+    (contiguous unless chunk_rows is given). Gzip chunks are compressed in parallel on hpcnn's
+    threads (libdeflate when available) and stored with HDF5's raw-chunk API; any HDF5 reader
+    (h5py included) reads them. An existing file at `path` is replaced.
     """
     path = os.fspath(path)
     if not isinstance(arrays, dict) or not arrays:

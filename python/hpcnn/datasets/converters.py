@@ -209,6 +209,8 @@ def to_hdf5(out: str, train: Split, valid: Optional[Split] = None, chunk_rows: O
 
 def load_any(kind: str, src: str) -> Tuple[Split, Split]:
     """Read `src` as `kind` ('cifar10', 'mnist', 'fashion_mnist', 'npz', 'hdf5')."""
+    if not os.path.exists(src):
+        raise FileNotFoundError(f"'{src}' not found")
     if kind == "cifar10":
         return load_cifar10(src)
     if kind in ("mnist", "fashion_mnist", "idx"):
