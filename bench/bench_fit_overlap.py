@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Does loading show in a training step? The tutorial CNN trained with model.fit for one epoch
+(batch 250) from: (1) NumPy arrays already in memory, (2) the tutorial's own HDF5 file (h5py
+`chunks=True`, gzip) streamed with cache='none', (3) a file written by hpcnn.data.write_hdf5,
+streamed, (4) the tutorial's file cached in memory. Prints img/s and the step-time ratio to (1).
+Modes are interleaved over --rounds to spread machine noise.
+
+    python bench/bench_fit_overlap.py --rows 10000 --rounds 2
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_loader import make_images  # noqa: E402  (the same compressible images as the loader bench)
+
+import hpcnn  # noqa: E402
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rows", type=int, default=10000)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--dir", default=tempfile.gettempdir())
+    a = p.parse_args(argv)
+    import h5py  # only to write the tutorial's file exactly as the tutorial does
+    rng = np.random.default_rng(0)
+    x = make_images(a.rows, "smooth", rng)
+    y = rng.integers(0, 10, (a.rows, 1)).astype(np.uint8)
+    tut = os.path.join(a.dir, "overlap_tutorial.hdf5")
+    mine = os.path.join(a.dir, "overlap_hpcnn.hdf5")
+    with h5py.File(tut, "w") as hf:
+        hf.create_dataset("x_train", data=x, shape=x.shape, compression="gzip", chunks=True)
+        hf.create_dataset("y_train", data=y, shape=y.shape, compression="gzip", chunks=True)
+    hpcnn.data.write_hdf5(mine, {"x_train": x, "y_train": y})
+    xf = x.astype(np.float32) / 255.0
+    yi = y.ravel().astype(np.int32)
+
+    def run(mode: str) -> float:
+        m = hpcnn.models.tutorial_cnn(seed=0)
+        m.compile("adam", "sparse_categorical_crossentropy", ["accuracy"])
+        m.train_on_batch(xf[:250], yi[:250])  # warm the buffers
+        if mode == "memory arrays":
+            h = m.fit(xf, yi, batch_size=250, epochs=1, verbose=0)
+        else:
+            path = tut if "tutorial" in mode else mine
+            cache = "memory" if "cache" in mode else "none"
+            with hpcnn.data.HDF5Dataset(path, batch_size=250, seed=0, cache=cache) as ds:
+                h = m.fit(ds, epochs=1, verbose=0)
+        return h.history["images_per_second"][0]
+
+    modes = ["memory arrays", "tutorial file, streamed", "write_hdf5 file, streamed", "tutorial file, memory cache"]
+    res = {m: [] for m in modes}
+    for _ in range(a.rounds):
+        for m in modes:
+            res[m].append(run(m))
+    base = statistics.median(res[modes[0]])
+    print(f"# tutorial CNN, model.fit, batch 250, {a.rows} rows, {hpcnn.get_num_threads()} threads, "
+          f"{a.rounds} interleaved rounds (median)")
+    print(f"{'input':<30}{'img/s':>9}{'step time vs arrays':>22}")
+    for m in modes:
+        v = statistics.median(res[m])
+        print(f"{m:<30}{v:>9.0f}{base / v:>21.3f}x")
+    for f in (tut, mine):
+        os.remove(f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
