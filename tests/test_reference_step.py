@@ -53,8 +53,7 @@ def test_one_adam_step_matches_numpy(build, spec, in_shape):
     assert off == flat.size
 
     for w_new, w_old, g_ref in zip(model.get_weights(), w0, grads_ref):
-        w_ref, _, _ = ref.adam(w_old, g_ref, np.zeros_like(w_old), np.zeros_like(w_old), t=1)
-        np.testing.assert_allclose(w_new, w_ref, rtol=0, atol=2e-5)
+        np.testing.assert_allclose(w_new, ref.adam_first_step(w_old, g_ref), rtol=0, atol=2e-5)
 
 
 def test_sparse_and_categorical_losses_agree():
