@@ -18,17 +18,12 @@ _REASON = _core.cuda_unavailable_reason()
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(bool(_REASON), reason=f"no usable GPU: {_REASON}"),
+    pytest.mark.usefixtures("tf32_off"),  # tests/conftest.py
 ]
 
 SHAPES = {"tutorial_cnn": (32, 32, 3), "deep_mnist": (28, 28, 1)}
 
 
-@pytest.fixture(autouse=True)
-def tf32_off():
-    before = _core.cuda_get_tf32()
-    _core.cuda_set_tf32(False)
-    yield
-    _core.cuda_set_tf32(before)
 
 
 def _api():

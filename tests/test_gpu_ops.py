@@ -18,18 +18,12 @@ _REASON = _core.cuda_unavailable_reason()
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(bool(_REASON), reason=f"no usable GPU: {_REASON}"),
+    pytest.mark.usefixtures("tf32_off"),  # tests/conftest.py
 ]
 
 GPU = "gpu:0"
 
 
-@pytest.fixture(autouse=True)
-def tf32_off():
-    """Tight comparisons need IEEE float32 math on the GPU; restore the switch afterwards."""
-    before = _core.cuda_get_tf32()
-    _core.cuda_set_tf32(False)
-    yield
-    _core.cuda_set_tf32(before)
 
 
 def rng(seed=0):

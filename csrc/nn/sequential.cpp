@@ -301,12 +301,17 @@ BatchStats Sequential::loss_and_stats(const Tensor& logits, const Tensor& target
   return BatchStats{h[0], h[1], n};
 }
 
-BatchStats Sequential::train_batch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows) {
-  HPCNN_CHECK_ARG(compiled(), "the model must be compiled before training: call model.compile(...)");
+std::pair<Tensor, Tensor> Sequential::stage_batch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows,
+                                                  const char* purpose) {
+  HPCNN_CHECK_ARG(compiled(), "the model must be compiled before ", purpose, ": call model.compile(...)");
   const long long n = batch_rows(x, rows);
   ensure_buffers(n);
   Tensor X = stage_input(x, rows, n);
-  Tensor Y = stage_target(y, rows, n);
+  return {X, stage_target(y, rows, n)};
+}
+
+BatchStats Sequential::train_batch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows) {
+  auto [X, Y] = stage_batch(x, y, rows, "training");
   ++step_;
   const int end = loss_end();
   Tensor logits = forward(X, end, true);
@@ -348,11 +353,7 @@ BatchStats Sequential::train_batch(const Tensor& x, const Tensor& y, const std::
 }
 
 BatchStats Sequential::test_batch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows) {
-  HPCNN_CHECK_ARG(compiled(), "the model must be compiled before evaluation: call model.compile(...)");
-  const long long n = batch_rows(x, rows);
-  ensure_buffers(n);
-  Tensor X = stage_input(x, rows, n);
-  Tensor Y = stage_target(y, rows, n);
+  auto [X, Y] = stage_batch(x, y, rows, "evaluation");
   Tensor logits = forward(X, loss_end(), false);
   return loss_and_stats(logits, Y, nullptr);
 }

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nn/layer.h"
@@ -70,6 +71,9 @@ class Sequential {
  private:
   void bind_layers();
   void ensure_buffers(long long n);
+  // Checks, sizes the buffers and stages one batch: (inputs, targets) on the model's device.
+  std::pair<Tensor, Tensor> stage_batch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows,
+                                        const char* purpose);
   Tensor stage_input(const Tensor& x, const std::vector<long long>* rows, long long n);
   Tensor stage_target(const Tensor& y, const std::vector<long long>* rows, long long n);
   long long batch_rows(const Tensor& x, const std::vector<long long>* rows) const;

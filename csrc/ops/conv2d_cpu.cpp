@@ -93,6 +93,16 @@ void col2im_add(const Conv2dGeometry& g, const float* dcol, int n0, int count, f
   }
 }
 
+// The im2col matrix of images [n0, n0 + count): x itself for a pointwise convolution, else
+// built in this thread's scratch slot 0.
+const float* columns(const Conv2dGeometry& g, const float* x, int n0, int count) {
+  const long long rows = (long long)count * g.oh * g.ow;
+  if (is_pointwise(g)) return x + (long long)n0 * g.h * g.w * g.c;  // stride 1, no padding: rows are pixels
+  float* buf = thread_scratch().floats(rows * g.kh * g.kw * g.c, 0);
+  im2col(g, x, n0, count, buf);
+  return buf;
+}
+
 // y[r, :] = act(y[r, :] + b) for `rows` rows of width f.
 void bias_act(float* y, long long rows, int f, const float* b, bool relu) {
   for (long long r = 0; r < rows; ++r) {
@@ -132,14 +142,7 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
     for (long long n0 = b0; n0 < b1; n0 += group) {
       int count = static_cast<int>(std::min<long long>(group, b1 - n0));
       long long rows = count * rows_per_image;
-      const float* col;
-      if (is_pointwise(g)) {
-        col = x + n0 * rows_per_image * g.c;
-      } else {
-        float* buf = thread_scratch().floats(rows * K, 0);
-        im2col(g, x, static_cast<int>(n0), count, buf);
-        col = buf;
-      }
+      const float* col = columns(g, x, static_cast<int>(n0), count);
       float* yg = y + n0 * rows_per_image * g.f;
       blas::sgemm(false, false, static_cast<int>(rows), g.f, K, 1.f, col, K, w, g.f, 0.f, yg, g.f);
       bias_act(yg, rows, g.f, b, relu);
@@ -174,14 +177,7 @@ void conv2d_backward(const Conv2dGeometry& g, const float* x, const float* w, co
         float* xpad = thread_scratch().floats(direct::padded_size(g), 2);
         direct::backward_filter(g, x, dy, dw_t, static_cast<int>(n0), count, xpad);
       } else {
-        const float* col;
-        if (is_pointwise(g)) {
-          col = x + n0 * rows_per_image * g.c;
-        } else {
-          float* buf = thread_scratch().floats(rows * K, 0);
-          im2col(g, x, static_cast<int>(n0), count, buf);
-          col = buf;
-        }
+        const float* col = columns(g, x, static_cast<int>(n0), count);
         // dW_t (K x F) += col^T (K x rows) * dy (rows x F)
         blas::sgemm(true, false, K, g.f, static_cast<int>(rows), 1.f, col, K, dyg, g.f, 1.f, dw_t, g.f);
       }
