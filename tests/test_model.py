@@ -397,3 +397,22 @@ def test_tf32_switch_roundtrip():
         assert hpcnn.config.tensor_float_32_execution_enabled() is True
     finally:
         hpcnn.config.set_tf32(was)
+
+
+def test_out_of_memory_for_a_big_batch_leaves_the_model_usable():
+    """The OutOfMemory message says "try a smaller batch_size": after it, a smaller batch must train.
+    (A GPU runs out of memory for real; here a batch of 2^22 rows, each with a 64 MiB activation,
+    asks for 2^48 bytes: more than a process can map, so the host allocation fails at once.)"""
+    m = hpcnn.Sequential([InputLayer(input_shape=[64, 64, 1]), Conv2D(4096, 1), MaxPooling2D(64), Flatten(),
+                          Dense(3, activation="softmax")], seed=1)
+    m.compile("sgd", "sparse_categorical_crossentropy")
+    core = m._model()
+    x = np.ones((2, 64, 64, 1), np.float32)
+    y = np.array([0, 1], np.int32)
+    core.train_batch(x, y)                      # buffers for 2 rows
+    with pytest.raises(MemoryError):
+        core.train_batch(x, y, np.zeros(1 << 22, np.int64))  # row 0, 2^22 times
+    # a batch larger than the old buffers but far smaller than the failed one: fresh buffers
+    loss, correct, n = core.train_batch(np.ones((3, 64, 64, 1), np.float32), np.array([0, 1, 2], np.int32))
+    assert n == 3 and np.isfinite(loss)
+    assert m.predict(x).shape == (2, 3)

@@ -142,23 +142,28 @@ void Sequential::to(Device d) {
 // ------------------------------------------------------------------ buffers and staging
 void Sequential::ensure_buffers(long long n) {
   if (n <= capacity_ && stats_.defined()) return;
-  capacity_ = std::max(n, capacity_);
+  const long long cap = std::max(n, capacity_);
+  // Release the old set first (also the step's views of it: on a GPU the new set needs that
+  // memory) and mark it incomplete: capacity_ 0 and stats_ undefined until every buffer exists.
+  // After an OutOfMemory ("try a smaller batch_size") the next call then allocates afresh for its
+  // own size instead of reusing a half-made set of the failed size.
+  capacity_ = 0;
+  stats_ = Tensor();
+  acts_now_.clear();
   act_.assign(layers_.size(), Tensor());
+  grad_a_ = grad_b_ = dlogits_ = x_host_ = x_dev_ = y_host_ = y_dev_ = Tensor();
   long long biggest = shape_numel(input_shape_);
   for (size_t i = 0; i < layers_.size(); ++i) {
     long long sz = shape_numel(out_shapes_[i]);
     biggest = std::max(biggest, sz);
     if (!(layers_[i]->forward_is_view(true) && layers_[i]->forward_is_view(false)))
-      act_[i] = Tensor::empty(with_batch(capacity_, out_shapes_[i]), DType::F32, device_);
+      act_[i] = Tensor::empty(with_batch(cap, out_shapes_[i]), DType::F32, device_);
   }
-  grad_a_ = Tensor::empty({capacity_ * biggest}, DType::F32, device_);
-  grad_b_ = Tensor::empty({capacity_ * biggest}, DType::F32, device_);
-  dlogits_ = Tensor::empty(with_batch(capacity_, out_shapes_.back()), DType::F32, device_);
+  grad_a_ = Tensor::empty({cap * biggest}, DType::F32, device_);
+  grad_b_ = Tensor::empty({cap * biggest}, DType::F32, device_);
+  dlogits_ = Tensor::empty(with_batch(cap, out_shapes_.back()), DType::F32, device_);
   stats_ = Tensor::zeros({4}, DType::F32, device_);  // two doubles: loss sum, correct
-  x_host_ = Tensor();
-  x_dev_ = Tensor();
-  y_host_ = Tensor();
-  y_dev_ = Tensor();
+  capacity_ = cap;
 }
 
 long long Sequential::batch_rows(const Tensor& x, const std::vector<long long>* rows) const {
