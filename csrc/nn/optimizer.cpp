@@ -28,8 +28,13 @@ void Adam::step(Tensor& params, const Tensor& grads) {
 }
 
 void Adam::to(Device d) {
-  move_state(m_, d);
-  move_state(v_, d);
+  // Both moments are copied before either is replaced: an OutOfMemory leaves them together on
+  // the old device (step() would otherwise restart a moment that moved without its partner).
+  Tensor m = m_, v = v_;
+  move_state(m, d);
+  move_state(v, d);
+  m_ = std::move(m);
+  v_ = std::move(v);
 }
 
 SGD::SGD(float lr, float mom, bool nest) : momentum(mom), nesterov(nest) {

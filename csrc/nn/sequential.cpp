@@ -128,10 +128,14 @@ void Sequential::compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool f
 void Sequential::to(Device d) {
   if (d == device_) return;
   if (d.is_cuda()) cuda::require_device(d.index);
-  params_ = params_.to(d);
-  grads_ = Tensor::zeros(params_.shape(), DType::F32, d);
-  bind_layers();
+  // Both buffers are made on `d` before either replaces the old one: an OutOfMemory here leaves
+  // the model whole on its old device (not parameters on one device and gradients on the other).
+  Tensor params = params_.to(d);
+  Tensor grads = Tensor::zeros(params_.shape(), DType::F32, d);
   if (optimizer_) optimizer_->to(d);
+  params_ = std::move(params);
+  grads_ = std::move(grads);
+  bind_layers();
   device_ = d;
   capacity_ = 0;  // buffers are re-made on the new device at the next step
   act_.clear();
