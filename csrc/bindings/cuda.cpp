@@ -82,7 +82,7 @@ void bind_cuda(py::module_& m) {
     Tensor x = Tensor::empty(shape, DType::F32, d), y = Tensor::empty(shape, DType::F32, d);
     {
       py::gil_scoped_release nogil;
-      cuda::PinnedHostBuffer pinned(bytes);
+      cuda::PinnedHostBuffer pinned(bytes, d.index);
       std::memcpy(pinned.data(), a.data(), bytes);
       cuda::copy_h2d_async(d.index, x.raw(), pinned.data(), bytes, true);
       ops::relu_forward(x, y);

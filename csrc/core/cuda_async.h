@@ -23,14 +23,14 @@ bool tf32_supported(int device);
 // on demand (contents not kept), never shrinks. Without the backend, reserve() throws why.
 class PinnedHostBuffer {
  public:
-  PinnedHostBuffer() = default;
-  explicit PinnedHostBuffer(size_t bytes) { reserve(bytes); }
+  explicit PinnedHostBuffer(int device = 0) : device_(device) {}
+  PinnedHostBuffer(size_t bytes, int device) : device_(device) { reserve(bytes); }
   ~PinnedHostBuffer() { free_pinned(ptr_); }
   PinnedHostBuffer(const PinnedHostBuffer&) = delete;
   PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
   void* reserve(size_t bytes) {
     if (bytes > bytes_ || !ptr_) {
-      void* p = malloc_pinned(bytes ? bytes : 1);  // throws OutOfMemory / BackendError; old buffer kept then
+      void* p = malloc_pinned(bytes ? bytes : 1, device_);  // throws OutOfMemory / BackendError; old buffer kept then
       free_pinned(ptr_);
       ptr_ = p;
       bytes_ = bytes;
@@ -41,6 +41,7 @@ class PinnedHostBuffer {
   size_t bytes() const { return bytes_; }
 
  private:
+  int device_ = 0;  // the GPU made current for the allocation
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
 };

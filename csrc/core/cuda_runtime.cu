@@ -142,7 +142,12 @@ void free_device(void* ptr, int device) noexcept {
   (void)cudaGetLastError();
 }
 
-void* malloc_pinned(size_t bytes) {
+void* malloc_pinned(size_t bytes, int device) {
+  // cudaMallocHost works in the calling thread's current device, whose context it creates when
+  // the thread has none: on the prefetcher's own thread that would be GPU 0 whatever the model's
+  // GPU (hundreds of MiB there, or cudaErrorDevicesUnavailable when GPU 0 is another process's in
+  // exclusive-process mode). With unified addressing the block is portable to every GPU.
+  HPCNN_CUDA_CHECK(cudaSetDevice(device));
   void* p = nullptr;
   cudaError_t e = cudaMallocHost(&p, bytes);
   if (e == cudaErrorMemoryAllocation) {

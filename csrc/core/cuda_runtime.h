@@ -35,7 +35,9 @@ std::string driver_version_str();    // cudaDriverGetVersion, "" when no driver
 
 void* malloc_device(size_t bytes, int device);   // OutOfMemory with bytes, free/total on failure
 void free_device(void* ptr, int device) noexcept;
-void* malloc_pinned(size_t bytes);
+// Page-locked host memory, allocated with GPU `device` current (see cuda_runtime.cu); portable:
+// any GPU may copy from it.
+void* malloc_pinned(size_t bytes, int device = 0);
 void free_pinned(void* ptr) noexcept;
 void copy(void* dst, const void* src, size_t bytes, int kind);  // kind: 0 h2h,1 h2d,2 d2h,3 d2d; synchronous
 void synchronize(int device);

@@ -18,7 +18,7 @@ std::string runtime_version_str() { return ""; }
 std::string driver_version_str() { return ""; }
 void* malloc_device(size_t, int) { throw BackendError(kWhy); }
 void free_device(void*, int) noexcept {}
-void* malloc_pinned(size_t) { throw BackendError(kWhy); }
+void* malloc_pinned(size_t, int) { throw BackendError(kWhy); }
 void free_pinned(void*) noexcept {}
 void copy(void*, const void*, size_t, int) { throw BackendError(kWhy); }
 void synchronize(int) {}

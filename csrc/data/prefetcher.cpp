@@ -8,10 +8,10 @@
 
 namespace hpcnn::data {
 
-HostBuffer::HostBuffer(size_t bytes, bool pinned) : bytes_(bytes), pinned_(pinned) {
+HostBuffer::HostBuffer(size_t bytes, bool pinned, int device) : bytes_(bytes), pinned_(pinned) {
   size_t n = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
   if (pinned_) {
-    ptr_ = cuda::malloc_pinned(n);
+    ptr_ = cuda::malloc_pinned(n, device);
   } else {
     ptr_ = std::aligned_alloc(64, n);
     if (!ptr_) throw OutOfMemory(cat("cannot allocate a batch buffer of ", bytes, " bytes"));
@@ -35,7 +35,7 @@ std::shared_ptr<HostBuffer> BufferPool::get(size_t bytes) {
         break;
       }
   }
-  if (!b) b = std::make_unique<HostBuffer>(bytes, pinned_);
+  if (!b) b = std::make_unique<HostBuffer>(bytes, pinned_, device_);
   std::weak_ptr<BufferPool> weak = shared_from_this();
   // The deleter hands the buffer back if the pool still exists, else frees it.
   return std::shared_ptr<HostBuffer>(b.release(), [weak](HostBuffer* p) {
@@ -64,8 +64,8 @@ Prefetcher::Prefetcher(std::shared_ptr<Loader> loader, long long epoch, int dept
   HPCNN_CHECK_ARG(epoch >= 0, "epoch must be >= 0, got ", epoch);
   HPCNN_CHECK_ARG(depth >= 1, "prefetch must be >= 1, got ", depth);
   const bool pinned = pinned_for(target);
-  x_pool_ = std::make_shared<BufferPool>(pinned, 2 * depth_ + 4);
-  y_pool_ = std::make_shared<BufferPool>(pinned, 2 * depth_ + 4);
+  x_pool_ = std::make_shared<BufferPool>(pinned, 2 * depth_ + 4, target.index);
+  y_pool_ = std::make_shared<BufferPool>(pinned, 2 * depth_ + 4, target.index);
   thread_ = std::thread([this] { produce(); });
 }
 

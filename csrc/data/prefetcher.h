@@ -25,7 +25,8 @@ namespace hpcnn::data {
 // Host bytes: 64-byte aligned malloc, or cudaHostAlloc'd (pinned) memory.
 class HostBuffer {
  public:
-  HostBuffer(size_t bytes, bool pinned);
+  // `device`: the GPU current for a pinned allocation (cuda::malloc_pinned).
+  HostBuffer(size_t bytes, bool pinned, int device = 0);
   ~HostBuffer();
   HostBuffer(const HostBuffer&) = delete;
   HostBuffer& operator=(const HostBuffer&) = delete;
@@ -41,7 +42,7 @@ class HostBuffer {
 
 class BufferPool : public std::enable_shared_from_this<BufferPool> {
  public:
-  BufferPool(bool pinned, size_t max_free) : pinned_(pinned), max_free_(max_free) {}
+  BufferPool(bool pinned, size_t max_free, int device = 0) : pinned_(pinned), max_free_(max_free), device_(device) {}
   // A buffer of at least `bytes`; it returns to the pool when the last shared_ptr goes.
   std::shared_ptr<HostBuffer> get(size_t bytes);
   bool pinned() const { return pinned_; }
@@ -50,6 +51,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   void put(std::unique_ptr<HostBuffer> b);
   bool pinned_;
   size_t max_free_;
+  int device_;  // the target GPU of pinned buffers
   std::mutex mutex_;
   std::vector<std::unique_ptr<HostBuffer>> free_;
 };
