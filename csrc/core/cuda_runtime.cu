@@ -175,6 +175,22 @@ void copy(void* dst, const void* src, size_t bytes, int kind) {
     cudaPointerAttributes attr{};
     HPCNN_CUDA_CHECK(cudaPointerGetAttributes(&attr, on_gpu));
     if (attr.type == cudaMemoryTypeDevice) HPCNN_CUDA_CHECK(cudaSetDevice(attr.device));
+    if (kind == 3) {
+      cudaPointerAttributes to{};
+      HPCNN_CUDA_CHECK(cudaPointerGetAttributes(&to, dst));
+      if (attr.type == cudaMemoryTypeDevice && to.type == cudaMemoryTypeDevice && to.device != attr.device) {
+        // Between two GPUs (model.to('gpu:1') of a model on gpu:0): a device-to-device cudaMemcpy
+        // may return before the copy is done, and the legacy stream of the source GPU orders
+        // nothing on the destination GPU. cudaMemcpyPeer is serialised with the pending and
+        // future work of both devices (legacy default stream semantics on each); then wait for
+        // it, so that the source may be freed and the destination's streams see the data.
+        HPCNN_CUDA_CHECK(cudaMemcpyPeer(dst, to.device, src, attr.device, bytes));
+        HPCNN_CUDA_CHECK(cudaDeviceSynchronize());
+        HPCNN_CUDA_CHECK(cudaSetDevice(to.device));
+        HPCNN_CUDA_CHECK(cudaDeviceSynchronize());
+        return;
+      }
+    }
   }
   HPCNN_CUDA_CHECK(cudaMemcpy(dst, src, bytes, kinds[kind]));
 }
