@@ -42,3 +42,13 @@ def test_cuda_kernel_arithmetic_on_the_host():
     assert len(results) >= 10
     failed = [(name, err, tol) for name, err, tol in results if not err <= tol]
     assert not failed, failed
+
+
+def test_cudnn_not_supported_subcodes_fall_back_from_the_fused_call():
+    """cuDNN 9 says "not supported" with sub-codes (CUDNN_STATUS_NOT_SUPPORTED_SHAPE, ...): the fused
+    convolution+bias+ReLU call must fall back on all of them, not raise (host check, no GPU)."""
+    if not _core.build_info()["cuda"]:
+        pytest.skip("built without the CUDA backend")
+    checks = [(n, e, t) for n, e, t in _core.cuda_kernel_selftest() if "not supported" in n]
+    assert checks, "the cuDNN status self-check is missing"
+    assert all(e <= t for _, e, t in checks), checks

@@ -159,6 +159,17 @@ PlanKey key_of(const cudnn::ConvShape& s, Pass p, bool tf32) {
   return {static_cast<int>(p), s.n, s.h, s.w, s.c, s.f, s.kh, s.kw, s.sh, s.sw, s.ph, s.pw, tf32};
 }
 
+// cuDNN 9 reports "not supported" with a sub-code saying why (CUDNN_STATUS_NOT_SUPPORTED_SHAPE,
+// _LAYOUT, ... = 3001..), all in the category of CUDNN_STATUS_NOT_SUPPORTED (3000); cuDNN 8 has
+// the one code. A fused call that is not supported is not an error: the caller falls back.
+bool is_not_supported(cudnnStatus_t st) {
+#ifdef CUDNN_STATUS_CATEGORY
+  return CUDNN_STATUS_CATEGORY(static_cast<int>(st)) == static_cast<int>(CUDNN_STATUS_NOT_SUPPORTED);
+#else
+  return st == CUDNN_STATUS_NOT_SUPPORTED;
+#endif
+}
+
 const char* pass_name(Pass p) {
   return p == Pass::Forward ? "conv2d forward" : p == Pass::BackwardData ? "conv2d backward (data)"
                                                                           : "conv2d backward (filter)";
@@ -302,7 +313,7 @@ bool conv_forward(Context& ctx, const ConvShape& s, const float* x, const float*
         ctx.cudnn.h, &one, p.x.d, x, p.w.d, w_krsc, p.conv.d, static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws,
         p.workspace, &zero, p.y.d, y, p.bias.d, bias, p.relu.d, p.y.d, y);
     if (st == CUDNN_STATUS_SUCCESS) return true;
-    if (st != CUDNN_STATUS_NOT_SUPPORTED)
+    if (!is_not_supported(st))
       throw BackendError(cat("cudnnConvolutionBiasActivationForward failed: ", cudnnGetErrorString(st), " (status ",
                              static_cast<int>(st), ")", cudnn_detail(), " [", __FILE__, ":", __LINE__, "]"));
     p.fused_ok = false;  // not for this geometry: unfused from now on
@@ -373,7 +384,15 @@ std::vector<SelftestResult> cudnn_descriptor_selftest() {
         fmt != CUDNN_TENSOR_NHWC || fk != s.f || fc != s.c || fh != s.kh || fw != s.kw)
       bad += 1;
   }
-  return {{"cuDNN descriptors: output size, NHWC strides, KRSC filter (mismatches)", bad, 0}};
+  // The fused call's fallback must take every "not supported" sub-code and nothing else.
+  double misread = 0;
+  for (int code : {3000, 3002, 3004, 3011})  // NOT_SUPPORTED, _SHAPE, _LAYOUT, _PADDING
+    misread += is_not_supported(static_cast<cudnnStatus_t>(code)) ? 0 : 1;
+  for (cudnnStatus_t st : {CUDNN_STATUS_SUCCESS, CUDNN_STATUS_BAD_PARAM, CUDNN_STATUS_EXECUTION_FAILED,
+                           CUDNN_STATUS_INTERNAL_ERROR})
+    misread += is_not_supported(st) ? 1 : 0;
+  return {{"cuDNN descriptors: output size, NHWC strides, KRSC filter (mismatches)", bad, 0},
+          {"cuDNN 'not supported' sub-codes fall back from the fused call (misread statuses)", misread, 0}};
 }
 
 }  // namespace hpcnn::cuda
