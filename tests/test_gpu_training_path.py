@@ -177,6 +177,7 @@ def test_a_model_on_a_gpu_other_than_0():
     assert first.device == last
     for a, b in zip(first.get_weights(), w1):
         assert np.array_equal(a, b)
+    other.set_weights(w1)  # both go on from the same weights (SGD without momentum: no other state)
     first.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)
     other.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)
     assert_updates_close(first.get_weights(), other.get_weights(), w1, f"after moving to {last}")
