@@ -75,7 +75,8 @@ void bind_core(py::module_& m) {
       .def_readonly("memory_bandwidth_gbs", &cuda::DeviceInfo::memory_bandwidth_gbs)
       .def_readonly("pci_bus_id", &cuda::DeviceInfo::pci_bus_id);
   m.def("cuda_compiled", &cuda::compiled);
-  m.def("cuda_devices", &cuda::list_devices, "Visible CUDA devices (empty when none is usable).");
+  m.def("cuda_devices", &cuda::list_devices, py::arg("with_free_memory") = true,
+        "Visible CUDA devices (empty when none is usable). Free memory opens a context on each device.");
   m.def("cuda_unavailable_reason", &cuda::unavailable_reason,
         "Why no GPU is usable, or '' when at least one is.");
   m.def("cuda_require_device", &cuda::require_device, py::arg("index"));

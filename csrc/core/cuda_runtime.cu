@@ -70,7 +70,7 @@ std::string unavailable_reason() {
   return probe_reason(&n);
 }
 
-std::vector<DeviceInfo> list_devices() {
+std::vector<DeviceInfo> list_devices(bool with_free_memory) {
   std::vector<DeviceInfo> out;
   int n = 0;
   if (!probe_reason(&n).empty()) return out;
@@ -99,7 +99,7 @@ std::vector<DeviceInfo> list_devices() {
     if (cudaDeviceGetPCIBusId(bus, sizeof(bus), i) == cudaSuccess) d.pci_bus_id = bus;
     int prev = 0;
     cudaGetDevice(&prev);
-    if (cudaSetDevice(i) == cudaSuccess) {
+    if (with_free_memory && cudaSetDevice(i) == cudaSuccess) {
       size_t fr = 0, tot = 0;
       if (cudaMemGetInfo(&fr, &tot) == cudaSuccess) d.free_memory = fr;
       cudaSetDevice(prev);

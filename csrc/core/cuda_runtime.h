@@ -25,7 +25,8 @@ struct DeviceInfo {
 
 // Visible devices; never throws. When the list is empty, `unavailable_reason()` says why
 // (no backend compiled, no driver, CUDA_VISIBLE_DEVICES empty or NoDevFiles, no device).
-std::vector<DeviceInfo> list_devices();
+// Free memory needs a CUDA context on each device (hundreds of MiB): ask for it only when wanted.
+std::vector<DeviceInfo> list_devices(bool with_free_memory = true);
 std::string unavailable_reason();
 // Throws BackendError with the reason when device `index` cannot be used.
 void require_device(int index);

@@ -11,7 +11,7 @@ static const char* kWhy =
     "e.g. `HPCNN_CUDA=ON pip install .`; see README 'Build options')";
 
 bool compiled() { return false; }
-std::vector<DeviceInfo> list_devices() { return {}; }
+std::vector<DeviceInfo> list_devices(bool) { return {}; }
 std::string unavailable_reason() { return kWhy; }
 void require_device(int) { throw BackendError(kWhy); }
 std::string runtime_version_str() { return ""; }

@@ -168,7 +168,7 @@ class Sequential:
             where = f"cpu ({_core.get_num_threads()} threads, {info['blas_vendor']})"
         else:
             idx = int(dev.split(":")[1])
-            gpus = {d.index: d for d in _core.cuda_devices()}
+            gpus = {d.index: d for d in _core.cuda_devices(with_free_memory=False)}
             name = gpus[idx].name if idx in gpus else "?"
             tf32 = getattr(_core, "cuda_get_tf32", None)
             where = f"{dev} ({name}" + (f", TF32 {'on' if tf32() else 'off'}" if tf32 else "") + ")"
