@@ -18,6 +18,7 @@
 #include "ops/blas.h"
 #include "ops/conv2d.h"
 #include "ops/conv2d_direct_cpu.h"
+#include "ops/conv2d_winograd_cpu.h"
 #include "ops/elementwise.h"
 
 namespace hpcnn::cpu {
@@ -133,6 +134,10 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
   const long long rows_per_image = (long long)g.oh * g.ow;
   const int group = images_per_group(g);
   const bool use_direct = direct::applies(g);
+  if (!use_direct && winograd::applies(g)) {  // 3x3 stride 1, many channels: 2.25x fewer products
+    winograd::forward(g, x, w, b, y, relu);
+    return;
+  }
   parallel_for(g.n, [&](long long b0, long long b1, int) {
     if (use_direct) {  // few input channels: register-blocked direct kernel, no im2col
       float* xpad = thread_scratch().floats(direct::padded_size(g), 2);
@@ -158,6 +163,8 @@ void conv2d_backward(const Conv2dGeometry& g, const float* x, const float* w, co
   const int group = images_per_group(g);
   const int max_threads = get_num_threads();
   const bool use_direct = direct::applies(g);
+  // dx by Winograd: the kernel is transformed once here, each thread then convolves its dy.
+  const float* wino_u = (dx && !use_direct && winograd::applies(g)) ? winograd::backward_kernel(g, w) : nullptr;
   // One dW and db partial per thread, summed in thread order below.
   float* partials = thread_scratch().floats((wsize + g.f) * max_threads, 3);
   int used_threads = 1;
@@ -183,7 +190,9 @@ void conv2d_backward(const Conv2dGeometry& g, const float* x, const float* w, co
       }
       if (dx) {
         float* dxg = dx + n0 * (long long)g.h * g.w * g.c;
-        if (is_pointwise(g)) {
+        if (wino_u) {
+          winograd::backward_data(g, wino_u, dy, dx, static_cast<int>(n0), count);
+        } else if (is_pointwise(g)) {
           blas::sgemm(false, true, static_cast<int>(rows), K, g.f, 1.f, dyg, g.f, w, g.f, 0.f, dxg, K);
         } else {
           float* dcol = thread_scratch().floats(rows * K, 1);

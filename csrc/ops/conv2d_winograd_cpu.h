@@ -1,0 +1,32 @@
+// Winograd F(2x2, 3x3) for 3x3 stride-1 convolutions with enough channels (conv2..conv4 of the
+// tutorial CNN). The im2col GEMM there runs near the FMA peak, so the only way to go faster is
+// fewer multiplications: F(2x2,3x3) computes a 2x2 output tile from a 4x4 input tile with 16
+// products per (c, f) instead of 36 (2.25x fewer), as 16 independent GEMMs
+//   M[xi] (tiles x F) = V[xi] (tiles x C) * U[xi] (C x F),   xi = 0..15,
+// with V = B^T d B (input transform), U = G g G^T (kernel transform), y = A^T m A (+ bias, ReLU).
+// The same routine computes the input gradient: dx is the 3x3 stride-1 convolution of dy with
+// the kernel rotated by 180 degrees, in/out channels swapped, padding 2 - pad_top/left.
+// Internal to conv2d_cpu.cpp.
+#pragma once
+
+#include "ops/conv2d.h"
+
+namespace hpcnn::cpu::winograd {
+
+// Whether conv2d_cpu.cpp uses Winograd for this geometry (3x3, stride 1, enough channels for the
+// GEMMs to pay: measured in bench/bench_ops.py, see bench/RESULTS.md "Winograd convolution").
+bool applies(const Conv2dGeometry& g);
+
+// The whole forward pass (splits the batch over hpcnn's threads itself): y = act(conv(x, w) + b).
+void forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu);
+
+// Backward-data in two steps, so that the kernel is transformed once per call (by the calling
+// thread, before its parallel region) and dx is computed per thread on its images:
+//   u = backward_kernel(g, w): transform of rot180(w) with in/out swapped, in the calling
+//       thread's buffer (valid until that thread's next forward/backward_kernel call)
+//   dx[n0 .. n0+count) = conv(dy, rot180(w)) (overwritten, not accumulated); dy already masked.
+//   Uses the calling thread's scratch slots 0 and 1.
+const float* backward_kernel(const Conv2dGeometry& g, const float* w);
+void backward_data(const Conv2dGeometry& g, const float* u, const float* dy, float* dx, int n0, int count);
+
+}  // namespace hpcnn::cpu::winograd
