@@ -209,6 +209,52 @@ void output_transform(const Problem& p, const float* m, const float* bias, bool 
   }
 }
 
+// dM[xi][r][:] = (A dY A^T)[xi] for the output-gradient tiles dY (2x2, zero outside the output)
+// of images [n0, n0 + count): the gradient of the 4x4 Winograd-domain product m = U .* V.
+void grad_output_transform(const Problem& p, const float* dy, int n0, int count, float* dm) {
+  const long long rows = count * p.tiles();
+  const long long plane = rows * p.f;
+  const int th = p.th(), tw = p.tw();
+  long long r = 0;
+  for (int img = 0; img < count; ++img) {
+    const float* di = dy + (long long)(n0 + img) * p.oh * p.ow * p.f;
+    for (int ty = 0; ty < th; ++ty) {
+      for (int tx = 0; tx < tw; ++tx, ++r) {
+        const int oy = 2 * ty, ox = 2 * tx;
+        const bool row1 = oy + 1 < p.oh, col1 = ox + 1 < p.ow;
+        const float* src[2][2] = {{di + ((long long)oy * p.ow + ox) * p.f, col1 ? di + ((long long)oy * p.ow + ox + 1) * p.f : nullptr},
+                                  {row1 ? di + ((long long)(oy + 1) * p.ow + ox) * p.f : nullptr,
+                                   row1 && col1 ? di + ((long long)(oy + 1) * p.ow + ox + 1) * p.f : nullptr}};
+        float* dst = dm + r * p.f;
+        for (int f0 = 0; f0 < p.f; f0 += L) {
+          const int nf = std::min(L, p.f - f0);
+          V8 d[2][2];
+          for (int a = 0; a < 2; ++a)
+            for (int b = 0; b < 2; ++b)
+              d[a][b] = !src[a][b] ? V8::zero() : nf == L ? V8::load(src[a][b] + f0) : load_part(src[a][b] + f0, nf);
+          // A = [1 0; 1 1; 1 -1; 0 -1]: rows s[i] = A[i] dY, then columns (s A^T)
+          const V8 z = V8::zero();
+          V8 s[4][2];
+          for (int b = 0; b < 2; ++b) {
+            s[0][b] = d[0][b];
+            s[1][b] = d[0][b] + d[1][b];
+            s[2][b] = d[0][b] - d[1][b];
+            s[3][b] = z - d[1][b];
+          }
+          for (int i = 0; i < 4; ++i) {
+            V8 o[4] = {s[i][0], s[i][0] + s[i][1], s[i][0] - s[i][1], z - s[i][1]};
+            for (int j = 0; j < 4; ++j) {
+              float* out = dst + (long long)(4 * i + j) * plane + f0;
+              if (nf == L) o[j].store(out);
+              else store_part(o[j], out, nf);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // y (images [n0, n0 + count)) = act(conv(x, U) + bias), in groups; scratch slots 0 (V), 1 (M).
 void run(const Problem& p, const float* x, const float* u, const float* bias, bool relu, float* y, int n0, int count) {
   const int group = images_per_group(p);
@@ -261,6 +307,46 @@ const float* backward_kernel(const Conv2dGeometry& g, const float* w) {
     return w[((2 - a) * 3 + (2 - bb)) * cf + (long long)ci * g.f + fo];
   });
   return u;
+}
+
+void filter_grad(const Conv2dGeometry& g, const float* x, const float* dy, int n0, int count, float* du_acc) {
+  const Problem p{g.h, g.w, g.c, g.oh, g.ow, g.f, g.pad_top, g.pad_left};
+  const int group = images_per_group(p);
+  const long long tiles = p.tiles();
+  for (int g0 = n0; g0 < n0 + count; g0 += group) {
+    const int cnt = std::min(group, n0 + count - g0);
+    const long long rows = cnt * tiles;
+    float* v = thread_scratch().floats(16 * rows * p.c, 0);
+    float* dm = thread_scratch().floats(16 * rows * p.f, 1);
+    input_transform(p, x, g0, cnt, v);
+    grad_output_transform(p, dy, g0, cnt, dm);
+    for (int xi = 0; xi < 16; ++xi)  // dU[xi] (C x F) += V[xi]^T (C x rows) * dM[xi] (rows x F)
+      blas::sgemm(true, false, p.c, p.f, static_cast<int>(rows), 1.f, v + xi * rows * p.c, p.c,
+                  dm + xi * rows * p.f, p.f, 1.f, du_acc + (long long)xi * p.c * p.f, p.f);
+  }
+}
+
+void filter_grad_finish(const Conv2dGeometry& g, const float* du, float* dw) {
+  // dW = G^T dU G per (c, f); G^T = [1 1/2 1/2 0; 0 1/2 -1/2 0; 0 1/2 1/2 1].
+  const long long plane = (long long)g.c * g.f;
+  parallel_for(plane, [&](long long e0, long long e1, int) {
+    for (long long e = e0; e < e1; ++e) {
+      float d[4][4];
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) d[i][j] = du[(4 * i + j) * plane + e];
+      float t[3][4];  // G^T dU
+      for (int j = 0; j < 4; ++j) {
+        t[0][j] = d[0][j] + 0.5f * (d[1][j] + d[2][j]);
+        t[1][j] = 0.5f * (d[1][j] - d[2][j]);
+        t[2][j] = 0.5f * (d[1][j] + d[2][j]) + d[3][j];
+      }
+      for (int a = 0; a < 3; ++a) {  // (G^T dU) G
+        dw[(a * 3 + 0) * plane + e] = t[a][0] + 0.5f * (t[a][1] + t[a][2]);
+        dw[(a * 3 + 1) * plane + e] = 0.5f * (t[a][1] - t[a][2]);
+        dw[(a * 3 + 2) * plane + e] = 0.5f * (t[a][1] + t[a][2]) + t[a][3];
+      }
+    }
+  }, 1024);
 }
 
 void backward_data(const Conv2dGeometry& g, const float* u, const float* dy, float* dx, int n0, int count) {
