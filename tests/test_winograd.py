@@ -1,8 +1,10 @@
-"""The Winograd F(2x2,3x3) path of the CPU conv2d (3x3, stride 1, >= 16 input and output channels)
+"""The Winograd F(2x2,3x3) / F(4x4,3x3) path of the CPU conv2d (3x3, stride 1, >= 16 input and output channels)
 against the float64 references in ops_reference.py: forward (fused bias + ReLU) and backward
 (dx by Winograd, dW/db by im2col+GEMM). Shapes cover both paddings, odd sizes (partial output
 tiles, the asymmetric 'same' padding does not arise for stride 1 but 'valid' shrinks the output),
-batch 1, images smaller than one tile, and channel counts that are not multiples of 8.
+batch 1, images smaller than one tile, and channel counts that are not multiples of 8. The tile
+size follows the output size (F(2,3) for outputs of 1-2 rows/columns and 6x6, else F(4,3)), so both
+variants run here: e.g. 3x3 'valid' has a 1x1 output (F(2,3)) and a 3x3 input gradient (F(4,3)).
 """
 from __future__ import annotations
 
@@ -44,6 +46,8 @@ WINO_CASES = [
     (2, 1, 1, 16, 24, "same"),     # 1x1 image: everything but the centre tap is padding
     (1, 2, 5, 40, 17, "same"),
     (5, 11, 13, 18, 27, "same"),   # several groups per thread
+    (2, 6, 6, 16, 32, "same"),     # 6x6: F(2,3) everywhere
+    (2, 8, 4, 16, 24, "valid"),    # 6x2 output: F(2,3) forward and dW, F(4,3) input gradient (8x4)
 ]
 
 

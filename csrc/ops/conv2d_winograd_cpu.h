@@ -1,4 +1,4 @@
-// Winograd F(2x2, 3x3) for 3x3 stride-1 convolutions with enough channels (conv2..conv4 of the
+// Winograd F(2x2, 3x3) and F(4x4, 3x3) for 3x3 stride-1 convolutions with enough channels (conv2..conv4 of the
 // tutorial CNN). The im2col GEMM there runs near the FMA peak, so the only way to go faster is
 // fewer multiplications: F(2x2,3x3) computes a 2x2 output tile from a 4x4 input tile with 16
 // products per (c, f) instead of 36 (2.25x fewer), as 16 independent GEMMs
@@ -33,7 +33,7 @@ void backward_data(const Conv2dGeometry& g, const float* u, const float* dy, flo
 // V[xi]^T dM[xi] with dM = A dY A^T, accumulated per thread into du_acc (filter_grad_size(g)
 // floats) for the images [n0, n0 + count) (dy already masked; scratch slots 0 and 1); then, once
 // the per-thread partials are summed, dW = G^T dU G (filter_grad_finish, overwrites dw).
-inline long long filter_grad_size(const Conv2dGeometry& g) { return 16LL * g.c * g.f; }
+long long filter_grad_size(const Conv2dGeometry& g);
 void filter_grad(const Conv2dGeometry& g, const float* x, const float* dy, int n0, int count, float* du_acc);
 void filter_grad_finish(const Conv2dGeometry& g, const float* du, float* dw);
 
