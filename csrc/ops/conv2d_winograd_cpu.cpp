@@ -234,9 +234,8 @@ void tile_pointers(P* xi, int h, int w, int c, int y0, int x0, P* (&src)[R][C]) 
 
 // V[xi][r][:] for the tiles of images [n0, n0 + count), r = img * tiles + ty * tw + tx.
 template <class W>
-void input_transform(const Problem& p, const float* x, int n0, int count, float* v) {
+void input_transform(const Problem& p, const float* x, int n0, int count, float* v, long long plane) {
   constexpr int A = W::a, M = W::m;
-  const long long plane = count * p.tiles() * p.c;
   const int th = p.th(), tw = p.tw();
   long long r = 0;
   for (int img = 0; img < count; ++img) {
@@ -261,9 +260,9 @@ void input_transform(const Problem& p, const float* x, int n0, int count, float*
 
 // y (images [n0, n0 + count)) <- act(A^T M A + bias); bias may be null.
 template <class W>
-void output_transform(const Problem& p, const float* m, const float* bias, bool relu, int n0, int count, float* y) {
+void output_transform(const Problem& p, const float* m, long long plane, const float* bias, bool relu, int n0, int count,
+                      float* y) {
   constexpr int A = W::a, M = W::m;
-  const long long plane = count * p.tiles() * p.f;
   const int th = p.th(), tw = p.tw();
   long long r = 0;
   for (int img = 0; img < count; ++img) {
@@ -294,9 +293,8 @@ void output_transform(const Problem& p, const float* m, const float* bias, bool 
 // dM[xi][r][:] = (A dY A^T)[xi] for the output-gradient tiles dY (m x m, zero outside the output)
 // of images [n0, n0 + count): the gradient of the Winograd-domain product U .* V.
 template <class W>
-void grad_output_transform(const Problem& p, const float* dy, int n0, int count, float* dm) {
+void grad_output_transform(const Problem& p, const float* dy, int n0, int count, float* dm, long long plane) {
   constexpr int A = W::a, M = W::m;
-  const long long plane = count * p.tiles() * p.f;
   const int th = p.th(), tw = p.tw();
   long long r = 0;
   for (int img = 0; img < count; ++img) {
@@ -319,6 +317,11 @@ void grad_output_transform(const Problem& p, const float* dy, int n0, int count,
   }
 }
 
+// Distance between the a*a planes of V, M, dM (tiles x channels each): one cache line more than
+// the plane, so that the transforms' a*a concurrent streams do not all map to the same L1 set
+// (rows * channels * 4 bytes is often a multiple of 4 KiB; measured: the transforms cost ~1.5x).
+long long plane_stride(long long rows, int channels) { return rows * channels + 16; }
+
 // y (images [n0, n0 + count)) = act(conv(x, U) + bias), in groups; scratch slots 0 (V), 1 (M).
 template <class W>
 void run(const Problem& p, const float* x, const float* u, const float* bias, bool relu, float* y, int n0, int count) {
@@ -328,13 +331,14 @@ void run(const Problem& p, const float* x, const float* u, const float* bias, bo
   for (int g0 = n0; g0 < n0 + count; g0 += group) {
     const int cnt = std::min(group, n0 + count - g0);
     const long long rows = cnt * tiles;
-    float* v = thread_scratch().floats(AA * rows * p.c, 0);
-    float* m = thread_scratch().floats(AA * rows * p.f, 1);
-    input_transform<W>(p, x, g0, cnt, v);
+    const long long vs = plane_stride(rows, p.c), ms = plane_stride(rows, p.f);
+    float* v = thread_scratch().floats(AA * vs, 0);
+    float* m = thread_scratch().floats(AA * ms, 1);
+    input_transform<W>(p, x, g0, cnt, v, vs);
     for (int xi = 0; xi < AA; ++xi)
-      blas::sgemm(false, false, static_cast<int>(rows), p.f, p.c, 1.f, v + xi * rows * p.c, p.c,
-                  u + (long long)xi * p.c * p.f, p.f, 0.f, m + xi * rows * p.f, p.f);
-    output_transform<W>(p, m, bias, relu, g0, cnt, y);
+      blas::sgemm(false, false, static_cast<int>(rows), p.f, p.c, 1.f, v + xi * vs, p.c,
+                  u + (long long)xi * p.c * p.f, p.f, 0.f, m + xi * ms, p.f);
+    output_transform<W>(p, m, ms, bias, relu, g0, cnt, y);
   }
 }
 
@@ -398,13 +402,14 @@ void filter_grad_impl(const Conv2dGeometry& g, const float* x, const float* dy, 
   for (int g0 = n0; g0 < n0 + count; g0 += group) {
     const int cnt = std::min(group, n0 + count - g0);
     const long long rows = cnt * tiles;
-    float* v = thread_scratch().floats(AA * rows * p.c, 0);
-    float* dm = thread_scratch().floats(AA * rows * p.f, 1);
-    input_transform<W>(p, x, g0, cnt, v);
-    grad_output_transform<W>(p, dy, g0, cnt, dm);
+    const long long vs = plane_stride(rows, p.c), ms = plane_stride(rows, p.f);
+    float* v = thread_scratch().floats(AA * vs, 0);
+    float* dm = thread_scratch().floats(AA * ms, 1);
+    input_transform<W>(p, x, g0, cnt, v, vs);
+    grad_output_transform<W>(p, dy, g0, cnt, dm, ms);
     for (int xi = 0; xi < AA; ++xi)  // dU[xi] (C x F) += V[xi]^T (C x rows) * dM[xi] (rows x F)
-      blas::sgemm(true, false, p.c, p.f, static_cast<int>(rows), 1.f, v + xi * rows * p.c, p.c,
-                  dm + xi * rows * p.f, p.f, 1.f, du_acc + (long long)xi * p.c * p.f, p.f);
+      blas::sgemm(true, false, p.c, p.f, static_cast<int>(rows), 1.f, v + xi * vs, p.c, dm + xi * ms, p.f, 1.f,
+                  du_acc + (long long)xi * p.c * p.f, p.f);
   }
 }
 
