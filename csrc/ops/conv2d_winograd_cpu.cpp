@@ -197,10 +197,14 @@ int images_per_group(const Problem& p) {
 // U[xi][ci][fo] = (G g G^T)[xi] with g[a][b] = kernel value at (a, b) for input ci, output fo;
 // `at(a, b, ci, fo)` reads it. Split over ci on hpcnn's threads, 8 values of fo at a time (on one
 // thread the 36 * C * F transform of conv4 was measured to cost as much as its GEMMs).
+// Distance between the a*a planes of U (c x f each): one cache line more than the plane, as for
+// V and M (plane_stride below): c * f * 4 bytes is a multiple of 4 KiB for every tutorial layer.
+long long kernel_plane(int c, int f) { return (long long)c * f + 16; }
+
 template <class W, class At>
 void kernel_transform(int c, int f, float* u, At at) {
   constexpr int A = W::a;
-  const long long plane = (long long)c * f;
+  const long long plane = kernel_plane(c, f);
   parallel_for(c, [&](long long c0, long long c1, int) {
     for (int ci = static_cast<int>(c0); ci < c1; ++ci) {
       for (int f0 = 0; f0 < f; f0 += L) {
@@ -337,7 +341,7 @@ void run(const Problem& p, const float* x, const float* u, const float* bias, bo
     input_transform<W>(p, x, g0, cnt, v, vs);
     for (int xi = 0; xi < AA; ++xi)
       blas::sgemm(false, false, static_cast<int>(rows), p.f, p.c, 1.f, v + xi * vs, p.c,
-                  u + (long long)xi * p.c * p.f, p.f, 0.f, m + xi * ms, p.f);
+                  u + xi * kernel_plane(p.c, p.f), p.f, 0.f, m + xi * ms, p.f);
     output_transform<W>(p, m, ms, bias, relu, g0, cnt, y);
   }
 }
@@ -372,7 +376,7 @@ Problem forward_problem(const Conv2dGeometry& g, int m) {
 template <class W>
 void forward_impl(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu) {
   const Problem p = forward_problem(g, W::m);
-  float* u = kernel_buffer((long long)W::a * W::a * g.c * g.f);
+  float* u = kernel_buffer(W::a * W::a * kernel_plane(g.c, g.f));
   const long long cf = (long long)g.c * g.f;
   kernel_transform<W>(g.c, g.f, u, [&](int a, int bb, int ci, int fo) { return w[(a * 3 + bb) * cf + (long long)ci * g.f + fo]; });
   parallel_for(g.n, [&](long long b0, long long b1, int) {
@@ -385,7 +389,7 @@ const float* backward_kernel_impl(const Conv2dGeometry& g, const float* w) {
   // dx[iy, ix, ci] = sum dy[iy + pad_top - ky, ix + pad_left - kx, fo] * w[ky, kx, ci, fo]
   //               = sum dy[iy - (2 - pad_top) + a, ...] * w[2 - a, 2 - b, ci, fo]:
   // input channels fo, output channels ci, kernel value at (a, b) = w[2 - a, 2 - b, ci, fo].
-  float* u = kernel_buffer((long long)W::a * W::a * g.c * g.f);
+  float* u = kernel_buffer(W::a * W::a * kernel_plane(g.c, g.f));
   const long long cf = (long long)g.c * g.f;
   kernel_transform<W>(g.f, g.c, u, [&](int a, int bb, int fo, int ci) {
     return w[((2 - a) * 3 + (2 - bb)) * cf + (long long)ci * g.f + fo];
