@@ -413,21 +413,21 @@ void filter_grad_impl(const Conv2dGeometry& g, const float* x, const float* dy, 
     grad_output_transform<W>(p, dy, g0, cnt, dm, ms);
     for (int xi = 0; xi < AA; ++xi)  // dU[xi] (C x F) += V[xi]^T (C x rows) * dM[xi] (rows x F)
       blas::sgemm(true, false, p.c, p.f, static_cast<int>(rows), 1.f, v + xi * vs, p.c, dm + xi * ms, p.f, 1.f,
-                  du_acc + (long long)xi * p.c * p.f, p.f);
+                  du_acc + xi * kernel_plane(p.c, p.f), p.f);
   }
 }
 
 template <class W>
 void filter_grad_finish_impl(const Conv2dGeometry& g, const float* du, float* dw) {
   constexpr int A = W::a;
-  const long long plane = (long long)g.c * g.f;
+  const long long plane = (long long)g.c * g.f, dplane = kernel_plane(g.c, g.f);
   const long long chunks = (plane + L - 1) / L;
   parallel_for(chunks, [&](long long k0, long long k1, int) {
     for (long long k = k0; k < k1; ++k) {
       const long long e = k * L;
       const int n = static_cast<int>(std::min<long long>(L, plane - e));
       V8 d[A * A], o[9];
-      for (int xi = 0; xi < A * A; ++xi) d[xi] = load_n(du + xi * plane + e, n);
+      for (int xi = 0; xi < A * A; ++xi) d[xi] = load_n(du + xi * dplane + e, n);
       transform_2d<A, A, 3, 3>(d, o, [](const V8* in, V8* out) { W::grad_kernel(in, out); });
       for (int t = 0; t < 9; ++t) store_n(o[t], dw + t * plane + e, n);
     }
@@ -460,7 +460,7 @@ void backward_data(const Conv2dGeometry& g, const float* u, const float* dy, flo
 
 long long filter_grad_size(const Conv2dGeometry& g) {
   const long long a = tile_filter(g) + 2;
-  return a * a * g.c * g.f;
+  return a * a * kernel_plane(g.c, g.f);
 }
 
 void filter_grad(const Conv2dGeometry& g, const float* x, const float* dy, int n0, int count, float* du_acc) {

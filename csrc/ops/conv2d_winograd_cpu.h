@@ -29,7 +29,8 @@ void forward(const Conv2dGeometry& g, const float* x, const float* w, const floa
 const float* backward_kernel(const Conv2dGeometry& g, const float* w);
 void backward_data(const Conv2dGeometry& g, const float* u, const float* dy, float* dx, int n0, int count);
 
-// Backward-filter: the gradient of the Winograd-domain kernel, dU[xi] (C x F) = sum over tiles of
+// Backward-filter: the gradient of the Winograd-domain kernel, dU[xi] (C x F, planes
+// C*F + 16 floats apart) = sum over tiles of
 // V[xi]^T dM[xi] with dM = A dY A^T, accumulated per thread into du_acc (filter_grad_size(g)
 // floats) for the images [n0, n0 + count) (dy already masked; scratch slots 0 and 1); then, once
 // the per-thread partials are summed, dW = G^T dU G (filter_grad_finish, overwrites dw).
