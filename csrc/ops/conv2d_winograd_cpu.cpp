@@ -4,8 +4,8 @@
 //   V = B^T d B   (d: a x a input tile)      U = G g G^T   (g: 3x3 kernel)
 //   y = A^T m A   (m = U .* V, m x m output tile)
 // and for the filter gradient dM = A dY A^T (dY: m x m output-gradient tile), dW = G^T dU G.
-// Each 2-D transform is its 1-D transform (the Tile structs below) applied to the columns, then
-// to the rows. F(2,3) has the interpolation points 0, 1, -1; F(4,3) adds 2, -2 (its constants
+// Each 2-D transform is its 1-D transform (structs F23 and F43 below) applied to the columns,
+// then to the rows. F(2,3) has the interpolation points 0, 1, -1; F(4,3) adds 2, -2 (its constants
 // reach 8 and 1/24; measured accuracy in tests/test_winograd.py stays at rtol 1e-4).
 // Output tile (ty, tx) covers output rows m*ty .. m*ty+m-1 and columns m*tx ..; its input tile
 // starts at row m*ty - pad_top, column m*tx - pad_left. Input outside the image reads as zero
@@ -14,6 +14,7 @@
 // Per thread (a static slice of the batch), per group of images:
 //   V[xi][tile][c]  <- input transform   (channels innermost: 8-wide vectors over c)
 //   M[xi] = V[xi] * U[xi]                 a*a single-threaded sgemms (tiles x C) * (C x F)
+// (the a*a planes of V, M, U lie one cache line more than their size apart: see plane_stride).
 //   y <- A^T M A (+ bias, ReLU)           (8-wide vectors over f)
 // Every output element depends only on its image, the geometry and the group split, which
 // depend on the thread count alone: results are bitwise reproducible for a given thread count.
@@ -194,12 +195,13 @@ int images_per_group(const Problem& p) {
   return static_cast<int>(std::max(1LL, std::min(by_tiles, by_bytes)));
 }
 
-// U[xi][ci][fo] = (G g G^T)[xi] with g[a][b] = kernel value at (a, b) for input ci, output fo;
-// `at(a, b, ci, fo)` reads it. Split over ci on hpcnn's threads, 8 values of fo at a time (on one
-// thread the 36 * C * F transform of conv4 was measured to cost as much as its GEMMs).
 // Distance between the a*a planes of U (c x f each): one cache line more than the plane, as for
 // V and M (plane_stride below): c * f * 4 bytes is a multiple of 4 KiB for every tutorial layer.
 long long kernel_plane(int c, int f) { return (long long)c * f + 16; }
+
+// U[xi][ci][fo] = (G g G^T)[xi] with g[a][b] = kernel value at (a, b) for input ci, output fo;
+// `at(a, b, ci, fo)` reads it. Split over ci on hpcnn's threads, 8 values of fo at a time (on one
+// thread the 36 * C * F transform of conv4 was measured to cost as much as its GEMMs).
 
 template <class W, class At>
 void kernel_transform(int c, int f, float* u, At at) {
