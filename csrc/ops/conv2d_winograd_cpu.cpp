@@ -1,0 +1,478 @@
+// Winograd convolution F(m x m, 3x3), m = 2 or 4, on the CPU (see conv2d_winograd_cpu.h).
+//
+// Transforms (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2015), a = m + 2:
+//   V = B^T d B   (d: a x a input tile)      U = G g G^T   (g: 3x3 kernel)
+//   y = A^T m A   (m = U .* V, m x m output tile)
+// and for the filter gradient dM = A dY A^T (dY: m x m output-gradient tile), dW = G^T dU G.
+// Each 2-D transform is its 1-D transform (structs F23 and F43 below) applied to the columns,
+// then to the rows. F(2,3) has the interpolation points 0, 1, -1; F(4,3) adds 2, -2 (its constants
+// reach 8 and 1/24; measured accuracy in tests/test_winograd.py stays at rtol 1e-4).
+// Output tile (ty, tx) covers output rows m*ty .. m*ty+m-1 and columns m*tx ..; its input tile
+// starts at row m*ty - pad_top, column m*tx - pad_left. Input outside the image reads as zero
+// (this is the padding, also the asymmetric bottom/right one); output outside is not written.
+//
+// Per thread (a static slice of the batch), per group of images:
+//   V[xi][tile][c]  <- input transform   (channels innermost: 8-wide vectors over c)
+//   M[xi] = V[xi] * U[xi]                 a*a single-threaded sgemms (tiles x C) * (C x F)
+// (the a*a planes of V, M, U lie one cache line more than their size apart: see plane_stride).
+//   y <- A^T M A (+ bias, ReLU)           (8-wide vectors over f)
+// Every output element depends only on its image, the geometry and the group split, which
+// depend on the thread count alone: results are bitwise reproducible for a given thread count.
+#include "ops/conv2d_winograd_cpu.h"
+
+#include <algorithm>
+#include <vector>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#include "core/scratch.h"
+#include "core/thread_pool.h"
+#include "ops/blas.h"
+#include "ops/elementwise.h"
+
+namespace hpcnn::cpu::winograd {
+
+namespace {
+
+constexpr int L = 8;  // channel chunk: one AVX register of floats
+
+// Eight floats (one AVX register where the build has AVX2, a plain array otherwise): the
+// transforms are written once over 8 channels at a time; GCC does not vectorize them by itself
+// (measured: scalar code, the transforms then cost more than the GEMMs).
+#if defined(__AVX2__)
+struct V8 {
+  __m256 v;
+  static V8 load(const float* p) { return {_mm256_loadu_ps(p)}; }
+  static V8 zero() { return {_mm256_setzero_ps()}; }
+  void store(float* p) const { _mm256_storeu_ps(p, v); }
+  V8 relu() const { return {_mm256_max_ps(v, _mm256_setzero_ps())}; }  // NaN -> 0, as ew::relu
+  friend V8 operator+(V8 a, V8 b) { return {_mm256_add_ps(a.v, b.v)}; }
+  friend V8 operator-(V8 a, V8 b) { return {_mm256_sub_ps(a.v, b.v)}; }
+  friend V8 operator*(float s, V8 a) { return {_mm256_mul_ps(_mm256_set1_ps(s), a.v)}; }
+  friend V8 operator-(V8 a) { return {_mm256_sub_ps(_mm256_setzero_ps(), a.v)}; }
+};
+#else
+struct V8 {
+  float v[L];
+  static V8 load(const float* p) { V8 r; for (int l = 0; l < L; ++l) r.v[l] = p[l]; return r; }
+  static V8 zero() { V8 r; for (int l = 0; l < L; ++l) r.v[l] = 0.f; return r; }
+  void store(float* p) const { for (int l = 0; l < L; ++l) p[l] = v[l]; }
+  V8 relu() const { V8 r; for (int l = 0; l < L; ++l) r.v[l] = ew::relu(v[l]); return r; }
+  friend V8 operator+(V8 a, V8 b) { for (int l = 0; l < L; ++l) a.v[l] += b.v[l]; return a; }
+  friend V8 operator-(V8 a, V8 b) { for (int l = 0; l < L; ++l) a.v[l] -= b.v[l]; return a; }
+  friend V8 operator*(float s, V8 a) { for (int l = 0; l < L; ++l) a.v[l] *= s; return a; }
+  friend V8 operator-(V8 a) { for (int l = 0; l < L; ++l) a.v[l] = -a.v[l]; return a; }
+};
+#endif
+
+// n < L floats through a zero-padded buffer (the channel tail).
+V8 load_part(const float* p, int n) {
+  alignas(32) float t[L] = {};
+  for (int l = 0; l < n; ++l) t[l] = p[l];
+  return V8::load(t);
+}
+void store_part(V8 a, float* p, int n) {
+  alignas(32) float t[L];
+  a.store(t);
+  for (int l = 0; l < n; ++l) p[l] = t[l];
+}
+V8 load_n(const float* p, int n) { return !p ? V8::zero() : n == L ? V8::load(p) : load_part(p, n); }
+void store_n(V8 a, float* p, int n) {
+  if (n == L) a.store(p);
+  else store_part(a, p, n);
+}
+
+// The 1-D transforms of F(2,3): T is V8 (tiles) or float (kernels).
+struct F23 {
+  static constexpr int m = 2, a = 4;
+  template <class T> static void input(const T* d, T* o) {  // B^T d
+    o[0] = d[0] - d[2];
+    o[1] = d[1] + d[2];
+    o[2] = d[2] - d[1];
+    o[3] = d[1] - d[3];
+  }
+  template <class T> static void output(const T* s, T* y) {  // A^T s
+    y[0] = s[0] + s[1] + s[2];
+    y[1] = s[1] - s[2] - s[3];
+  }
+  template <class T> static void kernel(const T* g, T* u) {  // G g
+    u[0] = g[0];
+    u[1] = 0.5f * (g[0] + g[1] + g[2]);
+    u[2] = 0.5f * (g[0] - g[1] + g[2]);
+    u[3] = g[2];
+  }
+  template <class T> static void grad_output(const T* d, T* o) {  // A d
+    o[0] = d[0];
+    o[1] = d[0] + d[1];
+    o[2] = d[0] - d[1];
+    o[3] = -d[1];
+  }
+  template <class T> static void grad_kernel(const T* d, T* g) {  // G^T d
+    g[0] = d[0] + 0.5f * (d[1] + d[2]);
+    g[1] = 0.5f * (d[1] - d[2]);
+    g[2] = 0.5f * (d[1] + d[2]) + d[3];
+  }
+};
+
+// The 1-D transforms of F(4,3) (points 0, 1, -1, 2, -2).
+struct F43 {
+  static constexpr int m = 4, a = 6;
+  template <class T> static void input(const T* d, T* o) {  // B^T d
+    o[0] = 4.f * d[0] - 5.f * d[2] + d[4];
+    o[1] = d[3] + d[4] - 4.f * (d[1] + d[2]);
+    o[2] = 4.f * (d[1] - d[2]) + d[4] - d[3];
+    o[3] = 2.f * (d[3] - d[1]) + d[4] - d[2];
+    o[4] = 2.f * (d[1] - d[3]) + d[4] - d[2];
+    o[5] = 4.f * d[1] - 5.f * d[3] + d[5];
+  }
+  template <class T> static void output(const T* s, T* y) {  // A^T s
+    T p12 = s[1] + s[2], m12 = s[1] - s[2], p34 = s[3] + s[4], m34 = s[3] - s[4];
+    y[0] = s[0] + p12 + p34;
+    y[1] = m12 + 2.f * m34;
+    y[2] = p12 + 4.f * p34;
+    y[3] = m12 + 8.f * m34 + s[5];
+  }
+  template <class T> static void kernel(const T* g, T* u) {  // G g
+    u[0] = 0.25f * g[0];
+    u[1] = (-1.f / 6) * (g[0] + g[1] + g[2]);
+    u[2] = (-1.f / 6) * (g[0] - g[1] + g[2]);
+    u[3] = (1.f / 24) * g[0] + (1.f / 12) * g[1] + (1.f / 6) * g[2];
+    u[4] = (1.f / 24) * g[0] - (1.f / 12) * g[1] + (1.f / 6) * g[2];
+    u[5] = g[2];
+  }
+  template <class T> static void grad_output(const T* d, T* o) {  // A d
+    T p02 = d[0] + d[2], p13 = d[1] + d[3];
+    o[0] = d[0];
+    o[1] = p02 + p13;
+    o[2] = p02 - p13;
+    T q02 = d[0] + 4.f * d[2], q13 = 2.f * d[1] + 8.f * d[3];
+    o[3] = q02 + q13;
+    o[4] = q02 - q13;
+    o[5] = d[3];
+  }
+  template <class T> static void grad_kernel(const T* d, T* g) {  // G^T d
+    g[0] = 0.25f * d[0] - (1.f / 6) * (d[1] + d[2]) + (1.f / 24) * (d[3] + d[4]);
+    g[1] = (1.f / 6) * (d[2] - d[1]) + (1.f / 12) * (d[3] - d[4]);
+    g[2] = (1.f / 6) * (d[3] + d[4] - d[1] - d[2]) + d[5];
+  }
+};
+
+// out (ro x co) = T in T^T: the 1-D transform `f` (ri -> ro) on every column of in (ri x ci),
+// then on every row of the result (ci -> co). in/out are row-major arrays of T.
+template <int RI, int CI, int RO, int CO, class T, class F>
+void transform_2d(const T* in, T* out, F f) {
+  T t[RO][CI];
+  for (int j = 0; j < CI; ++j) {
+    T col[RI], res[RO];
+    for (int i = 0; i < RI; ++i) col[i] = in[i * CI + j];
+    f(col, res);
+    for (int i = 0; i < RO; ++i) t[i][j] = res[i];
+  }
+  for (int i = 0; i < RO; ++i) f(t[i], out + i * CO);
+}
+
+// One 3x3 stride-1 convolution as the Winograd routine sees it (forward or backward-data).
+struct Problem {
+  int h, w, c;             // input (height, width, channels)
+  int oh, ow, f;           // output
+  int pad_top, pad_left;   // input row/column of output (0, 0) is (-pad_top, -pad_left)
+  int m;                   // output tile size
+  int th() const { return (oh + m - 1) / m; }
+  int tw() const { return (ow + m - 1) / m; }
+  long long tiles() const { return (long long)th() * tw(); }
+};
+
+// Images per group: enough tiles for efficient sgemms (measured flat from 128 to 1024 tiles),
+// V and M small enough to stay in the caches.
+int images_per_group(const Problem& p) {
+  const long long target_tiles = 512;
+  const long long a = p.m + 2;
+  const long long bytes_per_image = a * a * p.tiles() * (p.c + p.f) * 4;
+  long long by_tiles = std::max(1LL, target_tiles / std::max(1LL, p.tiles()));
+  long long by_bytes = std::max(1LL, (6LL << 20) / std::max(1LL, bytes_per_image));
+  return static_cast<int>(std::max(1LL, std::min(by_tiles, by_bytes)));
+}
+
+// Distance between the a*a planes of U (c x f each): one cache line more than the plane, as for
+// V and M (plane_stride below): c * f * 4 bytes is a multiple of 4 KiB for every tutorial layer.
+long long kernel_plane(int c, int f) { return (long long)c * f + 16; }
+
+// U[xi][ci][fo] = (G g G^T)[xi] with g[a][b] = kernel value at (a, b) for input ci, output fo;
+// `at(a, b, ci, fo)` reads it. Split over ci on hpcnn's threads, 8 values of fo at a time (on one
+// thread the 36 * C * F transform of conv4 was measured to cost as much as its GEMMs).
+
+template <class W, class At>
+void kernel_transform(int c, int f, float* u, At at) {
+  constexpr int A = W::a;
+  const long long plane = kernel_plane(c, f);
+  parallel_for(c, [&](long long c0, long long c1, int) {
+    for (int ci = static_cast<int>(c0); ci < c1; ++ci) {
+      for (int f0 = 0; f0 < f; f0 += L) {
+        const int nf = std::min(L, f - f0);
+        V8 g[9], o[A * A];
+        for (int a = 0; a < 3; ++a)
+          for (int b = 0; b < 3; ++b) {
+            alignas(32) float t[L] = {};
+            for (int l = 0; l < nf; ++l) t[l] = at(a, b, ci, f0 + l);
+            g[a * 3 + b] = V8::load(t);
+          }
+        transform_2d<3, 3, A, A>(g, o, [](const V8* in, V8* out) { W::kernel(in, out); });
+        for (int xi = 0; xi < A * A; ++xi) store_n(o[xi], u + xi * plane + (long long)ci * f + f0, nf);
+      }
+    }
+  });
+}
+
+// Pointers to the rows x cols pixels of the tile starting at (y0, x0) of image xi (h x w x c);
+// nullptr outside the image.
+template <int R, int C, class P>
+void tile_pointers(P* xi, int h, int w, int c, int y0, int x0, P* (&src)[R][C]) {
+  for (int i = 0; i < R; ++i) {
+    int iy = y0 + i;
+    for (int j = 0; j < C; ++j) {
+      int ix = x0 + j;
+      src[i][j] = (iy >= 0 && iy < h && ix >= 0 && ix < w) ? xi + ((long long)iy * w + ix) * c : nullptr;
+    }
+  }
+}
+
+// V[xi][r][:] for the tiles of images [n0, n0 + count), r = img * tiles + ty * tw + tx.
+template <class W>
+void input_transform(const Problem& p, const float* x, int n0, int count, float* v, long long plane) {
+  constexpr int A = W::a, M = W::m;
+  const int th = p.th(), tw = p.tw();
+  long long r = 0;
+  for (int img = 0; img < count; ++img) {
+    const float* xi = x + (long long)(n0 + img) * p.h * p.w * p.c;
+    for (int ty = 0; ty < th; ++ty) {
+      for (int tx = 0; tx < tw; ++tx, ++r) {
+        const float* src[A][A];
+        tile_pointers<A, A>(xi, p.h, p.w, p.c, M * ty - p.pad_top, M * tx - p.pad_left, src);
+        float* dst = v + r * p.c;
+        for (int c0 = 0; c0 < p.c; c0 += L) {
+          const int nc = std::min(L, p.c - c0);
+          V8 d[A * A], o[A * A];
+          for (int i = 0; i < A; ++i)
+            for (int j = 0; j < A; ++j) d[i * A + j] = load_n(src[i][j] ? src[i][j] + c0 : nullptr, nc);
+          transform_2d<A, A, A, A>(d, o, [](const V8* in, V8* out) { W::input(in, out); });
+          for (int xi2 = 0; xi2 < A * A; ++xi2) store_n(o[xi2], dst + xi2 * plane + c0, nc);
+        }
+      }
+    }
+  }
+}
+
+// y (images [n0, n0 + count)) <- act(A^T M A + bias); bias may be null.
+template <class W>
+void output_transform(const Problem& p, const float* m, long long plane, const float* bias, bool relu, int n0, int count,
+                      float* y) {
+  constexpr int A = W::a, M = W::m;
+  const int th = p.th(), tw = p.tw();
+  long long r = 0;
+  for (int img = 0; img < count; ++img) {
+    float* yi = y + (long long)(n0 + img) * p.oh * p.ow * p.f;
+    for (int ty = 0; ty < th; ++ty) {
+      for (int tx = 0; tx < tw; ++tx, ++r) {
+        float* dst[M][M];
+        tile_pointers<M, M>(yi, p.oh, p.ow, p.f, M * ty, M * tx, dst);
+        const float* src = m + r * p.f;
+        for (int f0 = 0; f0 < p.f; f0 += L) {
+          const int nf = std::min(L, p.f - f0);
+          V8 s[A * A], o[M * M];
+          for (int xi2 = 0; xi2 < A * A; ++xi2) s[xi2] = load_n(src + xi2 * plane + f0, nf);
+          transform_2d<A, A, M, M>(s, o, [](const V8* in, V8* out) { W::output(in, out); });
+          const V8 bv = load_n(bias ? bias + f0 : nullptr, nf);
+          for (int i = 0; i < M; ++i)
+            for (int j = 0; j < M; ++j) {
+              if (!dst[i][j]) continue;
+              V8 out = o[i * M + j] + bv;
+              store_n(relu ? out.relu() : out, dst[i][j] + f0, nf);
+            }
+        }
+      }
+    }
+  }
+}
+
+// dM[xi][r][:] = (A dY A^T)[xi] for the output-gradient tiles dY (m x m, zero outside the output)
+// of images [n0, n0 + count): the gradient of the Winograd-domain product U .* V.
+template <class W>
+void grad_output_transform(const Problem& p, const float* dy, int n0, int count, float* dm, long long plane) {
+  constexpr int A = W::a, M = W::m;
+  const int th = p.th(), tw = p.tw();
+  long long r = 0;
+  for (int img = 0; img < count; ++img) {
+    const float* di = dy + (long long)(n0 + img) * p.oh * p.ow * p.f;
+    for (int ty = 0; ty < th; ++ty) {
+      for (int tx = 0; tx < tw; ++tx, ++r) {
+        const float* src[M][M];
+        tile_pointers<M, M>(di, p.oh, p.ow, p.f, M * ty, M * tx, src);
+        float* dst = dm + r * p.f;
+        for (int f0 = 0; f0 < p.f; f0 += L) {
+          const int nf = std::min(L, p.f - f0);
+          V8 d[M * M], o[A * A];
+          for (int i = 0; i < M; ++i)
+            for (int j = 0; j < M; ++j) d[i * M + j] = load_n(src[i][j] ? src[i][j] + f0 : nullptr, nf);
+          transform_2d<M, M, A, A>(d, o, [](const V8* in, V8* out) { W::grad_output(in, out); });
+          for (int xi2 = 0; xi2 < A * A; ++xi2) store_n(o[xi2], dst + xi2 * plane + f0, nf);
+        }
+      }
+    }
+  }
+}
+
+// Distance between the a*a planes of V, M, dM (tiles x channels each): one cache line more than
+// the plane, so that the transforms' a*a concurrent streams do not all map to the same L1 set
+// (rows * channels * 4 bytes is often a multiple of 4 KiB; measured: the transforms cost ~1.5x).
+long long plane_stride(long long rows, int channels) { return rows * channels + 16; }
+
+// y (images [n0, n0 + count)) = act(conv(x, U) + bias), in groups; scratch slots 0 (V), 1 (M).
+template <class W>
+void run(const Problem& p, const float* x, const float* u, const float* bias, bool relu, float* y, int n0, int count) {
+  constexpr int AA = W::a * W::a;
+  const int group = images_per_group(p);
+  const long long tiles = p.tiles();
+  for (int g0 = n0; g0 < n0 + count; g0 += group) {
+    const int cnt = std::min(group, n0 + count - g0);
+    const long long rows = cnt * tiles;
+    const long long vs = plane_stride(rows, p.c), ms = plane_stride(rows, p.f);
+    float* v = thread_scratch().floats(AA * vs, 0);
+    float* m = thread_scratch().floats(AA * ms, 1);
+    input_transform<W>(p, x, g0, cnt, v, vs);
+    for (int xi = 0; xi < AA; ++xi)
+      blas::sgemm(false, false, static_cast<int>(rows), p.f, p.c, 1.f, v + xi * vs, p.c,
+                  u + xi * kernel_plane(p.c, p.f), p.f, 0.f, m + xi * ms, p.f);
+    output_transform<W>(p, m, ms, bias, relu, g0, cnt, y);
+  }
+}
+
+// The calling thread's buffer for the transformed kernel (grows only: no allocation per step).
+float* kernel_buffer(long long count) {
+  static thread_local std::vector<float> buf;
+  if ((long long)buf.size() < count) buf.resize(count);
+  return buf.data();
+}
+
+// Output tile size for an oh x ow output: the one with fewer Winograd-domain products
+// (a*a per tile, partial tiles counted whole), F(2,3) on a tie. F(4,3) multiplies 1.78x less
+// than F(2,3) on large outputs; its transforms cost more per output and its rounding error is
+// ~20x larger (still ~1e-5 of the largest output at 512 channels, under the 1e-4 the tests ask).
+// Measured faster for all three tutorial layers in all three directions (bench/RESULTS.md
+// "Winograd convolution"); F(2,3) serves outputs of 1 or 2 rows/columns (a 4x4 tile would be
+// mostly padding there) and 6x6.
+int tile_size(int oh, int ow) {
+  const long long p2 = 16LL * ((oh + 1) / 2) * ((ow + 1) / 2);
+  const long long p4 = 36LL * ((oh + 3) / 4) * ((ow + 3) / 4);
+  return p4 < p2 ? 4 : 2;
+}
+int tile_forward(const Conv2dGeometry& g) { return tile_size(g.oh, g.ow); }
+int tile_backward_data(const Conv2dGeometry& g) { return tile_size(g.h, g.w); }
+int tile_filter(const Conv2dGeometry& g) { return tile_size(g.oh, g.ow); }
+
+Problem forward_problem(const Conv2dGeometry& g, int m) {
+  return Problem{g.h, g.w, g.c, g.oh, g.ow, g.f, g.pad_top, g.pad_left, m};
+}
+
+template <class W>
+void forward_impl(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu) {
+  const Problem p = forward_problem(g, W::m);
+  float* u = kernel_buffer(W::a * W::a * kernel_plane(g.c, g.f));
+  const long long cf = (long long)g.c * g.f;
+  kernel_transform<W>(g.c, g.f, u, [&](int a, int bb, int ci, int fo) { return w[(a * 3 + bb) * cf + (long long)ci * g.f + fo]; });
+  parallel_for(g.n, [&](long long b0, long long b1, int) {
+    run<W>(p, x, u, b, relu, y, static_cast<int>(b0), static_cast<int>(b1 - b0));
+  });
+}
+
+template <class W>
+const float* backward_kernel_impl(const Conv2dGeometry& g, const float* w) {
+  // dx[iy, ix, ci] = sum dy[iy + pad_top - ky, ix + pad_left - kx, fo] * w[ky, kx, ci, fo]
+  //               = sum dy[iy - (2 - pad_top) + a, ...] * w[2 - a, 2 - b, ci, fo]:
+  // input channels fo, output channels ci, kernel value at (a, b) = w[2 - a, 2 - b, ci, fo].
+  float* u = kernel_buffer(W::a * W::a * kernel_plane(g.c, g.f));
+  const long long cf = (long long)g.c * g.f;
+  kernel_transform<W>(g.f, g.c, u, [&](int a, int bb, int fo, int ci) {
+    return w[((2 - a) * 3 + (2 - bb)) * cf + (long long)ci * g.f + fo];
+  });
+  return u;
+}
+
+template <class W>
+void filter_grad_impl(const Conv2dGeometry& g, const float* x, const float* dy, int n0, int count, float* du_acc) {
+  constexpr int AA = W::a * W::a;
+  const Problem p = forward_problem(g, W::m);
+  const int group = images_per_group(p);
+  const long long tiles = p.tiles();
+  for (int g0 = n0; g0 < n0 + count; g0 += group) {
+    const int cnt = std::min(group, n0 + count - g0);
+    const long long rows = cnt * tiles;
+    const long long vs = plane_stride(rows, p.c), ms = plane_stride(rows, p.f);
+    float* v = thread_scratch().floats(AA * vs, 0);
+    float* dm = thread_scratch().floats(AA * ms, 1);
+    input_transform<W>(p, x, g0, cnt, v, vs);
+    grad_output_transform<W>(p, dy, g0, cnt, dm, ms);
+    for (int xi = 0; xi < AA; ++xi)  // dU[xi] (C x F) += V[xi]^T (C x rows) * dM[xi] (rows x F)
+      blas::sgemm(true, false, p.c, p.f, static_cast<int>(rows), 1.f, v + xi * vs, p.c, dm + xi * ms, p.f, 1.f,
+                  du_acc + xi * kernel_plane(p.c, p.f), p.f);
+  }
+}
+
+template <class W>
+void filter_grad_finish_impl(const Conv2dGeometry& g, const float* du, float* dw) {
+  constexpr int A = W::a;
+  const long long plane = (long long)g.c * g.f, dplane = kernel_plane(g.c, g.f);
+  const long long chunks = (plane + L - 1) / L;
+  parallel_for(chunks, [&](long long k0, long long k1, int) {
+    for (long long k = k0; k < k1; ++k) {
+      const long long e = k * L;
+      const int n = static_cast<int>(std::min<long long>(L, plane - e));
+      V8 d[A * A], o[9];
+      for (int xi = 0; xi < A * A; ++xi) d[xi] = load_n(du + xi * dplane + e, n);
+      transform_2d<A, A, 3, 3>(d, o, [](const V8* in, V8* out) { W::grad_kernel(in, out); });
+      for (int t = 0; t < 9; ++t) store_n(o[t], dw + t * plane + e, n);
+    }
+  }, 128);
+}
+
+}  // namespace
+
+bool applies(const Conv2dGeometry& g) {
+  // Measured (bench/RESULTS.md "Winograd convolution"): with fewer channels the thin GEMMs and
+  // the transforms cost more than the saved multiplications.
+  return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.c >= 16 && g.f >= 16;
+}
+
+void forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu) {
+  if (tile_forward(g) == 4) forward_impl<F43>(g, x, w, b, y, relu);
+  else forward_impl<F23>(g, x, w, b, y, relu);
+}
+
+const float* backward_kernel(const Conv2dGeometry& g, const float* w) {
+  return tile_backward_data(g) == 4 ? backward_kernel_impl<F43>(g, w) : backward_kernel_impl<F23>(g, w);
+}
+
+void backward_data(const Conv2dGeometry& g, const float* u, const float* dy, float* dx, int n0, int count) {
+  const int m = tile_backward_data(g);
+  const Problem p{g.oh, g.ow, g.f, g.h, g.w, g.c, 2 - g.pad_top, 2 - g.pad_left, m};
+  if (m == 4) run<F43>(p, dy, u, nullptr, false, dx, n0, count);
+  else run<F23>(p, dy, u, nullptr, false, dx, n0, count);
+}
+
+long long filter_grad_size(const Conv2dGeometry& g) {
+  const long long a = tile_filter(g) + 2;
+  return a * a * kernel_plane(g.c, g.f);
+}
+
+void filter_grad(const Conv2dGeometry& g, const float* x, const float* dy, int n0, int count, float* du_acc) {
+  if (tile_filter(g) == 4) filter_grad_impl<F43>(g, x, dy, n0, count, du_acc);
+  else filter_grad_impl<F23>(g, x, dy, n0, count, du_acc);
+}
+
+void filter_grad_finish(const Conv2dGeometry& g, const float* du, float* dw) {
+  if (tile_filter(g) == 4) filter_grad_finish_impl<F43>(g, du, dw);
+  else filter_grad_finish_impl<F23>(g, du, dw);
+}
+
+}  // namespace hpcnn::cpu::winograd

@@ -1,0 +1,109 @@
+"""The Winograd F(2x2,3x3) / F(4x4,3x3) path of the CPU conv2d (3x3, stride 1, >= 16 input and output channels)
+against the float64 references in ops_reference.py: forward (fused bias + ReLU) and backward
+(dx by Winograd, dW/db by im2col+GEMM). Shapes cover both paddings, odd sizes (partial output
+tiles, the asymmetric 'same' padding does not arise for stride 1 but 'valid' shrinks the output),
+batch 1, images smaller than one tile, and channel counts that are not multiples of 8. The tile
+size follows the output size (F(2,3) for outputs of 1-2 rows/columns and 6x6, else F(4,3)), so both
+variants run here: e.g. 3x3 'valid' has a 1x1 output (F(2,3)) and a 3x3 input gradient (F(4,3)).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ops_reference as ref
+from hpcnn import _core
+
+ops = _core.ops
+
+
+def close(got, want, rtol=1e-4):
+    want = np.asarray(want, np.float64)
+    scale = float(np.abs(want).max()) if want.size else 0.0
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=rtol, atol=rtol * max(scale, 1e-30))
+
+
+def randn(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+@pytest.fixture
+def threads():
+    before = _core.get_num_threads()
+    yield
+    _core.set_num_threads(before)
+
+
+WINO_CASES = [
+    # n, h, w, c, f, padding
+    (1, 16, 16, 32, 64, "same"),   # the tutorial's conv2, batch 1
+    (3, 8, 8, 64, 128, "same"),    # conv3
+    (2, 4, 4, 128, 256, "same"),   # conv4: one image = 2x2 tiles
+    (2, 7, 9, 17, 19, "same"),     # odd sizes: partial tiles; C, F not multiples of 8
+    (1, 5, 6, 16, 16, "valid"),    # smallest channel counts that select Winograd
+    (3, 9, 7, 21, 33, "valid"),    # odd output 7x5
+    (2, 3, 3, 24, 20, "valid"),    # output 1x1 (one partial tile)
+    (2, 1, 1, 16, 24, "same"),     # 1x1 image: everything but the centre tap is padding
+    (1, 2, 5, 40, 17, "same"),
+    (5, 11, 13, 18, 27, "same"),   # several groups per thread
+    (2, 6, 6, 16, 32, "same"),     # 6x6: F(2,3) everywhere
+    (2, 8, 4, 16, 24, "valid"),    # 6x2 output: F(2,3) forward and dW, F(4,3) input gradient (8x4)
+]
+
+
+@pytest.mark.parametrize("n,h,w,c,f,pad", WINO_CASES)
+@pytest.mark.parametrize("relu", [False, True])
+def test_winograd_conv2d(n, h, w, c, f, pad, relu):
+    rng = np.random.default_rng(hash((n, h, w, c, f, pad, relu)) & 0xFFFF)
+    x, wt, b = randn(rng, n, h, w, c), randn(rng, 3, 3, c, f), randn(rng, f)
+    y = ops.conv2d_forward(x, wt, b, padding=pad, relu=relu)
+    y_ref = ref.conv2d_forward(x, wt, b, (1, 1), pad, relu)
+    assert y.shape == y_ref.shape
+    close(y, y_ref)
+
+    dy = randn(rng, *y.shape)
+    dy_copy = dy.copy()
+    dx, dw, db = ops.conv2d_backward(x, wt, y, dy, padding=pad, relu=relu)
+    dx_r, dw_r, db_r = ref.conv2d_backward(x, wt, y, dy, (1, 1), pad, relu)
+    assert dx.shape == x.shape
+    close(dx, dx_r)
+    close(dw, dw_r)
+    close(db, db_r)
+    np.testing.assert_array_equal(dy, dy_copy)
+
+    none, dw2, db2 = ops.conv2d_backward(x, wt, y, dy, padding=pad, relu=relu, need_dx=False)
+    assert none is None
+    np.testing.assert_array_equal(dw2, dw)
+    np.testing.assert_array_equal(db2, db)
+
+
+def test_winograd_large_values():
+    # The transforms add and subtract up to 16 inputs: relative accuracy must not depend on scale.
+    rng = np.random.default_rng(11)
+    x, wt, b = randn(rng, 2, 10, 10, 32) * 1e3, randn(rng, 3, 3, 32, 48) * 1e-2, randn(rng, 48)
+    close(ops.conv2d_forward(x, wt, b, padding="same"), ref.conv2d_forward(x, wt, b, (1, 1), "same"))
+
+
+@pytest.mark.parametrize("nt", [1, 2, 3])
+def test_winograd_bitwise_reproducible(threads, nt):
+    rng = np.random.default_rng(5)
+    x, wt, b = randn(rng, 13, 12, 10, 24), randn(rng, 3, 3, 24, 40), randn(rng, 40)
+    _core.set_num_threads(nt)
+    y1 = ops.conv2d_forward(x, wt, b, padding="same", relu=True)
+    y2 = ops.conv2d_forward(x, wt, b, padding="same", relu=True)
+    np.testing.assert_array_equal(y1, y2)
+    dy = randn(rng, *y1.shape)
+    a = ops.conv2d_backward(x, wt, y1, dy, padding="same", relu=True)
+    c = ops.conv2d_backward(x, wt, y1, dy, padding="same", relu=True)
+    for u, v in zip(a, c):
+        np.testing.assert_array_equal(u, v)
+    close(a[0], ref.conv2d_backward(x, wt, y1, dy, (1, 1), "same", True)[0])
+
+
+def test_winograd_per_image_independent_of_batch():
+    # An image's output does not depend on which other images share its batch or group.
+    rng = np.random.default_rng(6)
+    x, wt, b = randn(rng, 9, 8, 8, 16), randn(rng, 3, 3, 16, 16), randn(rng, 16)
+    full = ops.conv2d_forward(x, wt, b, padding="same")
+    for i in (0, 4, 8):
+        close(ops.conv2d_forward(x[i:i + 1], wt, b, padding="same")[0], full[i], rtol=1e-6)
