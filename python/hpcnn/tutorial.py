@@ -40,19 +40,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def synthetic_cifar10(n_train: int = 50000, n_valid: int = 10000, seed: int = 0):
-    """CIFAR-10-shaped uint8 data whose class shows as a coloured square at a class-specific place,
-    over noise: learnable, so curves and accuracies mean something, but no substitute for CIFAR-10."""
+    """CIFAR-10-shaped uint8 data whose class shows as a faint coloured square near a
+    class-specific place (jittered position and colour) over noise: learnable over a few epochs,
+    so curves and accuracies mean something, but no substitute for CIFAR-10."""
     rng = np.random.default_rng(seed)
 
     def make(n):
         y = rng.integers(0, 10, (n, 1)).astype(np.uint8)
-        x = rng.integers(0, 160, (n, 32, 32, 3), dtype=np.uint8)
-        for k in range(10):
-            idx = np.where(y[:, 0] == k)[0]
-            r, c = 4 + 6 * (k // 4), 4 + 7 * (k % 4)
-            colour = np.array([(40 * k) % 256, (90 + 50 * k) % 256, (200 - 20 * k) % 256], np.uint8)
-            x[idx, r:r + 6, c:c + 6, :] = colour
-        return x, y
+        x = rng.integers(0, 200, (n, 32, 32, 3)).astype(np.int16)
+        base = np.array([[(40 * k) % 256, (90 + 50 * k) % 256, (200 - 20 * k) % 256] for k in range(10)], np.int16)
+        for i in range(n):
+            k = int(y[i, 0])
+            r = 4 + 6 * (k // 4) + int(rng.integers(-3, 4))
+            c = 4 + 7 * (k % 4) + int(rng.integers(-3, 4))
+            colour = base[k] + rng.integers(-50, 51, 3)
+            patch = x[i, max(r, 0):r + 5, max(c, 0):c + 5, :]
+            patch[...] = (patch + colour) // 2  # half-transparent: the square blends into the noise
+        return np.clip(x, 0, 255).astype(np.uint8), y
 
     return make(n_train), make(n_valid)
 
