@@ -11,3 +11,11 @@ def tf32_off():
     _core.cuda_set_tf32(False)
     yield
     _core.cuda_set_tf32(before)
+
+
+@pytest.fixture
+def threads():
+    """Restores the thread count a test changes."""
+    before = _core.get_num_threads()
+    yield
+    _core.set_num_threads(before)

@@ -133,3 +133,14 @@ def sgd(p, g, vel, lr, momentum, nesterov):
         return p - lr * g, vel
     vel = momentum * vel - lr * g
     return (p + momentum * vel - lr * g if nesterov else p + vel), vel
+
+
+def close(got, want, rtol=1e-4):
+    """assert_allclose at rtol, with atol scaled to the reference's largest magnitude."""
+    want = np.asarray(want, np.float64)
+    scale = float(np.abs(want).max()) if want.size else 0.0
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=rtol, atol=rtol * max(scale, 1e-30))
+
+
+def randn(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)

@@ -12,27 +12,10 @@ import numpy as np
 import pytest
 
 import ops_reference as ref
+from ops_reference import close, randn
 from hpcnn import _core
 
 ops = _core.ops
-
-
-def close(got, want, rtol=1e-4):
-    want = np.asarray(want, np.float64)
-    scale = float(np.abs(want).max()) if want.size else 0.0
-    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=rtol, atol=rtol * max(scale, 1e-30))
-
-
-def randn(rng, *shape):
-    return rng.standard_normal(shape).astype(np.float32)
-
-
-@pytest.fixture
-def threads():
-    """Restores the thread count a test changes."""
-    before = _core.get_num_threads()
-    yield
-    _core.set_num_threads(before)
 
 
 # ------------------------------------------------------------------ conv2d
