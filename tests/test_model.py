@@ -416,3 +416,24 @@ def test_out_of_memory_for_a_big_batch_leaves_the_model_usable():
     loss, correct, n = core.train_batch(np.ones((3, 64, 64, 1), np.float32), np.array([0, 1, 2], np.int32))
     assert n == 3 and np.isfinite(loss)
     assert m.predict(x).shape == (2, 3)
+
+
+def test_hdf5_dataset_with_fit_evaluate_predict(tmp_path):
+    x, y = data(96)
+    p = str(tmp_path / "d.h5")
+    hpcnn.data.write_hdf5(p, {"x_train": (x * 255).astype(np.uint8), "y_train": y.astype(np.uint8)})
+    m = small_model()
+    m.compile("adam", "categorical_crossentropy", ["accuracy"])
+    sparse = hpcnn.data.HDF5Dataset(p, batch_size=32)  # int labels for a one-hot loss
+    with pytest.raises(ValueError, match=r"epoch 1, batch 1: .*one_hot=3"):
+        m.fit(sparse, epochs=1, verbose=0)
+    train = hpcnn.data.HDF5Dataset(p, batch_size=32, one_hot=3, seed=1)
+    h = m.fit(train, epochs=2, verbose=0, validation_data=hpcnn.data.HDF5Dataset(p, batch_size=40, one_hot=3,
+                                                                                  shuffle=False))
+    assert len(h.history["val_accuracy"]) == 2
+    with pytest.raises(ValueError, match="shuffle=False"):
+        m.predict(train)
+    ordered = hpcnn.data.HDF5Dataset(p, batch_size=40, one_hot=3, shuffle=False)
+    np.testing.assert_allclose(m.predict(ordered), m.predict((x * 255).astype(np.uint8) / 255.0), rtol=1e-5,
+                               atol=1e-6)
+    assert m.evaluate(ordered, verbose=0)[1] >= 0

@@ -238,8 +238,8 @@ Tensor Sequential::stage_target(const Tensor& y, const std::vector<long long>* r
   if (loss_ == Loss::CategoricalCrossentropy) {
     HPCNN_CHECK_ARG(y.dtype() == DType::F32 && y.rank() == 2 && y.dim(1) == classes,
                     "categorical_crossentropy needs one-hot targets of shape (n, ", classes, "), got ", y.str(),
-                    ": use hpcnn.utils.to_categorical(y, ", classes,
-                    ") or loss='sparse_categorical_crossentropy' for class indices");
+                    ": use hpcnn.utils.to_categorical(y, ", classes, ") (or HDF5Dataset(..., one_hot=", classes,
+                    ")), or loss='sparse_categorical_crossentropy' for class indices");
     ops::check_finite(y, "targets");
     const Shape full{n, classes};
     if (!rows) {

@@ -134,6 +134,7 @@ class HDF5Dataset:
                                  scale_l, shift_l, int(num_classes or 0), one_hot is not None,
                                  bool(drop_remainder), str(cache), int(memory_budget))
         self.batch_size = int(batch_size)
+        self.shuffle = bool(shuffle)
 
     # ---------------------------------------------------------------- Keras Sequence protocol
     def __len__(self) -> int:

@@ -519,6 +519,10 @@ class Sequential:
         bs = int(batch_size or 32)
         outs: List[np.ndarray] = []
         if _is_dataset(x):
+            if hasattr(x, "epoch_batches") and getattr(x, "shuffle", False):
+                # Its batches come in a shuffled order: predictions would not line up with the rows.
+                raise ValueError("predict: this dataset shuffles its rows, so the predictions would come back in a "
+                                 "shuffled order; create it with shuffle=False for prediction")
             for xb, _, _ in self._dataset_batches(x, 0, False):
                 outs.append(core.predict_batch(self._prepare_inputs(xb), None))
         else:
