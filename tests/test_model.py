@@ -437,3 +437,17 @@ def test_hdf5_dataset_with_fit_evaluate_predict(tmp_path):
     np.testing.assert_allclose(m.predict(ordered), m.predict((x * 255).astype(np.uint8) / 255.0), rtol=1e-5,
                                atol=1e-6)
     assert m.evaluate(ordered, verbose=0)[1] >= 0
+
+
+def test_validation_split_initial_epoch_and_column_labels():
+    x, y = data(100)
+    m = small_model()
+    m.compile("adam", "sparse_categorical_crossentropy", ["accuracy"])
+    h = m.fit(x, y.reshape(-1, 1), batch_size=20, epochs=3, initial_epoch=1, validation_split=0.2, verbose=0)
+    assert h.epoch == [1, 2]
+    assert len(h.history["val_loss"]) == 2
+    assert m._model().step == 2 * 4  # 80 training rows in batches of 20, two epochs
+    assert np.isscalar(hpcnn.models.clone_model(m).predict(x[:1]).sum())
+    no_metric = small_model()
+    no_metric.compile("adam", "sparse_categorical_crossentropy")
+    assert isinstance(no_metric.evaluate(x, y, verbose=0), float)
