@@ -166,6 +166,18 @@ void bind_nn(py::module_& m) {
         return run_step(p, x, y, rows, true);
       }, py::arg("x"), py::arg("y"), py::arg("rows") = py::none(),
          "One training step; returns (loss_sum, correct, n).")
+      .def("prefetch", [](PyModel& p, py::object x, py::object y, py::object rows) {
+        if (!p.model->compiled())
+          throw ValueError("the model must be compiled before training: call model.compile(...)");
+        Tensor X = input_tensor(x), Y = target_tensor(y, p.model->loss());
+        auto r = rows_of(rows);
+        std::lock_guard<std::mutex> lk(p.mu);
+        py::gil_scoped_release nogil;
+        p.model->prefetch(X, Y, r.get());
+      }, py::arg("x"), py::arg("y"), py::arg("rows") = py::none(),
+         "Stages the next train_batch/test_batch(x, y, rows) ahead (on a GPU: uploads it on the copy "
+         "stream while the current step runs); the next call with the same arrays and rows uses it.")
+      .def_property_readonly("has_prefetch", [](PyModel& p) { return p.model->has_prefetch(); })
       .def("test_batch", [](PyModel& p, py::object x, py::object y, py::object rows) {
         return run_step(p, x, y, rows, false);
       }, py::arg("x"), py::arg("y"), py::arg("rows") = py::none(), "Loss and accuracy without training.")

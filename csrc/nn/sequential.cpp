@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/cuda_async.h"
 #include "core/cuda_runtime.h"
 #include "core/rng.h"
 #include "core/thread_pool.h"
@@ -67,6 +68,14 @@ Sequential::Sequential(Shape input_shape, std::vector<LayerPtr> layers, uint64_t
   bind_layers();
 }
 
+Sequential::~Sequential() {
+  try {
+    discard_prefetch();  // its copy may still be writing a buffer that is about to be freed
+  } catch (...) {
+    // A device error here has nothing left to report to; the buffers are freed regardless.
+  }
+}
+
 // Gives each layer views of its parameters and gradients in the two buffers.
 void Sequential::bind_layers() {
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -127,6 +136,7 @@ void Sequential::compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool f
 
 void Sequential::to(Device d) {
   if (d == device_) return;
+  discard_prefetch();
   if (d.is_cuda()) cuda::require_device(d.index);
   // Both buffers are made on `d` before either replaces the old one: an OutOfMemory here leaves
   // the model whole on its old device (not parameters on one device and gradients on the other).
@@ -140,12 +150,14 @@ void Sequential::to(Device d) {
   capacity_ = 0;  // buffers are re-made on the new device at the next step
   act_.clear();
   acts_now_.clear();
-  grad_a_ = grad_b_ = dlogits_ = x_host_ = x_dev_ = y_host_ = y_dev_ = stats_ = Tensor();
+  grad_a_ = grad_b_ = dlogits_ = stats_ = Tensor();
+  for (int s = 0; s < 2; ++s) x_host_[s] = x_dev_[s] = y_host_[s] = y_dev_[s] = Tensor();
 }
 
 // ------------------------------------------------------------------ buffers and staging
 void Sequential::ensure_buffers(long long n) {
   if (n <= capacity_ && stats_.defined()) return;
+  discard_prefetch();  // its buffers are about to be replaced
   const long long cap = std::max(n, capacity_);
   // Release the old set first (also the step's views of it: on a GPU the new set needs that
   // memory) and mark it incomplete: capacity_ 0 and stats_ undefined until every buffer exists.
@@ -155,7 +167,8 @@ void Sequential::ensure_buffers(long long n) {
   stats_ = Tensor();
   acts_now_.clear();
   act_.assign(layers_.size(), Tensor());
-  grad_a_ = grad_b_ = dlogits_ = x_host_ = x_dev_ = y_host_ = y_dev_ = Tensor();
+  grad_a_ = grad_b_ = dlogits_ = Tensor();
+  for (int s = 0; s < 2; ++s) x_host_[s] = x_dev_[s] = y_host_[s] = y_dev_[s] = Tensor();
   long long biggest = shape_numel(input_shape_);
   for (size_t i = 0; i < layers_.size(); ++i) {
     long long sz = shape_numel(out_shapes_[i]);
@@ -186,7 +199,39 @@ static void check_input_shape(const Tensor& x, const Shape& want) {
                   shape_str(want).substr(1), " but got ", shape_str(x.shape()));
 }
 
-Tensor Sequential::stage_input(const Tensor& x, const std::vector<long long>* rows, long long n) {
+// A host staging buffer of (at least) `shape` and `dtype`: page-locked on a GPU (copy_h2d_async
+// needs a pinned source; it also makes the synchronous copies faster), ordinary memory on the CPU.
+// Before it is refilled on a GPU, the caller waits for the last async copy (copy_wait_host).
+Tensor& Sequential::host_staging(Tensor& buf, const Shape& shape, DType dtype) {
+  if (buf.defined() && buf.dtype() == dtype && buf.shape() == shape) return buf;
+  buf = Tensor();
+  if (device_.is_cpu()) {
+    buf = Tensor::empty(shape, dtype);
+  } else {
+    const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+    void* p = cuda::malloc_pinned(bytes ? bytes : 1, device_.index);
+    std::shared_ptr<void> owner(p, [](void* q) { cuda::free_pinned(q); });  // RAII: freed with the last view
+    buf = Tensor::borrow(p, shape, dtype, Device::cpu(), std::move(owner));
+  }
+  return buf;
+}
+
+// Copies the staged host batch into `dev` (the slot's device buffer, made on first use) and
+// returns nothing: the caller takes the view. Synchronous: Tensor::copy_from on the legacy
+// default stream, which waits for the (blocking) compute stream, so any buffer may be written.
+// Async: cuda::copy_h2d_async on the copy stream; ops enqueued later wait for it (an event).
+// after_queued_compute is false on purpose: the slot written is never read by queued work (see
+// prefetch()), so the copy may run while the previous step's backward pass runs.
+void Sequential::upload(const Tensor& host, Tensor& dev, bool async) {
+  if (async) {
+    cuda::copy_h2d_async(device_.index, dev.raw(), host.raw(), static_cast<size_t>(host.nbytes()), false);
+  } else {
+    dev.copy_from(host);
+  }
+}
+
+Tensor Sequential::stage_input(const Tensor& x, const std::vector<long long>* rows, long long n, int slot,
+                               bool async) {
   check_input_shape(x, input_shape_);
   HPCNN_CHECK_ARG(x.device().is_cpu(), "input must be a host array");
   HPCNN_CHECK_ARG(x.dtype() == DType::F32 || x.dtype() == DType::U8, "input must be float32 or uint8, got ",
@@ -197,11 +242,13 @@ Tensor Sequential::stage_input(const Tensor& x, const std::vector<long long>* ro
     for (long long r : *rows)
       HPCNN_CHECK_ARG(r >= 0 && r < x.dim(0), "row index ", r, " is outside the input's ", x.dim(0), " rows");
   Tensor staged;
-  if (x.dtype() == DType::F32 && !rows) {
+  // The caller's float32 rows in order are used in place (zero-copy), except for an async upload
+  // on a GPU: that needs a pinned source, so they are copied into the staging buffer.
+  if (x.dtype() == DType::F32 && !rows && !(async && device_.is_cuda())) {
     staged = x.reshape(full);  // zero-copy
   } else {
-    if (!x_host_.defined()) x_host_ = Tensor::empty(with_batch(capacity_, input_shape_));
-    staged = x_host_.view(0, full);
+    if (device_.is_cuda()) cuda::copy_wait_host(device_.index);  // the buffer's last copy has finished
+    staged = host_staging(x_host_[slot], with_batch(capacity_, input_shape_), DType::F32).view(0, full);
     float* dst = staged.f32();
     const bool u8 = x.dtype() == DType::U8;
     // uint8 is converted to float unscaled, as Keras does; scaling is the data pipeline's job.
@@ -219,13 +266,15 @@ Tensor Sequential::stage_input(const Tensor& x, const std::vector<long long>* ro
   }
   if (x.dtype() == DType::F32) ops::check_finite(staged, "input batch");
   if (device_.is_cpu()) return staged;
-  if (!x_dev_.defined()) x_dev_ = Tensor::empty(with_batch(capacity_, input_shape_), DType::F32, device_);
-  Tensor d = x_dev_.view(0, full);
-  d.copy_from(staged);
+  if (!x_dev_[slot].defined())
+    x_dev_[slot] = Tensor::empty(with_batch(capacity_, input_shape_), DType::F32, device_);
+  Tensor d = x_dev_[slot].view(0, full);
+  upload(staged, d, async);
   return d;
 }
 
-Tensor Sequential::stage_target(const Tensor& y, const std::vector<long long>* rows, long long n) {
+Tensor Sequential::stage_target(const Tensor& y, const std::vector<long long>* rows, long long n, int slot,
+                                bool async) {
   const long long classes = out_shapes_.back().at(0);
   HPCNN_CHECK_ARG(y.device().is_cpu(), "targets must be a host array");
   long long ny = y.rank() ? y.dim(0) : 0;
@@ -234,6 +283,8 @@ Tensor Sequential::stage_target(const Tensor& y, const std::vector<long long>* r
   } else {
     HPCNN_CHECK_ARG(ny == n, "inputs have ", n, " rows but targets have ", ny);
   }
+  const bool pinned_needed = async && device_.is_cuda();
+  if (device_.is_cuda()) cuda::copy_wait_host(device_.index);  // before the staging buffer is refilled
   Tensor staged;
   if (loss_ == Loss::CategoricalCrossentropy) {
     HPCNN_CHECK_ARG(y.dtype() == DType::F32 && y.rank() == 2 && y.dim(1) == classes,
@@ -242,21 +293,20 @@ Tensor Sequential::stage_target(const Tensor& y, const std::vector<long long>* r
                     ")), or loss='sparse_categorical_crossentropy' for class indices");
     ops::check_finite(y, "targets");
     const Shape full{n, classes};
-    if (!rows) {
+    if (!rows && !pinned_needed) {
       staged = y;
     } else {
-      if (!y_host_.defined() || y_host_.dtype() != DType::F32) y_host_ = Tensor::empty({capacity_, classes});
-      staged = y_host_.view(0, full);
+      staged = host_staging(y_host_[slot], {capacity_, classes}, DType::F32).view(0, full);
       for (long long i = 0; i < n; ++i)
-        std::memcpy(staged.f32() + i * classes, y.f32() + (*rows)[i] * classes, sizeof(float) * classes);
+        std::memcpy(staged.f32() + i * classes, y.f32() + (rows ? (*rows)[i] : i) * classes,
+                    sizeof(float) * classes);
     }
   } else {
     HPCNN_CHECK_ARG(y.dtype() == DType::I32 && (y.rank() == 1 || (y.rank() == 2 && y.dim(1) == 1)),
                     "sparse_categorical_crossentropy needs integer class indices of shape (n,) or (n, 1), got ",
                     y.str(), (y.rank() == 2 && y.dim(1) == classes ? ": these look one-hot; use "
                                                                       "loss='categorical_crossentropy'" : ""));
-    if (!y_host_.defined() || y_host_.dtype() != DType::I32) y_host_ = Tensor::empty({capacity_}, DType::I32);
-    staged = y_host_.view(0, {n});
+    staged = host_staging(y_host_[slot], {capacity_}, DType::I32).view(0, {n});
     for (long long i = 0; i < n; ++i) {
       int32_t label = y.i32()[rows ? (*rows)[i] : i];
       HPCNN_CHECK_ARG(label >= 0 && label < classes, "label ", label, " (row ", rows ? (*rows)[i] : i,
@@ -265,13 +315,13 @@ Tensor Sequential::stage_target(const Tensor& y, const std::vector<long long>* r
     }
   }
   if (device_.is_cpu()) return staged;
-  if (!y_dev_.defined() || y_dev_.dtype() != staged.dtype()) {
+  if (!y_dev_[slot].defined() || y_dev_[slot].dtype() != staged.dtype()) {
     Shape cap = staged.shape();
     cap[0] = capacity_;
-    y_dev_ = Tensor::empty(cap, staged.dtype(), device_);
+    y_dev_[slot] = Tensor::empty(cap, staged.dtype(), device_);
   }
-  Tensor d = y_dev_.view(0, staged.shape());
-  d.copy_from(staged);
+  Tensor d = y_dev_[slot].view(0, staged.shape());
+  upload(staged, d, async);
   return d;
 }
 
@@ -310,17 +360,76 @@ BatchStats Sequential::loss_and_stats(const Tensor& logits, const Tensor& target
   return BatchStats{h[0], h[1], n};
 }
 
+namespace {
+bool same_array(const Tensor& a, const Tensor& b) {
+  return a.raw() == b.raw() && a.shape() == b.shape() && a.dtype() == b.dtype();
+}
+}  // namespace
+
 std::pair<Tensor, Tensor> Sequential::stage_batch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows,
                                                   const char* purpose) {
   HPCNN_CHECK_ARG(compiled(), "the model must be compiled before ", purpose, ": call model.compile(...)");
+  if (pending_ && same_array(pending_->x, x) && same_array(pending_->y, y) && pending_->has_rows == (rows != nullptr) &&
+      (!rows || pending_->rows == *rows)) {
+    // Staged (and on a GPU, uploaded or being uploaded) by prefetch(): the ops enqueued from now
+    // on wait for that copy on the device, so no host wait is needed here.
+    std::pair<Tensor, Tensor> out{pending_->X, pending_->Y};
+    pending_.reset();
+    return out;
+  }
+  discard_prefetch();
   const long long n = batch_rows(x, rows);
   ensure_buffers(n);
-  Tensor X = stage_input(x, rows, n);
-  return {X, stage_target(y, rows, n)};
+  slot_ = 1 - slot_;
+  Tensor X = stage_input(x, rows, n, slot_, false);
+  return {X, stage_target(y, rows, n, slot_, false)};
+}
+
+// Why writing slot 1 - slot_ without waiting is safe on a GPU. Only a train_batch returns with
+// work still queued (its backward pass and optimizer step; test_batch and predict_batch end with
+// a device->host readback that waits for all of their work). That step, the last one, reads its
+// input X from slot_ (the first layer's backward reads X). The other slot was last read by an
+// earlier step, whose whole work was enqueued on the compute stream before the last step's
+// forward pass and loss; the last step's stats readback waited for those, hence (streams run in
+// order) for the earlier step's backward too. So nothing queued reads the other slot, and the
+// copy may run alongside the last step's backward. Its host staging buffer is reused only after
+// copy_wait_host (the copy that last read it has finished).
+void Sequential::prefetch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows) {
+  HPCNN_CHECK_ARG(compiled(), "the model must be compiled before training: call model.compile(...)");
+  discard_prefetch();
+  const long long n = batch_rows(x, rows);
+  ensure_buffers(n);
+  const int slot = 1 - slot_;
+  Prefetched p;
+  try {
+    p.X = stage_input(x, rows, n, slot, true);
+    p.Y = stage_target(y, rows, n, slot, true);
+  } catch (...) {
+    // Bad targets after the input's copy was enqueued: let that copy finish before its buffers
+    // can be refilled (the synchronous path would be ordered after it anyway; this is explicit).
+    if (device_.is_cuda()) cuda::copy_wait_host(device_.index);
+    throw;
+  }
+  // Only a completely staged batch is recorded (an error above leaves no pending prefetch).
+  slot_ = slot;
+  p.x = x;
+  p.y = y;
+  p.has_rows = rows != nullptr;
+  if (rows) p.rows = *rows;
+  pending_ = std::move(p);
+}
+
+// Drops a pending prefetch. On a GPU its copy may still be in flight: wait for it, so that the
+// buffers it writes and reads can be refilled or freed.
+void Sequential::discard_prefetch() {
+  if (!pending_) return;
+  pending_.reset();
+  if (device_.is_cuda()) cuda::copy_wait_host(device_.index);
 }
 
 BatchStats Sequential::train_batch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows) {
   auto [X, Y] = stage_batch(x, y, rows, "training");
+  // From here on, any error leaves no pending prefetch to be used (stage_batch took or dropped it).
   ++step_;
   const int end = loss_end();
   Tensor logits = forward(X, end, true);
@@ -368,9 +477,11 @@ BatchStats Sequential::test_batch(const Tensor& x, const Tensor& y, const std::v
 }
 
 Tensor Sequential::predict_batch(const Tensor& x, const std::vector<long long>* rows) {
+  discard_prefetch();  // the staging below may reuse its buffers
   const long long n = batch_rows(x, rows);
   ensure_buffers(n);
-  Tensor X = stage_input(x, rows, n);
+  slot_ = 1 - slot_;
+  Tensor X = stage_input(x, rows, n, slot_, false);
   Tensor out = forward(X, num_layers(), false);
   return out.to(Device::cpu());  // a copy: the activation buffers are reused by the next batch
 }

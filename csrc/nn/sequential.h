@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,9 @@ struct BatchStats {
 class Sequential {
  public:
   Sequential(Shape input_shape, std::vector<LayerPtr> layers, uint64_t seed);
+  ~Sequential();  // waits for a prefetch copy still in flight before its buffers are freed
+  Sequential(const Sequential&) = delete;
+  Sequential& operator=(const Sequential&) = delete;
 
   const Shape& input_shape() const { return input_shape_; }
   const std::vector<Shape>& output_shapes() const { return out_shapes_; }  // per layer, per sample
@@ -65,6 +69,14 @@ class Sequential {
   // labels (n,) / (n, 1). `rows`, when given, selects (and orders) the rows of x and y to use.
   BatchStats train_batch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows = nullptr);
   BatchStats test_batch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows = nullptr);
+  // Stages the batch that the next train_batch/test_batch(x, y, rows) will use, with the same checks
+  // and errors, and on a GPU starts its host->device copy on the copy stream without waiting: the
+  // upload overlaps the previous step's backward pass, still running on the GPU. The next
+  // train_batch/test_batch uses it when called with the same arrays (same data pointers, shapes,
+  // dtypes) and the same rows; anything else discards it. x and y must not be modified until then
+  // (they are kept alive, so their addresses cannot be reused by other arrays meanwhile).
+  void prefetch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows = nullptr);
+  bool has_prefetch() const { return pending_.has_value(); }
   // Outputs (n, *output_shape) on the host.
   Tensor predict_batch(const Tensor& x, const std::vector<long long>* rows = nullptr);
 
@@ -74,8 +86,13 @@ class Sequential {
   // Checks, sizes the buffers and stages one batch: (inputs, targets) on the model's device.
   std::pair<Tensor, Tensor> stage_batch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows,
                                         const char* purpose);
-  Tensor stage_input(const Tensor& x, const std::vector<long long>* rows, long long n);
-  Tensor stage_target(const Tensor& y, const std::vector<long long>* rows, long long n);
+  // Stage into staging slot `slot`; `async` (prefetch): on a GPU through pinned memory and the copy
+  // stream, without waiting; otherwise the synchronous copy as before.
+  Tensor stage_input(const Tensor& x, const std::vector<long long>* rows, long long n, int slot, bool async);
+  Tensor stage_target(const Tensor& y, const std::vector<long long>* rows, long long n, int slot, bool async);
+  Tensor& host_staging(Tensor& buf, const Shape& shape, DType dtype);  // (re)made as needed
+  void upload(const Tensor& host, Tensor& dev, bool async);           // host -> the device buffer view
+  void discard_prefetch();
   long long batch_rows(const Tensor& x, const std::vector<long long>* rows) const;
   // Runs layers [0, end) and returns the output of layer end-1 (or the input when end == 0).
   Tensor forward(const Tensor& x, int end, bool training);
@@ -101,7 +118,20 @@ class Sequential {
   long long capacity_ = 0;
   std::vector<Tensor> act_;               // per layer output (undefined for view layers)
   Tensor grad_a_, grad_b_, dlogits_;      // ping-pong gradient buffers
-  Tensor x_host_, x_dev_, y_host_, y_dev_, stats_;
+  Tensor stats_;
+  // Two staging slots, alternated by every staged batch (slot_ is the last one used), so that a
+  // prefetch never writes the input buffer that the step still running on the GPU reads (see
+  // prefetch()). Host buffers are pinned when the model is on a GPU.
+  Tensor x_host_[2], x_dev_[2], y_host_[2], y_dev_[2];
+  int slot_ = 0;
+  // The batch staged by prefetch(), waiting for the matching train_batch/test_batch.
+  struct Prefetched {
+    Tensor x, y;                  // the caller's arrays: identity, and kept alive
+    bool has_rows = false;
+    std::vector<long long> rows;
+    Tensor X, Y;                  // staged on the model's device (views of slot slot_)
+  };
+  std::optional<Prefetched> pending_;
   std::vector<Tensor> acts_now_;          // this step's layer outputs (views)
 };
 

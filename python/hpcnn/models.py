@@ -328,6 +328,28 @@ class Sequential:
         if hasattr(ds, "on_epoch_end"):
             ds.on_epoch_end()
 
+    # fit stages batch b+1 with core.prefetch while step b runs (see fit). Costs nothing measurable
+    # on the CPU (the staging work moves from train_batch to prefetch), so it is always on; the
+    # tests switch it off to compare.
+    _prefetch = True
+
+    def _fetch_batch(self, it: Iterator[Any], is_ds: bool) -> Optional[Tuple[str, Any]]:
+        """The next batch of `it` for fit: ("ok", (x, y, rows)) prepared for the core, None at the
+        end, or the exception that fetching ("next_error") or preparing ("prepare_error") raised."""
+        try:
+            xb, yb, rows = next(it)
+        except StopIteration:
+            return None
+        except Exception as err:  # Ctrl-C (KeyboardInterrupt) is not caught: it stops fit as before
+            return ("next_error", err)
+        if is_ds:
+            try:
+                xb = self._prepare_inputs(xb)
+                yb = self._prepare_targets(yb)
+            except ValueError as err:
+                return ("prepare_error", err)
+        return ("ok", (xb, yb, rows))
+
     # ------------------------------------------------------------------ training
     def fit(self, x: Any = None, y: Any = None, batch_size: Optional[int] = None, epochs: int = 1,
             verbose: Union[int, str] = "auto", callbacks: Optional[Sequence[Callback]] = None,
@@ -410,18 +432,33 @@ class Sequential:
                            else self._array_batches(x, y, batch_size, shuffle, epoch))
                 logs: Dict[str, float] = {}
                 try:
-                    for b, (xb, yb, rows) in enumerate(batches):
+                    # One batch ahead: batch b+1 is fetched (and prepared) right after train_batch(b)
+                    # returns and handed to core.prefetch, which on a GPU uploads it on the copy
+                    # stream while step b's backward pass still runs. Fetch errors are kept and
+                    # raised at that batch's turn, where the loop would have raised them itself.
+                    it = iter(batches)
+                    ahead = self._fetch_batch(it, is_ds)
+                    b = 0
+                    while ahead is not None:
+                        kind, item = ahead
+                        if kind == "next_error":
+                            raise item
                         if b >= steps:
                             break
                         for cb in cbs:
                             cb.on_train_batch_begin(b)
                         try:
-                            if is_ds:
-                                xb = self._prepare_inputs(xb)
-                                yb = self._prepare_targets(yb)
-                            ls, c, n = core.train_batch(xb, yb, rows)
+                            if kind == "prepare_error":
+                                raise item
+                            ls, c, n = core.train_batch(*item)
                         except ValueError as err:
                             raise ValueError(f"epoch {epoch + 1}, batch {b + 1}: {err}") from err
+                        ahead = self._fetch_batch(it, is_ds)
+                        if ahead is not None and ahead[0] == "ok" and b + 1 < steps and self._prefetch:
+                            try:
+                                core.prefetch(*ahead[1])
+                            except Exception:
+                                pass  # train_batch stages it again and reports the error with its batch number
                         loss_sum += ls
                         correct += c
                         seen += n
@@ -433,6 +470,7 @@ class Sequential:
                             cb.on_train_batch_end(b, logs)
                         if self.stop_training:
                             break
+                        b += 1
                 finally:
                     if hasattr(batches, "close"):
                         batches.close()  # stops a dataset's producer when we leave early

@@ -1,0 +1,262 @@
+"""Model.prefetch and fit's one-batch lookahead: the bookkeeping (which staging slot, when a
+prefetched batch is used or discarded, errors) runs on the CPU exactly as on a GPU, so it is tested
+here. Results with and without prefetch must be bitwise identical."""
+import numpy as np
+import pytest
+
+import hpcnn
+import hpcnn.models
+from hpcnn.layers import Conv2D, Dense, Dropout, Flatten, InputLayer, MaxPooling2D, ReLU
+
+
+def small_model(seed=3, classes=3):
+    return hpcnn.Sequential([
+        InputLayer(input_shape=[8, 8, 2]),
+        Conv2D(4, 3, padding="same", activation="relu"),
+        MaxPooling2D(2, padding="same"),
+        Flatten(),
+        Dense(8),
+        ReLU(),
+        Dropout(0.1),
+        Dense(classes, activation="softmax"),
+    ], seed=seed)
+
+
+def data(n=70, classes=3, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.random((n, 8, 8, 2), dtype=np.float32)
+    y = x[:, :classes, :, 0].mean(axis=2).argmax(axis=1).astype(np.int32)
+    return x, y
+
+
+def fit_both(monkeypatch, make_data, loss, **fit_kw):
+    """(weights, history) of two identical models fitted with and without prefetch."""
+    out = []
+    for on in (True, False):
+        monkeypatch.setattr(hpcnn.models.Sequential, "_prefetch", on)
+        m = small_model()
+        m.compile("adam", loss, ["accuracy"])
+        h = m.fit(*make_data(), verbose=0, **fit_kw)
+        assert not m._model().has_prefetch  # the last batch of the last epoch is never prefetched
+        out.append((m.get_weights(), h.history))
+    return out
+
+
+def assert_same(a, b):
+    (wa, ha), (wb, hb) = a, b
+    for x, y in zip(wa, wb):
+        np.testing.assert_array_equal(x, y)
+    for k in ("loss", "accuracy"):
+        assert ha[k] == hb[k]
+
+
+@pytest.mark.parametrize("shuffle", [True, False])
+@pytest.mark.parametrize("loss", ["sparse_categorical_crossentropy", "categorical_crossentropy"])
+@pytest.mark.parametrize("u8", [False, True])
+def test_fit_arrays_identical_with_and_without_prefetch(monkeypatch, shuffle, loss, u8):
+    def make():
+        x, y = data(70)  # 70 = 4 batches of 16 + a partial batch of 6
+        if u8:
+            x = (x * 255).astype(np.uint8)
+        if loss == "categorical_crossentropy":
+            y = hpcnn.utils.to_categorical(y, 3)
+        return x, y
+    with_pf, without = fit_both(monkeypatch, make, loss, batch_size=16, epochs=2, shuffle=shuffle)
+    assert_same(with_pf, without)
+
+
+@pytest.mark.parametrize("one_hot", [None, 3])
+def test_fit_hdf5_dataset_identical_with_and_without_prefetch(monkeypatch, tmp_path, one_hot):
+    x, y = data(70)
+    p = str(tmp_path / "d.h5")
+    hpcnn.data.write_hdf5(p, {"x_train": (x * 255).astype(np.uint8), "y_train": y.astype(np.uint8)})
+    loss = "categorical_crossentropy" if one_hot else "sparse_categorical_crossentropy"
+    make = lambda: (hpcnn.data.HDF5Dataset(p, batch_size=16, one_hot=one_hot, seed=1),)
+    with_pf, without = fit_both(monkeypatch, make, loss, epochs=2)
+    assert_same(with_pf, without)
+
+
+def test_fit_sequence_dataset_identical_and_on_epoch_end_called(monkeypatch):
+    x, y = data(40)
+
+    class Seq:
+        def __init__(self):
+            self.ends = 0
+
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, i):
+            s = slice(i * 16, (i + 1) * 16)
+            return x[s], y[s]
+
+        def on_epoch_end(self):
+            self.ends += 1
+
+    seqs = []
+
+    def make():
+        seqs.append(Seq())
+        return (seqs[-1],)
+    with_pf, without = fit_both(monkeypatch, make, "sparse_categorical_crossentropy", epochs=2)
+    assert_same(with_pf, without)
+    assert [s.ends for s in seqs] == [2, 2]
+
+
+def core_model():
+    m = small_model()
+    m.compile("adam", "sparse_categorical_crossentropy")
+    return m._model()
+
+
+def test_core_prefetch_used_when_the_call_matches():
+    x, y = data(48)
+    a, b = core_model(), core_model()
+    order = np.random.default_rng(5).permutation(48)
+    batches = [(x, y, order[i:i + 16]) for i in range(0, 48, 16)] + [(x[:16], y[:16], None)]
+    for k, batch in enumerate(batches):
+        ra = a.train_batch(*batch)
+        assert not a.has_prefetch
+        if k + 1 < len(batches):
+            a.prefetch(*batches[k + 1])
+            assert a.has_prefetch
+        assert ra == b.train_batch(*batch)
+    np.testing.assert_array_equal(a.parameter_buffer(), b.parameter_buffer())
+
+
+def test_core_prefetch_that_does_not_match_is_discarded():
+    x, y = data(48)
+    x2 = x.copy()
+    a, b = core_model(), core_model()
+    rows = np.arange(16)
+    mismatches = [
+        ((x, y, rows), (x, y, rows[::-1].copy())),     # same arrays, other rows
+        ((x, y, rows), (x, y, None)),                  # rows vs none
+        ((x[:16], y[:16], None), (x2[:16], y[:16], None)),  # same contents, another array
+        ((x[:16], y[:16], None), (x[16:32], y[16:32], None)),
+        ((x[:16], y[:16], None), (x[:8], y[:8], None)),  # another shape at the same address
+    ]
+    for pre, call in mismatches:
+        a.prefetch(*pre)
+        assert a.has_prefetch
+        ra = a.train_batch(*call)
+        assert not a.has_prefetch
+        assert ra == b.train_batch(*call)
+    # predict and evaluation in between also drop it
+    a.prefetch(x, y, rows)
+    np.testing.assert_array_equal(a.predict_batch(x[:5]), b.predict_batch(x[:5]))
+    assert not a.has_prefetch
+    a.prefetch(x[:16], y[:16])
+    assert a.test_batch(x[16:32], y[16:32]) == b.test_batch(x[16:32], y[16:32])
+    assert a.test_batch(x[:16], y[:16]) == b.test_batch(x[:16], y[:16])
+    np.testing.assert_array_equal(a.parameter_buffer(), b.parameter_buffer())
+
+
+def test_core_prefetch_then_bigger_batch_and_device_move():
+    x, y = data(64)
+    a, b = core_model(), core_model()
+    a.train_batch(x[:8], y[:8]), b.train_batch(x[:8], y[:8])
+    a.prefetch(x[8:16], y[8:16])
+    assert a.train_batch(x[:32], y[:32]) == b.train_batch(x[:32], y[:32])  # buffers grow: discarded
+    a.prefetch(x[32:64], y[32:64])
+    a.to("cpu")  # same device: a no-op, the prefetch stays
+    assert a.train_batch(x[32:64], y[32:64]) == b.train_batch(x[32:64], y[32:64])
+    np.testing.assert_array_equal(a.parameter_buffer(), b.parameter_buffer())
+
+
+def test_core_prefetch_bad_input_raises_the_train_batch_error():
+    x, y = data(32)
+    m = core_model()
+    bad_x = x.copy()
+    bad_x[3, 0, 0, 0] = np.nan
+    bad_y = y.copy()
+    bad_y[2] = 7
+    for args in [(bad_x, y), (x, bad_y), (x[:, :4], y), (x, y, np.array([0, 99]))]:
+        with pytest.raises(ValueError) as e_pre:
+            m.prefetch(*args)
+        assert not m.has_prefetch
+        with pytest.raises(ValueError) as e_step:
+            m.train_batch(*args)
+        assert str(e_pre.value) == str(e_step.value)
+    m.train_batch(x, y)  # still usable
+    with pytest.raises(ValueError, match="compiled"):
+        small_model()._model().prefetch(x, y)
+
+
+def test_fit_reports_bad_prefetched_batches_with_their_numbers():
+    x, y = data(48)
+    x[20, 0, 0, 0] = np.nan  # batch 2 of 16
+    m = small_model()
+    m.compile("adam", "sparse_categorical_crossentropy")
+    with pytest.raises(ValueError, match=r"epoch 1, batch 2: input batch contains NaN"):
+        m.fit(x, y, batch_size=16, shuffle=False, verbose=0)
+    x, y = data(48)
+    y[40] = 9  # batch 3
+    with pytest.raises(ValueError, match=r"epoch 1, batch 3: label 9"):
+        m.fit(x, y, batch_size=16, shuffle=False, verbose=0)
+
+
+def test_fit_dataset_errors_keep_their_batch_numbers():
+    x, y = data(48)
+
+    class Seq:
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, i):
+            if i == 2:
+                return "not a tuple"
+            return x[i * 16:(i + 1) * 16], (y if i == 0 else y.astype(np.float64) + 0.5)[i * 16:(i + 1) * 16]
+
+    m = small_model()
+    m.compile("adam", "sparse_categorical_crossentropy")
+    # batch 2's labels fail preparation: reported as batch 2, after batch 1 trained
+    with pytest.raises(ValueError, match=r"epoch 1, batch 2: sparse_categorical_crossentropy needs whole"):
+        m.fit(Seq(), epochs=1, verbose=0, shuffle=False)
+    assert m._model().step == 1
+
+
+def test_stop_training_and_steps_per_epoch_with_lookahead():
+    x, y = data(64)
+
+    class Stop(hpcnn.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 1:
+                self.model.stop_training = True
+
+    m = small_model()
+    m.compile("adam", "sparse_categorical_crossentropy")
+    m.fit(x, y, batch_size=16, epochs=3, verbose=0, callbacks=[Stop()])
+    assert m._model().step == 2
+    m.fit(x, y, batch_size=16, epochs=2, verbose=0, steps_per_epoch=3)
+    assert m._model().step == 2 + 6
+
+
+class CountingCore:
+    """Stands in for the core model: records whether each train_batch found a prefetched batch and
+    used it (has_prefetch before, not after)."""
+
+    def __init__(self, core):
+        self._c = core
+        self.used = []
+
+    def train_batch(self, *a):
+        before = self._c.has_prefetch
+        r = self._c.train_batch(*a)
+        self.used.append(before and not self._c.has_prefetch)
+        return r
+
+    def __getattr__(self, name):
+        return getattr(self._c, name)
+
+
+@pytest.mark.parametrize("shuffle", [True, False])
+def test_fit_uses_every_prefetch(shuffle):
+    x, y = data(70)
+    m = small_model()
+    m.compile("adam", "sparse_categorical_crossentropy")
+    m._model()
+    m._core = CountingCore(m._core)
+    m.fit(x, y, batch_size=16, epochs=2, verbose=0, shuffle=shuffle)
+    # 5 batches per epoch: the first of each epoch is staged by train_batch itself
+    assert m._core.used == [False, True, True, True, True] * 2
