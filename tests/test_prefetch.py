@@ -260,3 +260,30 @@ def test_fit_uses_every_prefetch(shuffle):
     m.fit(x, y, batch_size=16, epochs=2, verbose=0, shuffle=shuffle)
     # 5 batches per epoch: the first of each epoch is staged by train_batch itself
     assert m._core.used == [False, True, True, True, True] * 2
+
+
+def test_two_threads_dropping_prefetches_do_not_deadlock():
+    """A dropped prefetch releases its NumPy arrays, which needs the GIL, while the call holds the
+    model's lock: other threads must wait for that lock without holding the GIL."""
+    import threading
+    x, y = data(64)
+    m = core_model()
+    errors = []
+
+    def work(seed):
+        try:
+            rng = np.random.default_rng(seed)
+            for _ in range(40):
+                a = rng.permutation(64)[:16]
+                m.prefetch(x.copy(), y.copy(), a)  # fresh arrays: kept alive only by the prefetch
+                m.train_batch(x, y, rng.permutation(64)[:16])
+                m.get_weights()
+        except Exception as e:  # pragma: no cover
+            errors.append(e)
+    ts = [threading.Thread(target=work, args=(s,), daemon=True) for s in range(3)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in ts), "deadlock"
+    assert not errors

@@ -83,6 +83,14 @@ struct PyModel {
   std::mutex mu;
 };
 
+// Takes the model's lock WITHOUT holding the GIL. A call in progress holds the lock with the GIL
+// released and may need the GIL itself (dropping a prefetched batch releases the NumPy arrays it
+// kept alive); waiting for the lock while holding the GIL could then deadlock two threads.
+std::unique_lock<std::mutex> lock_model(PyModel& p) {
+  py::gil_scoped_release nogil;
+  return std::unique_lock<std::mutex>(p.mu);
+}
+
 // One training (or evaluation) step without the GIL; returns (loss_sum, correct, n).
 py::tuple run_step(PyModel& p, const py::object& x, const py::object& y, const py::object& rows, bool train) {
   if (!p.model->compiled())
@@ -90,7 +98,7 @@ py::tuple run_step(PyModel& p, const py::object& x, const py::object& y, const p
                          ": call model.compile(...)"));
   Tensor X = input_tensor(x), Y = target_tensor(y, p.model->loss());
   auto r = rows_of(rows);
-  std::lock_guard<std::mutex> lk(p.mu);
+  auto lk = lock_model(p);
   nn::BatchStats st;
   {
     py::gil_scoped_release nogil;
@@ -125,13 +133,13 @@ void bind_nn(py::module_& m) {
       .def_property_readonly("device", [](PyModel& p) { return p.model->device().str(); })
       .def_property_readonly("step", [](PyModel& p) { return p.model->step(); })
       .def("to", [](PyModel& p, const std::string& dev) {
-        std::lock_guard<std::mutex> lk(p.mu);
+        auto lk = lock_model(p);
         Device d = parse_device(dev);
         py::gil_scoped_release nogil;
         p.model->to(d);
       })
       .def("compile", [](PyModel& p, py::dict opt, const std::string& loss, bool from_logits) {
-        std::lock_guard<std::mutex> lk(p.mu);
+        auto lk = lock_model(p);
         auto name = get<std::string>(opt, "name");
         std::unique_ptr<nn::Optimizer> o;
         if (name == "Adam")
@@ -171,7 +179,7 @@ void bind_nn(py::module_& m) {
           throw ValueError("the model must be compiled before training: call model.compile(...)");
         Tensor X = input_tensor(x), Y = target_tensor(y, p.model->loss());
         auto r = rows_of(rows);
-        std::lock_guard<std::mutex> lk(p.mu);
+        auto lk = lock_model(p);
         py::gil_scoped_release nogil;
         p.model->prefetch(X, Y, r.get());
       }, py::arg("x"), py::arg("y"), py::arg("rows") = py::none(),
@@ -186,14 +194,14 @@ void bind_nn(py::module_& m) {
         auto r = rows_of(rows);
         Tensor out;
         {
-          std::lock_guard<std::mutex> lk(p.mu);
+          auto lk = lock_model(p);
           py::gil_scoped_release nogil;
           out = p.model->predict_batch(X, r.get());
         }
         return to_numpy(out);
       }, py::arg("x"), py::arg("rows") = py::none())
       .def("get_weights", [](PyModel& p) {
-        std::lock_guard<std::mutex> lk(p.mu);
+        auto lk = lock_model(p);
         py::list out;
         for (auto& t : p.model->get_weights()) out.append(to_numpy(t));
         return out;
@@ -201,7 +209,7 @@ void bind_nn(py::module_& m) {
       .def("set_weights", [](PyModel& p, py::list ws) {
         std::vector<Tensor> ts;
         for (auto w : ws) ts.push_back(borrow_array(as_f32(w), "weight"));
-        std::lock_guard<std::mutex> lk(p.mu);
+        auto lk = lock_model(p);
         p.model->set_weights(ts);
       })
       .def("parameter_buffer", [](PyModel& p) { return to_numpy(p.model->parameter_buffer()); },
