@@ -287,3 +287,44 @@ def test_two_threads_dropping_prefetches_do_not_deadlock():
         t.join(timeout=60)
     assert not any(t.is_alive() for t in ts), "deadlock"
     assert not errors
+
+
+def test_repeated_prefetches_and_consumption_alternate_slots():
+    """Prefetch, drop (by prefetching again), use: results as without, and the slot bookkeeping
+    (a dropped prefetch must not move the 'last step' slot) runs the same code as on a GPU."""
+    x, y = data(64)
+    a, b = core_model(), core_model()
+    for k in range(4):
+        s = slice(16 * k, 16 * k + 16)
+        a.prefetch(x[:8], y[:8])
+        a.prefetch(x[s], y[s])
+        assert a.train_batch(x[s], y[s]) == b.train_batch(x[s], y[s])
+        assert a.test_batch(x[:8], y[:8]) == b.test_batch(x[:8], y[:8])
+    np.testing.assert_array_equal(a.parameter_buffer(), b.parameter_buffer())
+
+
+def test_a_prefetch_never_takes_the_last_steps_slot():
+    """On a GPU the last step's backward may still read its input slot when the prefetch copies
+    the next batch: the prefetch must use the other slot, also after dropped prefetches, and a
+    used prefetch's slot becomes the last step's."""
+    x, y = data(64)
+    m = core_model()
+    m.train_batch(x[:16], y[:16])
+    last, pending = m.staging_slots
+    assert pending == -1
+    for k in range(6):
+        s = slice(8 * k, 8 * k + 8)
+        m.prefetch(x[s], y[s])
+        assert m.staging_slots == (last, 1 - last)
+        m.prefetch(x[:8], y[:8])  # drops the first: still the other slot
+        assert m.staging_slots == (last, 1 - last)
+        if k % 2:
+            m.train_batch(x[:8], y[:8])  # uses it
+            assert m.staging_slots == (1 - last, -1)
+        else:
+            m.train_batch(x[s], y[s])  # mismatch: dropped, staged synchronously in the other slot
+            assert m.staging_slots == (1 - last, -1)
+        last = 1 - last
+    m.test_batch(x[:8], y[:8])
+    m.predict_batch(x[:8])
+    assert m.staging_slots[1] == -1

@@ -186,6 +186,9 @@ void bind_nn(py::module_& m) {
          "Stages the next train_batch/test_batch(x, y, rows) ahead (on a GPU: uploads it on the copy "
          "stream while the current step runs); the next call with the same arrays and rows uses it.")
       .def_property_readonly("has_prefetch", [](PyModel& p) { return p.model->has_prefetch(); })
+      .def_property_readonly("staging_slots", [](PyModel& p) {
+        return py::make_tuple(p.model->last_step_slot(), p.model->prefetch_slot());
+      }, "(slot of the last staged step, slot of the pending prefetch or -1): for tests")
       .def("test_batch", [](PyModel& p, py::object x, py::object y, py::object rows) {
         return run_step(p, x, y, rows, false);
       }, py::arg("x"), py::arg("y"), py::arg("rows") = py::none(), "Loss and accuracy without training.")

@@ -201,7 +201,7 @@ static void check_input_shape(const Tensor& x, const Shape& want) {
 
 // A host staging buffer of (at least) `shape` and `dtype`: page-locked on a GPU (copy_h2d_async
 // needs a pinned source; it also makes the synchronous copies faster), ordinary memory on the CPU.
-// Before it is refilled on a GPU, the caller waits for the last async copy (copy_wait_host).
+// Before a batch is staged on a GPU, wait_staging_free() waits for the copies that read them.
 Tensor& Sequential::host_staging(Tensor& buf, const Shape& shape, DType dtype) {
   if (buf.defined() && buf.dtype() == dtype && buf.shape() == shape) return buf;
   buf = Tensor();
@@ -247,7 +247,6 @@ Tensor Sequential::stage_input(const Tensor& x, const std::vector<long long>* ro
   if (x.dtype() == DType::F32 && !rows && !(async && device_.is_cuda())) {
     staged = x.reshape(full);  // zero-copy
   } else {
-    if (device_.is_cuda()) cuda::copy_wait_host(device_.index);  // the buffer's last copy has finished
     staged = host_staging(x_host_[slot], with_batch(capacity_, input_shape_), DType::F32).view(0, full);
     float* dst = staged.f32();
     const bool u8 = x.dtype() == DType::U8;
@@ -284,7 +283,6 @@ Tensor Sequential::stage_target(const Tensor& y, const std::vector<long long>* r
     HPCNN_CHECK_ARG(ny == n, "inputs have ", n, " rows but targets have ", ny);
   }
   const bool pinned_needed = async && device_.is_cuda();
-  if (device_.is_cuda()) cuda::copy_wait_host(device_.index);  // before the staging buffer is refilled
   Tensor staged;
   if (loss_ == Loss::CategoricalCrossentropy) {
     HPCNN_CHECK_ARG(y.dtype() == DType::F32 && y.rank() == 2 && y.dim(1) == classes,
@@ -374,11 +372,13 @@ std::pair<Tensor, Tensor> Sequential::stage_batch(const Tensor& x, const Tensor&
     // Staged (and on a GPU, uploaded or being uploaded) by prefetch(): the ops enqueued from now
     // on wait for that copy on the device, so no host wait is needed here.
     std::pair<Tensor, Tensor> out{pending_->X, pending_->Y};
+    slot_ = pending_->slot;  // only now is it the slot of the last step
     pending_.reset();
     return out;
   }
   discard_prefetch();
   const long long n = batch_rows(x, rows);
+  wait_staging_free();  // before any staging buffer is refilled or (growing) freed
   ensure_buffers(n);
   slot_ = 1 - slot_;
   Tensor X = stage_input(x, rows, n, slot_, false);
@@ -392,12 +392,15 @@ std::pair<Tensor, Tensor> Sequential::stage_batch(const Tensor& x, const Tensor&
 // earlier step, whose whole work was enqueued on the compute stream before the last step's
 // forward pass and loss; the last step's stats readback waited for those, hence (streams run in
 // order) for the earlier step's backward too. So nothing queued reads the other slot, and the
-// copy may run alongside the last step's backward. Its host staging buffer is reused only after
-// copy_wait_host (the copy that last read it has finished).
+// copy may run alongside the last step's backward. The host staging buffers are refilled only
+// after wait_staging_free() (the copies that read them have finished). The synchronous staging
+// (stage_batch) needs none of this: its copy runs on the legacy default stream, which waits for
+// the compute and copy streams (both are blocking streams).
 void Sequential::prefetch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows) {
   HPCNN_CHECK_ARG(compiled(), "the model must be compiled before training: call model.compile(...)");
   discard_prefetch();
   const long long n = batch_rows(x, rows);
+  wait_staging_free();  // before any staging buffer is refilled or (growing) freed
   ensure_buffers(n);
   const int slot = 1 - slot_;
   Prefetched p;
@@ -406,17 +409,27 @@ void Sequential::prefetch(const Tensor& x, const Tensor& y, const std::vector<lo
     p.Y = stage_target(y, rows, n, slot, true);
   } catch (...) {
     // Bad targets after the input's copy was enqueued: let that copy finish before its buffers
-    // can be refilled (the synchronous path would be ordered after it anyway; this is explicit).
-    if (device_.is_cuda()) cuda::copy_wait_host(device_.index);
+    // can be refilled or freed (the next staging waits too; this is explicit).
+    wait_staging_free();
     throw;
   }
   // Only a completely staged batch is recorded (an error above leaves no pending prefetch).
-  slot_ = slot;
+  // slot_ stays the slot of the last step until the batch is used: were this prefetch dropped and
+  // another one made before the next step, that one must again avoid the last step's slot.
+  p.slot = slot;
   p.x = x;
   p.y = y;
   p.has_rows = rows != nullptr;
   if (rows) p.rows = *rows;
   pending_ = std::move(p);
+}
+
+// On a GPU, blocks until the last async copy has finished, so that both slots' host staging
+// buffers may be refilled. Called once before a batch is staged (not between its x and y: that
+// would wait for the x upload just started). Normally returns at once: the last copy belonged to a
+// prefetch that the previous step used, and that step's stats readback came after it.
+void Sequential::wait_staging_free() {
+  if (device_.is_cuda()) cuda::copy_wait_host(device_.index);
 }
 
 // Drops a pending prefetch. On a GPU its copy may still be in flight: wait for it, so that the
@@ -479,6 +492,7 @@ BatchStats Sequential::test_batch(const Tensor& x, const Tensor& y, const std::v
 Tensor Sequential::predict_batch(const Tensor& x, const std::vector<long long>* rows) {
   discard_prefetch();  // the staging below may reuse its buffers
   const long long n = batch_rows(x, rows);
+  wait_staging_free();  // before any staging buffer is refilled or (growing) freed
   ensure_buffers(n);
   slot_ = 1 - slot_;
   Tensor X = stage_input(x, rows, n, slot_, false);

@@ -77,6 +77,10 @@ class Sequential {
   // (they are kept alive, so their addresses cannot be reused by other arrays meanwhile).
   void prefetch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows = nullptr);
   bool has_prefetch() const { return pending_.has_value(); }
+  // For the tests of the slot bookkeeping: the staging slot (0/1) of the last staged step, and the
+  // pending prefetch's (-1 without one). A prefetch must never take the last step's slot.
+  int last_step_slot() const { return slot_; }
+  int prefetch_slot() const { return pending_ ? pending_->slot : -1; }
   // Outputs (n, *output_shape) on the host.
   Tensor predict_batch(const Tensor& x, const std::vector<long long>* rows = nullptr);
 
@@ -93,6 +97,7 @@ class Sequential {
   Tensor& host_staging(Tensor& buf, const Shape& shape, DType dtype);  // (re)made as needed
   void upload(const Tensor& host, Tensor& dev, bool async);           // host -> the device buffer view
   void discard_prefetch();
+  void wait_staging_free();
   long long batch_rows(const Tensor& x, const std::vector<long long>* rows) const;
   // Runs layers [0, end) and returns the output of layer end-1 (or the input when end == 0).
   Tensor forward(const Tensor& x, int end, bool training);
@@ -129,7 +134,8 @@ class Sequential {
     Tensor x, y;                  // the caller's arrays: identity, and kept alive
     bool has_rows = false;
     std::vector<long long> rows;
-    Tensor X, Y;                  // staged on the model's device (views of slot slot_)
+    Tensor X, Y;                  // staged on the model's device
+    int slot = 0;                 // their staging slot (becomes slot_ when the batch is used)
   };
   std::optional<Prefetched> pending_;
   std::vector<Tensor> acts_now_;          // this step's layer outputs (views)
