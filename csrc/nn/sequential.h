@@ -10,6 +10,11 @@
 //     one optimizer step over the one parameter buffer
 //     read back [loss_sum, correct] (the one device->host copy of a step)
 //
+//   prefetch(x, y) (fit calls it right after train_batch(k) returns, with batch k+1): the same
+//     staging, into the other of two staging slots; on a GPU via pinned host memory and an async
+//     copy on the copy stream, overlapping step k's backward pass still running on the GPU. The
+//     next train_batch with the same (x, y, rows) then starts from the uploaded batch.
+//
 // All trainable parameters live in one contiguous buffer (and their gradients in another);
 // layers hold views. The device is the model's own property, set by to().
 #pragma once
