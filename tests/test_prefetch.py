@@ -6,7 +6,15 @@ import pytest
 
 import hpcnn
 import hpcnn.models
+from hpcnn import _core
 from hpcnn.layers import Conv2D, Dense, Dropout, Flatten, InputLayer, MaxPooling2D, ReLU
+
+
+# The core-level tests also run on a GPU when one is usable (there the copies really are async and
+# the slots really matter); two runs of the same kernels on the same data are bitwise identical.
+_GPU_REASON = _core.cuda_unavailable_reason()
+DEVICES = ["cpu", pytest.param("gpu:0", marks=[pytest.mark.gpu, pytest.mark.skipif(
+    bool(_GPU_REASON), reason=f"no usable GPU: {_GPU_REASON}")])]
 
 
 def small_model(seed=3, classes=3):
@@ -29,13 +37,13 @@ def data(n=70, classes=3, seed=0):
     return x, y
 
 
-def fit_both(monkeypatch, make_data, loss, **fit_kw):
+def fit_both(monkeypatch, make_data, loss, device="cpu", **fit_kw):
     """(weights, history) of two identical models fitted with and without prefetch."""
     out = []
     for on in (True, False):
         monkeypatch.setattr(hpcnn.models.Sequential, "_prefetch", on)
         m = small_model()
-        m.compile("adam", loss, ["accuracy"])
+        m.compile("adam", loss, ["accuracy"], device=device)
         h = m.fit(*make_data(), verbose=0, **fit_kw)
         assert not m._model().has_prefetch  # the last batch of the last epoch is never prefetched
         out.append((m.get_weights(), h.history))
@@ -53,7 +61,8 @@ def assert_same(a, b):
 @pytest.mark.parametrize("shuffle", [True, False])
 @pytest.mark.parametrize("loss", ["sparse_categorical_crossentropy", "categorical_crossentropy"])
 @pytest.mark.parametrize("u8", [False, True])
-def test_fit_arrays_identical_with_and_without_prefetch(monkeypatch, shuffle, loss, u8):
+@pytest.mark.parametrize("device", DEVICES)
+def test_fit_arrays_identical_with_and_without_prefetch(monkeypatch, shuffle, loss, u8, device):
     def make():
         x, y = data(70)  # 70 = 4 batches of 16 + a partial batch of 6
         if u8:
@@ -61,18 +70,19 @@ def test_fit_arrays_identical_with_and_without_prefetch(monkeypatch, shuffle, lo
         if loss == "categorical_crossentropy":
             y = hpcnn.utils.to_categorical(y, 3)
         return x, y
-    with_pf, without = fit_both(monkeypatch, make, loss, batch_size=16, epochs=2, shuffle=shuffle)
+    with_pf, without = fit_both(monkeypatch, make, loss, device, batch_size=16, epochs=2, shuffle=shuffle)
     assert_same(with_pf, without)
 
 
 @pytest.mark.parametrize("one_hot", [None, 3])
-def test_fit_hdf5_dataset_identical_with_and_without_prefetch(monkeypatch, tmp_path, one_hot):
+@pytest.mark.parametrize("device", DEVICES)
+def test_fit_hdf5_dataset_identical_with_and_without_prefetch(monkeypatch, tmp_path, one_hot, device):
     x, y = data(70)
     p = str(tmp_path / "d.h5")
     hpcnn.data.write_hdf5(p, {"x_train": (x * 255).astype(np.uint8), "y_train": y.astype(np.uint8)})
     loss = "categorical_crossentropy" if one_hot else "sparse_categorical_crossentropy"
     make = lambda: (hpcnn.data.HDF5Dataset(p, batch_size=16, one_hot=one_hot, seed=1),)
-    with_pf, without = fit_both(monkeypatch, make, loss, epochs=2)
+    with_pf, without = fit_both(monkeypatch, make, loss, device, epochs=2)
     assert_same(with_pf, without)
 
 
@@ -103,15 +113,16 @@ def test_fit_sequence_dataset_identical_and_on_epoch_end_called(monkeypatch):
     assert [s.ends for s in seqs] == [2, 2]
 
 
-def core_model():
+def core_model(device="cpu"):
     m = small_model()
-    m.compile("adam", "sparse_categorical_crossentropy")
+    m.compile("adam", "sparse_categorical_crossentropy", device=device)
     return m._model()
 
 
-def test_core_prefetch_used_when_the_call_matches():
+@pytest.mark.parametrize("device", DEVICES)
+def test_core_prefetch_used_when_the_call_matches(device):
     x, y = data(48)
-    a, b = core_model(), core_model()
+    a, b = core_model(device), core_model(device)
     order = np.random.default_rng(5).permutation(48)
     batches = [(x, y, order[i:i + 16]) for i in range(0, 48, 16)] + [(x[:16], y[:16], None)]
     for k, batch in enumerate(batches):
@@ -124,10 +135,11 @@ def test_core_prefetch_used_when_the_call_matches():
     np.testing.assert_array_equal(a.parameter_buffer(), b.parameter_buffer())
 
 
-def test_core_prefetch_that_does_not_match_is_discarded():
+@pytest.mark.parametrize("device", DEVICES)
+def test_core_prefetch_that_does_not_match_is_discarded(device):
     x, y = data(48)
     x2 = x.copy()
-    a, b = core_model(), core_model()
+    a, b = core_model(device), core_model(device)
     rows = np.arange(16)
     mismatches = [
         ((x, y, rows), (x, y, rows[::-1].copy())),     # same arrays, other rows
@@ -152,21 +164,23 @@ def test_core_prefetch_that_does_not_match_is_discarded():
     np.testing.assert_array_equal(a.parameter_buffer(), b.parameter_buffer())
 
 
-def test_core_prefetch_then_bigger_batch_and_device_move():
+@pytest.mark.parametrize("device", DEVICES)
+def test_core_prefetch_then_bigger_batch_and_device_move(device):
     x, y = data(64)
-    a, b = core_model(), core_model()
+    a, b = core_model(device), core_model(device)
     a.train_batch(x[:8], y[:8]), b.train_batch(x[:8], y[:8])
     a.prefetch(x[8:16], y[8:16])
     assert a.train_batch(x[:32], y[:32]) == b.train_batch(x[:32], y[:32])  # buffers grow: discarded
     a.prefetch(x[32:64], y[32:64])
-    a.to("cpu")  # same device: a no-op, the prefetch stays
+    a.to(device)  # same device: a no-op, the prefetch stays
     assert a.train_batch(x[32:64], y[32:64]) == b.train_batch(x[32:64], y[32:64])
     np.testing.assert_array_equal(a.parameter_buffer(), b.parameter_buffer())
 
 
-def test_core_prefetch_bad_input_raises_the_train_batch_error():
+@pytest.mark.parametrize("device", DEVICES)
+def test_core_prefetch_bad_input_raises_the_train_batch_error(device):
     x, y = data(32)
-    m = core_model()
+    m = core_model(device)
     bad_x = x.copy()
     bad_x[3, 0, 0, 0] = np.nan
     bad_y = y.copy()
@@ -289,11 +303,12 @@ def test_two_threads_dropping_prefetches_do_not_deadlock():
     assert not errors
 
 
-def test_repeated_prefetches_and_consumption_alternate_slots():
+@pytest.mark.parametrize("device", DEVICES)
+def test_repeated_prefetches_and_consumption_alternate_slots(device):
     """Prefetch, drop (by prefetching again), use: results as without, and the slot bookkeeping
     (a dropped prefetch must not move the 'last step' slot) runs the same code as on a GPU."""
     x, y = data(64)
-    a, b = core_model(), core_model()
+    a, b = core_model(device), core_model(device)
     for k in range(4):
         s = slice(16 * k, 16 * k + 16)
         a.prefetch(x[:8], y[:8])
@@ -303,12 +318,13 @@ def test_repeated_prefetches_and_consumption_alternate_slots():
     np.testing.assert_array_equal(a.parameter_buffer(), b.parameter_buffer())
 
 
-def test_a_prefetch_never_takes_the_last_steps_slot():
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_prefetch_never_takes_the_last_steps_slot(device):
     """On a GPU the last step's backward may still read its input slot when the prefetch copies
     the next batch: the prefetch must use the other slot, also after dropped prefetches, and a
     used prefetch's slot becomes the last step's."""
     x, y = data(64)
-    m = core_model()
+    m = core_model(device)
     m.train_batch(x[:16], y[:16])
     last, pending = m.staging_slots
     assert pending == -1
