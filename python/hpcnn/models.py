@@ -346,7 +346,7 @@ class Sequential:
             try:
                 xb = self._prepare_inputs(xb)
                 yb = self._prepare_targets(yb)
-            except ValueError as err:
+            except Exception as err:  # raised (and a ValueError numbered) at the batch's turn
                 return ("prepare_error", err)
         return ("ok", (xb, yb, rows))
 
