@@ -22,15 +22,20 @@ def _strided(a, ky, kx, oh, ow, sh, sw):
     return a[:, ky:ky + (oh - 1) * sh + 1:sh, kx:kx + (ow - 1) * sw + 1:sw, :]
 
 
+def _pad_input(x, kh, kw, strides, padding):
+    """x zero-padded by Keras' rule, with the output size and the top/left padding."""
+    oh, pt, pb = keras_padding(x.shape[1], kh, strides[0], padding)
+    ow, pl, pr = keras_padding(x.shape[2], kw, strides[1], padding)
+    return np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0))), oh, ow, pt, pl
+
+
 def conv2d_forward(x, w, b, strides=(1, 1), padding="valid", relu=False):
     x = np.asarray(x, np.float64)
     w = np.asarray(w, np.float64)
     n, h, wd, c = x.shape
     kh, kw, _, f = w.shape
     sh, sw = strides
-    oh, pt, pb = keras_padding(h, kh, sh, padding)
-    ow, pl, pr = keras_padding(wd, kw, sw, padding)
-    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    xp, oh, ow, pt, pl = _pad_input(x, kh, kw, strides, padding)
     y = np.zeros((n, oh, ow, f))
     for ky in range(kh):
         for kx in range(kw):
@@ -49,9 +54,7 @@ def conv2d_backward(x, w, y, dy, strides=(1, 1), padding="valid", relu=False):
     n, h, wd, c = x.shape
     kh, kw, _, f = w.shape
     sh, sw = strides
-    oh, pt, pb = keras_padding(h, kh, sh, padding)
-    ow, pl, pr = keras_padding(wd, kw, sw, padding)
-    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    xp, oh, ow, pt, pl = _pad_input(x, kh, kw, strides, padding)
     dxp = np.zeros_like(xp)
     dw = np.zeros_like(w)
     for ky in range(kh):

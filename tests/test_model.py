@@ -9,21 +9,8 @@ import numpy as np
 import pytest
 
 import hpcnn
+from small_models import small_model
 from hpcnn.layers import Activation, Conv2D, Dense, Dropout, Flatten, InputLayer, MaxPooling2D, ReLU
-
-
-def small_model(seed=3, classes=3):
-    m = hpcnn.Sequential([
-        InputLayer(input_shape=[8, 8, 2]),
-        Conv2D(4, 3, padding="same", activation="relu"),
-        MaxPooling2D(2, padding="same"),
-        Flatten(),
-        Dense(8),
-        ReLU(),
-        Dropout(0.1),
-        Dense(classes, activation="softmax"),
-    ], seed=seed)
-    return m
 
 
 def data(n=64, classes=3, seed=0):

@@ -7,7 +7,7 @@ import pytest
 import hpcnn
 import hpcnn.models
 from hpcnn import _core
-from hpcnn.layers import Conv2D, Dense, Dropout, Flatten, InputLayer, MaxPooling2D, ReLU
+from small_models import small_model
 
 
 # The core-level tests also run on a GPU when one is usable (there the copies really are async and
@@ -15,19 +15,6 @@ from hpcnn.layers import Conv2D, Dense, Dropout, Flatten, InputLayer, MaxPooling
 _GPU_REASON = _core.cuda_unavailable_reason()
 DEVICES = ["cpu", pytest.param("gpu:0", marks=[pytest.mark.gpu, pytest.mark.skipif(
     bool(_GPU_REASON), reason=f"no usable GPU: {_GPU_REASON}")])]
-
-
-def small_model(seed=3, classes=3):
-    return hpcnn.Sequential([
-        InputLayer(input_shape=[8, 8, 2]),
-        Conv2D(4, 3, padding="same", activation="relu"),
-        MaxPooling2D(2, padding="same"),
-        Flatten(),
-        Dense(8),
-        ReLU(),
-        Dropout(0.1),
-        Dense(classes, activation="softmax"),
-    ], seed=seed)
 
 
 def data(n=70, classes=3, seed=0):
