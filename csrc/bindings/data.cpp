@@ -11,6 +11,7 @@
 #include "data/inflate.h"
 #include "data/loader.h"
 #include "data/prefetcher.h"
+#include "data/size_checks.h"
 #include "data/writer.h"
 
 namespace hpcnn::bindings {
@@ -203,16 +204,11 @@ void bind_data(py::module_& root) {
     std::vector<py::ssize_t> shape(i.shape.begin(), i.shape.end());
     if (i.kind == ElemKind::U8 || i.kind == ElemKind::F32) {
       HPCNN_CHECK_ARG(!i.shape.empty(), d->where(), " is a scalar, expected an array");
+      require_memory(d->total_bytes(), cat("reading ", d->where(), " (shape ", shape_str(i.shape), ")"));
       py::array out = i.kind == ElemKind::U8 ? py::array(py::array_t<uint8_t>(shape)) : py::array(py::array_t<float>(shape));
       auto* base = static_cast<uint8_t*>(out.mutable_data());
       py::gil_scoped_release nogil;
-      std::vector<long long> blocks;
-      std::vector<uint8_t*> dst;
-      for (long long b = 0; b < d->num_blocks(); ++b) {
-        blocks.push_back(b);
-        dst.push_back(base + static_cast<size_t>(b * d->block_rows()) * d->row_bytes());
-      }
-      d->read_blocks(blocks, dst);
+      d->read_all(base);
       return out;
     }
     std::vector<int64_t> v;
