@@ -231,6 +231,10 @@ void bind_data(py::module_& root) {
     for (auto& [name, arr] : arrays) {
       py::array a = py::array::ensure(arr, py::array::c_style);
       if (!a) throw ValueError(cat("write_hdf5: '", name, "' is not convertible to a contiguous array"));
+      // The writer stores native values: a big-endian array ('>f4', '>i8') is converted first
+      // (its bytes written as they are would be stored byte-swapped).
+      if (!a.dtype().attr("isnative").cast<bool>())
+        a = py::array::ensure(a.attr("astype")(a.dtype().attr("newbyteorder")("=")), py::array::c_style);
       w.push_back(to_write(name, a));
       keep.push_back(a);
     }
