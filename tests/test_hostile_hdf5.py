@@ -45,7 +45,11 @@ class Worker:
             cmd += ["--no-reference", ",".join(map(str, sorted(no_reference)))]
         # stderr to a file: a chatty crash report must not fill a pipe and stall the worker.
         self.stderr = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.stderr, text=True, bufsize=1)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.stderr)
+        # Read with os.read, not readline: a buffered reader can swallow a second line from the
+        # pipe, which the selector would then never report (a hang would go unnoticed).
+        os.set_blocking(self.proc.stdout.fileno(), False)
+        self.pending = b""
         self.current = None       # the case started and not finished
         self.in_reference = False  # h5py (not hpcnn) is reading the current case
         self.last = time.monotonic()
@@ -93,21 +97,27 @@ def run_cases(seed, cases, workers=WORKERS, batch=BATCH, timeout=CASE_TIMEOUT, i
             sel.register(w.proc.stdout, selectors.EVENT_READ, w)
         for key, _ in sel.select(timeout=1.0):
             w = key.data
-            line = w.proc.stdout.readline()
-            if not line:
-                finish(w)
+            try:
+                chunk = os.read(w.proc.stdout.fileno(), 1 << 16)
+            except BlockingIOError:
                 continue
-            w.last = time.monotonic()
-            if line.startswith("START "):
-                w.current = int(line.split()[1])
-                w.in_reference = True
-            elif line.startswith("H5PY "):
-                w.in_reference = False
-            elif line.startswith("RESULT "):
-                r = json.loads(line[len("RESULT "):])
-                results[r["case"]] = r
-                w.done.add(r["case"])
-                w.current = None
+            w.pending += chunk
+            *lines, w.pending = w.pending.split(b"\n")
+            if lines:
+                w.last = time.monotonic()
+            for line in (x.decode(errors="replace") for x in lines):
+                if line.startswith("START "):
+                    w.current = int(line.split()[1])
+                    w.in_reference = True
+                elif line.startswith("H5PY "):
+                    w.in_reference = False
+                elif line.startswith("RESULT "):
+                    r = json.loads(line[len("RESULT "):])
+                    results[r["case"]] = r
+                    w.done.add(r["case"])
+                    w.current = None
+            if not chunk:  # end of output: the worker exited
+                finish(w)
         for w in list(running):
             if w.current is not None and time.monotonic() - w.last > timeout:
                 finish(w, why=f"no progress for {timeout:.0f} s (a hang)")
