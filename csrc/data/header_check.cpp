@@ -153,8 +153,7 @@ void check_dataset_header(hid_t file, const RawFile& raw, const std::string& nam
   const std::vector<uint8_t>& l = m.layout;
   const unsigned version = l[0], cls = l[1];
   auto bad = [&](const std::string& what) {
-    throw ValueError(cat(where, " is damaged: its data layout message ", what,
-                         " (corrupted file? HDF5 1.10 would crash reading it)"));
+    throw ValueError(cat(where, " is damaged: its data layout message ", what, " (corrupted file?)"));
   };
   if (version < 3) bad(cat("has version ", version, ", from HDF5 before 1.6.3, which hpcnn does not read"));
   if (version > 4) return;  // newer than this HDF5: it refuses the file itself
