@@ -4,22 +4,15 @@ checked on a GPU against the CPU. The conversions themselves are tested without 
 test_param_layout.py. HPCNN_TEST_GPU=cpu runs this module with the CPU standing in for the GPU (a
 check of the tests' own logic where no GPU is usable). TF32 is off.
 """
-import os
-
 import numpy as np
 import pytest
 
 import hpcnn
-from hpcnn import _core
+
+from gpu_target import GPU, MARKS
 from small_models import layout_model
 
-GPU = os.environ.get("HPCNN_TEST_GPU", "gpu:0")
-_REASON = "" if GPU == "cpu" else _core.cuda_unavailable_reason()
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(bool(_REASON), reason=f"no usable GPU: {_REASON}"),
-    pytest.mark.usefixtures("tf32_off"),  # tests/conftest.py
-]
+pytestmark = MARKS
 
 
 def data(n=48, seed=0):
