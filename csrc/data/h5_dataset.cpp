@@ -7,9 +7,9 @@
 #include <future>
 #include <cstring>
 
+#include "core/dynamic_for.h"
 #include "core/errors.h"
 #include "core/thread_pool.h"
-#include "data/dynamic_for.h"
 #include "data/inflate.h"
 
 namespace hpcnn::data {

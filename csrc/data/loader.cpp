@@ -4,9 +4,9 @@
 #include <chrono>
 #include <limits>
 
+#include "core/dynamic_for.h"
 #include "core/errors.h"
 #include "core/thread_pool.h"
-#include "data/dynamic_for.h"
 #include "ops/elementwise.h"
 
 namespace hpcnn::data {
