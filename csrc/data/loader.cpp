@@ -6,8 +6,8 @@
 
 #include "core/dynamic_for.h"
 #include "core/errors.h"
+#include "core/pixel.h"
 #include "core/thread_pool.h"
-#include "ops/elementwise.h"
 
 namespace hpcnn::data {
 
@@ -243,7 +243,7 @@ void Loader::fill_batch(long long epoch, long long i, float* x_out, void* y_out)
       float* __restrict__ y = x_out + k * elems;
       if (u8) {
         const uint8_t* __restrict__ x = src[k];
-        for (long long e = 0; e < elems; ++e) y[e] = ew::decode_u8(x[e], sc[e], sh[e]);
+        for (long long e = 0; e < elems; ++e) y[e] = pixel::decode_u8(x[e], sc[e], sh[e]);
       } else {
         const float* __restrict__ x = reinterpret_cast<const float*>(src[k]);
         for (long long e = 0; e < elems; ++e) y[e] = x[e] * sc[e] + sh[e];
