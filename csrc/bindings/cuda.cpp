@@ -9,9 +9,9 @@
 #include "bindings/bindings.h"
 #include "bindings/numpy_tensor.h"
 #include "core/cuda_async.h"
-#include "core/cuda_kernel_selftest.h"
 #include "core/cuda_runtime.h"
 #include "core/tensor.h"
+#include "ops/cuda_kernel_selftest.h"
 #include "ops/ops.h"
 
 namespace hpcnn::bindings {

@@ -8,9 +8,9 @@
 #include <cmath>
 
 #include "core/cuda_context.h"
-#include "core/cuda_kernel_bodies.h"
 #include "ops/elementwise.h"
 #include "ops/softmax_xent.h"
+#include "ops/softmax_xent_body.h"
 
 namespace hpcnn::cuda {
 

@@ -1,16 +1,20 @@
 // See cuda_kernel_selftest.h. Plain C++: built with and without the CUDA backend.
-#include "core/cuda_kernel_selftest.h"
+#include "ops/cuda_kernel_selftest.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
 
-#include "core/cuda_kernel_bodies.h"
 #include "ops/conv2d.h"
+#include "ops/conv2d_body.h"
+#include "ops/cuda_kernels_body.h"
 #include "ops/dense.h"
+#include "ops/dense_body.h"
 #include "ops/maxpool2d.h"
+#include "ops/maxpool2d_body.h"
 #include "ops/softmax_xent.h"
+#include "ops/softmax_xent_body.h"
 
 namespace hpcnn::cuda {
 

@@ -1,0 +1,75 @@
+// The index arithmetic of the shared kernels in cuda_kernels.cu (zero padding and crop, tiled
+// transpose, deterministic column sums), as HPCNN_HD functions of (block, thread) or of one
+// element. The kernels are thin loops around these; the host self-test (cuda_kernel_selftest.cpp)
+// runs the same functions in emulated grids, so CI checks the GPU's indexing without a GPU.
+// Plain C++ under g++ (HPCNN_HD = inline), __host__ __device__ under nvcc.
+#pragma once
+
+#include "core/hd.h"
+
+namespace hpcnn::cuda::body {
+
+// ------------------------------------------------------------------ zero padding / crop (NHWC)
+// Padded output element i of (n, h+pt+pb, w+pl+pr, c).
+HPCNN_HD float pad_at(const float* in, int h, int w, int c, int pt, int pl, int oh, int ow, long long i) {
+  long long t = i;
+  int ci = static_cast<int>(t % c); t /= c;
+  int ox = static_cast<int>(t % ow); t /= ow;
+  int oy = static_cast<int>(t % oh);
+  long long b = t / oh;
+  int iy = oy - pt, ix = ox - pl;
+  return (iy >= 0 && iy < h && ix >= 0 && ix < w) ? in[((b * h + iy) * w + ix) * c + ci] : 0.f;
+}
+
+// Cropped output element i of (n, h, w, c) from a padded (n, ih, iw, c).
+HPCNN_HD float crop_at(const float* in, int h, int w, int c, int pt, int pl, int ih, int iw, long long i) {
+  long long t = i;
+  int ci = static_cast<int>(t % c); t /= c;
+  int x = static_cast<int>(t % w); t /= w;
+  int y = static_cast<int>(t % h);
+  long long b = t / h;
+  return in[((b * ih + y + pt) * iw + x + pl) * c + ci];
+}
+
+// ------------------------------------------------------------------ tiled transpose
+// Block (bx, by) of 32x32, threads (tx, ty) with ty < block_y: phase 1 loads the tile,
+// (barrier), phase 2 stores it transposed. out (cols x rows) = in (rows x cols)^T.
+HPCNN_HD void transpose_load(const float* in, long long rows, long long cols, unsigned bx, unsigned by, unsigned tx,
+                             unsigned ty, unsigned block_y, float (*tile)[33]) {
+  long long c = bx * 32LL + tx;
+  for (unsigned k = ty; k < 32; k += block_y) {
+    long long r = by * 32LL + k;
+    if (r < rows && c < cols) tile[k][tx] = in[r * cols + c];
+  }
+}
+
+HPCNN_HD void transpose_store(float* out, long long rows, long long cols, unsigned bx, unsigned by, unsigned tx,
+                              unsigned ty, unsigned block_y, float (*tile)[33]) {
+  long long r_out = bx * 32LL + ty;  // a column of `in` is a row of `out`
+  long long c_out = by * 32LL + tx;
+  for (unsigned k = 0; k < 32; k += block_y) {
+    long long rr = r_out + k;
+    if (rr < cols && c_out < rows) out[rr * rows + c_out] = tile[tx][ty + k];
+  }
+}
+
+// ------------------------------------------------------------------ deterministic column sums
+// m (rows x f) row-major. Grid (ceil(f/32), kSlices), block (32, 8): lane (tx, ty) of block
+// (bx, slice) sums rows slice*chunk + ty, +8, ... of column bx*32 + tx; then lane ty == 0 adds
+// the 8 lane sums in order into partials[slice, j]; finally out[j] = sum over slices in order.
+constexpr int kColumnSumSlices = 64;
+
+HPCNN_HD float column_sum_lane(const float* m, long long rows, int f, unsigned bx, unsigned slice, unsigned tx,
+                               unsigned ty) {
+  const int j = static_cast<int>(bx * 32 + tx);
+  const long long chunk = (rows + kColumnSumSlices - 1) / kColumnSumSlices;
+  const long long r0 = slice * chunk;
+  long long r1 = r0 + chunk;
+  if (r1 > rows) r1 = rows;
+  float s = 0.f;
+  if (j < f)
+    for (long long r = r0 + ty; r < r1; r += 8) s += m[r * f + j];
+  return s;
+}
+
+}  // namespace hpcnn::cuda::body
