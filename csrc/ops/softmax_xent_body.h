@@ -19,8 +19,9 @@ HPCNN_HD int argmax_row(const float* r, int cols) {
   return best;
 }
 
-// One row: hit (argmax == target), and when wanted the loss and the gradient row. A class index
-// outside [0, cols) gives a NaN loss and gradient (device labels are not range-checked).
+// One row: hit (argmax == target), the loss, and when wanted (dlogits not null) the gradient row.
+// A class index outside [0, cols) gives a NaN loss and gradient (device labels are not
+// range-checked).
 HPCNN_HD void xent_row(int r, int cols, const float* logits, const float* onehot, const int32_t* labels,
                        float* dlogits, float grad_scale, double* loss_out, double* hit_out) {
   const float* lr = logits + (long long)r * cols;
@@ -29,23 +30,20 @@ HPCNN_HD void xent_row(int r, int cols, const float* logits, const float* onehot
   bool bad = labels && (target < 0 || target >= cols);
   int am = argmax_row(lr, cols);
   hit_out[r] = (!bad && am == target) ? 1.0 : 0.0;
-  if (!loss_out && !dlogits) return;
   float mx = lr[am];
   float sum = 0.f;
   for (int j = 0; j < cols; ++j) sum += expf(lr[j] - mx);
   float lse = logf(sum);
-  if (loss_out) {
-    double l = 0.0;
-    if (bad) {
-      l = NAN;
-    } else if (labels) {
-      l = ew::xent_term(lr[target], mx, lse);
-    } else {
-      for (int j = 0; j < cols; ++j)
-        if (t[j] != 0.f) l += (double)t[j] * ew::xent_term(lr[j], mx, lse);
-    }
-    loss_out[r] = l;
+  double l = 0.0;
+  if (bad) {
+    l = NAN;
+  } else if (labels) {
+    l = ew::xent_term(lr[target], mx, lse);
+  } else {
+    for (int j = 0; j < cols; ++j)
+      if (t[j] != 0.f) l += (double)t[j] * ew::xent_term(lr[j], mx, lse);
   }
+  loss_out[r] = l;
   if (dlogits) {
     float* d = dlogits + (long long)r * cols;
     for (int j = 0; j < cols; ++j) {
