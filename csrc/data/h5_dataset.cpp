@@ -448,6 +448,17 @@ void H5Dataset::decode_group(const std::vector<long long>& blocks, const std::ve
   add(scatter_seconds_, now_s() - t2);
 }
 
+void H5Dataset::read_all(void* dst) {
+  HPCNN_CHECK_ARG(!info_.shape.empty(), where(), " is a scalar, expected an array");
+  std::vector<long long> blocks;
+  std::vector<uint8_t*> dsts;
+  for (long long b = 0; b < num_blocks(); ++b) {
+    blocks.push_back(b);
+    dsts.push_back(static_cast<uint8_t*>(dst) + static_cast<size_t>(b * block_rows()) * row_bytes());
+  }
+  read_blocks(blocks, dsts);
+}
+
 std::vector<int64_t> H5Dataset::read_all_int64() {
   H5Lock lock(h5_mutex());
   h5_quiet();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <random>
 
 #include "core/dynamic_for.h"
 #include "core/errors.h"
@@ -20,6 +21,8 @@ CacheMode parse_cache_mode(const std::string& s) {
 
 Loader::Loader(LoaderOptions opt) : opt_(std::move(opt)) {
   HPCNN_CHECK_ARG(opt_.batch_size >= 1, "batch_size must be >= 1, got ", opt_.batch_size);
+  HPCNN_CHECK_ARG(opt_.num_classes >= 0, "num_classes must be >= 0, got ", opt_.num_classes);
+  if (!opt_.seed) opt_.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   x_ = std::make_unique<H5Dataset>(opt_.path, opt_.x_name);
   const DatasetInfo& xi = x_->info();
   const int rank = static_cast<int>(xi.shape.size());
@@ -92,6 +95,7 @@ Loader::Loader(LoaderOptions opt) : opt_(std::move(opt)) {
     window_blocks_ = std::min(window_blocks_, x_->num_blocks());
     cache_capacity_ = 2 * window_blocks_;
   }
+  warm_async(0);  // epoch 0's first window loads while the caller builds its model
 }
 
 Loader::~Loader() {
@@ -147,7 +151,7 @@ std::string Loader::repr() const {
 
 const EpochPlan& Loader::plan(long long epoch) {
   if (epoch != plan_epoch_) {
-    plan_ = make_epoch_plan(rows_, x_->block_rows(), window_blocks_, opt_.shuffle, opt_.seed, epoch);
+    plan_ = make_epoch_plan(rows_, x_->block_rows(), window_blocks_, opt_.shuffle, *opt_.seed, epoch);
     plan_epoch_ = epoch;
     if (!in_memory_) cache_.clear();  // streaming: every epoch reads the file again
   }
