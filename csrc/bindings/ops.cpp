@@ -7,7 +7,7 @@
 
 #include "bindings/bindings.h"
 #include "bindings/numpy_tensor.h"
-#include "core/peak_flops.h"
+#include "diagnostics/peak_flops.h"
 #include "ops/ops.h"
 
 namespace hpcnn::bindings {
@@ -206,7 +206,7 @@ void bind_ops(py::module_& m) {
 
   m.def("measure_peak_gflops", [](int threads, double seconds) {
     py::gil_scoped_release nogil;
-    return measure_peak_gflops(threads, seconds);
+    return diagnostics::measure_peak_gflops(threads, seconds);
   }, py::arg("threads"), py::arg("seconds") = 1.0,
      "FP32 peak GFLOP/s measured by an FMA loop on min(threads, get_num_threads()) threads.");
 
