@@ -37,6 +37,22 @@ Tensor target_on(const py::handle& obj, Device d) {
 // Runs the op `repeat` times without the GIL. repeat > 1 is for benchmarks: the op is timed
 // inside C++, free of the NumPy conversions around it (ops that update their inputs in place,
 // like the optimizers, simply take `repeat` steps).
+// An activation op on `device`: y = act(x), and dx from (y, dy).
+py::array activation_forward(const py::object& x, const std::string& device, void (*op)(const Tensor&, Tensor&)) {
+  Device d = usable_device(device);
+  Tensor X = f32_on(x, d, "x"), Y = Tensor::empty(X.shape(), DType::F32, d);
+  op(X, Y);
+  return to_numpy(Y);
+}
+
+py::array activation_backward(const py::object& y, const py::object& dy, const std::string& device,
+                              void (*op)(const Tensor&, const Tensor&, Tensor&)) {
+  Device d = usable_device(device);
+  Tensor Y = f32_on(y, d, "y"), DY = f32_on(dy, d, "dy"), DX = Tensor::empty(Y.shape(), DType::F32, d);
+  op(Y, DY, DX);
+  return to_numpy(DX);
+}
+
 template <typename F>
 void run_repeat(int repeat, F&& op) {
   HPCNN_CHECK_ARG(repeat >= 1, "repeat must be >= 1, got ", repeat);
@@ -130,28 +146,16 @@ void bind_ops(py::module_& m) {
      py::arg("need_dx") = true, py::arg("device") = "cpu", py::arg("repeat") = 1);
 
   m.def("relu_forward", [](py::object x, std::string device) {
-    Device d = usable_device(device);
-    Tensor X = f32_on(x, d, "x"), Y = Tensor::empty(X.shape(), DType::F32, d);
-    ops::relu_forward(X, Y);
-    return to_numpy(Y);
+    return activation_forward(x, device, ops::relu_forward);
   }, py::arg("x"), py::arg("device") = "cpu");
   m.def("relu_backward", [](py::object y, py::object dy, std::string device) {
-    Device d = usable_device(device);
-    Tensor Y = f32_on(y, d, "y"), DY = f32_on(dy, d, "dy"), DX = Tensor::empty(Y.shape(), DType::F32, d);
-    ops::relu_backward(Y, DY, DX);
-    return to_numpy(DX);
+    return activation_backward(y, dy, device, ops::relu_backward);
   }, py::arg("y"), py::arg("dy"), py::arg("device") = "cpu");
   m.def("softmax_forward", [](py::object x, std::string device) {
-    Device d = usable_device(device);
-    Tensor X = f32_on(x, d, "x"), Y = Tensor::empty(X.shape(), DType::F32, d);
-    ops::softmax_forward(X, Y);
-    return to_numpy(Y);
+    return activation_forward(x, device, ops::softmax_forward);
   }, py::arg("x"), py::arg("device") = "cpu");
   m.def("softmax_backward", [](py::object y, py::object dy, std::string device) {
-    Device d = usable_device(device);
-    Tensor Y = f32_on(y, d, "y"), DY = f32_on(dy, d, "dy"), DX = Tensor::empty(Y.shape(), DType::F32, d);
-    ops::softmax_backward(Y, DY, DX);
-    return to_numpy(DX);
+    return activation_backward(y, dy, device, ops::softmax_backward);
   }, py::arg("y"), py::arg("dy"), py::arg("device") = "cpu");
 
   m.def("dropout_forward", [](py::object x, float rate, uint64_t seed, uint64_t stream, std::string device,

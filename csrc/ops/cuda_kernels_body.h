@@ -10,25 +10,30 @@
 namespace hpcnn::cuda::body {
 
 // ------------------------------------------------------------------ zero padding / crop (NHWC)
-// Padded output element i of (n, h+pt+pb, w+pl+pr, c).
-HPCNN_HD float pad_at(const float* in, int h, int w, int c, int pt, int pl, int oh, int ow, long long i) {
-  long long t = i;
-  int ci = static_cast<int>(t % c); t /= c;
-  int ox = static_cast<int>(t % ow); t /= ow;
-  int oy = static_cast<int>(t % oh);
-  long long b = t / oh;
-  int iy = oy - pt, ix = ox - pl;
-  return (iy >= 0 && iy < h && ix >= 0 && ix < w) ? in[((b * h + iy) * w + ix) * c + ci] : 0.f;
-}
-
-// Cropped output element i of (n, h, w, c) from a padded (n, ih, iw, c).
-HPCNN_HD float crop_at(const float* in, int h, int w, int c, int pt, int pl, int ih, int iw, long long i) {
+// The coordinates (b, y, x, ci) of flat index i into an NHWC array of (h, w, c) images.
+struct Nhwc {
+  long long b;
+  int y, x, ci;
+};
+HPCNN_HD Nhwc nhwc_of(long long i, int h, int w, int c) {
   long long t = i;
   int ci = static_cast<int>(t % c); t /= c;
   int x = static_cast<int>(t % w); t /= w;
   int y = static_cast<int>(t % h);
-  long long b = t / h;
-  return in[((b * ih + y + pt) * iw + x + pl) * c + ci];
+  return {t / h, y, x, ci};
+}
+
+// Padded output element i of (n, h+pt+pb, w+pl+pr, c) = (n, oh, ow, c).
+HPCNN_HD float pad_at(const float* in, int h, int w, int c, int pt, int pl, int oh, int ow, long long i) {
+  const Nhwc o = nhwc_of(i, oh, ow, c);
+  int iy = o.y - pt, ix = o.x - pl;
+  return (iy >= 0 && iy < h && ix >= 0 && ix < w) ? in[((o.b * h + iy) * w + ix) * c + o.ci] : 0.f;
+}
+
+// Cropped output element i of (n, h, w, c) from a padded (n, ih, iw, c).
+HPCNN_HD float crop_at(const float* in, int h, int w, int c, int pt, int pl, int ih, int iw, long long i) {
+  const Nhwc o = nhwc_of(i, h, w, c);
+  return in[((o.b * ih + o.y + pt) * iw + o.x + pl) * c + o.ci];
 }
 
 // ------------------------------------------------------------------ tiled transpose
