@@ -1,12 +1,14 @@
 // The model as Python sees it: hpcnn._core.Model, built from layer configs (dicts made by
-// python/hpcnn/layers.py). Every call that computes releases the GIL.
+// python/hpcnn/layers.py, turned into layers by nn/factory.h). Every call that computes releases
+// the GIL.
 #include <pybind11/stl.h>
 
 #include <mutex>
 
 #include "bindings/bindings.h"
 #include "bindings/numpy_tensor.h"
-#include "nn/layers.h"
+#include "nn/config.h"
+#include "nn/factory.h"
 #include "nn/sequential.h"
 
 namespace hpcnn::bindings {
@@ -15,34 +17,38 @@ namespace {
 
 using nn::LayerPtr;
 
-template <typename T>
-T get(const py::dict& d, const char* key) {
-  if (!d.contains(key)) throw ValueError(cat("layer config is missing '", key, "'"));
-  return d[key].cast<T>();
-}
-
-LayerPtr make_layer(const py::dict& cfg) {
-  auto kind = get<std::string>(cfg, "class_name");
-  if (kind == "Conv2D") {
-    auto k = get<std::vector<int>>(cfg, "kernel_size");
-    auto s = get<std::vector<int>>(cfg, "strides");
-    return std::make_unique<nn::Conv2DLayer>(get<int>(cfg, "filters"), k.at(0), k.at(1), s.at(0), s.at(1),
-                                             parse_padding(get<std::string>(cfg, "padding")),
-                                             get<std::string>(cfg, "activation") == "relu");
+// A config dict as nn::Config: booleans, integers (Python's or NumPy's), other numbers, strings
+// and lists/tuples of integers; None means "not given". Anything else is a ValueError.
+nn::Config to_config(const py::handle& obj, const char* what) {
+  if (!py::isinstance<py::dict>(obj)) throw ValueError(cat(what, " must be a dict"));
+  nn::Config cfg(what);
+  for (auto [k, v] : py::reinterpret_borrow<py::dict>(obj)) {
+    if (!py::isinstance<py::str>(k)) throw ValueError(cat(what, ": keys must be strings"));
+    const std::string key = k.cast<std::string>();
+    if (v.is_none()) continue;
+    if (PyBool_Check(v.ptr())) {
+      cfg.set(key, v.cast<bool>());
+    } else if (PyIndex_Check(v.ptr())) {
+      cfg.set(key, py::int_(py::reinterpret_borrow<py::object>(v)).cast<long long>());
+    } else if (py::isinstance<py::str>(v)) {
+      cfg.set(key, v.cast<std::string>());
+    } else if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+      std::vector<long long> ints;
+      for (auto e : v) {
+        if (PyBool_Check(e.ptr()) || !PyIndex_Check(e.ptr()))
+          throw ValueError(cat(what, ": '", key, "' must hold integers only"));
+        ints.push_back(py::int_(py::reinterpret_borrow<py::object>(e)).cast<long long>());
+      }
+      cfg.set(key, std::move(ints));
+    } else if (PyFloat_Check(v.ptr()) || PyNumber_Check(v.ptr())) {
+      cfg.set(key, py::float_(py::reinterpret_borrow<py::object>(v)).cast<double>());
+    } else {
+      std::string type = py::str(py::type::handle_of(v).attr("__name__"));
+      throw ValueError(cat(what, ": '", key, "' has a value of type ", type,
+                           " (expected a number, a string or a list of integers)"));
+    }
   }
-  if (kind == "MaxPooling2D") {
-    auto p = get<std::vector<int>>(cfg, "pool_size");
-    auto s = get<std::vector<int>>(cfg, "strides");
-    return std::make_unique<nn::MaxPool2DLayer>(p.at(0), p.at(1), s.at(0), s.at(1),
-                                                parse_padding(get<std::string>(cfg, "padding")));
-  }
-  if (kind == "Flatten") return std::make_unique<nn::FlattenLayer>();
-  if (kind == "Dense")
-    return std::make_unique<nn::DenseLayer>(get<int>(cfg, "units"), get<std::string>(cfg, "activation") == "relu");
-  if (kind == "Dropout") return std::make_unique<nn::DropoutLayer>(get<float>(cfg, "rate"));
-  if (kind == "Activation")
-    return std::make_unique<nn::ActivationLayer>(nn::parse_activation(get<std::string>(cfg, "activation")));
-  throw ValueError(cat("unknown layer class '", kind, "'"));
+  return cfg;
 }
 
 // A host tensor for model input: float32 or uint8 as given (borrowed), anything else as float32.
@@ -121,7 +127,7 @@ void bind_nn(py::module_& m) {
   py::class_<PyModel>(m, "Model")
       .def(py::init([](std::vector<long long> input_shape, py::list layer_configs, uint64_t seed) {
              std::vector<LayerPtr> layers;
-             for (auto c : layer_configs) layers.push_back(make_layer(c.cast<py::dict>()));
+             for (auto c : layer_configs) layers.push_back(nn::make_layer(to_config(c, "layer config")));
              auto pm = std::make_unique<PyModel>();
              pm->model = std::make_unique<nn::Sequential>(input_shape, std::move(layers), seed);
              return pm;
@@ -148,22 +154,8 @@ void bind_nn(py::module_& m) {
       })
       .def("compile", [](PyModel& p, py::dict opt, const std::string& loss, bool from_logits) {
         auto lk = lock_model(p);
-        auto name = get<std::string>(opt, "name");
-        std::unique_ptr<nn::Optimizer> o;
-        if (name == "Adam")
-          o = std::make_unique<nn::Adam>(get<float>(opt, "learning_rate"), get<float>(opt, "beta_1"),
-                                         get<float>(opt, "beta_2"), get<float>(opt, "epsilon"));
-        else if (name == "SGD")
-          o = std::make_unique<nn::SGD>(get<float>(opt, "learning_rate"), get<float>(opt, "momentum"),
-                                        get<bool>(opt, "nesterov"));
-        else
-          throw ValueError(cat("unknown optimizer '", name, "'"));
-        nn::Loss l;
-        if (loss == "categorical_crossentropy") l = nn::Loss::CategoricalCrossentropy;
-        else if (loss == "sparse_categorical_crossentropy") l = nn::Loss::SparseCategoricalCrossentropy;
-        else throw ValueError(cat("unknown loss '", loss,
-                                  "': use 'categorical_crossentropy' or 'sparse_categorical_crossentropy'"));
-        p.model->compile(std::move(o), l, from_logits);
+        std::unique_ptr<nn::Optimizer> o = nn::make_optimizer(to_config(opt, "optimizer config"));
+        p.model->compile(std::move(o), nn::parse_loss(loss), from_logits);
       }, py::arg("optimizer"), py::arg("loss"), py::arg("from_logits") = false)
       .def_property("learning_rate",
                     [](PyModel& p) {

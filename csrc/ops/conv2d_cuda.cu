@@ -9,8 +9,8 @@
 // cuDNN convolution descriptor: x is then zero-padded explicitly into scratch memory and the
 // convolution runs with pad 0 (dx is computed padded and cropped).
 #include "core/cuda_context.h"
-#include "core/cuda_kernels.h"
 #include "ops/conv2d.h"
+#include "ops/cuda_kernels.h"
 #include "ops/cudnn_ops.h"
 
 namespace hpcnn::cuda {

@@ -5,7 +5,7 @@
 // The documented contracts each call relies on (cuDNN API reference, legacy API, v8/v9; checked
 // against the cuDNN 9.19 headers here -- cudnn_graph.h, cudnn_ops.h, cudnn_cnn.h -- and the
 // archived API reference pages; the layouts and call glue are also exercised on the host by
-// core/cuda_kernel_selftest.cpp against a reference written from these contracts):
+// ops/cuda_kernel_selftest.cpp against a reference written from these contracts):
 //
 // cudnnCreate / cudnnSetStream (core/cuda_context.cu)
 //   The handle is tied to the device current at creation; every later call is made with that
@@ -91,8 +91,8 @@
 #include <vector>
 
 #include "core/cuda_check.h"
-#include "core/cuda_kernel_selftest.h"
 #include "core/errors.h"
+#include "ops/cuda_kernel_selftest.h"
 
 namespace hpcnn::cuda {
 

@@ -8,7 +8,7 @@
 #pragma once
 
 #include "core/cuda_context.h"
-#include "core/cuda_kernel_bodies.h"
+#include "ops/conv2d_body.h"
 
 namespace hpcnn::cuda::cudnn {
 

@@ -276,17 +276,6 @@ void softmax_xent(const Tensor& logits, const Tensor& target, Tensor* dlogits, f
                  cuda::softmax_xent(device_index, rows, cols, logits.f32(), oh, lb, dl, grad_scale, stats));
 }
 
-void accuracy(const Tensor& scores, const Tensor& target, double* stats) {
-  int rows, cols;
-  rows_cols("accuracy", scores, rows, cols);
-  check_target("accuracy", scores, target, rows, cols);
-  same_device("accuracy", {&scores, &target});
-  const float* oh = target.dtype() == DType::F32 ? target.f32() : nullptr;
-  const int32_t* lb = target.dtype() == DType::I32 ? target.i32() : nullptr;
-  HPCNN_DISPATCH(scores.device(), cpu::accuracy(rows, cols, scores.f32(), oh, lb, stats),
-                 cuda::accuracy(device_index, rows, cols, scores.f32(), oh, lb, stats));
-}
-
 // ------------------------------------------------------------------ optimizers
 void adam_step(Tensor& params, const Tensor& grads, Tensor& m, Tensor& v, const AdamParams& a) {
   expect_f32("adam", "parameters", params);

@@ -54,7 +54,6 @@ void dropout_backward(const Tensor& dy, Tensor& dx, float rate, uint64_t seed, u
 // on the host). stats: 2 doubles owned by the caller on the logits' device, accumulated into:
 // [loss_sum, correct]. dlogits may be null.
 void softmax_xent(const Tensor& logits, const Tensor& target, Tensor* dlogits, float grad_scale, double* stats);
-void accuracy(const Tensor& scores, const Tensor& target, double* stats);
 
 void adam_step(Tensor& params, const Tensor& grads, Tensor& m, Tensor& v, const AdamParams& a);
 void sgd_step(Tensor& params, const Tensor& grads, Tensor& velocity, const SgdParams& s);

@@ -1,10 +1,10 @@
 // Small kernels shared by several CUDA ops (see cuda_kernels.h).
-#include "core/cuda_kernels.h"
+#include "ops/cuda_kernels.h"
 
 #include "core/cuda_check.h"
 #include "core/cuda_context.h"
-#include "core/cuda_kernel_bodies.h"
 #include "core/errors.h"
+#include "ops/cuda_kernels_body.h"
 #include "ops/elementwise.h"
 
 namespace hpcnn::cuda::kernels {
