@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import builtins
 import importlib
 import inspect
 import re
