@@ -1,9 +1,11 @@
 """The hpcnn command and the benchmark statistics."""
 import csv
+import io
 import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -30,7 +32,7 @@ def test_csv_append_and_collect(tmp_path):
     bench.append_csv(str(a), {"device": "cpu", "mean_speed": 11})
     bench.append_csv(str(b), {"device": "gpu", "mean_speed": 99, "label": "h100"})
     assert bench.collect_csv([str(a), str(b)], str(out)) == 3
-    rows = list(csv.DictReader(open(out)))
+    rows = list(csv.DictReader(io.StringIO(Path(out).read_text())))
     assert [r["device"] for r in rows] == ["cpu", "cpu", "gpu"] and rows[2]["label"] == "h100"
 
 
@@ -52,7 +54,7 @@ def test_cli_bench_writes_csv(tmp_path):
     r = run("bench", "--batch", "16", "--steps", "2", "--warmup", "1", "--csv", str(out), "--label", "test")
     assert r.returncode == 0, r.stderr
     assert "train:" in r.stdout and "img/s" in r.stdout
-    rows = list(csv.DictReader(open(out)))
+    rows = list(csv.DictReader(io.StringIO(Path(out).read_text())))
     assert {r["mode"] for r in rows} == {"train", "infer"} and rows[0]["label"] == "test"
 
 

@@ -1,6 +1,7 @@
 """Bad files and arguments: a clear Python exception naming the file and dataset, never a crash."""
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -51,7 +52,7 @@ def test_directory_instead_of_file(tmp_path):
 @pytest.mark.parametrize("keep", [0.2, 0.6, 0.97])
 def test_truncated_file(tmp_path, keep):
     src = good_file(tmp_path / "full.h5", n=2000, chunks=(100, 4, 4, 3))
-    blob = open(src, "rb").read()
+    blob = Path(src).read_bytes()
     p = tmp_path / "cut.h5"
     p.write_bytes(blob[: int(len(blob) * keep)])
     with pytest.raises(ValueError, match="cut.h5"):
@@ -165,7 +166,7 @@ def test_lzf_is_named(tmp_path):
 
 def test_hdf5_error_stack_is_silenced_and_folded(tmp_path):
     p = tmp_path / "cut.h5"
-    blob = open(good_file(tmp_path / "full.h5", n=500), "rb").read()
+    blob = Path(good_file(tmp_path / "full.h5", n=500)).read_bytes()
     p.write_bytes(blob[: len(blob) // 2])
     code = ("import hpcnn.data as d\n"
             "try:\n    d.HDF5Dataset(%r)\nexcept ValueError as e:\n    print('ERR', e)\n" % str(p))

@@ -4,6 +4,7 @@ import io
 import os
 import pickle
 import tarfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -78,7 +79,7 @@ def fake_idx_folder(folder, n_train=20, n_test=5, gz=True, seed=1):
             with gzip.open(os.path.join(folder, name + ".gz"), "wb") as f:
                 f.write(blob)
         else:
-            open(os.path.join(folder, name), "wb").write(blob)
+            Path(folder, name).write_bytes(blob)
     return arrays
 
 

@@ -1,6 +1,7 @@
 """The main job, small: `hpcnn tutorial --synthetic` end to end (HDF5 file, CPU training from it,
 evaluation, predictions, timings CSV, summary, saved model that loads back)."""
 import csv
+import io
 import json
 import os
 import subprocess
@@ -18,9 +19,9 @@ def test_tutorial_end_to_end(tmp_path):
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert "Total params: 787,530" in r.stdout and "Test accuracy:" in r.stdout
-    rows = list(csv.DictReader(open(out / "timings.csv")))
+    rows = list(csv.DictReader(io.StringIO((out / "timings.csv").read_text())))
     assert [row["epoch"] for row in rows] == ["1", "2"] and float(rows[0]["images_per_second"]) > 0
-    summary = json.load(open(out / "summary.json"))
+    summary = json.loads((out / "summary.json").read_text())
     hist = summary["runs"]["cpu"]["history"]
     # 2 x 12 steps on the (deliberately hard) synthetic data: learning has only started, but the
     # loss goes down and everything is finite (learning itself is tested on Fashion-MNIST).

@@ -16,7 +16,7 @@ void bind_nn(pybind11::module_& m);    // layers, model, training step          
 void bind_data(pybind11::module_& m);  // HDF5 datasets, loaders, writers         (data.cpp)
 void bind_cuda(pybind11::module_& m);  // TF32 switch, GPU sync, per-layer timings (cuda.cpp)
 
-// A device named by the caller ("cpu", "gpu:1"), checked usable (a GPU: present and working).
-Device usable_device(const std::string& spec);  // (core.cpp)
+// Devices named by the caller ("cpu", "gpu:1") are parsed and checked usable by
+// hpcnn::resolve_device (core/device.h), the one grammar for device names.
 
 }  // namespace hpcnn::bindings

@@ -4,6 +4,8 @@
 
 #include "bindings/bindings.h"
 #include "core/cuda_runtime.h"
+#include "core/device.h"
+#include "core/errors.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 #include "core/transfer_stats.h"
@@ -17,12 +19,6 @@
 namespace hpcnn::bindings {
 
 namespace py = pybind11;
-
-Device usable_device(const std::string& spec) {
-  Device d = parse_device(spec);
-  if (d.is_cuda()) cuda::require_device(d.index);
-  return d;
-}
 
 static py::dict build_info() {
   py::dict d;
@@ -86,7 +82,17 @@ void bind_core(py::module_& m) {
         "Visible CUDA devices (empty when none is usable). Free memory opens a context on each device.");
   m.def("cuda_unavailable_reason", &cuda::unavailable_reason,
         "Why no GPU is usable, or '' when at least one is.");
-  m.def("cuda_require_device", &cuda::require_device, py::arg("index"));
+
+  // Python's device names (hpcnn.device, compile(device=...), the CLI's --device) go through here:
+  // one grammar, in core/device.cpp.
+  m.def("normalize_device", [](const py::object& spec, bool check_usable) {
+    if (!py::isinstance<py::str>(spec))
+      throw ValueError(cat("device must be a string like 'cpu' or 'gpu:0', got ", py::repr(spec).cast<std::string>()));
+    auto s = spec.cast<std::string>();
+    return (check_usable ? resolve_device(s) : parse_device(s)).str();
+  }, py::arg("spec"), py::arg("check_usable") = true,
+        "'cpu', 'gpu', 'GPU:1', 'cuda:0', '/device:GPU:0', ... -> 'cpu' or 'gpu:N'. ValueError for a name "
+        "that is not a device; with check_usable, RuntimeError saying why a GPU asked for cannot be used.");
 
   m.def("transfer_stats", [] {
     auto& s = transfer_stats();

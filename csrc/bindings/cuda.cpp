@@ -63,7 +63,7 @@ void bind_cuda(py::module_& m) {
 
   m.def("bench_conv2d", [](std::vector<long long> x_shape, std::vector<long long> k_shape, int stride,
                            std::string padding, bool relu, int repeat, std::string device) {
-    Device d = usable_device(device);
+    Device d = resolve_device(device);
     Padding pad = parse_padding(padding);
     diagnostics::OpTiming t;
     {
@@ -77,7 +77,7 @@ void bind_cuda(py::module_& m) {
      "Keras' (kh, kw, in, out).");
 
   m.def("bench_maxpool2d", [](std::vector<long long> x_shape, int pool, int repeat, std::string device) {
-    Device d = usable_device(device);
+    Device d = resolve_device(device);
     diagnostics::OpTiming t;
     {
       py::gil_scoped_release nogil;
@@ -89,7 +89,7 @@ void bind_cuda(py::module_& m) {
 
   m.def("bench_dense", [](std::vector<long long> x_shape, std::vector<long long> k_shape, bool relu, int repeat,
                           std::string device) {
-    Device d = usable_device(device);
+    Device d = resolve_device(device);
     diagnostics::OpTiming t;
     {
       py::gil_scoped_release nogil;

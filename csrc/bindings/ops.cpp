@@ -63,7 +63,7 @@ const char* layout_code(KernelLayout l) { return l == KernelLayout::HWIO ? "HWIO
 // like the optimizers, simply take `repeat` steps).
 // An activation op on `device`: y = act(x), and dx from (y, dy).
 py::array activation_forward(const py::object& x, const std::string& device, void (*op)(const Tensor&, Tensor&)) {
-  Device d = usable_device(device);
+  Device d = resolve_device(device);
   Tensor X = f32_on(x, d, "x"), Y = Tensor::empty(X.shape(), DType::F32, d);
   op(X, Y);
   return to_numpy(Y);
@@ -71,7 +71,7 @@ py::array activation_forward(const py::object& x, const std::string& device, voi
 
 py::array activation_backward(const py::object& y, const py::object& dy, const std::string& device,
                               void (*op)(const Tensor&, const Tensor&, Tensor&)) {
-  Device d = usable_device(device);
+  Device d = resolve_device(device);
   Tensor Y = f32_on(y, d, "y"), DY = f32_on(dy, d, "dy"), DX = Tensor::empty(Y.shape(), DType::F32, d);
   op(Y, DY, DX);
   return to_numpy(DX);
@@ -89,7 +89,7 @@ void run_repeat(int repeat, F&& op) {
 void bind_ops(py::module_& m) {
   m.def("conv2d_forward", [](py::object x, py::object w, py::object b, py::object strides, std::string padding,
                              bool relu, std::string device, int repeat) {
-    Device d = usable_device(device);
+    Device d = resolve_device(device);
     auto [sh, sw] = pair2(strides, "strides");
     Tensor X = f32_on(x, d, "x"), W = conv_kernel_on(w, d), B = f32_on(b, d, "bias");
     Padding pad = parse_padding(padding);
@@ -102,7 +102,7 @@ void bind_ops(py::module_& m) {
 
   m.def("conv2d_backward", [](py::object x, py::object w, py::object y, py::object dy, py::object strides,
                               std::string padding, bool relu, bool need_dx, std::string device, int repeat) {
-    Device d = usable_device(device);
+    Device d = resolve_device(device);
     auto [sh, sw] = pair2(strides, "strides");
     Tensor X = f32_on(x, d, "x"), W = conv_kernel_on(w, d);
     Tensor DY = f32_on(dy, d, "dy");
@@ -133,7 +133,7 @@ void bind_ops(py::module_& m) {
 
   m.def("maxpool2d_forward", [](py::object x, py::object pool, py::object strides, std::string padding,
                                 std::string device, int repeat) {
-    Device d = usable_device(device);
+    Device d = resolve_device(device);
     auto [ph, pw] = pair2(pool, "pool_size");
     auto [sh, sw] = strides.is_none() ? std::make_pair(ph, pw) : pair2(strides, "strides");
     Tensor X = f32_on(x, d, "x");
@@ -147,7 +147,7 @@ void bind_ops(py::module_& m) {
 
   m.def("maxpool2d_backward", [](py::object x, py::object y, py::object dy, py::object pool, py::object strides,
                                  std::string padding, std::string device, int repeat) {
-    Device d = usable_device(device);
+    Device d = resolve_device(device);
     auto [ph, pw] = pair2(pool, "pool_size");
     auto [sh, sw] = strides.is_none() ? std::make_pair(ph, pw) : pair2(strides, "strides");
     Tensor X = f32_on(x, d, "x"), Y = f32_on(y, d, "y"), DY = f32_on(dy, d, "dy");
@@ -159,7 +159,7 @@ void bind_ops(py::module_& m) {
      py::arg("padding") = "valid", py::arg("device") = "cpu", py::arg("repeat") = 1);
 
   m.def("dense_forward", [](py::object x, py::object w, py::object b, bool relu, std::string device, int repeat) {
-    Device d = usable_device(device);
+    Device d = resolve_device(device);
     Tensor X = f32_on(x, d, "x"), W = f32_on(w, d, "kernel"), B = f32_on(b, d, "bias");
     HPCNN_CHECK_ARG(X.rank() == 2 && W.rank() == 2, "dense: x and kernel must be 2-D, got ", shape_str(X.shape()),
                     " and ", shape_str(W.shape()));
@@ -171,7 +171,7 @@ void bind_ops(py::module_& m) {
 
   m.def("dense_backward", [](py::object x, py::object w, py::object y, py::object dy, bool relu, bool need_dx,
                              std::string device, int repeat) {
-    Device d = usable_device(device);
+    Device d = resolve_device(device);
     Tensor X = f32_on(x, d, "x"), W = f32_on(w, d, "kernel");
     Tensor DY = f32_on(dy, d, "dy");
     if (d.is_cpu()) DY = DY.to(d);
@@ -198,7 +198,7 @@ void bind_ops(py::module_& m) {
 
   m.def("dropout_forward", [](py::object x, float rate, uint64_t seed, uint64_t stream, std::string device,
                               int repeat) {
-    Device d = usable_device(device);
+    Device d = resolve_device(device);
     Tensor X = f32_on(x, d, "x"), Y = Tensor::empty(X.shape(), DType::F32, d);
     run_repeat(repeat, [&] { ops::dropout_forward(X, Y, rate, seed, stream); });
     return to_numpy(Y);
@@ -206,7 +206,7 @@ void bind_ops(py::module_& m) {
      py::arg("repeat") = 1);
   m.def("dropout_backward", [](py::object dy, float rate, uint64_t seed, uint64_t stream, std::string device,
                                int repeat) {
-    Device d = usable_device(device);
+    Device d = resolve_device(device);
     Tensor DY = f32_on(dy, d, "dy"), DX = Tensor::empty(DY.shape(), DType::F32, d);
     run_repeat(repeat, [&] { ops::dropout_backward(DY, DX, rate, seed, stream); });
     return to_numpy(DX);
@@ -215,7 +215,7 @@ void bind_ops(py::module_& m) {
 
   m.def("softmax_cross_entropy", [](py::object logits, py::object target, float grad_scale, std::string device,
                                     int repeat) {
-    Device d = usable_device(device);
+    Device d = resolve_device(device);
     Tensor L = f32_on(logits, d, "logits");
     Tensor T = target_on(target, d);
     Tensor G = Tensor::empty(L.shape(), DType::F32, d);
@@ -229,7 +229,7 @@ void bind_ops(py::module_& m) {
 
   m.def("adam_step", [](py::object p, py::object g, py::object m1, py::object v, float lr, float b1, float b2,
                         float eps, long long t, std::string device, int repeat) {
-    Device d = usable_device(device);
+    Device d = resolve_device(device);
     Tensor P = f32_on(p, d, "params").to(d), G = f32_on(g, d, "grads"), M = f32_on(m1, d, "m").to(d),
            V = f32_on(v, d, "v").to(d);
     run_repeat(repeat, [&] { ops::adam_step(P, G, M, V, AdamParams{lr, b1, b2, eps, t}); });
@@ -239,7 +239,7 @@ void bind_ops(py::module_& m) {
      py::arg("device") = "cpu", py::arg("repeat") = 1);
   m.def("sgd_step", [](py::object p, py::object g, py::object vel, float lr, float momentum, bool nesterov,
                        std::string device) {
-    Device d = usable_device(device);
+    Device d = resolve_device(device);
     Tensor P = f32_on(p, d, "params").to(d), G = f32_on(g, d, "grads"), V = f32_on(vel, d, "velocity").to(d);
     ops::sgd_step(P, G, V, SgdParams{lr, momentum, nesterov});
     return py::make_tuple(to_numpy(P), to_numpy(V));
@@ -254,7 +254,7 @@ void bind_ops(py::module_& m) {
 
   m.def("decode_u8", [](py::array_t<uint8_t, py::array::c_style | py::array::forcecast> x, std::vector<float> scale,
                         std::vector<float> shift, std::string device) {
-    Device d = usable_device(device);
+    Device d = resolve_device(device);
     Tensor X = borrow_array(x, "x");
     if (!d.is_cpu()) X = X.to(d);
     HPCNN_CHECK_ARG(X.rank() >= 1 && (long long)scale.size() == X.dim(-1) && scale.size() == shift.size(),

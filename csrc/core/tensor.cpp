@@ -135,23 +135,4 @@ std::string Tensor::str() const {
   return cat(dtype_name(dtype_), shape_str(shape_), " on ", device().str());
 }
 
-Device parse_device(const std::string& spec_in) {
-  std::string s;
-  for (char c : spec_in) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (s.rfind("/device:", 0) == 0) s = s.substr(8);
-  if (s.rfind("/", 0) == 0) s = s.substr(1);
-  auto colon = s.find(':');
-  std::string kind = s.substr(0, colon);
-  int index = 0;
-  if (colon != std::string::npos) {
-    std::string num = s.substr(colon + 1);
-    bool digits = !num.empty() && num.find_first_not_of("0123456789") == std::string::npos;
-    HPCNN_CHECK_ARG(digits, "device '", spec_in, "': the index after ':' must be a number (e.g. 'gpu:0')");
-    index = std::stoi(num);
-  }
-  if (kind == "cpu") return Device::cpu();
-  if (kind == "gpu" || kind == "cuda") return Device::cuda(index);
-  throw ValueError(cat("unknown device '", spec_in, "': use 'cpu', 'gpu' or 'gpu:N'"));
-}
-
 }  // namespace hpcnn

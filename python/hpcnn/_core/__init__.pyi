@@ -1,0 +1,185 @@
+# Generated from the installed hpcnn._core by tools/gen_core_stubs.py: do not edit by hand.
+# After changing csrc/bindings/ and reinstalling, regenerate with: python tools/gen_core_stubs.py
+"""hpcnn's C++/CUDA core (use the `hpcnn` package, not this module directly)"""
+import collections.abc
+import numpy
+import numpy.typing
+import typing
+from . import data as data
+from . import ops as ops
+
+class CudaDeviceInfo:
+
+    @property
+    def compute_capability(self) -> tuple[int, int]:
+        ...
+
+    @property
+    def free_memory(self) -> int:
+        ...
+
+    @property
+    def index(self) -> int:
+        ...
+
+    @property
+    def memory_bandwidth_gbs(self) -> float:
+        ...
+
+    @property
+    def memory_bus_width_bits(self) -> int:
+        ...
+
+    @property
+    def multiprocessors(self) -> int:
+        ...
+
+    @property
+    def name(self) -> str:
+        ...
+
+    @property
+    def pci_bus_id(self) -> str:
+        ...
+
+    @property
+    def total_memory(self) -> int:
+        ...
+
+class Model:
+
+    def __init__(self, input_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], layers: list, seed: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+
+    def compile(self, optimizer: dict, loss: str, from_logits: bool=False) -> None:
+        ...
+
+    @property
+    def device(self) -> str:
+        ...
+
+    def get_weights(self) -> list:
+        ...
+
+    def gradient_buffer(self, keras_layout: bool=False) -> numpy.ndarray:
+        """The gradients of the last training step, aligned with parameter_buffer(keras_layout) element for element (the device's layout unless keras_layout=True)."""
+
+    @property
+    def has_prefetch(self) -> bool:
+        ...
+
+    @property
+    def iterations(self) -> int:
+        ...
+
+    @property
+    def learning_rate(self) -> float:
+        ...
+
+    @learning_rate.setter
+    def learning_rate(self, arg1: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+
+    @property
+    def num_params(self) -> int:
+        ...
+
+    @property
+    def output_shapes(self) -> list[list[int]]:
+        ...
+
+    def parameter_buffer(self, keras_layout: bool=False) -> numpy.ndarray:
+        """The one parameter buffer in the layout of the model's device: conv kernels are (kh, kw, in, out) on the CPU but (out, kh, kw, in) on a GPU. A live view on the CPU, a copy from a GPU. keras_layout=True: a copy with every kernel in Keras' layout (get_weights' arrays, flattened and concatenated), comparable across devices."""
+
+    def predict_batch(self, x: object, rows: object=None) -> numpy.ndarray:
+        ...
+
+    def prefetch(self, x: object, y: object, rows: object=None) -> None:
+        """Stages the next train_batch/test_batch(x, y, rows) ahead (on a GPU: uploads it on the copy stream while the current step runs); the next call with the same arrays and rows uses it."""
+
+    def relayout_buffer(self, buffer: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], from_device: str, to_device: str) -> numpy.ndarray:
+        """A host copy of `buffer` (flat, aligned with the parameters: parameters, gradients, optimizer moments) converted from the layout the parameters have on from_device to the one on to_device: the conversion to() applies. A host computation: needs no GPU (for tests and tools)."""
+
+    def set_weights(self, arg0: list) -> None:
+        ...
+
+    @property
+    def staging_slots(self) -> tuple[int, int]:
+        ...
+
+    @property
+    def step(self) -> int:
+        ...
+
+    def test_batch(self, x: object, y: object, rows: object=None) -> tuple:
+        """Loss and accuracy without training."""
+
+    def to(self, arg0: str) -> None:
+        ...
+
+    def train_batch(self, x: object, y: object, rows: object=None) -> tuple:
+        """One training step; returns (loss_sum, correct, n)."""
+
+    @property
+    def weight_shapes(self) -> list:
+        ...
+
+def bench_conv2d(x_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kernel_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], stride: typing.SupportsInt | typing.SupportsIndex=1, padding: str='valid', relu: bool=True, repeat: typing.SupportsInt | typing.SupportsIndex=20, device: str='gpu:0') -> dict:
+    """Times one conv2d layer (forward; backward with dx) on random data: mean ms per call. kernel_shape is Keras' (kh, kw, in, out)."""
+
+def bench_dense(x_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kernel_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], relu: bool=True, repeat: typing.SupportsInt | typing.SupportsIndex=20, device: str='gpu:0') -> dict:
+    """Times one dense layer (forward, backward) on random data: mean ms per call."""
+
+def bench_maxpool2d(x_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pool_size: typing.SupportsInt | typing.SupportsIndex=2, repeat: typing.SupportsInt | typing.SupportsIndex=20, device: str='gpu:0') -> dict:
+    """Times one max-pooling layer (forward, backward) on random data: mean ms per call."""
+
+def build_info() -> dict:
+    """What this build of hpcnn was compiled with and against."""
+
+def cuda_compiled() -> bool:
+    ...
+
+def cuda_devices(with_free_memory: bool=True) -> list[CudaDeviceInfo]:
+    """Visible CUDA devices (empty when none is usable). Free memory opens a context on each device."""
+
+def cuda_get_tf32() -> bool:
+    """Whether TF32 is allowed (see cuda_set_tf32)."""
+
+def cuda_kernel_selftest() -> list:
+    """Runs the CUDA kernels' index arithmetic and the cuBLAS/cuDNN call layouts on the host against the CPU ops (no GPU needed). Returns [(check, error, tolerance)]."""
+
+def cuda_prefetch_check(x: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], device: typing.SupportsInt | typing.SupportsIndex=0) -> numpy.ndarray:
+    """relu(x) computed on GPU `device` after an asynchronous upload from pinned memory (a test of the prefetch path: copy stream, event, compute stream)."""
+
+def cuda_set_tf32(enabled: bool) -> None:
+    """Allow TF32 tensor-core math for float32 convolutions and matrix products on GPUs of compute capability >= 8.0 (default: on, as in TensorFlow). Process-wide."""
+
+def cuda_sm_clock_khz(device: typing.SupportsInt | typing.SupportsIndex=0) -> int:
+    """Peak SM clock of GPU `device` in kHz (0 when unknown)."""
+
+def cuda_synchronize(device: typing.SupportsInt | typing.SupportsIndex=0) -> None:
+    """Wait for all work queued on the GPU's compute stream."""
+
+def cuda_tf32_supported(device: typing.SupportsInt | typing.SupportsIndex=0) -> bool:
+    """Whether GPU `device` has TF32 tensor cores (compute capability >= 8.0)."""
+
+def cuda_unavailable_reason() -> str:
+    """Why no GPU is usable, or '' when at least one is."""
+
+def default_num_threads() -> int:
+    ...
+
+def get_num_threads() -> int:
+    ...
+
+def normalize_device(spec: object, check_usable: bool=True) -> str:
+    """'cpu', 'gpu', 'GPU:1', 'cuda:0', '/device:GPU:0', ... -> 'cpu' or 'gpu:N'. ValueError for a name that is not a device; with check_usable, RuntimeError saying why a GPU asked for cannot be used."""
+
+def reset_transfer_stats() -> None:
+    ...
+
+def set_num_threads(n: typing.SupportsInt | typing.SupportsIndex) -> None:
+    ...
+
+def transfer_stats() -> dict:
+    """Host<->device copies made so far (counts and bytes)."""

@@ -1,0 +1,64 @@
+# Generated from the installed hpcnn._core by tools/gen_core_stubs.py: do not edit by hand.
+# After changing csrc/bindings/ and reinstalling, regenerate with: python tools/gen_core_stubs.py
+"""operators on NumPy arrays (tests and benchmarks use these)"""
+import collections.abc
+import numpy
+import numpy.typing
+import typing
+
+def adam_step(params: object, grads: object, m: object, v: object, lr: typing.SupportsFloat | typing.SupportsIndex=0.001, beta_1: typing.SupportsFloat | typing.SupportsIndex=0.9, beta_2: typing.SupportsFloat | typing.SupportsIndex=0.999, epsilon: typing.SupportsFloat | typing.SupportsIndex=1e-07, t: typing.SupportsInt | typing.SupportsIndex=1, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
+    ...
+
+def conv2d_backward(x: object, kernel: object, y: object, dy: object, strides: object=1, padding: str='valid', relu: bool=False, need_dx: bool=True, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> tuple[object, numpy.ndarray, numpy.ndarray]:
+    ...
+
+def conv2d_forward(x: object, kernel: object, bias: object, strides: object=1, padding: str='valid', relu: bool=False, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
+    ...
+
+def conv2d_kernel_layout(device: str) -> str:
+    """The conv2d kernel layout the backend of `device` computes with, and a model on it holds: 'HWIO' (kh, kw, in, out; Keras' own) on the CPU, 'OHWI' (out, kh, kw, in; cuDNN's NHWC filter) on a GPU. Needs no GPU."""
+
+def convert_conv2d_kernel(kernel: object, from_layout: str, to_layout: str) -> numpy.ndarray:
+    """A conv2d kernel converted between 'HWIO' and 'OHWI' on the host: the conversion a model applies in get_weights, set_weights and when it moves between the CPU and a GPU."""
+
+def decode_u8(x: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8], scale: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], shift: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], device: str='cpu') -> numpy.ndarray:
+    ...
+
+def dense_backward(x: object, kernel: object, y: object, dy: object, relu: bool=False, need_dx: bool=True, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> tuple[object, numpy.ndarray, numpy.ndarray]:
+    ...
+
+def dense_forward(x: object, kernel: object, bias: object, relu: bool=False, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
+    ...
+
+def dropout_backward(dy: object, rate: typing.SupportsFloat | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex=0, stream: typing.SupportsInt | typing.SupportsIndex=0, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
+    ...
+
+def dropout_forward(x: object, rate: typing.SupportsFloat | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex=0, stream: typing.SupportsInt | typing.SupportsIndex=0, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
+    ...
+
+def maxpool2d_backward(x: object, y: object, dy: object, pool_size: object=2, strides: object=None, padding: str='valid', device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
+    ...
+
+def maxpool2d_forward(x: object, pool_size: object=2, strides: object=None, padding: str='valid', device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
+    ...
+
+def measure_peak_gflops(threads: typing.SupportsInt | typing.SupportsIndex, seconds: typing.SupportsFloat | typing.SupportsIndex=1.0) -> float:
+    """FP32 peak GFLOP/s measured by an FMA loop on min(threads, get_num_threads()) threads."""
+
+def relu_backward(y: object, dy: object, device: str='cpu') -> numpy.ndarray:
+    ...
+
+def relu_forward(x: object, device: str='cpu') -> numpy.ndarray:
+    ...
+
+def sgd_step(params: object, grads: object, velocity: object, lr: typing.SupportsFloat | typing.SupportsIndex=0.01, momentum: typing.SupportsFloat | typing.SupportsIndex=0.0, nesterov: bool=False, device: str='cpu') -> tuple[numpy.ndarray, numpy.ndarray]:
+    ...
+
+def softmax_backward(y: object, dy: object, device: str='cpu') -> numpy.ndarray:
+    ...
+
+def softmax_cross_entropy(logits: object, target: object, grad_scale: typing.SupportsFloat | typing.SupportsIndex=1.0, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> tuple[float, float, numpy.ndarray]:
+    """Returns (loss_sum, correct, dlogits)."""
+
+def softmax_forward(x: object, device: str='cpu') -> numpy.ndarray:
+    ...
