@@ -11,6 +11,7 @@
 #include "core/cuda_async.h"
 #include "core/cuda_kernel_selftest.h"
 #include "core/cuda_runtime.h"
+#include "core/host_buffer.h"
 #include "core/tensor.h"
 #include "ops/ops.h"
 
@@ -82,7 +83,7 @@ void bind_cuda(py::module_& m) {
     Tensor x = Tensor::empty(shape, DType::F32, d), y = Tensor::empty(shape, DType::F32, d);
     {
       py::gil_scoped_release nogil;
-      cuda::PinnedHostBuffer pinned(bytes, d.index);
+      HostBuffer pinned(bytes, HostMemory::Pinned, d.index);
       std::memcpy(pinned.data(), a.data(), bytes);
       cuda::copy_h2d_async(d.index, x.raw(), pinned.data(), bytes, true);
       ops::relu_forward(x, y);

@@ -38,8 +38,11 @@ HPCNN_HD void sgd_update(float& p, float g, float& vel, float lr, float momentum
   p += nesterov ? momentum * vel - lr * g : vel;
 }
 
-// uint8 pixel -> float: x * scale + shift (scale = 1/255 or 1/(255*std), shift = -mean/std).
-HPCNN_HD float decode_u8(uint8_t x, float scale, float shift) { return static_cast<float>(x) * scale + shift; }
+// uint8 pixel -> float: x * scale + shift (scale = 1/255 or 1/(255*std), shift = -mean/std),
+// rounded once (a fused multiply-add) on purpose: written as `x * scale + shift`, whether it is
+// fused is up to each compiler (nvcc fuses by default, g++ only with FMA code generation), and a
+// batch decoded on the GPU would then differ in the last bit from one decoded on the host.
+HPCNN_HD float decode_u8(uint8_t x, float scale, float shift) { return fmaf(static_cast<float>(x), scale, shift); }
 
 // Softmax cross-entropy for one row, given the row max `mx` and log-sum-exp `lse` of logits - mx:
 // probability of class k, and the loss term for the target class.
