@@ -108,3 +108,19 @@ def test_set_num_threads():
         hpcnn.set_num_threads(before)
 
 
+
+
+@pytest.mark.parametrize("first", ["hpcnn.models", "hpcnn.training", "hpcnn.saving", "hpcnn.applications"])
+def test_python_modules_import_in_any_order_and_keep_public_names(first):
+    """models.py, training.py, saving.py and applications.py use each other: each imports first in a
+    fresh interpreter, and the names that used to live in models.py are still importable there."""
+    out = run_python(f"import {first}\n"
+                     "import hpcnn, hpcnn.models as m\n"
+                     "from hpcnn import applications, saving, training\n"
+                     "assert hpcnn.Sequential is m.Sequential and hpcnn.clone_model is m.clone_model\n"
+                     "assert m.load_model is saving.load_model\n"
+                     "assert m.tutorial_cnn is applications.tutorial_cnn and m.deep_mnist is applications.deep_mnist\n"
+                     "assert sorted(m.__all__) == ['Sequential', 'clone_model', 'deep_mnist', 'load_model', "
+                     "'tutorial_cnn']\n"
+                     "print(m.tutorial_cnn(seed=0).count_params())")
+    assert out == "787530"

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import hpcnn
-import hpcnn.models
+import hpcnn.training
 from hpcnn import _core
 from small_models import small_model
 
@@ -28,7 +28,7 @@ def fit_both(monkeypatch, make_data, loss, device="cpu", **fit_kw):
     """(weights, history) of two identical models fitted with and without prefetch."""
     out = []
     for on in (True, False):
-        monkeypatch.setattr(hpcnn.models.Sequential, "_prefetch", on)
+        monkeypatch.setattr(hpcnn.training, "PREFETCH", on)
         m = small_model()
         m.compile("adam", loss, ["accuracy"], device=device)
         h = m.fit(*make_data(), verbose=0, **fit_kw)

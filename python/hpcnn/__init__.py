@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from . import _core
 from . import callbacks, config, data, datasets, devices, layers, losses, models, optimizers, utils
+from . import applications, saving, training
 from .devices import device, gpu_unavailable_reason, list_physical_devices
 from .models import Sequential, clone_model
 
@@ -36,4 +37,4 @@ def set_num_threads(n: int) -> None:
 
 __all__ = ["Sequential", "clone_model", "data", "datasets", "device", "list_physical_devices", "gpu_unavailable_reason", "build_info",
            "get_num_threads", "set_num_threads", "callbacks", "config", "devices", "layers", "losses", "models",
-           "optimizers", "utils"]
+           "optimizers", "utils", "applications", "saving", "training"]

@@ -107,11 +107,11 @@ def tutorial_cnn_step_times(device: str = "cpu", batch_size: int = 250, steps: i
     """Per-step seconds of training and of inference for the tutorial CNN on `device`, on random
     data already in memory (the model's own step, exactly as fit calls it per batch)."""
     import numpy as np
-    from . import models
+    from . import applications
     rng = np.random.default_rng(0)
     x = rng.random((batch_size, 32, 32, 3), dtype=np.float32)
     y = rng.integers(0, 10, batch_size).astype(np.int32)
-    m = models.tutorial_cnn(seed=0)
+    m = applications.tutorial_cnn(seed=0)
     m.compile("adam", "sparse_categorical_crossentropy", ["accuracy"], device=device)
     core = m._model()
     train = time_steps(lambda: core.train_batch(x, y, None), steps, warmup)

@@ -94,7 +94,7 @@ def train_on(device: str, model, train_ds, valid_ds, epochs: int, verbose) -> Tu
 
 def main(a) -> int:
     import hpcnn
-    from . import bench, data, models
+    from . import applications, bench, data, models
 
     os.makedirs(a.out, exist_ok=True)
     hpcnn.utils.set_random_seed(a.seed)
@@ -115,7 +115,7 @@ def main(a) -> int:
         va = data.HDF5Dataset(h5, x="x_valid", y="y_valid", batch_size=a.batch_size, shuffle=False, one_hot=10)
         return tr, va
 
-    model = models.tutorial_cnn()
+    model = applications.tutorial_cnn()
     model.summary()
     runs: Dict[str, Dict[str, Any]] = {}
     want_cpu = a.device in ("cpu", "both")

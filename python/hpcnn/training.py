@@ -1,0 +1,356 @@
+"""The training, evaluation and prediction loops of ``Sequential`` and their data plumbing.
+
+``Sequential.fit`` / ``evaluate`` / ``predict`` / ``*_on_batch`` (models.py) own the public
+signatures and defaults and call the functions here with the model as first argument. Each batch is
+one C++ call (``train_batch``, ``test_batch`` or ``predict_batch``, GIL released); Python only
+slices or fetches batches, prepares them for the core, and runs callbacks and the progress bar.
+"""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _core, progress
+from .callbacks import Callback, History
+
+if TYPE_CHECKING:  # models.py imports this module; the model is only passed in
+    from .models import Sequential
+
+ArrayLike = Any
+
+# fit stages batch b+1 with core.prefetch while step b runs (see fit). Costs nothing measurable
+# on the CPU (the staging work moves from train_batch to prefetch), so it is always on; the
+# tests switch it off to compare.
+PREFETCH = True
+
+
+def is_dataset(obj: Any) -> bool:
+    """A batch source: a native hpcnn dataset or a keras.utils.Sequence-style generator."""
+    return hasattr(obj, "epoch_batches") or (hasattr(obj, "__getitem__") and hasattr(obj, "__len__")
+                                              and not isinstance(obj, (np.ndarray, list, tuple)))
+
+
+# ---------------------------------------------------------------------- data plumbing
+def prepare_targets(model: "Sequential", y: ArrayLike) -> np.ndarray:
+    """Targets as the compiled loss wants them: float32 one-hot rows or int32 class indices."""
+    comp = model._require_compiled("fit")
+    y = np.asarray(y)
+    if comp["loss"] == "categorical_crossentropy":
+        return np.ascontiguousarray(y, dtype=np.float32)
+    if y.dtype.kind == "f":
+        if not np.all(np.isfinite(y)) or not np.all(y == np.round(y)):
+            raise ValueError("sparse_categorical_crossentropy needs whole-number class indices")
+    elif y.dtype.kind not in "iub":
+        raise ValueError(f"targets have dtype {y.dtype}; expected integers")
+    return np.ascontiguousarray(y, dtype=np.int32)
+
+
+def prepare_inputs(x: ArrayLike) -> np.ndarray:
+    """Inputs as the core takes them: contiguous uint8 (unscaled) or float32."""
+    x = np.asarray(x)
+    if x.dtype == np.uint8 or x.dtype == np.float32:
+        return np.ascontiguousarray(x)
+    if x.dtype.kind not in "fiub":
+        raise ValueError(f"inputs have dtype {x.dtype}; expected numbers")
+    return np.ascontiguousarray(x, dtype=np.float32)
+
+
+def array_batches(model: "Sequential", x: np.ndarray, y: Optional[np.ndarray], batch_size: int, shuffle: bool,
+                  epoch: int) -> Iterator[Tuple[np.ndarray, Optional[np.ndarray], Optional[np.ndarray]]]:
+    """(x, y, rows) per batch: contiguous slices, or the full arrays plus row indices that the
+    core gathers (no NumPy copy) when shuffling."""
+    n = len(x)
+    if shuffle:
+        order = np.random.default_rng([model._seed or 0, epoch]).permutation(n)
+        for b in range(0, n, batch_size):
+            yield x, y, order[b:b + batch_size]
+    else:
+        for b in range(0, n, batch_size):
+            yield x[b:b + batch_size], (y[b:b + batch_size] if y is not None else None), None
+
+
+def dataset_batches(model: "Sequential", ds: Any, epoch: int, shuffle: bool) -> Iterator[Tuple[Any, Any, None]]:
+    """(x, y, None) per batch of a native dataset (decoded for the model's device) or of a
+    Sequence-style object (its items in order, or shuffled by the model's seed and the epoch)."""
+    if hasattr(ds, "epoch_batches"):
+        for xb, yb in ds.epoch_batches(epoch, device=model._model().device):
+            yield xb, yb, None
+        return
+    order = np.arange(len(ds))
+    if shuffle:
+        order = np.random.default_rng([model._seed or 0, epoch, 1]).permutation(len(ds))
+    for i in order:
+        item = ds[int(i)]
+        if not isinstance(item, tuple) or len(item) < 2:
+            raise ValueError(f"the dataset's item {i} is not an (x, y) tuple")
+        yield item[0], item[1], None
+    if hasattr(ds, "on_epoch_end"):
+        ds.on_epoch_end()
+
+
+def fetch_batch(model: "Sequential", it: Iterator[Any], is_ds: bool) -> Optional[Tuple[str, Any]]:
+    """The next batch of `it` for fit: ("ok", (x, y, rows)) prepared for the core, None at the
+    end, or the exception that fetching ("next_error") or preparing ("prepare_error") raised."""
+    try:
+        xb, yb, rows = next(it)
+    except StopIteration:
+        return None
+    except Exception as err:  # Ctrl-C (KeyboardInterrupt) is not caught: it stops fit as before
+        return ("next_error", err)
+    if is_ds:
+        try:
+            xb = prepare_inputs(xb)
+            yb = prepare_targets(model, yb)
+        except Exception as err:  # raised (and a ValueError numbered) at the batch's turn
+            return ("prepare_error", err)
+    return ("ok", (xb, yb, rows))
+
+
+# ---------------------------------------------------------------------- training
+def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epochs: int, verbose: Any,
+        callbacks: Optional[Sequence[Callback]], validation_split: float, validation_data: Any, shuffle: bool,
+        initial_epoch: int, steps_per_epoch: Optional[int], validation_batch_size: Optional[int],
+        validation_freq: int, kwargs: Dict[str, Any]) -> History:
+    """``Sequential.fit``: checks the arguments, then runs the epochs (one ``train_batch`` call per
+    batch, the next batch prefetched), the callbacks, the progress bar and validation."""
+    for k in ("class_weight", "sample_weight", "workers", "use_multiprocessing", "max_queue_size"):
+        v = kwargs.pop(k, None)
+        if k in ("class_weight", "sample_weight") and v is not None:
+            raise ValueError(f"fit: {k} is not supported")
+    if kwargs:
+        raise TypeError(f"fit: unexpected arguments {sorted(kwargs)}")
+    comp = model._require_compiled("fit")
+    model._follow_device_scope()
+    core = model._model()
+    verbose = progress.resolve_verbose(verbose)
+    if epochs < initial_epoch:
+        raise ValueError(f"fit: epochs ({epochs}) must be >= initial_epoch ({initial_epoch})")
+
+    if x is None:
+        raise ValueError("fit: no training data (x)")
+    is_ds = is_dataset(x)
+    if is_ds:
+        if y is not None:
+            raise ValueError("fit: y must be None when x is a dataset (it yields (x, y) batches)")
+        steps = len(x)
+    else:
+        if y is None:
+            raise ValueError("fit: targets y are required with array inputs")
+        x = prepare_inputs(x)
+        y = prepare_targets(model, y)
+        if len(x) != len(y):
+            raise ValueError(f"fit: x has {len(x)} rows but y has {len(y)}")
+        if len(x) == 0:
+            raise ValueError("fit: x is empty")
+        if validation_split and validation_data is None:
+            if not 0.0 < validation_split < 1.0:
+                raise ValueError("fit: validation_split must be in (0, 1)")
+            cut = int(len(x) * (1.0 - validation_split))
+            validation_data = (x[cut:], y[cut:])
+            x, y = x[:cut], y[:cut]
+        batch_size = int(batch_size or 32)
+        if batch_size <= 0:
+            raise ValueError(f"fit: batch_size must be positive, got {batch_size}")
+        steps = (len(x) + batch_size - 1) // batch_size
+    if steps_per_epoch is not None:
+        steps = min(steps, int(steps_per_epoch))
+    if steps == 0:
+        raise ValueError("fit: the training data has no batches")
+
+    history = History()
+    cbs: List[Callback] = list(callbacks or []) + [history]
+    params = {"epochs": epochs, "steps": steps, "verbose": verbose, "batch_size": batch_size}
+    for cb in cbs:
+        cb.set_model(model)
+        cb.set_params(params)
+    model.stop_training = False
+    if verbose:
+        print(f"Training on {core.device} ({_core.get_num_threads()} CPU threads)" if core.device == "cpu"
+              else f"Training on {core.device}", flush=True)
+    for cb in cbs:
+        cb.on_train_begin()
+    want_acc = comp["accuracy"]
+    try:
+        for epoch in range(initial_epoch, epochs):
+            if verbose:
+                print(f"Epoch {epoch + 1}/{epochs}", flush=True)
+            for cb in cbs:
+                cb.on_epoch_begin(epoch)
+            model._sync_learning_rate()
+            bar = progress.ProgressBar(steps, verbose)
+            loss_sum = correct = 0.0
+            seen = 0
+            t0 = time.perf_counter()
+            batches = (dataset_batches(model, x, epoch, shuffle) if is_ds
+                       else array_batches(model, x, y, batch_size, shuffle, epoch))
+            logs: Dict[str, float] = {}
+            try:
+                # One batch ahead: batch b+1 is fetched (and prepared) right after train_batch(b)
+                # returns and handed to core.prefetch, which on a GPU uploads it on the copy
+                # stream while step b's backward pass still runs. Fetch errors are kept and
+                # raised at that batch's turn, where the loop would have raised them itself.
+                it = iter(batches)
+                ahead = fetch_batch(model, it, is_ds)
+                b = 0
+                while ahead is not None:
+                    kind, item = ahead
+                    if kind == "next_error":
+                        raise item
+                    if b >= steps:
+                        break
+                    for cb in cbs:
+                        cb.on_train_batch_begin(b)
+                    try:
+                        if kind == "prepare_error":
+                            raise item
+                        ls, c, n = core.train_batch(*item)
+                    except ValueError as err:
+                        raise ValueError(f"epoch {epoch + 1}, batch {b + 1}: {err}") from err
+                    ahead = fetch_batch(model, it, is_ds)
+                    if ahead is not None and ahead[0] == "ok" and b + 1 < steps and PREFETCH:
+                        try:
+                            core.prefetch(*ahead[1])
+                        except Exception:
+                            pass  # train_batch stages it again and reports the error with its batch number
+                    loss_sum += ls
+                    correct += c
+                    seen += n
+                    logs = {"loss": loss_sum / seen}
+                    if want_acc:
+                        logs["accuracy"] = correct / seen
+                    bar.update(b + 1, logs)
+                    for cb in cbs:
+                        cb.on_train_batch_end(b, logs)
+                    if model.stop_training:
+                        break
+                    b += 1
+            finally:
+                if hasattr(batches, "close"):
+                    batches.close()  # stops a dataset's producer when we leave early
+            seconds = time.perf_counter() - t0
+            logs = {"loss": loss_sum / max(seen, 1)}
+            if want_acc:
+                logs["accuracy"] = correct / max(seen, 1)
+            if validation_data is not None and (epoch + 1 - initial_epoch) % validation_freq == 0:
+                vx, vy = (validation_data, None) if is_dataset(validation_data) else validation_data[:2]
+                vres = evaluate_loss_accuracy(model, vx, vy, validation_batch_size or batch_size or 32)
+                logs["val_loss"] = vres[0]
+                if want_acc:
+                    logs["val_accuracy"] = vres[1]
+            logs["seconds"] = seconds
+            logs["images_per_second"] = seen / seconds if seconds > 0 else 0.0
+            bar.finish(logs)
+            for cb in cbs:
+                cb.on_epoch_end(epoch, logs)
+            if model.stop_training:
+                break
+    except KeyboardInterrupt:
+        history.interrupted = True
+        print("\nTraining interrupted (Ctrl-C): the model keeps the weights of the last completed batch; "
+              f"history has {len(history.epoch)} complete epoch(s).", flush=True)
+    for cb in cbs:
+        cb.on_train_end()
+    model.history = history
+    return history
+
+
+# ---------------------------------------------------------------------- evaluation and prediction
+def evaluate_loss_accuracy(model: "Sequential", x: Any, y: Any, batch_size: int,
+                           verbose: int = 0) -> Tuple[float, float]:
+    """(mean loss, accuracy) over arrays or a dataset: one ``test_batch`` call per batch."""
+    core = model._model()
+    model._require_compiled("evaluate")
+    loss_sum = correct = 0.0
+    seen = 0
+    if is_dataset(x):
+        if y is not None:
+            raise ValueError("evaluate: y must be None when x is a dataset")
+        batches = dataset_batches(model, x, 0, False)
+        total = len(x)
+    else:
+        if y is None:
+            raise ValueError("evaluate: targets y are required with array inputs")
+        x = prepare_inputs(x)
+        y = prepare_targets(model, y)
+        if len(x) != len(y):
+            raise ValueError(f"evaluate: x has {len(x)} rows but y has {len(y)}")
+        if len(x) == 0:
+            raise ValueError("evaluate: x is empty")
+        batches = array_batches(model, x, y, batch_size, False, 0)
+        total = (len(x) + batch_size - 1) // batch_size
+    bar = progress.ProgressBar(total, verbose)
+    for b, (xb, yb, rows) in enumerate(batches):
+        if is_dataset(x):
+            xb, yb = prepare_inputs(xb), prepare_targets(model, yb)
+        ls, c, n = core.test_batch(xb, yb, rows)
+        loss_sum, correct, seen = loss_sum + ls, correct + c, seen + n
+        bar.update(b + 1, {"loss": loss_sum / seen})
+    if seen == 0:
+        raise ValueError("evaluate: no data")
+    result = (loss_sum / seen, correct / seen)
+    bar.finish({"loss": result[0], "accuracy": result[1]})
+    return result
+
+
+def evaluate(model: "Sequential", x: Any, y: Any, batch_size: Optional[int], verbose: Any, return_dict: bool,
+             kwargs: Dict[str, Any]):
+    """``Sequential.evaluate``: [loss, accuracy], loss alone, or a dict."""
+    kwargs.pop("steps", None)
+    kwargs.pop("callbacks", None)
+    model._follow_device_scope()
+    comp = model._require_compiled("evaluate")
+    loss, acc = evaluate_loss_accuracy(model, x, y, int(batch_size or 32), progress.resolve_verbose(verbose))
+    return result(loss, acc, comp, return_dict)
+
+
+def predict(model: "Sequential", x: Any, batch_size: Optional[int], kwargs: Dict[str, Any]) -> np.ndarray:
+    """``Sequential.predict``: one ``predict_batch`` call per batch, outputs concatenated."""
+    kwargs.pop("steps", None)
+    kwargs.pop("callbacks", None)
+    model._follow_device_scope()
+    core = model._model()
+    bs = int(batch_size or 32)
+    outs: List[np.ndarray] = []
+    if is_dataset(x):
+        if hasattr(x, "epoch_batches") and getattr(x, "shuffle", False):
+            # Its batches come in a shuffled order: predictions would not line up with the rows.
+            raise ValueError("predict: this dataset shuffles its rows, so the predictions would come back in a "
+                             "shuffled order; create it with shuffle=False for prediction")
+        for xb, _, _ in dataset_batches(model, x, 0, False):
+            outs.append(core.predict_batch(prepare_inputs(xb), None))
+    else:
+        x = prepare_inputs(x)
+        if len(x) == 0:
+            raise ValueError("predict: x is empty")
+        for b in range(0, len(x), bs):
+            outs.append(core.predict_batch(x[b:b + bs], None))
+    return np.concatenate(outs, axis=0)
+
+
+def train_on_batch(model: "Sequential", x: ArrayLike, y: ArrayLike, return_dict: bool):
+    comp = model._require_compiled("train_on_batch")
+    model._follow_device_scope()
+    model._sync_learning_rate()
+    ls, c, n = model._model().train_batch(prepare_inputs(x), prepare_targets(model, y), None)
+    return result(ls / n, c / n, comp, return_dict)
+
+
+def test_on_batch(model: "Sequential", x: ArrayLike, y: ArrayLike, return_dict: bool):
+    comp = model._require_compiled("test_on_batch")
+    model._follow_device_scope()
+    ls, c, n = model._model().test_batch(prepare_inputs(x), prepare_targets(model, y), None)
+    return result(ls / n, c / n, comp, return_dict)
+
+
+def predict_on_batch(model: "Sequential", x: ArrayLike) -> np.ndarray:
+    model._follow_device_scope()
+    return model._model().predict_batch(prepare_inputs(x), None)
+
+
+def result(loss: float, acc: float, comp: Dict[str, Any], return_dict: bool):
+    """What evaluate and *_on_batch return, as Keras does: [loss, accuracy] or loss, or a dict."""
+    if return_dict:
+        return {"loss": loss, "accuracy": acc} if comp["accuracy"] else {"loss": loss}
+    return [loss, acc] if comp["accuracy"] else loss
