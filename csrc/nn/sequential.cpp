@@ -228,6 +228,11 @@ void Sequential::require_compiled(const char* purpose) const {
 }
 
 StagedBatch Sequential::take_batch(const Batch* current, bool with_targets) {
+  // The step's buffers first: a batch too big for the memory fails before its rows are gathered.
+  if (current && !current->error && current->x.defined() && current->x.rank() >= 1) {
+    const long long n = current->rows ? static_cast<long long>(current->rows->size()) : current->x.dim(0);
+    if (n > 0) ensure_buffers(n);
+  }
   StagedBatch b = current ? stager_.stage(*current, with_targets) : stager_.take_ahead(with_targets);
   ensure_buffers(b.x.dim(0));
   return b;
