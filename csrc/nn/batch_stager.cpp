@@ -7,6 +7,7 @@
 #include "core/cuda_async.h"
 #include "core/cuda_runtime.h"
 #include "core/thread_pool.h"
+#include "nn/layer.h"
 #include "ops/decode.h"
 #include "ops/elementwise.h"
 #include "ops/ops.h"
@@ -14,12 +15,6 @@
 namespace hpcnn::nn {
 
 namespace {
-
-Shape with_batch(long long n, const Shape& s) {
-  Shape out{n};
-  out.insert(out.end(), s.begin(), s.end());
-  return out;
-}
 
 // Per-sample shape check: x (N, *input_shape), or (N, H, W) for an (H, W, 1) input.
 void check_input_shape(const Tensor& x, const Shape& want) {

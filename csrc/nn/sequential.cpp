@@ -13,12 +13,6 @@ namespace hpcnn::nn {
 
 namespace {
 
-Shape with_batch(long long n, const Shape& s) {
-  Shape out{n};
-  out.insert(out.end(), s.begin(), s.end());
-  return out;
-}
-
 // glorot_uniform as Keras: U(-limit, limit), limit = sqrt(6 / (fan_in + fan_out)); counter-based
 // draws, so the same seed gives the same weights on any machine and thread count.
 void initialize(float* p, long long count, const ParamSpec& s, uint64_t seed, uint64_t stream) {
