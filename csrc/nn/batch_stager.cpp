@@ -120,24 +120,27 @@ StagedBatch BatchStager::stage(const Batch& b, bool with_targets) {
   drop_ahead();
   if (b.error) std::rethrow_exception(b.error);
   const StagingSlot s = other(last_slot_);
-  StagedBatch out = stage_into(b, with_targets, s);
+  StagedBatch out = stage_into(b, with_targets, s, Upload::AfterQueuedWork);
   // Only a completely staged batch moves the last step's slot: after an error the last step may
   // still have work queued that reads its slot, so the next batch must again avoid it.
   last_slot_ = s;
   return out;
 }
 
-// Why staging into other(last_slot_) needs no wait for the GPU, while the last step's backward
-// pass and optimizer step may still be queued (only a training step returns with work queued;
+// Why a batch staged ahead may be uploaded into other(last_slot_) while the step just enqueued
+// still runs its backward pass and optimizer step (only a training step returns with work queued;
 // evaluation and prediction end by reading their result back, which waits for all of their work).
-// That step reads its input from last_slot_ (the first layer's backward reads x). The other slot
+// stage_ahead is called only right after a step that completed up to its result's readback. That
+// step reads its input from last_slot_ (the first layer's backward reads x). The other slot
 // was last read by an earlier step, whose whole work was enqueued on the compute stream before the
 // last step's forward pass; the last step's loss readback waited for that work, hence (a stream
 // runs in order) for the earlier step's backward too. So no queued work reads the other slot, and
 // its upload (copy stream) may run alongside the last step's backward. Its uint8 decode runs on
 // the compute stream, after that backward, like any later op. The host buffers are refilled only
 // after wait_copies() (the uploads that read them have finished); a device buffer that must grow
-// is freed only after wait_device().
+// is freed only after wait_device(). A batch staged for the step about to run (stage()) makes no
+// such claim: the call before may have failed after enqueuing work that reads either slot, so its
+// upload starts after the queued work (the step's own work has to wait for that anyway).
 void BatchStager::stage_ahead(const Batch& b, bool with_targets) noexcept {
   Ahead a;
   a.slot = other(last_slot_);
@@ -145,7 +148,7 @@ void BatchStager::stage_ahead(const Batch& b, bool with_targets) noexcept {
   try {
     drop_ahead();
     if (b.error) std::rethrow_exception(b.error);
-    a.batch = stage_into(b, with_targets, a.slot);
+    a.batch = stage_into(b, with_targets, a.slot, Upload::AlongsideQueuedWork);
   } catch (...) {
     a.batch = StagedBatch();
     a.error = std::current_exception();  // raised at the batch's turn, by take_ahead
@@ -180,7 +183,7 @@ void BatchStager::drop_ahead() {
 }
 
 // ------------------------------------------------------------------ staging one batch
-StagedBatch BatchStager::stage_into(const Batch& b, bool with_targets, StagingSlot slot_id) {
+StagedBatch BatchStager::stage_into(const Batch& b, bool with_targets, StagingSlot slot_id, Upload when) {
   HPCNN_CHECK_ARG(b.x.defined(), "the batch has no input (x)");
   HPCNN_CHECK_ARG(b.x.rank() >= 1, "input must have a batch axis, got a scalar");
   const long long n = b.rows ? static_cast<long long>(b.rows->size()) : b.x.dim(0);
@@ -189,8 +192,8 @@ StagedBatch BatchStager::stage_into(const Batch& b, bool with_targets, StagingSl
   SlotBuffers& s = slot(slot_id);
   StagedBatch out;
   try {
-    out.x = stage_input(b, n, s);
-    if (with_targets) out.y = stage_targets(b, n, s);
+    out.x = stage_input(b, n, s, when);
+    if (with_targets) out.y = stage_targets(b, n, s, when);
   } catch (...) {
     // Bad targets after the input's upload was enqueued: let that upload finish before its
     // buffers can be refilled or freed (the next staging would wait too; this is explicit).
@@ -200,7 +203,7 @@ StagedBatch BatchStager::stage_into(const Batch& b, bool with_targets, StagingSl
   return out;
 }
 
-Tensor BatchStager::stage_input(const Batch& b, long long n, SlotBuffers& s) {
+Tensor BatchStager::stage_input(const Batch& b, long long n, SlotBuffers& s, Upload when) {
   const Tensor& x = b.x;
   check_input_shape(x, input_shape_);
   HPCNN_CHECK_ARG(x.device().is_cpu(), "input must be a host array");
@@ -238,7 +241,7 @@ Tensor BatchStager::stage_input(const Batch& b, long long n, SlotBuffers& s) {
     const bool in_place = !b.rows && pinned(x);
     Tensor src = in_place ? x.reshape(full) : host_buffer(s.host_x, full, DType::U8);
     if (!in_place) gather_rows(b, n, x.raw(), src.raw(), static_cast<size_t>(per));
-    Tensor X8 = upload(src, s.dev_x_u8).reshape(as_decoded);
+    Tensor X8 = upload(src, s.dev_x_u8, when).reshape(as_decoded);
     Tensor X = device_buffer(s.dev_x, full, DType::F32);
     Tensor Xd = X.reshape(as_decoded);
     ops::decode_u8(X8, Xd, cd.scale.data(), cd.shift.data());  // on the compute stream, after the upload
@@ -249,10 +252,10 @@ Tensor BatchStager::stage_input(const Batch& b, long long n, SlotBuffers& s) {
   if (u8) decode_rows(b, n, per, cd, src.f32());  // too many distinct channels for the kernel
   else if (!in_place) gather_rows(b, n, x.raw(), src.raw(), sizeof(float) * per);
   if (!u8) ops::check_finite(src, "input batch");
-  return upload(src, s.dev_x);
+  return upload(src, s.dev_x, when);
 }
 
-Tensor BatchStager::stage_targets(const Batch& b, long long n, SlotBuffers& s) {
+Tensor BatchStager::stage_targets(const Batch& b, long long n, SlotBuffers& s, Upload when) {
   const Tensor& y = b.y;
   HPCNN_CHECK_ARG(y.defined(), "this step needs targets (y), but the batch has none");
   HPCNN_CHECK_ARG(y.device().is_cpu(), "targets must be a host array");
@@ -268,7 +271,7 @@ Tensor BatchStager::stage_targets(const Batch& b, long long n, SlotBuffers& s) {
                     ")), or loss='sparse_categorical_crossentropy' for class indices");
     ops::check_finite(y, "targets");
     if (!b.rows && device_.is_cpu()) return y;  // in place
-    if (!b.rows && pinned(y)) return upload(y, s.dev_y);  // the caller's pinned rows: in place
+    if (!b.rows && pinned(y)) return upload(y, s.dev_y, when);  // the caller's pinned rows: in place
     staged = host_buffer(s.host_y, {n, classes}, DType::F32);
     gather_rows(b, n, y.raw(), staged.raw(), sizeof(float) * classes);
   } else {
@@ -286,7 +289,7 @@ Tensor BatchStager::stage_targets(const Batch& b, long long n, SlotBuffers& s) {
     }
   }
   if (device_.is_cpu()) return staged;
-  return upload(staged, s.dev_y);
+  return upload(staged, s.dev_y, when);
 }
 
 // ------------------------------------------------------------------ buffers and copies
@@ -312,11 +315,10 @@ Tensor BatchStager::device_buffer(Tensor& buf, const Shape& shape, DType dtype) 
   return Tensor::borrow(buf.raw(), shape, dtype, device_, buf.storage());
 }
 
-Tensor BatchStager::upload(const Tensor& host, Tensor& dev_buf) {
+Tensor BatchStager::upload(const Tensor& host, Tensor& dev_buf, Upload when) {
   Tensor d = device_buffer(dev_buf, host.shape(), host.dtype());
-  // after_queued_compute false: the slot written is not read by queued work (see stage_ahead).
   copies_pending_ = true;
-  cuda::copy_h2d_async(device_.index, d.raw(), host.raw(), host.nbytes(), false);
+  cuda::copy_h2d_async(device_.index, d.raw(), host.raw(), host.nbytes(), when == Upload::AfterQueuedWork);
   // The source lives until the copy has finished: a staging buffer of ours is refilled only after
   // wait_copies(), and a caller's array (uploaded in place) is kept alive until then.
   in_flight_.push_back(host);

@@ -12,12 +12,12 @@
 //              the host does not. uint8 crosses as uint8 and is decoded on the device
 //              (ops::decode_u8 on the compute stream): a quarter of float32's bytes.
 //
-// Two staging slots (StagingSlot), each with its own host and device buffers. The batch of a
-// step is staged into the slot the previous step did not use, and a batch staged ahead (while
-// the previous step's backward pass may still run on the GPU) goes into the slot that step did
-// not use. Why that is safe without waiting for the GPU is written at stage_ahead() in
-// batch_stager.cpp. Device buffers only grow, and before one is freed the compute stream is
-// synchronised (queued kernels may still read it).
+// Two staging slots (StagingSlot), each with its own host and device buffers. Every batch is
+// staged into the slot the last step did not use. A batch staged ahead is uploaded while the step
+// just enqueued still runs its backward pass on the GPU; why that is safe without waiting is
+// written at stage_ahead() in batch_stager.cpp. A batch staged for the step about to run is
+// uploaded after the work already queued. Device buffers only grow, and before one is freed the
+// compute stream is synchronised (queued kernels may still read it).
 //
 // A batch staged ahead waits until a step takes it (take_ahead); an error met while staging it
 // is kept and raised by take_ahead, so that it surfaces at that batch's turn.
@@ -111,15 +111,21 @@ class BatchStager {
     std::exception_ptr error;
   };
 
-  StagedBatch stage_into(const Batch& b, bool with_targets, StagingSlot slot);
-  Tensor stage_input(const Batch& b, long long n, SlotBuffers& s);
-  Tensor stage_targets(const Batch& b, long long n, SlotBuffers& s);
+  // When an upload may start: after the work queued on the compute stream (a batch staged for the
+  // step about to run: the last call may have failed with work queued that reads any slot), or
+  // alongside it (a batch staged ahead, right after a step that read its result back: see
+  // stage_ahead in batch_stager.cpp).
+  enum class Upload { AfterQueuedWork, AlongsideQueuedWork };
+
+  StagedBatch stage_into(const Batch& b, bool with_targets, StagingSlot slot, Upload when);
+  Tensor stage_input(const Batch& b, long long n, SlotBuffers& s, Upload when);
+  Tensor stage_targets(const Batch& b, long long n, SlotBuffers& s, Upload when);
   // A staging buffer viewed as `shape` and `dtype`: host (pinned on a GPU) or device bytes, made
   // or grown as needed (a device block only after the compute stream has finished with it).
   Tensor host_buffer(std::shared_ptr<HostBuffer>& buf, const Shape& shape, DType dtype);
   Tensor device_buffer(Tensor& buf, const Shape& shape, DType dtype);
   // Host (pinned) -> the slot's device buffer, on the copy stream.
-  Tensor upload(const Tensor& host, Tensor& dev_buf);
+  Tensor upload(const Tensor& host, Tensor& dev_buf, Upload when);
   // Whether a caller's host array is pinned already (like the loader's batches for a GPU): its
   // rows in order are then uploaded from where they are, without a copy into a staging buffer.
   bool pinned(const Tensor& host) const;

@@ -205,7 +205,7 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
                 # One call per batch: train_step(batch b, batch b+1) trains on b and stages b+1,
                 # which on a GPU uploads on the copy stream while b's backward pass still runs; the
                 # next call passes None for it. An error of batch b+1 (fetching it, preparing it,
-                # or staging it in the core) is raised at b+1's turn, numbered as b+1.
+                # or staging it in the core) is raised at that batch's turn, with its number.
                 it = iter(batches)
                 current = fetch_batch(model, it, is_ds)
                 b = 0
