@@ -465,6 +465,28 @@ def test_hdf5_dataset_stored_u8_batches_train_as_the_decoded_ones(tmp_path):
     hpcnn.data.write_hdf5(pf, {"x_train": x, "y_train": y.astype(np.uint8)})
     xb, _, decode = next(iter(hpcnn.data.HDF5Dataset(pf, batch_size=16)._live().epoch(0, 2, "cpu", True)))
     assert xb.dtype == np.float32 and decode is None
-    # what fit uses on the CPU: decoded on the loader's threads
+    # what fit uses: on the CPU decoded on the loader's threads; for a GPU as stored, with the decode
     xb, _, decode = next(iter(ds._model_batches(0, "cpu")))
     assert xb.dtype == np.float32 and decode is None
+    xb, _, decode = next(iter(ds._model_batches(0, "gpu:0")))
+    assert xb.dtype == np.uint8 and decode == ds._live().decode
+    np.testing.assert_allclose(decode[0], [1 / 255 / 0.25, 1 / 255 / 0.3], rtol=1e-6)
+    np.testing.assert_allclose(decode[1], [-0.5 / 0.25, -0.4 / 0.3], rtol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_core_uint8_with_many_distinct_channels(device):
+    """More distinct per-channel values than the GPU kernel takes (64): decoded on the host, the
+    same bits; one value for all of many channels: decoded on the GPU as one channel."""
+    from hpcnn.layers import Dense, Flatten, InputLayer
+    rng = np.random.default_rng(2)
+    x8 = rng.integers(0, 256, (24, 3, 70), dtype=np.uint8)
+    y = rng.integers(0, 3, 24).astype(np.int32)
+    for decode in [(list(rng.uniform(0.001, 0.01, 70)), list(rng.uniform(-1, 1, 70))), ([0.02] * 70, [-0.5] * 70)]:
+        a, b = [hpcnn.Sequential([InputLayer(input_shape=[3, 70]), Flatten(), Dense(3, activation="softmax")],
+                                 seed=4) for _ in range(2)]
+        for m in (a, b):
+            m.compile("sgd", "sparse_categorical_crossentropy", device=device)
+        assert a._model().train_step((x8, y, None, decode)) == b._model().train_step((decoded(x8, *decode), y))
+        np.testing.assert_array_equal(a._model().predict_step((x8, None, None, decode)),
+                                      b._model().predict_step((decoded(x8, *decode),)))

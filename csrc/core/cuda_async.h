@@ -1,5 +1,6 @@
 // What the rest of hpcnn (the model, the bindings) may ask of the CUDA backend beyond the ops:
-// TF32 on/off, prefetching the next batch on the copy stream, and waiting for the device.
+// TF32 on/off, uploading the next batch on the copy stream (nn/batch_stager), and waiting for the
+// device.
 // Plain C++ (no CUDA headers): defined in cuda_context.cu with the CUDA backend and in
 // cuda_async_absent.cpp (every call explains that there is no backend) without it.
 #pragma once
