@@ -98,7 +98,9 @@ void bind_cuda(py::module_& m) {
                            std::string padding, bool relu, int repeat, std::string device) {
     Device d = device_of(device);
     Padding pad = parse_padding(padding);
-    Tensor X = random_tensor(x_shape, d, 1), W = random_tensor(k_shape, d, 2);
+    // kernel_shape is Keras' (kh, kw, in, out); the kernel is made in the layout d's backend takes.
+    const Shape w_shape = kernel_shape(ops::conv2d_kernel_layout(d), kernel_dims(KernelLayout::HWIO, k_shape));
+    Tensor X = random_tensor(x_shape, d, 1), W = random_tensor(w_shape, d, 2);
     Conv2dGeometry g = ops::conv2d_geometry(X, W, stride, stride, pad);
     Tensor B = random_tensor({g.f}, d, 3), Y = Tensor::empty({g.n, g.oh, g.ow, g.f}, DType::F32, d);
     Tensor DY = random_tensor(Y.shape(), d, 4), DX = Tensor::empty(X.shape(), DType::F32, d);
@@ -118,7 +120,8 @@ void bind_cuda(py::module_& m) {
     return r;
   }, py::arg("x_shape"), py::arg("kernel_shape"), py::arg("stride") = 1, py::arg("padding") = "valid",
      py::arg("relu") = true, py::arg("repeat") = 20, py::arg("device") = "gpu:0",
-     "Times one conv2d layer (forward; backward with dx) on random data: mean ms per call.");
+     "Times one conv2d layer (forward; backward with dx) on random data: mean ms per call. kernel_shape is "
+     "Keras' (kh, kw, in, out).");
 
   m.def("bench_maxpool2d", [](std::vector<long long> x_shape, int pool, int repeat, std::string device) {
     Device d = device_of(device);

@@ -166,6 +166,14 @@ py::tuple run_step(PyModel& p, const py::object& batch, const py::object& next, 
 
 int slot_number(nn::StagingSlot s) { return s == nn::StagingSlot::First ? 0 : 1; }
 
+// A flat buffer of the model (parameters or gradients) as NumPy: as held, or in Keras' layout.
+py::array flat_buffer(PyModel& p, const Tensor& flat, bool keras_layout) {
+  auto lk = lock_model(p);
+  if (!keras_layout) return to_numpy(flat);
+  const Tensor host = flat.device().is_cpu() ? flat : flat.to(Device::cpu());
+  return to_numpy(p.model->param_layout().convert(host, flat.device(), Device::cpu()));
+}
+
 }  // namespace
 
 void bind_nn(py::module_& m) {
@@ -281,9 +289,29 @@ void bind_nn(py::module_& m) {
         auto lk = lock_model(p);
         p.model->set_weights(ts);
       })
-      .def("parameter_buffer", [](PyModel& p) { return to_numpy(p.model->parameter_buffer()); },
-           "The one parameter buffer (a copy when on a GPU; a live view on the CPU).")
-      .def("gradient_buffer", [](PyModel& p) { return to_numpy(p.model->gradient_buffer()); });
+      // ---- the flat buffers, in the layout of the model's device (nn/param_layout.h)
+      .def("parameter_buffer", [](PyModel& p, bool keras_layout) {
+        return flat_buffer(p, p.model->parameter_buffer(), keras_layout);
+      }, py::arg("keras_layout") = false,
+         "The one parameter buffer in the layout of the model's device: conv kernels are (kh, kw, in, out) on "
+         "the CPU but (out, kh, kw, in) on a GPU. A live view on the CPU, a copy from a GPU. keras_layout=True: "
+         "a copy with every kernel in Keras' layout (get_weights' arrays, flattened and concatenated), "
+         "comparable across devices.")
+      .def("gradient_buffer", [](PyModel& p, bool keras_layout) {
+        return flat_buffer(p, p.model->gradient_buffer(), keras_layout);
+      }, py::arg("keras_layout") = false,
+         "The gradients of the last training step, aligned with parameter_buffer(keras_layout) element for "
+         "element (the device's layout unless keras_layout=True).")
+      .def("relayout_buffer", [](PyModel& p, py::array_t<float, py::array::c_style | py::array::forcecast> flat,
+                                 const std::string& from_device, const std::string& to_device) {
+        Tensor host = borrow_array(flat, "buffer");
+        Device from = parse_device(from_device), to = parse_device(to_device);
+        auto lk = lock_model(p);
+        return to_numpy(p.model->param_layout().convert(host.reshape({host.numel()}), from, to));
+      }, py::arg("buffer"), py::arg("from_device"), py::arg("to_device"),
+         "A host copy of `buffer` (flat, aligned with the parameters: parameters, gradients, optimizer moments) "
+         "converted from the layout the parameters have on from_device to the one on to_device: the conversion "
+         "to() applies. A host computation: needs no GPU (for tests and tools).");
 }
 
 }  // namespace hpcnn::bindings

@@ -1,6 +1,7 @@
 // The operators on NumPy arrays: hpcnn._core.ops.*. Every function takes `device` ('cpu',
 // 'gpu:0', ...): inputs are copied there, the op runs, results come back as NumPy arrays. Tests
-// compare the devices with the same calls; benchmarks time them.
+// compare the devices with the same calls; benchmarks time them. conv2d kernels (and dw) are
+// Keras' HWIO here on every device: converted to and from the layout of the device's backend.
 #include <pybind11/stl.h>
 
 #include <tuple>
@@ -41,6 +42,29 @@ Tensor target_on(const py::handle& obj, Device d) {
   return d.is_cpu() ? t : t.to(d);
 }
 
+// A conv2d kernel given in Keras' HWIO layout, on device d in the layout d's backend takes
+// (ops::conv2d_kernel_layout): the explicit conversion for the GPU, a plain copy on the CPU.
+Tensor conv_kernel_on(const py::object& w, Device d) {
+  const KernelLayout l = ops::conv2d_kernel_layout(d);
+  if (l == KernelLayout::HWIO) return f32_on(w, d, "kernel");  // as given (borrowed on the CPU)
+  return convert_kernel(f32_on(w, Device::cpu(), "kernel"), KernelLayout::HWIO, l, d);
+}
+
+// A kernel (gradient) in the layout of its device's backend, back as a Keras HWIO NumPy array.
+py::array conv_kernel_out(const Tensor& w) {
+  const KernelLayout l = ops::conv2d_kernel_layout(w.device());
+  if (l == KernelLayout::HWIO) return to_numpy(w);
+  return to_numpy(convert_kernel(w, l, KernelLayout::HWIO, Device::cpu()));
+}
+
+KernelLayout layout_named(const std::string& name) {
+  if (name == "HWIO") return KernelLayout::HWIO;
+  if (name == "OHWI") return KernelLayout::OHWI;
+  throw ValueError(cat("unknown kernel layout '", name, "': use 'HWIO' (Keras, the CPU) or 'OHWI' (cuDNN, a GPU)"));
+}
+
+const char* layout_code(KernelLayout l) { return l == KernelLayout::HWIO ? "HWIO" : "OHWI"; }
+
 // Runs the op `repeat` times without the GIL. repeat > 1 is for benchmarks: the op is timed
 // inside C++, free of the NumPy conversions around it (ops that update their inputs in place,
 // like the optimizers, simply take `repeat` steps).
@@ -58,7 +82,7 @@ void bind_ops(py::module_& m) {
                              bool relu, std::string device, int repeat) {
     Device d = dev_of(device);
     auto [sh, sw] = pair2(strides, "strides");
-    Tensor X = f32_on(x, d, "x"), W = f32_on(w, d, "kernel"), B = f32_on(b, d, "bias");
+    Tensor X = f32_on(x, d, "x"), W = conv_kernel_on(w, d), B = f32_on(b, d, "bias");
     Padding pad = parse_padding(padding);
     Conv2dGeometry g = ops::conv2d_geometry(X, W, sh, sw, pad);
     Tensor Y = Tensor::empty({g.n, g.oh, g.ow, g.f}, DType::F32, d);
@@ -71,18 +95,32 @@ void bind_ops(py::module_& m) {
                               std::string padding, bool relu, bool need_dx, std::string device, int repeat) {
     Device d = dev_of(device);
     auto [sh, sw] = pair2(strides, "strides");
-    Tensor X = f32_on(x, d, "x"), W = f32_on(w, d, "kernel");
+    Tensor X = f32_on(x, d, "x"), W = conv_kernel_on(w, d);
     Tensor DY = f32_on(dy, d, "dy");
     if (d.is_cpu()) DY = DY.to(d);  // the op masks dy in place: never write into the caller's array
     Tensor Y = relu ? f32_on(y, d, "y") : Tensor();
     Padding pad = parse_padding(padding);
+    Conv2dGeometry g = ops::conv2d_geometry(X, W, sh, sw, pad);
     Tensor DX = need_dx ? Tensor::empty(X.shape(), DType::F32, d) : Tensor();
-    Tensor DW = Tensor::empty(W.shape(), DType::F32, d), DB = Tensor::empty({W.dim(-1)}, DType::F32, d);
+    Tensor DW = Tensor::empty(W.shape(), DType::F32, d), DB = Tensor::empty({g.f}, DType::F32, d);
     run_repeat(repeat, [&] { ops::conv2d_backward(X, W, Y, DY, need_dx ? &DX : nullptr, DW, DB, sh, sw, pad, relu); });
-    return py::make_tuple(need_dx ? py::object(to_numpy(DX)) : py::none(), to_numpy(DW), to_numpy(DB));
+    return py::make_tuple(need_dx ? py::object(to_numpy(DX)) : py::none(), conv_kernel_out(DW), to_numpy(DB));
   }, py::arg("x"), py::arg("kernel"), py::arg("y"), py::arg("dy"), py::arg("strides") = 1,
      py::arg("padding") = "valid", py::arg("relu") = false, py::arg("need_dx") = true, py::arg("device") = "cpu",
      py::arg("repeat") = 1);
+
+  m.def("conv2d_kernel_layout", [](std::string device) {
+    return layout_code(ops::conv2d_kernel_layout(parse_device(device)));
+  }, py::arg("device"),
+     "The conv2d kernel layout the backend of `device` computes with, and a model on it holds: 'HWIO' "
+     "(kh, kw, in, out; Keras' own) on the CPU, 'OHWI' (out, kh, kw, in; cuDNN's NHWC filter) on a GPU. "
+     "Needs no GPU.");
+  m.def("convert_conv2d_kernel", [](py::object w, std::string from_layout, std::string to_layout) {
+    return to_numpy(convert_kernel(f32_on(w, Device::cpu(), "kernel"), layout_named(from_layout),
+                                   layout_named(to_layout), Device::cpu()));
+  }, py::arg("kernel"), py::arg("from_layout"), py::arg("to_layout"),
+     "A conv2d kernel converted between 'HWIO' and 'OHWI' on the host: the conversion a model applies in "
+     "get_weights, set_weights and when it moves between the CPU and a GPU.");
 
   m.def("maxpool2d_forward", [](py::object x, py::object pool, py::object strides, std::string padding,
                                 std::string device, int repeat) {

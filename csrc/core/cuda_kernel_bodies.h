@@ -110,28 +110,6 @@ HPCNN_HD float crop_at(const float* in, int h, int w, int c, int pt, int pl, int
   return in[((b * ih + y + pt) * iw + x + pl) * c + ci];
 }
 
-// ------------------------------------------------------------------ tiled transpose
-// Block (bx, by) of 32x32, threads (tx, ty) with ty < block_y: phase 1 loads the tile,
-// (barrier), phase 2 stores it transposed. out (cols x rows) = in (rows x cols)^T.
-HPCNN_HD void transpose_load(const float* in, long long rows, long long cols, unsigned bx, unsigned by, unsigned tx,
-                             unsigned ty, unsigned block_y, float (*tile)[33]) {
-  long long c = bx * 32LL + tx;
-  for (unsigned k = ty; k < 32; k += block_y) {
-    long long r = by * 32LL + k;
-    if (r < rows && c < cols) tile[k][tx] = in[r * cols + c];
-  }
-}
-
-HPCNN_HD void transpose_store(float* out, long long rows, long long cols, unsigned bx, unsigned by, unsigned tx,
-                              unsigned ty, unsigned block_y, float (*tile)[33]) {
-  long long r_out = bx * 32LL + ty;  // a column of `in` is a row of `out`
-  long long c_out = by * 32LL + tx;
-  for (unsigned k = 0; k < 32; k += block_y) {
-    long long rr = r_out + k;
-    if (rr < cols && c_out < rows) out[rr * rows + c_out] = tile[tx][ty + k];
-  }
-}
-
 // ------------------------------------------------------------------ deterministic column sums
 // m (rows x f) row-major. Grid (ceil(f/32), kSlices), block (32, 8): lane (tx, ty) of block
 // (bx, slice) sums rows slice*chunk + ty, +8, ... of column bx*32 + tx; then lane ty == 0 adds
