@@ -470,6 +470,13 @@ def test_hdf5_dataset_stored_u8_batches_train_as_the_decoded_ones(tmp_path):
     assert xb.dtype == np.float32 and decode is None
     xb, _, decode = next(iter(ds._model_batches(0, "gpu:0")))
     assert xb.dtype == np.uint8 and decode == ds._live().decode
+    # batch buffers are pinned exactly when the target GPU is usable (pageable here without one)
+    for target, pinned in (("cpu", False), ("gpu:0", not _GPU_REASON)):
+        it = ds._live().epoch(0, 2, target, True)
+        try:
+            assert it.pinned == pinned
+        finally:
+            it.close()
     np.testing.assert_allclose(decode[0], [1 / 255 / 0.25, 1 / 255 / 0.3], rtol=1e-6)
     np.testing.assert_allclose(decode[1], [-0.5 / 0.25, -0.4 / 0.3], rtol=1e-6)
 
