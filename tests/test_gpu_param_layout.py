@@ -32,9 +32,9 @@ def keras_flat(weights):
 
 
 def steps(model, x, y, batch=16):
-    """One pass over (x, y) in order, one train_batch call per batch: the losses."""
+    """One pass over (x, y) in order, one train_step call per batch: the losses."""
     core = model._model()
-    return [core.train_batch(x[i:i + batch], y[i:i + batch]) for i in range(0, len(x), batch)]
+    return [core.train_step((x[i:i + batch], y[i:i + batch])) for i in range(0, len(x), batch)]
 
 
 def test_a_gpu_model_holds_kernels_in_the_gpu_layout(tmp_path):
@@ -73,8 +73,8 @@ def test_get_weights_and_gradients_on_the_gpu_equal_the_cpus():
     gpu.set_weights(w)
     for a, b in zip(gpu.get_weights(), cpu.get_weights()):
         assert np.array_equal(a, b)
-    l_c = cpu._model().train_batch(x, y)
-    l_g = gpu._model().train_batch(x, y)
+    l_c = cpu._model().train_step((x, y))
+    l_g = gpu._model().train_step((x, y))
     assert l_g[0] == pytest.approx(l_c[0], rel=1e-4)
     # dW came out of cuDNN as OHWI and stayed so; in Keras' layout it is the CPU's gradient
     g_c = cpu._model().gradient_buffer(keras_layout=True)

@@ -35,12 +35,18 @@ py::dict info_dict(const DatasetInfo& i) {
 
 // The Python-side iterator over one epoch. Waiting happens without the GIL, in slices of 100 ms
 // so that Ctrl-C (KeyboardInterrupt) is seen promptly; close() stops and joins the producer.
+// Items are (x, y); with stored_u8, (x, y, decode): a uint8 dataset's x as stored and its decode
+// (scale, shift) per channel for the model to apply on its device (decode None for float32 x).
 class EpochIterator {
  public:
-  EpochIterator(std::shared_ptr<Loader> loader, long long epoch, int depth, const std::string& device) {
+  EpochIterator(std::shared_ptr<Loader> loader, long long epoch, int depth, const std::string& device,
+                bool stored_u8)
+      : with_decode_(stored_u8) {
     Device dev = parse_device(device);
+    if (stored_u8 && loader->stores_u8())
+      decode_ = py::make_tuple(loader->decode_scale(), loader->decode_shift());
     py::gil_scoped_release nogil;
-    pf_ = std::make_unique<Prefetcher>(std::move(loader), epoch, depth, dev);
+    pf_ = std::make_unique<Prefetcher>(std::move(loader), epoch, depth, dev, stored_u8);
   }
   ~EpochIterator() { close(); }
 
@@ -67,6 +73,7 @@ class EpochIterator {
       }
     }
     py::object y = b.y.defined() ? py::object(to_numpy(b.y)) : py::object(py::none());
+    if (with_decode_) return py::make_tuple(to_numpy(b.x), y, b.x.dtype() == DType::U8 ? decode_ : py::none());
     return py::make_tuple(to_numpy(b.x), y);
   }
 
@@ -84,6 +91,8 @@ class EpochIterator {
 
  private:
   std::unique_ptr<Prefetcher> pf_;
+  bool with_decode_;
+  py::object decode_ = py::none();
 };
 
 ArrayToWrite to_write(const std::string& name, const py::array& a) {
@@ -166,9 +175,16 @@ void bind_data(py::module_& root) {
         }
         return py::make_tuple(to_numpy(x), y.defined() ? py::object(to_numpy(y)) : py::object(py::none()));
       }, py::arg("epoch"), py::arg("index"))
-      .def("epoch", [](std::shared_ptr<Loader> l, long long epoch, int prefetch, const std::string& device) {
-        return std::make_unique<EpochIterator>(std::move(l), epoch, prefetch, device);
-      }, py::arg("epoch"), py::arg("prefetch") = 4, py::arg("device") = "cpu");
+      .def("epoch", [](std::shared_ptr<Loader> l, long long epoch, int prefetch, const std::string& device,
+                       bool stored_u8) {
+        return std::make_unique<EpochIterator>(std::move(l), epoch, prefetch, device, stored_u8);
+      }, py::arg("epoch"), py::arg("prefetch") = 4, py::arg("device") = "cpu", py::arg("stored_u8") = false,
+         "Batches of one epoch, made ahead on a C++ thread: (x, y), or with stored_u8 (x, y, decode), where a "
+         "uint8 dataset's x comes as stored with decode = (scale, shift) per channel, for a model that decodes on "
+         "its GPU (decode None for float32 x).")
+      .def_property_readonly("decode", [](const Loader& l) {
+        return py::make_tuple(l.decode_scale(), l.decode_shift());
+      }, "(scale, shift) per channel: x = stored * scale + shift");
 
   py::class_<EpochIterator>(m, "EpochIterator")
       .def("__iter__", [](py::object self) { return self; })

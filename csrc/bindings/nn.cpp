@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <mutex>
+#include <optional>
 
 #include "bindings/bindings.h"
 #include "bindings/numpy_tensor.h"
@@ -76,11 +77,59 @@ Tensor target_tensor(const py::handle& obj, nn::Loss loss) {
   return borrow_array(i, "targets");
 }
 
-std::unique_ptr<std::vector<long long>> rows_of(const py::object& rows) {
-  if (rows.is_none()) return nullptr;
+std::optional<std::vector<long long>> rows_of(const py::handle& rows) {
+  if (rows.is_none()) return std::nullopt;
   auto r = py::array_t<long long, py::array::c_style | py::array::forcecast>::ensure(rows);
   if (!r || r.ndim() != 1) throw ValueError("rows must be a 1-D array of row indices");
-  return std::make_unique<std::vector<long long>>(r.data(), r.data() + r.size());
+  return std::vector<long long>(r.data(), r.data() + r.size());
+}
+
+// A number or a sequence of numbers, as floats.
+std::vector<float> floats_of(const py::handle& v, const char* what) {
+  try {
+    if (py::isinstance<py::sequence>(v)) return v.cast<std::vector<float>>();
+    return {v.cast<float>()};
+  } catch (const py::cast_error&) {
+    throw ValueError(cat("uint8 decode: ", what, " must be a number or a sequence of numbers"));
+  }
+}
+
+// A step's batch from Python: a tuple (x, y[, rows[, decode]]), decode = (scale, shift) per
+// channel (or one value each) for uint8 x. `with_targets`: y is converted for the loss; without,
+// y is ignored (prediction).
+nn::Batch batch_of(const py::handle& obj, const nn::Sequential& model, bool with_targets) {
+  if (!py::isinstance<py::tuple>(obj) && !py::isinstance<py::list>(obj))
+    throw ValueError("a batch is a tuple (x, y[, rows[, decode]])");
+  py::sequence t = py::reinterpret_borrow<py::sequence>(obj);
+  const size_t k = t.size();
+  if (k < 1 || k > 4) throw ValueError(cat("a batch is a tuple (x, y[, rows[, decode]]), got ", k, " items"));
+  nn::Batch b;
+  b.x = input_tensor(t[0]);
+  if (with_targets && k >= 2 && !t[1].is_none()) b.y = target_tensor(t[1], model.loss());
+  if (k >= 3) b.rows = rows_of(t[2]);
+  if (k >= 4 && !t[3].is_none()) {
+    py::sequence d = py::reinterpret_borrow<py::sequence>(t[3]);
+    if (!py::isinstance<py::sequence>(t[3]) || d.size() != 2)
+      throw ValueError("decode must be a (scale, shift) pair");
+    b.decode.scale = floats_of(d[0], "scale");
+    b.decode.shift = floats_of(d[1], "shift");
+  }
+  return b;
+}
+
+// The batch a step is to stage ahead. One that cannot even be converted is staged as its error,
+// raised when its turn comes (as any other error of that batch).
+std::optional<nn::Batch> next_batch_of(const py::handle& obj, const nn::Sequential& model, bool with_targets) {
+  if (obj.is_none()) return std::nullopt;
+  try {
+    return batch_of(obj, model, with_targets);
+  } catch (const py::error_already_set&) {
+    throw;  // a Python exception (e.g. KeyboardInterrupt while converting): not ours to keep
+  } catch (const std::exception&) {
+    nn::Batch failed;
+    failed.error = std::current_exception();
+    return failed;
+  }
 }
 
 // The model plus a lock: calls run without the GIL, so two Python threads must not interleave.
@@ -90,28 +139,38 @@ struct PyModel {
 };
 
 // Takes the model's lock WITHOUT holding the GIL. A call in progress holds the lock with the GIL
-// released and may need the GIL itself (dropping a prefetched batch releases the NumPy arrays it
+// released and may need the GIL itself (dropping a staged batch releases the NumPy arrays it
 // kept alive); waiting for the lock while holding the GIL could then deadlock two threads.
 std::unique_lock<std::mutex> lock_model(PyModel& p) {
   py::gil_scoped_release nogil;
   return std::unique_lock<std::mutex>(p.mu);
 }
 
+enum class StepKind { Train, Test };
+
 // One training (or evaluation) step without the GIL; returns (loss_sum, correct, n).
-py::tuple run_step(PyModel& p, const py::object& x, const py::object& y, const py::object& rows, bool train) {
+py::tuple run_step(PyModel& p, const py::object& batch, const py::object& next, StepKind kind) {
+  const bool train = kind == StepKind::Train;
   if (!p.model->compiled())
     throw ValueError(cat("the model must be compiled before ", train ? "training" : "evaluation",
                          ": call model.compile(...)"));
-  Tensor X = input_tensor(x), Y = target_tensor(y, p.model->loss());
-  auto r = rows_of(rows);
+  std::optional<nn::Batch> current;
+  if (!batch.is_none()) current = batch_of(batch, *p.model, true);
+  std::optional<nn::Batch> ahead = next_batch_of(next, *p.model, true);
   auto lk = lock_model(p);
   nn::BatchStats st;
   {
     py::gil_scoped_release nogil;
-    st = train ? p.model->train_batch(X, Y, r.get()) : p.model->test_batch(X, Y, r.get());
+    const nn::Batch* c = current ? &*current : nullptr;
+    const nn::Batch* n = ahead ? &*ahead : nullptr;
+    st = train ? p.model->train_step(c, n) : p.model->test_step(c, n);
+    current.reset();  // the arrays, released without the GIL: their keep-alive takes it
+    ahead.reset();
   }
   return py::make_tuple(st.loss_sum, st.correct, st.n);
 }
+
+int slot_number(nn::StagingSlot s) { return s == nn::StagingSlot::First ? 0 : 1; }
 
 // A flat buffer of the model (parameters or gradients) as NumPy: as held, or in Keras' layout.
 py::array flat_buffer(PyModel& p, const Tensor& flat, bool keras_layout) {
@@ -170,39 +229,46 @@ void bind_nn(py::module_& m) {
       .def_property_readonly("iterations", [](PyModel& p) {
         return p.model->optimizer() ? p.model->optimizer()->iterations : 0LL;
       })
-      .def("train_batch", [](PyModel& p, py::object x, py::object y, py::object rows) {
-        return run_step(p, x, y, rows, true);
-      }, py::arg("x"), py::arg("y"), py::arg("rows") = py::none(),
-         "One training step; returns (loss_sum, correct, n).")
-      .def("prefetch", [](PyModel& p, py::object x, py::object y, py::object rows) {
-        if (!p.model->compiled())
-          throw ValueError("the model must be compiled before training: call model.compile(...)");
-        Tensor X = input_tensor(x), Y = target_tensor(y, p.model->loss());
-        auto r = rows_of(rows);
-        auto lk = lock_model(p);
-        py::gil_scoped_release nogil;
-        p.model->prefetch(X, Y, r.get());
-      }, py::arg("x"), py::arg("y"), py::arg("rows") = py::none(),
-         "Stages the next train_batch/test_batch(x, y, rows) ahead (on a GPU: uploads it on the copy "
-         "stream while the current step runs); the next call with the same arrays and rows uses it.")
-      .def_property_readonly("has_prefetch", [](PyModel& p) { return p.model->has_prefetch(); })
-      .def_property_readonly("staging_slots", [](PyModel& p) {
-        return py::make_tuple(p.model->last_step_slot(), p.model->prefetch_slot());
-      }, "(slot of the last staged step, slot of the pending prefetch or -1): for tests")
-      .def("test_batch", [](PyModel& p, py::object x, py::object y, py::object rows) {
-        return run_step(p, x, y, rows, false);
-      }, py::arg("x"), py::arg("y"), py::arg("rows") = py::none(), "Loss and accuracy without training.")
-      .def("predict_batch", [](PyModel& p, py::object x, py::object rows) {
-        Tensor X = input_tensor(x);
-        auto r = rows_of(rows);
+      .def("train_step", [](PyModel& p, py::object batch, py::object next) {
+        return run_step(p, batch, next, StepKind::Train);
+      }, py::arg("batch"), py::arg("next") = py::none(),
+         "One training step; returns (loss_sum, correct, n). batch: (x, y[, rows[, decode]]), or None for the "
+         "batch staged by the previous call's `next`. next: the following batch, staged now (on a GPU its upload "
+         "overlaps this step's backward pass); an error staging it is raised by the call that takes it.")
+      .def("test_step", [](PyModel& p, py::object batch, py::object next) {
+        return run_step(p, batch, next, StepKind::Test);
+      }, py::arg("batch"), py::arg("next") = py::none(),
+         "Loss and accuracy without training: (loss_sum, correct, n); batch and next as for train_step.")
+      .def("predict_step", [](PyModel& p, py::object batch, py::object next) {
+        std::optional<nn::Batch> current;
+        if (!batch.is_none()) current = batch_of(batch, *p.model, false);
+        std::optional<nn::Batch> ahead = next_batch_of(next, *p.model, false);
         Tensor out;
         {
           auto lk = lock_model(p);
           py::gil_scoped_release nogil;
-          out = p.model->predict_batch(X, r.get());
+          out = p.model->predict_step(current ? &*current : nullptr, ahead ? &*ahead : nullptr);
+          current.reset();
+          ahead.reset();
         }
         return to_numpy(out);
-      }, py::arg("x"), py::arg("rows") = py::none())
+      }, py::arg("batch"), py::arg("next") = py::none(),
+         "Outputs for batch (x[, y[, rows[, decode]]]) (y is ignored), or None for the staged batch; stages next.")
+      .def_property_readonly("has_staged", [](PyModel& p) {
+        auto lk = lock_model(p);
+        return p.model->has_staged();
+      }, "Whether a batch is staged (by the last step's `next`) and not yet taken.")
+      .def("drop_staged", [](PyModel& p) {
+        auto lk = lock_model(p);
+        py::gil_scoped_release nogil;
+        p.model->drop_staged();
+      }, "Drops a staged batch (and releases its arrays).")
+      .def_property_readonly("staging_slots", [](PyModel& p) {
+        auto lk = lock_model(p);
+        const nn::BatchStager& s = p.model->stager();
+        auto ahead = s.ahead_slot();
+        return py::make_tuple(slot_number(s.last_slot()), ahead ? slot_number(*ahead) : -1);
+      }, "(staging slot of the last step's batch, slot of the staged batch or -1): for tests")
       .def("get_weights", [](PyModel& p) {
         auto lk = lock_model(p);
         py::list out;

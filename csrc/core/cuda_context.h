@@ -1,6 +1,6 @@
 // The per-device CUDA context of the backend: one per GPU, created on first use and kept for the
 // life of the process. It owns, each through its own RAII type:
-//   - the compute stream (every op of the device runs on it) and the copy stream (prefetches);
+//   - the compute stream (every op of the device runs on it) and the copy stream (batch uploads);
 //   - the cuDNN and cuBLAS handles, bound to the compute stream;
 //   - an event for "copy done" that the compute stream waits on;
 //   - a workspace (cuDNN algorithms) and a scratch arena (our kernels' temporaries), both grown

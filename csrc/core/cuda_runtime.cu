@@ -163,6 +163,16 @@ void free_pinned(void* ptr) noexcept {
   (void)cudaGetLastError();
 }
 
+bool is_pinned(const void* ptr, int device) noexcept {
+  if (!ptr) return false;
+  cudaPointerAttributes attr{};
+  if (cudaSetDevice(device) != cudaSuccess || cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return attr.type == cudaMemoryTypeHost;
+}
+
 void copy(void* dst, const void* src, size_t bytes, CopyKind kind) {
   static const cudaMemcpyKind kinds[] = {cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
                                          cudaMemcpyDeviceToDevice};  // indexed by CopyKind

@@ -40,6 +40,11 @@ void free_device(void* ptr, int device) noexcept;
 // any GPU may copy from it.
 void* malloc_pinned(size_t bytes, int device = 0);
 void free_pinned(void* ptr) noexcept;
+// Whether `ptr` points into page-locked host memory (cuda::malloc_pinned or any other
+// cudaHostAlloc'd block), so that an asynchronous copy to GPU `device` may read it directly.
+// `device` is made current first (asking with another GPU current would create a context
+// there). Never throws; false without the backend.
+bool is_pinned(const void* ptr, int device) noexcept;
 // Which side each pointer of a copy is on (the values index cudaMemcpyKind's first four).
 enum class CopyKind { HostToHost = 0, HostToDevice = 1, DeviceToHost = 2, DeviceToDevice = 3 };
 void copy(void* dst, const void* src, size_t bytes, CopyKind kind);  // synchronous

@@ -20,6 +20,7 @@ void* malloc_device(size_t, int) { throw BackendError(kWhy); }
 void free_device(void*, int) noexcept {}
 void* malloc_pinned(size_t, int) { throw BackendError(kWhy); }
 void free_pinned(void*) noexcept {}
+bool is_pinned(const void*, int) noexcept { return false; }
 void copy(void*, const void*, size_t, CopyKind) { throw BackendError(kWhy); }
 void synchronize(int) {}
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -218,6 +219,15 @@ bool Loader::read_ahead(long long epoch, long long next_batch) {
 }
 
 void Loader::fill_batch(long long epoch, long long i, float* x_out, void* y_out) {
+  fill(epoch, i, x_out, true, y_out);
+}
+
+void Loader::fill_batch_stored(long long epoch, long long i, uint8_t* x_out, void* y_out) {
+  HPCNN_CHECK_ARG(stores_u8(), x_->where(), " is not uint8: only uint8 rows are delivered as stored");
+  fill(epoch, i, x_out, false, y_out);
+}
+
+void Loader::fill(long long epoch, long long i, void* x_out, bool decode, void* y_out) {
   HPCNN_CHECK_ARG(i >= 0 && i < num_batches(), "batch index ", i, " out of range for ", num_batches(),
                   " batches per epoch");
   HPCNN_CHECK_ARG(epoch >= 0, "epoch must be >= 0, got ", epoch);
@@ -244,7 +254,11 @@ void Loader::fill_batch(long long epoch, long long i, float* x_out, void* y_out)
   auto t0 = std::chrono::steady_clock::now();
   dynamic_for(n, 8, [&](long long k0, long long k1) {
     for (long long k = k0; k < k1; ++k) {
-      float* __restrict__ y = x_out + k * elems;
+      if (!decode) {  // uint8 rows as stored (the consumer decodes)
+        std::memcpy(static_cast<uint8_t*>(x_out) + k * elems, src[k], static_cast<size_t>(elems));
+        continue;
+      }
+      float* __restrict__ y = static_cast<float*>(x_out) + k * elems;
       if (u8) {
         const uint8_t* __restrict__ x = src[k];
         for (long long e = 0; e < elems; ++e) y[e] = pixel::decode_u8(x[e], sc[e], sh[e]);

@@ -1,7 +1,7 @@
 // The batch loader behind hpcnn.data.HDF5Dataset: x (and optionally y) from one HDF5 file, an
 // epoch plan (shuffle_plan.h), a cache of decoded-from-disk row blocks bounded by a byte budget,
 // and fill_batch, which turns the rows of batch i of epoch e into float32 x and int32 (or one-hot
-// float32) y. Both the prefetcher's producer thread and random access (ds[i]) call fill_batch;
+// float32) y (fill_batch_stored: x left as stored uint8, for a model that decodes on its GPU). Both the prefetcher's producer thread and random access (ds[i]) call fill_batch;
 // a mutex keeps one caller at a time (the heavy work inside runs on hpcnn's pool).
 #pragma once
 
@@ -75,9 +75,17 @@ class Loader {
   // Returns false when there is nothing to do (memory mode, last window, already loaded).
   bool read_ahead(long long epoch, long long next_batch);
 
-  // Fills batch i of `epoch`: x_out holds batch_rows(i) * row elements; y_out batch_rows(i)
-  // int32 labels, or batch_rows(i) * num_classes floats when one_hot (ignored without labels).
+  // Fills batch i of `epoch`: x_out holds batch_rows(i) * row elements, decoded to float
+  // (x * scale + shift per channel); y_out batch_rows(i) int32 labels, or batch_rows(i) *
+  // num_classes floats when one_hot (ignored without labels).
   void fill_batch(long long epoch, long long i, float* x_out, void* y_out);
+  // The same batch with x as stored, uint8 (stores_u8() only): for a consumer that decodes on its
+  // own device with decode_scale()/decode_shift() (a GPU model: a quarter of the bytes cross PCIe).
+  void fill_batch_stored(long long epoch, long long i, uint8_t* x_out, void* y_out);
+  bool stores_u8() const { return x_->info().kind == ElemKind::U8; }
+  // The decode as one value per channel (the last axis of a delivered row).
+  const std::vector<float>& decode_scale() const { return scale_; }
+  const std::vector<float>& decode_shift() const { return shift_; }
 
   // Counters for tests and benchmarks: blocks read from the file so far, peak cached bytes.
   long long blocks_read() const { return blocks_read_; }
@@ -90,6 +98,7 @@ class Loader {
  private:
   const EpochPlan& plan(long long epoch);
   void ensure_blocks(const std::vector<long long>& needed);
+  void fill(long long epoch, long long i, void* x_out, bool decode, void* y_out);
 
   LoaderOptions opt_;
   std::unique_ptr<H5Dataset> x_, y_;

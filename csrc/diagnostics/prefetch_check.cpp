@@ -4,6 +4,7 @@
 
 #include "core/cuda_async.h"
 #include "core/errors.h"
+#include "core/host_buffer.h"
 #include "ops/ops.h"
 
 namespace hpcnn::diagnostics {
@@ -15,7 +16,7 @@ Tensor relu_after_async_upload(const Tensor& x_host, int device) {
   Device d = Device::cuda(device);
   size_t bytes = x_host.nbytes();
   Tensor x = Tensor::empty(x_host.shape(), DType::F32, d), y = Tensor::empty(x_host.shape(), DType::F32, d);
-  cuda::PinnedHostBuffer pinned(bytes, device);
+  HostBuffer pinned(bytes, HostMemory::Pinned, device);
   std::memcpy(pinned.data(), x_host.raw(), bytes);
   cuda::copy_h2d_async(device, x.raw(), pinned.data(), bytes, true);
   ops::relu_forward(x, y);

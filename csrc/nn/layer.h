@@ -13,6 +13,13 @@
 
 namespace hpcnn::nn {
 
+// The shape of a batch of n samples of per-sample shape `s`: (n, *s).
+inline Shape with_batch(long long n, const Shape& s) {
+  Shape out{n};
+  out.insert(out.end(), s.begin(), s.end());
+  return out;
+}
+
 enum class Init { GlorotUniform, Zeros };
 
 // How a parameter is laid out in the model's buffer on a device (nn/param_layout.h):

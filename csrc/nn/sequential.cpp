@@ -6,19 +6,12 @@
 #include "core/cuda_async.h"
 #include "core/cuda_runtime.h"
 #include "core/rng.h"
-#include "core/thread_pool.h"
 #include "nn/layers.h"
 #include "ops/ops.h"
 
 namespace hpcnn::nn {
 
 namespace {
-
-Shape with_batch(long long n, const Shape& s) {
-  Shape out{n};
-  out.insert(out.end(), s.begin(), s.end());
-  return out;
-}
 
 // glorot_uniform as Keras: U(-limit, limit), limit = sqrt(6 / (fan_in + fan_out)); counter-based
 // draws, so the same seed gives the same weights on any machine and thread count.
@@ -35,7 +28,7 @@ void initialize(float* p, long long count, const ParamSpec& s, uint64_t seed, ui
 }  // namespace
 
 Sequential::Sequential(Shape input_shape, std::vector<LayerPtr> layers, uint64_t seed)
-    : input_shape_(std::move(input_shape)), layers_(std::move(layers)), seed_(seed) {
+    : input_shape_(std::move(input_shape)), layers_(std::move(layers)), seed_(seed), stager_(input_shape_) {
   HPCNN_CHECK_ARG(!input_shape_.empty(), "the model needs an input shape (InputLayer(input_shape=...))");
   for (long long d : input_shape_)
     HPCNN_CHECK_ARG(d > 0, "input shape ", shape_str(input_shape_), " has a non-positive dimension");
@@ -64,10 +57,15 @@ Sequential::Sequential(Shape input_shape, std::vector<LayerPtr> layers, uint64_t
 
 Sequential::~Sequential() {
   try {
-    discard_prefetch();  // its copy may still be writing a buffer that is about to be freed
+    stager_.drop_ahead();
+    wait_device();  // the last step's backward and optimizer kernels may still read our buffers
   } catch (...) {
     // A device error here has nothing left to report to; the buffers are freed regardless.
   }
+}
+
+void Sequential::wait_device() const {
+  if (device_.is_cuda()) cuda::synchronize_compute(device_.index);
 }
 
 // Gives each layer views of its parameters and gradients in the two buffers, shaped in the
@@ -122,12 +120,14 @@ void Sequential::compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool f
   optimizer->to(device_, layout_);
   optimizer_ = std::move(optimizer);
   loss_ = loss;
+  stager_.set_targets(loss, out.at(0));
 }
 
 void Sequential::to(Device d) {
   if (d == device_) return;
-  discard_prefetch();
+  stager_.drop_ahead();
   if (d.is_cuda()) cuda::require_device(d.index);
+  wait_device();  // queued work may still read the buffers about to be replaced
   // Both buffers are made on `d` before either replaces the old one: an OutOfMemory here leaves
   // the model whole on its old device (not parameters on one device and gradients on the other).
   // The parameters and the optimizer's state are converted to d's layout on the way.
@@ -142,13 +142,13 @@ void Sequential::to(Device d) {
   act_.clear();
   acts_now_.clear();
   grad_a_ = grad_b_ = dlogits_ = stats_ = Tensor();
-  for (int s = 0; s < 2; ++s) x_host_[s] = x_dev_[s] = y_host_[s] = y_dev_[s] = Tensor();
+  stager_.to(d);  // staging buffers, too, are made again on the new device
 }
 
 // ------------------------------------------------------------------ buffers and staging
 void Sequential::ensure_buffers(long long n) {
   if (n <= capacity_ && stats_.defined()) return;
-  discard_prefetch();  // its buffers are about to be replaced
+  wait_device();  // the last step's backward may still read the buffers about to be replaced
   const long long cap = std::max(n, capacity_);
   // Release the old set first (also the step's views of it: on a GPU the new set needs that
   // memory) and mark it incomplete: capacity_ 0 and stats_ undefined until every buffer exists.
@@ -159,7 +159,6 @@ void Sequential::ensure_buffers(long long n) {
   acts_now_.clear();
   act_.assign(layers_.size(), Tensor());
   grad_a_ = grad_b_ = dlogits_ = Tensor();
-  for (int s = 0; s < 2; ++s) x_host_[s] = x_dev_[s] = y_host_[s] = y_dev_[s] = Tensor();
   long long biggest = shape_numel(input_shape_);
   for (size_t i = 0; i < layers_.size(); ++i) {
     long long sz = shape_numel(out_shapes_[i]);
@@ -172,146 +171,6 @@ void Sequential::ensure_buffers(long long n) {
   dlogits_ = Tensor::empty(with_batch(cap, out_shapes_.back()), DType::F32, device_);
   stats_ = Tensor::zeros({4}, DType::F32, device_);  // two doubles: loss sum, correct
   capacity_ = cap;
-}
-
-long long Sequential::batch_rows(const Tensor& x, const std::vector<long long>* rows) const {
-  HPCNN_CHECK_ARG(x.rank() >= 1, "input must have a batch axis, got a scalar");
-  long long n = rows ? static_cast<long long>(rows->size()) : x.dim(0);
-  HPCNN_CHECK_ARG(n > 0, "empty batch: input has shape ", shape_str(x.shape()));
-  return n;
-}
-
-// Per-sample shape check: x (N, *input_shape), or (N, H, W) for an (H, W, 1) input.
-static void check_input_shape(const Tensor& x, const Shape& want) {
-  Shape per(x.shape().begin() + 1, x.shape().end());
-  Shape per1 = per;
-  per1.push_back(1);
-  HPCNN_CHECK_ARG(per == want || per1 == want, "input shape mismatch: the model expects (None, ",
-                  shape_str(want).substr(1), " but got ", shape_str(x.shape()));
-}
-
-// A host staging buffer of (at least) `shape` and `dtype`: page-locked on a GPU (copy_h2d_async
-// needs a pinned source; it also makes the synchronous copies faster), ordinary memory on the CPU.
-// Before a batch is staged on a GPU, wait_staging_free() waits for the copies that read them.
-Tensor& Sequential::host_staging(Tensor& buf, const Shape& shape, DType dtype) {
-  if (buf.defined() && buf.dtype() == dtype && buf.shape() == shape) return buf;
-  buf = Tensor();
-  if (device_.is_cpu()) {
-    buf = Tensor::empty(shape, dtype);
-  } else {
-    const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
-    void* p = cuda::malloc_pinned(bytes ? bytes : 1, device_.index);
-    std::shared_ptr<void> owner(p, [](void* q) { cuda::free_pinned(q); });  // RAII: freed with the last view
-    buf = Tensor::borrow(p, shape, dtype, Device::cpu(), std::move(owner));
-  }
-  return buf;
-}
-
-// Copies the staged host batch into `dev` (the slot's device buffer, made on first use) and
-// returns nothing: the caller takes the view. Synchronous: Tensor::copy_from on the legacy
-// default stream, which waits for the (blocking) compute stream, so any buffer may be written.
-// Async: cuda::copy_h2d_async on the copy stream; ops enqueued later wait for it (an event).
-// after_queued_compute is false on purpose: the slot written is never read by queued work (see
-// prefetch()), so the copy may run while the previous step's backward pass runs.
-void Sequential::upload(const Tensor& host, Tensor& dev, bool async) {
-  if (async) {
-    cuda::copy_h2d_async(device_.index, dev.raw(), host.raw(), static_cast<size_t>(host.nbytes()), false);
-  } else {
-    dev.copy_from(host);
-  }
-}
-
-Tensor Sequential::stage_input(const Tensor& x, const std::vector<long long>* rows, long long n, int slot,
-                               bool async) {
-  check_input_shape(x, input_shape_);
-  HPCNN_CHECK_ARG(x.device().is_cpu(), "input must be a host array");
-  HPCNN_CHECK_ARG(x.dtype() == DType::F32 || x.dtype() == DType::U8, "input must be float32 or uint8, got ",
-                  dtype_name(x.dtype()));
-  const long long per = shape_numel(input_shape_);
-  const Shape full = with_batch(n, input_shape_);
-  if (rows)
-    for (long long r : *rows)
-      HPCNN_CHECK_ARG(r >= 0 && r < x.dim(0), "row index ", r, " is outside the input's ", x.dim(0), " rows");
-  Tensor staged;
-  // The caller's float32 rows in order are used in place (zero-copy), except for an async upload
-  // on a GPU: that needs a pinned source, so they are copied into the staging buffer.
-  if (x.dtype() == DType::F32 && !rows && !(async && device_.is_cuda())) {
-    staged = x.reshape(full);  // zero-copy
-  } else {
-    staged = host_staging(x_host_[slot], with_batch(capacity_, input_shape_), DType::F32).view(0, full);
-    float* dst = staged.f32();
-    const bool u8 = x.dtype() == DType::U8;
-    // uint8 is converted to float unscaled, as Keras does; scaling is the data pipeline's job.
-    parallel_for(n, [&](long long b, long long e, int) {
-      for (long long i = b; i < e; ++i) {
-        long long src_row = rows ? (*rows)[i] : i;
-        if (u8) {
-          const uint8_t* s = x.u8() + src_row * per;
-          for (long long k = 0; k < per; ++k) dst[i * per + k] = static_cast<float>(s[k]);
-        } else {
-          std::memcpy(dst + i * per, x.f32() + src_row * per, sizeof(float) * per);
-        }
-      }
-    }, 8);
-  }
-  if (x.dtype() == DType::F32) ops::check_finite(staged, "input batch");
-  if (device_.is_cpu()) return staged;
-  if (!x_dev_[slot].defined())
-    x_dev_[slot] = Tensor::empty(with_batch(capacity_, input_shape_), DType::F32, device_);
-  Tensor d = x_dev_[slot].view(0, full);
-  upload(staged, d, async);
-  return d;
-}
-
-Tensor Sequential::stage_target(const Tensor& y, const std::vector<long long>* rows, long long n, int slot,
-                                bool async) {
-  const long long classes = out_shapes_.back().at(0);
-  HPCNN_CHECK_ARG(y.device().is_cpu(), "targets must be a host array");
-  long long ny = y.rank() ? y.dim(0) : 0;
-  if (rows) {
-    for (long long r : *rows) HPCNN_CHECK_ARG(r >= 0 && r < ny, "row index ", r, " is outside the targets' ", ny, " rows");
-  } else {
-    HPCNN_CHECK_ARG(ny == n, "inputs have ", n, " rows but targets have ", ny);
-  }
-  const bool pinned_needed = async && device_.is_cuda();
-  Tensor staged;
-  if (loss_ == Loss::CategoricalCrossentropy) {
-    HPCNN_CHECK_ARG(y.dtype() == DType::F32 && y.rank() == 2 && y.dim(1) == classes,
-                    "categorical_crossentropy needs one-hot targets of shape (n, ", classes, "), got ", y.str(),
-                    ": use hpcnn.utils.to_categorical(y, ", classes, ") (or HDF5Dataset(..., one_hot=", classes,
-                    ")), or loss='sparse_categorical_crossentropy' for class indices");
-    ops::check_finite(y, "targets");
-    const Shape full{n, classes};
-    if (!rows && !pinned_needed) {
-      staged = y;
-    } else {
-      staged = host_staging(y_host_[slot], {capacity_, classes}, DType::F32).view(0, full);
-      for (long long i = 0; i < n; ++i)
-        std::memcpy(staged.f32() + i * classes, y.f32() + (rows ? (*rows)[i] : i) * classes,
-                    sizeof(float) * classes);
-    }
-  } else {
-    HPCNN_CHECK_ARG(y.dtype() == DType::I32 && (y.rank() == 1 || (y.rank() == 2 && y.dim(1) == 1)),
-                    "sparse_categorical_crossentropy needs integer class indices of shape (n,) or (n, 1), got ",
-                    y.str(), (y.rank() == 2 && y.dim(1) == classes ? ": these look one-hot; use "
-                                                                      "loss='categorical_crossentropy'" : ""));
-    staged = host_staging(y_host_[slot], {capacity_}, DType::I32).view(0, {n});
-    for (long long i = 0; i < n; ++i) {
-      int32_t label = y.i32()[rows ? (*rows)[i] : i];
-      HPCNN_CHECK_ARG(label >= 0 && label < classes, "label ", label, " (row ", rows ? (*rows)[i] : i,
-                      ") is outside [0, ", classes, ") for a model with ", classes, " outputs");
-      staged.i32()[i] = label;
-    }
-  }
-  if (device_.is_cpu()) return staged;
-  if (!y_dev_[slot].defined() || y_dev_[slot].dtype() != staged.dtype()) {
-    Shape cap = staged.shape();
-    cap[0] = capacity_;
-    y_dev_[slot] = Tensor::empty(cap, staged.dtype(), device_);
-  }
-  Tensor d = y_dev_[slot].view(0, staged.shape());
-  upload(staged, d, async);
-  return d;
 }
 
 // ------------------------------------------------------------------ the step
@@ -349,96 +208,48 @@ BatchStats Sequential::loss_and_stats(const Tensor& logits, const Tensor& target
   return BatchStats{h[0], h[1], n};
 }
 
-namespace {
-bool same_array(const Tensor& a, const Tensor& b) {
-  return a.raw() == b.raw() && a.shape() == b.shape() && a.dtype() == b.dtype();
-}
-}  // namespace
-
-std::pair<Tensor, Tensor> Sequential::stage_batch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows,
-                                                  const char* purpose) {
+void Sequential::require_compiled(const char* purpose) const {
   HPCNN_CHECK_ARG(compiled(), "the model must be compiled before ", purpose, ": call model.compile(...)");
-  if (pending_ && same_array(pending_->x, x) && same_array(pending_->y, y) && pending_->has_rows == (rows != nullptr) &&
-      (!rows || pending_->rows == *rows)) {
-    // Staged (and on a GPU, uploaded or being uploaded) by prefetch(): the ops enqueued from now
-    // on wait for that copy on the device, so no host wait is needed here.
-    std::pair<Tensor, Tensor> out{pending_->X, pending_->Y};
-    slot_ = pending_->slot;  // only now is it the slot of the last step
-    pending_.reset();
-    return out;
+}
+
+StagedBatch Sequential::take_batch(const Batch* current, bool with_targets) {
+  // The step's buffers first: a batch too big for the memory fails before its rows are gathered.
+  if (current && !current->error && current->x.defined() && current->x.rank() >= 1) {
+    const long long n = current->rows ? static_cast<long long>(current->rows->size()) : current->x.dim(0);
+    if (n > 0) ensure_buffers(n);
   }
-  discard_prefetch();
-  const long long n = batch_rows(x, rows);
-  wait_staging_free();  // before any staging buffer is refilled or (growing) freed
-  ensure_buffers(n);
-  slot_ = 1 - slot_;
-  Tensor X = stage_input(x, rows, n, slot_, false);
-  return {X, stage_target(y, rows, n, slot_, false)};
+  StagedBatch b = current ? stager_.stage(*current, with_targets) : stager_.take_ahead(with_targets);
+  ensure_buffers(b.x.dim(0));
+  return b;
 }
 
-// Why writing slot 1 - slot_ without waiting is safe on a GPU. Only a train_batch returns with
-// work still queued (its backward pass and optimizer step; test_batch and predict_batch end with
-// a device->host readback that waits for all of their work). That step, the last one, reads its
-// input X from slot_ (the first layer's backward reads X). The other slot was last read by an
-// earlier step, whose whole work was enqueued on the compute stream before the last step's
-// forward pass and loss; the last step's stats readback waited for those, hence (streams run in
-// order) for the earlier step's backward too. So nothing queued reads the other slot, and the
-// copy may run alongside the last step's backward. The host staging buffers are refilled only
-// after wait_staging_free() (the copies that read them have finished). The synchronous staging
-// (stage_batch) needs none of this: its copy runs on the legacy default stream, which waits for
-// the compute and copy streams (both are blocking streams).
-void Sequential::prefetch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows) {
-  HPCNN_CHECK_ARG(compiled(), "the model must be compiled before training: call model.compile(...)");
-  discard_prefetch();
-  const long long n = batch_rows(x, rows);
-  wait_staging_free();  // before any staging buffer is refilled or (growing) freed
-  ensure_buffers(n);
-  const int slot = 1 - slot_;
-  Prefetched p;
-  try {
-    p.X = stage_input(x, rows, n, slot, true);
-    p.Y = stage_target(y, rows, n, slot, true);
-  } catch (...) {
-    // Bad targets after the input's copy was enqueued: let that copy finish before its buffers
-    // can be refilled or freed (the next staging waits too; this is explicit).
-    wait_staging_free();
-    throw;
-  }
-  // Only a completely staged batch is recorded (an error above leaves no pending prefetch).
-  // slot_ stays the slot of the last step until the batch is used: were this prefetch dropped and
-  // another one made before the next step, that one must again avoid the last step's slot.
-  p.slot = slot;
-  p.x = x;
-  p.y = y;
-  p.has_rows = rows != nullptr;
-  if (rows) p.rows = *rows;
-  pending_ = std::move(p);
+BatchStats Sequential::train_step(const Batch* current, const Batch* next) {
+  require_compiled("training");
+  BatchStats st = train_on(take_batch(current, true));
+  if (next) stager_.stage_ahead(*next, true);  // uploads while this step's backward runs
+  return st;
 }
 
-// On a GPU, blocks until the last async copy has finished, so that both slots' host staging
-// buffers may be refilled. Called once before a batch is staged (not between its x and y: that
-// would wait for the x upload just started). Normally returns at once: the last copy belonged to a
-// prefetch that the previous step used, and that step's stats readback came after it.
-void Sequential::wait_staging_free() {
-  if (device_.is_cuda()) cuda::copy_wait_host(device_.index);
+BatchStats Sequential::test_step(const Batch* current, const Batch* next) {
+  require_compiled("evaluation");
+  BatchStats st = test_on(take_batch(current, true));
+  if (next) stager_.stage_ahead(*next, true);
+  return st;
 }
 
-// Drops a pending prefetch. On a GPU its copy may still be in flight: wait for it, so that the
-// buffers it writes and reads can be refilled or freed.
-void Sequential::discard_prefetch() {
-  if (!pending_) return;
-  pending_.reset();
-  if (device_.is_cuda()) cuda::copy_wait_host(device_.index);
+Tensor Sequential::predict_step(const Batch* current, const Batch* next) {
+  StagedBatch b = take_batch(current, false);
+  Tensor out = forward(b.x, num_layers(), false).to(Device::cpu());  // a copy: the buffers are reused
+  if (next) stager_.stage_ahead(*next, false);
+  return out;
 }
 
-BatchStats Sequential::train_batch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows) {
-  auto [X, Y] = stage_batch(x, y, rows, "training");
-  // From here on, any error leaves no pending prefetch to be used (stage_batch took or dropped it).
+BatchStats Sequential::train_on(const StagedBatch& b) {
   ++step_;
   const int end = loss_end();
-  Tensor logits = forward(X, end, true);
+  Tensor logits = forward(b.x, end, true);
   Tensor dl = dlogits_.view(0, logits.shape());
-  BatchStats st = loss_and_stats(logits, Y, &dl);
+  BatchStats st = loss_and_stats(logits, b.y, &dl);
   if (!std::isfinite(st.loss_sum))
     throw ValueError(cat("the loss is ", std::isnan(st.loss_sum) ? "NaN" : "inf",
                          ": training diverged (try a smaller learning rate); the weights were not updated"));
@@ -456,7 +267,7 @@ BatchStats Sequential::train_batch(const Tensor& x, const Tensor& y, const std::
   for (int i = end - 1; i >= first_param; --i) {
     ctx.layer_index = i;
     Layer& l = *layers_[i];
-    const Tensor& xi = i ? acts_now_[i - 1] : X;
+    const Tensor& xi = i ? acts_now_[i - 1] : b.x;
     if (l.backward_is_view()) {
       g = g.reshape(xi.shape());
       continue;
@@ -474,21 +285,9 @@ BatchStats Sequential::train_batch(const Tensor& x, const Tensor& y, const std::
   return st;
 }
 
-BatchStats Sequential::test_batch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows) {
-  auto [X, Y] = stage_batch(x, y, rows, "evaluation");
-  Tensor logits = forward(X, loss_end(), false);
-  return loss_and_stats(logits, Y, nullptr);
-}
-
-Tensor Sequential::predict_batch(const Tensor& x, const std::vector<long long>* rows) {
-  discard_prefetch();  // the staging below may reuse its buffers
-  const long long n = batch_rows(x, rows);
-  wait_staging_free();  // before any staging buffer is refilled or (growing) freed
-  ensure_buffers(n);
-  slot_ = 1 - slot_;
-  Tensor X = stage_input(x, rows, n, slot_, false);
-  Tensor out = forward(X, num_layers(), false);
-  return out.to(Device::cpu());  // a copy: the activation buffers are reused by the next batch
+BatchStats Sequential::test_on(const StagedBatch& b) {
+  Tensor logits = forward(b.x, loss_end(), false);
+  return loss_and_stats(logits, b.y, nullptr);
 }
 
 }  // namespace hpcnn::nn

@@ -1,24 +1,27 @@
-// A Sequential model: the spine of a training step.
+// A Sequential model: the spine of a training step. Getting a batch onto the model's device is
+// the batch stager's job (nn/batch_stager.h); the model runs steps on staged tensors.
 //
-//   train_batch(x, y):
-//     stage x (uint8 -> float if needed, NaN/inf check, gather rows by index) and y (label range
-//     check) on the host, copy both to the model's device (the only host->device copies of a step)
+//   train_step(current, next):
+//     take this step's batch: `current` staged now, or (current == nullptr) the batch the previous
+//     call staged as its `next` (an error met while staging that one is raised now, at its turn)
 //     forward through the layers into per-layer activation buffers
-//     fused softmax + cross-entropy on the logits -> loss sum, correct count, dlogits
+//     fused softmax + cross-entropy on the logits -> loss sum, correct count, dlogits; read back
+//     [loss_sum, correct] (the one device->host copy of a step)
 //     backward through the same layers (ping-pong gradient buffers), parameter gradients written
 //     into the one gradient buffer
 //     one optimizer step over the one parameter buffer
-//     read back [loss_sum, correct] (the one device->host copy of a step)
+//     stage `next` (if given) for the following call: on a GPU its upload runs on the copy stream
+//     while this step's backward pass and optimizer step still run on the GPU
 //
-//   prefetch(x, y) (fit calls it right after train_batch(k) returns, with batch k+1): the same
-//     staging, into the other of two staging slots; on a GPU via pinned host memory and an async
-//     copy on the copy stream, overlapping step k's backward pass still running on the GPU. The
-//     next train_batch with the same (x, y, rows) then starts from the uploaded batch.
+//   test_step(current, next) and predict_step(current, next): the same, without the backward
+//   pass (predict: without targets, returning the outputs). All three share the staged batch: a
+//   batch staged by one may be taken by another (predict_step leaves its y unchecked).
 //
 // All trainable parameters live in one contiguous buffer (and their gradients in another);
 // layers hold views. The device is the model's own property, set by to(). The buffers are in the
 // device's layout (conv kernels OHWI on a GPU, nn/param_layout.h), converted only by get_weights,
-// set_weights and to().
+// set_weights and to(). Before any device buffer of the model is freed or replaced, the model
+// waits for the GPU's queued work (a step returns with its backward pass still running).
 #pragma once
 
 #include <cstdint>
@@ -28,13 +31,13 @@
 #include <utility>
 #include <vector>
 
+#include "nn/batch_stager.h"
 #include "nn/layer.h"
+#include "nn/loss.h"
 #include "nn/optimizer.h"
 #include "nn/param_layout.h"
 
 namespace hpcnn::nn {
-
-enum class Loss { CategoricalCrossentropy, SparseCategoricalCrossentropy };
 
 struct BatchStats {
   double loss_sum = 0;  // sum over the batch (divide by n for the mean)
@@ -45,7 +48,7 @@ struct BatchStats {
 class Sequential {
  public:
   Sequential(Shape input_shape, std::vector<LayerPtr> layers, uint64_t seed);
-  ~Sequential();  // waits for a prefetch copy still in flight before its buffers are freed
+  ~Sequential();  // waits for the GPU's queued work before the device buffers are freed
   Sequential(const Sequential&) = delete;
   Sequential& operator=(const Sequential&) = delete;
 
@@ -75,44 +78,34 @@ class Sequential {
   uint64_t seed() const { return seed_; }
   uint64_t step() const { return step_; }
 
-  // x: (n, *input_shape) float32 or uint8 on the host. y: float32 one-hot (n, classes) or integer
-  // labels (n,) / (n, 1). `rows`, when given, selects (and orders) the rows of x and y to use.
-  BatchStats train_batch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows = nullptr);
-  BatchStats test_batch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows = nullptr);
-  // Stages the batch that the next train_batch/test_batch(x, y, rows) will use, with the same checks
-  // and errors, and on a GPU starts its host->device copy on the copy stream without waiting: the
-  // upload overlaps the previous step's backward pass, still running on the GPU. The next
-  // train_batch/test_batch uses it when called with the same arrays (same data pointers, shapes,
-  // dtypes) and the same rows; anything else discards it. x and y must not be modified until then
-  // (they are kept alive, so their addresses cannot be reused by other arrays meanwhile).
-  void prefetch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows = nullptr);
-  bool has_prefetch() const { return pending_.has_value(); }
-  // For the tests of the slot bookkeeping: the staging slot (0/1) of the last staged step, and the
-  // pending prefetch's (-1 without one). A prefetch must never take the last step's slot.
-  int last_step_slot() const { return slot_; }
-  int prefetch_slot() const { return pending_ ? pending_->slot : -1; }
-  // Outputs (n, *output_shape) on the host.
-  Tensor predict_batch(const Tensor& x, const std::vector<long long>* rows = nullptr);
+  // One training step on `current`, or (nullptr) on the batch staged by the previous call's
+  // `next`; then stages `next` (nullptr: none) for the following call. Errors of this step's
+  // batch are raised here, including one met while staging it ahead; an error staging `next` is
+  // kept with it and raised by the call that takes it. ValueError when current is nullptr and no
+  // batch is staged. The batches' arrays must not change until the call that uses them returns.
+  BatchStats train_step(const Batch* current, const Batch* next = nullptr);
+  // Loss and accuracy without training; the same contract.
+  BatchStats test_step(const Batch* current, const Batch* next = nullptr);
+  // Outputs (n, *output_shape) on the host; the batches' targets are not needed (nor checked).
+  Tensor predict_step(const Batch* current, const Batch* next = nullptr);
+  bool has_staged() const { return stager_.has_ahead(); }
+  // Drops a staged batch (and releases its arrays).
+  void drop_staged() { stager_.drop_ahead(); }
+  const BatchStager& stager() const { return stager_; }  // for the tests of the slot bookkeeping
 
  private:
   void bind_layers();
   void ensure_buffers(long long n);
-  // Checks, sizes the buffers and stages one batch: (inputs, targets) on the model's device.
-  std::pair<Tensor, Tensor> stage_batch(const Tensor& x, const Tensor& y, const std::vector<long long>* rows,
-                                        const char* purpose);
-  // Stage into staging slot `slot`; `async` (prefetch): on a GPU through pinned memory and the copy
-  // stream, without waiting; otherwise the synchronous copy as before.
-  Tensor stage_input(const Tensor& x, const std::vector<long long>* rows, long long n, int slot, bool async);
-  Tensor stage_target(const Tensor& y, const std::vector<long long>* rows, long long n, int slot, bool async);
-  Tensor& host_staging(Tensor& buf, const Shape& shape, DType dtype);  // (re)made as needed
-  void upload(const Tensor& host, Tensor& dev, bool async);           // host -> the device buffer view
-  void discard_prefetch();
-  void wait_staging_free();
-  long long batch_rows(const Tensor& x, const std::vector<long long>* rows) const;
+  void require_compiled(const char* purpose) const;
+  // The batch of this step: `current` staged now, or the one staged ahead.
+  StagedBatch take_batch(const Batch* current, bool with_targets);
+  BatchStats train_on(const StagedBatch& b);
+  BatchStats test_on(const StagedBatch& b);
   // Runs layers [0, end) and returns the output of layer end-1 (or the input when end == 0).
   Tensor forward(const Tensor& x, int end, bool training);
   BatchStats loss_and_stats(const Tensor& logits, const Tensor& target, Tensor* dlogits);
   int loss_end() const;  // layers run before the loss (the fused softmax is skipped)
+  void wait_device() const;  // blocks until queued GPU work has finished (before buffers go)
 
   Shape input_shape_;
   std::vector<LayerPtr> layers_;
@@ -129,25 +122,13 @@ class Sequential {
   Loss loss_ = Loss::CategoricalCrossentropy;
   bool fused_softmax_ = false;
 
+  BatchStager stager_;
+
   // Buffers for up to capacity_ rows; smaller batches use leading views.
   long long capacity_ = 0;
   std::vector<Tensor> act_;               // per layer output (undefined for view layers)
   Tensor grad_a_, grad_b_, dlogits_;      // ping-pong gradient buffers
   Tensor stats_;
-  // Two staging slots, alternated by every staged batch (slot_ is the last one used), so that a
-  // prefetch never writes the input buffer that the step still running on the GPU reads (see
-  // prefetch()). Host buffers are pinned when the model is on a GPU.
-  Tensor x_host_[2], x_dev_[2], y_host_[2], y_dev_[2];
-  int slot_ = 0;
-  // The batch staged by prefetch(), waiting for the matching train_batch/test_batch.
-  struct Prefetched {
-    Tensor x, y;                  // the caller's arrays: identity, and kept alive
-    bool has_rows = false;
-    std::vector<long long> rows;
-    Tensor X, Y;                  // staged on the model's device
-    int slot = 0;                 // their staging slot (becomes slot_ when the batch is used)
-  };
-  std::optional<Prefetched> pending_;
   std::vector<Tensor> acts_now_;          // this step's layer outputs (views)
 };
 

@@ -9,7 +9,7 @@ namespace hpcnn::cuda {
 
 namespace {
 
-constexpr int kMaxChannels = 64;  // 2 x 64 floats = 512 bytes of kernel parameters
+constexpr int kMaxChannels = kDecodeMaxChannels;  // 2 x 64 floats = 512 bytes of kernel parameters
 
 struct Affine {
   float scale[kMaxChannels], shift[kMaxChannels];

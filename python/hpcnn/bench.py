@@ -114,6 +114,6 @@ def tutorial_cnn_step_times(device: str = "cpu", batch_size: int = 250, steps: i
     m = applications.tutorial_cnn(seed=0)
     m.compile("adam", "sparse_categorical_crossentropy", ["accuracy"], device=device)
     core = m._model()
-    train = time_steps(lambda: core.train_batch(x, y, None), steps, warmup)
-    infer = time_steps(lambda: core.predict_batch(x, None), steps, warmup)
+    train = time_steps(lambda: core.train_step((x, y)), steps, warmup)
+    infer = time_steps(lambda: core.predict_step((x,)), steps, warmup)
     return train, infer

@@ -10,7 +10,7 @@ C++ on hpcnn's threads, off the GIL; see the README's "data" section for the des
 from __future__ import annotations
 
 import os
-from typing import Dict, Iterator, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, Optional, Tuple, Union
 
 import numpy as np
 
@@ -176,6 +176,21 @@ class HDF5Dataset:
         try:
             for batch in it:
                 yield batch
+        finally:
+            it.close()
+
+    def _model_batches(self, epoch: int, device: str) -> Iterator[Tuple[np.ndarray, Optional[np.ndarray], Any]]:
+        """(x, y, decode) batches for a model on `device` (what fit, evaluate and predict use). On
+        a GPU a uint8 dataset's x comes as stored, with decode = (scale, shift) per channel, and
+        the model decodes it on the device: a quarter of float32's bytes cross PCIe. Elsewhere x
+        comes decoded to float32 on the loader's threads (overlapped with training), decode None."""
+        if int(epoch) < 0:
+            raise ValueError(f"epoch must be >= 0, got {epoch}")
+        stored_u8 = str(device) != "cpu"
+        it = self._live().epoch(int(epoch), self._prefetch, str(device), stored_u8)
+        try:
+            for batch in it:
+                yield batch if stored_u8 else (batch[0], batch[1], None)
         finally:
             it.close()
 

@@ -2,8 +2,13 @@
 
 ``Sequential.fit`` / ``evaluate`` / ``predict`` / ``*_on_batch`` (models.py) own the public
 signatures and defaults and call the functions here with the model as first argument. Each batch is
-one C++ call (``train_batch``, ``test_batch`` or ``predict_batch``, GIL released); Python only
-slices or fetches batches, prepares them for the core, and runs callbacks and the progress bar.
+one C++ call (``train_step``, ``test_step`` or ``predict_step``, GIL released) that runs the step
+on its batch and stages the next one (on a GPU the next batch's upload overlaps this step's
+backward pass); the following call passes ``None`` for the batch the core already holds. Python
+only slices or fetches batches, prepares them for the core, and runs callbacks and the progress
+bar. A batch is the tuple ``(x, y, rows, decode)`` the core takes: ``rows`` selects rows of x and y
+(a shuffled epoch over arrays), ``decode`` is ``(scale, shift)`` for a uint8 x that the model is
+to decode itself (an HDF5Dataset feeding a GPU model), else None.
 """
 from __future__ import annotations
 
@@ -20,10 +25,10 @@ if TYPE_CHECKING:  # models.py imports this module; the model is only passed in
 
 ArrayLike = Any
 
-# fit stages batch b+1 with core.prefetch while step b runs (see fit). Costs nothing measurable
-# on the CPU (the staging work moves from train_batch to prefetch), so it is always on; the
-# tests switch it off to compare.
-PREFETCH = True
+# Each step call also stages the next batch (see fit). Costs nothing measurable on the CPU (the
+# staging work only moves from one call to the one before), so it is always on; the tests switch it
+# off to compare (then every call stages its own batch).
+STAGE_NEXT = True
 
 
 def is_dataset(obj: Any) -> bool:
@@ -57,26 +62,34 @@ def prepare_inputs(x: ArrayLike) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.float32)
 
 
+Batch = Tuple[Any, Any, Optional[np.ndarray], Optional[Tuple[Any, Any]]]  # (x, y, rows, decode)
+
+
 def array_batches(model: "Sequential", x: np.ndarray, y: Optional[np.ndarray], batch_size: int, shuffle: bool,
-                  epoch: int) -> Iterator[Tuple[np.ndarray, Optional[np.ndarray], Optional[np.ndarray]]]:
-    """(x, y, rows) per batch: contiguous slices, or the full arrays plus row indices that the
-    core gathers (no NumPy copy) when shuffling."""
+                  epoch: int) -> Iterator[Batch]:
+    """(x, y, rows, None) per batch: contiguous slices, or the full arrays plus row indices that
+    the core gathers (no NumPy copy) when shuffling."""
     n = len(x)
     if shuffle:
         order = np.random.default_rng([model._seed or 0, epoch]).permutation(n)
         for b in range(0, n, batch_size):
-            yield x, y, order[b:b + batch_size]
+            yield x, y, order[b:b + batch_size], None
     else:
         for b in range(0, n, batch_size):
-            yield x[b:b + batch_size], (y[b:b + batch_size] if y is not None else None), None
+            yield x[b:b + batch_size], (y[b:b + batch_size] if y is not None else None), None, None
 
 
-def dataset_batches(model: "Sequential", ds: Any, epoch: int, shuffle: bool) -> Iterator[Tuple[Any, Any, None]]:
-    """(x, y, None) per batch of a native dataset (decoded for the model's device) or of a
-    Sequence-style object (its items in order, or shuffled by the model's seed and the epoch)."""
+def dataset_batches(model: "Sequential", ds: Any, epoch: int, shuffle: bool) -> Iterator[Batch]:
+    """(x, y, None, decode) per batch of a native dataset (made for the model's device: on a GPU a
+    uint8 dataset's x as stored, with the decode the model applies there) or of a Sequence-style
+    object (its items in order, or shuffled by the model's seed and the epoch; decode None)."""
+    if hasattr(ds, "_model_batches"):
+        for xb, yb, decode in ds._model_batches(epoch, device=model._model().device):
+            yield xb, yb, None, decode
+        return
     if hasattr(ds, "epoch_batches"):
         for xb, yb in ds.epoch_batches(epoch, device=model._model().device):
-            yield xb, yb, None
+            yield xb, yb, None, None
         return
     order = np.arange(len(ds))
     if shuffle:
@@ -85,16 +98,17 @@ def dataset_batches(model: "Sequential", ds: Any, epoch: int, shuffle: bool) -> 
         item = ds[int(i)]
         if not isinstance(item, tuple) or len(item) < 2:
             raise ValueError(f"the dataset's item {i} is not an (x, y) tuple")
-        yield item[0], item[1], None
+        yield item[0], item[1], None, None
     if hasattr(ds, "on_epoch_end"):
         ds.on_epoch_end()
 
 
-def fetch_batch(model: "Sequential", it: Iterator[Any], is_ds: bool) -> Optional[Tuple[str, Any]]:
-    """The next batch of `it` for fit: ("ok", (x, y, rows)) prepared for the core, None at the
-    end, or the exception that fetching ("next_error") or preparing ("prepare_error") raised."""
+def fetch_batch(model: "Sequential", it: Iterator[Batch], is_ds: bool) -> Optional[Tuple[str, Any]]:
+    """The next batch of `it` for fit: ("ok", (x, y, rows, decode)) prepared for the core, None at
+    the end, or the exception that fetching ("next_error") or preparing ("prepare_error") raised,
+    kept to be raised at the batch's turn."""
     try:
-        xb, yb, rows = next(it)
+        xb, yb, rows, decode = next(it)
     except StopIteration:
         return None
     except Exception as err:  # Ctrl-C (KeyboardInterrupt) is not caught: it stops fit as before
@@ -105,7 +119,7 @@ def fetch_batch(model: "Sequential", it: Iterator[Any], is_ds: bool) -> Optional
             yb = prepare_targets(model, yb)
         except Exception as err:  # raised (and a ValueError numbered) at the batch's turn
             return ("prepare_error", err)
-    return ("ok", (xb, yb, rows))
+    return ("ok", (xb, yb, rows, decode))
 
 
 # ---------------------------------------------------------------------- training
@@ -113,8 +127,8 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
         callbacks: Optional[Sequence[Callback]], validation_split: float, validation_data: Any, shuffle: bool,
         initial_epoch: int, steps_per_epoch: Optional[int], validation_batch_size: Optional[int],
         validation_freq: int, kwargs: Dict[str, Any]) -> History:
-    """``Sequential.fit``: checks the arguments, then runs the epochs (one ``train_batch`` call per
-    batch, the next batch prefetched), the callbacks, the progress bar and validation."""
+    """``Sequential.fit``: checks the arguments, then runs the epochs (one ``train_step`` call per
+    batch, which also stages the next batch), the callbacks, the progress bar and validation."""
     for k in ("class_weight", "sample_weight", "workers", "use_multiprocessing", "max_queue_size"):
         v = kwargs.pop(k, None)
         if k in ("class_weight", "sample_weight") and v is not None:
@@ -186,34 +200,34 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
             batches = (dataset_batches(model, x, epoch, shuffle) if is_ds
                        else array_batches(model, x, y, batch_size, shuffle, epoch))
             logs: Dict[str, float] = {}
+            staged = False  # whether the core holds the batch of this step (staged by the last call)
             try:
-                # One batch ahead: batch b+1 is fetched (and prepared) right after train_batch(b)
-                # returns and handed to core.prefetch, which on a GPU uploads it on the copy
-                # stream while step b's backward pass still runs. Fetch errors are kept and
-                # raised at that batch's turn, where the loop would have raised them itself.
+                # One call per batch: train_step(batch b, batch b+1) trains on b and stages b+1,
+                # which on a GPU uploads on the copy stream while b's backward pass still runs; the
+                # next call passes None for it. An error of batch b+1 (fetching it, preparing it,
+                # or staging it in the core) is raised at that batch's turn, with its number.
                 it = iter(batches)
-                ahead = fetch_batch(model, it, is_ds)
+                current = fetch_batch(model, it, is_ds)
                 b = 0
-                while ahead is not None:
-                    kind, item = ahead
+                while current is not None:
+                    kind, item = current
                     if kind == "next_error":
                         raise item
                     if b >= steps:
                         break
                     for cb in cbs:
                         cb.on_train_batch_begin(b)
+                    upcoming = fetch_batch(model, it, is_ds)
+                    nxt = (upcoming[1] if STAGE_NEXT and b + 1 < steps and upcoming is not None
+                           and upcoming[0] == "ok" else None)
                     try:
                         if kind == "prepare_error":
                             raise item
-                        ls, c, n = core.train_batch(*item)
+                        ls, c, n = core.train_step(None if staged else item, nxt)
                     except ValueError as err:
                         raise ValueError(f"epoch {epoch + 1}, batch {b + 1}: {err}") from err
-                    ahead = fetch_batch(model, it, is_ds)
-                    if ahead is not None and ahead[0] == "ok" and b + 1 < steps and PREFETCH:
-                        try:
-                            core.prefetch(*ahead[1])
-                        except Exception:
-                            pass  # train_batch stages it again and reports the error with its batch number
+                    staged = nxt is not None
+                    current = upcoming
                     loss_sum += ls
                     correct += c
                     seen += n
@@ -227,6 +241,8 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
                         break
                     b += 1
             finally:
+                if staged:
+                    core.drop_staged()  # left over when stopping early: release its arrays now
                 if hasattr(batches, "close"):
                     batches.close()  # stops a dataset's producer when we leave early
             seconds = time.perf_counter() - t0
@@ -257,9 +273,29 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
 
 
 # ---------------------------------------------------------------------- evaluation and prediction
+def run_steps(core: Any, step: Any, batches: Iterator[Batch]) -> Iterator[Any]:
+    """step(batch, next) over `batches`, one call per batch: each call also stages the next batch
+    (on a GPU its upload overlaps this step), which the following call takes by passing None."""
+    it = iter(batches)
+    current = next(it, None)
+    staged = False
+    try:
+        while current is not None:
+            upcoming = next(it, None)
+            nxt = upcoming if STAGE_NEXT else None
+            out = step(None if staged else current, nxt)
+            staged = nxt is not None
+            current = upcoming
+            yield out
+        staged = False
+    finally:
+        if staged:
+            core.drop_staged()  # the loop was left early
+
+
 def evaluate_loss_accuracy(model: "Sequential", x: Any, y: Any, batch_size: int,
                            verbose: int = 0) -> Tuple[float, float]:
-    """(mean loss, accuracy) over arrays or a dataset: one ``test_batch`` call per batch."""
+    """(mean loss, accuracy) over arrays or a dataset: one ``test_step`` call per batch."""
     core = model._model()
     model._require_compiled("evaluate")
     loss_sum = correct = 0.0
@@ -280,11 +316,11 @@ def evaluate_loss_accuracy(model: "Sequential", x: Any, y: Any, batch_size: int,
             raise ValueError("evaluate: x is empty")
         batches = array_batches(model, x, y, batch_size, False, 0)
         total = (len(x) + batch_size - 1) // batch_size
+    if is_dataset(x):
+        batches = ((prepare_inputs(xb), prepare_targets(model, yb), rows, decode)
+                   for xb, yb, rows, decode in batches)
     bar = progress.ProgressBar(total, verbose)
-    for b, (xb, yb, rows) in enumerate(batches):
-        if is_dataset(x):
-            xb, yb = prepare_inputs(xb), prepare_targets(model, yb)
-        ls, c, n = core.test_batch(xb, yb, rows)
+    for b, (ls, c, n) in enumerate(run_steps(core, core.test_step, batches)):
         loss_sum, correct, seen = loss_sum + ls, correct + c, seen + n
         bar.update(b + 1, {"loss": loss_sum / seen})
     if seen == 0:
@@ -306,26 +342,25 @@ def evaluate(model: "Sequential", x: Any, y: Any, batch_size: Optional[int], ver
 
 
 def predict(model: "Sequential", x: Any, batch_size: Optional[int], kwargs: Dict[str, Any]) -> np.ndarray:
-    """``Sequential.predict``: one ``predict_batch`` call per batch, outputs concatenated."""
+    """``Sequential.predict``: one ``predict_step`` call per batch, outputs concatenated."""
     kwargs.pop("steps", None)
     kwargs.pop("callbacks", None)
     model._follow_device_scope()
     core = model._model()
     bs = int(batch_size or 32)
-    outs: List[np.ndarray] = []
     if is_dataset(x):
         if hasattr(x, "epoch_batches") and getattr(x, "shuffle", False):
             # Its batches come in a shuffled order: predictions would not line up with the rows.
             raise ValueError("predict: this dataset shuffles its rows, so the predictions would come back in a "
                              "shuffled order; create it with shuffle=False for prediction")
-        for xb, _, _ in dataset_batches(model, x, 0, False):
-            outs.append(core.predict_batch(prepare_inputs(xb), None))
+        batches: Iterator[Batch] = ((prepare_inputs(xb), None, None, decode)
+                                    for xb, _, _, decode in dataset_batches(model, x, 0, False))
     else:
         x = prepare_inputs(x)
         if len(x) == 0:
             raise ValueError("predict: x is empty")
-        for b in range(0, len(x), bs):
-            outs.append(core.predict_batch(x[b:b + bs], None))
+        batches = ((x[b:b + bs], None, None, None) for b in range(0, len(x), bs))
+    outs = list(run_steps(core, core.predict_step, batches))
     return np.concatenate(outs, axis=0)
 
 
@@ -333,20 +368,20 @@ def train_on_batch(model: "Sequential", x: ArrayLike, y: ArrayLike, return_dict:
     comp = model._require_compiled("train_on_batch")
     model._follow_device_scope()
     model._sync_learning_rate()
-    ls, c, n = model._model().train_batch(prepare_inputs(x), prepare_targets(model, y), None)
+    ls, c, n = model._model().train_step((prepare_inputs(x), prepare_targets(model, y)))
     return result(ls / n, c / n, comp, return_dict)
 
 
 def test_on_batch(model: "Sequential", x: ArrayLike, y: ArrayLike, return_dict: bool):
     comp = model._require_compiled("test_on_batch")
     model._follow_device_scope()
-    ls, c, n = model._model().test_batch(prepare_inputs(x), prepare_targets(model, y), None)
+    ls, c, n = model._model().test_step((prepare_inputs(x), prepare_targets(model, y)))
     return result(ls / n, c / n, comp, return_dict)
 
 
 def predict_on_batch(model: "Sequential", x: ArrayLike) -> np.ndarray:
     model._follow_device_scope()
-    return model._model().predict_batch(prepare_inputs(x), None)
+    return model._model().predict_step((prepare_inputs(x),))
 
 
 def result(loss: float, acc: float, comp: Dict[str, Any], return_dict: bool):

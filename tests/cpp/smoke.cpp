@@ -117,10 +117,11 @@ void model() {
     for (int k = 0; k < 6; ++k) img[(2 * c) * 6 + k] += 1.f;
     y.i32()[i] = c;
   }
+  nn::Batch batch{x, y};
   double first = 0, last = 0;
   bool finite = true;
   for (int step = 0; step < 40; ++step) {
-    nn::BatchStats s = m->train_batch(x, y);
+    nn::BatchStats s = m->train_step(&batch);
     double mean = s.loss_sum / s.n;
     finite = finite && std::isfinite(mean);
     if (step == 0) first = mean;
@@ -129,9 +130,9 @@ void model() {
   check(finite, "every training step's loss is finite");
   check(last < 0.5 * first,
         "40 Adam steps halve the loss (" + std::to_string(first) + " -> " + std::to_string(last) + ")");
-  nn::BatchStats e = m->test_batch(x, y);
+  nn::BatchStats e = m->test_step(&batch);
   check(e.n == n && e.correct >= 0.9 * n, "evaluation: " + std::to_string(e.correct) + " of 48 correct");
-  Tensor p = m->predict_batch(x);
+  Tensor p = m->predict_step(&batch);
   check(p.shape() == Shape{n, 3}, "prediction shape (48, 3)");
   check(m->get_weights().size() == 4, "four weights: conv kernel and bias, dense kernel and bias");
 }

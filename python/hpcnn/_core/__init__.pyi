@@ -58,6 +58,9 @@ class Model:
     def device(self) -> str:
         ...
 
+    def drop_staged(self) -> None:
+        """Drops a staged batch (and releases its arrays)."""
+
     def get_weights(self) -> list:
         ...
 
@@ -65,7 +68,7 @@ class Model:
         """The gradients of the last training step, aligned with parameter_buffer(keras_layout) element for element (the device's layout unless keras_layout=True)."""
 
     @property
-    def has_prefetch(self) -> bool:
+    def has_staged(self) -> bool:
         ...
 
     @property
@@ -91,11 +94,8 @@ class Model:
     def parameter_buffer(self, keras_layout: bool=False) -> numpy.ndarray:
         """The one parameter buffer in the layout of the model's device: conv kernels are (kh, kw, in, out) on the CPU but (out, kh, kw, in) on a GPU. A live view on the CPU, a copy from a GPU. keras_layout=True: a copy with every kernel in Keras' layout (get_weights' arrays, flattened and concatenated), comparable across devices."""
 
-    def predict_batch(self, x: object, rows: object=None) -> numpy.ndarray:
-        ...
-
-    def prefetch(self, x: object, y: object, rows: object=None) -> None:
-        """Stages the next train_batch/test_batch(x, y, rows) ahead (on a GPU: uploads it on the copy stream while the current step runs); the next call with the same arrays and rows uses it."""
+    def predict_step(self, batch: object, next: object=None) -> numpy.ndarray:
+        """Outputs for batch (x[, y[, rows[, decode]]]) (y is ignored), or None for the staged batch; stages next."""
 
     def relayout_buffer(self, buffer: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], from_device: str, to_device: str) -> numpy.ndarray:
         """A host copy of `buffer` (flat, aligned with the parameters: parameters, gradients, optimizer moments) converted from the layout the parameters have on from_device to the one on to_device: the conversion to() applies. A host computation: needs no GPU (for tests and tools)."""
@@ -111,14 +111,14 @@ class Model:
     def step(self) -> int:
         ...
 
-    def test_batch(self, x: object, y: object, rows: object=None) -> tuple:
-        """Loss and accuracy without training."""
+    def test_step(self, batch: object, next: object=None) -> tuple:
+        """Loss and accuracy without training: (loss_sum, correct, n); batch and next as for train_step."""
 
     def to(self, arg0: str) -> None:
         ...
 
-    def train_batch(self, x: object, y: object, rows: object=None) -> tuple:
-        """One training step; returns (loss_sum, correct, n)."""
+    def train_step(self, batch: object, next: object=None) -> tuple:
+        """One training step; returns (loss_sum, correct, n). batch: (x, y[, rows[, decode]]), or None for the batch staged by the previous call's `next`. next: the following batch, staged now (on a GPU its upload overlaps this step's backward pass); an error staging it is raised by the call that takes it."""
 
     @property
     def weight_shapes(self) -> list:

@@ -43,11 +43,15 @@ class Loader:
         ...
 
     @property
+    def decode(self) -> tuple[list[float], list[float]]:
+        ...
+
+    @property
     def decode_seconds(self) -> float:
         ...
 
-    def epoch(self, epoch: typing.SupportsInt | typing.SupportsIndex, prefetch: typing.SupportsInt | typing.SupportsIndex=4, device: str='cpu') -> EpochIterator:
-        ...
+    def epoch(self, epoch: typing.SupportsInt | typing.SupportsIndex, prefetch: typing.SupportsInt | typing.SupportsIndex=4, device: str='cpu', stored_u8: bool=False) -> EpochIterator:
+        """Batches of one epoch, made ahead on a C++ thread: (x, y), or with stored_u8 (x, y, decode), where a uint8 dataset's x comes as stored with decode = (scale, shift) per channel, for a model that decodes on its GPU (decode None for float32 x)."""
 
     @property
     def has_labels(self) -> bool:
