@@ -21,7 +21,7 @@ BUILD_INFO_KEYS = ("version", "compiler", "blas_vendor", "blas_library", "thread
                    "cuda_version", "cudnn_version", "cublas_version", "cuda_archs")
 
 # Drop variables that would decide the thread count before the one a test sets.
-_THREAD_VARS = ("SLURM_CPUS_PER_TASK", "OMP_NUM_THREADS")
+_THREAD_VARS = ("HPCNN_NUM_THREADS", "SLURM_CPUS_PER_TASK", "OMP_NUM_THREADS")
 
 
 def run_python(code, env_extra=None, prefix=()):
@@ -87,8 +87,19 @@ def test_slurm_wins_over_omp():
     assert out == "3"
 
 
-def test_threads_from_omp():
-    assert run_python("import hpcnn; print(hpcnn.get_num_threads())", {"OMP_NUM_THREADS": "5"}) == "5"
+def test_omp_num_threads_does_not_set_hpcnn_threads():
+    """Job scripts set OMP_NUM_THREADS=1 to keep a BLAS single-threaded: hpcnn (which does not use
+    OpenMP) must not train on one thread because of it. Its own variable is HPCNN_NUM_THREADS."""
+    cpus = len(os.sched_getaffinity(0))
+    assert run_python("import hpcnn; print(hpcnn.get_num_threads())", {"OMP_NUM_THREADS": "1"}) == str(cpus)
+    assert run_python("import hpcnn; print(hpcnn.get_num_threads())", {"OMP_NUM_THREADS": "5"}) == str(cpus)
+    assert run_python("import hpcnn; print(hpcnn.get_num_threads())", {"HPCNN_NUM_THREADS": "5"}) == "5"
+
+
+def test_hpcnn_num_threads_wins_over_slurm():
+    out = run_python("import hpcnn; print(hpcnn.get_num_threads(), hpcnn._core.default_num_threads_source())",
+                     {"HPCNN_NUM_THREADS": "3", "SLURM_CPUS_PER_TASK": "5"})
+    assert out == "3 HPCNN_NUM_THREADS=3"
 
 
 @pytest.mark.skipif(shutil.which("taskset") is None, reason="taskset not installed")

@@ -28,6 +28,7 @@ static py::dict build_info() {
   d["threading"] = "hpcnn thread pool (std::thread), BLAS pinned to 1 thread inside it";
   d["num_threads"] = get_num_threads();
   d["default_num_threads"] = default_num_threads();
+  d["default_num_threads_source"] = default_num_threads_choice().source;
   unsigned maj = 0, min = 0, rel = 0;
   H5get_libversion(&maj, &min, &rel);
   d["hdf5_version"] = std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(rel);
@@ -63,6 +64,9 @@ void bind_core(py::module_& m) {
   m.def("get_num_threads", &get_num_threads);
   m.def("set_num_threads", &set_num_threads, py::arg("n"));
   m.def("default_num_threads", &default_num_threads);
+  m.def("default_num_threads_source", [] { return default_num_threads_choice().source; },
+        "Where the default thread count comes from: 'HPCNN_NUM_THREADS=n', 'SLURM_CPUS_PER_TASK=n' or "
+        "'the affinity mask' (read from the environment now).");
 
   py::class_<cuda::DeviceInfo>(m, "CudaDeviceInfo")
       .def_readonly("index", &cuda::DeviceInfo::index)
