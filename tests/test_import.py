@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,6 +45,35 @@ def test_import_and_build_info():
     if info["cuda"]:
         for key in ("cuda_version", "cudnn_version", "cublas_version", "cuda_archs"):
             assert info[key], key
+
+
+def _nvcc():
+    for p in (shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
+        if p and os.path.exists(p):
+            return p
+    return None
+
+
+@pytest.mark.skipif(not hpcnn.build_info()["cuda"], reason="built without the CUDA backend: no architectures")
+def test_cuda_archs_name_the_built_architectures():
+    """build_info()['cuda_archs'] lists real architectures ("75;80;90;..."), never the keyword the
+    build was asked for ("all-major"); for a keyword, the list is what nvcc itself builds for it."""
+    info = hpcnn.build_info()
+    archs = info["cuda_archs"].split(";")
+    assert all(re.fullmatch(r"\d+[a-z]?", a) for a in archs), info["cuda_archs"]
+    assert info["cuda_archs_requested"]
+    requested, nvcc = info["cuda_archs_requested"], _nvcc()
+    if requested in ("all", "all-major") and nvcc:
+        ver = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+        if f"release {'.'.join(info['cuda_version'].split('.')[:2])}," in ver:  # the nvcc it was built with
+            dry = subprocess.run([nvcc, f"-arch={requested}", "--dryrun", "-c", "probe.cu"], capture_output=True,
+                                 text=True)
+            built = sorted(set(re.findall(r"kind=elf,sm=(\d+)", dry.stdout + dry.stderr)), key=int)
+            assert archs == built, (archs, built)
+            assert info["cuda_ptx"].split(";") == sorted(set(re.findall(r"kind=ptx,sm=(\d+)", dry.stdout + dry.stderr)),
+                                                         key=int)
+    elif requested not in ("all", "all-major", "native"):
+        assert archs == [re.match(r"\d+[a-z]?", a).group(0) for a in requested.split(";") if not a.endswith("-virtual")]
 
 
 @pytest.mark.skipif(os.environ.get("HPCNN_EXPECT_CUDA") != "1", reason="HPCNN_EXPECT_CUDA=1 not set (CI sets it)")

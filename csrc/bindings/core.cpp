@@ -17,6 +17,15 @@ namespace hpcnn::bindings {
 
 namespace py = pybind11;
 
+#ifdef HPCNN_WITH_CUDA
+// CMake passes architecture lists space-separated; shown as CMake lists ("75;80;90").
+static std::string cmake_list(std::string words) {
+  for (char& c : words)
+    if (c == ' ') c = ';';
+  return words;
+}
+#endif
+
 static py::dict build_info() {
   py::dict d;
   d["version"] = HPCNN_VERSION;
@@ -47,7 +56,9 @@ static py::dict build_info() {
                        std::to_string(CUDNN_PATCHLEVEL);
   d["cublas_version"] = std::to_string(CUBLAS_VER_MAJOR) + "." + std::to_string(CUBLAS_VER_MINOR) + "." +
                         std::to_string(CUBLAS_VER_PATCH);
-  d["cuda_archs"] = HPCNN_CUDA_ARCHS;
+  d["cuda_archs"] = cmake_list(HPCNN_CUDA_ARCHS);  // machine code built, e.g. "75;80;90;100;110;120"
+  d["cuda_ptx"] = cmake_list(HPCNN_CUDA_PTX);      // PTX embedded (JIT-compiled on newer GPUs), e.g. "120"
+  d["cuda_archs_requested"] = cmake_list(HPCNN_CUDA_ARCHS_REQUESTED);  // CMAKE_CUDA_ARCHITECTURES: "all-major"
 #else
   d["cuda_version"] = py::none();
   d["cuda_runtime_version"] = py::none();
@@ -55,6 +66,8 @@ static py::dict build_info() {
   d["cudnn_version"] = py::none();
   d["cublas_version"] = py::none();
   d["cuda_archs"] = py::none();
+  d["cuda_ptx"] = py::none();
+  d["cuda_archs_requested"] = py::none();
 #endif
   return d;
 }
