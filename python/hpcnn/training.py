@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence,
 
 import numpy as np
 
-from . import _core, progress
+from . import _core, progress, threads
 from .callbacks import Callback, History
 
 if TYPE_CHECKING:  # models.py imports this module; the model is only passed in
@@ -166,20 +166,19 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
         cb.set_model(model)
         cb.set_params(params)
     model.stop_training = False
-    if verbose:
-        print(f"Training on {core.device} ({_core.get_num_threads()} CPU threads)" if core.device == "cpu"
+    if verbose:  # on the CPU, the thread count, and why when it is below the CPUs this process may use
+        print(f"Training on {core.device} with {threads.describe()}" if core.device == "cpu"
               else f"Training on {core.device}", flush=True)
     for cb in cbs:
         cb.on_train_begin()
     want_acc = comp["accuracy"]
     try:
         for epoch in range(initial_epoch, epochs):
-            if verbose:
-                print(f"Epoch {epoch + 1}/{epochs}", flush=True)
+            # The bar prints "Epoch e/E" above itself (in Jupyter: inside its one display).
+            bar = progress.ProgressBar(steps, verbose, title=f"Epoch {epoch + 1}/{epochs}")
             for cb in cbs:
                 cb.on_epoch_begin(epoch)
             model._sync_learning_rate()
-            bar = progress.ProgressBar(steps, verbose)
             loss_sum = correct = 0.0
             seen = 0
             t0 = time.perf_counter()
