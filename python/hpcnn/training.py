@@ -108,6 +108,44 @@ def fetch_batch(model: "Sequential", it: Iterator[Any], is_ds: bool) -> Optional
     return ("ok", (xb, yb, rows))
 
 
+# ---------------------------------------------------------------------- early shape checks
+# fit checks the shapes of its data against the model before the first epoch, so a wrong shape
+# is one clear ValueError before anything is printed or trained, not an error at "batch 1".
+def check_shapes(model: "Sequential", where: str, x: Any, y: Any, x_name: str, y_name: str) -> None:
+    """ValueError naming `x_name`/`y_name` when x's per-sample shape is not the model's input
+    shape, or y's shape does not fit the compiled loss. Arrays are checked fully; a dataset by
+    its declared row shape (``x_shape``) when it has one."""
+    want_x = tuple(model._input_shape or ())
+    expects = (None,) + want_x
+
+    def fits(per_sample: Tuple[int, ...]) -> bool:  # as the core: (H, W) samples fit an (H, W, 1) input
+        return per_sample == want_x or per_sample + (1,) == want_x
+
+    if is_dataset(x):
+        got = getattr(x, "x_shape", None)
+        if got is not None and want_x and not fits(tuple(got)):
+            raise ValueError(f"{where}: input shape mismatch: the model expects {expects} but got "
+                             f"{(None,) + tuple(got)} ({x_name} delivers samples of shape {tuple(got)})")
+        return
+    xs = tuple(np.shape(x))
+    if want_x and not fits(xs[1:]):
+        raise ValueError(f"{where}: input shape mismatch: the model expects {expects} but got {xs} ({x_name})")
+    if y is None:
+        return
+    ys = tuple(np.shape(y))
+    units = model.output_shape[-1]
+    loss = model._require_compiled(where)["loss"]
+    if loss == "categorical_crossentropy" and (len(ys) != 2 or ys[1] != units):
+        raise ValueError(f"{where}: categorical_crossentropy needs one-hot targets of shape (n, {units}), but "
+                         f"{y_name} has shape {ys}: use hpcnn.utils.to_categorical(y, {units}) (or "
+                         f"HDF5Dataset(..., one_hot={units})), or loss='sparse_categorical_crossentropy' for "
+                         "class indices")
+    if loss == "sparse_categorical_crossentropy" and not (len(ys) == 1 or (len(ys) == 2 and ys[1] == 1)):
+        hint = "; these look one-hot: use loss='categorical_crossentropy'" if len(ys) == 2 else ""
+        raise ValueError(f"{where}: sparse_categorical_crossentropy needs class indices of shape (n,) or (n, 1), "
+                         f"but {y_name} has shape {ys}{hint}")
+
+
 # ---------------------------------------------------------------------- training
 def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epochs: int, verbose: Any,
         callbacks: Optional[Sequence[Callback]], validation_split: float, validation_data: Any, shuffle: bool,
@@ -158,6 +196,11 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
         steps = min(steps, int(steps_per_epoch))
     if steps == 0:
         raise ValueError("fit: the training data has no batches")
+    check_shapes(model, "fit", x, y, "x", "y")
+    if validation_data is not None and is_dataset(validation_data):
+        check_shapes(model, "fit", validation_data, None, "validation_data", "")
+    elif validation_data is not None and isinstance(validation_data, (tuple, list)) and len(validation_data) >= 2:
+        check_shapes(model, "fit", validation_data[0], validation_data[1], "validation_data x", "validation_data y")
 
     history = History()
     cbs: List[Callback] = list(callbacks or []) + [history]
