@@ -1,4 +1,5 @@
-"""Downloads with checksum verification and a progress bar (never called by the tests)."""
+"""Downloads with checksum verification and a progress bar, the data directory, and the error for
+a dataset that is neither here nor downloadable. The tests download only from file:// URLs."""
 from __future__ import annotations
 
 import hashlib
