@@ -2,6 +2,7 @@
 CIFAR-10 download route (`hpcnn convert cifar10 --download`) works: download, MD5 check,
 conversion to the tutorial's HDF5 file. No network: downloads come from file:// URLs
 ($HPCNN_CIFAR10_URL) of small archives in the official format that the tests write."""
+import functools
 import hashlib
 import os
 import re
@@ -50,6 +51,11 @@ def hpcnn_help(words):
     """`hpcnn SUB [KIND] --help` output (KIND for convert, whose parser takes it first)."""
     args = words[:2] if words[0] == "convert" and len(words) > 1 and re.fullmatch(r"[a-z_0-9]+", words[1]) \
         else words[:1]
+    return _help(tuple(args))
+
+
+@functools.lru_cache(maxsize=None)
+def _help(args):  # one process per distinct `hpcnn SUB [KIND] --help`
     r = subprocess.run([sys.executable, "-m", "hpcnn", *args, "--help"], capture_output=True, text=True, timeout=120)
     return r.returncode, r.stdout + r.stderr
 
