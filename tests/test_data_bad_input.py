@@ -181,6 +181,7 @@ def test_hdf5_error_stack_is_silenced_and_folded(tmp_path):
     (dict(prefetch=0), "prefetch"),
     (dict(one_hot=0), "one_hot"),
     (dict(one_hot=10, num_classes=5), "disagree"),
+    (dict(num_classes=-1), "num_classes must be >= 0"),
     (dict(scale=((0.5, 0.5), (1.0, 2.0, 3.0))), "mean"),
     (dict(scale=((0.5, 0.5), (1.0, 1.0))), "scale"),
     (dict(scale=(0.5, 0.0)), "std"),
@@ -190,6 +191,16 @@ def test_bad_arguments(tmp_path, kw, match):
     p = good_file(tmp_path / "d.h5")
     with pytest.raises(ValueError, match=match):
         data.HDF5Dataset(p, **kw)
+
+
+def test_read_dataset_of_a_scalar_is_a_clear_error(tmp_path):
+    p = tmp_path / "s.h5"
+    with h5py.File(p, "w") as f:
+        f.create_dataset("x", data=np.float32(1.5))
+        f.create_dataset("b", data=np.uint8(7))
+    for name in ("x", "b"):
+        with pytest.raises(ValueError, match=f"dataset '{name}'.*is a scalar"):
+            data.read_dataset(str(p), name)
 
 
 def test_bad_epoch(tmp_path):

@@ -10,8 +10,6 @@ float one-hot data (test_gpu_model.py):
 HPCNN_TEST_GPU=cpu runs these tests with the CPU standing in for the GPU (the CPU is then compared
 with itself): a check of the tests' own logic on machines without a GPU. TF32 is off.
 """
-import os
-
 import numpy as np
 import pytest
 
@@ -19,13 +17,9 @@ import hpcnn
 from hpcnn import _core, data
 from hpcnn.layers import Conv2D, Dense, Dropout, Flatten, InputLayer, MaxPooling2D
 
-GPU = os.environ.get("HPCNN_TEST_GPU", "gpu:0")
-_REASON = "" if GPU == "cpu" else _core.cuda_unavailable_reason()
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(bool(_REASON), reason=f"no usable GPU: {_REASON}"),
-    pytest.mark.usefixtures("tf32_off"),  # tests/conftest.py
-]
+from gpu_target import GPU, MARKS
+
+pytestmark = MARKS
 
 
 def model(seed=5):

@@ -4,6 +4,10 @@
 
 #include <pybind11/pybind11.h>
 
+#include <string>
+
+#include "core/device.h"
+
 namespace hpcnn::bindings {
 
 void bind_core(pybind11::module_& m);  // build info, threads, devices, errors   (core.cpp)
@@ -11,5 +15,8 @@ void bind_ops(pybind11::module_& m);   // the operators on NumPy arrays         
 void bind_nn(pybind11::module_& m);    // layers, model, training step            (nn.cpp)
 void bind_data(pybind11::module_& m);  // HDF5 datasets, loaders, writers         (data.cpp)
 void bind_cuda(pybind11::module_& m);  // TF32 switch, GPU sync, per-layer timings (cuda.cpp)
+
+// A device named by the caller ("cpu", "gpu:1"), checked usable (a GPU: present and working).
+Device usable_device(const std::string& spec);  // (core.cpp)
 
 }  // namespace hpcnn::bindings

@@ -4,6 +4,7 @@
 
 #include "bindings/bindings.h"
 #include "core/cuda_runtime.h"
+#include "core/tensor.h"
 #include "core/thread_pool.h"
 #include "core/transfer_stats.h"
 #include "ops/blas.h"
@@ -16,6 +17,12 @@
 namespace hpcnn::bindings {
 
 namespace py = pybind11;
+
+Device usable_device(const std::string& spec) {
+  Device d = parse_device(spec);
+  if (d.is_cuda()) cuda::require_device(d.index);
+  return d;
+}
 
 #ifdef HPCNN_WITH_CUDA
 // CMake passes architecture lists space-separated; shown as CMake lists ("75;80;90").

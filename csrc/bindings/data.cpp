@@ -3,8 +3,6 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
-#include <random>
-
 #include "bindings/bindings.h"
 #include "bindings/numpy_tensor.h"
 #include "data/h5_dataset.h"
@@ -119,11 +117,9 @@ void bind_data(py::module_& root) {
              o.y_name = y;
              o.batch_size = batch_size;
              o.shuffle = shuffle;
-             o.seed = seed.is_none() ? (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}()
-                                     : seed.cast<uint64_t>();
+             if (!seed.is_none()) o.seed = seed.cast<uint64_t>();
              o.scale = std::move(scale);
              o.shift = std::move(shift);
-             HPCNN_CHECK_ARG(num_classes >= 0, "num_classes must be >= 0, got ", num_classes);
              o.num_classes = num_classes;
              o.one_hot = one_hot;
              o.drop_remainder = drop_remainder;
@@ -131,9 +127,7 @@ void bind_data(py::module_& root) {
              HPCNN_CHECK_ARG(memory_budget > 0, "memory_budget must be > 0 bytes, got ", memory_budget);
              o.memory_budget = static_cast<size_t>(memory_budget);
              py::gil_scoped_release nogil;
-             auto loader = std::make_shared<Loader>(std::move(o));
-             loader->warm_async(0);  // epoch 0's first window loads while the model is being built
-             return loader;
+             return std::make_shared<Loader>(std::move(o));
            }),
            py::arg("path"), py::arg("x"), py::arg("y"), py::arg("batch_size"), py::arg("shuffle"), py::arg("seed"),
            py::arg("scale"), py::arg("shift"), py::arg("num_classes"), py::arg("one_hot"), py::arg("drop_remainder"),
@@ -202,17 +196,10 @@ void bind_data(py::module_& root) {
     const DatasetInfo& i = d->info();
     std::vector<py::ssize_t> shape(i.shape.begin(), i.shape.end());
     if (i.kind == ElemKind::U8 || i.kind == ElemKind::F32) {
-      HPCNN_CHECK_ARG(!i.shape.empty(), d->where(), " is a scalar, expected an array");
       py::array out = i.kind == ElemKind::U8 ? py::array(py::array_t<uint8_t>(shape)) : py::array(py::array_t<float>(shape));
-      auto* base = static_cast<uint8_t*>(out.mutable_data());
+      void* dst = out.mutable_data();
       py::gil_scoped_release nogil;
-      std::vector<long long> blocks;
-      std::vector<uint8_t*> dst;
-      for (long long b = 0; b < d->num_blocks(); ++b) {
-        blocks.push_back(b);
-        dst.push_back(base + static_cast<size_t>(b * d->block_rows()) * d->row_bytes());
-      }
-      d->read_blocks(blocks, dst);
+      d->read_all(dst);
       return out;
     }
     std::vector<int64_t> v;

@@ -1,12 +1,14 @@
 // The model as Python sees it: hpcnn._core.Model, built from layer configs (dicts made by
-// python/hpcnn/layers.py). Every call that computes releases the GIL.
+// python/hpcnn/layers.py, turned into layers by nn/factory.h). Every call that computes releases
+// the GIL.
 #include <pybind11/stl.h>
 
 #include <mutex>
 
 #include "bindings/bindings.h"
 #include "bindings/numpy_tensor.h"
-#include "nn/layers.h"
+#include "nn/config.h"
+#include "nn/factory.h"
 #include "nn/sequential.h"
 
 namespace hpcnn::bindings {
@@ -15,34 +17,38 @@ namespace {
 
 using nn::LayerPtr;
 
-template <typename T>
-T get(const py::dict& d, const char* key) {
-  if (!d.contains(key)) throw ValueError(cat("layer config is missing '", key, "'"));
-  return d[key].cast<T>();
-}
-
-LayerPtr make_layer(const py::dict& cfg) {
-  auto kind = get<std::string>(cfg, "class_name");
-  if (kind == "Conv2D") {
-    auto k = get<std::vector<int>>(cfg, "kernel_size");
-    auto s = get<std::vector<int>>(cfg, "strides");
-    return std::make_unique<nn::Conv2DLayer>(get<int>(cfg, "filters"), k.at(0), k.at(1), s.at(0), s.at(1),
-                                             parse_padding(get<std::string>(cfg, "padding")),
-                                             get<std::string>(cfg, "activation") == "relu");
+// A config dict as nn::Config: booleans, integers (Python's or NumPy's), other numbers, strings
+// and lists/tuples of integers; None means "not given". Anything else is a ValueError.
+nn::Config to_config(const py::handle& obj, const char* what) {
+  if (!py::isinstance<py::dict>(obj)) throw ValueError(cat(what, " must be a dict"));
+  nn::Config cfg(what);
+  for (auto [k, v] : py::reinterpret_borrow<py::dict>(obj)) {
+    if (!py::isinstance<py::str>(k)) throw ValueError(cat(what, ": keys must be strings"));
+    const std::string key = k.cast<std::string>();
+    if (v.is_none()) continue;
+    if (PyBool_Check(v.ptr())) {
+      cfg.set(key, v.cast<bool>());
+    } else if (PyIndex_Check(v.ptr())) {
+      cfg.set(key, py::int_(py::reinterpret_borrow<py::object>(v)).cast<long long>());
+    } else if (py::isinstance<py::str>(v)) {
+      cfg.set(key, v.cast<std::string>());
+    } else if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+      std::vector<long long> ints;
+      for (auto e : v) {
+        if (PyBool_Check(e.ptr()) || !PyIndex_Check(e.ptr()))
+          throw ValueError(cat(what, ": '", key, "' must hold integers only"));
+        ints.push_back(py::int_(py::reinterpret_borrow<py::object>(e)).cast<long long>());
+      }
+      cfg.set(key, std::move(ints));
+    } else if (PyFloat_Check(v.ptr()) || PyNumber_Check(v.ptr())) {
+      cfg.set(key, py::float_(py::reinterpret_borrow<py::object>(v)).cast<double>());
+    } else {
+      std::string type = py::str(py::type::handle_of(v).attr("__name__"));
+      throw ValueError(cat(what, ": '", key, "' has a value of type ", type,
+                           " (expected a number, a string or a list of integers)"));
+    }
   }
-  if (kind == "MaxPooling2D") {
-    auto p = get<std::vector<int>>(cfg, "pool_size");
-    auto s = get<std::vector<int>>(cfg, "strides");
-    return std::make_unique<nn::MaxPool2DLayer>(p.at(0), p.at(1), s.at(0), s.at(1),
-                                                parse_padding(get<std::string>(cfg, "padding")));
-  }
-  if (kind == "Flatten") return std::make_unique<nn::FlattenLayer>();
-  if (kind == "Dense")
-    return std::make_unique<nn::DenseLayer>(get<int>(cfg, "units"), get<std::string>(cfg, "activation") == "relu");
-  if (kind == "Dropout") return std::make_unique<nn::DropoutLayer>(get<float>(cfg, "rate"));
-  if (kind == "Activation")
-    return std::make_unique<nn::ActivationLayer>(nn::parse_activation(get<std::string>(cfg, "activation")));
-  throw ValueError(cat("unknown layer class '", kind, "'"));
+  return cfg;
 }
 
 // A host tensor for model input: float32 or uint8 as given (borrowed), anything else as float32.
@@ -107,13 +113,21 @@ py::tuple run_step(PyModel& p, const py::object& x, const py::object& y, const p
   return py::make_tuple(st.loss_sum, st.correct, st.n);
 }
 
+// A flat buffer of the model (parameters or gradients) as NumPy: as held, or in Keras' layout.
+py::array flat_buffer(PyModel& p, const Tensor& flat, bool keras_layout) {
+  auto lk = lock_model(p);
+  if (!keras_layout) return to_numpy(flat);
+  const Tensor host = flat.device().is_cpu() ? flat : flat.to(Device::cpu());
+  return to_numpy(p.model->param_layout().convert(host, flat.device(), Device::cpu()));
+}
+
 }  // namespace
 
 void bind_nn(py::module_& m) {
   py::class_<PyModel>(m, "Model")
       .def(py::init([](std::vector<long long> input_shape, py::list layer_configs, uint64_t seed) {
              std::vector<LayerPtr> layers;
-             for (auto c : layer_configs) layers.push_back(make_layer(c.cast<py::dict>()));
+             for (auto c : layer_configs) layers.push_back(nn::make_layer(to_config(c, "layer config")));
              auto pm = std::make_unique<PyModel>();
              pm->model = std::make_unique<nn::Sequential>(input_shape, std::move(layers), seed);
              return pm;
@@ -140,22 +154,8 @@ void bind_nn(py::module_& m) {
       })
       .def("compile", [](PyModel& p, py::dict opt, const std::string& loss, bool from_logits) {
         auto lk = lock_model(p);
-        auto name = get<std::string>(opt, "name");
-        std::unique_ptr<nn::Optimizer> o;
-        if (name == "Adam")
-          o = std::make_unique<nn::Adam>(get<float>(opt, "learning_rate"), get<float>(opt, "beta_1"),
-                                         get<float>(opt, "beta_2"), get<float>(opt, "epsilon"));
-        else if (name == "SGD")
-          o = std::make_unique<nn::SGD>(get<float>(opt, "learning_rate"), get<float>(opt, "momentum"),
-                                        get<bool>(opt, "nesterov"));
-        else
-          throw ValueError(cat("unknown optimizer '", name, "'"));
-        nn::Loss l;
-        if (loss == "categorical_crossentropy") l = nn::Loss::CategoricalCrossentropy;
-        else if (loss == "sparse_categorical_crossentropy") l = nn::Loss::SparseCategoricalCrossentropy;
-        else throw ValueError(cat("unknown loss '", loss,
-                                  "': use 'categorical_crossentropy' or 'sparse_categorical_crossentropy'"));
-        p.model->compile(std::move(o), l, from_logits);
+        std::unique_ptr<nn::Optimizer> o = nn::make_optimizer(to_config(opt, "optimizer config"));
+        p.model->compile(std::move(o), nn::parse_loss(loss), from_logits);
       }, py::arg("optimizer"), py::arg("loss"), py::arg("from_logits") = false)
       .def_property("learning_rate",
                     [](PyModel& p) {
@@ -215,9 +215,29 @@ void bind_nn(py::module_& m) {
         auto lk = lock_model(p);
         p.model->set_weights(ts);
       })
-      .def("parameter_buffer", [](PyModel& p) { return to_numpy(p.model->parameter_buffer()); },
-           "The one parameter buffer (a copy when on a GPU; a live view on the CPU).")
-      .def("gradient_buffer", [](PyModel& p) { return to_numpy(p.model->gradient_buffer()); });
+      // ---- the flat buffers, in the layout of the model's device (nn/param_layout.h)
+      .def("parameter_buffer", [](PyModel& p, bool keras_layout) {
+        return flat_buffer(p, p.model->parameter_buffer(), keras_layout);
+      }, py::arg("keras_layout") = false,
+         "The one parameter buffer in the layout of the model's device: conv kernels are (kh, kw, in, out) on "
+         "the CPU but (out, kh, kw, in) on a GPU. A live view on the CPU, a copy from a GPU. keras_layout=True: "
+         "a copy with every kernel in Keras' layout (get_weights' arrays, flattened and concatenated), "
+         "comparable across devices.")
+      .def("gradient_buffer", [](PyModel& p, bool keras_layout) {
+        return flat_buffer(p, p.model->gradient_buffer(), keras_layout);
+      }, py::arg("keras_layout") = false,
+         "The gradients of the last training step, aligned with parameter_buffer(keras_layout) element for "
+         "element (the device's layout unless keras_layout=True).")
+      .def("relayout_buffer", [](PyModel& p, py::array_t<float, py::array::c_style | py::array::forcecast> flat,
+                                 const std::string& from_device, const std::string& to_device) {
+        Tensor host = borrow_array(flat, "buffer");
+        Device from = parse_device(from_device), to = parse_device(to_device);
+        auto lk = lock_model(p);
+        return to_numpy(p.model->param_layout().convert(host.reshape({host.numel()}), from, to));
+      }, py::arg("buffer"), py::arg("from_device"), py::arg("to_device"),
+         "A host copy of `buffer` (flat, aligned with the parameters: parameters, gradients, optimizer moments) "
+         "converted from the layout the parameters have on from_device to the one on to_device: the conversion "
+         "to() applies. A host computation: needs no GPU (for tests and tools).");
 }
 
 }  // namespace hpcnn::bindings

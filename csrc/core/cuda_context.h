@@ -99,7 +99,7 @@ struct Context {
   CudnnHandle cudnn;
   CublasHandle cublas;
   DeviceBuffer workspace;  // cuDNN workspaces
-  DeviceBuffer scratch;    // our kernels' temporaries (transposed kernels, partial sums, ...)
+  DeviceBuffer scratch;    // our kernels' temporaries (padded inputs, partial sums, ...)
   std::shared_ptr<ConvAlgoCache> conv_algos;  // shared_ptr: the type is complete only in cudnn_ops.cu
   bool tf32_applied = false;  // the math mode currently set on the cuBLAS handle
 

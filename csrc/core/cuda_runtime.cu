@@ -163,19 +163,19 @@ void free_pinned(void* ptr) noexcept {
   (void)cudaGetLastError();
 }
 
-void copy(void* dst, const void* src, size_t bytes, int kind) {
+void copy(void* dst, const void* src, size_t bytes, CopyKind kind) {
   static const cudaMemcpyKind kinds[] = {cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
-                                         cudaMemcpyDeviceToDevice};
+                                         cudaMemcpyDeviceToDevice};  // indexed by CopyKind
   // cudaMemcpy runs on the CURRENT device's legacy default stream, which is ordered with that
   // device's blocking streams (the backend's compute streams, core/cuda_context.h). Make the GPU
   // that holds the data current, so the copy waits for (d2h) or precedes (h2d) its kernels even
   // when another GPU was current.
-  const void* on_gpu = kind == 1 ? dst : (kind == 2 || kind == 3) ? src : nullptr;
+  const void* on_gpu = kind == CopyKind::HostToDevice ? dst : kind == CopyKind::HostToHost ? nullptr : src;
   if (on_gpu) {
     cudaPointerAttributes attr{};
     HPCNN_CUDA_CHECK(cudaPointerGetAttributes(&attr, on_gpu));
     if (attr.type == cudaMemoryTypeDevice) HPCNN_CUDA_CHECK(cudaSetDevice(attr.device));
-    if (kind == 3) {
+    if (kind == CopyKind::DeviceToDevice) {
       cudaPointerAttributes to{};
       HPCNN_CUDA_CHECK(cudaPointerGetAttributes(&to, dst));
       if (attr.type == cudaMemoryTypeDevice && to.type == cudaMemoryTypeDevice && to.device != attr.device) {
@@ -192,7 +192,7 @@ void copy(void* dst, const void* src, size_t bytes, int kind) {
       }
     }
   }
-  HPCNN_CUDA_CHECK(cudaMemcpy(dst, src, bytes, kinds[kind]));
+  HPCNN_CUDA_CHECK(cudaMemcpy(dst, src, bytes, kinds[static_cast<int>(kind)]));
 }
 
 void synchronize(int device) {

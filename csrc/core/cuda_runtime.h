@@ -40,7 +40,9 @@ void free_device(void* ptr, int device) noexcept;
 // any GPU may copy from it.
 void* malloc_pinned(size_t bytes, int device = 0);
 void free_pinned(void* ptr) noexcept;
-void copy(void* dst, const void* src, size_t bytes, int kind);  // kind: 0 h2h,1 h2d,2 d2h,3 d2d; synchronous
+// Which side each pointer of a copy is on (the values index cudaMemcpyKind's first four).
+enum class CopyKind { HostToHost = 0, HostToDevice = 1, DeviceToHost = 2, DeviceToDevice = 3 };
+void copy(void* dst, const void* src, size_t bytes, CopyKind kind);  // synchronous
 void synchronize(int device);
 
 }  // namespace hpcnn::cuda

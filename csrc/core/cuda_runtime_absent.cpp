@@ -20,7 +20,7 @@ void* malloc_device(size_t, int) { throw BackendError(kWhy); }
 void free_device(void*, int) noexcept {}
 void* malloc_pinned(size_t, int) { throw BackendError(kWhy); }
 void free_pinned(void*) noexcept {}
-void copy(void*, const void*, size_t, int) { throw BackendError(kWhy); }
+void copy(void*, const void*, size_t, CopyKind) { throw BackendError(kWhy); }
 void synchronize(int) {}
 
 }  // namespace hpcnn::cuda

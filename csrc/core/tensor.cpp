@@ -113,9 +113,12 @@ void Tensor::copy_from(const Tensor& src) {
     std::memcpy(raw(), src.raw(), n);
     return;
   }
-  int kind = s.is_cpu() ? 1 : (d.is_cpu() ? 2 : 3);
-  if (kind == 1) transfer_stats().count_h2d(n);
-  if (kind == 2) transfer_stats().count_d2h(n);
+  using cuda::CopyKind;
+  CopyKind kind = s.is_cpu()   ? CopyKind::HostToDevice
+                  : d.is_cpu() ? CopyKind::DeviceToHost
+                               : CopyKind::DeviceToDevice;
+  if (kind == CopyKind::HostToDevice) transfer_stats().count_h2d(n);
+  if (kind == CopyKind::DeviceToHost) transfer_stats().count_d2h(n);
   cuda::copy(raw(), src.raw(), n, kind);
 }
 

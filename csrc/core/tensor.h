@@ -2,7 +2,7 @@
 //
 // Storage owns bytes (64-byte aligned on the host, cudaMalloc'd on a GPU) or borrows them
 // (a NumPy array kept alive by a keep-alive handle). Tensors are cheap to copy: they share the
-// storage. A model's parameters are views into one contiguous buffer (see nn/parameter_buffer.h).
+// storage. A model's parameters are views into one contiguous buffer (see nn/param_layout.h).
 #pragma once
 
 #include <cstddef>

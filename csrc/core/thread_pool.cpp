@@ -179,8 +179,6 @@ void set_num_threads(int n) {
   if (n != Pool::instance().size()) Pool::instance().resize(n);
 }
 
-bool in_parallel_region() { return t_in_region; }
-
 void parallel_region(const std::function<void(int, int)>& fn, int max_threads) {
   int n = std::min(get_num_threads(), std::max(1, max_threads));
   Pool::instance().run(fn, n);

@@ -38,6 +38,4 @@ inline void split_range(long long n, int tid, int nthreads, long long& begin, lo
   end = begin + base + (tid < extra ? 1 : 0);
 }
 
-bool in_parallel_region();
-
 }  // namespace hpcnn

@@ -7,9 +7,9 @@
 #include <future>
 #include <cstring>
 
+#include "core/dynamic_for.h"
 #include "core/errors.h"
 #include "core/thread_pool.h"
-#include "data/dynamic_for.h"
 #include "data/inflate.h"
 
 namespace hpcnn::data {
@@ -472,6 +472,17 @@ void H5Dataset::decode_group(const std::vector<long long>& blocks, const std::ve
     }
   });
   add(scatter_seconds_, now_s() - t2);
+}
+
+void H5Dataset::read_all(void* dst) {
+  HPCNN_CHECK_ARG(!info_.shape.empty(), where(), " is a scalar, expected an array");
+  std::vector<long long> blocks;
+  std::vector<uint8_t*> dsts;
+  for (long long b = 0; b < num_blocks(); ++b) {
+    blocks.push_back(b);
+    dsts.push_back(static_cast<uint8_t*>(dst) + static_cast<size_t>(b * block_rows()) * row_bytes());
+  }
+  read_blocks(blocks, dsts);
 }
 
 std::vector<int64_t> H5Dataset::read_all_int64() {

@@ -60,6 +60,10 @@ class H5Dataset {
   // native little-endian values of the stored type (uint8 or float32). Only for U8/F32 data.
   void read_blocks(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst);
 
+  // The whole dataset (U8/F32, not a scalar) into `dst`, rows * row_bytes bytes, through
+  // read_blocks (parallel inflate).
+  void read_all(void* dst);
+
   // The whole dataset converted by HDF5 to int64 (labels). ValueError unless integer-typed.
   std::vector<int64_t> read_all_int64();
 

@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <random>
 
+#include "core/dynamic_for.h"
 #include "core/errors.h"
+#include "core/pixel.h"
 #include "core/thread_pool.h"
-#include "data/dynamic_for.h"
-#include "ops/elementwise.h"
 
 namespace hpcnn::data {
 
@@ -20,6 +21,8 @@ CacheMode parse_cache_mode(const std::string& s) {
 
 Loader::Loader(LoaderOptions opt) : opt_(std::move(opt)) {
   HPCNN_CHECK_ARG(opt_.batch_size >= 1, "batch_size must be >= 1, got ", opt_.batch_size);
+  HPCNN_CHECK_ARG(opt_.num_classes >= 0, "num_classes must be >= 0, got ", opt_.num_classes);
+  if (!opt_.seed) opt_.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   x_ = std::make_unique<H5Dataset>(opt_.path, opt_.x_name);
   const DatasetInfo& xi = x_->info();
   const int rank = static_cast<int>(xi.shape.size());
@@ -92,6 +95,7 @@ Loader::Loader(LoaderOptions opt) : opt_(std::move(opt)) {
     window_blocks_ = std::min(window_blocks_, x_->num_blocks());
     cache_capacity_ = 2 * window_blocks_;
   }
+  warm_async(0);  // epoch 0's first window loads while the caller builds its model
 }
 
 Loader::~Loader() {
@@ -147,7 +151,7 @@ std::string Loader::repr() const {
 
 const EpochPlan& Loader::plan(long long epoch) {
   if (epoch != plan_epoch_) {
-    plan_ = make_epoch_plan(rows_, x_->block_rows(), window_blocks_, opt_.shuffle, opt_.seed, epoch);
+    plan_ = make_epoch_plan(rows_, x_->block_rows(), window_blocks_, opt_.shuffle, *opt_.seed, epoch);
     plan_epoch_ = epoch;
     if (!in_memory_) cache_.clear();  // streaming: every epoch reads the file again
   }
@@ -243,7 +247,7 @@ void Loader::fill_batch(long long epoch, long long i, float* x_out, void* y_out)
       float* __restrict__ y = x_out + k * elems;
       if (u8) {
         const uint8_t* __restrict__ x = src[k];
-        for (long long e = 0; e < elems; ++e) y[e] = ew::decode_u8(x[e], sc[e], sh[e]);
+        for (long long e = 0; e < elems; ++e) y[e] = pixel::decode_u8(x[e], sc[e], sh[e]);
       } else {
         const float* __restrict__ x = reinterpret_cast<const float*>(src[k]);
         for (long long e = 0; e < elems; ++e) y[e] = x[e] * sc[e] + sh[e];

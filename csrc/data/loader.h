@@ -10,6 +10,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -28,9 +29,9 @@ struct LoaderOptions {
   std::string path, x_name = "x_train", y_name = "y_train";  // y_name "" = no labels
   long long batch_size = 32;
   bool shuffle = true;
-  uint64_t seed = 0;
+  std::optional<uint64_t> seed;  // none: a fresh random seed for this loader
   std::vector<float> scale{1.0f / 255}, shift{0.0f};  // per channel (size 1 or channels)
-  int num_classes = 0;    // 0: inferred from the labels (max + 1)
+  int num_classes = 0;    // 0: inferred from the labels (max + 1); negative: ValueError
   bool one_hot = false;   // y as float32 (B, num_classes)
   bool drop_remainder = false;
   CacheMode cache = CacheMode::Auto;

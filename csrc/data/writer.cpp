@@ -8,9 +8,9 @@
 #include <random>
 #include <set>
 
+#include "core/dynamic_for.h"
 #include "core/errors.h"
 #include "core/thread_pool.h"
-#include "data/dynamic_for.h"
 #include "data/h5.h"
 #include "data/inflate.h"
 

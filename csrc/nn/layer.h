@@ -15,11 +15,18 @@ namespace hpcnn::nn {
 
 enum class Init { GlorotUniform, Zeros };
 
+// How a parameter is laid out in the model's buffer on a device (nn/param_layout.h):
+//   Plain         its Keras shape, on every device;
+//   Conv2DKernel  the layout the device's conv2d backend takes (ops::conv2d_kernel_layout): Keras'
+//                 HWIO on the CPU, OHWI on a GPU. `shape` is always the Keras (HWIO) shape.
+enum class ParamKind { Plain, Conv2DKernel };
+
 struct ParamSpec {
   std::string name;  // "kernel", "bias"
-  Shape shape;
+  Shape shape;       // Keras' shape: what get_weights/set_weights and model files use
   Init init;
   long long fan_in = 0, fan_out = 0;  // for glorot_uniform
+  ParamKind kind = ParamKind::Plain;
 };
 
 // What a step needs besides tensors: training or inference, and the dropout randomness.
@@ -37,7 +44,8 @@ class Layer {
   virtual std::string kind() const = 0;
   virtual Shape output_shape(const Shape& input) const = 0;  // ValueError when the input does not fit
   virtual std::vector<ParamSpec> param_specs(const Shape& input) const { return {}; }
-  // Views into the model's parameter and gradient buffers, in param_specs order.
+  // Views into the model's parameter and gradient buffers, in param_specs order, shaped in the
+  // model's device layout (ParamKind).
   void bind(std::vector<Tensor> params, std::vector<Tensor> grads) {
     params_ = std::move(params);
     grads_ = std::move(grads);

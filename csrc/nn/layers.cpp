@@ -28,7 +28,7 @@ Shape Conv2DLayer::output_shape(const Shape& in) const {
 std::vector<ParamSpec> Conv2DLayer::param_specs(const Shape& in) const {
   long long c = in.at(2);
   long long rf = (long long)kh_ * kw_;
-  return {{"kernel", {kh_, kw_, c, filters_}, Init::GlorotUniform, rf * c, rf * filters_},
+  return {{"kernel", {kh_, kw_, c, filters_}, Init::GlorotUniform, rf * c, rf * filters_, ParamKind::Conv2DKernel},
           {"bias", {filters_}, Init::Zeros, 0, 0}};
 }
 

@@ -1,10 +1,11 @@
 // The layers of hpcnn. Each is thin: shape rules, parameter specs, and calls into ops/.
-//   Conv2D       conv2d (+ fused ReLU)                 params: kernel (kh,kw,in,out), bias (out)
+//   Conv2D       conv2d (+ fused ReLU)                 params: kernel (kh,kw,in,out)*, bias (out)
 //   MaxPool2D    max pooling                           no params
 //   Flatten      (H,W,C) -> (H*W*C) in H,W,C order     a view, no copy (Keras' NHWC order)
 //   Dense        matmul + bias (+ fused ReLU)          params: kernel (in,out), bias (out)
 //   Dropout      inverted dropout while training       identity view at inference
 //   Activation   relu or softmax (last axis)
+// * Keras' shape; the model holds it in its device's conv2d kernel layout (ParamKind::Conv2DKernel).
 #pragma once
 
 #include "nn/layer.h"

@@ -9,8 +9,9 @@ static void ensure_state(Tensor& s, const Tensor& like) {
     s = Tensor::zeros(like.shape(), DType::F32, like.device());
 }
 
-static void move_state(Tensor& s, Device d) {
-  if (s.defined() && s.device() != d) s = s.to(d);
+// The state buffers are aligned with the parameters: they move with the parameters' layout.
+static void move_state(Tensor& s, Device d, const ParamLayout& layout) {
+  if (s.defined() && s.device() != d) s = layout.move(s, d);
 }
 
 Adam::Adam(float lr, float b1, float b2, float eps) : beta1(b1), beta2(b2), epsilon(eps) {
@@ -27,12 +28,12 @@ void Adam::step(Tensor& params, const Tensor& grads) {
   ops::adam_step(params, grads, m_, v_, AdamParams{learning_rate, beta1, beta2, epsilon, iterations});
 }
 
-void Adam::to(Device d) {
+void Adam::to(Device d, const ParamLayout& layout) {
   // Both moments are copied before either is replaced: an OutOfMemory leaves them together on
   // the old device (step() would otherwise restart a moment that moved without its partner).
   Tensor m = m_, v = v_;
-  move_state(m, d);
-  move_state(v, d);
+  move_state(m, d, layout);
+  move_state(v, d, layout);
   m_ = std::move(m);
   v_ = std::move(v);
 }
@@ -49,6 +50,6 @@ void SGD::step(Tensor& params, const Tensor& grads) {
   ops::sgd_step(params, grads, velocity_, SgdParams{learning_rate, momentum, nesterov});
 }
 
-void SGD::to(Device d) { move_state(velocity_, d); }
+void SGD::to(Device d, const ParamLayout& layout) { move_state(velocity_, d, layout); }
 
 }  // namespace hpcnn::nn

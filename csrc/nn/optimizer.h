@@ -1,5 +1,7 @@
 // Optimizers over the model's one contiguous parameter buffer: one step = one op call
-// (ops::adam_step / ops::sgd_step). Their state lives on the model's device and moves with it.
+// (ops::adam_step / ops::sgd_step). Their state lives on the model's device and moves with it;
+// being aligned with the parameters element for element, it is in the same device layout and is
+// converted with them (nn/param_layout.h).
 #pragma once
 
 #include <memory>
@@ -7,6 +9,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "nn/param_layout.h"
 
 namespace hpcnn::nn {
 
@@ -15,7 +18,9 @@ class Optimizer {
   virtual ~Optimizer() = default;
   virtual std::string name() const = 0;
   virtual void step(Tensor& params, const Tensor& grads) = 0;
-  virtual void to(Device d) = 0;  // move state
+  // Moves the state to d, converted to d's layout as the parameters are. Either all of it moves or
+  // (an exception) none of it.
+  virtual void to(Device d, const ParamLayout& layout) = 0;
   float learning_rate = 0.001f;
   long long iterations = 0;  // steps taken (Keras' optimizer.iterations)
 };
@@ -25,7 +30,7 @@ class Adam : public Optimizer {
   Adam(float lr, float beta1, float beta2, float eps);
   std::string name() const override { return "Adam"; }
   void step(Tensor& params, const Tensor& grads) override;
-  void to(Device d) override;
+  void to(Device d, const ParamLayout& layout) override;
   float beta1, beta2, epsilon;
 
  private:
@@ -37,7 +42,7 @@ class SGD : public Optimizer {
   SGD(float lr, float momentum, bool nesterov);
   std::string name() const override { return "SGD"; }
   void step(Tensor& params, const Tensor& grads) override;
-  void to(Device d) override;
+  void to(Device d, const ParamLayout& layout) override;
   float momentum;
   bool nesterov;
 

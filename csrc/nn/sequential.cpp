@@ -41,7 +41,6 @@ Sequential::Sequential(Shape input_shape, std::vector<LayerPtr> layers, uint64_t
     HPCNN_CHECK_ARG(d > 0, "input shape ", shape_str(input_shape_), " has a non-positive dimension");
   HPCNN_CHECK_ARG(!layers_.empty(), "the model has no layers");
   Shape cur = input_shape_;
-  long long total = 0;
   for (size_t i = 0; i < layers_.size(); ++i) {
     in_shapes_.push_back(cur);
     try {
@@ -51,20 +50,15 @@ Sequential::Sequential(Shape input_shape, std::vector<LayerPtr> layers, uint64_t
     }
     out_shapes_.push_back(cur);
     specs_.push_back(layers_[i]->param_specs(in_shapes_.back()));
-    std::vector<long long> offs;
-    for (const ParamSpec& s : specs_.back()) {
-      offs.push_back(total);
-      total += shape_numel(s.shape);
-    }
-    param_offsets_.push_back(offs);
   }
-  params_ = Tensor::empty({total});
-  grads_ = Tensor::zeros({total});
-  uint64_t stream = 1;
-  for (size_t i = 0; i < layers_.size(); ++i)
-    for (size_t j = 0; j < specs_[i].size(); ++j)
-      initialize(params_.f32() + param_offsets_[i][j], shape_numel(specs_[i][j].shape), specs_[i][j], seed_,
-                 stream++);
+  layout_ = ParamLayout(specs_);
+  params_ = Tensor::empty({layout_.numel()});
+  grads_ = Tensor::zeros({layout_.numel()});
+  // Drawn in Keras' element order, straight into the buffer: a new model is on the CPU, whose
+  // layout is Keras' for every parameter.
+  static_assert(cpu::kConv2dKernelLayout == KernelLayout::HWIO, "initialization writes Keras' layout");
+  for (size_t k = 0; k < layout_.size(); ++k)
+    initialize(params_.f32() + layout_.offset(k), shape_numel(layout_.spec(k).shape), layout_.spec(k), seed_, k + 1);
   bind_layers();
 }
 
@@ -76,13 +70,16 @@ Sequential::~Sequential() {
   }
 }
 
-// Gives each layer views of its parameters and gradients in the two buffers.
+// Gives each layer views of its parameters and gradients in the two buffers, shaped in the
+// layout of the buffers' device.
 void Sequential::bind_layers() {
+  size_t k = 0;
   for (size_t i = 0; i < layers_.size(); ++i) {
     std::vector<Tensor> p, g;
-    for (size_t j = 0; j < specs_[i].size(); ++j) {
-      p.push_back(params_.view(param_offsets_[i][j], specs_[i][j].shape));
-      g.push_back(grads_.view(param_offsets_[i][j], specs_[i][j].shape));
+    for (size_t j = 0; j < specs_[i].size(); ++j, ++k) {
+      const Shape shape = layout_.device_shape(k, params_.device());
+      p.push_back(params_.view(layout_.offset(k), shape));
+      g.push_back(grads_.view(layout_.offset(k), shape));
     }
     layers_[i]->bind(p, g);
   }
@@ -91,9 +88,7 @@ void Sequential::bind_layers() {
 // ------------------------------------------------------------------ weights
 std::vector<Tensor> Sequential::get_weights() const {
   std::vector<Tensor> out;
-  for (size_t i = 0; i < layers_.size(); ++i)
-    for (size_t j = 0; j < specs_[i].size(); ++j)
-      out.push_back(params_.view(param_offsets_[i][j], specs_[i][j].shape).to(Device::cpu()));
+  for (size_t k = 0; k < layout_.size(); ++k) out.push_back(layout_.to_keras(params_, k));
   return out;
 }
 
@@ -107,12 +102,7 @@ void Sequential::set_weights(const std::vector<Tensor>& ws) {
       HPCNN_CHECK_ARG(ws[k].shape() == specs_[i][j].shape, "set_weights: weight ", k, " (layer ", i, " ",
                       layers_[i]->kind(), " ", specs_[i][j].name, ") has shape ", shape_str(ws[k].shape()),
                       ", expected ", shape_str(specs_[i][j].shape));
-  k = 0;
-  for (size_t i = 0; i < layers_.size(); ++i)
-    for (size_t j = 0; j < specs_[i].size(); ++j, ++k) {
-      Tensor dst = params_.view(param_offsets_[i][j], specs_[i][j].shape);
-      dst.copy_from(ws[k]);
-    }
+  for (k = 0; k < layout_.size(); ++k) layout_.from_keras(ws[k], params_, k);
 }
 
 // ------------------------------------------------------------------ compile and device
@@ -129,7 +119,7 @@ void Sequential::compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool f
   fused_softmax_ = softmax_last && !from_logits;
   HPCNN_CHECK_ARG(!(softmax_last && from_logits), "compile: from_logits=True but the last layer already applies "
                   "softmax; drop one of the two");
-  optimizer->to(device_);
+  optimizer->to(device_, layout_);
   optimizer_ = std::move(optimizer);
   loss_ = loss;
 }
@@ -140,9 +130,10 @@ void Sequential::to(Device d) {
   if (d.is_cuda()) cuda::require_device(d.index);
   // Both buffers are made on `d` before either replaces the old one: an OutOfMemory here leaves
   // the model whole on its old device (not parameters on one device and gradients on the other).
-  Tensor params = params_.to(d);
+  // The parameters and the optimizer's state are converted to d's layout on the way.
+  Tensor params = layout_.move(params_, d);
   Tensor grads = Tensor::zeros(params_.shape(), DType::F32, d);
-  if (optimizer_) optimizer_->to(d);
+  if (optimizer_) optimizer_->to(d, layout_);
   params_ = std::move(params);
   grads_ = std::move(grads);
   bind_layers();

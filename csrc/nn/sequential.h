@@ -16,7 +16,9 @@
 //     next train_batch with the same (x, y, rows) then starts from the uploaded batch.
 //
 // All trainable parameters live in one contiguous buffer (and their gradients in another);
-// layers hold views. The device is the model's own property, set by to().
+// layers hold views. The device is the model's own property, set by to(). The buffers are in the
+// device's layout (conv kernels OHWI on a GPU, nn/param_layout.h), converted only by get_weights,
+// set_weights and to().
 #pragma once
 
 #include <cstdint>
@@ -28,6 +30,7 @@
 
 #include "nn/layer.h"
 #include "nn/optimizer.h"
+#include "nn/param_layout.h"
 
 namespace hpcnn::nn {
 
@@ -56,8 +59,10 @@ class Sequential {
 
   std::vector<Tensor> get_weights() const;            // host copies, Keras order and layouts
   void set_weights(const std::vector<Tensor>& ws);    // ValueError on count/shape mismatch
+  // The flat buffers on the model's device, in that device's layout (param_layout()).
   Tensor& parameter_buffer() { return params_; }
   Tensor& gradient_buffer() { return grads_; }
+  const ParamLayout& param_layout() const { return layout_; }
 
   void compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool from_logits);
   bool compiled() const { return optimizer_ != nullptr; }
@@ -65,7 +70,7 @@ class Sequential {
   Loss loss() const { return loss_; }
 
   Device device() const { return device_; }
-  void to(Device d);
+  void to(Device d);  // parameters and optimizer state, converted to d's layout
 
   uint64_t seed() const { return seed_; }
   uint64_t step() const { return step_; }
@@ -118,7 +123,7 @@ class Sequential {
   Device device_ = Device::cpu();
 
   Tensor params_, grads_;                 // the one parameter buffer and its gradients
-  std::vector<std::vector<long long>> param_offsets_;
+  ParamLayout layout_;                    // where each parameter is in them, in which layout
 
   std::unique_ptr<Optimizer> optimizer_;
   Loss loss_ = Loss::CategoricalCrossentropy;

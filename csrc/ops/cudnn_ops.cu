@@ -5,7 +5,7 @@
 // The documented contracts each call relies on (cuDNN API reference, legacy API, v8/v9; checked
 // against the cuDNN 9.19 headers here -- cudnn_graph.h, cudnn_ops.h, cudnn_cnn.h -- and the
 // archived API reference pages; the layouts and call glue are also exercised on the host by
-// core/cuda_kernel_selftest.cpp against a reference written from these contracts):
+// ops/cuda_kernel_selftest.cpp against a reference written from these contracts):
 //
 // cudnnCreate / cudnnSetStream (core/cuda_context.cu)
 //   The handle is tied to the device current at creation; every later call is made with that
@@ -20,8 +20,10 @@
 //
 // cudnnSetFilter4dDescriptor(desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, k, c, h, w)
 //   Arguments in the order k (output channels), c, h, w; with CUDNN_TENSOR_NHWC the filter memory
-//   is K x R x S x C ("KRSC"), C innermost. Keras' kernel (kh, kw, in, out) = RSCK is transposed
-//   to KRSC by conv2d_cuda.cu (a 2-D transpose of an (R*S*C) x K matrix) and dW back.
+//   is K x R x S x C ("KRSC"), C innermost. That is the CUDA backend's kernel layout OHWI
+//   (out, kh, kw, in) (ops/conv2d_layout.h): a model on a GPU holds its kernels, their gradients
+//   and the optimizer's moments that way (nn/param_layout.h), so w and dW are passed as they are.
+//   Keras' (kh, kw, in, out) = RSCK is converted only where weights cross the model's boundary.
 //
 // cudnnSetConvolution2dDescriptor(conv, pad_h, pad_w, u, v, 1, 1, CUDNN_CROSS_CORRELATION,
 //                                 CUDNN_DATA_FLOAT)
@@ -89,8 +91,8 @@
 #include <vector>
 
 #include "core/cuda_check.h"
-#include "core/cuda_kernel_selftest.h"
 #include "core/errors.h"
+#include "ops/cuda_kernel_selftest.h"
 
 namespace hpcnn::cuda {
 
@@ -349,7 +351,8 @@ void conv_backward_filter(Context& ctx, const ConvShape& s, const float* x, cons
 // Host-only check of the descriptors against cuDNN itself (cuda_kernel_selftest.h): for Keras
 // geometries (including the explicit-padding ones) cuDNN must compute our output size, lay the
 // NHWC tensors out packed with C innermost, and read the filter back as NHWC (k, c, h, w) =
-// (filters, in, kh, kw), i.e. KRSC memory.
+// (filters, in, kh, kw), i.e. KRSC memory: the dims of the OHWI kernel buffer the CUDA backend
+// holds (kernel_shape(OHWI, ...) = (k, h, w, c)), with as many elements.
 std::vector<SelftestResult> cudnn_descriptor_selftest() {
   struct Case { int n, h, w, c, f, k, s; Padding pad; };
   const Case cases[] = {{250, 32, 32, 3, 32, 3, 1, Padding::Same}, {250, 16, 16, 32, 64, 3, 1, Padding::Same},
@@ -383,6 +386,15 @@ std::vector<SelftestResult> cudnn_descriptor_selftest() {
     if (cudnnGetFilter4dDescriptor(p.w.d, &dt, &fmt, &fk, &fc, &fh, &fw) != CUDNN_STATUS_SUCCESS ||
         fmt != CUDNN_TENSOR_NHWC || fk != s.f || fc != s.c || fh != s.kh || fw != s.kw)
       bad += 1;
+    // The descriptor describes the kernel buffer the CUDA backend holds, as it is: NHWC filter
+    // memory is k x h x w x c, which must be the OHWI shape conv2d_layout.h gives that buffer, with
+    // as many bytes as cuDNN says the filter has.
+    const KernelDims kd{g.kh, g.kw, g.c, g.f};
+    const Shape held = kernel_shape(kConv2dKernelLayout, kd);
+    size_t filter_bytes = 0;
+    if (held != Shape{fk, fh, fw, fc} || cudnnGetFilterSizeInBytes(p.w.d, &filter_bytes) != CUDNN_STATUS_SUCCESS ||
+        filter_bytes != sizeof(float) * static_cast<size_t>(shape_numel(held)))
+      bad += 1;
   }
   // The fused call's fallback must take every "not supported" sub-code and nothing else.
   double misread = 0;
@@ -391,7 +403,7 @@ std::vector<SelftestResult> cudnn_descriptor_selftest() {
   for (cudnnStatus_t st : {CUDNN_STATUS_SUCCESS, CUDNN_STATUS_BAD_PARAM, CUDNN_STATUS_EXECUTION_FAILED,
                            CUDNN_STATUS_INTERNAL_ERROR})
     misread += is_not_supported(st) ? 1 : 0;
-  return {{"cuDNN descriptors: output size, NHWC strides, KRSC filter (mismatches)", bad, 0},
+  return {{"cuDNN descriptors: output size, NHWC strides, KRSC filter = the OHWI kernel buffer (mismatches)", bad, 0},
           {"cuDNN 'not supported' sub-codes fall back from the fused call (misread statuses)", misread, 0}};
 }
 

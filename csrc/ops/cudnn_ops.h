@@ -1,13 +1,14 @@
 // The cuDNN calls of the CUDA backend, all in cudnn_ops.cu (so that a move to cuDNN's graph API
 // touches one file). Layout: activations NHWC, filters in cuDNN's NHWC filter layout KRSC =
-// (out, kh, kw, in); conv2d_cuda.cu transposes Keras' (kh, kw, in, out) kernels to and from it.
+// (out, kh, kw, in), which is the CUDA backend's kernel layout OHWI (ops/conv2d_layout.h): the
+// filter descriptor describes the kernel buffer as it is, with no transpose on the way.
 // Padding here is symmetric (cuDNN's convolution descriptor has one pad per axis); Keras' 'same'
 // with an odd total pads explicitly in conv2d_cuda.cu and calls these with pad 0.
 // CUDA translation units only.
 #pragma once
 
 #include "core/cuda_context.h"
-#include "core/cuda_kernel_bodies.h"
+#include "ops/conv2d_body.h"
 
 namespace hpcnn::cuda::cudnn {
 

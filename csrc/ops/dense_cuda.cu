@@ -12,9 +12,9 @@
 // beta = 0: C is not read. Bias/ReLU and db are our kernels (db: deterministic column sums).
 // TF32: the context sets CUBLAS_TF32_TENSOR_OP_MATH on the handle when on (cuda_context.cu).
 #include "core/cuda_context.h"
-#include "core/cuda_kernel_bodies.h"
-#include "core/cuda_kernels.h"
+#include "ops/cuda_kernels.h"
 #include "ops/dense.h"
+#include "ops/dense_body.h"
 
 namespace hpcnn::cuda {
 

@@ -38,9 +38,6 @@ HPCNN_HD void sgd_update(float& p, float g, float& vel, float lr, float momentum
   p += nesterov ? momentum * vel - lr * g : vel;
 }
 
-// uint8 pixel -> float: x * scale + shift (scale = 1/255 or 1/(255*std), shift = -mean/std).
-HPCNN_HD float decode_u8(uint8_t x, float scale, float shift) { return static_cast<float>(x) * scale + shift; }
-
 // Softmax cross-entropy for one row, given the row max `mx` and log-sum-exp `lse` of logits - mx:
 // probability of class k, and the loss term for the target class.
 HPCNN_HD float softmax_prob(float logit, float mx, float lse) { return expf(logit - mx - lse); }

@@ -64,39 +64,47 @@ int as_int(long long v, const char* op) {
 }  // namespace
 
 // ------------------------------------------------------------------ conv2d
+KernelLayout conv2d_kernel_layout(const Device& d) {
+  return d.is_cpu() ? cpu::kConv2dKernelLayout : cuda::kConv2dKernelLayout;
+}
+
 Conv2dGeometry conv2d_geometry(const Tensor& x, const Tensor& w, int sh, int sw, Padding pad) {
   expect_f32("conv2d", "input", x);
   expect_f32("conv2d", "kernel", w);
   HPCNN_CHECK_ARG(x.rank() == 4, "conv2d: input must be 4-D (batch, height, width, channels), got shape ",
                   shape_str(x.shape()));
-  HPCNN_CHECK_ARG(w.rank() == 4, "conv2d: kernel must be 4-D (kh, kw, in, out), got shape ", shape_str(w.shape()));
+  const KernelLayout layout = conv2d_kernel_layout(w.device());
+  HPCNN_CHECK_ARG(w.rank() == 4, "conv2d: kernel must be 4-D, ", kernel_layout_name(layout), " on ",
+                  w.device().str(), ", got shape ", shape_str(w.shape()));
   HPCNN_CHECK_ARG(x.dim(0) > 0, "conv2d: batch size is 0 (input shape ", shape_str(x.shape()), ")");
-  HPCNN_CHECK_ARG(w.dim(2) == x.dim(3), "conv2d: kernel ", shape_str(w.shape()), " expects ", w.dim(2),
+  const KernelDims k = kernel_dims(layout, w.shape());
+  HPCNN_CHECK_ARG(k.in == x.dim(3), "conv2d: kernel ", shape_str(w.shape()), " read as ", kernel_layout_name(layout),
+                  " (the layout of the ", w.device().is_cpu() ? "CPU" : "CUDA", " backend) expects ", k.in,
                   " input channels, input ", shape_str(x.shape()), " has ", x.dim(3));
   return Conv2dGeometry::make(as_int(x.dim(0), "conv2d"), as_int(x.dim(1), "conv2d"), as_int(x.dim(2), "conv2d"),
-                              as_int(x.dim(3), "conv2d"), as_int(w.dim(3), "conv2d"), as_int(w.dim(0), "conv2d"),
-                              as_int(w.dim(1), "conv2d"), sh, sw, pad);
+                              as_int(x.dim(3), "conv2d"), as_int(k.out, "conv2d"), as_int(k.kh, "conv2d"),
+                              as_int(k.kw, "conv2d"), sh, sw, pad);
 }
 
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, int sh, int sw, Padding pad,
                     bool relu) {
+  same_device("conv2d", {&x, &w, &b, &y});  // first: the kernel's layout follows its device
   Conv2dGeometry g = conv2d_geometry(x, w, sh, sw, pad);
   expect_shape("conv2d", "bias", b, {g.f});
   expect_shape("conv2d", "output", y, {g.n, g.oh, g.ow, g.f});
-  same_device("conv2d", {&x, &w, &b, &y});
   HPCNN_DISPATCH(x.device(), cpu::conv2d_forward(g, x.f32(), w.f32(), b.f32(), y.f32(), relu),
                  cuda::conv2d_forward(device_index, g, x.f32(), w.f32(), b.f32(), y.f32(), relu));
 }
 
 void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& dy, Tensor* dx, Tensor& dw,
                      Tensor& db, int sh, int sw, Padding pad, bool relu) {
+  same_device("conv2d backward", {&x, &w, &y, &dy, dx, &dw, &db});
   Conv2dGeometry g = conv2d_geometry(x, w, sh, sw, pad);
   expect_shape("conv2d backward", "output gradient", dy, {g.n, g.oh, g.ow, g.f});
   if (relu) expect_shape("conv2d backward", "output", y, {g.n, g.oh, g.ow, g.f});
   if (dx) expect_shape("conv2d backward", "input gradient", *dx, x.shape());
-  expect_shape("conv2d backward", "kernel gradient", dw, w.shape());
+  expect_shape("conv2d backward", "kernel gradient", dw, w.shape());  // the kernel's layout
   expect_shape("conv2d backward", "bias gradient", db, {g.f});
-  same_device("conv2d backward", {&x, &w, &y, &dy, dx, &dw, &db});
   const float* yp = relu ? y.f32() : nullptr;
   float* dxp = dx ? dx->f32() : nullptr;
   HPCNN_DISPATCH(x.device(), cpu::conv2d_backward(g, x.f32(), w.f32(), yp, dy.f32(), dxp, dw.f32(), db.f32(), relu),
@@ -266,17 +274,6 @@ void softmax_xent(const Tensor& logits, const Tensor& target, Tensor* dlogits, f
   float* dl = dlogits ? dlogits->f32() : nullptr;
   HPCNN_DISPATCH(logits.device(), cpu::softmax_xent(rows, cols, logits.f32(), oh, lb, dl, grad_scale, stats),
                  cuda::softmax_xent(device_index, rows, cols, logits.f32(), oh, lb, dl, grad_scale, stats));
-}
-
-void accuracy(const Tensor& scores, const Tensor& target, double* stats) {
-  int rows, cols;
-  rows_cols("accuracy", scores, rows, cols);
-  check_target("accuracy", scores, target, rows, cols);
-  same_device("accuracy", {&scores, &target});
-  const float* oh = target.dtype() == DType::F32 ? target.f32() : nullptr;
-  const int32_t* lb = target.dtype() == DType::I32 ? target.i32() : nullptr;
-  HPCNN_DISPATCH(scores.device(), cpu::accuracy(rows, cols, scores.f32(), oh, lb, stats),
-                 cuda::accuracy(device_index, rows, cols, scores.f32(), oh, lb, stats));
 }
 
 // ------------------------------------------------------------------ optimizers

@@ -17,7 +17,12 @@
 
 namespace hpcnn::ops {
 
-// x (N,H,W,C), w (kh,kw,C,F), b (F,) -> y (N,OH,OW,F)
+// x (N,H,W,C), w (kh,kw,C,F) or (F,kh,kw,C), b (F,) -> y (N,OH,OW,F).
+// The kernel (and dw) is in the layout the backend of its device takes (ops/conv2d_layout.h):
+// HWIO (kh,kw,C,F) on the CPU, OHWI (F,kh,kw,C) on a GPU. Shapes are checked against that layout
+// (a ValueError names the op, the layout and the shapes); a model keeps its kernels so, and
+// converts to and from Keras' HWIO only where weights cross its boundary.
+KernelLayout conv2d_kernel_layout(const Device& d);
 Conv2dGeometry conv2d_geometry(const Tensor& x, const Tensor& w, int sh, int sw, Padding pad);
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, int sh, int sw, Padding pad,
                     bool relu);
@@ -49,7 +54,6 @@ void dropout_backward(const Tensor& dy, Tensor& dx, float rate, uint64_t seed, u
 // on the host). stats: 2 doubles owned by the caller on the logits' device, accumulated into:
 // [loss_sum, correct]. dlogits may be null.
 void softmax_xent(const Tensor& logits, const Tensor& target, Tensor* dlogits, float grad_scale, double* stats);
-void accuracy(const Tensor& scores, const Tensor& target, double* stats);
 
 void adam_step(Tensor& params, const Tensor& grads, Tensor& m, Tensor& v, const AdamParams& a);
 void sgd_step(Tensor& params, const Tensor& grads, Tensor& velocity, const SgdParams& s);

@@ -56,11 +56,4 @@ void softmax_xent(int rows, int cols, const float* logits, const float* onehot, 
   }
 }
 
-void accuracy(int rows, int cols, const float* scores, const float* onehot, const int32_t* labels, double* stats) {
-  double c = 0.0;
-  for (int r = 0; r < rows; ++r)
-    c += argmax_row(scores + (long long)r * cols, cols) == target_class(r, cols, onehot, labels) ? 1.0 : 0.0;
-  stats[1] += c;
-}
-
 }  // namespace hpcnn::cpu

@@ -2,10 +2,10 @@
 // hpcnn's threads. Benchmarks report their GFLOP/s as a fraction of this figure.
 #pragma once
 
-namespace hpcnn {
+namespace hpcnn::diagnostics {
 
 // GFLOP/s (2 flops per FMA lane) sustained over about `seconds` of wall time on
 // min(threads, get_num_threads()) threads. ValueError for threads < 1 or seconds <= 0.
 double measure_peak_gflops(int threads, double seconds);
 
-}  // namespace hpcnn
+}  // namespace hpcnn::diagnostics

@@ -15,8 +15,6 @@ void relu_mask(cudaStream_t s, float* dy, const float* y, long long count);
 // floats of device memory.
 long long column_sum_partials(int f);
 void column_sum(cudaStream_t s, const float* m, long long rows, int f, float* partials, float* out);
-// out (cols x rows) = in (rows x cols)^T, both row-major.
-void transpose(cudaStream_t s, const float* in, long long rows, long long cols, float* out);
 // Zero-padding of an NHWC batch: out (n, h+pt+pb, w+pl+pr, c); and the reverse crop.
 void pad_nhwc(cudaStream_t s, const float* in, int n, int h, int w, int c, int pt, int pb, int pl, int pr, float* out);
 void crop_nhwc(cudaStream_t s, const float* in, int n, int h, int w, int c, int pt, int pb, int pl, int pr, float* out);

@@ -2,7 +2,7 @@
 // cycle with a 4-5 cycle latency, so a core needs >= 10 independent accumulator chains to keep
 // both units busy; 12 leaves headroom. Each thread times itself and the result is the sum of
 // the threads' rates (the threads run concurrently inside one parallel region).
-#include "core/peak_flops.h"
+#include "diagnostics/peak_flops.h"
 
 #include <algorithm>
 #include <chrono>
@@ -15,7 +15,7 @@
 #include <immintrin.h>
 #endif
 
-namespace hpcnn {
+namespace hpcnn::diagnostics {
 
 namespace {
 
@@ -81,4 +81,4 @@ double measure_peak_gflops(int threads, double seconds) {
   return total * 1e-9;
 }
 
-}  // namespace hpcnn
+}  // namespace hpcnn::diagnostics

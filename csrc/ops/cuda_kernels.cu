@@ -1,10 +1,10 @@
 // Small kernels shared by several CUDA ops (see cuda_kernels.h).
-#include "core/cuda_kernels.h"
+#include "ops/cuda_kernels.h"
 
 #include "core/cuda_check.h"
 #include "core/cuda_context.h"
-#include "core/cuda_kernel_bodies.h"
 #include "core/errors.h"
+#include "ops/cuda_kernels_body.h"
 #include "ops/elementwise.h"
 
 namespace hpcnn::cuda::kernels {
@@ -46,13 +46,6 @@ __global__ void column_sum_final_kernel(const float* partials, int f, float* out
   out[j] = t;
 }
 
-__global__ void transpose_kernel(const float* in, long long rows, long long cols, float* out) {
-  __shared__ float tile[32][33];
-  body::transpose_load(in, rows, cols, blockIdx.x, blockIdx.y, threadIdx.x, threadIdx.y, blockDim.y, tile);
-  __syncthreads();
-  body::transpose_store(out, rows, cols, blockIdx.x, blockIdx.y, threadIdx.x, threadIdx.y, blockDim.y, tile);
-}
-
 __global__ void pad_kernel(const float* in, int n, int h, int w, int c, int pt, int pl, int oh, int ow, float* out) {
   long long count = (long long)n * oh * ow * c;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
@@ -88,14 +81,6 @@ void column_sum(cudaStream_t s, const float* m, long long rows, int f, float* pa
   column_sum_partial_kernel<<<grid, block, 0, s>>>(m, rows, f, partials);
   HPCNN_CUDA_CHECK_LAUNCH();
   column_sum_final_kernel<<<(f + 255) / 256, 256, 0, s>>>(partials, f, out);
-  HPCNN_CUDA_CHECK_LAUNCH();
-}
-
-void transpose(cudaStream_t s, const float* in, long long rows, long long cols, float* out) {
-  if (rows == 0 || cols == 0) return;
-  HPCNN_CHECK_BACKEND((rows + 31) / 32 <= 65535, "transpose: ", rows, " rows is more than one grid covers");
-  dim3 grid(static_cast<unsigned>((cols + 31) / 32), static_cast<unsigned>((rows + 31) / 32)), block(32, 8);
-  transpose_kernel<<<grid, block, 0, s>>>(in, rows, cols, out);
   HPCNN_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,0 +1,62 @@
+#include "nn/config.h"
+
+#include <limits>
+
+#include "core/errors.h"
+
+namespace hpcnn::nn {
+
+namespace {
+
+int to_int(long long v, const std::string& what, const std::string& key) {
+  HPCNN_CHECK_ARG(v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max(), what, ": '", key,
+                  "' = ", v, " is out of range");
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+const ConfigValue& Config::at(const std::string& key) const {
+  auto it = values_.find(key);
+  if (it == values_.end()) throw ValueError(cat(what_, " is missing '", key, "'"));
+  return it->second;
+}
+
+void Config::wrong_kind(const std::string& key, const char* expected) const {
+  throw ValueError(cat(what_, ": '", key, "' must be ", expected));
+}
+
+int Config::get_int(const std::string& key) const {
+  const ConfigValue& v = at(key);
+  if (!std::holds_alternative<long long>(v)) wrong_kind(key, "an integer");
+  return to_int(std::get<long long>(v), what_, key);
+}
+
+float Config::get_float(const std::string& key) const {
+  const ConfigValue& v = at(key);
+  if (std::holds_alternative<double>(v)) return static_cast<float>(std::get<double>(v));
+  if (std::holds_alternative<long long>(v)) return static_cast<float>(std::get<long long>(v));
+  wrong_kind(key, "a number");
+}
+
+bool Config::get_bool(const std::string& key) const {
+  const ConfigValue& v = at(key);
+  if (!std::holds_alternative<bool>(v)) wrong_kind(key, "True or False");
+  return std::get<bool>(v);
+}
+
+std::string Config::get_string(const std::string& key) const {
+  const ConfigValue& v = at(key);
+  if (!std::holds_alternative<std::string>(v)) wrong_kind(key, "a string");
+  return std::get<std::string>(v);
+}
+
+std::pair<int, int> Config::get_int_pair(const std::string& key) const {
+  const ConfigValue& v = at(key);
+  if (!std::holds_alternative<std::vector<long long>>(v) || std::get<std::vector<long long>>(v).size() != 2)
+    wrong_kind(key, "a list of two integers");
+  const auto& p = std::get<std::vector<long long>>(v);
+  return {to_int(p[0], what_, key), to_int(p[1], what_, key)};
+}
+
+}  // namespace hpcnn::nn

@@ -1,0 +1,39 @@
+// A layer's or an optimizer's configuration as plain C++ values by key: what Python sends as a
+// dict (python/hpcnn/layers.py _core_configs, optimizers.py _core_config). The binding only
+// converts the dict's values; the factories (factory.h) read them typed, and every missing key or
+// value of the wrong kind is a ValueError that names the key.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace hpcnn::nn {
+
+using ConfigValue = std::variant<bool, long long, double, std::string, std::vector<long long>>;
+
+class Config {
+ public:
+  // `what` names the configuration in error messages ("layer config", "optimizer config").
+  explicit Config(std::string what) : what_(std::move(what)) {}
+
+  void set(const std::string& key, ConfigValue value) { values_[key] = std::move(value); }
+  bool has(const std::string& key) const { return values_.count(key) != 0; }
+
+  int get_int(const std::string& key) const;                  // an integer within int's range
+  float get_float(const std::string& key) const;              // a number (an integer is one too)
+  bool get_bool(const std::string& key) const;
+  std::string get_string(const std::string& key) const;
+  std::pair<int, int> get_int_pair(const std::string& key) const;  // a list of exactly two integers
+
+ private:
+  const ConfigValue& at(const std::string& key) const;  // ValueError when the key is missing
+  [[noreturn]] void wrong_kind(const std::string& key, const char* expected) const;
+
+  std::string what_;
+  std::map<std::string, ConfigValue> values_;
+};
+
+}  // namespace hpcnn::nn
