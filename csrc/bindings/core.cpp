@@ -20,6 +20,15 @@ namespace hpcnn::bindings {
 
 namespace py = pybind11;
 
+#ifdef HPCNN_WITH_CUDA
+// CMake passes architecture lists space-separated; shown as CMake lists ("75;80;90").
+static std::string cmake_list(std::string words) {
+  for (char& c : words)
+    if (c == ' ') c = ';';
+  return words;
+}
+#endif
+
 static py::dict build_info() {
   py::dict d;
   d["version"] = HPCNN_VERSION;
@@ -31,6 +40,7 @@ static py::dict build_info() {
   d["threading"] = "hpcnn thread pool (std::thread), BLAS pinned to 1 thread inside it";
   d["num_threads"] = get_num_threads();
   d["default_num_threads"] = default_num_threads();
+  d["default_num_threads_source"] = default_num_threads_choice().source;
   unsigned maj = 0, min = 0, rel = 0;
   H5get_libversion(&maj, &min, &rel);
   d["hdf5_version"] = std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(rel);
@@ -49,7 +59,9 @@ static py::dict build_info() {
                        std::to_string(CUDNN_PATCHLEVEL);
   d["cublas_version"] = std::to_string(CUBLAS_VER_MAJOR) + "." + std::to_string(CUBLAS_VER_MINOR) + "." +
                         std::to_string(CUBLAS_VER_PATCH);
-  d["cuda_archs"] = HPCNN_CUDA_ARCHS;
+  d["cuda_archs"] = cmake_list(HPCNN_CUDA_ARCHS);  // machine code built, e.g. "75;80;90;100;110;120"
+  d["cuda_ptx"] = cmake_list(HPCNN_CUDA_PTX);      // PTX embedded (JIT-compiled on newer GPUs), e.g. "120"
+  d["cuda_archs_requested"] = cmake_list(HPCNN_CUDA_ARCHS_REQUESTED);  // CMAKE_CUDA_ARCHITECTURES: "all-major"
 #else
   d["cuda_version"] = py::none();
   d["cuda_runtime_version"] = py::none();
@@ -57,6 +69,8 @@ static py::dict build_info() {
   d["cudnn_version"] = py::none();
   d["cublas_version"] = py::none();
   d["cuda_archs"] = py::none();
+  d["cuda_ptx"] = py::none();
+  d["cuda_archs_requested"] = py::none();
 #endif
   return d;
 }
@@ -66,6 +80,9 @@ void bind_core(py::module_& m) {
   m.def("get_num_threads", &get_num_threads);
   m.def("set_num_threads", &set_num_threads, py::arg("n"));
   m.def("default_num_threads", &default_num_threads);
+  m.def("default_num_threads_source", [] { return default_num_threads_choice().source; },
+        "Where the default thread count comes from: 'HPCNN_NUM_THREADS=n', 'SLURM_CPUS_PER_TASK=n' or "
+        "'the affinity mask' (read from the environment now).");
 
   py::class_<cuda::DeviceInfo>(m, "CudaDeviceInfo")
       .def_readonly("index", &cuda::DeviceInfo::index)

@@ -152,17 +152,24 @@ class Pool {
 
 }  // namespace
 
-int default_num_threads() {
-  if (int n = positive_env("SLURM_CPUS_PER_TASK")) return n;
-  if (int n = positive_env("OMP_NUM_THREADS")) return n;
+// The rule, first match wins (README "Threads"): HPCNN_NUM_THREADS (hpcnn's own variable),
+// SLURM_CPUS_PER_TASK (what the job asked for), the CPUs in the affinity mask (what a Slurm
+// cgroup or taskset allows). OMP_NUM_THREADS is deliberately NOT read: hpcnn does not use
+// OpenMP, and job scripts set OMP_NUM_THREADS=1 to keep a BLAS single-threaded, which must not
+// make hpcnn itself run on one thread.
+ThreadDefault default_num_threads_choice() {
+  if (int n = positive_env("HPCNN_NUM_THREADS")) return {n, "HPCNN_NUM_THREADS=" + std::to_string(n)};
+  if (int n = positive_env("SLURM_CPUS_PER_TASK")) return {n, "SLURM_CPUS_PER_TASK=" + std::to_string(n)};
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof(set), &set) == 0) {
     int n = CPU_COUNT(&set);
-    if (n > 0) return n;
+    if (n > 0) return {n, "the affinity mask"};
   }
-  return std::max(1u, std::thread::hardware_concurrency());
+  return {static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), "the hardware thread count"};
 }
+
+int default_num_threads() { return default_num_threads_choice().n; }
 
 int get_num_threads() { return Pool::instance().size(); }
 

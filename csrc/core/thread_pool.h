@@ -1,6 +1,7 @@
 // hpcnn's own threads. One process-wide pool whose size hpcnn owns:
-//   default = SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS, else the CPUs in this process's affinity
+//   default = HPCNN_NUM_THREADS, else SLURM_CPUS_PER_TASK, else the CPUs in this process's affinity
 //   mask (sched_getaffinity: what a Slurm cgroup or taskset gives), never the node's core count.
+//   OMP_NUM_THREADS is not read (hpcnn does not use OpenMP; scripts set it for the BLAS).
 // Work is split statically (thread t always gets the same slice for the same n and thread
 // count), so results are bitwise reproducible for a given thread count. A parallel region
 // started from inside another runs serially on the calling thread: threads never nest, and the
@@ -8,9 +9,16 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 namespace hpcnn {
 
+// The default thread count and where it came from ("SLURM_CPUS_PER_TASK=4", "the affinity mask").
+struct ThreadDefault {
+  int n;
+  std::string source;
+};
+ThreadDefault default_num_threads_choice();
 int default_num_threads();
 int get_num_threads();
 void set_num_threads(int n);  // ValueError for n < 1

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence,
 
 import numpy as np
 
-from . import _core, progress
+from . import _core, progress, threads
 from .callbacks import Callback, History
 
 if TYPE_CHECKING:  # models.py imports this module; the model is only passed in
@@ -122,6 +122,44 @@ def fetch_batch(model: "Sequential", it: Iterator[Batch], is_ds: bool) -> Option
     return ("ok", (xb, yb, rows, decode))
 
 
+# ---------------------------------------------------------------------- early shape checks
+# fit checks the shapes of its data against the model before the first epoch, so a wrong shape
+# is one clear ValueError before anything is printed or trained, not an error at "batch 1".
+def check_shapes(model: "Sequential", where: str, x: Any, y: Any, x_name: str, y_name: str) -> None:
+    """ValueError naming `x_name`/`y_name` when x's per-sample shape is not the model's input
+    shape, or y's shape does not fit the compiled loss. Arrays are checked fully; a dataset by
+    its declared row shape (``x_shape``) when it has one."""
+    want_x = tuple(model._input_shape or ())
+    expects = (None,) + want_x
+
+    def fits(per_sample: Tuple[int, ...]) -> bool:  # as the core: (H, W) samples fit an (H, W, 1) input
+        return per_sample == want_x or per_sample + (1,) == want_x
+
+    if is_dataset(x):
+        got = getattr(x, "x_shape", None)
+        if got is not None and want_x and not fits(tuple(got)):
+            raise ValueError(f"{where}: input shape mismatch: the model expects {expects} but got "
+                             f"{(None,) + tuple(got)} ({x_name} delivers samples of shape {tuple(got)})")
+        return
+    xs = tuple(np.shape(x))
+    if want_x and not fits(xs[1:]):
+        raise ValueError(f"{where}: input shape mismatch: the model expects {expects} but got {xs} ({x_name})")
+    if y is None:
+        return
+    ys = tuple(np.shape(y))
+    units = model.output_shape[-1]
+    loss = model._require_compiled(where)["loss"]
+    if loss == "categorical_crossentropy" and (len(ys) != 2 or ys[1] != units):
+        raise ValueError(f"{where}: categorical_crossentropy needs one-hot targets of shape (n, {units}), but "
+                         f"{y_name} has shape {ys}: use hpcnn.utils.to_categorical(y, {units}) (or "
+                         f"HDF5Dataset(..., one_hot={units})), or loss='sparse_categorical_crossentropy' for "
+                         "class indices")
+    if loss == "sparse_categorical_crossentropy" and not (len(ys) == 1 or (len(ys) == 2 and ys[1] == 1)):
+        hint = "; these look one-hot: use loss='categorical_crossentropy'" if len(ys) == 2 else ""
+        raise ValueError(f"{where}: sparse_categorical_crossentropy needs class indices of shape (n,) or (n, 1), "
+                         f"but {y_name} has shape {ys}{hint}")
+
+
 # ---------------------------------------------------------------------- training
 def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epochs: int, verbose: Any,
         callbacks: Optional[Sequence[Callback]], validation_split: float, validation_data: Any, shuffle: bool,
@@ -172,6 +210,11 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
         steps = min(steps, int(steps_per_epoch))
     if steps == 0:
         raise ValueError("fit: the training data has no batches")
+    check_shapes(model, "fit", x, y, "x", "y")
+    if validation_data is not None and is_dataset(validation_data):
+        check_shapes(model, "fit", validation_data, None, "validation_data", "")
+    elif validation_data is not None and isinstance(validation_data, (tuple, list)) and len(validation_data) >= 2:
+        check_shapes(model, "fit", validation_data[0], validation_data[1], "validation_data x", "validation_data y")
 
     history = History()
     cbs: List[Callback] = list(callbacks or []) + [history]
@@ -180,20 +223,19 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
         cb.set_model(model)
         cb.set_params(params)
     model.stop_training = False
-    if verbose:
-        print(f"Training on {core.device} ({_core.get_num_threads()} CPU threads)" if core.device == "cpu"
+    if verbose:  # on the CPU, the thread count, and why when it is below the CPUs this process may use
+        print(f"Training on {core.device} with {threads.describe()}" if core.device == "cpu"
               else f"Training on {core.device}", flush=True)
     for cb in cbs:
         cb.on_train_begin()
     want_acc = comp["accuracy"]
     try:
         for epoch in range(initial_epoch, epochs):
-            if verbose:
-                print(f"Epoch {epoch + 1}/{epochs}", flush=True)
+            # The bar prints "Epoch e/E" above itself (in Jupyter: inside its one display).
+            bar = progress.ProgressBar(steps, verbose, title=f"Epoch {epoch + 1}/{epochs}")
             for cb in cbs:
                 cb.on_epoch_begin(epoch)
             model._sync_learning_rate()
-            bar = progress.ProgressBar(steps, verbose)
             loss_sum = correct = 0.0
             seen = 0
             t0 = time.perf_counter()

@@ -13,6 +13,11 @@ def to_categorical(y: Any, num_classes: Optional[int] = None, dtype: str = "floa
     """Class indices -> one-hot rows, as Keras: a trailing axis of size 1 is dropped, so labels of
     shape (n, 1) give (n, num_classes)."""
     y = np.asarray(y)
+    if y.dtype.kind not in "iubf":
+        example = repr(y.ravel()[:1].tolist()[0]) if y.size else "none"
+        raise ValueError(f"to_categorical: labels must be integer class indices, got dtype {y.dtype} "
+                         f"(first label {example}); map names to indices first, e.g. "
+                         "np.unique(labels, return_inverse=True)[1]")
     if y.dtype.kind == "f":
         if not np.all(np.isfinite(y)) or not np.all(y == np.round(y)):
             raise ValueError("to_categorical: labels must be whole numbers")

@@ -169,6 +169,9 @@ def cuda_unavailable_reason() -> str:
 def default_num_threads() -> int:
     ...
 
+def default_num_threads_source() -> str:
+    """Where the default thread count comes from: 'HPCNN_NUM_THREADS=n', 'SLURM_CPUS_PER_TASK=n' or 'the affinity mask' (read from the environment now)."""
+
 def get_num_threads() -> int:
     ...
 

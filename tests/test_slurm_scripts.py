@@ -1,0 +1,120 @@
+"""Every script in slurm/ runs with plain `bash` on a machine without Slurm or conda (QUICK=1: a
+tiny run), activates conda only where it exists, and leaves hpcnn's thread count alone."""
+import csv
+import io
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import hpcnn
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted((ROOT / "slurm").iterdir())
+BASH = shutil.which("bash")
+
+
+def plain_path():
+    """PATH with this interpreter's bin folder (python3, hpcnn) and the system's, without conda
+    or Slurm."""
+    dirs = [os.path.dirname(sys.executable)]
+    hpcnn_cmd = shutil.which("hpcnn")
+    if hpcnn_cmd:
+        dirs.append(os.path.dirname(hpcnn_cmd))
+    dirs += ["/usr/local/bin", "/usr/bin", "/bin"]
+    path = os.pathsep.join(dict.fromkeys(dirs))
+    if shutil.which("conda", path=path) or shutil.which("sbatch", path=path):
+        pytest.skip("conda or sbatch is installed system-wide here: cannot test their absence")
+    if not shutil.which("hpcnn", path=path) or not shutil.which("python3", path=path):
+        pytest.skip("the hpcnn command is not installed beside this interpreter")
+    return path
+
+
+def run_script(script, tmp_path, path, **env_extra):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SLURM_", "CONDA", "HPCNN_NUM_THREADS", "OMP_NUM_THREADS"))}
+    env.update(PATH=path, HPCNN_DATA_DIR=str(tmp_path / "data"), QUICK="1", MPLBACKEND="Agg", **env_extra)
+    return subprocess.run([BASH, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_bash_syntax(script):
+    r = subprocess.run([BASH, "-n", str(script)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    text = script.read_text()
+    assert "OMP_NUM_THREADS" not in text.replace("does not read OMP_NUM_THREADS", ""), \
+        "hpcnn ignores OMP_NUM_THREADS; scripts set the BLAS's own variables"
+    assert 'conda info --base' not in text or "command -v conda" in text, "conda must be optional"
+
+
+def test_cpu_train_without_slurm_or_conda(tmp_path):
+    # OMP_NUM_THREADS=1 as many clusters' login profiles set it: it must not slow hpcnn down.
+    r = run_script(ROOT / "slurm" / "cpu-train.sbatch", tmp_path, plain_path(), OMP_NUM_THREADS="1")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    out = r.stdout
+    cpus = len(os.sched_getaffinity(0))
+    # All the CPUs this shell may use: neither OMP_NUM_THREADS nor a missing SLURM_CPUS_PER_TASK
+    # reduces them (the old script trained on one thread here).
+    assert f"Training on cpu with {cpus} CPU threads" in out, out
+    assert (tmp_path / "results" / "cpu-local" / "model_cpu.h5").exists()
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "results" / "bench.csv").read_text())))
+    assert {row["mode"] for row in rows} == {"train", "infer"} and rows[0]["threads"] == str(cpus)
+    assert (tmp_path / "data" / "synthetic_cifar10_seed0_train2000.hdf5").exists()
+
+
+def test_gpu_train_without_a_gpu_runs_the_cpu_part_and_says_why(tmp_path):
+    if hpcnn.list_physical_devices("GPU"):
+        pytest.skip("a GPU is usable here")
+    r = run_script(ROOT / "slurm" / "gpu-train.sbatch", tmp_path, plain_path())
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "No GPU run:" in r.stdout and "No GPU benchmark: no GPU is usable here" in r.stdout
+    assert (tmp_path / "results" / "gpu-local" / "summary.json").exists()
+
+
+def test_bench_sweep_without_slurm_runs_here(tmp_path):
+    r = run_script(ROOT / "slurm" / "bench-sweep.sh", tmp_path, plain_path(), THREADS="1 2 64")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "sbatch not found" in r.stdout
+    cpus = len(os.sched_getaffinity(0))
+    labels = {row["label"] for row in csv.DictReader(io.StringIO((tmp_path / "results" / "all.csv").read_text()))}
+    assert labels == {f"local-{c}c" for c in (1, 2, 64) if c <= cpus}
+    assert "skipping 64 threads" in r.stdout
+
+
+def test_gpu_selftest_without_slurm_or_gpu(tmp_path):
+    for name in ("tests", "bench", "pyproject.toml"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    r = run_script(ROOT / "slurm" / "gpu-selftest.sbatch", tmp_path, plain_path())
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    report = (tmp_path / "hpcnn-gpu-selftest-local.txt").read_text()
+    for section in ("build_info", "devices", "pytest -m gpu -rs", "bench/bench_gpu.py"):
+        assert f"===== {section} =====" in report
+    assert "pytest exit code: 0" in report and "bench exit code: 0" in report
+
+
+def test_scripts_use_conda_when_it_is_there(tmp_path):
+    """A conda without an env named hpcnn: the script says so and goes on with what is on PATH."""
+    fake = tmp_path / "fakeconda"
+    (fake / "bin").mkdir(parents=True)
+    (fake / "etc" / "profile.d").mkdir(parents=True)
+    (fake / "bin" / "conda").write_text(f"#!/bin/sh\n[ \"$1 $2\" = 'info --base' ] && echo {fake}\n")
+    (fake / "bin" / "conda").chmod(0o755)
+    (fake / "etc" / "profile.d" / "conda.sh").write_text(
+        "conda() { if [ \"$1\" = activate ]; then echo \"activate $2\" >> \"$CONDA_LOG\"; return 1; fi; }\n")
+    log = tmp_path / "conda.log"
+    r = run_script(ROOT / "slurm" / "cpu-train.sbatch", tmp_path, f"{fake / 'bin'}{os.pathsep}{plain_path()}",
+                   CONDA_LOG=str(log), EPOCHS="1", TRAIN_ROWS="300")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert log.read_text().strip() == "activate hpcnn"
+    assert "no conda env 'hpcnn': using what is on PATH" in r.stdout
+
+
+def test_scripts_without_hpcnn_say_so(tmp_path):
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    for script in ("cpu-train.sbatch", "gpu-train.sbatch"):
+        r = run_script(ROOT / "slurm" / script, tmp_path, str(empty))
+        assert r.returncode == 1 and "hpcnn is not on PATH" in r.stderr, r.stderr
