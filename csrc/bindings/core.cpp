@@ -61,8 +61,10 @@ static py::dict build_info() {
 void bind_core(py::module_& m) {
   m.def("build_info", &build_info, "What this build of hpcnn was compiled with and against.");
   m.def("get_num_threads", &get_num_threads);
-  m.def("set_num_threads", &set_num_threads, py::arg("n"));
+  // Without the GIL: it waits for a region in progress, which may be another Python thread's call.
+  m.def("set_num_threads", &set_num_threads, py::arg("n"), py::call_guard<py::gil_scoped_release>());
   m.def("default_num_threads", &default_num_threads);
+  m.def("max_num_threads", [] { return kMaxThreads; });
 
   py::class_<cuda::DeviceInfo>(m, "CudaDeviceInfo")
       .def_readonly("index", &cuda::DeviceInfo::index)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from . import _core
 from . import callbacks, config, data, datasets, devices, layers, losses, models, optimizers, utils
-from . import applications, saving, training
+from . import applications, saving, training, validation
 from .devices import device, gpu_unavailable_reason, list_physical_devices
 from .models import Sequential, clone_model
 
@@ -31,8 +31,12 @@ def get_num_threads() -> int:
 
 def set_num_threads(n: int) -> None:
     """Set hpcnn's CPU thread count (default: SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS, else the
-    CPUs in this process's affinity mask, never the node's total core count)."""
-    _core.set_num_threads(int(n))
+    CPUs in this process's affinity mask, never the node's total core count).
+
+    Safe at any moment, from any thread: work already running (another thread's training step, an
+    ``HDF5Dataset`` loading in the background) finishes first, on the threads it started with.
+    If the system refuses a new thread, RuntimeError says so and the count stays as it was."""
+    _core.set_num_threads(validation.integer(n, "n", "set_num_threads", maximum=_core.max_num_threads()))
 
 
 __all__ = ["Sequential", "clone_model", "data", "datasets", "device", "list_physical_devices", "gpu_unavailable_reason", "build_info",
