@@ -1,5 +1,8 @@
 // Optimizers over the model's one contiguous parameter buffer: one step = one op call
-// (ops::adam_step / ops::sgd_step). Their state lives on the model's device and moves with it.
+// (ops::adam_step / ops::sgd_step) per range of trainable parameters (one range covering the whole
+// buffer unless layers are frozen). Parameters outside the ranges, and their optimizer state
+// (Adam's moments, SGD's velocity), are never touched. The state lives on the model's device and
+// moves with it.
 #pragma once
 
 #include <memory>
@@ -10,12 +13,21 @@
 
 namespace hpcnn::nn {
 
+// [begin, end) in elements of the parameter buffer.
+struct ParamRange {
+  long long begin = 0, end = 0;
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
   virtual std::string name() const = 0;
-  virtual void step(Tensor& params, const Tensor& grads) = 0;
+  // One step (iterations + 1) updating the parameters in `trainable` only.
+  virtual void step(Tensor& params, const Tensor& grads, const std::vector<ParamRange>& trainable) = 0;
   virtual void to(Device d) = 0;  // move state
+  // The state buffers (Adam: m, v; SGD: velocity), each over the whole parameter buffer; empty
+  // before the first step.
+  virtual std::vector<Tensor> state() const = 0;
   float learning_rate = 0.001f;
   long long iterations = 0;  // steps taken (Keras' optimizer.iterations)
 };
@@ -24,8 +36,9 @@ class Adam : public Optimizer {
  public:
   Adam(float lr, float beta1, float beta2, float eps);
   std::string name() const override { return "Adam"; }
-  void step(Tensor& params, const Tensor& grads) override;
+  void step(Tensor& params, const Tensor& grads, const std::vector<ParamRange>& trainable) override;
   void to(Device d) override;
+  std::vector<Tensor> state() const override { return m_.defined() ? std::vector<Tensor>{m_, v_} : std::vector<Tensor>{}; }
   float beta1, beta2, epsilon;
 
  private:
@@ -36,8 +49,11 @@ class SGD : public Optimizer {
  public:
   SGD(float lr, float momentum, bool nesterov);
   std::string name() const override { return "SGD"; }
-  void step(Tensor& params, const Tensor& grads) override;
+  void step(Tensor& params, const Tensor& grads, const std::vector<ParamRange>& trainable) override;
   void to(Device d) override;
+  std::vector<Tensor> state() const override {
+    return velocity_.defined() ? std::vector<Tensor>{velocity_} : std::vector<Tensor>{};
+  }
   float momentum;
   bool nesterov;
 

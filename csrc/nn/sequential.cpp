@@ -54,12 +54,13 @@ Sequential::Sequential(Shape input_shape, std::vector<LayerPtr> layers, uint64_t
     std::vector<long long> offs;
     for (const ParamSpec& s : specs_.back()) {
       offs.push_back(total);
-      total += shape_numel(s.shape);
+      total = checked_add(total, shape_numel(s.shape), "the model's parameter count");
     }
     param_offsets_.push_back(offs);
   }
   params_ = Tensor::empty({total});
   grads_ = Tensor::zeros({total});
+  set_trainable(std::vector<bool>(layers_.size(), true));
   uint64_t stream = 1;
   for (size_t i = 0; i < layers_.size(); ++i)
     for (size_t j = 0; j < specs_[i].size(); ++j)
@@ -134,6 +135,27 @@ void Sequential::compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool f
   loss_ = loss;
 }
 
+void Sequential::set_trainable(const std::vector<bool>& per_layer) {
+  HPCNN_CHECK_ARG(per_layer.size() == layers_.size(), "set_trainable: the model has ", layers_.size(),
+                  " layers, got ", per_layer.size(), " flags");
+  std::vector<ParamRange> ranges;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    if (!per_layer[i] || specs_[i].empty()) continue;
+    const long long b = param_offsets_[i].front();
+    const long long e = param_offsets_[i].back() + shape_numel(specs_[i].back().shape);
+    if (!ranges.empty() && ranges.back().end == b) ranges.back().end = e;  // adjacent: one range
+    else ranges.push_back({b, e});
+  }
+  trainable_ = per_layer;
+  trainable_ranges_ = std::move(ranges);
+}
+
+long long Sequential::num_trainable_params() const {
+  long long n = 0;
+  for (const ParamRange& r : trainable_ranges_) n += r.end - r.begin;
+  return n;
+}
+
 void Sequential::to(Device d) {
   if (d == device_) return;
   discard_prefetch();
@@ -176,8 +198,9 @@ void Sequential::ensure_buffers(long long n) {
     if (!(layers_[i]->forward_is_view(true) && layers_[i]->forward_is_view(false)))
       act_[i] = Tensor::empty(with_batch(cap, out_shapes_[i]), DType::F32, device_);
   }
-  grad_a_ = Tensor::empty({cap * biggest}, DType::F32, device_);
-  grad_b_ = Tensor::empty({cap * biggest}, DType::F32, device_);
+  const long long grad_elems = checked_mul(cap, biggest, "the gradient buffer of a batch");
+  grad_a_ = Tensor::empty({grad_elems}, DType::F32, device_);
+  grad_b_ = Tensor::empty({grad_elems}, DType::F32, device_);
   dlogits_ = Tensor::empty(with_batch(cap, out_shapes_.back()), DType::F32, device_);
   stats_ = Tensor::zeros({4}, DType::F32, device_);  // two doubles: loss sum, correct
   capacity_ = cap;
@@ -452,10 +475,11 @@ BatchStats Sequential::train_batch(const Tensor& x, const Tensor& y, const std::
     throw ValueError(cat("the loss is ", std::isnan(st.loss_sum) ? "NaN" : "inf",
                          ": training diverged (try a smaller learning rate); the weights were not updated"));
 
-  // Backward, from the loss to the first layer that has parameters.
+  // Backward, from the loss to the first layer that has trainable parameters (frozen layers
+  // before it need neither their parameter gradients nor the gradient of their input).
   int first_param = end;
   for (int i = 0; i < end; ++i)
-    if (!specs_[i].empty()) {
+    if (!specs_[i].empty() && trainable_[i]) {
       first_param = i;
       break;
     }
@@ -479,7 +503,7 @@ BatchStats Sequential::train_batch(const Tensor& x, const Tensor& y, const std::
       g_in_a = !g_in_a;
     }
   }
-  optimizer_->step(params_, grads_);
+  optimizer_->step(params_, grads_, trainable_ranges_);
   return st;
 }
 

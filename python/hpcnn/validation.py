@@ -19,6 +19,7 @@ from typing import Any, Iterable, Optional, Sequence, Tuple
 import numpy as np
 
 INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 
 
 def is_integer(value: Any) -> bool:
@@ -121,7 +122,7 @@ def shape(value: Any, name: str, caller: Optional[str] = None) -> Tuple[int, ...
         dims = tuple(value)
     except TypeError:
         raise ValueError(msg) from None
-    if not dims or not all(is_integer(d) and d > 0 for d in dims):
+    if not dims or not all(is_integer(d) and 0 < d <= INT64_MAX for d in dims):
         raise ValueError(msg)
     return tuple(int(d) for d in dims)
 
