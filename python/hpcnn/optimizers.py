@@ -72,6 +72,10 @@ class SGD(Optimizer):
         return dict(learning_rate=self.learning_rate, momentum=self.momentum, nesterov=self.nesterov)
 
 
+# The optimizers a saved model may name (load_model looks names up here, never with getattr).
+REGISTRY = {"Adam": Adam, "SGD": SGD}
+
+
 def get(identifier: Union[str, Optimizer]) -> Optimizer:
     """``'adam'`` / ``'sgd'`` (Keras defaults) or an Optimizer instance."""
     if isinstance(identifier, Optimizer):
