@@ -14,7 +14,6 @@ training.py (the fit / evaluate / predict loops, which the methods below call), 
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
