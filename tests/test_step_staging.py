@@ -247,10 +247,28 @@ def test_fit_reports_bad_staged_batches_with_their_numbers():
         m.fit(x, y, batch_size=16, shuffle=False, verbose=0)
     assert m._model().step == 1
     x, y = data(48)
-    y[40] = 9  # batch 3
-    with pytest.raises(ValueError, match=r"epoch 1, batch 3: label 9"):
+    y[40] = 9  # batch 3: array labels are all range-checked before the first step (issue 12 item 7)
+    steps_before = m._model().step
+    with pytest.raises(ValueError, match=r"^label 9 \(row 40\) is outside \[0, 3\)"):
         m.fit(x, y, batch_size=16, shuffle=False, verbose=0)
-    assert m._model().step == 1 + 2
+    assert m._model().step == steps_before
+    # A dataset's labels are prepared per batch: a bad one is reported with its batch's number,
+    # after the batches before it trained.
+    batches = [(x[i * 16:(i + 1) * 16], y[i * 16:(i + 1) * 16]) for i in range(3)]
+    with pytest.raises(ValueError, match=r"epoch 1, batch 3: label 9 \(row 8\)"):
+        m.fit(batches_as_sequence(batches), shuffle=False, verbose=0)
+    assert m._model().step == steps_before + 2
+
+
+def batches_as_sequence(batches):
+    class Seq:
+        def __len__(self):
+            return len(batches)
+
+        def __getitem__(self, i):
+            return batches[i]
+
+    return Seq()
 
 
 def test_fit_dataset_errors_keep_their_batch_numbers():

@@ -78,11 +78,13 @@ static py::dict build_info() {
 void bind_core(py::module_& m) {
   m.def("build_info", &build_info, "What this build of hpcnn was compiled with and against.");
   m.def("get_num_threads", &get_num_threads);
-  m.def("set_num_threads", &set_num_threads, py::arg("n"));
+  // Without the GIL: it waits for a region in progress, which may be another Python thread's call.
+  m.def("set_num_threads", &set_num_threads, py::arg("n"), py::call_guard<py::gil_scoped_release>());
   m.def("default_num_threads", &default_num_threads);
   m.def("default_num_threads_source", [] { return default_num_threads_choice().source; },
         "Where the default thread count comes from: 'HPCNN_NUM_THREADS=n', 'SLURM_CPUS_PER_TASK=n' or "
         "'the affinity mask' (read from the environment now).");
+  m.def("max_num_threads", [] { return kMaxThreads; });
 
   py::class_<cuda::DeviceInfo>(m, "CudaDeviceInfo")
       .def_readonly("index", &cuda::DeviceInfo::index)

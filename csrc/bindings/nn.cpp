@@ -65,13 +65,30 @@ Tensor input_tensor(const py::handle& obj) {
   return borrow_array(as_f32(a), "input");
 }
 
-Tensor target_tensor(const py::handle& obj, nn::Loss loss) {
+// Integer labels wider than int32 are range-checked on their own type before the cast: an int64
+// 2**32+3 would otherwise become class 3 (the model then checks the int32 labels it stages).
+template <typename T>
+void check_labels_before_cast(const py::array& a, long long classes) {
+  auto v = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
+  const T* d = v.data();
+  for (py::ssize_t i = 0; i < v.size(); ++i)
+    if (!(d[i] >= 0 && static_cast<unsigned long long>(d[i]) < static_cast<unsigned long long>(classes)))
+      throw ValueError(cat("label ", d[i], " (row ", i, ") is outside [0, ", classes, ") for a model with ", classes,
+                           " outputs"));
+}
+
+Tensor target_tensor(const py::handle& obj, const nn::Sequential& model) {
   py::array a = py::array::ensure(obj);
   if (!a) throw ValueError("targets are not array-like");
-  if (loss == nn::Loss::CategoricalCrossentropy) return borrow_array(as_f32(a), "targets");
+  if (model.loss() == nn::Loss::CategoricalCrossentropy) return borrow_array(as_f32(a), "targets");
   if (a.dtype().kind() == 'f') {
     throw ValueError("sparse_categorical_crossentropy needs integer class indices, got floats "
                      "(convert with y.astype('int32'))");
+  }
+  if (!a.dtype().is(py::dtype::of<int32_t>())) {
+    const long long classes = model.output_shapes().back().at(0);
+    if (a.dtype().kind() == 'u') check_labels_before_cast<uint64_t>(a, classes);
+    else if (a.dtype().kind() == 'i') check_labels_before_cast<int64_t>(a, classes);
   }
   auto i = py::array_t<int32_t, py::array::c_style | py::array::forcecast>::ensure(a);
   return borrow_array(i, "targets");
@@ -105,7 +122,7 @@ nn::Batch batch_of(const py::handle& obj, const nn::Sequential& model, bool with
   if (k < 1 || k > 4) throw ValueError(cat("a batch is a tuple (x, y[, rows[, decode]]), got ", k, " items"));
   nn::Batch b;
   b.x = input_tensor(t[0]);
-  if (with_targets && k >= 2 && !t[1].is_none()) b.y = target_tensor(t[1], model.loss());
+  if (with_targets && k >= 2 && !t[1].is_none()) b.y = target_tensor(t[1], model);
   if (k >= 3) b.rows = rows_of(t[2]);
   if (k >= 4 && !t[3].is_none()) {
     py::sequence d = py::reinterpret_borrow<py::sequence>(t[3]);
@@ -193,6 +210,11 @@ void bind_nn(py::module_& m) {
            }),
            py::arg("input_shape"), py::arg("layers"), py::arg("seed"))
       .def_property_readonly("num_params", [](PyModel& p) { return p.model->num_params(); })
+      .def_property_readonly("num_trainable_params", [](PyModel& p) { return p.model->num_trainable_params(); })
+      .def("set_trainable", [](PyModel& p, const std::vector<bool>& per_layer) {
+        auto lk = lock_model(p);
+        p.model->set_trainable(per_layer);
+      }, py::arg("per_layer"), "Which core layers the optimizer updates (Python calls it at compile).")
       .def_property_readonly("output_shapes", [](PyModel& p) { return p.model->output_shapes(); })
       .def_property_readonly("weight_shapes", [](PyModel& p) {
         py::list out;
@@ -226,6 +248,13 @@ void bind_nn(py::module_& m) {
                       if (!(lr > 0)) throw ValueError(cat("learning_rate must be positive, got ", lr));
                       p.model->optimizer()->learning_rate = lr;
                     })
+      .def("optimizer_state", [](PyModel& p) {
+        auto lk = lock_model(p);
+        py::list out;
+        if (p.model->optimizer())
+          for (const Tensor& t : p.model->optimizer()->state()) out.append(to_numpy(t.to(Device::cpu())));
+        return out;
+      }, "Host copies of the optimizer's state (Adam: [m, v]; SGD: [velocity]; [] before the first step).")
       .def_property_readonly("iterations", [](PyModel& p) {
         return p.model->optimizer() ? p.model->optimizer()->iterations : 0LL;
       })

@@ -30,9 +30,29 @@ long long shape_numel(const Shape& s) {
   long long n = 1;
   for (long long d : s) {
     if (d < 0) throw ValueError(cat("negative dimension in shape ", shape_str(s)));
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n))
+      throw ValueError(cat("shape ", shape_str(s), " has more than 2^63-1 elements"));
   }
   return n;
+}
+
+long long checked_mul(long long a, long long b, const char* what) {
+  long long r;
+  if (__builtin_mul_overflow(a, b, &r)) throw ValueError(cat(what, ": ", a, " x ", b, " does not fit in 64 bits"));
+  return r;
+}
+
+long long checked_add(long long a, long long b, const char* what) {
+  long long r;
+  if (__builtin_add_overflow(a, b, &r)) throw ValueError(cat(what, ": ", a, " + ", b, " does not fit in 64 bits"));
+  return r;
+}
+
+// Bytes of a tensor of `shape` and `dtype`, checked: a size_t that wrapped would allocate (or
+// view) a small buffer for a huge tensor.
+static size_t shape_bytes(const Shape& shape, DType dtype) {
+  return static_cast<size_t>(checked_mul(shape_numel(shape), static_cast<long long>(dtype_size(dtype)),
+                                         cat("the size in bytes of a tensor of shape ", shape_str(shape)).c_str()));
 }
 
 static constexpr size_t kHostAlignment = 64;
@@ -61,7 +81,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;
-  t.storage_ = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device);
+  t.storage_ = std::make_shared<Storage>(shape_bytes(shape, dtype), device);
   return t;
 }
 
@@ -75,14 +95,14 @@ Tensor Tensor::borrow(void* ptr, const Shape& shape, DType dtype, Device device,
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;
-  t.storage_ = std::make_shared<Storage>(ptr, static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device,
+  t.storage_ = std::make_shared<Storage>(ptr, shape_bytes(shape, dtype), device,
                                          std::move(keep_alive));
   return t;
 }
 
 Tensor Tensor::view(long long elem_offset, const Shape& shape) const {
   size_t off = offset_ + static_cast<size_t>(elem_offset) * dtype_size(dtype_);
-  size_t need = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype_);
+  size_t need = shape_bytes(shape, dtype_);
   HPCNN_CHECK_BACKEND(storage_ && off + need <= storage_->bytes(), "view ", shape_str(shape), " at ", elem_offset,
                       " is outside its storage");
   Tensor t = *this;

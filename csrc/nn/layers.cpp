@@ -1,8 +1,20 @@
 #include "nn/layers.h"
 
+#include <limits>
+
 #include "ops/ops.h"
 
 namespace hpcnn::nn {
+
+namespace {
+// The operators index images with int: a per-sample dimension beyond that is refused when the
+// model is built, not truncated into a different, wrong shape.
+void check_int_dims(const Shape& in, const char* layer) {
+  for (long long d : in)
+    HPCNN_CHECK_ARG(d <= std::numeric_limits<int>::max(), layer, ": input shape ", shape_str(in),
+                    " has a dimension larger than ", std::numeric_limits<int>::max(), ", the most hpcnn supports");
+}
+}  // namespace
 
 Activation parse_activation(const std::string& s) {
   if (s.empty() || s == "linear" || s == "None") return Activation::Linear;
@@ -21,6 +33,10 @@ Conv2DLayer::Conv2DLayer(int filters, int kh, int kw, int sh, int sw, Padding pa
 
 Shape Conv2DLayer::output_shape(const Shape& in) const {
   HPCNN_CHECK_ARG(in.size() == 3, "Conv2D expects inputs of shape (height, width, channels), got ", shape_str(in));
+  check_int_dims(in, "Conv2D");
+  HPCNN_CHECK_ARG((long long)kh_ * kw_ * in[2] <= std::numeric_limits<int>::max(), "Conv2D: a ", kh_, "x", kw_,
+                  " kernel over ", in[2], " channels has more than ", std::numeric_limits<int>::max(),
+                  " weights per filter, the most hpcnn supports");
   Conv2dGeometry g = Conv2dGeometry::make(1, (int)in[0], (int)in[1], (int)in[2], filters_, kh_, kw_, sh_, sw_, padding_);
   return {g.oh, g.ow, filters_};
 }
@@ -49,6 +65,7 @@ MaxPool2DLayer::MaxPool2DLayer(int ph, int pw, int sh, int sw, Padding padding)
 Shape MaxPool2DLayer::output_shape(const Shape& in) const {
   HPCNN_CHECK_ARG(in.size() == 3, "MaxPooling2D expects inputs of shape (height, width, channels), got ",
                   shape_str(in));
+  check_int_dims(in, "MaxPooling2D");
   Pool2dGeometry g = Pool2dGeometry::make(1, (int)in[0], (int)in[1], (int)in[2], ph_, pw_, sh_, sw_, padding_);
   return {g.oh, g.ow, in[2]};
 }
@@ -75,6 +92,7 @@ DenseLayer::DenseLayer(int units, bool relu) : units_(units), relu_(relu) {
 Shape DenseLayer::output_shape(const Shape& in) const {
   HPCNN_CHECK_ARG(in.size() == 1, "Dense expects a flat input (features,), got ", shape_str(in),
                   ": add a Flatten() layer before it");
+  check_int_dims(in, "Dense");
   return {units_};
 }
 

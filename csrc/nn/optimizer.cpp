@@ -14,6 +14,9 @@ static void move_state(Tensor& s, Device d, const ParamLayout& layout) {
   if (s.defined() && s.device() != d) s = layout.move(s, d);
 }
 
+// The elements [r.begin, r.end) of a flat buffer, as a view (the same memory, on any device).
+static Tensor part(const Tensor& t, const ParamRange& r) { return t.view(r.begin, {r.end - r.begin}); }
+
 Adam::Adam(float lr, float b1, float b2, float eps) : beta1(b1), beta2(b2), epsilon(eps) {
   HPCNN_CHECK_ARG(lr > 0, "Adam: learning_rate must be positive, got ", lr);
   HPCNN_CHECK_ARG(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1, "Adam: beta_1 and beta_2 must be in [0, 1)");
@@ -21,11 +24,15 @@ Adam::Adam(float lr, float b1, float b2, float eps) : beta1(b1), beta2(b2), epsi
   learning_rate = lr;
 }
 
-void Adam::step(Tensor& params, const Tensor& grads) {
+void Adam::step(Tensor& params, const Tensor& grads, const std::vector<ParamRange>& trainable) {
   ensure_state(m_, params);
   ensure_state(v_, params);
   ++iterations;
-  ops::adam_step(params, grads, m_, v_, AdamParams{learning_rate, beta1, beta2, epsilon, iterations});
+  const AdamParams a{learning_rate, beta1, beta2, epsilon, iterations};
+  for (const ParamRange& r : trainable) {
+    Tensor p = part(params, r), m = part(m_, r), v = part(v_, r);
+    ops::adam_step(p, part(grads, r), m, v, a);
+  }
 }
 
 void Adam::to(Device d, const ParamLayout& layout) {
@@ -44,10 +51,14 @@ SGD::SGD(float lr, float mom, bool nest) : momentum(mom), nesterov(nest) {
   learning_rate = lr;
 }
 
-void SGD::step(Tensor& params, const Tensor& grads) {
+void SGD::step(Tensor& params, const Tensor& grads, const std::vector<ParamRange>& trainable) {
   ensure_state(velocity_, params);
   ++iterations;
-  ops::sgd_step(params, grads, velocity_, SgdParams{learning_rate, momentum, nesterov});
+  const SgdParams s{learning_rate, momentum, nesterov};
+  for (const ParamRange& r : trainable) {
+    Tensor p = part(params, r), vel = part(velocity_, r);
+    ops::sgd_step(p, part(grads, r), vel, s);
+  }
 }
 
 void SGD::to(Device d, const ParamLayout& layout) { move_state(velocity_, d, layout); }

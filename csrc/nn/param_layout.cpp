@@ -24,7 +24,7 @@ ParamLayout::ParamLayout(const std::vector<std::vector<ParamSpec>>& per_layer) {
     for (const ParamSpec& s : layer) {
       if (is_kernel(s)) keras_kernel_dims(s);  // a kernel spec must be 4-D (kh, kw, in, out)
       entries_.push_back({s, total_});
-      total_ += shape_numel(s.shape);
+      total_ = checked_add(total_, shape_numel(s.shape), "the model's parameter count");
     }
 }
 

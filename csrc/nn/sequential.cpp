@@ -47,6 +47,7 @@ Sequential::Sequential(Shape input_shape, std::vector<LayerPtr> layers, uint64_t
   layout_ = ParamLayout(specs_);
   params_ = Tensor::empty({layout_.numel()});
   grads_ = Tensor::zeros({layout_.numel()});
+  set_trainable(std::vector<bool>(layers_.size(), true));
   // Drawn in Keras' element order, straight into the buffer: a new model is on the CPU, whose
   // layout is Keras' for every parameter.
   static_assert(cpu::kConv2dKernelLayout == KernelLayout::HWIO, "initialization writes Keras' layout");
@@ -123,6 +124,31 @@ void Sequential::compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool f
   stager_.set_targets(loss, out.at(0));
 }
 
+void Sequential::set_trainable(const std::vector<bool>& per_layer) {
+  HPCNN_CHECK_ARG(per_layer.size() == layers_.size(), "set_trainable: the model has ", layers_.size(),
+                  " layers, got ", per_layer.size(), " flags");
+  std::vector<ParamRange> ranges;
+  size_t k = 0;  // the layer's first parameter array in layout_ (arrays are packed layer by layer)
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const size_t count = specs_[i].size();
+    if (count == 0) continue;
+    const long long b = layout_.offset(k);
+    const long long e = layout_.offset(k + count - 1) + shape_numel(layout_.spec(k + count - 1).shape);
+    k += count;
+    if (!per_layer[i]) continue;
+    if (!ranges.empty() && ranges.back().end == b) ranges.back().end = e;  // adjacent: one range
+    else ranges.push_back({b, e});
+  }
+  trainable_ = per_layer;
+  trainable_ranges_ = std::move(ranges);
+}
+
+long long Sequential::num_trainable_params() const {
+  long long n = 0;
+  for (const ParamRange& r : trainable_ranges_) n += r.end - r.begin;
+  return n;
+}
+
 void Sequential::to(Device d) {
   if (d == device_) return;
   stager_.drop_ahead();
@@ -166,8 +192,9 @@ void Sequential::ensure_buffers(long long n) {
     if (!(layers_[i]->forward_is_view(true) && layers_[i]->forward_is_view(false)))
       act_[i] = Tensor::empty(with_batch(cap, out_shapes_[i]), DType::F32, device_);
   }
-  grad_a_ = Tensor::empty({cap * biggest}, DType::F32, device_);
-  grad_b_ = Tensor::empty({cap * biggest}, DType::F32, device_);
+  const long long grad_elems = checked_mul(cap, biggest, "the gradient buffer of a batch");
+  grad_a_ = Tensor::empty({grad_elems}, DType::F32, device_);
+  grad_b_ = Tensor::empty({grad_elems}, DType::F32, device_);
   dlogits_ = Tensor::empty(with_batch(cap, out_shapes_.back()), DType::F32, device_);
   stats_ = Tensor::zeros({4}, DType::F32, device_);  // two doubles: loss sum, correct
   capacity_ = cap;
@@ -254,10 +281,11 @@ BatchStats Sequential::train_on(const StagedBatch& b) {
     throw ValueError(cat("the loss is ", std::isnan(st.loss_sum) ? "NaN" : "inf",
                          ": training diverged (try a smaller learning rate); the weights were not updated"));
 
-  // Backward, from the loss to the first layer that has parameters.
+  // Backward, from the loss to the first layer that has trainable parameters (frozen layers
+  // before it need neither their parameter gradients nor the gradient of their input).
   int first_param = end;
   for (int i = 0; i < end; ++i)
-    if (!specs_[i].empty()) {
+    if (!specs_[i].empty() && trainable_[i]) {
       first_param = i;
       break;
     }
@@ -281,7 +309,7 @@ BatchStats Sequential::train_on(const StagedBatch& b) {
       g_in_a = !g_in_a;
     }
   }
-  optimizer_->step(params_, grads_);
+  optimizer_->step(params_, grads_, trainable_ranges_);
   return st;
 }
 

@@ -68,6 +68,11 @@ class Sequential {
   const ParamLayout& param_layout() const { return layout_; }
 
   void compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool from_logits);
+  // Which layers the optimizer updates (one flag per layer; all by default). A frozen layer's
+  // parameters and optimizer state stay as they are, and backward stops at the first trainable
+  // layer. Python sets it at compile (Keras' rule: trainable takes effect at compile()).
+  void set_trainable(const std::vector<bool>& per_layer);
+  long long num_trainable_params() const;
   bool compiled() const { return optimizer_ != nullptr; }
   Optimizer* optimizer() const { return optimizer_.get(); }
   Loss loss() const { return loss_; }
@@ -117,6 +122,8 @@ class Sequential {
 
   Tensor params_, grads_;                 // the one parameter buffer and its gradients
   ParamLayout layout_;                    // where each parameter is in them, in which layout
+  std::vector<bool> trainable_;           // per layer
+  std::vector<ParamRange> trainable_ranges_;  // the trainable layers' parameters, merged runs
 
   std::unique_ptr<Optimizer> optimizer_;
   Loss loss_ = Loss::CategoricalCrossentropy;

@@ -208,7 +208,7 @@ void conv2d_backward(const Conv2dGeometry& g, const float* x, const float* w, co
         }
       }
     }
-  });
+  }, max_threads);  // the partials above are sized for max_threads (the pool may have grown since)
   // Fixed-order reduction of the partials, split over elements.
   const int nt = used_threads;
   float* dw_sum = wino ? du_sum : dw;

@@ -19,10 +19,11 @@ void keras_padding(int in, int k, int stride, Padding pad, int& out, int& before
     before = after = 0;
     return;
   }
-  out = (in + stride - 1) / stride;
-  int total = std::max((out - 1) * stride + k - in, 0);
-  before = total / 2;
-  after = total - before;
+  // In 64 bits: in + stride, or the padding of a huge kernel, can exceed int.
+  out = static_cast<int>((static_cast<long long>(in) + stride - 1) / stride);
+  const long long total = std::max((static_cast<long long>(out) - 1) * stride + k - in, 0LL);
+  before = static_cast<int>(total / 2);
+  after = static_cast<int>(total - total / 2);
 }
 
 Conv2dGeometry Conv2dGeometry::make(int n, int h, int w, int c, int f, int kh, int kw, int sh, int sw, Padding pad) {

@@ -49,7 +49,7 @@ void softmax_xent(int rows, int cols, const float* logits, const float* onehot, 
     }
     loss[tid] = l_sum;
     correct[tid] = c_sum;
-  }, 32);
+  }, 32, max_threads);  // loss and correct are sized for max_threads (the pool may have grown since)
   for (int t = 0; t < max_threads; ++t) {
     stats[0] += loss[t];
     stats[1] += correct[t];

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from . import _core
 from . import callbacks, config, data, datasets, devices, layers, losses, models, optimizers, utils
-from . import applications, saving, threads, training
+from . import applications, saving, threads, training, validation
 from .devices import device, gpu_unavailable_reason, list_physical_devices
 from .models import Sequential, clone_model
 from .threads import get_num_threads, set_num_threads

@@ -6,10 +6,14 @@ import math
 import os
 from typing import Any, Callable, Dict, List, Optional
 
+from . import validation
+
 
 class Callback:
     """Override any hook. ``self.model`` is the model being trained; set
-    ``self.model.stop_training = True`` to stop after the current epoch."""
+    ``self.model.stop_training = True`` to stop after the current epoch. As in Keras,
+    ``on_batch_begin`` / ``on_batch_end`` are aliases: the default ``on_train_batch_begin`` /
+    ``on_train_batch_end`` call them, so overriding either name works."""
 
     def __init__(self) -> None:
         self.model: Any = None
@@ -25,8 +29,14 @@ class Callback:
     def on_train_end(self, logs: Optional[Dict[str, float]] = None) -> None: ...
     def on_epoch_begin(self, epoch: int, logs: Optional[Dict[str, float]] = None) -> None: ...
     def on_epoch_end(self, epoch: int, logs: Optional[Dict[str, float]] = None) -> None: ...
-    def on_train_batch_begin(self, batch: int, logs: Optional[Dict[str, float]] = None) -> None: ...
-    def on_train_batch_end(self, batch: int, logs: Optional[Dict[str, float]] = None) -> None: ...
+    def on_batch_begin(self, batch: int, logs: Optional[Dict[str, float]] = None) -> None: ...
+    def on_batch_end(self, batch: int, logs: Optional[Dict[str, float]] = None) -> None: ...
+
+    def on_train_batch_begin(self, batch: int, logs: Optional[Dict[str, float]] = None) -> None:
+        self.on_batch_begin(batch, logs=logs)
+
+    def on_train_batch_end(self, batch: int, logs: Optional[Dict[str, float]] = None) -> None:
+        self.on_batch_end(batch, logs=logs)
 
 
 class History(Callback):
@@ -55,12 +65,16 @@ class EarlyStopping(Callback):
     def __init__(self, monitor: str = "val_loss", min_delta: float = 0.0, patience: int = 0,
                  mode: str = "auto", restore_best_weights: bool = False) -> None:
         super().__init__()
-        self.monitor, self.min_delta, self.patience = monitor, abs(min_delta), int(patience)
+        if not isinstance(monitor, str) or not monitor:
+            raise ValueError(f"EarlyStopping: monitor must be a metric name such as 'val_loss', got {monitor!r}")
+        min_delta = validation.number(min_delta, "min_delta", "EarlyStopping")
+        patience = validation.integer(patience, "patience", "EarlyStopping", minimum=0, maximum=None)
+        self.monitor, self.min_delta, self.patience = monitor, abs(min_delta), patience
+        validation.choice(mode, "mode", ("auto", "min", "max"), "EarlyStopping")
         if mode == "auto":
             mode = "max" if "acc" in monitor else "min"
-        if mode not in ("min", "max"):
-            raise ValueError(f"EarlyStopping: mode must be 'min', 'max' or 'auto', got {mode!r}")
-        self.mode, self.restore_best_weights = mode, restore_best_weights
+        self.mode = mode
+        self.restore_best_weights = validation.boolean(restore_best_weights, "restore_best_weights", "EarlyStopping")
         self.best = math.inf if mode == "min" else -math.inf
         self.wait, self.best_weights, self.stopped_epoch = 0, None, None
 
@@ -91,7 +105,10 @@ class CSVLogger(Callback):
 
     def __init__(self, filename: str, separator: str = ",", append: bool = False) -> None:
         super().__init__()
-        self.filename, self.sep, self.append = os.fspath(filename), separator, append
+        if not isinstance(separator, str) or len(separator) != 1:
+            raise ValueError(f"CSVLogger: separator must be a single character, got {separator!r}")
+        self.filename, self.sep = os.fspath(filename), separator
+        self.append = validation.boolean(append, "append", "CSVLogger")
         self._keys: Optional[List[str]] = None
 
     def on_train_begin(self, logs: Optional[Dict[str, float]] = None) -> None:
@@ -117,12 +134,16 @@ class LambdaCallback(Callback):
     def __init__(self, on_epoch_begin: Optional[Callable] = None, on_epoch_end: Optional[Callable] = None,
                  on_train_begin: Optional[Callable] = None, on_train_end: Optional[Callable] = None,
                  on_train_batch_begin: Optional[Callable] = None,
-                 on_train_batch_end: Optional[Callable] = None) -> None:
+                 on_train_batch_end: Optional[Callable] = None, on_batch_begin: Optional[Callable] = None,
+                 on_batch_end: Optional[Callable] = None) -> None:
         super().__init__()
         for name, fn in dict(on_epoch_begin=on_epoch_begin, on_epoch_end=on_epoch_end, on_train_begin=on_train_begin,
                              on_train_end=on_train_end, on_train_batch_begin=on_train_batch_begin,
-                             on_train_batch_end=on_train_batch_end).items():
+                             on_train_batch_end=on_train_batch_end, on_batch_begin=on_batch_begin,
+                             on_batch_end=on_batch_end).items():
             if fn is not None:
+                if not callable(fn):
+                    raise ValueError(f"LambdaCallback: {name} must be callable, got {fn!r}")
                 setattr(self, name, fn)
 
 

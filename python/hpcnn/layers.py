@@ -6,20 +6,15 @@ weights to and from Keras unchanged; ``Flatten`` flattens in (H, W, C) order as 
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import validation
 
 IntPair = Union[int, Sequence[int]]
 
 _ACTIVATIONS = ("relu", "softmax", "linear")
-
-
-def _pair(v: IntPair, what: str) -> Tuple[int, int]:
-    if isinstance(v, int):
-        return (v, v)
-    t = tuple(int(a) for a in v)
-    if len(t) != 2:
-        raise ValueError(f"{what} must be an int or a pair of ints, got {v!r}")
-    return t  # type: ignore[return-value]
 
 
 def _activation(a: Optional[str]) -> str:
@@ -34,25 +29,73 @@ def _activation(a: Optional[str]) -> str:
 
 def _padding(p: str) -> str:
     if not isinstance(p, str) or p.lower() not in ("same", "valid"):
-        raise ValueError(f"padding must be 'same' or 'valid', got {p!r}")
+        raise ValueError(f"The `padding` argument must be one of 'valid' or 'same'. Received: padding={p!r}")
     return p.lower()
 
 
+def _is_float32(dtype: Any, also: Tuple[str, ...] = ()) -> bool:
+    try:
+        return np.dtype(dtype).name in ("float32",) + also
+    except TypeError:
+        return False
+
+
+def _keras_defaults_only(kwargs: Dict[str, Any], caller: str, accepted: Dict[str, Callable[[Any], bool]]) -> None:
+    """Pops Keras arguments that hpcnn supports only at their default value; any other value is a
+    ValueError naming it (never ignored)."""
+    for key, is_default in accepted.items():
+        if key in kwargs:
+            v = kwargs.pop(key)
+            if not is_default(v):
+                raise ValueError(f"{caller}: {key}={v!r} is not supported (hpcnn supports only Keras' default)")
+
+
+def _is_none(v: Any) -> bool:
+    return v is None
+
+
+def _is_one_pair(v: Any) -> bool:
+    return v == 1 or (isinstance(v, (tuple, list)) and list(v) == [1, 1])
+
+
+# Keras' weight regularizers and constraints: hpcnn has none, so only None is accepted.
+_NO_REGULARIZERS = {k: _is_none for k in ("kernel_regularizer", "bias_regularizer", "activity_regularizer",
+                                          "kernel_constraint", "bias_constraint")}
+
+
 class Layer:
-    """Base class: a named piece of configuration that knows its output shape."""
+    """Base class: a named piece of configuration that knows its output shape.
+
+    ``trainable`` (Keras' attribute): a layer with ``trainable = False`` keeps its weights fixed in
+    ``fit`` / ``train_on_batch`` (no optimizer step touches them, nor Adam's moments for them) and
+    is counted as non-trainable by ``summary()``. As in Keras, a change takes effect at the next
+    ``compile()``: the model trains with the setting it was compiled with.
+    """
 
     _keras_name = "layer"
 
     def __init__(self, name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None,
-                 **kwargs: Any) -> None:
-        if kwargs:
-            raise TypeError(f"{type(self).__name__}: unexpected arguments {sorted(kwargs)}")
-        self.name = name
-        self.input_shape = tuple(int(d) for d in input_shape) if input_shape is not None else None
+                 trainable: bool = True, dtype: Any = None, **kwargs: Any) -> None:
+        cls = type(self).__name__
+        validation.no_other_arguments(kwargs, cls)
+        if dtype is not None and not _is_float32(dtype):
+            raise ValueError(f"{cls}: hpcnn layers compute in float32; dtype={dtype!r} is not supported")
+        self.name = validation.name(name, cls)
+        self.input_shape = validation.shape(input_shape, "input_shape", cls) if input_shape is not None else None
+        self.trainable = trainable
+
+    @property
+    def trainable(self) -> bool:
+        """Whether fit updates this layer's weights (takes effect at the next compile())."""
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        self._trainable = validation.boolean(value, "trainable", type(self).__name__)
 
     # The layer's own config (Keras' get_config), without the class name.
     def get_config(self) -> Dict[str, Any]:
-        cfg: Dict[str, Any] = {"name": self.name}
+        cfg: Dict[str, Any] = {"name": self.name, "trainable": self.trainable}
         if self.input_shape is not None:
             cfg["input_shape"] = list(self.input_shape)
         return cfg
@@ -69,22 +112,41 @@ class Layer:
         return 0
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items() if k != "name" and v is not None)
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items()
+                         if k != "name" and v is not None and not (k == "trainable" and v))
         return f"{type(self).__name__}({args})"
 
 
 class InputLayer(Layer):
-    """Declares the per-sample input shape, e.g. ``InputLayer(input_shape=[32, 32, 3])``."""
+    """Declares the per-sample input shape, e.g. ``InputLayer(input_shape=[32, 32, 3])``.
+
+    ``batch_size`` is accepted for Keras compatibility and checked, but batches are sized by
+    ``fit``/``evaluate``/``predict``; ``dtype`` may be float32 or uint8 (both are taken as input
+    either way)."""
 
     _keras_name = "input_layer"
 
     def __init__(self, input_shape: Optional[Sequence[int]] = None, shape: Optional[Sequence[int]] = None,
-                 name: Optional[str] = None, **kwargs: Any) -> None:
-        kwargs.pop("dtype", None)
-        kwargs.pop("batch_size", None)
-        shp = input_shape if input_shape is not None else shape
-        if shp is None:
+                 name: Optional[str] = None, batch_size: Optional[int] = None, dtype: Any = None,
+                 batch_shape: Optional[Sequence[Optional[int]]] = None, sparse: Optional[bool] = None,
+                 **kwargs: Any) -> None:
+        validation.integer(batch_size, "batch_size", "InputLayer", allow_none=True)
+        if dtype is not None and not _is_float32(dtype, ("uint8",)):
+            raise ValueError(f"InputLayer: dtype must be float32 or uint8, got {dtype!r}")
+        if sparse:
+            raise ValueError("InputLayer: sparse inputs are not supported")
+        given = [s for s in (input_shape, shape) if s is not None]
+        if batch_shape is not None:
+            if isinstance(batch_shape, (str, bytes)) or not isinstance(batch_shape, Sequence) or len(batch_shape) < 2:
+                raise ValueError(f"InputLayer: batch_shape must be (batch, *shape), got {batch_shape!r}")
+            validation.integer(batch_shape[0], "batch_shape[0]", "InputLayer", allow_none=True)
+            given.append(batch_shape[1:])
+        if not given:
             raise ValueError("InputLayer needs input_shape=(height, width, channels) (or shape=...)")
+        shp = validation.shape(given[0], "input_shape" if input_shape is not None else "shape", "InputLayer")
+        for other in given[1:]:
+            if validation.shape(other, "shape", "InputLayer") != shp:
+                raise ValueError(f"InputLayer: input_shape, shape and batch_shape disagree: {given}")
         super().__init__(name=name, input_shape=shp, **kwargs)
 
     def get_config(self) -> Dict[str, Any]:
@@ -112,16 +174,19 @@ class Conv2D(Layer):
                 raise ValueError("hpcnn initializes kernels with glorot_uniform (Keras' default) only")
             if k == "bias_initializer" and v not in (None, "zeros"):
                 raise ValueError("hpcnn initializes biases with zeros (Keras' default) only")
-        if not use_bias:
+        _keras_defaults_only(kwargs, "Conv2D", dict(_NO_REGULARIZERS, dilation_rate=_is_one_pair,
+                                                    groups=lambda v: v == 1))
+        if not validation.boolean(use_bias, "use_bias", "Conv2D"):
             raise ValueError("Conv2D(use_bias=False) is not supported")
-        super().__init__(name=name, input_shape=input_shape, **kwargs)
-        if int(filters) <= 0:
-            raise ValueError(f"Conv2D: filters must be positive, got {filters}")
+        if not validation.is_integer(filters) or not 0 < filters <= validation.INT32_MAX:
+            raise ValueError("Invalid value for argument `filters`. Expected a strictly positive integer "
+                             f"(at most {validation.INT32_MAX}). Received filters={filters!r}.")
         self.filters = int(filters)
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.strides = _pair(strides, "strides")
+        self.kernel_size = validation.int_tuple(kernel_size, 2, "kernel_size")
+        self.strides = validation.int_tuple(strides, 2, "strides")
         self.padding = _padding(padding)
         self.activation = _activation(activation)
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
 
     def get_config(self) -> Dict[str, Any]:
         cfg = super().get_config()
@@ -151,10 +216,10 @@ class MaxPooling2D(Layer):
                  name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
         if kwargs.pop("data_format", None) not in (None, "channels_last"):
             raise ValueError("hpcnn is NHWC only: data_format must be 'channels_last'")
-        super().__init__(name=name, input_shape=input_shape, **kwargs)
-        self.pool_size = _pair(pool_size, "pool_size")
-        self.strides = _pair(strides, "strides") if strides is not None else self.pool_size
+        self.pool_size = validation.int_tuple(pool_size, 2, "pool_size")
+        self.strides = validation.int_tuple(strides, 2, "strides") if strides is not None else self.pool_size
         self.padding = _padding(padding)
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
 
     def get_config(self) -> Dict[str, Any]:
         cfg = super().get_config()
@@ -195,13 +260,15 @@ class Dense(Layer):
             v = kwargs.pop(k, None)
             if v not in (None, "glorot_uniform", "zeros"):
                 raise ValueError(f"Dense: only Keras' default initializers are supported ({k}={v!r})")
-        if not use_bias:
+        _keras_defaults_only(kwargs, "Dense", _NO_REGULARIZERS)
+        if not validation.boolean(use_bias, "use_bias", "Dense"):
             raise ValueError("Dense(use_bias=False) is not supported")
-        super().__init__(name=name, input_shape=input_shape, **kwargs)
-        if int(units) <= 0:
-            raise ValueError(f"Dense: units must be positive, got {units}")
+        if not validation.is_integer(units) or not 0 < units <= validation.INT32_MAX:
+            raise ValueError("Received an invalid value for `units`, expected a positive integer "
+                             f"(at most {validation.INT32_MAX}). Received: units={units!r}")
         self.units = int(units)
         self.activation = _activation(activation)
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
 
     def get_config(self) -> Dict[str, Any]:
         cfg = super().get_config()
@@ -219,16 +286,22 @@ class Dense(Layer):
 
 
 class Dropout(Layer):
-    """Inverted dropout while training (seeded, counter-based masks); identity at inference."""
+    """Inverted dropout while training; identity at inference. The masks are counter-based draws
+    from the model's seed (``Sequential(seed=...)`` or ``hpcnn.utils.set_random_seed``), the same
+    on every thread count and on the GPU, so there is no per-layer ``seed``."""
 
     _keras_name = "dropout"
 
     def __init__(self, rate: float, name: Optional[str] = None, seed: Optional[int] = None,
                  input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
-        super().__init__(name=name, input_shape=input_shape, **kwargs)
-        if not 0.0 <= float(rate) < 1.0:
-            raise ValueError(f"Dropout: rate must be in [0, 1), got {rate}")
+        if seed is not None:
+            raise ValueError("Dropout: seed= is not supported: dropout masks are drawn from the model's seed "
+                             "(Sequential(..., seed=N) or hpcnn.utils.set_random_seed(N))")
+        _keras_defaults_only(kwargs, "Dropout", {"noise_shape": _is_none})
+        validation.number(rate, "rate", low=0.0, high=1.0, high_open=True,
+                          expected="a float value between 0 and 1 (1 excluded)")
         self.rate = float(rate)
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
 
     def get_config(self) -> Dict[str, Any]:
         cfg = super().get_config()
@@ -246,8 +319,8 @@ class Activation(Layer):
 
     def __init__(self, activation: Optional[str], name: Optional[str] = None,
                  input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
-        super().__init__(name=name, input_shape=input_shape, **kwargs)
         self.activation = _activation(activation)
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
 
     def get_config(self) -> Dict[str, Any]:
         cfg = super().get_config()
@@ -259,12 +332,15 @@ class Activation(Layer):
 
 
 class ReLU(Activation):
-    """``ReLU()``: the same as ``Activation('relu')``."""
+    """``ReLU()``: the same as ``Activation('relu')`` (Keras' max_value, negative_slope and
+    threshold only at their defaults)."""
 
     _keras_name = "re_lu"
 
     def __init__(self, name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None,
                  **kwargs: Any) -> None:
+        _keras_defaults_only(kwargs, "ReLU", {"max_value": _is_none, "negative_slope": lambda v: v == 0,
+                                              "threshold": lambda v: v == 0})
         super().__init__("relu", name=name, input_shape=input_shape, **kwargs)
 
     def get_config(self) -> Dict[str, Any]:
@@ -276,11 +352,20 @@ _REGISTRY = {c.__name__: c for c in (InputLayer, Conv2D, MaxPooling2D, Flatten, 
 
 
 def deserialize(config: Dict[str, Any]) -> Layer:
-    """A layer from ``{'class_name': ..., 'config': {...}}`` (Keras' serialization shape)."""
+    """A layer from ``{'class_name': ..., 'config': {...}}`` (Keras' serialization shape). Anything
+    else (not a dict, an unknown class, arguments the class does not take) is a ValueError."""
+    if not isinstance(config, dict):
+        raise ValueError(f"a layer config must be a dict with 'class_name' and 'config', got {config!r:.200}")
     name = config.get("class_name")
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown layer class {name!r}")
-    return _REGISTRY[name].from_config(dict(config.get("config", {})))
+    if not isinstance(name, str) or name not in _REGISTRY:
+        raise ValueError(f"unknown layer class {name!r:.100}: hpcnn has {sorted(_REGISTRY)}")
+    cfg = config.get("config", {})
+    if not isinstance(cfg, dict):
+        raise ValueError(f"the config of a {name} layer must be a dict, got {cfg!r:.200}")
+    try:
+        return _REGISTRY[name].from_config(dict(cfg))
+    except TypeError as e:  # an argument the class does not take
+        raise ValueError(f"{name}: {e}") from None
 
 
 def serialize(layer: Layer) -> Dict[str, Any]:

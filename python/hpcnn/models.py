@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _core, devices, layers as layers_mod, losses, optimizers, saving, training
+from . import _core, devices, layers as layers_mod, losses, optimizers, saving, training, validation
 from .callbacks import Callback, History
 from .utils import next_model_seed
 
@@ -30,17 +30,18 @@ class Sequential:
     """A linear stack of layers (Keras' ``Sequential``)."""
 
     def __init__(self, layers: Optional[Iterable[layers_mod.Layer]] = None, name: Optional[str] = None,
-                 seed: Optional[int] = None) -> None:
-        self.name = name or "sequential"
+                 seed: Optional[int] = None, trainable: bool = True) -> None:
+        self.name = validation.name(name, "Sequential") or "sequential"
         self.layers: List[layers_mod.Layer] = []
         self._input_shape: Optional[Tuple[int, ...]] = None
-        self._seed = int(seed) if seed is not None else None
+        self._seed = validation.integer(seed, "seed", "Sequential", minimum=0, maximum=2**64 - 1, allow_none=True)
+        self._trainable = validation.boolean(trainable, "trainable", "Sequential")
         self._core: Optional[_core.Model] = None
         self._compiled: Optional[Dict[str, Any]] = None
         self.optimizer: Optional[optimizers.Optimizer] = None
         self.stop_training = False
         self.history: Optional[History] = None
-        for layer in layers or []:
+        for layer in validation.layer_list(layers, "Sequential: layers") or []:
             self.add(layer)
 
     # ------------------------------------------------------------------ structure
@@ -83,7 +84,10 @@ class Sequential:
     def build(self, input_shape: Optional[Sequence[Optional[int]]] = None) -> None:
         """Create the weights (done automatically by compile/fit/summary)."""
         if input_shape is not None:
-            shp = tuple(int(d) for d in input_shape if d is not None)
+            dims = list(input_shape) if isinstance(input_shape, (list, tuple)) else input_shape
+            if isinstance(dims, list) and dims and dims[0] is None:
+                dims = dims[1:]  # Keras' (None, h, w, c): the batch axis
+            shp = validation.shape(dims, "input_shape", "build")
             if self._input_shape is not None and shp != self._input_shape:
                 self._core, self._compiled = None, None
             self._input_shape = shp
@@ -139,6 +143,28 @@ class Sequential:
     def count_params(self) -> int:
         return int(self._model().num_params)
 
+    # ------------------------------------------------------------------ trainable
+    @property
+    def trainable(self) -> bool:
+        """``model.trainable = False`` freezes every layer (Keras); takes effect at the next compile()."""
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        self._trainable = validation.boolean(value, "trainable", "Sequential")
+        for layer in self.layers:
+            layer.trainable = self._trainable
+
+    def _trainable_mask(self) -> List[bool]:
+        """One flag per core layer: whether the optimizer updates it, from the layers' trainable now."""
+        mask: List[bool] = []
+        for layer in self.layers:
+            mask += [bool(self._trainable and layer.trainable)] * len(layer._core_configs())
+        return mask
+
+    def _trainable_changed_since_compile(self) -> bool:
+        return self._compiled is not None and self._compiled.get("trainable") != self._trainable_mask()
+
     @property
     def output_shape(self) -> Tuple[Optional[int], ...]:
         return (None,) + tuple(self._model().output_shapes[-1])
@@ -157,9 +183,12 @@ class Sequential:
             print_fn(f"{label:<{c1}}{str((None,) + shape):<{c2}}{params:,}")
         print_fn("=" * line_length)
         total = self.count_params()
+        trainable = sum(params for layer, _, params in rows if self._trainable and layer.trainable)
         print_fn(f"Total params: {total:,} ({total * 4 / 1024**2:.2f} MB)")
-        print_fn(f"Trainable params: {total:,}")
-        print_fn("Non-trainable params: 0")
+        print_fn(f"Trainable params: {trainable:,} ({trainable * 4 / 1024**2:.2f} MB)")
+        print_fn(f"Non-trainable params: {total - trainable:,} ({(total - trainable) * 4 / 1024**2:.2f} MB)")
+        if self._trainable_changed_since_compile():
+            print_fn("Note: `trainable` was changed after compile(); call compile() again for fit to use it")
         dev = self.device
         if dev == "cpu":
             info = _core.build_info()
@@ -181,21 +210,40 @@ class Sequential:
         return [np.array(w, copy=True) for w in self._model().get_weights()]
 
     def set_weights(self, weights: Sequence[ArrayLike]) -> None:
-        """Load weights given in Keras order and layouts (e.g. from a Keras model's get_weights())."""
-        self._model().set_weights([np.ascontiguousarray(w, dtype=np.float32) for w in weights])
+        """Load weights given in Keras order and layouts (e.g. from a Keras model's get_weights()).
+        Arrays of any real dtype are converted to float32."""
+        if isinstance(weights, np.ndarray) or not isinstance(weights, (list, tuple)):
+            raise ValueError(f"set_weights: expected a list of arrays (get_weights() order), got {type(weights).__name__}")
+        names = self._weight_names()
+        arrays = []
+        for i, w in enumerate(weights):
+            a = np.asarray(w)
+            label = names[i] if i < len(names) else f"weight {i}"
+            if a.dtype.kind not in "fiu":
+                raise ValueError(f"set_weights: {label} has dtype {a.dtype}; expected real numbers")
+            arrays.append(np.ascontiguousarray(a, dtype=np.float32))
+        self._model().set_weights(arrays)
 
     def get_config(self) -> Dict[str, Any]:
         cfg_layers = []
         if self._input_shape is not None:
             cfg_layers.append({"class_name": "InputLayer", "config": {"input_shape": list(self._input_shape)}})
         cfg_layers += [layers_mod.serialize(layer) for layer in self.layers]
-        return {"name": self.name, "layers": cfg_layers}
+        cfg: Dict[str, Any] = {"name": self.name, "layers": cfg_layers}
+        if not self._trainable:
+            cfg["trainable"] = False
+        return cfg
 
     @classmethod
     def from_config(cls, config: Dict[str, Any]) -> "Sequential":
+        """The model get_config() described; ValueError for anything else."""
+        if not isinstance(config, dict) or not isinstance(config.get("layers"), list):
+            raise ValueError(f"a Sequential config is a dict with a 'layers' list, got {config!r:.200}")
         model = cls(name=config.get("name"))
         for lc in config["layers"]:
             model.add(layers_mod.deserialize(lc))
+        if config.get("trainable", True) is not True:
+            model._trainable = validation.boolean(config["trainable"], "trainable", "Sequential")
         return model
 
     def _weight_names(self) -> List[str]:
@@ -214,29 +262,47 @@ class Sequential:
                 metrics: Optional[Sequence[str]] = None, device: Optional[str] = None, **kwargs: Any) -> None:
         """Choose optimizer ('adam', 'sgd' or an instance), loss ('categorical_crossentropy' or
         'sparse_categorical_crossentropy'), metrics (['accuracy']) and, optionally, the device
-        ('cpu', 'gpu', 'gpu:N'; default: the enclosing ``hpcnn.device`` block, else the CPU)."""
-        for k in ("loss_weights", "weighted_metrics", "run_eagerly", "steps_per_execution", "jit_compile"):
-            kwargs.pop(k, None)
-        if kwargs:
-            raise TypeError(f"compile: unexpected arguments {sorted(kwargs)}")
-        if optimizer == "rmsprop":
+        ('cpu', 'gpu', 'gpu:N'; default: the enclosing ``hpcnn.device`` block, else the CPU).
+
+        The layers' ``trainable`` flags are taken now (Keras' rule): changing them later takes
+        effect at the next compile(). Keras' execution hints ``run_eagerly``, ``jit_compile`` and
+        ``steps_per_execution`` are checked and have nothing to change (every batch is one C++
+        call); ``loss_weights`` and ``weighted_metrics`` are not supported."""
+        for k in ("loss_weights", "weighted_metrics"):
+            if kwargs.pop(k, None) is not None:
+                raise ValueError(f"compile: {k} is not supported")
+        if "run_eagerly" in kwargs:
+            validation.boolean(kwargs.pop("run_eagerly"), "run_eagerly", "compile")
+        if "jit_compile" in kwargs:
+            jit = kwargs.pop("jit_compile")
+            if jit != "auto":
+                validation.boolean(jit, "jit_compile", "compile")
+        if "steps_per_execution" in kwargs:
+            validation.integer(kwargs.pop("steps_per_execution"), "steps_per_execution", "compile")
+        validation.no_other_arguments(kwargs, "compile")
+        if isinstance(optimizer, str) and optimizer == "rmsprop":
             raise ValueError("compile: hpcnn has Adam and SGD; pass optimizer='adam' or 'sgd'")
         if loss is None:
             raise ValueError("compile: a loss is required ('categorical_crossentropy' or "
                              "'sparse_categorical_crossentropy')")
         opt = optimizers.get(optimizer)
         loss_name, from_logits = losses.resolve(loss)
+        if metrics is not None and (isinstance(metrics, (str, bytes)) or not isinstance(metrics, (list, tuple))):
+            raise ValueError(f"compile: metrics must be a list such as ['accuracy'], got {metrics!r}")
         metrics = list(metrics or [])
         for m in metrics:
-            if m not in _ACCURACY_NAMES:
+            if not isinstance(m, str) or m not in _ACCURACY_NAMES:
                 raise ValueError(f"compile: unknown metric {m!r}; hpcnn reports 'accuracy'")
         target = device if device is not None else devices.current_scope()
         core = self._model()
         if target is not None:
             core.to(devices.normalize(target))
+        mask = self._trainable_mask()
         core.compile(opt._core_config(), loss_name, from_logits)
+        core.set_trainable(mask)
         self.optimizer = opt
-        self._compiled = {"loss": loss_name, "accuracy": bool(metrics), "from_logits": from_logits}
+        self._compiled = {"loss": loss_name, "accuracy": bool(metrics), "from_logits": from_logits,
+                          "trainable": mask}
 
     @property
     def compiled(self) -> bool:
@@ -283,7 +349,7 @@ class Sequential:
     def predict(self, x: Any, batch_size: Optional[int] = None, verbose: Union[int, str] = 0,
                 **kwargs: Any) -> np.ndarray:
         """Model outputs (class probabilities for a softmax model) as a NumPy array."""
-        return training.predict(self, x, batch_size, kwargs)
+        return training.predict(self, x, batch_size, verbose, kwargs)
 
     def predict_classes(self, x: Any, batch_size: Optional[int] = None) -> np.ndarray:
         """Class indices (``argmax`` of predict), the call Keras removed and the tutorial uses."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from . import _core
+from . import _core, validation
 
 __all__ = ["get_num_threads", "set_num_threads", "affinity_cpus", "describe"]
 
@@ -31,10 +31,15 @@ def get_num_threads() -> int:
 
 def set_num_threads(n: int) -> None:
     """Set hpcnn's CPU thread count. Default: HPCNN_NUM_THREADS, else SLURM_CPUS_PER_TASK, else
-    the CPUs in this process's affinity mask (OMP_NUM_THREADS is not read)."""
+    the CPUs in this process's affinity mask (OMP_NUM_THREADS is not read).
+
+    Safe at any moment, from any thread: work already running (another thread's training step, an
+    ``HDF5Dataset`` loading in the background) finishes first, on the threads it started with.
+    If the system refuses a new thread, RuntimeError says so and the count stays as it was."""
     global _explicit
-    _core.set_num_threads(int(n))
-    _explicit = int(n)
+    n = validation.integer(n, "n", "set_num_threads", maximum=_core.max_num_threads())
+    _core.set_num_threads(n)
+    _explicit = n
 
 
 def affinity_cpus() -> int:

@@ -12,12 +12,14 @@ to decode itself (an HDF5Dataset feeding a GPU model), else None.
 """
 from __future__ import annotations
 
+import itertools
 import time
+import warnings
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _core, progress, threads
+from . import _core, progress, threads, validation
 from .callbacks import Callback, History
 
 if TYPE_CHECKING:  # models.py imports this module; the model is only passed in
@@ -39,17 +41,52 @@ def is_dataset(obj: Any) -> bool:
 
 # ---------------------------------------------------------------------- data plumbing
 def prepare_targets(model: "Sequential", y: ArrayLike) -> np.ndarray:
-    """Targets as the compiled loss wants them: float32 one-hot rows or int32 class indices."""
+    """Targets as the compiled loss wants them: float32 one-hot rows or int32 class indices. Class
+    indices are range-checked on their own type before the cast to int32 (an int64 label 2**32+3
+    must not become class 3)."""
     comp = model._require_compiled("fit")
     y = np.asarray(y)
     if comp["loss"] == "categorical_crossentropy":
+        if y.dtype.kind not in "fiub":
+            raise ValueError(f"targets have dtype {y.dtype}; expected numbers (one-hot rows)")
         return np.ascontiguousarray(y, dtype=np.float32)
-    if y.dtype.kind == "f":
-        if not np.all(np.isfinite(y)) or not np.all(y == np.round(y)):
-            raise ValueError("sparse_categorical_crossentropy needs whole-number class indices")
-    elif y.dtype.kind not in "iub":
-        raise ValueError(f"targets have dtype {y.dtype}; expected integers")
-    return np.ascontiguousarray(y, dtype=np.int32)
+    classes = int(model._model().output_shapes[-1][-1])
+    return validation.class_indices(y, classes)
+
+
+def check_verbose(verbose: Any, caller: str) -> Any:
+    """0, 1, 2 (or True/False), 'auto' or None, as Keras takes them."""
+    if verbose is None or (isinstance(verbose, str) and verbose == "auto"):
+        return verbose
+    if isinstance(verbose, (bool, np.bool_)) or (validation.is_integer(verbose) and verbose in (0, 1, 2)):
+        return int(verbose)
+    raise ValueError(f"{caller}: Invalid value for argument `verbose`. Expected 'auto', 0, 1 or 2. "
+                     f"Received: verbose={verbose!r}")
+
+
+def check_callbacks(callbacks: Any, caller: str) -> List[Callback]:
+    if callbacks is None:
+        return []
+    if isinstance(callbacks, Callback):
+        return [callbacks]
+    if isinstance(callbacks, (str, bytes)) or not isinstance(callbacks, (list, tuple)):
+        raise ValueError(f"{caller}: callbacks must be a list of hpcnn.callbacks.Callback, got {callbacks!r}")
+    for cb in callbacks:
+        if not isinstance(cb, Callback):
+            raise ValueError(f"{caller}: callbacks must be hpcnn.callbacks.Callback instances, got {cb!r}")
+    return list(callbacks)
+
+
+def check_unsupported(kwargs: Dict[str, Any], caller: str, unsupported: Sequence[str],
+                      ignored: Sequence[str] = ()) -> None:
+    """Keras arguments hpcnn does not implement raise when given a value; `ignored` ones (Keras'
+    multiprocessing knobs: hpcnn's loader is native) may be given; anything else is a TypeError."""
+    for k in unsupported:
+        if kwargs.pop(k, None) is not None:
+            raise ValueError(f"{caller}: {k} is not supported")
+    for k in ignored:
+        kwargs.pop(k, None)
+    validation.no_other_arguments(kwargs, caller)
 
 
 def prepare_inputs(x: ArrayLike) -> np.ndarray:
@@ -167,18 +204,29 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
         validation_freq: int, kwargs: Dict[str, Any]) -> History:
     """``Sequential.fit``: checks the arguments, then runs the epochs (one ``train_step`` call per
     batch, which also stages the next batch), the callbacks, the progress bar and validation."""
-    for k in ("class_weight", "sample_weight", "workers", "use_multiprocessing", "max_queue_size"):
-        v = kwargs.pop(k, None)
-        if k in ("class_weight", "sample_weight") and v is not None:
-            raise ValueError(f"fit: {k} is not supported")
-    if kwargs:
-        raise TypeError(f"fit: unexpected arguments {sorted(kwargs)}")
+    check_unsupported(kwargs, "fit", ("class_weight", "sample_weight", "validation_steps"),
+                      ("workers", "use_multiprocessing", "max_queue_size"))
+    batch_size = validation.integer(batch_size, "batch_size", "fit", allow_none=True)
+    epochs = validation.integer(epochs, "epochs", "fit", minimum=0, maximum=None)
+    initial_epoch = validation.integer(initial_epoch, "initial_epoch", "fit", minimum=0, maximum=None)
+    steps_per_epoch = validation.integer(steps_per_epoch, "steps_per_epoch", "fit", maximum=None, allow_none=True)
+    validation_batch_size = validation.integer(validation_batch_size, "validation_batch_size", "fit",
+                                               allow_none=True)
+    validation_freq = validation.integer(validation_freq, "validation_freq", "fit", maximum=None)
+    validation_split = validation.number(validation_split, "validation_split", "fit", low=0.0, high=1.0,
+                                         high_open=True, expected="a float between 0 and 1 (1 excluded)")
+    shuffle = validation.boolean(shuffle, "shuffle", "fit")
+    verbose = check_verbose(verbose, "fit")
+    user_callbacks = check_callbacks(callbacks, "fit")
     comp = model._require_compiled("fit")
+    if epochs < initial_epoch:
+        raise ValueError(f"fit: epochs ({epochs}) must be >= initial_epoch ({initial_epoch})")
+    if model._trainable_changed_since_compile():
+        warnings.warn("fit: a layer's `trainable` was changed after compile(); as in Keras, fit trains with the "
+                      "setting of the last compile(): call compile() again to apply it", UserWarning, stacklevel=3)
     model._follow_device_scope()
     core = model._model()
     verbose = progress.resolve_verbose(verbose)
-    if epochs < initial_epoch:
-        raise ValueError(f"fit: epochs ({epochs}) must be >= initial_epoch ({initial_epoch})")
 
     if x is None:
         raise ValueError("fit: no training data (x)")
@@ -186,6 +234,12 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
     if is_ds:
         if y is not None:
             raise ValueError("fit: y must be None when x is a dataset (it yields (x, y) batches)")
+        if batch_size is not None:
+            raise ValueError("fit: the `batch_size` argument must not be specified when x is a dataset: its "
+                             "batches are sized by the dataset (e.g. HDF5Dataset(..., batch_size=...))")
+        if validation_split:
+            raise ValueError("fit: Argument `validation_split` is only supported for NumPy arrays; pass "
+                             "validation_data=... with a dataset")
         steps = len(x)
     else:
         if y is None:
@@ -197,27 +251,29 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
         if len(x) == 0:
             raise ValueError("fit: x is empty")
         if validation_split and validation_data is None:
-            if not 0.0 < validation_split < 1.0:
-                raise ValueError("fit: validation_split must be in (0, 1)")
             cut = int(len(x) * (1.0 - validation_split))
+            if cut == 0 or cut == len(x):
+                raise ValueError(f"fit: Training data contains {len(x)} samples, which is not sufficient to split it "
+                                 f"into a validation and training set as specified by "
+                                 f"`validation_split={validation_split}`. Either provide more data, or a different "
+                                 "value for the `validation_split` argument.")
             validation_data = (x[cut:], y[cut:])
             x, y = x[:cut], y[:cut]
-        batch_size = int(batch_size or 32)
-        if batch_size <= 0:
-            raise ValueError(f"fit: batch_size must be positive, got {batch_size}")
+        batch_size = batch_size or 32
         steps = (len(x) + batch_size - 1) // batch_size
     if steps_per_epoch is not None:
-        steps = min(steps, int(steps_per_epoch))
+        steps = min(steps, steps_per_epoch)
     if steps == 0:
         raise ValueError("fit: the training data has no batches")
     check_shapes(model, "fit", x, y, "x", "y")
-    if validation_data is not None and is_dataset(validation_data):
+    if validation_data is not None and is_dataset(validation_data) and not isinstance(validation_data, tuple):
         check_shapes(model, "fit", validation_data, None, "validation_data", "")
     elif validation_data is not None and isinstance(validation_data, (tuple, list)) and len(validation_data) >= 2:
         check_shapes(model, "fit", validation_data[0], validation_data[1], "validation_data x", "validation_data y")
+    validation_data = check_validation_data(model, validation_data)
 
     history = History()
-    cbs: List[Callback] = list(callbacks or []) + [history]
+    cbs: List[Callback] = user_callbacks + [history]
     params = {"epochs": epochs, "steps": steps, "verbose": verbose, "batch_size": batch_size}
     for cb in cbs:
         cb.set_model(model)
@@ -227,14 +283,14 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
         print(f"Training on {core.device} with {threads.describe()}" if core.device == "cpu"
               else f"Training on {core.device}", flush=True)
     for cb in cbs:
-        cb.on_train_begin()
+        cb.on_train_begin({})  # logs passed as Keras does: LambdaCallback functions take them
     want_acc = comp["accuracy"]
     try:
         for epoch in range(initial_epoch, epochs):
             # The bar prints "Epoch e/E" above itself (in Jupyter: inside its one display).
             bar = progress.ProgressBar(steps, verbose, title=f"Epoch {epoch + 1}/{epochs}")
             for cb in cbs:
-                cb.on_epoch_begin(epoch)
+                cb.on_epoch_begin(epoch, {})
             model._sync_learning_rate()
             loss_sum = correct = 0.0
             seen = 0
@@ -258,7 +314,7 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
                     if b >= steps:
                         break
                     for cb in cbs:
-                        cb.on_train_batch_begin(b)
+                        cb.on_train_batch_begin(b, {})
                     upcoming = fetch_batch(model, it, is_ds)
                     nxt = (upcoming[1] if STAGE_NEXT and b + 1 < steps and upcoming is not None
                            and upcoming[0] == "ok" else None)
@@ -292,7 +348,7 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
             if want_acc:
                 logs["accuracy"] = correct / max(seen, 1)
             if validation_data is not None and (epoch + 1 - initial_epoch) % validation_freq == 0:
-                vx, vy = (validation_data, None) if is_dataset(validation_data) else validation_data[:2]
+                vx, vy = validation_data
                 vres = evaluate_loss_accuracy(model, vx, vy, validation_batch_size or batch_size or 32)
                 logs["val_loss"] = vres[0]
                 if want_acc:
@@ -309,12 +365,42 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
         print("\nTraining interrupted (Ctrl-C): the model keeps the weights of the last completed batch; "
               f"history has {len(history.epoch)} complete epoch(s).", flush=True)
     for cb in cbs:
-        cb.on_train_end()
+        cb.on_train_end({k: v[-1] for k, v in history.history.items()})  # the last epoch's logs, as Keras
     model.history = history
     return history
 
 
+def check_validation_data(model: "Sequential", validation_data: Any) -> Optional[Tuple[Any, Any]]:
+    """fit's validation_data as (x, y) ready for evaluate_loss_accuracy ((dataset, None) for a
+    dataset), checked before the first epoch rather than after it."""
+    if validation_data is None:
+        return None
+    if is_dataset(validation_data) and not isinstance(validation_data, tuple):
+        return validation_data, None
+    if not isinstance(validation_data, (tuple, list)) or len(validation_data) not in (2, 3):
+        raise ValueError("fit: validation_data must be a tuple (x_val, y_val) or a dataset, got "
+                         f"{type(validation_data).__name__}")
+    if len(validation_data) == 3 and validation_data[2] is not None:
+        raise ValueError("fit: sample weights in validation_data are not supported")
+    vx, vy = prepare_inputs(validation_data[0]), prepare_targets(model, validation_data[1])
+    if len(vx) != len(vy):
+        raise ValueError(f"fit: validation_data has {len(vx)} rows of x but {len(vy)} of y")
+    if len(vx) == 0:
+        raise ValueError("fit: validation_data is empty")
+    return vx, vy
+
+
 # ---------------------------------------------------------------------- evaluation and prediction
+def first_batches(batches: Iterator[Batch], total: int) -> Iterator[Batch]:
+    """The first `total` batches; the source (a dataset's producer) is closed when they are taken
+    or the loop is left early."""
+    try:
+        yield from itertools.islice(batches, total)
+    finally:
+        if hasattr(batches, "close"):
+            batches.close()
+
+
 def run_steps(core: Any, step: Any, batches: Iterator[Batch]) -> Iterator[Any]:
     """step(batch, next) over `batches`, one call per batch: each call also stages the next batch
     (on a GPU its upload overlaps this step), which the following call takes by passing None."""
@@ -336,8 +422,9 @@ def run_steps(core: Any, step: Any, batches: Iterator[Batch]) -> Iterator[Any]:
 
 
 def evaluate_loss_accuracy(model: "Sequential", x: Any, y: Any, batch_size: int,
-                           verbose: int = 0) -> Tuple[float, float]:
-    """(mean loss, accuracy) over arrays or a dataset: one ``test_step`` call per batch."""
+                           verbose: int = 0, steps: Optional[int] = None) -> Tuple[float, float]:
+    """(mean loss, accuracy) over arrays or a dataset (its first `steps` batches when given): one
+    ``test_step`` call per batch."""
     core = model._model()
     model._require_compiled("evaluate")
     loss_sum = correct = 0.0
@@ -358,11 +445,13 @@ def evaluate_loss_accuracy(model: "Sequential", x: Any, y: Any, batch_size: int,
             raise ValueError("evaluate: x is empty")
         batches = array_batches(model, x, y, batch_size, False, 0)
         total = (len(x) + batch_size - 1) // batch_size
+    if steps is not None:
+        total = min(total, steps)
     if is_dataset(x):
         batches = ((prepare_inputs(xb), prepare_targets(model, yb), rows, decode)
                    for xb, yb, rows, decode in batches)
     bar = progress.ProgressBar(total, verbose)
-    for b, (ls, c, n) in enumerate(run_steps(core, core.test_step, batches)):
+    for b, (ls, c, n) in enumerate(run_steps(core, core.test_step, first_batches(batches, total))):
         loss_sum, correct, seen = loss_sum + ls, correct + c, seen + n
         bar.update(b + 1, {"loss": loss_sum / seen})
     if seen == 0:
@@ -375,38 +464,63 @@ def evaluate_loss_accuracy(model: "Sequential", x: Any, y: Any, batch_size: int,
 def evaluate(model: "Sequential", x: Any, y: Any, batch_size: Optional[int], verbose: Any, return_dict: bool,
              kwargs: Dict[str, Any]):
     """``Sequential.evaluate``: [loss, accuracy], loss alone, or a dict."""
-    kwargs.pop("steps", None)
-    kwargs.pop("callbacks", None)
+    steps = validation.integer(kwargs.pop("steps", None), "steps", "evaluate", maximum=None, allow_none=True)
+    if check_callbacks(kwargs.pop("callbacks", None), "evaluate"):
+        raise ValueError("evaluate: callbacks are not supported (fit's callbacks are)")
+    check_unsupported(kwargs, "evaluate", ("sample_weight",))
+    batch_size = validation.integer(batch_size, "batch_size", "evaluate", allow_none=True)
+    verbose = check_verbose(verbose, "evaluate")
+    return_dict = validation.boolean(return_dict, "return_dict", "evaluate")
+    if batch_size is not None and is_dataset(x):
+        raise ValueError("evaluate: the `batch_size` argument must not be specified when x is a dataset")
     model._follow_device_scope()
     comp = model._require_compiled("evaluate")
-    loss, acc = evaluate_loss_accuracy(model, x, y, int(batch_size or 32), progress.resolve_verbose(verbose))
+    loss, acc = evaluate_loss_accuracy(model, x, y, batch_size or 32, progress.resolve_verbose(verbose), steps)
     return result(loss, acc, comp, return_dict)
 
 
-def predict(model: "Sequential", x: Any, batch_size: Optional[int], kwargs: Dict[str, Any]) -> np.ndarray:
-    """``Sequential.predict``: one ``predict_step`` call per batch, outputs concatenated."""
-    kwargs.pop("steps", None)
-    kwargs.pop("callbacks", None)
+def predict(model: "Sequential", x: Any, batch_size: Optional[int], verbose: Any,
+            kwargs: Dict[str, Any]) -> np.ndarray:
+    """``Sequential.predict``: one ``predict_step`` call per batch (the first `steps` batches when
+    given), outputs concatenated; ``verbose=1``/``2`` shows progress."""
+    steps = validation.integer(kwargs.pop("steps", None), "steps", "predict", maximum=None, allow_none=True)
+    if check_callbacks(kwargs.pop("callbacks", None), "predict"):
+        raise ValueError("predict: callbacks are not supported (fit's callbacks are)")
+    check_unsupported(kwargs, "predict", ())
+    batch_size = validation.integer(batch_size, "batch_size", "predict", allow_none=True)
+    verbose = progress.resolve_verbose(check_verbose(verbose, "predict"))
+    if batch_size is not None and is_dataset(x):
+        raise ValueError("predict: the `batch_size` argument must not be specified when x is a dataset")
     model._follow_device_scope()
     core = model._model()
-    bs = int(batch_size or 32)
+    bs = batch_size or 32
     if is_dataset(x):
         if hasattr(x, "epoch_batches") and getattr(x, "shuffle", False):
             # Its batches come in a shuffled order: predictions would not line up with the rows.
             raise ValueError("predict: this dataset shuffles its rows, so the predictions would come back in a "
                              "shuffled order; create it with shuffle=False for prediction")
+        total = len(x) if steps is None else min(len(x), steps)
         batches: Iterator[Batch] = ((prepare_inputs(xb), None, None, decode)
                                     for xb, _, _, decode in dataset_batches(model, x, 0, False))
     else:
         x = prepare_inputs(x)
         if len(x) == 0:
             raise ValueError("predict: x is empty")
-        batches = ((x[b:b + bs], None, None, None) for b in range(0, len(x), bs))
-    outs = list(run_steps(core, core.predict_step, batches))
+        total = (len(x) + bs - 1) // bs if steps is None else min((len(x) + bs - 1) // bs, steps)
+        batches = ((x[b * bs:(b + 1) * bs], None, None, None) for b in range(total))
+    bar = progress.ProgressBar(total, verbose)
+    outs: List[np.ndarray] = []
+    for b, out in enumerate(run_steps(core, core.predict_step, first_batches(batches, total))):
+        outs.append(out)
+        bar.update(b + 1, {})
+    if not outs:
+        raise ValueError("predict: no data")
+    bar.finish({})
     return np.concatenate(outs, axis=0)
 
 
 def train_on_batch(model: "Sequential", x: ArrayLike, y: ArrayLike, return_dict: bool):
+    return_dict = validation.boolean(return_dict, "return_dict", "train_on_batch")
     comp = model._require_compiled("train_on_batch")
     model._follow_device_scope()
     model._sync_learning_rate()
@@ -415,6 +529,7 @@ def train_on_batch(model: "Sequential", x: ArrayLike, y: ArrayLike, return_dict:
 
 
 def test_on_batch(model: "Sequential", x: ArrayLike, y: ArrayLike, return_dict: bool):
+    return_dict = validation.boolean(return_dict, "return_dict", "test_on_batch")
     comp = model._require_compiled("test_on_batch")
     model._follow_device_scope()
     ls, c, n = model._model().test_step((prepare_inputs(x), prepare_targets(model, y)))

@@ -45,7 +45,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="both (default): CPU, then GPU when one is usable (the reason is printed when not)")
     p.add_argument("--out", default="hpcnn_tutorial")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--verbose", default="auto")
+    p.add_argument("--verbose", default="auto", choices=["auto", 0, 1, 2],
+                   type=lambda v: v if v == "auto" else int(v))  # fit takes 0/1/2 as numbers
 
 
 def synthetic_cifar10(n_train: int = 50000, n_valid: int = 10000, seed: int = 0):

@@ -88,6 +88,13 @@ class Model:
         ...
 
     @property
+    def num_trainable_params(self) -> int:
+        ...
+
+    def optimizer_state(self) -> list:
+        """Host copies of the optimizer's state (Adam: [m, v]; SGD: [velocity]; [] before the first step)."""
+
+    @property
     def output_shapes(self) -> list[list[int]]:
         ...
 
@@ -99,6 +106,9 @@ class Model:
 
     def relayout_buffer(self, buffer: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], from_device: str, to_device: str) -> numpy.ndarray:
         """A host copy of `buffer` (flat, aligned with the parameters: parameters, gradients, optimizer moments) converted from the layout the parameters have on from_device to the one on to_device: the conversion to() applies. A host computation: needs no GPU (for tests and tools)."""
+
+    def set_trainable(self, per_layer: collections.abc.Sequence[bool]) -> None:
+        """Which core layers the optimizer updates (Python calls it at compile)."""
 
     def set_weights(self, arg0: list) -> None:
         ...
@@ -173,6 +183,9 @@ def default_num_threads_source() -> str:
     """Where the default thread count comes from: 'HPCNN_NUM_THREADS=n', 'SLURM_CPUS_PER_TASK=n' or 'the affinity mask' (read from the environment now)."""
 
 def get_num_threads() -> int:
+    ...
+
+def max_num_threads() -> int:
     ...
 
 def normalize_device(spec: object, check_usable: bool=True) -> str:
