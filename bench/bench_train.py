@@ -5,6 +5,8 @@ in its own process so their thread pools and OpenMP runtimes never meet).
 
     python bench/bench_train.py                      # hpcnn only, or whatever is importable
     python bench/bench_train.py --python /path/to/bench-venv/bin/python --rounds 3
+    python bench/bench_train.py --frameworks hpcnn --baseline-python old=/path/to/old-venv/bin/python
+                                   # this build against an older one, interleaved in one run
 
 The same measurement as `hpcnn bench --peers` (one implementation: hpcnn.bench.compare), with
 more rounds by default and a CSV row per framework and mode. Prints per framework: img/s (mean,
@@ -30,6 +32,9 @@ def main(argv=None):
     p.add_argument("--frameworks", default="hpcnn,torch,tensorflow")
     p.add_argument("--python", default=sys.executable, help="interpreter for the workers (a bench venv)")
     p.add_argument("--csv", default=None, help="append one row per framework and mode to this CSV")
+    p.add_argument("--baseline-python", action="append", default=[], metavar="[LABEL=]PYTHON",
+                   help="also time the hpcnn importable by this interpreter (an older build in its own venv), "
+                        "interleaved with the others, under LABEL (default hpcnn-baseline); repeatable")
     a = p.parse_args(argv)
     threads = a.threads or hpcnn.get_num_threads()
     fws = [f for f in a.frameworks.split(",") if f]
@@ -44,7 +49,11 @@ def main(argv=None):
     print(f"# machine: {bench.machine_description()}")
     print(f"# threads: {threads}; batch {a.batch}; {a.rounds} rounds x {a.steps} steps (+{a.warmup} warm-up)")
     print(f"# FP32 peak (FMA loop, {threads} threads): " + (f"{peak:.1f} GFLOP/s" if peak else "not measured"))
-    results = bench.compare(present, a.batch, a.steps, a.warmup, threads, a.rounds, a.python)
+    baselines = {}
+    for i, spec in enumerate(a.baseline_python):
+        label, _, py = spec.rpartition("=")
+        baselines[label or ("hpcnn-baseline" if i == 0 else f"hpcnn-baseline{i + 1}")] = py
+    results = bench.compare(present, a.batch, a.steps, a.warmup, threads, a.rounds, a.python, baselines)
     rows = bench.comparison_rows(results, peak)
     print()
     print(bench.format_comparison(rows))

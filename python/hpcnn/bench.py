@@ -123,15 +123,22 @@ def tutorial_cnn_step_times(device: str = "cpu", batch_size: int = 250, steps: i
     """Per-step seconds of training and of inference for the tutorial CNN on `device`, on random
     data already in memory (the model's own step, exactly as fit calls it per batch)."""
     import numpy as np
-    from hpcnn import applications  # absolute: this file may run without its package (see top)
+    try:  # absolute: this file may run without its package (see top)
+        from hpcnn.applications import tutorial_cnn
+    except ImportError:  # an older hpcnn timed as the baseline (bench_train.py --baseline-python)
+        from hpcnn.models import tutorial_cnn
     rng = np.random.default_rng(0)
     x = rng.random((batch_size, 32, 32, 3), dtype=np.float32)
     y = rng.integers(0, 10, batch_size).astype(np.int32)
-    m = applications.tutorial_cnn(seed=0)
+    m = tutorial_cnn(seed=0)
     m.compile("adam", "sparse_categorical_crossentropy", ["accuracy"], device=device)
     core = m._model()
-    train = time_steps(lambda: core.train_step((x, y)), steps, warmup)
-    infer = time_steps(lambda: core.predict_step((x,)), steps, warmup)
+    if hasattr(core, "train_step"):
+        train = time_steps(lambda: core.train_step((x, y)), steps, warmup)
+        infer = time_steps(lambda: core.predict_step((x,)), steps, warmup)
+    else:  # the step API before train_step (hpcnn 0.1 as first released): the same work per call
+        train = time_steps(lambda: core.train_batch(x, y), steps, warmup)
+        infer = time_steps(lambda: core.predict_batch(x), steps, warmup)
     return train, infer
 
 
@@ -264,17 +271,21 @@ def run_worker(python: str, framework: str, batch: int, steps: int, warmup: int,
 
 
 def compare(frameworks: Sequence[str], batch: int, steps: int, warmup: int, threads: int, rounds: int,
-            python: Optional[str] = None) -> Dict[Tuple[str, str], Dict[str, float]]:
+            python: Optional[str] = None,
+            baselines: Optional[Dict[str, str]] = None) -> Dict[Tuple[str, str], Dict[str, float]]:
     """step_stats per (framework, 'train'|'infer'): every framework in its own process, `rounds`
-    rounds interleaved (hpcnn, torch, tensorflow, hpcnn, ...) so slow drifts hit all alike."""
+    rounds interleaved (hpcnn, torch, tensorflow, hpcnn, ...) so slow drifts hit all alike.
+    `baselines` maps a label to another interpreter whose hpcnn (an older build) is timed as one
+    more framework under that label: old and new side by side in one run."""
     python = python or sys.executable
-    times = {f: {"train": [], "infer": []} for f in frameworks}
+    runs = [(f, python, f) for f in frameworks] + [(label, py, "hpcnn") for label, py in (baselines or {}).items()]
+    times = {label: {"train": [], "infer": []} for label, _, _ in runs}
     for _ in range(rounds):
-        for f in frameworks:
-            res = run_worker(python, f, batch, steps, warmup, threads)
+        for f, py, worker in runs:
+            res = run_worker(py, worker, batch, steps, warmup, threads)
             times[f]["train"] += res["train"]
             times[f]["infer"] += res["infer"]
-    return {(f, mode): step_stats(times[f][mode], batch) for f in frameworks for mode in ("train", "infer")}
+    return {(f, mode): step_stats(times[f][mode], batch) for f in times for mode in ("train", "infer")}
 
 
 def comparison_rows(results: Dict[Tuple[str, str], Dict[str, float]], peak: Optional[float]) -> List[Dict[str, object]]:
