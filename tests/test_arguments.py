@@ -240,6 +240,43 @@ CASES = [
     ("CSVLogger separator", lambda c: callbacks.CSVLogger("x.csv", separator=";;"), V, r"single character"),
     ("LambdaCallback not callable", lambda c: callbacks.LambdaCallback(on_batch_end=3), V,
      r"on_batch_end must be callable"),
+    ("ModelCheckpoint filepath=None", lambda c: callbacks.ModelCheckpoint(None), V, r"filepath must be a file name"),
+    ("ModelCheckpoint monitor=3", lambda c: callbacks.ModelCheckpoint("m.h5", monitor=3), V,
+     r"monitor must be a metric name"),
+    ("ModelCheckpoint verbose=3", lambda c: callbacks.ModelCheckpoint("m.h5", verbose=3), V, invalid("verbose", "3")),
+    ("ModelCheckpoint save_best_only=2", lambda c: callbacks.ModelCheckpoint("m.h5", save_best_only=2), V,
+     invalid("save_best_only", "2")),
+    ("ModelCheckpoint save_weights_only='y'", lambda c: callbacks.ModelCheckpoint("m.h5", save_weights_only="y"), V,
+     invalid("save_weights_only", "'y'")),
+    ("ModelCheckpoint mode", lambda c: callbacks.ModelCheckpoint("m.h5", mode="best"), V,
+     r"Unknown value for `mode` argument of ModelCheckpoint.*Received: mode='best'"),
+    ("ModelCheckpoint save_freq=0", lambda c: callbacks.ModelCheckpoint("m.h5", save_freq=0), V,
+     invalid("save_freq", "0")),
+    ("ModelCheckpoint save_freq=2.5", lambda c: callbacks.ModelCheckpoint("m.h5", save_freq=2.5), V,
+     invalid("save_freq", "2.5")),
+    ("ModelCheckpoint initial_value_threshold", lambda c: callbacks.ModelCheckpoint(
+        "m.h5", initial_value_threshold="0.5"), V, invalid("initial_value_threshold", "'0.5'")),
+    ("ModelCheckpoint unknown keyword", lambda c: callbacks.ModelCheckpoint("m.h5", period=1), T,
+     r"Unrecognized keyword arguments passed to ModelCheckpoint"),
+    ("BackupAndRestore backup_dir=3", lambda c: callbacks.BackupAndRestore(3), V, r"backup_dir must be a directory"),
+    ("BackupAndRestore save_freq=-1", lambda c: callbacks.BackupAndRestore("b", save_freq=-1), V,
+     invalid("save_freq", "-1")),
+    ("BackupAndRestore save_freq=True", lambda c: callbacks.BackupAndRestore("b", save_freq=True), V,
+     invalid("save_freq", "True")),
+    ("BackupAndRestore double_checkpoint", lambda c: callbacks.BackupAndRestore("b", double_checkpoint="y"), V,
+     invalid("double_checkpoint", "'y'")),
+    ("BackupAndRestore delete_checkpoint", lambda c: callbacks.BackupAndRestore("b", delete_checkpoint=None), V,
+     invalid("delete_checkpoint", "None")),
+    ("BackupAndRestore unknown keyword", lambda c: callbacks.BackupAndRestore("b", save_before_preemption=True), T,
+     r"Unrecognized keyword arguments passed to BackupAndRestore"),
+    # ---------------------------------------------------------------- model and weights files
+    ("save include_optimizer='no'", lambda c: c.model.save("m.h5", include_optimizer="no"), V,
+     invalid("include_optimizer", "'no'")),
+    ("save overwrite=2", lambda c: c.model.save("m.h5", overwrite=2), V, invalid("overwrite", "2")),
+    ("save_weights overwrite='y'", lambda c: c.model.save_weights("w.h5", overwrite="y"), V,
+     invalid("overwrite", "'y'")),
+    ("save_weights filepath=3", lambda c: c.model.save_weights(3), V, r"the file path must be a string"),
+    ("load_weights filepath=3", lambda c: c.model.load_weights(3), V, r"the file path must be a string"),
     # ---------------------------------------------------------------- HDF5Dataset and the writer
     ("HDF5Dataset batch_size=0", lambda c: c.ds(batch_size=0), V, invalid("batch_size", "0")),
     ("HDF5Dataset batch_size=2.5", lambda c: c.ds(batch_size=2.5), V, invalid("batch_size", "2.5")),
@@ -294,7 +331,7 @@ def test_the_argument_table_covers_every_public_callable():
                  "Dense", "Conv2D", "MaxPooling2D", "Dropout", "Activation", "ReLU", "Flatten", "InputLayer",
                  "Input", "Sequential", "build", "set_weights", "Adam", "SGD", "EarlyStopping", "CSVLogger",
                  "LambdaCallback", "HDF5Dataset", "epoch_batches", "write_hdf5", "to_categorical", "set_random_seed",
-                 "set_num_threads"):
+                 "set_num_threads", "ModelCheckpoint", "BackupAndRestore", "save", "save_weights", "load_weights"):
         assert name in covered, name
 
 

@@ -1,4 +1,10 @@
-"""Callbacks with Keras names and hooks: History, EarlyStopping, CSVLogger, LambdaCallback."""
+"""Callbacks with Keras names and hooks: History, EarlyStopping, CSVLogger, LambdaCallback, and
+(checkpoints.py) ModelCheckpoint and BackupAndRestore.
+
+Callbacks whose behaviour depends on what they saw earlier in training (EarlyStopping's counters,
+ModelCheckpoint's best value, History's epochs) implement the state protocol, ``get_state()`` /
+``set_state(state)``: BackupAndRestore saves their states with its backups and gives them back
+when a later ``fit`` resumes, so a resumed run decides exactly as an uninterrupted one."""
 from __future__ import annotations
 
 import csv
@@ -25,6 +31,19 @@ class Callback:
     def set_params(self, params: Dict[str, Any]) -> None:
         self.params = params
 
+    # ---- the state protocol (BackupAndRestore)
+    def get_state(self) -> Optional[Dict[str, Any]]:
+        """What this callback must remember across an interruption, for BackupAndRestore: a dict of
+        numbers, strings, booleans, None, lists, dicts and NumPy arrays, or None (the default)
+        when it keeps nothing. Called at the batch or epoch boundary where a backup is written."""
+        return None
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        """Takes back what get_state returned. ``fit`` calls it when it resumes from a backup,
+        after every callback's ``on_train_begin`` (which may reset the state) and before the
+        first resumed batch. A callback that overrides get_state overrides this too."""
+        raise NotImplementedError(f"{type(self).__name__} defines get_state but not set_state")
+
     def on_train_begin(self, logs: Optional[Dict[str, float]] = None) -> None: ...
     def on_train_end(self, logs: Optional[Dict[str, float]] = None) -> None: ...
     def on_epoch_begin(self, epoch: int, logs: Optional[Dict[str, float]] = None) -> None: ...
@@ -42,18 +61,29 @@ class Callback:
 class History(Callback):
     """What ``fit`` returns. ``history.history`` maps each metric to its per-epoch values:
     loss, accuracy, val_loss, val_accuracy (as Keras), plus seconds and images_per_second per
-    epoch. ``history.epoch`` lists the epoch numbers; ``interrupted`` is True after Ctrl-C."""
+    epoch. ``history.epoch`` lists the epoch numbers. ``interrupted`` is True when training was
+    stopped by a signal (Ctrl-C = SIGINT, SIGTERM, SIGUSR1) before its last epoch, and
+    ``interrupted_by`` then names the signal. A fit resumed by BackupAndRestore returns the
+    epochs of the interrupted run too."""
 
     def __init__(self) -> None:
         super().__init__()
         self.history: Dict[str, List[float]] = {}
         self.epoch: List[int] = []
         self.interrupted = False
+        self.interrupted_by: Optional[str] = None
 
     def on_epoch_end(self, epoch: int, logs: Optional[Dict[str, float]] = None) -> None:
         self.epoch.append(epoch)
         for k, v in (logs or {}).items():
             self.history.setdefault(k, []).append(v)
+
+    def get_state(self) -> Dict[str, Any]:
+        return {"epoch": list(self.epoch), "history": {k: list(v) for k, v in self.history.items()}}
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        self.epoch = [int(e) for e in state["epoch"]]
+        self.history = {str(k): list(v) for k, v in state["history"].items()}
 
     def __repr__(self) -> str:
         return f"History(epochs={len(self.epoch)}, keys={sorted(self.history)})"
@@ -81,6 +111,14 @@ class EarlyStopping(Callback):
     def on_train_begin(self, logs: Optional[Dict[str, float]] = None) -> None:
         self.best = math.inf if self.mode == "min" else -math.inf
         self.wait, self.best_weights, self.stopped_epoch = 0, None, None
+
+    def get_state(self) -> Dict[str, Any]:
+        return {"best": self.best, "wait": self.wait, "stopped_epoch": self.stopped_epoch,
+                "best_weights": self.best_weights}
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        self.best, self.wait, self.stopped_epoch = float(state["best"]), int(state["wait"]), state["stopped_epoch"]
+        self.best_weights = None if state["best_weights"] is None else list(state["best_weights"])
 
     def on_epoch_end(self, epoch: int, logs: Optional[Dict[str, float]] = None) -> None:
         value = (logs or {}).get(self.monitor)
@@ -147,4 +185,8 @@ class LambdaCallback(Callback):
                 setattr(self, name, fn)
 
 
-__all__ = ["Callback", "History", "EarlyStopping", "CSVLogger", "LambdaCallback"]
+# Defined in their own module (they need saving.py); importable from here, as in Keras.
+from .checkpoints import BackupAndRestore, ModelCheckpoint  # noqa: E402
+
+__all__ = ["Callback", "History", "EarlyStopping", "CSVLogger", "LambdaCallback", "ModelCheckpoint",
+           "BackupAndRestore"]
