@@ -16,6 +16,7 @@ import hpcnn
 from hpcnn import _core, interrupts, optimizers, saving
 from hpcnn.callbacks import BackupAndRestore, Callback, EarlyStopping, LambdaCallback, ModelCheckpoint
 from hpcnn.data import HDF5Dataset, read_dataset, write_hdf5
+from gpu_target import GPU, MARKS as GPU_MARKS
 from small_models import small_model
 
 
@@ -690,3 +691,49 @@ def test_model_checkpoint_arguments(tmp_path):
                        callbacks=[ModelCheckpoint(str(tmp_path / "x.h5"), save_best_only=True, save_freq=1)])
     with pytest.raises(KeyError, match=r"failed to format the filepath"):
         compiled().fit(x, y, batch_size=8, verbose=0, callbacks=[ModelCheckpoint(str(tmp_path / "{nope}.h5"))])
+
+
+# ------------------------------------------------------------------ on a GPU (same device kind)
+def on_the_gpu(test):
+    """gpu_target's marks: `gpu`, skipped with the reason without a usable GPU, TF32 off."""
+    for mark in reversed(GPU_MARKS):
+        test = mark(test)
+    return test
+
+
+@on_the_gpu
+@pytest.mark.parametrize("source", ["arrays", "hdf5"])
+def test_resume_on_the_gpu_is_bitwise_the_uninterrupted_gpu_run(tmp_path, source):
+    """Backups and model files written from a GPU model (conv kernels, their moments in the GPU's
+    layout) resume on the GPU exactly; an HDF5Dataset's uint8 batches are decoded there."""
+    x, y = data()
+    path = str(tmp_path / "d.h5")
+    write_hdf5(path, {"x": (x * 255).astype(np.uint8), "y": y})
+
+    def source_data():
+        return (HDF5Dataset(path, x="x", y="y", batch_size=8, seed=3),) if source == "hdf5" else (x, y)
+
+    def on_gpu(optimizer="adam"):
+        m = compiled(optimizer)
+        m.to(GPU)
+        return m
+
+    ref, again = on_gpu(), on_gpu()
+    train(ref, *source_data())
+    train(again, *source_data())
+    assert same_weights(ref, again), "two uninterrupted runs differ: the GPU step is not deterministic run to run"
+    first = on_gpu()
+    assert train(first, *source_data(), backup=BackupAndRestore(tmp_path / "b", save_freq=3),
+                 extra=[SignalAt(17)]).interrupted
+    second = on_gpu()
+    train(second, *source_data(), backup=BackupAndRestore(tmp_path / "b", save_freq=3))
+    assert same_weights(second, ref)
+    # A model file written from the GPU, loaded (on the CPU) and moved back: fit continues exactly.
+    ref2 = on_gpu()
+    train(ref2, *source_data(), epochs=2)
+    half = on_gpu()
+    train(half, *source_data(), epochs=1)
+    half.save(tmp_path / "m.h5")
+    loaded = hpcnn.models.load_model(tmp_path / "m.h5").to(GPU)
+    train(loaded, *source_data(), epochs=2, initial_epoch=1)
+    assert same_weights(loaded, ref2)
