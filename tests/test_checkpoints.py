@@ -114,6 +114,36 @@ def test_resume_with_an_hdf5_dataset_repeats_its_shuffle_order(tmp_path):
     assert same_weights(second, ref)
 
 
+@pytest.mark.parametrize("cache", ["memory", "none"])
+def test_an_hdf5_epoch_from_a_given_batch_and_a_restored_seed(tmp_path, cache):
+    """What resuming relies on: batches first_batch.. of an epoch are those of the whole epoch (in
+    memory and streaming through small windows), and a restored seed gives the original order."""
+    x = np.arange(203 * 4, dtype=np.float32).reshape(203, 2, 2, 1)
+    path = str(tmp_path / "d.h5")
+    write_hdf5(path, {"x": x, "y": np.arange(203) % 3}, chunk_rows=16)
+    kw = dict(x="x", y="y", batch_size=10, cache=cache, memory_budget=3 * 16 * 16 if cache == "none" else 1 << 30)
+    ds = HDF5Dataset(path, seed=5, **kw)
+    for epoch in (0, 3):
+        whole = [(a.copy(), b.copy()) for a, b, _ in ds._model_batches(epoch, "cpu")]
+        assert len(whole) == 21
+        for first in (1, 7, 20, 21):
+            part = [(a.copy(), b.copy()) for a, b, _ in ds._model_batches(epoch, "cpu", first_batch=first)]
+            assert len(part) == 21 - first
+            for (a, b), (c, d) in zip(part, whole[first:]):
+                np.testing.assert_array_equal(a, c)
+                np.testing.assert_array_equal(b, d)
+    other = HDF5Dataset(path, seed=6, **kw)
+    drawn = HDF5Dataset(path, **kw)  # seed=None: drawn at construction
+    assert other.seed == 6 and drawn.seed != 5
+    for restored in (other, drawn):
+        restored._set_seed(5)
+        assert restored.seed == 5
+        for (a, _, _), (c, _, _) in zip(restored._model_batches(2, "cpu"), ds._model_batches(2, "cpu")):
+            np.testing.assert_array_equal(a, c)
+    with pytest.raises(ValueError, match=r"first batch 22 is outside \[0, 21\]"):
+        next(ds._model_batches(0, "cpu", first_batch=22))
+
+
 def test_resume_with_a_sequence(tmp_path):
     x, y = data(60)
 
@@ -259,6 +289,44 @@ def test_signal_handlers_are_installed_only_during_fit(tmp_path):
     finally:
         for s, h in before.items():
             signal.signal(s, h)
+
+
+def test_a_signal_ignored_before_fit_stays_ignored():
+    """SIG_IGN (a background job's SIGINT, nohup) is someone's choice: fit leaves it alone."""
+    x, y = data(40)
+    before = signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    try:
+        m = compiled()
+        h = m.fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[SignalAt(3, signal.SIGUSR1)])
+        assert not h.interrupted and m._model().step == 10
+        assert signal.getsignal(signal.SIGUSR1) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGUSR1, before)
+
+
+def test_csv_logger_continues_its_file_when_resumed(tmp_path):
+    """CSVLogger with BackupAndRestore: the resumed run's file has each epoch once, as an
+    uninterrupted run's, even when rows were written after the backup it resumes from (a process
+    killed before its final backup)."""
+    x, y = data(40)
+    ref_csv, csv_path = tmp_path / "ref.csv", tmp_path / "log.csv"
+    compiled().fit(x, y, batch_size=8, epochs=4, verbose=0, callbacks=[hpcnn.callbacks.CSVLogger(str(ref_csv))])
+    csv_path.write_text("an older run's rows\n")  # append=False: replaced by this training's rows
+    d, kept = tmp_path / "b", tmp_path / "backup-of-step-14.h5"
+    keep = LambdaCallback(on_train_batch_end=lambda b, logs: (
+        first._model().step == 15 and shutil.copy(d / "backup.h5", kept)))
+    first = compiled()
+    # Backups every 7 batches (steps 7, 14); epoch 3's row is written at step 15; stopped at step 17.
+    h = train(first, x, y, BackupAndRestore(d, save_freq=7), [hpcnn.callbacks.CSVLogger(str(csv_path)), keep,
+                                                              SignalAt(17)], epochs=4)
+    assert h.interrupted and len(csv_path.read_text().splitlines()) == 4  # header + epochs 1-3
+    shutil.copy(kept, d / "backup.h5")  # as if killed before the final backup: step 14's is the last
+    cb = BackupAndRestore(d, save_freq=7)
+    train(compiled(), x, y, cb, [hpcnn.callbacks.CSVLogger(str(csv_path))], epochs=4)
+    assert cb.resumed_from == {"epoch": 2, "batch": 4}
+    got = [line.split(",")[0] for line in csv_path.read_text().splitlines()]
+    want = [line.split(",")[0] for line in ref_csv.read_text().splitlines()]
+    assert got == want == ["epoch", "0", "1", "2", "3"]
 
 
 def test_stop_requested_is_visible_to_callbacks(tmp_path):
@@ -655,6 +723,14 @@ def test_model_checkpoint_saves_on_a_stop_signal(tmp_path, capsys):
     h = compiled().fit(x, y, batch_size=8, epochs=3, verbose=0, validation_data=(x[:8], y[:8]),
                        callbacks=[cb, SignalAt(3)])
     assert h.interrupted and "ModelCheckpoint: nothing written" in capsys.readouterr().out
+    # Between two epochs: the epoch's own file is the checkpoint; nothing more is written.
+    between = LambdaCallback(on_epoch_end=lambda e, logs: e == 0 and os.kill(os.getpid(), signal.SIGTERM))
+    h = compiled().fit(x, y, batch_size=8, epochs=3, verbose=0, callbacks=[
+        ModelCheckpoint(str(tmp_path / "between-{epoch}.h5")), between])
+    out = capsys.readouterr().out
+    assert h.interrupted and len(h.epoch) == 1 and "before epoch 2" in out
+    assert "ModelCheckpoint: nothing trained since the end of the last epoch" in out
+    assert sorted(p.name for p in tmp_path.glob("between-*")) == ["between-1.h5"]
 
 
 def test_model_checkpoint_state_is_in_the_backup(tmp_path):

@@ -254,6 +254,8 @@ class ModelCheckpoint(Callback):
         message."""
         if self.save_best_only:
             return "ModelCheckpoint: save_best_only, so its best model stays as saved"
+        if batches_done == 0:
+            return "ModelCheckpoint: nothing trained since the end of the last epoch"
         try:
             path = self._file_path(epoch, batches_done - 1 if batches_done > 0 else None, logs)
         except KeyError as e:

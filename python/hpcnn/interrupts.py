@@ -10,7 +10,8 @@ among its callbacks, and returns a History with ``interrupted`` True.
 
 The handlers are installed only for the duration of ``fit`` (in the main thread: Python lets only
 it install handlers; elsewhere nothing is installed) and the previous ones, a user's own or
-Python's default KeyboardInterrupt handler, are put back afterwards. Signals that arrive while a
+Python's default KeyboardInterrupt handler, are put back afterwards. A signal that is ignored when
+``fit`` starts (SIG_IGN: a background job's SIGINT, ``nohup``) stays ignored. Signals that arrive while a
 checkpoint is being written are only recorded, so a second SIGTERM (Slurm's and the batch
 script's) cannot interrupt the write. A second Ctrl-C outside a write raises KeyboardInterrupt at
 once, as Ctrl-C did before: the way out of a step that does not return (a stalled file system).
@@ -58,8 +59,10 @@ class StopRequests:
         if threading.current_thread() is threading.main_thread():
             for signum in STOP_SIGNALS:
                 previous = signal.getsignal(signum)
-                if previous is None:
-                    continue  # a handler installed outside Python: it could not be put back, so leave it
+                if previous is None or previous == signal.SIG_IGN:
+                    # None: a handler installed outside Python, which could not be put back; SIG_IGN:
+                    # someone chose to ignore it (a background job's SIGINT, nohup): both stay.
+                    continue
                 try:
                     signal.signal(signum, self._handle)
                 except (OSError, ValueError, RuntimeError):
@@ -69,8 +72,8 @@ class StopRequests:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if _active and _active[-1] is self:
-            _active.pop()
+        if self in _active:
+            _active.remove(self)
         for signum, previous in self._previous.items():
             signal.signal(signum, previous)
         self._previous.clear()

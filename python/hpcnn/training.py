@@ -337,7 +337,8 @@ class _Run:
         self.bar: Any = None
         # What the data looked like: a backup is resumed only by a fit over the same batches.
         self.signature = {"data": type(x).__name__ if is_ds else "arrays", "steps": steps, "batch_size": batch_size,
-                          "rows": None if is_ds else int(len(x)), "shuffle": bool(shuffle),
+                          "rows": int(getattr(x, "num_rows", 0)) or None if is_ds else int(len(x)),
+                          "shuffle": bool(shuffle),
                           "data_seed": int(x.seed) if is_ds and hasattr(x, "_set_seed") else None}
 
     # ------------------------------------------------------------------ positions and checkpoints
