@@ -34,13 +34,24 @@ nn::Config to_config(const py::handle& obj, const char* what) {
     } else if (py::isinstance<py::str>(v)) {
       cfg.set(key, v.cast<std::string>());
     } else if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+      // Integers only: a list of integers; otherwise real numbers: a list of floats.
       std::vector<long long> ints;
+      std::vector<double> reals;
+      bool all_ints = true;
       for (auto e : v) {
-        if (PyBool_Check(e.ptr()) || !PyIndex_Check(e.ptr()))
-          throw ValueError(cat(what, ": '", key, "' must hold integers only"));
-        ints.push_back(py::int_(py::reinterpret_borrow<py::object>(e)).cast<long long>());
+        if (PyBool_Check(e.ptr()) || !(PyIndex_Check(e.ptr()) || PyFloat_Check(e.ptr()) || PyNumber_Check(e.ptr())))
+          throw ValueError(cat(what, ": '", key, "' must hold numbers only"));
+        if (PyIndex_Check(e.ptr())) {
+          const long long i = py::int_(py::reinterpret_borrow<py::object>(e)).cast<long long>();
+          ints.push_back(i);
+          reals.push_back(static_cast<double>(i));
+        } else {
+          all_ints = false;
+          reals.push_back(py::float_(py::reinterpret_borrow<py::object>(e)).cast<double>());
+        }
       }
-      cfg.set(key, std::move(ints));
+      if (all_ints) cfg.set(key, std::move(ints));
+      else cfg.set(key, std::move(reals));
     } else if (PyFloat_Check(v.ptr()) || PyNumber_Check(v.ptr())) {
       cfg.set(key, py::float_(py::reinterpret_borrow<py::object>(v)).cast<double>());
     } else {
@@ -200,6 +211,14 @@ py::array flat_buffer(PyModel& p, const Tensor& flat, bool keras_layout) {
 }  // namespace
 
 void bind_nn(py::module_& m) {
+  m.def("learning_rate_schedule_value", [](py::dict config, long long step) {
+    HPCNN_CHECK_ARG(step >= 0, "a schedule's step must be >= 0, got ", step);
+    return nn::make_learning_rate_schedule(to_config(config, "schedule config"))->at(step);
+  }, py::arg("config"), py::arg("step"),
+     "The learning rate a schedule (config: class_name and Keras' arguments, as optimizers send it) gives the "
+     "step taken after `step` steps: the C++ code a training step runs.");
+
+
   py::class_<PyModel>(m, "Model")
       .def(py::init([](std::vector<long long> input_shape, py::list layer_configs, uint64_t seed) {
              std::vector<LayerPtr> layers;
@@ -240,21 +259,26 @@ void bind_nn(py::module_& m) {
       }, py::arg("optimizer"), py::arg("loss"), py::arg("from_logits") = false)
       .def_property("learning_rate",
                     [](PyModel& p) {
+                      auto lk = lock_model(p);
                       if (!p.model->optimizer()) throw ValueError("the model is not compiled");
-                      return p.model->optimizer()->learning_rate;
+                      return p.model->optimizer()->learning_rate();
                     },
-                    [](PyModel& p, float lr) {
+                    [](PyModel& p, double lr) {
+                      auto lk = lock_model(p);
                       if (!p.model->optimizer()) throw ValueError("the model is not compiled");
-                      if (!(lr > 0)) throw ValueError(cat("learning_rate must be positive, got ", lr));
-                      p.model->optimizer()->learning_rate = lr;
-                    })
+                      p.model->optimizer()->set_learning_rate(lr);
+                    },
+                    "The learning rate of the next step: a schedule's value at `iterations`, or the fixed rate "
+                    "(settable only without a schedule).")
       .def("optimizer_state", [](PyModel& p) {
         auto lk = lock_model(p);
         py::list out;
         if (p.model->optimizer())
           for (const Tensor& t : p.model->optimizer()->state()) out.append(to_numpy(t.to(Device::cpu())));
         return out;
-      }, "Host copies of the optimizer's state (Adam: [m, v]; SGD: [velocity]; [] before the first step).")
+      }, "Host copies of the optimizer's state in Keras' order (Adam, AdamW: [m, v]; SGD with momentum: "
+         "[velocity]; RMSprop: [velocity, momentum (momentum > 0), average gradient (centered)]; [] before the first "
+         "step), each over the whole parameter buffer in the device's layout.")
       .def_property_readonly("iterations", [](PyModel& p) {
         return p.model->optimizer() ? p.model->optimizer()->iterations : 0LL;
       })

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,13 @@ struct ParamSpec {
   Init init;
   long long fan_in = 0, fan_out = 0;  // for glorot_uniform
   ParamKind kind = ParamKind::Plain;
+};
+
+// Keras' weight regularizers (L1, L2, L1L2) on one parameter: a penalty l1 * sum |w| + l2 * sum w^2
+// added to the loss (nn/regularization.h). Zero factors: no penalty.
+struct Regularizer {
+  float l1 = 0.f, l2 = 0.f;
+  bool active() const { return l1 != 0.f || l2 != 0.f; }
 };
 
 // What a step needs besides tensors: training or inference, and the dropout randomness.
@@ -67,8 +75,16 @@ class Layer {
   // A layer whose dx is dy reshaped (no compute) says so, and backward is not called.
   virtual bool backward_is_view() const { return false; }
 
+  // Keras' kernel_regularizer / bias_regularizer: a penalty on the parameter named `param`
+  // ("kernel", "bias"). The model refuses a name that is not among the layer's parameters.
+  void set_regularizer(const std::string& param, Regularizer r) { regularizers_[param] = r; }
+  const std::map<std::string, Regularizer>& regularizers() const { return regularizers_; }
+
  protected:
   std::vector<Tensor> params_, grads_;
+
+ private:
+  std::map<std::string, Regularizer> regularizers_;
 };
 
 using LayerPtr = std::unique_ptr<Layer>;

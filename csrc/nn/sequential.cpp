@@ -45,6 +45,9 @@ Sequential::Sequential(Shape input_shape, std::vector<LayerPtr> layers, uint64_t
     specs_.push_back(layers_[i]->param_specs(in_shapes_.back()));
   }
   layout_ = ParamLayout(specs_);
+  std::vector<const Layer*> plain;
+  for (const LayerPtr& l : layers_) plain.push_back(l.get());
+  regularization_ = Regularization(layout_, regularizers_of(plain, specs_));
   params_ = Tensor::empty({layout_.numel()});
   grads_ = Tensor::zeros({layout_.numel()});
   set_trainable(std::vector<bool>(layers_.size(), true));
@@ -141,6 +144,7 @@ void Sequential::set_trainable(const std::vector<bool>& per_layer) {
   }
   trainable_ = per_layer;
   trainable_ranges_ = std::move(ranges);
+  regularization_.set_trainable(trainable_ranges_);  // frozen weights carry no penalty (Keras)
 }
 
 long long Sequential::num_trainable_params() const {
@@ -196,7 +200,7 @@ void Sequential::ensure_buffers(long long n) {
   grad_a_ = Tensor::empty({grad_elems}, DType::F32, device_);
   grad_b_ = Tensor::empty({grad_elems}, DType::F32, device_);
   dlogits_ = Tensor::empty(with_batch(cap, out_shapes_.back()), DType::F32, device_);
-  stats_ = Tensor::zeros({4}, DType::F32, device_);  // two doubles: loss sum, correct
+  stats_ = Tensor::zeros({6}, DType::F32, device_);  // three doubles: loss sum, correct, penalty
   capacity_ = cap;
 }
 
@@ -230,9 +234,11 @@ BatchStats Sequential::loss_and_stats(const Tensor& logits, const Tensor& target
   double* s = reinterpret_cast<double*>(stats_.raw());
   const long long n = logits.dim(0);
   ops::softmax_xent(logits, target, dlogits, 1.0f / static_cast<float>(n), s);
+  regularization_.add_penalty(params_, s + 2);
   Tensor host = device_.is_cpu() ? stats_ : stats_.to(Device::cpu());
   const double* h = reinterpret_cast<const double*>(host.raw());
-  return BatchStats{h[0], h[1], n};
+  // Keras' loss: the batch mean plus the penalty; loss_sum is per sample, so the penalty counts n times.
+  return BatchStats{h[0] + static_cast<double>(n) * h[2], h[1], n};
 }
 
 void Sequential::require_compiled(const char* purpose) const {
@@ -309,6 +315,7 @@ BatchStats Sequential::train_on(const StagedBatch& b) {
       g_in_a = !g_in_a;
     }
   }
+  regularization_.add_gradients(params_, grads_);
   optimizer_->step(params_, grads_, trainable_ranges_);
   return st;
 }

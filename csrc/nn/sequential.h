@@ -5,10 +5,11 @@
 //     take this step's batch: `current` staged now, or (current == nullptr) the batch the previous
 //     call staged as its `next` (an error met while staging that one is raised now, at its turn)
 //     forward through the layers into per-layer activation buffers
-//     fused softmax + cross-entropy on the logits -> loss sum, correct count, dlogits; read back
-//     [loss_sum, correct] (the one device->host copy of a step)
+//     fused softmax + cross-entropy on the logits -> loss sum, correct count, dlogits; the weight
+//     regularizers' penalty (nn/regularization.h) next to them; read back [loss_sum, correct,
+//     penalty] (the one device->host copy of a step); the reported loss is the mean + the penalty
 //     backward through the same layers (ping-pong gradient buffers), parameter gradients written
-//     into the one gradient buffer
+//     into the one gradient buffer, then the regularizers' gradients added to it
 //     one optimizer step over the one parameter buffer
 //     stage `next` (if given) for the following call: on a GPU its upload runs on the copy stream
 //     while this step's backward pass and optimizer step still run on the GPU
@@ -36,6 +37,7 @@
 #include "nn/loss.h"
 #include "nn/optimizer.h"
 #include "nn/param_layout.h"
+#include "nn/regularization.h"
 
 namespace hpcnn::nn {
 
@@ -125,6 +127,7 @@ class Sequential {
   std::vector<bool> trainable_;           // per layer
   std::vector<ParamRange> trainable_ranges_;  // the trainable layers' parameters, merged runs
 
+  Regularization regularization_;        // kernel_regularizer / bias_regularizer of the layers
   std::unique_ptr<Optimizer> optimizer_;
   Loss loss_ = Loss::CategoricalCrossentropy;
   bool fused_softmax_ = false;

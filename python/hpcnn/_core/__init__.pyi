@@ -92,7 +92,7 @@ class Model:
         ...
 
     def optimizer_state(self) -> list:
-        """Host copies of the optimizer's state (Adam: [m, v]; SGD: [velocity]; [] before the first step)."""
+        """Host copies of the optimizer's state in Keras' order (Adam, AdamW: [m, v]; SGD with momentum: [velocity]; RMSprop: [velocity, momentum (momentum > 0), average gradient (centered)]; [] before the first step), each over the whole parameter buffer in the device's layout."""
 
     @property
     def output_shapes(self) -> list[list[int]]:
@@ -184,6 +184,9 @@ def default_num_threads_source() -> str:
 
 def get_num_threads() -> int:
     ...
+
+def learning_rate_schedule_value(config: dict, step: typing.SupportsInt | typing.SupportsIndex) -> float:
+    """The learning rate a schedule (config: class_name and Keras' arguments, as optimizers send it) gives the step taken after `step` steps: the C++ code a training step runs."""
 
 def max_num_threads() -> int:
     ...
