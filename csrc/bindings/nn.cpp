@@ -211,6 +211,21 @@ py::array flat_buffer(PyModel& p, const Tensor& flat, bool keras_layout) {
 }  // namespace
 
 void bind_nn(py::module_& m) {
+  // nn::NonFiniteLoss -> hpcnn._core.NonFiniteLossError(ValueError) with the batch's mean loss as `.loss`.
+  PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> non_finite;
+  non_finite.call_once_and_store_result([&]() -> py::object {
+    return py::exception<nn::NonFiniteLoss>(m, "NonFiniteLossError", PyExc_ValueError);
+  });
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const nn::NonFiniteLoss& e) {
+      py::object type = non_finite.get_stored();
+      py::object err = type(e.what());
+      err.attr("loss") = e.loss;
+      PyErr_SetObject(type.ptr(), err.ptr());
+    }
+  });
   m.def("learning_rate_schedule_value", [](py::dict config, long long step) {
     HPCNN_CHECK_ARG(step >= 0, "a schedule's step must be >= 0, got ", step);
     return nn::make_learning_rate_schedule(to_config(config, "schedule config"))->at(step);
@@ -270,6 +285,13 @@ void bind_nn(py::module_& m) {
                     },
                     "The learning rate of the next step: a schedule's value at `iterations`, or the fixed rate "
                     "(settable only without a schedule).")
+      .def("set_learning_rate_schedule", [](PyModel& p, py::dict schedule) {
+        nn::Config cfg = to_config(schedule, "schedule config");
+        auto lk = lock_model(p);
+        if (!p.model->optimizer()) throw ValueError("the model is not compiled");
+        p.model->optimizer()->set_schedule(nn::make_learning_rate_schedule(cfg));
+      }, py::arg("schedule"), "Lets a schedule (class_name and Keras' arguments) drive the learning rate from the next "
+         "step on, evaluated at `iterations`.")
       .def("optimizer_state", [](PyModel& p) {
         auto lk = lock_model(p);
         py::list out;

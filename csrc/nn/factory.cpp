@@ -102,7 +102,9 @@ LayerPtr make_layer(const Config& cfg) {
 std::unique_ptr<Optimizer> make_optimizer(const Config& cfg) {
   const std::string name = cfg.get_string("name");
   const OptimizerOptions o = options_of(cfg);
-  const double lr = cfg.get_double("learning_rate");
+  // With a schedule the rate is the schedule's (at every step); the fixed rate is then unused.
+  const bool scheduled = cfg.has("schedule_class_name");
+  const double lr = scheduled && !cfg.has("learning_rate") ? 1.0 : cfg.get_double("learning_rate");
   std::unique_ptr<Optimizer> opt;
   if (name == "Adam") {
     opt = std::make_unique<Adam>(lr, cfg.get_float("beta_1"), cfg.get_float("beta_2"), cfg.get_float("epsilon"), o);
@@ -117,7 +119,7 @@ std::unique_ptr<Optimizer> make_optimizer(const Config& cfg) {
   } else {
     throw ValueError(cat("unknown optimizer '", name, "'"));
   }
-  if (cfg.has("schedule_class_name")) opt->set_schedule(make_schedule(cfg.prefixed("schedule_", "schedule config")));
+  if (scheduled) opt->set_schedule(make_schedule(cfg.prefixed("schedule_", "schedule config")));
   return opt;
 }
 

@@ -284,8 +284,9 @@ BatchStats Sequential::train_on(const StagedBatch& b) {
   Tensor dl = dlogits_.view(0, logits.shape());
   BatchStats st = loss_and_stats(logits, b.y, &dl);
   if (!std::isfinite(st.loss_sum))
-    throw ValueError(cat("the loss is ", std::isnan(st.loss_sum) ? "NaN" : "inf",
-                         ": training diverged (try a smaller learning rate); the weights were not updated"));
+    throw NonFiniteLoss(cat("the loss is ", std::isnan(st.loss_sum) ? "NaN" : "inf",
+                            ": training diverged (try a smaller learning rate); the weights were not updated"),
+                        st.loss_sum / static_cast<double>(st.n));
 
   // Backward, from the loss to the first layer that has trainable parameters (frozen layers
   // before it need neither their parameter gradients nor the gradient of their input).

@@ -107,6 +107,9 @@ class Model:
     def relayout_buffer(self, buffer: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], from_device: str, to_device: str) -> numpy.ndarray:
         """A host copy of `buffer` (flat, aligned with the parameters: parameters, gradients, optimizer moments) converted from the layout the parameters have on from_device to the one on to_device: the conversion to() applies. A host computation: needs no GPU (for tests and tools)."""
 
+    def set_learning_rate_schedule(self, schedule: dict) -> None:
+        """Lets a schedule (class_name and Keras' arguments) drive the learning rate from the next step on, evaluated at `iterations`."""
+
     def set_trainable(self, per_layer: collections.abc.Sequence[bool]) -> None:
         """Which core layers the optimizer updates (Python calls it at compile)."""
 
@@ -133,6 +136,9 @@ class Model:
     @property
     def weight_shapes(self) -> list:
         ...
+
+class NonFiniteLossError:
+    ...
 
 def bench_conv2d(x_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kernel_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], stride: typing.SupportsInt | typing.SupportsIndex=1, padding: str='valid', relu: bool=True, repeat: typing.SupportsInt | typing.SupportsIndex=20, device: str='gpu:0') -> dict:
     """Times one conv2d layer (forward; backward with dx) on random data: mean ms per call. kernel_shape is Keras' (kh, kw, in, out)."""
