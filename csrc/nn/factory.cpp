@@ -50,20 +50,22 @@ double optional(const Config& cfg, const char* key, double fallback) {
   return cfg.has(key) ? cfg.get_double(key) : fallback;
 }
 
+bool flag(const Config& cfg, const char* key) { return cfg.has(key) && cfg.get_bool(key); }
+
 std::unique_ptr<LearningRateSchedule> make_schedule(const Config& cfg) {
   const std::string name = cfg.get_string("class_name");
   if (name == "ExponentialDecay")
     return std::make_unique<ExponentialDecay>(cfg.get_double("initial_learning_rate"), cfg.get_double("decay_steps"),
-                                              cfg.get_double("decay_rate"), cfg.has("staircase") && cfg.get_bool("staircase"));
+                                              cfg.get_double("decay_rate"), flag(cfg, "staircase"));
   if (name == "PiecewiseConstantDecay")
     return std::make_unique<PiecewiseConstantDecay>(cfg.get_floats("boundaries"), cfg.get_floats("values"));
   if (name == "PolynomialDecay")
     return std::make_unique<PolynomialDecay>(cfg.get_double("initial_learning_rate"), cfg.get_double("decay_steps"),
                                              optional(cfg, "end_learning_rate", 0.0001), optional(cfg, "power", 1.0),
-                                             cfg.has("cycle") && cfg.get_bool("cycle"));
+                                             flag(cfg, "cycle"));
   if (name == "InverseTimeDecay")
     return std::make_unique<InverseTimeDecay>(cfg.get_double("initial_learning_rate"), cfg.get_double("decay_steps"),
-                                              cfg.get_double("decay_rate"), cfg.has("staircase") && cfg.get_bool("staircase"));
+                                              cfg.get_double("decay_rate"), flag(cfg, "staircase"));
   if (name == "CosineDecay")
     return std::make_unique<CosineDecay>(cfg.get_double("initial_learning_rate"), cfg.get_double("decay_steps"),
                                          optional(cfg, "alpha", 0.0), cfg.has("warmup_target"),

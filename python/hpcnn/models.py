@@ -260,8 +260,9 @@ class Sequential:
     # ------------------------------------------------------------------ compile
     def compile(self, optimizer: Union[str, optimizers.Optimizer] = "rmsprop", loss: Any = None,
                 metrics: Optional[Sequence[str]] = None, device: Optional[str] = None, **kwargs: Any) -> None:
-        """Choose optimizer ('rmsprop', Keras' default; 'adam', 'adamw', 'sgd' or an instance), loss ('categorical_crossentropy' or
-        'sparse_categorical_crossentropy'), metrics (['accuracy']) and, optionally, the device
+        """Choose optimizer ('rmsprop', Keras' default; 'adam', 'adamw', 'sgd' or an instance), loss
+        ('categorical_crossentropy' or 'sparse_categorical_crossentropy'), metrics (['accuracy']) and,
+        optionally, the device
         ('cpu', 'gpu', 'gpu:N'; default: the enclosing ``hpcnn.device`` block, else the CPU).
 
         The layers' ``trainable`` flags are taken now (Keras' rule): changing them later takes
