@@ -161,3 +161,10 @@ def split(flat: np.ndarray, shapes: Sequence[tuple]) -> List[np.ndarray]:
 
 
 Schedule = Callable[[int], float]
+
+
+def state_buffers(core) -> List[np.ndarray]:
+    """The core model's optimizer state buffers in their fixed order (optimizer_state() gives a
+    list, or a dict by name in builds where checkpoints name them)."""
+    state = core.optimizer_state()
+    return list(state.values()) if isinstance(state, dict) else list(state)

@@ -297,11 +297,12 @@ void bind_nn(py::module_& m) {
         auto lk = lock_model(p);
         py::list out;
         if (p.model->optimizer())
-          for (const Tensor& t : p.model->optimizer()->state()) out.append(to_numpy(t.to(Device::cpu())));
+          for (const nn::StateBuffer& b : p.model->optimizer()->state()) out.append(to_numpy(b.value.to(Device::cpu())));
         return out;
-      }, "Host copies of the optimizer's state in Keras' order (Adam, AdamW: [m, v]; SGD with momentum: "
-         "[velocity]; RMSprop: [velocity, momentum (momentum > 0), average gradient (centered)]; [] before the first "
-         "step), each over the whole parameter buffer in the device's layout.")
+      }, "Host copies of the optimizer's state buffers in their fixed order (Keras 3's names: Adam, AdamW: "
+         "[momentum, velocity]; SGD with momentum: [momentum]; RMSprop: [velocity, momentum (momentum > 0), "
+         "average_gradient (centered)]; [] before the first step), each over the whole parameter buffer in the "
+         "device's layout.")
       .def_property_readonly("iterations", [](PyModel& p) {
         return p.model->optimizer() ? p.model->optimizer()->iterations : 0LL;
       })

@@ -27,8 +27,9 @@ void check_options(const std::string& name, const OptimizerOptions& o) {
 }  // namespace
 
 // ------------------------------------------------------------------ Optimizer
-Optimizer::Optimizer(double learning_rate, OptimizerOptions options)
-    : learning_rate_(learning_rate), options_(std::move(options)) {
+Optimizer::Optimizer(double learning_rate, OptimizerOptions options, std::vector<std::string> state_names)
+    : state_names_(std::move(state_names)), state_(state_names_.size()), learning_rate_(learning_rate),
+      options_(std::move(options)) {
   check_rate("optimizer", learning_rate);
   check_options("optimizer", options_);
 }
@@ -42,11 +43,42 @@ void Optimizer::set_learning_rate(double lr) {
   learning_rate_ = lr;
 }
 
-std::vector<Tensor> Optimizer::state() const {
-  std::vector<Tensor> out;
+std::vector<StateBuffer> Optimizer::state() const {
   for (const Tensor& s : state_)
-    if (s.defined()) out.push_back(s);
+    if (!s.defined()) return {};  // made together at the first step: all or none
+  std::vector<StateBuffer> out;
+  for (size_t i = 0; i < state_.size(); ++i) out.push_back({state_names_[i], state_[i]});
   return out;
+}
+
+void Optimizer::set_state(std::vector<StateBuffer> buffers, long long numel, Device d) {
+  if (buffers.empty()) {
+    for (Tensor& s : state_) s = Tensor();
+    return;
+  }
+  std::string keeps;
+  for (const std::string& n : state_names_) keeps += (keeps.empty() ? "" : ", ") + n;
+  HPCNN_CHECK_ARG(buffers.size() == state_names_.size(), name(), " keeps the state buffers [", keeps, "], got ",
+                  buffers.size(), " buffer(s)");
+  std::vector<Tensor> next(state_names_.size());
+  for (StateBuffer& b : buffers) {
+    const size_t i = std::find(state_names_.begin(), state_names_.end(), b.name) - state_names_.begin();
+    HPCNN_CHECK_ARG(i < state_names_.size(), name(), " has no state buffer '", b.name, "' (it keeps [", keeps, "])");
+    HPCNN_CHECK_ARG(!next[i].defined(), name(), ": state buffer '", b.name, "' given twice");
+    HPCNN_CHECK_ARG(b.value.defined() && b.value.dtype() == DType::F32 && b.value.numel() == numel, name(),
+                    ": state buffer '", b.name, "' must be float32 with ", numel, " elements (one per parameter), got ",
+                    b.value.defined() ? shape_str(b.value.shape()) : std::string("nothing"));
+    HPCNN_CHECK_ARG(b.value.device() == d, name(), ": state buffer '", b.name, "' is on ", b.value.device().str(),
+                    ", the parameters on ", d.str());
+    next[i] = b.value.reshape({numel});
+  }
+  state_ = std::move(next);
+}
+
+Tensor* Optimizer::state_buffer(const char* wanted) {
+  for (size_t i = 0; i < state_names_.size(); ++i)
+    if (state_names_[i] == wanted) return &state_[i];
+  return nullptr;
 }
 
 void Optimizer::to(Device d, const ParamLayout& layout) {
@@ -110,29 +142,30 @@ void Optimizer::step(Tensor& params, const Tensor& grads, const std::vector<Para
 }
 
 // ------------------------------------------------------------------ SGD
+// Keras keeps SGD's velocity ("momentum") only with momentum.
 SGD::SGD(double lr, float mom, bool nest, OptimizerOptions options)
-    : Optimizer(lr, std::move(options)), momentum(mom), nesterov(nest) {
+    : Optimizer(lr, std::move(options), mom != 0.f ? std::vector<std::string>{"momentum"} : std::vector<std::string>{}),
+      momentum(mom), nesterov(nest) {
   HPCNN_CHECK_ARG(mom >= 0 && mom < 1, "SGD: momentum must be in [0, 1), got ", mom);
-  declare_state(mom != 0.f ? 1 : 0);  // the velocity (Keras keeps none without momentum)
 }
 
 void SGD::update(Tensor& params, const Tensor& grads, const SegmentTable& segs, double lr,
                  const ops::UpdateOptions& o) {
-  ops::sgd_step(params, grads, state_.empty() ? nullptr : &state_[0], segs,
-                SgdParams{static_cast<float>(lr), momentum, nesterov}, o);
+  ops::sgd_step(params, grads, state_buffer("momentum"), segs, SgdParams{static_cast<float>(lr), momentum, nesterov},
+                o);
 }
 
 // ------------------------------------------------------------------ Adam, AdamW
+// Keras 3's names: "momentum" (the first moment, m) and "velocity" (the second, v).
 Adam::Adam(double lr, float b1, float b2, float eps, OptimizerOptions options)
-    : Optimizer(lr, std::move(options)), beta1(b1), beta2(b2), epsilon(eps) {
+    : Optimizer(lr, std::move(options), {"momentum", "velocity"}), beta1(b1), beta2(b2), epsilon(eps) {
   HPCNN_CHECK_ARG(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1, "Adam: beta_1 and beta_2 must be in [0, 1)");
   HPCNN_CHECK_ARG(eps > 0, "Adam: epsilon must be positive");
-  declare_state(2);  // m, v
 }
 
 void Adam::update(Tensor& params, const Tensor& grads, const SegmentTable& segs, double lr,
                   const ops::UpdateOptions& o) {
-  ops::adam_step(params, grads, state_[0], state_[1], segs,
+  ops::adam_step(params, grads, *state_buffer("momentum"), *state_buffer("velocity"), segs,
                  AdamParams{static_cast<float>(lr), beta1, beta2, epsilon, iterations}, o);
 }
 
@@ -140,19 +173,27 @@ AdamW::AdamW(double lr, float b1, float b2, float eps, OptimizerOptions options)
     : Adam(lr, b1, b2, eps, std::move(options)) {}
 
 // ------------------------------------------------------------------ RMSprop
+namespace {
+// Keras 3's RMSprop keeps "velocity", "momentum" only with momentum, "average_gradient" only centered.
+std::vector<std::string> rmsprop_state(float momentum, bool centered) {
+  std::vector<std::string> names{"velocity"};
+  if (momentum > 0) names.push_back("momentum");
+  if (centered) names.push_back("average_gradient");
+  return names;
+}
+}  // namespace
+
 RMSprop::RMSprop(double lr, float r, float mom, float eps, bool c, OptimizerOptions options)
-    : Optimizer(lr, std::move(options)), rho(r), momentum(mom), epsilon(eps), centered(c) {
+    : Optimizer(lr, std::move(options), rmsprop_state(mom, c)), rho(r), momentum(mom), epsilon(eps), centered(c) {
   HPCNN_CHECK_ARG(r >= 0 && r < 1, "RMSprop: rho must be in [0, 1), got ", r);
   HPCNN_CHECK_ARG(mom >= 0 && mom < 1, "RMSprop: momentum must be in [0, 1), got ", mom);
   HPCNN_CHECK_ARG(eps > 0, "RMSprop: epsilon must be positive");
-  declare_state(1 + (mom > 0 ? 1 : 0) + (c ? 1 : 0));  // velocity[, momentum][, average gradient]
 }
 
 void RMSprop::update(Tensor& params, const Tensor& grads, const SegmentTable& segs, double lr,
                      const ops::UpdateOptions& o) {
-  Tensor* mom = momentum > 0 ? &state_[1] : nullptr;
-  Tensor* avg = centered ? &state_[momentum > 0 ? 2 : 1] : nullptr;
-  ops::rmsprop_step(params, grads, state_[0], mom, avg, segs,
+  ops::rmsprop_step(params, grads, *state_buffer("velocity"), state_buffer("momentum"),
+                    state_buffer("average_gradient"), segs,
                     RmspropParams{static_cast<float>(lr), rho, momentum, epsilon, centered}, o);
 }
 

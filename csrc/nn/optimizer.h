@@ -14,10 +14,14 @@
 // trainable ranges are touched: frozen layers and non-trainable weights, and their optimizer state
 // (Adam's moments, SGD's velocity, ...), stay as they are.
 //
-// State: each buffer is over the whole parameter buffer, aligned with it element for element, so
-// it is in the same device layout and is converted with the parameters (nn/param_layout.h). It
-// lives on the model's device and moves with it. Buffers the configuration does not use are not
-// made (SGD without momentum keeps none, as Keras).
+// State: `iterations`, the learning rate, and named state buffers with Keras 3's names, declared
+// by each optimizer at construction (SGD: momentum; Adam, AdamW: momentum, velocity; RMSprop:
+// velocity[, momentum][, average_gradient]); buffers the configuration does not use are not
+// declared (SGD without momentum keeps none, as Keras). Each buffer is over the whole parameter
+// buffer, aligned with it element for element, so it is in the same device layout and is
+// converted with the parameters (nn/param_layout.h); it lives on the model's device and moves
+// with it. The base class makes them (zeros) at the first step, moves them (to()), hands them out
+// (state()) and replaces them (set_state(): checkpoints and model files).
 #pragma once
 
 #include <memory>
@@ -37,6 +41,12 @@ struct ParamRange {
   bool operator==(const ParamRange& o) const { return begin == o.begin && end == o.end; }
 };
 
+// One named state buffer of an optimizer.
+struct StateBuffer {
+  std::string name;
+  Tensor value;
+};
+
 // Keras' arguments that every optimizer takes. Zero means "not given" (Keras' None). At most one
 // of the three clippings may be set.
 struct OptimizerOptions {
@@ -51,8 +61,9 @@ struct OptimizerOptions {
 
 class Optimizer {
  public:
-  // ValueError for a learning rate that is not positive and finite, or bad options.
-  Optimizer(double learning_rate, OptimizerOptions options);
+  // ValueError for a learning rate that is not positive and finite, or bad options. state_names:
+  // the optimizer's state buffers for its configuration, in their fixed order.
+  Optimizer(double learning_rate, OptimizerOptions options, std::vector<std::string> state_names);
   virtual ~Optimizer() = default;
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
@@ -63,10 +74,16 @@ class Optimizer {
   // Moves the state to d, converted to d's layout as the parameters are, and takes the variables
   // (weight arrays) of `layout`. Either all of the state moves or (an exception) none of it.
   void to(Device d, const ParamLayout& layout);
-  // The state buffers in Keras' order (Adam: m, v; SGD: velocity; RMSprop: velocity[, momentum]
-  // [, average gradient]), each over the whole parameter buffer, in the device's layout; empty
-  // before the first step.
-  std::vector<Tensor> state() const;
+  // The names of the state buffers, in their fixed order.
+  const std::vector<std::string>& state_names() const { return state_names_; }
+  // The state buffers in state_names() order, each over the whole parameter buffer, on the device
+  // and in the layout of the parameters; empty before the first step (made together: all or none).
+  std::vector<StateBuffer> state() const;
+  // Replaces the state buffers: exactly the names of state_names(), each float32 with `numel`
+  // elements on device d (the parameters' device and layout), or none at all (no step taken: the
+  // buffers start at zeros at the next step). ValueError naming what does not match; either
+  // everything is replaced or (an exception) nothing. `iterations` is not touched.
+  void set_state(std::vector<StateBuffer> buffers, long long numel, Device d);
 
   // The learning rate of the next step: the schedule's value at `iterations`, or the fixed rate.
   double learning_rate() const;
@@ -80,15 +97,17 @@ class Optimizer {
   long long iterations = 0;  // steps taken (Keras' optimizer.iterations)
 
  protected:
-  // Subclasses declare how many state buffers their configuration uses (in their constructor).
-  void declare_state(size_t count) { state_.assign(count, Tensor()); }
-  // The update op of this optimizer over the table's elements, at learning rate lr; state_ is
-  // allocated (zeros, the parameters' shape and device) before the first call.
+  // The update op of this optimizer over the table's elements, at learning rate lr; state_ (one
+  // buffer per state name) is made (zeros, the parameters' shape and device) before the call.
   virtual void update(Tensor& params, const Tensor& grads, const SegmentTable& segs, double lr,
                       const ops::UpdateOptions& o) = 0;
-  std::vector<Tensor> state_;
+  // State buffer `name` (one of state_names()), or null when the configuration keeps none.
+  Tensor* state_buffer(const char* name);
 
  private:
+  std::vector<std::string> state_names_;
+  std::vector<Tensor> state_;  // one per name, all defined or none
+
   // The segment table of the trainable variables on params' device (rebuilt when they change).
   const SegmentTable& table_for(const std::vector<ParamRange>& trainable, Device d);
 

@@ -102,7 +102,7 @@ class Model:
         ...
 
     def optimizer_state(self) -> list:
-        """Host copies of the optimizer's state in Keras' order (Adam, AdamW: [m, v]; SGD with momentum: [velocity]; RMSprop: [velocity, momentum (momentum > 0), average gradient (centered)]; [] before the first step), each over the whole parameter buffer in the device's layout."""
+        """Host copies of the optimizer's state buffers in their fixed order (Keras 3's names: Adam, AdamW: [momentum, velocity]; SGD with momentum: [momentum]; RMSprop: [velocity, momentum (momentum > 0), average_gradient (centered)]; [] before the first step), each over the whole parameter buffer in the device's layout."""
 
     @property
     def output_shapes(self) -> list[list[int]]:
