@@ -19,7 +19,8 @@ namespace {
 using nn::LayerPtr;
 
 // A config dict as nn::Config: booleans, integers (Python's or NumPy's), other numbers, strings
-// and lists/tuples of integers; None means "not given". Anything else is a ValueError.
+// and lists/tuples of numbers (of integers only: a list of integers; with any other number: a list
+// of doubles); None means "not given". Anything else is a ValueError.
 nn::Config to_config(const py::handle& obj, const char* what) {
   if (!py::isinstance<py::dict>(obj)) throw ValueError(cat(what, " must be a dict"));
   nn::Config cfg(what);
@@ -34,13 +35,22 @@ nn::Config to_config(const py::handle& obj, const char* what) {
     } else if (py::isinstance<py::str>(v)) {
       cfg.set(key, v.cast<std::string>());
     } else if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
-      std::vector<long long> ints;
+      bool all_ints = true;
       for (auto e : v) {
-        if (PyBool_Check(e.ptr()) || !PyIndex_Check(e.ptr()))
-          throw ValueError(cat(what, ": '", key, "' must hold integers only"));
-        ints.push_back(py::int_(py::reinterpret_borrow<py::object>(e)).cast<long long>());
+        if (PyBool_Check(e.ptr()) || !(PyIndex_Check(e.ptr()) || PyFloat_Check(e.ptr()) || PyNumber_Check(e.ptr())) ||
+            py::isinstance<py::str>(e))
+          throw ValueError(cat(what, ": '", key, "' must hold numbers only"));
+        all_ints = all_ints && PyIndex_Check(e.ptr());
       }
-      cfg.set(key, std::move(ints));
+      if (all_ints) {
+        std::vector<long long> ints;
+        for (auto e : v) ints.push_back(py::int_(py::reinterpret_borrow<py::object>(e)).cast<long long>());
+        cfg.set(key, std::move(ints));
+      } else {
+        std::vector<double> reals;
+        for (auto e : v) reals.push_back(py::float_(py::reinterpret_borrow<py::object>(e)).cast<double>());
+        cfg.set(key, std::move(reals));
+      }
     } else if (PyFloat_Check(v.ptr()) || PyNumber_Check(v.ptr())) {
       cfg.set(key, py::float_(py::reinterpret_borrow<py::object>(v)).cast<double>());
     } else {

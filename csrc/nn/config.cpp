@@ -53,10 +53,35 @@ std::string Config::get_string(const std::string& key) const {
 
 std::pair<int, int> Config::get_int_pair(const std::string& key) const {
   const ConfigValue& v = at(key);
+  if (std::holds_alternative<std::vector<double>>(v)) throw ValueError(cat(what_, ": '", key, "' must hold integers only"));
   if (!std::holds_alternative<std::vector<long long>>(v) || std::get<std::vector<long long>>(v).size() != 2)
     wrong_kind(key, "a list of two integers");
   const auto& p = std::get<std::vector<long long>>(v);
   return {to_int(p[0], what_, key), to_int(p[1], what_, key)};
+}
+
+std::vector<int> Config::get_int_list(const std::string& key, size_t n) const {
+  const ConfigValue& v = at(key);
+  if (std::holds_alternative<std::vector<double>>(v)) throw ValueError(cat(what_, ": '", key, "' must hold integers only"));
+  if (!std::holds_alternative<std::vector<long long>>(v) || std::get<std::vector<long long>>(v).size() != n)
+    wrong_kind(key, cat("a list of ", n, " integers").c_str());
+  std::vector<int> out;
+  for (long long e : std::get<std::vector<long long>>(v)) out.push_back(to_int(e, what_, key));
+  return out;
+}
+
+std::vector<float> Config::get_float_list(const std::string& key) const {
+  const ConfigValue& v = at(key);
+  std::vector<float> out;
+  if (std::holds_alternative<double>(v) || std::holds_alternative<long long>(v)) {
+    out.push_back(get_float(key));
+  } else if (std::holds_alternative<std::vector<double>>(v)) {
+    for (double d : std::get<std::vector<double>>(v)) out.push_back(static_cast<float>(d));
+  } else if (std::holds_alternative<std::vector<long long>>(v)) {
+    for (long long i : std::get<std::vector<long long>>(v)) out.push_back(static_cast<float>(i));
+  }
+  if (out.empty()) wrong_kind(key, "a number or a non-empty list of numbers");
+  return out;
 }
 
 }  // namespace hpcnn::nn
