@@ -7,8 +7,8 @@
 // given thread count, and accurate to float rounding for any batch size. The variance is taken
 // in one pass over values shifted by the first row (x - x[0]): sum and sum of squares of values
 // near the mean, so E[d^2] - E[d]^2 does not cancel (the textbook one-pass formula loses the
-// variance when |mean| >> std). Per element, forward is one FMA (y = x * a + b with per-channel
-// a, b) and backward two.
+// variance when |mean| >> std). Per element, forward is a subtraction and an FMA (y = (x - mean)
+// * a + b with per-channel a, b) and backward a subtraction and two FMAs.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -66,16 +66,18 @@ int threads_for(long long rows) {
   return static_cast<int>(std::min<long long>(get_num_threads(), by_size));
 }
 
-// y = x * a + b per channel (relu: max(., 0)), over all rows.
-void affine_rows(long long rows, int c, const float* x, const float* a, const float* b, bool relu, float* y) {
+// y = (x - m) * a + b per channel (relu: max(., 0)), over all rows. x - m first: folding m into
+// b (x * a + (b - m * a)) would leave y with an error of |m| * a ulps, large when |mean| >> std.
+void normalize_rows(long long rows, int c, const float* x, const float* m, const float* a, const float* b, bool relu,
+                    float* y) {
   parallel_for(rows, [&](long long r0, long long r1, int) {
     for (long long r = r0; r < r1; ++r) {
       const float* xr = x + r * c;
       float* yr = y + r * c;
       if (relu)
-        for (int j = 0; j < c; ++j) yr[j] = ew::relu(xr[j] * a[j] + b[j]);
+        for (int j = 0; j < c; ++j) yr[j] = ew::relu((xr[j] - m[j]) * a[j] + b[j]);
       else
-        for (int j = 0; j < c; ++j) yr[j] = xr[j] * a[j] + b[j];
+        for (int j = 0; j < c; ++j) yr[j] = (xr[j] - m[j]) * a[j] + b[j];
     }
   }, kRowsPerThread);
 }
@@ -121,11 +123,10 @@ void batchnorm_forward_training(const BatchNormGeometry& g, const float* x, cons
     mean[j] = static_cast<float>(m);
     var[j] = static_cast<float>(v);
     invstd[j] = static_cast<float>(is);
-    const double gj = gamma ? gamma[j] : 1.0;
-    a[j] = static_cast<float>(gj * is);
-    b[j] = static_cast<float>((beta ? beta[j] : 0.0) - m * gj * is);
+    a[j] = static_cast<float>((gamma ? gamma[j] : 1.0) * is);
+    b[j] = beta ? beta[j] : 0.f;
   }
-  affine_rows(R, C, x, a.data(), b.data(), relu, y);
+  normalize_rows(R, C, x, mean, a.data(), b.data(), relu, y);
 }
 
 void batchnorm_forward_inference(const BatchNormGeometry& g, const float* x, const float* gamma, const float* beta,
@@ -133,12 +134,10 @@ void batchnorm_forward_inference(const BatchNormGeometry& g, const float* x, con
   const int C = g.c;
   std::vector<float> a(C), b(C);
   for (int j = 0; j < C; ++j) {
-    const double is = 1.0 / std::sqrt(static_cast<double>(moving_var[j]) + eps);
-    const double gj = gamma ? gamma[j] : 1.0;
-    a[j] = static_cast<float>(gj * is);
-    b[j] = static_cast<float>((beta ? beta[j] : 0.0) - static_cast<double>(moving_mean[j]) * gj * is);
+    a[j] = static_cast<float>((gamma ? gamma[j] : 1.0) / std::sqrt(static_cast<double>(moving_var[j]) + eps));
+    b[j] = beta ? beta[j] : 0.f;
   }
-  affine_rows(g.rows(), C, x, a.data(), b.data(), relu, y);
+  normalize_rows(g.rows(), C, x, moving_mean, a.data(), b.data(), relu, y);
 }
 
 void batchnorm_backward_training(const BatchNormGeometry& g, const float* x, const float* y, float* dy,
