@@ -150,13 +150,14 @@ def randn(rng, *shape):
 
 
 # ------------------------------------------------------------------ the layers of issue 13
-def _erf(x):
+def _erfc(x):
     import math
-    return np.vectorize(math.erf, otypes=[np.float64])(x)
+    return np.vectorize(math.erfc, otypes=[np.float64])(x)
 
 
 def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
 def _softplus(x):
@@ -173,8 +174,10 @@ ACTIVATIONS = {
     "leaky_relu": lambda x, a: np.where(x > 0, x, a * x),
     "elu": lambda x, a: np.where(x > 0, x, a * np.expm1(np.minimum(x, 0.0))),
     "selu": lambda x, a: SELU_SCALE * np.where(x > 0, x, SELU_ALPHA * np.expm1(np.minimum(x, 0.0))),
-    "gelu": lambda x, a: 0.5 * x * (1.0 + _erf(x / np.sqrt(2.0))),
-    "gelu_approximate": lambda x, a: 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3))),
+    # (1 + erf(x / sqrt 2)) / 2 as erfc(-x / sqrt 2) / 2, and (1 + tanh u) / 2 as sigmoid(2u): the
+    # same functions, accurate in float64 also where they are tiny (x << 0).
+    "gelu": lambda x, a: 0.5 * x * _erfc(-x / np.sqrt(2.0)),
+    "gelu_approximate": lambda x, a: x * _sigmoid(2.0 * np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)),
     "tanh": lambda x, a: np.tanh(x),
     "sigmoid": lambda x, a: _sigmoid(x),
     "hard_sigmoid": lambda x, a: np.clip(x + 3.0, 0.0, 6.0) / 6.0,

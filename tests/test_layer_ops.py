@@ -256,6 +256,26 @@ def test_activation_keras_numbers():
     np.testing.assert_allclose(ops.activation_forward(x, "leaky_relu", 0.3), [-0.3, 0.0, 1.0], rtol=1e-6)
 
 
+@pytest.mark.parametrize("name", [n for n in ref.ACTIVATIONS if n not in ("linear", "relu", "relu6")])
+def test_activation_relative_accuracy(name):
+    """Relative error against float64 over [-20, 20] and down to 1e-30 in magnitude, wherever the
+    value is above 1e-30: a few ulp (the CPU and the GPU share these formulas). The GELUs take e^z of
+    a computed z (-x^2/2, or 2u with u cubic in x), whose own rounding, |z| * 6e-8, is the float
+    limit there: their bound grows with |z|."""
+    x = np.concatenate([np.linspace(-20, 20, 40001), -np.logspace(-30, 1.3, 500),
+                        np.logspace(-30, 1.3, 500)]).astype(np.float32)
+    alpha = {"leaky_relu": 0.3, "elu": 1.0}.get(name, 0.0)
+    got = ops.activation_forward(x, name, alpha).astype(np.float64)
+    want = ref.activation(name, x, alpha)
+    xd = x.astype(np.float64)
+    z = {"gelu": xd * xd / 2, "gelu_approximate": np.abs(2 * np.sqrt(2 / np.pi) * (xd + 0.044715 * xd ** 3))}
+    bound = 1e-6 + 2e-7 * z.get(name, np.zeros_like(xd))
+    shown = np.abs(want) > 1e-30
+    rel = np.abs(got - want)[shown] / np.abs(want[shown])
+    worst = np.argmax(rel / bound[shown])
+    assert (rel <= bound[shown]).all(), (name, float(x[shown][worst]), float(rel[worst]))
+
+
 def test_activation_stays_finite_at_extremes():
     x = np.array([-1e4, -100.0, 100.0, 1e4], np.float32)
     for name, alpha in ACT_CASES:
