@@ -17,7 +17,9 @@ def rng(seed=0):
 
 
 # ------------------------------------------------------------------ batch normalization
-@pytest.mark.parametrize("shape", [(4, 5, 6, 8), (3, 7, 7, 3), (16, 10), (1, 1, 1, 4), (2, 3, 4, 5, 6)])
+# Channel counts 8/16/32/64 take the CPU's vectorized row kernels, the others its generic loops.
+@pytest.mark.parametrize("shape", [(4, 5, 6, 8), (3, 7, 7, 3), (16, 10), (1, 1, 1, 4), (2, 3, 4, 5, 6), (5, 3, 3, 16),
+                                   (3, 5, 32), (2, 3, 3, 64), (7, 1, 1, 16)])
 @pytest.mark.parametrize("affine", [True, False])
 @pytest.mark.parametrize("relu", [False, True])
 def test_batchnorm_training_forward(shape, affine, relu):
@@ -70,26 +72,27 @@ def test_batchnorm_inference_forward(relu):
 
 
 @pytest.mark.parametrize("relu", [False, True])
-def test_batchnorm_backward_matches_the_closed_form(relu):
+@pytest.mark.parametrize("c", [7, 16, 32])
+def test_batchnorm_backward_matches_the_closed_form(relu, c):
     """dbeta = sum g, dgamma = sum g*xhat, dx = gamma*invstd*(g - mean(g) - xhat*mean(g*xhat))."""
     r = rng(4)
-    x = (r.standard_normal((6, 5, 5, 7)) * 2 - 1).astype(np.float32)
-    g = r.standard_normal(7).astype(np.float32)
-    b = r.standard_normal(7).astype(np.float32)
+    x = (r.standard_normal((6, 5, 5, c)) * 2 - 1).astype(np.float32)
+    g = r.standard_normal(c).astype(np.float32)
+    b = r.standard_normal(c).astype(np.float32)
     y, mean, var, invstd = ops.batchnorm_forward_training(x, g, b, 1e-3, relu)
     dy = r.standard_normal(x.shape).astype(np.float32)
     dy_before = dy.copy()
     dx, dg, db = ops.batchnorm_backward_training(x, y, dy, g, mean, invstd, 1e-3, relu)
     np.testing.assert_array_equal(dy, dy_before)  # the binding never hands the caller's array to the op
-    xd = x.astype(np.float64).reshape(-1, 7)
+    xd = x.astype(np.float64).reshape(-1, c)
     _, m, v = ref.batchnorm_training(x, g, b)
-    gd = dy.astype(np.float64).reshape(-1, 7) * ((y.reshape(-1, 7) > 0) if relu else 1)
+    gd = dy.astype(np.float64).reshape(-1, c) * ((y.reshape(-1, c) > 0) if relu else 1)
     xhat = (xd - m) / np.sqrt(v + 1e-3)
     n = xd.shape[0]
     ref.close(db, gd.sum(0), 1e-5)
     ref.close(dg, (gd * xhat).sum(0), 1e-4)
     dx_ref = g / np.sqrt(v + 1e-3) * (gd - gd.sum(0) / n - xhat * (gd * xhat).sum(0) / n)
-    ref.close(dx.reshape(-1, 7), dx_ref, 1e-4)
+    ref.close(dx.reshape(-1, c), dx_ref, 1e-4)
     none_dx, dg2, db2 = ops.batchnorm_backward_training(x, y, dy, g, mean, invstd, 1e-3, relu, need_dx=False)
     assert none_dx is None
     np.testing.assert_array_equal(dg2, dg)

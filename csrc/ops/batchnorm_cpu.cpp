@@ -13,6 +13,10 @@
 #include <cmath>
 #include <vector>
 
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
+
 #include "core/scratch.h"
 #include "core/thread_pool.h"
 #include "ops/batchnorm.h"
@@ -66,19 +70,141 @@ int threads_for(long long rows) {
   return static_cast<int>(std::min<long long>(get_num_threads(), by_size));
 }
 
-// y = (x - m) * a + b per channel (relu: max(., 0)), over all rows. x - m first: folding m into
-// b (x * a + (b - m * a)) would leave y with an error of |m| * a ulps, large when |mean| >> std.
+// The per-row loops, as templates on the channel count W (0: the runtime count c): for the
+// usual widths (8, 16, 32, 64) every channel loop has a constant trip count and the loop overhead
+// per row disappears. The two reductions keep their accumulators in AVX registers (two rows in
+// flight); written with intrinsics because GCC vectorizes them across rows instead, with shuffles
+// (measured 2.5x slower at C = 16). __restrict__: accumulators and outputs alias no input.
+// One Zen3 core (CPU time), batch 32 of 32x32x16: forward 0.32 -> 0.07 ms, backward 0.47 -> 0.12 ms.
+template <int W>
+struct Rows {
+  // b1 += x - s, b2 += (x - s)^2 over rows [r0, r1).
+  static void shifted_sums(int c, const float* __restrict__ x, long long r0, long long r1,
+                           const float* __restrict__ s, float* __restrict__ b1, float* __restrict__ b2) {
+#if defined(__AVX2__) && defined(__FMA__)
+    if constexpr (W > 0 && W % 8 == 0) {
+      constexpr int NV = W / 8;
+      __m256 sh[NV], a1[2][NV], a2[2][NV];  // two rows in flight: half the add-latency chain
+      for (int v = 0; v < NV; ++v) {
+        sh[v] = _mm256_loadu_ps(s + 8 * v);
+        a1[0][v] = a1[1][v] = a2[0][v] = a2[1][v] = _mm256_setzero_ps();
+      }
+      long long q = r0;
+      for (; q + 2 <= r1; q += 2)
+        for (int u = 0; u < 2; ++u)
+          for (int v = 0; v < NV; ++v) {
+            const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + (q + u) * W + 8 * v), sh[v]);
+            a1[u][v] = _mm256_add_ps(a1[u][v], d);
+            a2[u][v] = _mm256_fmadd_ps(d, d, a2[u][v]);
+          }
+      for (; q < r1; ++q)
+        for (int v = 0; v < NV; ++v) {
+          const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + q * W + 8 * v), sh[v]);
+          a1[0][v] = _mm256_add_ps(a1[0][v], d);
+          a2[0][v] = _mm256_fmadd_ps(d, d, a2[0][v]);
+        }
+      for (int v = 0; v < NV; ++v) {
+        _mm256_storeu_ps(b1 + 8 * v, _mm256_add_ps(_mm256_loadu_ps(b1 + 8 * v), _mm256_add_ps(a1[0][v], a1[1][v])));
+        _mm256_storeu_ps(b2 + 8 * v, _mm256_add_ps(_mm256_loadu_ps(b2 + 8 * v), _mm256_add_ps(a2[0][v], a2[1][v])));
+      }
+      return;
+    }
+#endif
+    const int C = W ? W : c;
+    for (long long q = r0; q < r1; ++q)
+      for (int j = 0; j < C; ++j) {
+        const float d = x[q * C + j] - s[j];
+        b1[j] += d;
+        b2[j] += d * d;
+      }
+  }
+  // b1 += g, b2 += g * (x - m) with g = dy (masked by y > 0 when relu).
+  template <bool kRelu>
+  static void grad_sums(int c, const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy,
+                        long long r0, long long r1, const float* __restrict__ m, float* __restrict__ b1,
+                        float* __restrict__ b2) {
+#if defined(__AVX2__) && defined(__FMA__)
+    if constexpr (W > 0 && W % 8 == 0) {
+      constexpr int NV = W / 8;
+      const __m256 zero = _mm256_setzero_ps();
+      __m256 mm[NV], a1[2][NV], a2[2][NV];
+      for (int v = 0; v < NV; ++v) {
+        mm[v] = _mm256_loadu_ps(m + 8 * v);
+        a1[0][v] = a1[1][v] = a2[0][v] = a2[1][v] = zero;
+      }
+      auto row = [&](long long q, int u) {
+        for (int v = 0; v < NV; ++v) {
+          const long long i = q * W + 8 * v;
+          __m256 g = _mm256_loadu_ps(dy + i);
+          if (kRelu) g = _mm256_and_ps(g, _mm256_cmp_ps(_mm256_loadu_ps(y + i), zero, _CMP_GT_OQ));
+          a1[u][v] = _mm256_add_ps(a1[u][v], g);
+          a2[u][v] = _mm256_fmadd_ps(g, _mm256_sub_ps(_mm256_loadu_ps(x + i), mm[v]), a2[u][v]);
+        }
+      };
+      long long q = r0;
+      for (; q + 2 <= r1; q += 2) {
+        row(q, 0);
+        row(q + 1, 1);
+      }
+      for (; q < r1; ++q) row(q, 0);
+      for (int v = 0; v < NV; ++v) {
+        _mm256_storeu_ps(b1 + 8 * v, _mm256_add_ps(_mm256_loadu_ps(b1 + 8 * v), _mm256_add_ps(a1[0][v], a1[1][v])));
+        _mm256_storeu_ps(b2 + 8 * v, _mm256_add_ps(_mm256_loadu_ps(b2 + 8 * v), _mm256_add_ps(a2[0][v], a2[1][v])));
+      }
+      return;
+    }
+#endif
+    const int C = W ? W : c;
+    for (long long q = r0; q < r1; ++q)
+      for (int j = 0; j < C; ++j) {
+        const long long i = q * C + j;
+        const float g = kRelu ? ew::relu_grad(y[i], dy[i]) : dy[i];
+        b1[j] += g;
+        b2[j] += g * (x[i] - m[j]);
+      }
+  }
+  // y = (x - m) * a + b (relu: max(., 0)). x - m first: folding m into b (x * a + (b - m * a))
+  // would leave y with an error of |m| * a ulps, large when |mean| >> std.
+  template <bool kRelu>
+  static void normalize(int c, const float* __restrict__ x, long long r0, long long r1, const float* __restrict__ m,
+                        const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ y) {
+    const int C = W ? W : c;
+    for (long long q = r0; q < r1; ++q)
+      for (int j = 0; j < C; ++j) {
+        const float v = (x[q * C + j] - m[j]) * a[j] + b[j];
+        y[q * C + j] = kRelu ? ew::relu(v) : v;
+      }
+  }
+  // dx = k1 * g + k2 * (x - m) + k3.
+  template <bool kRelu>
+  static void input_grad(int c, const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy,
+                         long long r0, long long r1, const float* __restrict__ m, const float* __restrict__ k1,
+                         const float* __restrict__ k2, const float* __restrict__ k3, float* __restrict__ dx) {
+    const int C = W ? W : c;
+    for (long long q = r0; q < r1; ++q)
+      for (int j = 0; j < C; ++j) {
+        const long long i = q * C + j;
+        const float g = kRelu ? ew::relu_grad(y[i], dy[i]) : dy[i];
+        dx[i] = k1[j] * g + k2[j] * (x[i] - m[j]) + k3[j];
+      }
+  }
+};
+
+// Calls Rows<W>::CALL for the compile-time width matching c (0: the generic loops).
+#define HPCNN_BN_ROWS(c, CALL)                      \
+  switch (c) {                                      \
+    case 8: Rows<8>::CALL; break;                   \
+    case 16: Rows<16>::CALL; break;                 \
+    case 32: Rows<32>::CALL; break;                 \
+    case 64: Rows<64>::CALL; break;                 \
+    default: Rows<0>::CALL; break;                  \
+  }
+
 void normalize_rows(long long rows, int c, const float* x, const float* m, const float* a, const float* b, bool relu,
                     float* y) {
   parallel_for(rows, [&](long long r0, long long r1, int) {
-    for (long long r = r0; r < r1; ++r) {
-      const float* xr = x + r * c;
-      float* yr = y + r * c;
-      if (relu)
-        for (int j = 0; j < c; ++j) yr[j] = ew::relu((xr[j] - m[j]) * a[j] + b[j]);
-      else
-        for (int j = 0; j < c; ++j) yr[j] = (xr[j] - m[j]) * a[j] + b[j];
-    }
+    if (relu) HPCNN_BN_ROWS(c, template normalize<true>(c, x, r0, r1, m, a, b, y))
+    else HPCNN_BN_ROWS(c, template normalize<false>(c, x, r0, r1, m, a, b, y))
   }, kRowsPerThread);
 }
 
@@ -98,14 +224,7 @@ void batchnorm_forward_training(const BatchNormGeometry& g, const float* x, cons
     for (long long r = r0; r < r1; r += kBlock) {
       const long long re = std::min(r + kBlock, r1);
       for (int j = 0; j < C; ++j) b1[j] = b2[j] = 0.f;
-      for (long long q = r; q < re; ++q) {
-        const float* xr = x + q * C;
-        for (int j = 0; j < C; ++j) {
-          const float d = xr[j] - shift[j];
-          b1[j] += d;
-          b2[j] += d * d;
-        }
-      }
+      HPCNN_BN_ROWS(C, shifted_sums(C, x, r, re, shift, b1, b2))
       for (int j = 0; j < C; ++j) {
         acc[j] += b1[j];
         acc[C + j] += b2[j];
@@ -155,23 +274,8 @@ void batchnorm_backward_training(const BatchNormGeometry& g, const float* x, con
     for (long long r = r0; r < r1; r += kBlock) {
       const long long re = std::min(r + kBlock, r1);
       for (int j = 0; j < C; ++j) b1[j] = b2[j] = 0.f;
-      for (long long q = r; q < re; ++q) {
-        const float* xr = x + q * C;
-        const float* dr = dy + q * C;
-        if (relu) {
-          const float* yr = y + q * C;
-          for (int j = 0; j < C; ++j) {
-            const float gv = ew::relu_grad(yr[j], dr[j]);
-            b1[j] += gv;
-            b2[j] += gv * (xr[j] - mean[j]);
-          }
-        } else {
-          for (int j = 0; j < C; ++j) {
-            b1[j] += dr[j];
-            b2[j] += dr[j] * (xr[j] - mean[j]);
-          }
-        }
-      }
+      if (relu) HPCNN_BN_ROWS(C, template grad_sums<true>(C, x, y, dy, r, re, mean, b1, b2))
+      else HPCNN_BN_ROWS(C, template grad_sums<false>(C, x, y, dy, r, re, mean, b1, b2))
       for (int j = 0; j < C; ++j) {
         acc[j] += b1[j];
         acc[C + j] += b2[j];
@@ -195,17 +299,9 @@ void batchnorm_backward_training(const BatchNormGeometry& g, const float* x, con
   }
   if (!dx) return;
   parallel_for(R, [&](long long r0, long long r1, int) {
-    for (long long r = r0; r < r1; ++r) {
-      const float* xr = x + r * C;
-      const float* dr = dy + r * C;
-      float* o = dx + r * C;
-      if (relu) {
-        const float* yr = y + r * C;
-        for (int j = 0; j < C; ++j) o[j] = k1[j] * ew::relu_grad(yr[j], dr[j]) + k2[j] * (xr[j] - mean[j]) + k3[j];
-      } else {
-        for (int j = 0; j < C; ++j) o[j] = k1[j] * dr[j] + k2[j] * (xr[j] - mean[j]) + k3[j];
-      }
-    }
+    const float *p1 = k1.data(), *p2 = k2.data(), *p3 = k3.data();
+    if (relu) HPCNN_BN_ROWS(C, template input_grad<true>(C, x, y, dy, r0, r1, mean, p1, p2, p3, dx))
+    else HPCNN_BN_ROWS(C, template input_grad<false>(C, x, y, dy, r0, r1, mean, p1, p2, p3, dx))
   }, kRowsPerThread);
 }
 
