@@ -9,7 +9,9 @@
 //     [loss_sum, correct] (the one device->host copy of a step)
 //     backward through the same layers (ping-pong gradient buffers), parameter gradients written
 //     into the one gradient buffer
-//     one optimizer step over the one parameter buffer
+//     layers commit their training-time state (BatchNormalization's moving statistics; only now,
+//     after the loss was found finite)
+//     one optimizer step over the one parameter buffer (its trainable ranges)
 //     stage `next` (if given) for the following call: on a GPU its upload runs on the copy stream
 //     while this step's backward pass and optimizer step still run on the GPU
 //
