@@ -54,6 +54,13 @@ void fill(cudaStream_t s, float* p, int count, float v) {
   HPCNN_CUDA_CHECK_LAUNCH();
 }
 
+// cuDNN's lower bound for epsilon (0 in cuDNN 9; 1e-5 in some older releases): a clear error
+// instead of CUDNN_STATUS_BAD_PARAM.
+void check_epsilon(float eps) {
+  HPCNN_CHECK_ARG(eps >= CUDNN_BN_MIN_EPSILON, "batch_norm on the GPU: epsilon ", eps, " is below cuDNN's minimum ",
+                  CUDNN_BN_MIN_EPSILON, " (CUDNN_BN_MIN_EPSILON of this cuDNN)");
+}
+
 cudnn::BnShape bn_shape(const BatchNormGeometry& g) {
   // cuDNN's descriptors take int dimensions and strides: one sample (h * c values) must fit.
   HPCNN_CHECK_BACKEND(g.m * g.c <= 0x7fffffffLL, "batch_norm: a sample of ", g.m, " x ", g.c,
@@ -66,6 +73,7 @@ cudnn::BnShape bn_shape(const BatchNormGeometry& g) {
 void batchnorm_forward_training(int device, const BatchNormGeometry& g, const float* x, const float* gamma,
                                 const float* beta, float eps, bool relu, float* y, float* mean, float* var,
                                 float* invstd) {
+  check_epsilon(eps);
   ContextLock ctx(device);
   cudaStream_t s = ctx.stream();
   ScratchPlan plan;
@@ -86,6 +94,7 @@ void batchnorm_forward_training(int device, const BatchNormGeometry& g, const fl
 void batchnorm_forward_inference(int device, const BatchNormGeometry& g, const float* x, const float* gamma,
                                  const float* beta, const float* moving_mean, const float* moving_var, float eps,
                                  bool relu, float* y) {
+  check_epsilon(eps);
   ContextLock ctx(device);
   cudaStream_t s = ctx.stream();
   ScratchPlan plan;
@@ -102,6 +111,7 @@ void batchnorm_forward_inference(int device, const BatchNormGeometry& g, const f
 void batchnorm_backward_training(int device, const BatchNormGeometry& g, const float* x, const float* y, float* dy,
                                  const float* gamma, const float* mean, const float* invstd, float eps, bool relu,
                                  float* dx, float* dgamma, float* dbeta) {
+  check_epsilon(eps);
   ContextLock ctx(device);
   cudaStream_t s = ctx.stream();
   ScratchPlan plan;
