@@ -94,6 +94,57 @@ def test_resume_mid_epoch_with_arrays_is_bitwise_the_uninterrupted_run(tmp_path,
     assert not d.exists()  # delete_checkpoint=True: removed once training completed
 
 
+OPTIMIZERS = {
+    "rmsprop centered, momentum, clipnorm": lambda: optimizers.RMSprop(0.01, momentum=0.5, centered=True, clipnorm=0.5),
+    "adamw": lambda: optimizers.AdamW(0.01, weight_decay=0.1),
+    "sgd without momentum, weight decay": lambda: optimizers.SGD(0.05, weight_decay=0.01),
+    "adam, cosine decay with warmup": lambda: optimizers.Adam(optimizers.schedules.CosineDecay(
+        0.0, 30, warmup_target=0.01, warmup_steps=10)),
+    "sgd, piecewise constant": lambda: optimizers.SGD(optimizers.schedules.PiecewiseConstantDecay(
+        [10, 20], [0.1, 0.05, 0.01]), momentum=0.9),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_resume_is_exact_with_every_optimizer_and_schedule(tmp_path, name):
+    """The optimizer state is generic (named buffers, step count, rate): every optimizer and
+    schedule resumes exactly, with no code of its own."""
+    x, y = data()
+
+    def make():
+        m = small_model(seed=5)
+        m.compile(OPTIMIZERS[name](), "sparse_categorical_crossentropy", ["accuracy"])
+        return m
+
+    ref = make()
+    train(ref, x, y)
+    assert train(make(), x, y, BackupAndRestore(tmp_path / "b", save_freq=4), [SignalAt(18)]).interrupted
+    second = make()
+    train(second, x, y, BackupAndRestore(tmp_path / "b", save_freq=4))
+    assert same_weights(second, ref) and second._model().learning_rate == ref._model().learning_rate
+
+
+def test_learning_rate_callbacks_resume_exactly(tmp_path):
+    """LearningRateScheduler (a rule of the current rate, applied at on_epoch_begin: not applied twice
+    when the resumed epoch begins again) and ReduceLROnPlateau (its counters in the backup)."""
+    x, y = data()
+    val = (x[:20], y[:20])
+
+    def cbs():
+        return [hpcnn.callbacks.LearningRateScheduler(lambda epoch, lr: lr * 0.5),
+                hpcnn.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.5, patience=0, min_delta=10.0)]
+
+    ref = compiled("sgd")
+    ref_h = train(ref, x, y, extra=cbs(), epochs=4, validation_data=val)
+    first = compiled("sgd")
+    assert train(first, x, y, BackupAndRestore(tmp_path / "b"), cbs() + [SignalAt(30)], epochs=4,
+                 validation_data=val).interrupted
+    second = compiled("sgd")
+    h = train(second, x, y, BackupAndRestore(tmp_path / "b"), cbs(), epochs=4, validation_data=val)
+    assert h.history["learning_rate"] == ref_h.history["learning_rate"]
+    assert same_weights(second, ref)
+
+
 def test_resume_with_an_hdf5_dataset_repeats_its_shuffle_order(tmp_path):
     """shuffle on, seed=None in both runs: the backup holds the first run's shuffle seed."""
     x, y = data(90)
@@ -211,6 +262,18 @@ def test_early_stopping_state_survives_the_interruption(tmp_path):
     h2 = train(second, x, y, BackupAndRestore(tmp_path / "b"), [es], epochs=30, validation_data=val)
     assert len(h2.epoch) == stop_epoch and es.stopped_epoch == ref_h.epoch[-1]
     assert same_weights(second, ref)  # restore_best_weights: the best weights were in the backup too
+
+
+def test_a_state_set_before_fit_survives_on_train_begin_once(tmp_path):
+    """set_state before fit (by hand) is kept through that fit's on_train_begin; the next fit resets
+    as Keras does (the flag does not outlive the fit)."""
+    x, y = data(40)
+    es = EarlyStopping(monitor="loss", patience=5)
+    es.set_state({"best": -1.0, "wait": 2, "stopped_epoch": None, "best_weights": None})
+    compiled().fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[es])
+    assert es.best == -1.0 and es.wait == 3  # kept, then one more epoch without improvement
+    compiled().fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[es])
+    assert es.best > 0 and es.wait == 0  # a new fit: reset, then the first epoch is the best
 
 
 def test_keep_the_backup_of_a_completed_training(tmp_path):

@@ -19,7 +19,8 @@ namespace {
 using nn::LayerPtr;
 
 // A config dict as nn::Config: booleans, integers (Python's or NumPy's), other numbers, strings
-// and lists/tuples of integers; None means "not given". Anything else is a ValueError.
+// and lists/tuples of numbers (of integers only: a list of integers; with any other number: a list
+// of doubles); None means "not given". Anything else is a ValueError.
 nn::Config to_config(const py::handle& obj, const char* what) {
   if (!py::isinstance<py::dict>(obj)) throw ValueError(cat(what, " must be a dict"));
   nn::Config cfg(what);
@@ -34,13 +35,22 @@ nn::Config to_config(const py::handle& obj, const char* what) {
     } else if (py::isinstance<py::str>(v)) {
       cfg.set(key, v.cast<std::string>());
     } else if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
-      std::vector<long long> ints;
+      bool all_ints = true;
       for (auto e : v) {
-        if (PyBool_Check(e.ptr()) || !PyIndex_Check(e.ptr()))
-          throw ValueError(cat(what, ": '", key, "' must hold integers only"));
-        ints.push_back(py::int_(py::reinterpret_borrow<py::object>(e)).cast<long long>());
+        if (PyBool_Check(e.ptr()) || !(PyIndex_Check(e.ptr()) || PyFloat_Check(e.ptr()) || PyNumber_Check(e.ptr())) ||
+            py::isinstance<py::str>(e))
+          throw ValueError(cat(what, ": '", key, "' must hold numbers only"));
+        all_ints = all_ints && PyIndex_Check(e.ptr());
       }
-      cfg.set(key, std::move(ints));
+      if (all_ints) {
+        std::vector<long long> ints;
+        for (auto e : v) ints.push_back(py::int_(py::reinterpret_borrow<py::object>(e)).cast<long long>());
+        cfg.set(key, std::move(ints));
+      } else {
+        std::vector<double> reals;
+        for (auto e : v) reals.push_back(py::float_(py::reinterpret_borrow<py::object>(e)).cast<double>());
+        cfg.set(key, std::move(reals));
+      }
     } else if (PyFloat_Check(v.ptr()) || PyNumber_Check(v.ptr())) {
       cfg.set(key, py::float_(py::reinterpret_borrow<py::object>(v)).cast<double>());
     } else {
@@ -201,6 +211,29 @@ py::array flat_buffer(PyModel& p, const Tensor& flat, bool keras_layout) {
 }  // namespace
 
 void bind_nn(py::module_& m) {
+  // nn::NonFiniteLoss -> hpcnn._core.NonFiniteLossError(ValueError) with the batch's mean loss as `.loss`.
+  PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> non_finite;
+  non_finite.call_once_and_store_result([&]() -> py::object {
+    return py::exception<nn::NonFiniteLoss>(m, "NonFiniteLossError", PyExc_ValueError);
+  });
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const nn::NonFiniteLoss& e) {
+      py::object type = non_finite.get_stored();
+      py::object err = type(e.what());
+      err.attr("loss") = e.loss;
+      PyErr_SetObject(type.ptr(), err.ptr());
+    }
+  });
+  m.def("learning_rate_schedule_value", [](py::dict config, long long step) {
+    HPCNN_CHECK_ARG(step >= 0, "a schedule's step must be >= 0, got ", step);
+    return nn::make_learning_rate_schedule(to_config(config, "schedule config"))->at(step);
+  }, py::arg("config"), py::arg("step"),
+     "The learning rate a schedule (config: class_name and Keras' arguments, as optimizers send it) gives the "
+     "step taken after `step` steps: the C++ code a training step runs.");
+
+
   py::class_<PyModel>(m, "Model")
       .def(py::init([](std::vector<long long> input_shape, py::list layer_configs, uint64_t seed) {
              std::vector<LayerPtr> layers;
@@ -249,14 +282,24 @@ void bind_nn(py::module_& m) {
       }, py::arg("optimizer"), py::arg("loss"), py::arg("from_logits") = false)
       .def_property("learning_rate",
                     [](PyModel& p) {
+                      auto lk = lock_model(p);
                       if (!p.model->optimizer()) throw ValueError("the model is not compiled");
-                      return p.model->optimizer()->learning_rate;
+                      return p.model->optimizer()->learning_rate();
                     },
-                    [](PyModel& p, float lr) {
+                    [](PyModel& p, double lr) {
+                      auto lk = lock_model(p);
                       if (!p.model->optimizer()) throw ValueError("the model is not compiled");
-                      if (!(lr > 0)) throw ValueError(cat("learning_rate must be positive, got ", lr));
-                      p.model->optimizer()->learning_rate = lr;
-                    })
+                      p.model->optimizer()->set_learning_rate(lr);
+                    },
+                    "The learning rate of the next step: a schedule's value at `iterations`, or the fixed rate "
+                    "(settable only without a schedule).")
+      .def("set_learning_rate_schedule", [](PyModel& p, py::dict schedule) {
+        nn::Config cfg = to_config(schedule, "schedule config");
+        auto lk = lock_model(p);
+        if (!p.model->optimizer()) throw ValueError("the model is not compiled");
+        p.model->optimizer()->set_schedule(nn::make_learning_rate_schedule(cfg));
+      }, py::arg("schedule"), "Lets a schedule (class_name and Keras' arguments) drive the learning rate from the next "
+         "step on, evaluated at `iterations`.")
       .def("optimizer_state", [](PyModel& p, bool keras_layout) {
         auto lk = lock_model(p);
         std::vector<nn::StateBuffer> state;
@@ -268,8 +311,9 @@ void bind_nn(py::module_& m) {
         for (const nn::StateBuffer& s : state) out[py::str(s.name)] = to_numpy(s.value);
         return out;
       }, py::arg("keras_layout") = false,
-         "Host copies of the optimizer's state buffers by name, in state_names order (Adam: momentum, velocity; "
-         "SGD: momentum), each flat over the parameter buffer: in the layout of the model's device, or "
+         "Host copies of the optimizer's state buffers by name, in state_names order (Keras 3's names: Adam, AdamW: "
+         "momentum, velocity; SGD with momentum: momentum; RMSprop: velocity, momentum (momentum > 0), "
+         "average_gradient (centered)), each flat over the parameter buffer: in the layout of the model's device, or "
          "keras_layout=True in Keras' layout (what files hold). {} before the first step.")
       .def("set_optimizer_state", [](PyModel& p, py::dict buffers, long long iterations) {
         std::vector<nn::StateBuffer> state;
@@ -289,7 +333,8 @@ void bind_nn(py::module_& m) {
       .def_property_readonly("optimizer_state_names", [](PyModel& p) {
         if (!p.model->optimizer()) throw ValueError("the model is not compiled");
         return p.model->optimizer()->state_names();
-      }, "The names of the optimizer's state buffers (Adam: ['momentum', 'velocity'], SGD: ['momentum']).")
+      }, "The names of the optimizer's state buffers for its configuration (Adam: ['momentum', 'velocity'], "
+         "SGD with momentum: ['momentum'], without: []).")
       .def_property_readonly("iterations", [](PyModel& p) {
         return p.model->optimizer() ? p.model->optimizer()->iterations : 0LL;
       })

@@ -1,5 +1,6 @@
 #include "nn/sequential.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -18,6 +19,10 @@ namespace {
 void initialize(float* p, long long count, const ParamSpec& s, uint64_t seed, uint64_t stream) {
   if (s.init == Init::Zeros) {
     std::memset(p, 0, sizeof(float) * count);
+    return;
+  }
+  if (s.init == Init::Ones) {
+    std::fill(p, p + count, 1.0f);
     return;
   }
   double limit = std::sqrt(6.0 / static_cast<double>(s.fan_in + s.fan_out));
@@ -45,6 +50,9 @@ Sequential::Sequential(Shape input_shape, std::vector<LayerPtr> layers, uint64_t
     specs_.push_back(layers_[i]->param_specs(in_shapes_.back()));
   }
   layout_ = ParamLayout(specs_);
+  std::vector<const Layer*> plain;
+  for (const LayerPtr& l : layers_) plain.push_back(l.get());
+  regularization_ = Regularization(layout_, regularizers_of(plain, specs_));
   params_ = Tensor::empty({layout_.numel()});
   grads_ = Tensor::zeros({layout_.numel()});
   set_trainable(std::vector<bool>(layers_.size(), true));
@@ -111,7 +119,7 @@ void Sequential::compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool f
   HPCNN_CHECK_ARG(out.size() == 1, "compile: the model output ", shape_str(out),
                   " is not (classes,): add Flatten() and a Dense output layer");
   auto* last = dynamic_cast<const ActivationLayer*>(layers_.back().get());
-  bool softmax_last = last && last->activation() == Activation::Softmax;
+  bool softmax_last = last && last->is_softmax();
   if (!from_logits)
     HPCNN_CHECK_ARG(softmax_last, "compile: cross-entropy expects probabilities, but the last layer has no "
                     "softmax: use activation='softmax' on the last layer, or a loss with from_logits=True");
@@ -127,20 +135,26 @@ void Sequential::compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool f
 void Sequential::set_trainable(const std::vector<bool>& per_layer) {
   HPCNN_CHECK_ARG(per_layer.size() == layers_.size(), "set_trainable: the model has ", layers_.size(),
                   " layers, got ", per_layer.size(), " flags");
+  // The optimizer steps the trainable weights (ParamSpec::trainable) of the trainable layers:
+  // their [offset, offset + size) runs, sorted and merged where adjacent (nn/param_layout.h packs
+  // trainable weights first, so with no frozen layer this is one range).
+  std::vector<ParamRange> runs;
+  size_t k = 0;  // index of the layer's first weight array in layout_ (the model's order)
+  for (size_t i = 0; i < layers_.size(); ++i)
+    for (size_t j = 0; j < specs_[i].size(); ++j, ++k)
+      if (per_layer[i] && layout_.spec(k).trainable)
+        runs.push_back({layout_.offset(k), layout_.offset(k) + shape_numel(layout_.spec(k).shape)});
+  std::sort(runs.begin(), runs.end(), [](const ParamRange& a, const ParamRange& b) { return a.begin < b.begin; });
   std::vector<ParamRange> ranges;
-  size_t k = 0;  // the layer's first parameter array in layout_ (arrays are packed layer by layer)
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    const size_t count = specs_[i].size();
-    if (count == 0) continue;
-    const long long b = layout_.offset(k);
-    const long long e = layout_.offset(k + count - 1) + shape_numel(layout_.spec(k + count - 1).shape);
-    k += count;
-    if (!per_layer[i]) continue;
-    if (!ranges.empty() && ranges.back().end == b) ranges.back().end = e;  // adjacent: one range
-    else ranges.push_back({b, e});
+  for (const ParamRange& r : runs) {
+    if (r.end == r.begin) continue;
+    if (!ranges.empty() && ranges.back().end == r.begin) ranges.back().end = r.end;  // adjacent: one range
+    else ranges.push_back(r);
   }
+  for (size_t i = 0; i < layers_.size(); ++i) layers_[i]->set_trainable(per_layer[i]);
   trainable_ = per_layer;
   trainable_ranges_ = std::move(ranges);
+  regularization_.set_trainable(trainable_ranges_);  // frozen weights carry no penalty (Keras)
 }
 
 long long Sequential::num_trainable_params() const {
@@ -227,7 +241,7 @@ void Sequential::ensure_buffers(long long n) {
   grad_a_ = Tensor::empty({grad_elems}, DType::F32, device_);
   grad_b_ = Tensor::empty({grad_elems}, DType::F32, device_);
   dlogits_ = Tensor::empty(with_batch(cap, out_shapes_.back()), DType::F32, device_);
-  stats_ = Tensor::zeros({4}, DType::F32, device_);  // two doubles: loss sum, correct
+  stats_ = Tensor::zeros({6}, DType::F32, device_);  // three doubles: loss sum, correct, penalty
   capacity_ = cap;
 }
 
@@ -261,9 +275,11 @@ BatchStats Sequential::loss_and_stats(const Tensor& logits, const Tensor& target
   double* s = reinterpret_cast<double*>(stats_.raw());
   const long long n = logits.dim(0);
   ops::softmax_xent(logits, target, dlogits, 1.0f / static_cast<float>(n), s);
+  regularization_.add_penalty(params_, s + 2);
   Tensor host = device_.is_cpu() ? stats_ : stats_.to(Device::cpu());
   const double* h = reinterpret_cast<const double*>(host.raw());
-  return BatchStats{h[0], h[1], n};
+  // Keras' loss: the batch mean plus the penalty; loss_sum is per sample, so the penalty counts n times.
+  return BatchStats{h[0] + static_cast<double>(n) * h[2], h[1], n};
 }
 
 void Sequential::require_compiled(const char* purpose) const {
@@ -309,17 +325,20 @@ BatchStats Sequential::train_on(const StagedBatch& b) {
   Tensor dl = dlogits_.view(0, logits.shape());
   BatchStats st = loss_and_stats(logits, b.y, &dl);
   if (!std::isfinite(st.loss_sum))
-    throw ValueError(cat("the loss is ", std::isnan(st.loss_sum) ? "NaN" : "inf",
-                         ": training diverged (try a smaller learning rate); the weights were not updated"));
+    throw NonFiniteLoss(cat("the loss is ", std::isnan(st.loss_sum) ? "NaN" : "inf",
+                            ": training diverged (try a smaller learning rate); the weights were not updated"),
+                        st.loss_sum / static_cast<double>(st.n));
 
   // Backward, from the loss to the first layer that has trainable parameters (frozen layers
   // before it need neither their parameter gradients nor the gradient of their input).
   int first_param = end;
-  for (int i = 0; i < end; ++i)
-    if (!specs_[i].empty() && trainable_[i]) {
-      first_param = i;
-      break;
-    }
+  for (int i = 0; i < end && first_param == end; ++i)
+    if (trainable_[i])
+      for (const ParamSpec& s : specs_[i])
+        if (s.trainable) {
+          first_param = i;
+          break;
+        }
   StepContext ctx{true, seed_, step_, 0};
   Tensor g = dl;
   bool g_in_a = false;
@@ -339,6 +358,12 @@ BatchStats Sequential::train_on(const StagedBatch& b) {
       g = dx;
       g_in_a = !g_in_a;
     }
+  }
+  regularization_.add_gradients(params_, grads_);
+  // Training-time state (BatchNormalization's moving statistics) commits with the step.
+  for (int i = 0; i < end; ++i) {
+    ctx.layer_index = i;
+    layers_[i]->commit_training_step(ctx);
   }
   optimizer_->step(params_, grads_, trainable_ranges_);
   return st;

@@ -5,11 +5,14 @@
 //     take this step's batch: `current` staged now, or (current == nullptr) the batch the previous
 //     call staged as its `next` (an error met while staging that one is raised now, at its turn)
 //     forward through the layers into per-layer activation buffers
-//     fused softmax + cross-entropy on the logits -> loss sum, correct count, dlogits; read back
-//     [loss_sum, correct] (the one device->host copy of a step)
+//     fused softmax + cross-entropy on the logits -> loss sum, correct count, dlogits; the weight
+//     regularizers' penalty (nn/regularization.h) next to them; read back [loss_sum, correct,
+//     penalty] (the one device->host copy of a step); the reported loss is the mean + the penalty
 //     backward through the same layers (ping-pong gradient buffers), parameter gradients written
-//     into the one gradient buffer
-//     one optimizer step over the one parameter buffer
+//     into the one gradient buffer, then the regularizers' gradients added to it
+//     layers commit their training-time state (BatchNormalization's moving statistics; only now,
+//     after the loss was found finite)
+//     one optimizer step over the one parameter buffer (its trainable ranges)
 //     stage `next` (if given) for the following call: on a GPU its upload runs on the copy stream
 //     while this step's backward pass and optimizer step still run on the GPU
 //
@@ -17,8 +20,9 @@
 //   pass (predict: without targets, returning the outputs). All three share the staged batch: a
 //   batch staged by one may be taken by another (predict_step leaves its y unchecked).
 //
-// All trainable parameters live in one contiguous buffer (and their gradients in another);
-// layers hold views. The device is the model's own property, set by to(). The buffers are in the
+// All weights live in one contiguous buffer (and their gradients in another), trainable ones
+// first, then the non-trainable ones (BatchNormalization's moving statistics: updated by their
+// layer after the backward pass of a finite step, never by the optimizer); layers hold views. The device is the model's own property, set by to(). The buffers are in the
 // device's layout (conv kernels OHWI on a GPU, nn/param_layout.h), converted only by get_weights,
 // set_weights and to(). Before any device buffer of the model is freed or replaced, the model
 // waits for the GPU's queued work (a step returns with its backward pass still running).
@@ -36,6 +40,7 @@
 #include "nn/loss.h"
 #include "nn/optimizer.h"
 #include "nn/param_layout.h"
+#include "nn/regularization.h"
 
 namespace hpcnn::nn {
 
@@ -57,7 +62,7 @@ class Sequential {
   int num_layers() const { return static_cast<int>(layers_.size()); }
   const Layer& layer(int i) const { return *layers_.at(i); }
   long long num_params() const { return params_.numel(); }
-  // Per layer: (name, shape) of each weight, Keras order (kernel, bias).
+  // Per layer: each weight's spec (name, shape, trainable), Keras order (kernel, bias, ...).
   std::vector<std::vector<ParamSpec>> weight_specs() const { return specs_; }
 
   std::vector<Tensor> get_weights() const;            // host copies, Keras order and layouts
@@ -70,7 +75,10 @@ class Sequential {
   void compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool from_logits);
   // Which layers the optimizer updates (one flag per layer; all by default). A frozen layer's
   // parameters and optimizer state stay as they are, and backward stops at the first trainable
-  // layer. Python sets it at compile (Keras' rule: trainable takes effect at compile()).
+  // layer with trainable weights. Non-trainable weights (ParamSpec::trainable) are never in the
+  // optimizer's ranges. Each layer is told (Layer::set_trainable: a frozen BatchNormalization
+  // runs in inference mode). Python sets it at compile (Keras' rule: trainable takes effect at
+  // compile()).
   void set_trainable(const std::vector<bool>& per_layer);
   long long num_trainable_params() const;
   bool compiled() const { return optimizer_ != nullptr; }
@@ -141,6 +149,7 @@ class Sequential {
   std::vector<bool> trainable_;           // per layer
   std::vector<ParamRange> trainable_ranges_;  // the trainable layers' parameters, merged runs
 
+  Regularization regularization_;        // kernel_regularizer / bias_regularizer of the layers
   std::unique_ptr<Optimizer> optimizer_;
   Loss loss_ = Loss::CategoricalCrossentropy;
   bool fused_softmax_ = false;

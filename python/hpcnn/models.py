@@ -99,8 +99,8 @@ class Sequential:
         if not self.layers:
             raise ValueError("the model has no layers")
         cfgs: List[Dict[str, Any]] = []
-        for layer in self.layers:
-            cfgs.extend(layer._core_configs())
+        for per_layer in layers_mod.core_configs(self.layers):  # with BatchNormalization+ReLU fused
+            cfgs.extend(per_layer)
         if self._seed is None:
             self._seed = next_model_seed()
         self._core = _core.Model(list(self._input_shape), cfgs, self._seed)
@@ -172,7 +172,10 @@ class Sequential:
     def summary(self, print_fn=print, line_length: int = 76) -> None:
         """A Keras-style table: layer, output shape, parameters; totals; device."""
         rows = self._layer_outputs()
-        c1, c2 = 34, 26
+        # The first column fits the longest " name (Type)" label (Keras' long class names).
+        c1 = max([34] + [len(f" {layer.name} ({type(layer).__name__})") + 2 for layer, _, _ in rows])
+        c2 = 26
+        line_length = max(line_length, c1 + c2 + 12)
         sep = "_" * line_length
         print_fn(f'Model: "{self.name}"')
         print_fn(sep)
@@ -183,7 +186,13 @@ class Sequential:
             print_fn(f"{label:<{c1}}{str((None,) + shape):<{c2}}{params:,}")
         print_fn("=" * line_length)
         total = self.count_params()
-        trainable = sum(params for layer, _, params in rows if self._trainable and layer.trainable)
+        # Non-trainable: the weights of frozen layers, and the non-trainable weights by nature
+        # (BatchNormalization's moving statistics) of every layer.
+        trainable, cur = 0, tuple(self._input_shape or ())
+        for layer, shape, params in rows:
+            if self._trainable and layer.trainable:
+                trainable += params - layer._non_trainable_count(cur)
+            cur = shape
         print_fn(f"Total params: {total:,} ({total * 4 / 1024**2:.2f} MB)")
         print_fn(f"Trainable params: {trainable:,} ({trainable * 4 / 1024**2:.2f} MB)")
         print_fn(f"Non-trainable params: {total - trainable:,} ({(total - trainable) * 4 / 1024**2:.2f} MB)")
@@ -206,7 +215,8 @@ class Sequential:
 
     # ------------------------------------------------------------------ weights and config
     def get_weights(self) -> List[np.ndarray]:
-        """Kernels and biases in Keras order and layouts (Conv2D (kh, kw, in, out), Dense (in, out))."""
+        """Every weight in Keras order and layouts (Conv2D (kh, kw, in, out), Dense (in, out),
+        BatchNormalization gamma, beta, moving_mean, moving_variance), trainable or not."""
         return [np.array(w, copy=True) for w in self._model().get_weights()]
 
     def set_weights(self, weights: Sequence[ArrayLike]) -> None:
@@ -247,9 +257,15 @@ class Sequential:
         return model
 
     def _weight_names(self) -> List[str]:
-        """'conv2d/kernel', 'conv2d/bias', ...: the get_weights() order (Conv2D and Dense hold weights)."""
-        return [f"{layer.name}/{kind}" for layer in self.layers
-                if isinstance(layer, (layers_mod.Conv2D, layers_mod.Dense)) for kind in ("kernel", "bias")]
+        """'conv2d/kernel', 'conv2d/bias', 'batch_normalization/gamma', ...: the get_weights() order,
+        named by the core's weight specs."""
+        per_core = self._model().weight_shapes
+        names, k = [], 0
+        for layer in self.layers:
+            n = len(layer._core_configs())
+            names += [f"{layer.name}/{w}" for specs in per_core[k:k + n] for w, _ in specs]
+            k += n
+        return names
 
     def save(self, filepath: str, overwrite: bool = True, include_optimizer: bool = True) -> None:
         """Save the model (architecture, weights, compile settings, step counter and, with
@@ -273,8 +289,9 @@ class Sequential:
     # ------------------------------------------------------------------ compile
     def compile(self, optimizer: Union[str, optimizers.Optimizer] = "rmsprop", loss: Any = None,
                 metrics: Optional[Sequence[str]] = None, device: Optional[str] = None, **kwargs: Any) -> None:
-        """Choose optimizer ('adam', 'sgd' or an instance), loss ('categorical_crossentropy' or
-        'sparse_categorical_crossentropy'), metrics (['accuracy']) and, optionally, the device
+        """Choose optimizer ('rmsprop', Keras' default; 'adam', 'adamw', 'sgd' or an instance), loss
+        ('categorical_crossentropy' or 'sparse_categorical_crossentropy'), metrics (['accuracy']) and,
+        optionally, the device
         ('cpu', 'gpu', 'gpu:N'; default: the enclosing ``hpcnn.device`` block, else the CPU).
 
         The layers' ``trainable`` flags are taken now (Keras' rule): changing them later takes
@@ -293,8 +310,6 @@ class Sequential:
         if "steps_per_execution" in kwargs:
             validation.integer(kwargs.pop("steps_per_execution"), "steps_per_execution", "compile")
         validation.no_other_arguments(kwargs, "compile")
-        if isinstance(optimizer, str) and optimizer == "rmsprop":
-            raise ValueError("compile: hpcnn has Adam and SGD; pass optimizer='adam' or 'sgd'")
         if loss is None:
             raise ValueError("compile: a loss is required ('categorical_crossentropy' or "
                              "'sparse_categorical_crossentropy')")
@@ -311,9 +326,10 @@ class Sequential:
         if target is not None:
             core.to(devices.normalize(target))
         mask = self._trainable_mask()
-        core.compile(opt._core_config(), loss_name, from_logits)
+        core.compile(opt._core_config(self._weight_names()), loss_name, from_logits)
         core.set_trainable(mask)
         self.optimizer = opt
+        opt._attach(self)  # optimizer.learning_rate / iterations read this model's core from now on
         self._compiled = {"loss": loss_name, "accuracy": bool(metrics), "from_logits": from_logits,
                           "trainable": mask}
 
@@ -332,9 +348,13 @@ class Sequential:
             self._model().to(scope)
 
     def _sync_learning_rate(self) -> None:
-        if self.optimizer is not None and self._core is not None:
-            if abs(self._core.learning_rate - self.optimizer.learning_rate) > 0:
-                self._core.learning_rate = self.optimizer.learning_rate
+        """A float rate set on the optimizer reaches the core (also when the optimizer was given to
+        another model's compile since); a schedule is evaluated by the core itself."""
+        opt = self.optimizer
+        if opt is not None and self._core is not None and self._compiled is not None:
+            if not isinstance(opt._learning_rate, optimizers.LearningRateSchedule):
+                if self._core.learning_rate != opt._learning_rate:
+                    self._core.learning_rate = opt._learning_rate
 
 
     # ------------------------------------------------------------------ training (training.py)

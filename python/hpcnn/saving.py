@@ -89,9 +89,18 @@ def compile_description(model: "Sequential") -> Optional[Dict[str, Any]]:
     """The compile settings as files hold them (None when the model is not compiled)."""
     if model._compiled is None or model.optimizer is None:
         return None
-    return {"optimizer": type(model.optimizer).__name__, "optimizer_config": model.optimizer.get_config(),
+    comp = {"optimizer": type(model.optimizer).__name__, "optimizer_config": model.optimizer.get_config(),
             "loss": model._compiled["loss"], "from_logits": model._compiled.get("from_logits", False),
             "metrics": ["accuracy"] if model._compiled["accuracy"] else []}
+    if model.optimizer._exclude_names:  # not in Keras' optimizer config: kept beside it
+        comp["exclude_from_weight_decay"] = list(model.optimizer._exclude_names)
+    return comp
+
+
+def fixed_rate(optimizer: Any) -> bool:
+    """Whether the optimizer's learning rate is a float (settable) rather than a schedule, which is a
+    function of the step count and so needs nothing restored."""
+    return not isinstance(getattr(optimizer, "_learning_rate", None), optimizers.LearningRateSchedule)
 
 
 def optimizer_state(model: "Sequential") -> Tuple[Optional[Dict[str, Any]], List[np.ndarray]]:
@@ -102,10 +111,10 @@ def optimizer_state(model: "Sequential") -> Tuple[Optional[Dict[str, Any]], List
         return None, []
     core = model._model()
     buffers = core.optimizer_state(keras_layout=True)
-    lr = getattr(model.optimizer, "learning_rate", None)
+    fixed = fixed_rate(model.optimizer)
     desc = {"class": type(model.optimizer).__name__, "iterations": int(core.iterations),
-            "learning_rate": float(lr) if isinstance(lr, (int, float)) else None,
-            "core_learning_rate": float(core.learning_rate), "buffers": list(buffers)}
+            "learning_rate": float(model.optimizer._learning_rate) if fixed else None,
+            "core_learning_rate": float(core.learning_rate) if fixed else None, "buffers": list(buffers)}
     return desc, [np.asarray(b) for b in buffers.values()]
 
 
@@ -134,10 +143,11 @@ def restore_optimizer_state(model: "Sequential", desc: Dict[str, Any], buffers: 
         core.set_optimizer_state(dict(zip(names, buffers)), int(iterations))
     except ValueError as e:
         raise _Damaged(f"its optimizer state does not fit the model ({e})") from None
-    if lr is not None and isinstance(getattr(model.optimizer, "learning_rate", None), (int, float)):
-        model.optimizer.learning_rate = lr
-    if core_lr is not None:
-        core.learning_rate = core_lr
+    if fixed_rate(model.optimizer):  # (a schedule's rate follows from the restored step count)
+        if lr is not None:
+            model.optimizer.learning_rate = lr
+        if core_lr is not None:
+            core.learning_rate = core_lr
 
 
 def rng_state(model: "Sequential") -> Dict[str, int]:
@@ -303,9 +313,12 @@ def _compile_from(model: "Sequential", comp: Dict[str, Any]) -> None:
         loss = (losses.CategoricalCrossentropy if loss == "categorical_crossentropy"
                 else losses.SparseCategoricalCrossentropy)(from_logits=True)
     try:
-        opt = optimizers.REGISTRY[name](**opt_cfg)
+        opt = optimizers.REGISTRY[name].from_config(opt_cfg)  # a serialized schedule as learning_rate too
     except TypeError as e:
         raise _Damaged(f"the {name} optimizer's config is not valid ({e})") from None
+    excluded = comp.get("exclude_from_weight_decay")
+    if excluded is not None:
+        opt.exclude_from_weight_decay(var_names=excluded)
     model.compile(opt, loss, metrics, device="cpu")
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence,
 
 import numpy as np
 
-from . import _core, interrupts, progress, threads, validation
+from . import _core, interrupts, progress, saving, threads, validation
 from .callbacks import BackupAndRestore, Callback, History, ModelCheckpoint
 
 if TYPE_CHECKING:  # models.py imports this module; the model is only passed in
@@ -381,8 +381,8 @@ class _Run:
                 start_epoch = int(start["epoch"])
                 model.stop_training = bool(start.get("stop_training", False))
         resume_lr = None
-        if start is not None and start["batch"] > 0:  # mid-epoch: the rate the epoch was training with
-            resume_lr = (getattr(model.optimizer, "learning_rate", None), core.learning_rate)
+        if start is not None and start["batch"] > 0 and saving.fixed_rate(model.optimizer):
+            resume_lr = (model.optimizer._learning_rate, core.learning_rate)  # what the epoch trained with
         for epoch in range(start_epoch, self.epochs):
             first = int(start["batch"]) if start is not None and epoch == start_epoch else 0
             sums = ((start["loss_sum"], start["correct"], int(start["seen"])) if first else (0.0, 0.0, 0))
@@ -394,19 +394,18 @@ class _Run:
             for cb in cbs:
                 cb.on_epoch_begin(epoch, {})
             if first and resume_lr is not None:
-                # The epoch began before the backup: a schedule its on_epoch_begin applied is in the
-                # restored rate, and applying it again here would apply it twice.
-                if isinstance(resume_lr[0], (int, float)) and isinstance(model.optimizer.learning_rate, (int, float)):
-                    model.optimizer.learning_rate = resume_lr[0]
+                # The epoch began before the backup: a rate its on_epoch_begin set (LearningRateScheduler)
+                # is in the restored rate, and setting it again here would apply the rule twice.
+                model.optimizer.learning_rate = resume_lr[0]
                 core.learning_rate = resume_lr[1]
             model._sync_learning_rate()
             t0 = time.perf_counter()
-            done, sums, logs, stop_at = self.train_batches(epoch, first, sums, t0, seconds_before)
+            done, sums, logs, stop_at, diverged = self.train_batches(epoch, first, sums, t0, seconds_before)
             if stop_at is not None:
                 return self.stopped(stop_at, logs)
             seconds = seconds_before + time.perf_counter() - t0
             loss_sum, correct, seen = sums
-            logs = {"loss": loss_sum / max(seen, 1)}
+            logs = {"loss": loss_sum / max(seen, 1) if diverged is None else diverged}
             if self.want_acc:
                 logs["accuracy"] = correct / max(seen, 1)
             if self.validation_data is not None and (epoch + 1 - self.initial_epoch) % self.validation_freq == 0:
@@ -432,19 +431,22 @@ class _Run:
         # A stop signal after the last epoch's end changes nothing: training is complete.
 
     def train_batches(self, epoch: int, first: int, sums: Tuple[float, float, int], t0: float,
-                      seconds_before: float) -> Tuple[int, Tuple[float, float, int], Dict[str, float], Any]:
+                      seconds_before: float) -> Tuple[int, Tuple[float, float, int], Dict[str, float], Any,
+                                                       Optional[float]]:
         """Batches first.. of the epoch, one core call each. Returns (batches done, sums, last
-        logs, the position where a stop signal ended it or None)."""
+        logs, the position where a stop signal ended it or None, the non-finite loss of a batch a
+        callback stopped training at or None)."""
         model, core, cbs, steps = self.model, self.core, self.cbs, self.steps
         loss_sum, correct, seen = sums
         batches = (dataset_batches(model, self.x, epoch, self.shuffle, first) if self.is_ds
                    else array_batches(model, self.x, self.y, self.batch_size, self.shuffle, epoch, first))
         logs: Dict[str, float] = {}
+        diverged: Optional[float] = None  # the non-finite loss of a batch a callback stopped at
         staged = False  # whether the core holds the batch of this step (staged by the last call)
         b = first
         try:
             if model.stop_training:  # resumed from a backup written after a callback stopped training
-                return b, (loss_sum, correct, seen), logs, None
+                return b, (loss_sum, correct, seen), logs, None, None
             # One call per batch: train_step(batch b, batch b+1) trains on b and stages b+1,
             # which on a GPU uploads on the copy stream while b's backward pass still runs; the
             # next call passes None for it. An error of batch b+1 (fetching it, preparing it,
@@ -466,6 +468,15 @@ class _Run:
                     if kind == "prepare_error":
                         raise item
                     ls, c, n = core.train_step(None if staged else item, nxt)
+                except _core.NonFiniteLossError as err:
+                    # The core did not update the weights. As Keras, the callbacks see the
+                    # batch's loss; one that stops training (TerminateOnNaN) ends fit quietly,
+                    # else the error stands.
+                    staged = False  # the next batch was not staged: the step stopped before
+                    if not stop_on_non_finite(model, cbs, b, float(err.loss), logs):
+                        raise ValueError(f"epoch {epoch + 1}, batch {b + 1}: {err}") from err
+                    diverged = float(err.loss)
+                    break
                 except ValueError as err:
                     raise ValueError(f"epoch {epoch + 1}, batch {b + 1}: {err}") from err
                 staged = nxt is not None
@@ -487,7 +498,7 @@ class _Run:
                     with self.stop.writing():
                         self.write_backup(here)
                 if self.stop.requested:
-                    return b, (loss_sum, correct, seen), logs, here
+                    return b, (loss_sum, correct, seen), logs, here, None
                 if model.stop_training:
                     break
         finally:
@@ -495,7 +506,18 @@ class _Run:
                 core.drop_staged()  # left over when stopping early: release its arrays now
             if hasattr(batches, "close"):
                 batches.close()  # stops a dataset's producer when we leave early
-        return b, (loss_sum, correct, seen), logs, None
+        return b, (loss_sum, correct, seen), logs, None, diverged
+
+
+def stop_on_non_finite(model: "Sequential", cbs: Sequence[Callback], batch: int, loss: float,
+                       logs: Dict[str, float]) -> bool:
+    """A batch's loss was NaN or inf (the core kept the weights): its logs, with that loss, go to the
+    callbacks' on_train_batch_end as Keras gives them; True when one of them stopped training."""
+    batch_logs = dict(logs)
+    batch_logs["loss"] = loss
+    for cb in cbs:
+        cb.on_train_batch_end(batch, batch_logs)
+    return bool(model.stop_training)
 
 
 def check_validation_data(model: "Sequential", validation_data: Any) -> Optional[Tuple[Any, Any]]:

@@ -102,7 +102,7 @@ class Model:
         ...
 
     def optimizer_state(self, keras_layout: bool=False) -> dict:
-        """Host copies of the optimizer's state buffers by name, in state_names order (Adam: momentum, velocity; SGD: momentum), each flat over the parameter buffer: in the layout of the model's device, or keras_layout=True in Keras' layout (what files hold). {} before the first step."""
+        """Host copies of the optimizer's state buffers by name, in state_names order (Keras 3's names: Adam, AdamW: momentum, velocity; SGD with momentum: momentum; RMSprop: velocity, momentum (momentum > 0), average_gradient (centered)), each flat over the parameter buffer: in the layout of the model's device, or keras_layout=True in Keras' layout (what files hold). {} before the first step."""
 
     @property
     def optimizer_state_names(self) -> list[str]:
@@ -124,6 +124,9 @@ class Model:
     @property
     def seed(self) -> int:
         ...
+
+    def set_learning_rate_schedule(self, schedule: dict) -> None:
+        """Lets a schedule (class_name and Keras' arguments) drive the learning rate from the next step on, evaluated at `iterations`."""
 
     def set_optimizer_state(self, buffers: dict, iterations: typing.SupportsInt | typing.SupportsIndex) -> None:
         """Restores the optimizer: buffers {name: flat float32 array in Keras' layout} (all of state_names, or {} for a fresh state) and the step count. ValueError, nothing changed, when they do not fit."""
@@ -157,6 +160,9 @@ class Model:
     @property
     def weight_shapes(self) -> list:
         ...
+
+class NonFiniteLossError:
+    ...
 
 def bench_conv2d(x_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kernel_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], stride: typing.SupportsInt | typing.SupportsIndex=1, padding: str='valid', relu: bool=True, repeat: typing.SupportsInt | typing.SupportsIndex=20, device: str='gpu:0') -> dict:
     """Times one conv2d layer (forward; backward with dx) on random data: mean ms per call. kernel_shape is Keras' (kh, kw, in, out)."""
@@ -232,6 +238,9 @@ def default_num_threads_source() -> str:
 
 def get_num_threads() -> int:
     ...
+
+def learning_rate_schedule_value(config: dict, step: typing.SupportsInt | typing.SupportsIndex) -> float:
+    """The learning rate a schedule (config: class_name and Keras' arguments, as optimizers send it) gives the step taken after `step` steps: the C++ code a training step runs."""
 
 def max_num_threads() -> int:
     ...
