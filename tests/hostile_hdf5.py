@@ -424,8 +424,9 @@ class LinkedHDF5:
         import ctypes
         if cls._lib is None:
             import hpcnn  # noqa: F401  (maps the library)
-            paths = [line.split()[-1] for line in open("/proc/self/maps")
-                     if re.search(r"/libhdf5(_serial)?\.so", line) and "h5py" not in line]
+            with open("/proc/self/maps") as maps:
+                paths = [line.split()[-1] for line in maps
+                         if re.search(r"/libhdf5(_serial)?\.so", line) and "h5py" not in line]
             lib = ctypes.CDLL(paths[0])
             lib.H5open()
             lib.H5Eset_auto2(ctypes.c_int64(0), None, None)

@@ -1,9 +1,11 @@
 """The hpcnn command and the benchmark statistics."""
 import csv
+import io
 import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -30,7 +32,7 @@ def test_csv_append_and_collect(tmp_path):
     bench.append_csv(str(a), {"device": "cpu", "mean_speed": 11})
     bench.append_csv(str(b), {"device": "gpu", "mean_speed": 99, "label": "h100"})
     assert bench.collect_csv([str(a), str(b)], str(out)) == 3
-    rows = list(csv.DictReader(open(out)))
+    rows = list(csv.DictReader(io.StringIO(Path(out).read_text())))
     assert [r["device"] for r in rows] == ["cpu", "cpu", "gpu"] and rows[2]["label"] == "h100"
 
 
@@ -52,8 +54,51 @@ def test_cli_bench_writes_csv(tmp_path):
     r = run("bench", "--batch", "16", "--steps", "2", "--warmup", "1", "--csv", str(out), "--label", "test")
     assert r.returncode == 0, r.stderr
     assert "train:" in r.stdout and "img/s" in r.stdout
-    rows = list(csv.DictReader(open(out)))
+    rows = list(csv.DictReader(io.StringIO(Path(out).read_text())))
     assert {r["mode"] for r in rows} == {"train", "infer"} and rows[0]["label"] == "test"
+    # The ratio to this machine's FP32 peak, measured in the run, and why it can pass 100 %.
+    assert "# FP32 peak of " in r.stdout and "% of FP32 peak" in r.stdout
+    assert "Winograd" in r.stdout and "100 %" in r.stdout
+    assert float(rows[0]["peak_gflops"]) > 0 and float(rows[0]["percent_of_peak"]) > 0
+
+
+def test_cli_bench_peers(tmp_path):
+    """--peers: hpcnn, and PyTorch / TensorFlow when importable (else a line says it skipped
+    them), in one table from the same run."""
+    out = tmp_path / "p.csv"
+    r = run("bench", "--peers", "--batch", "8", "--steps", "2", "--warmup", "1", "--rounds", "1", "--csv", str(out))
+    assert r.returncode == 0, r.stderr
+    for label, module in (("PyTorch", "torch"), ("TensorFlow", "tensorflow")):
+        present = bench.importable(sys.executable, module)
+        assert (f"{label}: not importable" in r.stdout) != present
+        assert (f"\n{label:<11}train" in r.stdout) == present
+    assert "\nhpcnn      train" in r.stdout and "\nhpcnn      infer" in r.stdout and "Winograd" in r.stdout
+    rows = list(csv.DictReader(io.StringIO(Path(out).read_text())))
+    assert {(row["framework"], row["mode"]) for row in rows} >= {("hpcnn", "train"), ("hpcnn", "infer")}
+
+
+def test_peer_workers_load_the_bench_module_without_hpcnn():
+    """A PyTorch/TensorFlow worker process loads hpcnn/bench.py as a plain file: no hpcnn package
+    (whose extension would pin a shared OpenBLAS to one thread) in that process."""
+    code = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location('b', sys.argv[1]); "
+            "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
+            "print(sorted(k for k in sys.modules if k.startswith('hpcnn')), sorted(m.WORKERS))")
+    r = subprocess.run([sys.executable, "-c", code, bench.__file__], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[] ['hpcnn', 'tensorflow', 'torch']"
+    # The hpcnn worker itself, run the way the peers are run, returns its step times.
+    res = bench.run_worker(sys.executable, "hpcnn", 4, 2, 1, 1)
+    assert len(res["train"]) == 2 and len(res["infer"]) == 2 and min(res["train"]) > 0
+
+
+def test_bench_train_script_shares_the_implementation(tmp_path):
+    script = Path(__file__).resolve().parents[1] / "bench" / "bench_train.py"
+    r = subprocess.run([sys.executable, str(script), "--frameworks", "hpcnn", "--rounds", "1", "--steps", "1",
+                        "--warmup", "1", "--batch", "8", "--csv", str(tmp_path / "t.csv")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "hpcnn      train" in r.stdout and "Winograd" in r.stdout
+    assert len(list(csv.DictReader(io.StringIO((tmp_path / "t.csv").read_text())))) == 2
 
 
 def test_cli_bench_gpu_without_gpu_fails_clearly():

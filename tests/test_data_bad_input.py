@@ -5,6 +5,7 @@ import struct
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -55,7 +56,7 @@ def test_directory_instead_of_file(tmp_path):
 @pytest.mark.parametrize("keep", [0.2, 0.6, 0.97])
 def test_truncated_file(tmp_path, keep):
     src = good_file(tmp_path / "full.h5", n=2000, chunks=(100, 4, 4, 3))
-    blob = open(src, "rb").read()
+    blob = Path(src).read_bytes()
     p = tmp_path / "cut.h5"
     p.write_bytes(blob[: int(len(blob) * keep)])
     with pytest.raises(ValueError, match="cut.h5"):
@@ -169,7 +170,7 @@ def test_lzf_is_named(tmp_path):
 
 def test_hdf5_error_stack_is_silenced_and_folded(tmp_path):
     p = tmp_path / "cut.h5"
-    blob = open(good_file(tmp_path / "full.h5", n=500), "rb").read()
+    blob = Path(good_file(tmp_path / "full.h5", n=500)).read_bytes()
     p.write_bytes(blob[: len(blob) // 2])
     code = ("import hpcnn.data as d\n"
             "try:\n    d.HDF5Dataset(%r)\nexcept ValueError as e:\n    print('ERR', e)\n" % str(p))
@@ -185,6 +186,7 @@ def test_hdf5_error_stack_is_silenced_and_folded(tmp_path):
     (dict(prefetch=0), "prefetch"),
     (dict(one_hot=0), "one_hot"),
     (dict(one_hot=10, num_classes=5), "disagree"),
+    (dict(num_classes=-1), r"num_classes`?\. Expected a positive integer"),
     (dict(scale=((0.5, 0.5), (1.0, 2.0, 3.0))), "mean"),
     (dict(scale=((0.5, 0.5), (1.0, 1.0))), "scale"),
     (dict(scale=(0.5, 0.0)), "std"),
@@ -194,6 +196,16 @@ def test_bad_arguments(tmp_path, kw, match):
     p = good_file(tmp_path / "d.h5")
     with pytest.raises(ValueError, match=match):
         data.HDF5Dataset(p, **kw)
+
+
+def test_read_dataset_of_a_scalar_is_a_clear_error(tmp_path):
+    p = tmp_path / "s.h5"
+    with h5py.File(p, "w") as f:
+        f.create_dataset("x", data=np.float32(1.5))
+        f.create_dataset("b", data=np.uint8(7))
+    for name in ("x", "b"):
+        with pytest.raises(ValueError, match=f"dataset '{name}'.*is a scalar"):
+            data.read_dataset(str(p), name)
 
 
 def test_bad_epoch(tmp_path):
@@ -246,7 +258,7 @@ def chunk_keys(path, name="x_train"):
         d = f[name]
         addrs = {d.id.get_chunk_info(k).byte_offset for k in range(d.id.get_num_chunks())}
         ndims = d.ndim + 1
-    keys = hostile_hdf5.v1_chunk_keys(open(path, "rb").read(), ndims, addrs)
+    keys = hostile_hdf5.v1_chunk_keys(Path(path).read_bytes(), ndims, addrs)
     assert len(keys) == len(addrs)
     return [k for k, _ in keys]
 
@@ -499,7 +511,7 @@ def contiguous_file(path, rows=64):
     with h5py.File(path, "w") as f:
         f.create_dataset("x_train", data=x)
         f.create_dataset("y_train", data=np.zeros(rows, np.uint8))
-    return str(path), open(path, "rb").read().find(struct.pack("<QQQ", rows, 4, 3))
+    return str(path), Path(path).read_bytes().find(struct.pack("<QQQ", rows, 4, 3))
 
 
 def test_contiguous_rows_beyond_the_file_are_refused_at_open(tmp_path):
@@ -531,7 +543,7 @@ def test_nonstandard_number_type_is_refused(tmp_path):
     with h5py.File(p, "w") as f:
         f.create_dataset("x_train", data=np.zeros((20, 3), np.uint8))
         f.create_dataset("y_train", data=np.arange(20, dtype=np.uint8) % 5)
-    blob = open(p, "rb").read()
+    blob = Path(p).read_bytes()
     # The fixed-point type of y: class 0 version 1, flags, size 1, then bit offset 0 and precision 8.
     at = blob.rfind(bytes([0x10, 0, 0, 0, 1, 0, 0, 0, 0, 0, 8, 0]))
     patch(p, at + 8, "<H", 256)
@@ -550,7 +562,7 @@ def test_damaged_layout_message_does_not_crash(tmp_path):
         with h5py.File(p, "w") as f:
             f.create_dataset("x_train", data=x, chunks=(10, 6), compression="gzip")
             f.create_dataset("y_train", data=np.zeros(40, np.uint8))
-        at = open(p, "rb").read().find(bytes([3, 2, 3]))  # layout v3, chunked, 3 dimensions
+        at = Path(p).read_bytes().find(bytes([3, 2, 3]))  # layout v3, chunked, 3 dimensions
         patch(p, at + where, "<B", value)
         assert h5py_refuses(p)
         rc, out = run_isolated(
@@ -604,7 +616,7 @@ def test_layout_check_reads_version2_object_headers(tmp_path):
                          compression="gzip")
         f.create_dataset("y_train", data=np.zeros(40, np.uint8))
         addr = h5py.h5o.get_info(f["x_train"].id).addr
-    b = bytearray(open(p, "rb").read())
+    b = bytearray(Path(p).read_bytes())
     assert b[addr:addr + 4] == b"OHDR"
     flags = b[addr + 5]
     q = addr + 6 + (16 if flags & 0x20 else 0) + (4 if flags & 0x10 else 0)
@@ -615,7 +627,7 @@ def test_layout_check_reads_version2_object_headers(tmp_path):
     at = next(j for j in range(addr, end - 5) if b[j:j + 2] == b"\x04\x02" and b[j + 3] == 3 and b[j + 4] in (1, 2, 4, 8))
     b[at + 5] = 0  # chunk dimension 0 of 0 rows
     struct.pack_into("<I", b, end, lookup3(bytes(b[addr:end])))
-    open(p, "wb").write(b)
+    Path(p).write_bytes(b)
     with pytest.raises(ValueError, match=r"x_train.*v2\.h5.*layout message has chunk dimension 0 of 0"):
         data.HDF5Dataset(p)
 

@@ -2,59 +2,17 @@
 import gzip
 import io
 import os
-import pickle
 import tarfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from cifar_files import add_bytes, cifar_binary_tar, cifar_python_tar, expected_cifar, fake_cifar
 from hpcnn import convert, data, datasets
 from hpcnn.datasets import converters
 
 h5py = pytest.importorskip("h5py")
-
-
-def fake_cifar(n_per_batch=7, seed=0):
-    rng = np.random.default_rng(seed)
-    batches = {}
-    for name in converters.CIFAR10_TRAIN_BATCHES + [converters.CIFAR10_TEST_BATCH]:
-        x = rng.integers(0, 256, (n_per_batch, 32, 32, 3), dtype=np.uint8)
-        y = rng.integers(0, 10, n_per_batch)
-        batches[name] = (x, y)
-    return batches
-
-
-def add_bytes(tf, name, blob):
-    info = tarfile.TarInfo(name)
-    info.size = len(blob)
-    tf.addfile(info, io.BytesIO(blob))
-
-
-def cifar_python_tar(path, batches):
-    with tarfile.open(path, "w:gz") as tf:
-        for name, (x, y) in batches.items():
-            d = {b"batch_label": name.encode(), b"labels": [int(v) for v in y],
-                 b"data": x.transpose(0, 3, 1, 2).reshape(len(x), 3072), b"filenames": [b"f.png"] * len(x)}
-            add_bytes(tf, f"cifar-10-batches-py/{name}", pickle.dumps(d, protocol=2))
-        add_bytes(tf, "cifar-10-batches-py/batches.meta",
-                  pickle.dumps({b"label_names": [c.encode() for c in datasets.cifar10.class_names]}))
-    return str(path)
-
-
-def cifar_binary_tar(path, batches):
-    with tarfile.open(path, "w:gz") as tf:
-        for name, (x, y) in batches.items():
-            rec = np.concatenate([y.astype(np.uint8)[:, None], x.transpose(0, 3, 1, 2).reshape(len(x), 3072)], axis=1)
-            add_bytes(tf, f"cifar-10-batches-bin/{name}.bin", rec.tobytes())
-    return str(path)
-
-
-def expected_cifar(batches):
-    tr = [batches[b] for b in converters.CIFAR10_TRAIN_BATCHES]
-    xt = np.concatenate([b[0] for b in tr])
-    yt = np.concatenate([b[1] for b in tr]).astype(np.uint8).reshape(-1, 1)
-    xv, yv = batches["test_batch"]
-    return (xt, yt), (xv, yv.astype(np.uint8).reshape(-1, 1))
 
 
 def idx_bytes(a):
@@ -78,7 +36,7 @@ def fake_idx_folder(folder, n_train=20, n_test=5, gz=True, seed=1):
             with gzip.open(os.path.join(folder, name + ".gz"), "wb") as f:
                 f.write(blob)
         else:
-            open(os.path.join(folder, name), "wb").write(blob)
+            Path(folder, name).write_bytes(blob)
     return arrays
 
 
@@ -200,9 +158,13 @@ def test_download_helper_verifies_local_copies(tmp_path):
     assert datasets.download("http://invalid.invalid/f.bin", str(p), md5="900150983cd24fb0d6963f7d28e17f72") == str(p)
     with pytest.raises(ValueError, match="checksum mismatch"):
         datasets.download("http://invalid.invalid/f.bin", str(p), md5="0" * 32)
+    # In a file (here a StringIO) the download bar is one final line, not '\r' redraws.
     bar = _download._Progress("f", 100, stream=io.StringIO())
-    bar.update(100)
-    assert "100.0%" in bar.stream.getvalue()
+    bar.update(50)
+    bar.update(50)
+    bar.close()
+    assert "100.0%" in bar.stream.getvalue() and "\r" not in bar.stream.getvalue()
+    assert bar.stream.getvalue().count("\n") == 1
 
 
 def test_rechunk_a_tutorial_file(tmp_path):

@@ -5,13 +5,13 @@ float one-hot data (test_gpu_model.py):
   - evaluate with batches larger than training's (the buffers grow), predict with a partial batch;
   - moving a model between devices in mid-training (Adam's moments and step count go along);
   - get_weights / set_weights / save() of a model on the GPU;
-  - an HDF5 dataset feeding the GPU from pinned buffers;
+  - an HDF5 dataset feeding the GPU from pinned buffers, uint8 rows crossing as uint8 (a quarter
+    of float32's bytes, counted) and decoded on the GPU;
+  - device buffers grown right after a training step whose kernels are still queued;
   - a model on a GPU other than 0, and moving between two GPUs (when two are visible).
 HPCNN_TEST_GPU=cpu runs these tests with the CPU standing in for the GPU (the CPU is then compared
 with itself): a check of the tests' own logic on machines without a GPU. TF32 is off.
 """
-import os
-
 import numpy as np
 import pytest
 
@@ -19,13 +19,9 @@ import hpcnn
 from hpcnn import _core, data
 from hpcnn.layers import Conv2D, Dense, Dropout, Flatten, InputLayer, MaxPooling2D
 
-GPU = os.environ.get("HPCNN_TEST_GPU", "gpu:0")
-_REASON = "" if GPU == "cpu" else _core.cuda_unavailable_reason()
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(bool(_REASON), reason=f"no usable GPU: {_REASON}"),
-    pytest.mark.usefixtures("tf32_off"),  # tests/conftest.py
-]
+from gpu_target import GPU, MARKS
+
+pytestmark = MARKS
 
 
 def model(seed=5):
@@ -147,6 +143,13 @@ def test_hdf5_dataset_feeds_the_gpu_from_pinned_buffers(tmp_path):
         assert it.pinned == (GPU != "cpu")
     finally:
         it.close()
+    it = ds._live().epoch(0, 2, GPU, True)  # what fit asks for on a GPU: rows as stored
+    try:
+        assert it.pinned == (GPU != "cpu")
+        xb, _, decode = next(it)
+        assert xb.dtype == np.uint8 and decode == ([1.0] * 3, [0.0] * 3)
+    finally:
+        it.close()
     cpu, gpu = pair(lambda: hpcnn.optimizers.SGD(learning_rate=0.02))
     w0 = cpu.get_weights()
     h_c = cpu.fit(ds, epochs=1, shuffle=False, verbose=0).history
@@ -155,6 +158,7 @@ def test_hdf5_dataset_feeds_the_gpu_from_pinned_buffers(tmp_path):
     assert_updates_close(gpu.get_weights(), cpu.get_weights(), w0, "one epoch from the HDF5 dataset")
 
 
+@pytest.mark.multi_gpu
 def test_a_model_on_a_gpu_other_than_0():
     n = 2 if GPU == "cpu" else len(_core.cuda_devices())
     if n < 2:
@@ -181,3 +185,65 @@ def test_a_model_on_a_gpu_other_than_0():
     first.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)
     other.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)
     assert_updates_close(first.get_weights(), other.get_weights(), w1, f"after moving to {last}")
+
+
+def test_uint8_batches_cross_as_uint8(tmp_path):
+    """A uint8 batch moves N*H*W*C bytes to the GPU (plus its labels), not 4x that as float32; the
+    same for an HDF5 dataset's uint8 rows, which the loader leaves undecoded for a GPU model."""
+    if GPU == "cpu":
+        pytest.skip("counts host->device bytes: needs a real GPU")
+    x, y = uint8_data(64, seed=5)
+    cpu, gpu = pair(lambda: hpcnn.optimizers.SGD(learning_rate=0.02))
+    core = gpu._model()
+    core.train_step((x[:32], y[:32]))  # buffers made: what follows is one step's copies each
+
+    def step_bytes(batch):
+        _core.reset_transfer_stats()
+        core.train_step(batch)
+        return _core.transfer_stats()["h2d_bytes"]
+    u8 = x[32:].nbytes
+    labels = 32 * 4  # int32
+    extra = step_bytes((x[32:], y[32:])) - u8 - labels
+    assert extra == 0, "a step copies its batch and nothing else up (the loss statistics are zeroed on the GPU)"
+    assert step_bytes((x[32:].astype(np.float32), y[32:])) == 4 * u8 + labels + extra
+    assert step_bytes((x, y, np.arange(32, 64))) == u8 + labels + extra  # gathered rows: uint8 too
+    path = str(tmp_path / "u8.h5")
+    data.write_hdf5(path, {"x_train": x, "y_train": y.astype(np.uint8)})
+    ds = data.HDF5Dataset(path, batch_size=32, shuffle=False)  # scale 1/255, decoded on the GPU
+    _core.reset_transfer_stats()
+    h_g = gpu.fit(ds, epochs=1, verbose=0).history
+    assert _core.transfer_stats()["h2d_bytes"] == x.nbytes + 64 * 4 + 2 * extra
+    h_c = cpu.fit(ds, epochs=1, verbose=0).history
+    assert h_g["loss"][0] == pytest.approx(h_c["loss"][0], rel=1e-2)
+
+
+def test_buffers_grown_right_after_a_training_step_match_cpu():
+    """A training step returns with its backward pass and optimizer step still queued on the GPU.
+    Growing the batch at once (an evaluation of 100 rows with 100 more staged, then a prediction
+    of 150) frees and replaces device buffers those kernels may still read: the model must let
+    them finish first. Then destroying a model with work queued, and training a new one."""
+    x, y = uint8_data(200, seed=4)
+    cpu, gpu = pair(lambda: hpcnn.optimizers.SGD(learning_rate=0.02))
+    w0 = cpu.get_weights()
+    out = {}
+    for name, m in (("cpu", cpu), ("gpu", gpu)):
+        core = m._model()
+        core.train_step((x[:32], y[:32]))
+        first = core.test_step((x[:100], y[:100]), (x[100:], y[100:]))
+        second = core.test_step(None)
+        preds = core.predict_step((x[:150],))
+        out[name] = (first, second, preds, m.get_weights())
+    for k in (0, 1):
+        assert out["gpu"][k][0] == pytest.approx(out["cpu"][k][0], rel=1e-3)
+        assert out["gpu"][k][2] == out["cpu"][k][2] == 100
+    np.testing.assert_allclose(out["gpu"][2], out["cpu"][2], atol=1e-4)
+    assert_updates_close(out["gpu"][3], out["cpu"][3], w0, "one step, then bigger batches at once")
+    for _ in range(3):
+        m = model(11)
+        m.compile("sgd", "sparse_categorical_crossentropy", device=GPU)
+        m._model().train_step((x, y))  # 200 rows: work queued when the model goes
+        del m
+    m = model(11)
+    m.compile("sgd", "sparse_categorical_crossentropy", device=GPU)
+    ls, _, n = m._model().train_step((x, y))
+    assert n == 200 and np.isfinite(ls)

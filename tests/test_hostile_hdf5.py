@@ -74,6 +74,7 @@ def run_cases(seed, cases, workers=WORKERS, batch=BATCH, timeout=CASE_TIMEOUT, i
         if w.proc.poll() is None:
             w.proc.kill()
         w.proc.wait()
+        w.proc.stdout.close()
         w.stderr.seek(0)
         w.err_tail = w.stderr.read()[-2000:]
         w.stderr.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,7 +22,7 @@ BUILD_INFO_KEYS = ("version", "compiler", "blas_vendor", "blas_library", "thread
                    "cuda_version", "cudnn_version", "cublas_version", "cuda_archs")
 
 # Drop variables that would decide the thread count before the one a test sets.
-_THREAD_VARS = ("SLURM_CPUS_PER_TASK", "OMP_NUM_THREADS")
+_THREAD_VARS = ("HPCNN_NUM_THREADS", "SLURM_CPUS_PER_TASK", "OMP_NUM_THREADS")
 
 
 def run_python(code, env_extra=None, prefix=()):
@@ -44,6 +45,35 @@ def test_import_and_build_info():
     if info["cuda"]:
         for key in ("cuda_version", "cudnn_version", "cublas_version", "cuda_archs"):
             assert info[key], key
+
+
+def _nvcc():
+    for p in (shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
+        if p and os.path.exists(p):
+            return p
+    return None
+
+
+@pytest.mark.skipif(not hpcnn.build_info()["cuda"], reason="built without the CUDA backend: no architectures")
+def test_cuda_archs_name_the_built_architectures():
+    """build_info()['cuda_archs'] lists real architectures ("75;80;90;..."), never the keyword the
+    build was asked for ("all-major"); for a keyword, the list is what nvcc itself builds for it."""
+    info = hpcnn.build_info()
+    archs = info["cuda_archs"].split(";")
+    assert all(re.fullmatch(r"\d+[a-z]?", a) for a in archs), info["cuda_archs"]
+    assert info["cuda_archs_requested"]
+    requested, nvcc = info["cuda_archs_requested"], _nvcc()
+    if requested in ("all", "all-major") and nvcc:
+        ver = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+        if f"release {'.'.join(info['cuda_version'].split('.')[:2])}," in ver:  # the nvcc it was built with
+            dry = subprocess.run([nvcc, f"-arch={requested}", "--dryrun", "-c", "probe.cu"], capture_output=True,
+                                 text=True)
+            built = sorted(set(re.findall(r"kind=elf,sm=(\d+)", dry.stdout + dry.stderr)), key=int)
+            assert archs == built, (archs, built)
+            assert info["cuda_ptx"].split(";") == sorted(set(re.findall(r"kind=ptx,sm=(\d+)", dry.stdout + dry.stderr)),
+                                                         key=int)
+    elif requested not in ("all", "all-major", "native"):
+        assert archs == [re.match(r"\d+[a-z]?", a).group(0) for a in requested.split(";") if not a.endswith("-virtual")]
 
 
 @pytest.mark.skipif(os.environ.get("HPCNN_EXPECT_CUDA") != "1", reason="HPCNN_EXPECT_CUDA=1 not set (CI sets it)")
@@ -87,8 +117,19 @@ def test_slurm_wins_over_omp():
     assert out == "3"
 
 
-def test_threads_from_omp():
-    assert run_python("import hpcnn; print(hpcnn.get_num_threads())", {"OMP_NUM_THREADS": "5"}) == "5"
+def test_omp_num_threads_does_not_set_hpcnn_threads():
+    """Job scripts set OMP_NUM_THREADS=1 to keep a BLAS single-threaded: hpcnn (which does not use
+    OpenMP) must not train on one thread because of it. Its own variable is HPCNN_NUM_THREADS."""
+    cpus = len(os.sched_getaffinity(0))
+    assert run_python("import hpcnn; print(hpcnn.get_num_threads())", {"OMP_NUM_THREADS": "1"}) == str(cpus)
+    assert run_python("import hpcnn; print(hpcnn.get_num_threads())", {"OMP_NUM_THREADS": "5"}) == str(cpus)
+    assert run_python("import hpcnn; print(hpcnn.get_num_threads())", {"HPCNN_NUM_THREADS": "5"}) == "5"
+
+
+def test_hpcnn_num_threads_wins_over_slurm():
+    out = run_python("import hpcnn; print(hpcnn.get_num_threads(), hpcnn._core.default_num_threads_source())",
+                     {"HPCNN_NUM_THREADS": "3", "SLURM_CPUS_PER_TASK": "5"})
+    assert out == "3 HPCNN_NUM_THREADS=3"
 
 
 @pytest.mark.skipif(shutil.which("taskset") is None, reason="taskset not installed")

@@ -273,7 +273,7 @@ def test_layer_argument_errors():
     with pytest.raises(ValueError, match="padding"):
         Conv2D(4, 3, padding="full")
     with pytest.raises(ValueError, match="activation"):
-        Dense(3, activation="tanh")
+        Dense(3, activation="tanhh")
     with pytest.raises(ValueError, match="rate"):
         Dropout(1.5)
     bad = hpcnn.Sequential([InputLayer(input_shape=[4, 4, 1]), Dense(3)])
@@ -396,11 +396,11 @@ def test_out_of_memory_for_a_big_batch_leaves_the_model_usable():
     core = m._model()
     x = np.ones((2, 64, 64, 1), np.float32)
     y = np.array([0, 1], np.int32)
-    core.train_batch(x, y)                      # buffers for 2 rows
+    core.train_step((x, y))                     # buffers for 2 rows
     with pytest.raises(MemoryError):
-        core.train_batch(x, y, np.zeros(1 << 22, np.int64))  # row 0, 2^22 times
+        core.train_step((x, y, np.zeros(1 << 22, np.int64)))  # row 0, 2^22 times
     # a batch larger than the old buffers but far smaller than the failed one: fresh buffers
-    loss, correct, n = core.train_batch(np.ones((3, 64, 64, 1), np.float32), np.array([0, 1, 2], np.int32))
+    loss, correct, n = core.train_step((np.ones((3, 64, 64, 1), np.float32), np.array([0, 1, 2], np.int32)))
     assert n == 3 and np.isfinite(loss)
     assert m.predict(x).shape == (2, 3)
 

@@ -43,7 +43,7 @@ def test_one_adam_step_matches_numpy(build, spec, in_shape):
     loss, acc = model.train_on_batch(x, y)
 
     assert loss == pytest.approx(loss_ref, rel=1e-4)
-    flat = model._model().gradient_buffer()
+    flat = model._model().gradient_buffer(keras_layout=True)  # Keras shapes, whatever the device
     off = 0
     for g_ref in grads_ref:
         g = flat[off:off + g_ref.size].reshape(g_ref.shape)

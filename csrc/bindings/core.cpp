@@ -4,8 +4,12 @@
 
 #include "bindings/bindings.h"
 #include "core/cuda_runtime.h"
+#include "core/device.h"
+#include "core/errors.h"
+#include "core/tensor.h"
 #include "core/thread_pool.h"
 #include "core/transfer_stats.h"
+#include "core/warnings.h"
 #include "ops/blas.h"
 
 #ifdef HPCNN_WITH_CUDA
@@ -16,6 +20,20 @@
 namespace hpcnn::bindings {
 
 namespace py = pybind11;
+
+#ifdef HPCNN_WITH_CUDA
+// CMake passes architecture lists space-separated; shown as CMake lists ("75;80;90").
+static std::string cmake_list(std::string words) {
+  for (char& c : words)
+    if (c == ' ') c = ';';
+  return words;
+}
+#endif
+
+void raise_core_warnings() {
+  for (const std::string& message : take_warnings())
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, message.c_str(), 1) < 0) throw py::error_already_set();
+}
 
 static py::dict build_info() {
   py::dict d;
@@ -28,6 +46,7 @@ static py::dict build_info() {
   d["threading"] = "hpcnn thread pool (std::thread), BLAS pinned to 1 thread inside it";
   d["num_threads"] = get_num_threads();
   d["default_num_threads"] = default_num_threads();
+  d["default_num_threads_source"] = default_num_threads_choice().source;
   unsigned maj = 0, min = 0, rel = 0;
   H5get_libversion(&maj, &min, &rel);
   d["hdf5_version"] = std::to_string(maj) + "." + std::to_string(min) + "." + std::to_string(rel);
@@ -46,7 +65,9 @@ static py::dict build_info() {
                        std::to_string(CUDNN_PATCHLEVEL);
   d["cublas_version"] = std::to_string(CUBLAS_VER_MAJOR) + "." + std::to_string(CUBLAS_VER_MINOR) + "." +
                         std::to_string(CUBLAS_VER_PATCH);
-  d["cuda_archs"] = HPCNN_CUDA_ARCHS;
+  d["cuda_archs"] = cmake_list(HPCNN_CUDA_ARCHS);  // machine code built, e.g. "75;80;90;100;110;120"
+  d["cuda_ptx"] = cmake_list(HPCNN_CUDA_PTX);      // PTX embedded (JIT-compiled on newer GPUs), e.g. "120"
+  d["cuda_archs_requested"] = cmake_list(HPCNN_CUDA_ARCHS_REQUESTED);  // CMAKE_CUDA_ARCHITECTURES: "all-major"
 #else
   d["cuda_version"] = py::none();
   d["cuda_runtime_version"] = py::none();
@@ -54,6 +75,8 @@ static py::dict build_info() {
   d["cudnn_version"] = py::none();
   d["cublas_version"] = py::none();
   d["cuda_archs"] = py::none();
+  d["cuda_ptx"] = py::none();
+  d["cuda_archs_requested"] = py::none();
 #endif
   return d;
 }
@@ -61,8 +84,13 @@ static py::dict build_info() {
 void bind_core(py::module_& m) {
   m.def("build_info", &build_info, "What this build of hpcnn was compiled with and against.");
   m.def("get_num_threads", &get_num_threads);
-  m.def("set_num_threads", &set_num_threads, py::arg("n"));
+  // Without the GIL: it waits for a region in progress, which may be another Python thread's call.
+  m.def("set_num_threads", &set_num_threads, py::arg("n"), py::call_guard<py::gil_scoped_release>());
   m.def("default_num_threads", &default_num_threads);
+  m.def("default_num_threads_source", [] { return default_num_threads_choice().source; },
+        "Where the default thread count comes from: 'HPCNN_NUM_THREADS=n', 'SLURM_CPUS_PER_TASK=n' or "
+        "'the affinity mask' (read from the environment now).");
+  m.def("max_num_threads", [] { return kMaxThreads; });
 
   py::class_<cuda::DeviceInfo>(m, "CudaDeviceInfo")
       .def_readonly("index", &cuda::DeviceInfo::index)
@@ -79,7 +107,17 @@ void bind_core(py::module_& m) {
         "Visible CUDA devices (empty when none is usable). Free memory opens a context on each device.");
   m.def("cuda_unavailable_reason", &cuda::unavailable_reason,
         "Why no GPU is usable, or '' when at least one is.");
-  m.def("cuda_require_device", &cuda::require_device, py::arg("index"));
+
+  // Python's device names (hpcnn.device, compile(device=...), the CLI's --device) go through here:
+  // one grammar, in core/device.cpp.
+  m.def("normalize_device", [](const py::object& spec, bool check_usable) {
+    if (!py::isinstance<py::str>(spec))
+      throw ValueError(cat("device must be a string like 'cpu' or 'gpu:0', got ", py::repr(spec).cast<std::string>()));
+    auto s = spec.cast<std::string>();
+    return (check_usable ? resolve_device(s) : parse_device(s)).str();
+  }, py::arg("spec"), py::arg("check_usable") = true,
+        "'cpu', 'gpu', 'GPU:1', 'cuda:0', '/device:GPU:0', ... -> 'cpu' or 'gpu:N'. ValueError for a name "
+        "that is not a device; with check_usable, RuntimeError saying why a GPU asked for cannot be used.");
 
   m.def("transfer_stats", [] {
     auto& s = transfer_stats();

@@ -1,18 +1,18 @@
 // The CUDA backend's own switches and measurements: hpcnn._core.cuda_* (TF32, synchronisation,
-// per-layer timings). Builds with or without the backend (core/cuda_async.h explains without).
+// the kernels' host self-test, the prefetch-path check) and the per-layer timings bench_* (the
+// work is in ops/ and diagnostics/). Builds with or without the backend (core/cuda_async.h
+// explains without).
 #include <pybind11/stl.h>
-
-#include <chrono>
-#include <cstring>
-#include <random>
 
 #include "bindings/bindings.h"
 #include "bindings/numpy_tensor.h"
 #include "core/cuda_async.h"
-#include "core/cuda_kernel_selftest.h"
 #include "core/cuda_runtime.h"
 #include "core/tensor.h"
-#include "ops/ops.h"
+#include "diagnostics/op_timing.h"
+#include "diagnostics/prefetch_check.h"
+#include "ops/conv_algo_choice.h"
+#include "ops/cuda_kernel_selftest.h"
 
 namespace hpcnn::bindings {
 
@@ -20,35 +20,50 @@ namespace py = pybind11;
 
 namespace {
 
-// A float tensor of `shape` on `d` holding uniform values in [-1, 1) (fixed seed: reproducible).
-Tensor random_tensor(const Shape& shape, Device d, unsigned seed) {
-  Tensor h = Tensor::empty(shape, DType::F32, Device::cpu());
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  float* p = h.f32();
-  for (long long i = 0; i < h.numel(); ++i) p[i] = u(gen);
-  return d.is_cpu() ? h : h.to(d);
+py::dict timing_dict(const diagnostics::OpTiming& t) {
+  py::dict r;
+  r["forward_ms"] = t.forward_ms;
+  r["backward_ms"] = t.backward_ms;
+  r["forward_flops"] = t.forward_flops;
+  return r;
 }
 
-// Mean milliseconds per call of fn on `d`: CUDA events on the device's compute stream, or the
-// host clock on the CPU. One untimed call first (algorithm choice, workspace allocation).
-double time_on(Device d, int repeat, const std::function<void()>& fn) {
-  HPCNN_CHECK_ARG(repeat > 0, "repeat must be positive, got ", repeat);
-  fn();
-  if (d.is_cuda()) {
-    cuda::synchronize_compute(d.index);
-    return cuda::time_ms(d.index, fn, repeat);
-  }
-  auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < repeat; ++i) fn();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / repeat;
+cuda::Determinism determinism_named(const std::string& mode) {
+  if (mode == "required") return cuda::Determinism::Required;
+  if (mode == "warn") return cuda::Determinism::Warn;
+  if (mode == "any") return cuda::Determinism::Any;
+  throw ValueError(cat("determinism must be 'required', 'warn' or 'any', got '", mode, "'"));
 }
 
-Device device_of(const std::string& spec) {
-  Device d = parse_device(spec);
-  if (d.is_cuda()) cuda::require_device(d.index);
+py::dict plan_dict(const conv_algo::PlanInfo& i) {
+  py::dict d;
+  d["device"] = "gpu:" + std::to_string(i.device);
+  d["pass"] = i.pass;
+  d["input"] = py::tuple(py::cast(i.input));
+  d["kernel"] = py::tuple(py::cast(i.kernel));
+  d["strides"] = py::tuple(py::cast(i.strides));
+  d["padding"] = py::tuple(py::cast(i.padding));
+  d["output"] = py::tuple(py::cast(i.output));
+  d["tf32"] = i.tf32;
+  d["determinism"] = i.determinism;
+  d["algorithm"] = i.algorithm;
+  d["math"] = i.math;
+  d["deterministic"] = i.deterministic;
+  d["workspace"] = i.workspace;
+  d["workspace_limit"] = i.workspace_limit;
+  d["replan_at"] = i.replan_at;
+  d["fused"] = i.fused;
+  d["candidates"] = i.candidates;
+  d["candidates_deterministic"] = i.candidates_deterministic;
+  d["failed"] = i.failed;
   return d;
 }
+
+// Device memory held from Python (cuda_hold_memory): for tests of what happens when a GPU is
+// nearly full.
+struct DeviceMemoryBlock {
+  Tensor t;
+};
 
 }  // namespace
 
@@ -66,6 +81,81 @@ void bind_cuda(py::module_& m) {
     cuda::synchronize_compute(device);
   }, py::arg("device") = 0, "Wait for all work queued on the GPU's compute stream.");
 
+  m.def("cuda_set_determinism", [](const std::string& mode) { cuda::set_determinism(determinism_named(mode)); },
+        py::arg("mode"),
+        "Which cuDNN convolution algorithms may be used: 'required' (deterministic only; an op that finds none "
+        "within its workspace refuses with an error; the default), 'warn' (a non-deterministic one when no "
+        "deterministic one fits, with a RuntimeWarning) or 'any' (the fastest that fits). Process-wide.");
+  m.def("cuda_get_determinism", [] { return std::string(cuda::determinism_name(cuda::determinism())); },
+        "The determinism setting: 'required', 'warn' or 'any' (see cuda_set_determinism).");
+  m.def("cuda_conv_plans", [](int device) {
+    std::vector<conv_algo::PlanInfo> plans;
+    {
+      py::gil_scoped_release nogil;
+      plans = conv_algo::conv_plans(device);
+    }
+    py::list out;
+    for (const auto& p : plans) out.append(plan_dict(p));
+    return out;
+  }, py::arg("device") = 0,
+     "The cuDNN plans made so far on GPU `device`, one dict per convolution geometry and pass: the algorithm "
+     "running and whether it is deterministic, its math type and workspace, the candidates in order, the ones "
+     "that failed at run time, whether the fused conv+bias+ReLU call is used. Empty when nothing ran there.");
+  m.def("cuda_clear_conv_plans", &conv_algo::clear_conv_plans,
+        "Forgets every cuDNN plan: the next convolution of each geometry chooses its algorithm afresh.");
+  m.def("cuda_force_conv_failures", &conv_algo::set_forced_failures, py::arg("algorithms"),
+        py::arg("fused") = false,
+        "For tests: the cuDNN algorithms named (e.g. 'CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM') fail as if "
+        "cuDNN answered CUDNN_STATUS_NOT_SUPPORTED when run, and with fused=True so does the fused "
+        "conv+bias+ReLU call. Replaces the previous marks; ([], False) clears them.");
+  m.def("cuda_choose_conv_algorithms", [](py::list offers, const std::string& mode, size_t workspace_limit,
+                                          std::vector<size_t> failed) {
+    std::vector<conv_algo::Offer> os;
+    for (auto item : offers) {
+      py::dict d = item.cast<py::dict>();
+      conv_algo::Offer o;
+      o.name = d["name"].cast<std::string>();
+      o.algo = d.contains("algo") ? d["algo"].cast<int>() : static_cast<int>(os.size());
+      o.usable = d.contains("usable") ? d["usable"].cast<bool>() : true;
+      o.deterministic = d["deterministic"].cast<bool>();
+      o.workspace = d["workspace"].cast<size_t>();
+      os.push_back(std::move(o));
+    }
+    conv_algo::Choice c = conv_algo::choose(os, determinism_named(mode), workspace_limit, failed);
+    py::dict r;
+    r["order"] = c.order;
+    r["replan_at"] = c.replan_at == conv_algo::kNever ? py::object(py::none()) : py::int_(c.replan_at);
+    r["refusal"] = c.refusal;
+    r["refusal_is_memory"] = c.refusal_is_memory;
+    return r;
+  }, py::arg("offers"), py::arg("determinism"), py::arg("workspace_limit"), py::arg("failed") = std::vector<size_t>{},
+     "The CUDA backend's choice among cuDNN's algorithm offers, run on the host (needs no GPU): offers are dicts "
+     "{name, deterministic, workspace[, usable, algo]} in cuDNN's order. Returns {order: indices to try, best "
+     "first; replan_at: the workspace limit from which a preferred offer would fit (None: never); refusal: why "
+     "nothing may run ('' when something may); refusal_is_memory}.");
+  m.def("cuda_primary_context_active", &cuda::primary_context_active, py::arg("device"),
+        "Whether this process holds a CUDA context on GPU `device`, asked without creating one (False without a "
+        "driver).");
+
+  py::class_<DeviceMemoryBlock>(m, "DeviceMemoryBlock",
+                                "Device memory held from Python (cuda_hold_memory); freed by release() or when "
+                                "collected.")
+      .def_property_readonly("nbytes", [](const DeviceMemoryBlock& b) { return b.t.defined() ? b.t.nbytes() : 0; })
+      .def("release", [](DeviceMemoryBlock& b) {
+        py::gil_scoped_release nogil;
+        b.t = Tensor();
+      });
+  m.def("cuda_hold_memory", [](size_t bytes, const std::string& device) {
+    Device d = resolve_device(device);
+    HPCNN_CHECK_ARG(d.is_cuda(), "cuda_hold_memory: device must be a GPU, got '", device, "'");
+    auto b = std::make_unique<DeviceMemoryBlock>();
+    py::gil_scoped_release nogil;
+    b->t = Tensor::empty({static_cast<long long>(bytes)}, DType::U8, d);
+    return b;
+  }, py::arg("nbytes"), py::arg("device") = "gpu:0",
+     "Allocates and holds `nbytes` of memory on a GPU (MemoryError naming the sizes when it is not there): for "
+     "tests and checks of what happens when the GPU is nearly full.");
+
   m.def("cuda_kernel_selftest", [] {
     py::list out;
     for (const auto& r : cuda::kernel_selftest()) out.append(py::make_tuple(r.name, r.error, r.tolerance));
@@ -74,19 +164,11 @@ void bind_cuda(py::module_& m) {
      "ops (no GPU needed). Returns [(check, error, tolerance)].");
 
   m.def("cuda_prefetch_check", [](py::array_t<float, py::array::c_style | py::array::forcecast> a, int device) {
-    // The prefetch path end to end: pinned staging buffer -> copy_h2d_async on the copy stream ->
-    // an op on the compute stream (which must wait for the copy) -> back to the host.
-    Device d = device_of(cat("gpu:", device));
-    Shape shape(a.shape(), a.shape() + a.ndim());
-    size_t bytes = static_cast<size_t>(a.size()) * sizeof(float);
-    Tensor x = Tensor::empty(shape, DType::F32, d), y = Tensor::empty(shape, DType::F32, d);
+    Tensor x = borrow_array(a, "x");
+    Tensor y;
     {
       py::gil_scoped_release nogil;
-      cuda::PinnedHostBuffer pinned(bytes, d.index);
-      std::memcpy(pinned.data(), a.data(), bytes);
-      cuda::copy_h2d_async(d.index, x.raw(), pinned.data(), bytes, true);
-      ops::relu_forward(x, y);
-      cuda::copy_wait_host(d.index);  // before `pinned` goes
+      y = diagnostics::relu_after_async_upload(x, device);
     }
     return to_numpy(y);
   }, py::arg("x"), py::arg("device") = 0,
@@ -95,71 +177,39 @@ void bind_cuda(py::module_& m) {
 
   m.def("bench_conv2d", [](std::vector<long long> x_shape, std::vector<long long> k_shape, int stride,
                            std::string padding, bool relu, int repeat, std::string device) {
-    Device d = device_of(device);
+    Device d = resolve_device(device);
     Padding pad = parse_padding(padding);
-    Tensor X = random_tensor(x_shape, d, 1), W = random_tensor(k_shape, d, 2);
-    Conv2dGeometry g = ops::conv2d_geometry(X, W, stride, stride, pad);
-    Tensor B = random_tensor({g.f}, d, 3), Y = Tensor::empty({g.n, g.oh, g.ow, g.f}, DType::F32, d);
-    Tensor DY = random_tensor(Y.shape(), d, 4), DX = Tensor::empty(X.shape(), DType::F32, d);
-    Tensor DW = Tensor::empty(W.shape(), DType::F32, d), DB = Tensor::empty({g.f}, DType::F32, d);
-    double fwd, bwd;
+    diagnostics::OpTiming t;
     {
-    py::gil_scoped_release nogil;
-    fwd = time_on(d, repeat, [&] { ops::conv2d_forward(X, W, B, Y, stride, stride, pad, relu); });
-    bwd = time_on(d, repeat, [&] {
-      ops::conv2d_backward(X, W, Y, DY, &DX, DW, DB, stride, stride, pad, relu);
-    });
+      py::gil_scoped_release nogil;
+      t = diagnostics::time_conv2d(x_shape, k_shape, stride, pad, relu, repeat, d);
     }
-    py::dict r;
-    r["forward_ms"] = fwd;
-    r["backward_ms"] = bwd;
-    r["forward_flops"] = g.forward_flops();
-    return r;
+    return timing_dict(t);
   }, py::arg("x_shape"), py::arg("kernel_shape"), py::arg("stride") = 1, py::arg("padding") = "valid",
      py::arg("relu") = true, py::arg("repeat") = 20, py::arg("device") = "gpu:0",
-     "Times one conv2d layer (forward; backward with dx) on random data: mean ms per call.");
+     "Times one conv2d layer (forward; backward with dx) on random data: mean ms per call. kernel_shape is "
+     "Keras' (kh, kw, in, out).");
 
   m.def("bench_maxpool2d", [](std::vector<long long> x_shape, int pool, int repeat, std::string device) {
-    Device d = device_of(device);
-    Tensor X = random_tensor(x_shape, d, 1);
-    Pool2dGeometry g = ops::maxpool2d_geometry(X, pool, pool, pool, pool, Padding::Valid);
-    Tensor Y = Tensor::empty({g.n, g.oh, g.ow, g.c}, DType::F32, d);
-    Tensor DY = random_tensor(Y.shape(), d, 2), DX = Tensor::empty(X.shape(), DType::F32, d);
-    double fwd, bwd;
+    Device d = resolve_device(device);
+    diagnostics::OpTiming t;
     {
-    py::gil_scoped_release nogil;
-    fwd = time_on(d, repeat, [&] { ops::maxpool2d_forward(X, Y, pool, pool, pool, pool, Padding::Valid); });
-    bwd = time_on(d, repeat, [&] {
-      ops::maxpool2d_backward(X, Y, DY, DX, pool, pool, pool, pool, Padding::Valid);
-    });
+      py::gil_scoped_release nogil;
+      t = diagnostics::time_maxpool2d(x_shape, pool, repeat, d);
     }
-    py::dict r;
-    r["forward_ms"] = fwd;
-    r["backward_ms"] = bwd;
-    r["forward_flops"] = 0.0;
-    return r;
+    return timing_dict(t);
   }, py::arg("x_shape"), py::arg("pool_size") = 2, py::arg("repeat") = 20, py::arg("device") = "gpu:0",
      "Times one max-pooling layer (forward, backward) on random data: mean ms per call.");
 
   m.def("bench_dense", [](std::vector<long long> x_shape, std::vector<long long> k_shape, bool relu, int repeat,
                           std::string device) {
-    Device d = device_of(device);
-    Tensor X = random_tensor(x_shape, d, 1), W = random_tensor(k_shape, d, 2);
-    HPCNN_CHECK_ARG(X.rank() == 2 && W.rank() == 2, "bench_dense: x and kernel must be 2-D");
-    Tensor B = random_tensor({W.dim(1)}, d, 3), Y = Tensor::empty({X.dim(0), W.dim(1)}, DType::F32, d);
-    Tensor DY = random_tensor(Y.shape(), d, 4), DX = Tensor::empty(X.shape(), DType::F32, d);
-    Tensor DW = Tensor::empty(W.shape(), DType::F32, d), DB = Tensor::empty({W.dim(1)}, DType::F32, d);
-    double fwd, bwd;
+    Device d = resolve_device(device);
+    diagnostics::OpTiming t;
     {
-    py::gil_scoped_release nogil;
-    fwd = time_on(d, repeat, [&] { ops::dense_forward(X, W, B, Y, relu); });
-    bwd = time_on(d, repeat, [&] { ops::dense_backward(X, W, Y, DY, &DX, DW, DB, relu); });
+      py::gil_scoped_release nogil;
+      t = diagnostics::time_dense(x_shape, k_shape, relu, repeat, d);
     }
-    py::dict r;
-    r["forward_ms"] = fwd;
-    r["backward_ms"] = bwd;
-    r["forward_flops"] = 2.0 * X.dim(0) * (double)X.dim(1) * W.dim(1);
-    return r;
+    return timing_dict(t);
   }, py::arg("x_shape"), py::arg("kernel_shape"), py::arg("relu") = true, py::arg("repeat") = 20,
      py::arg("device") = "gpu:0", "Times one dense layer (forward, backward) on random data: mean ms per call.");
 }

@@ -3,8 +3,6 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
-#include <random>
-
 #include "bindings/bindings.h"
 #include "bindings/numpy_tensor.h"
 #include "data/h5_dataset.h"
@@ -38,12 +36,18 @@ py::dict info_dict(const DatasetInfo& i) {
 
 // The Python-side iterator over one epoch. Waiting happens without the GIL, in slices of 100 ms
 // so that Ctrl-C (KeyboardInterrupt) is seen promptly; close() stops and joins the producer.
+// Items are (x, y); with stored_u8, (x, y, decode): a uint8 dataset's x as stored and its decode
+// (scale, shift) per channel for the model to apply on its device (decode None for float32 x).
 class EpochIterator {
  public:
-  EpochIterator(std::shared_ptr<Loader> loader, long long epoch, int depth, const std::string& device) {
+  EpochIterator(std::shared_ptr<Loader> loader, long long epoch, int depth, const std::string& device,
+                bool stored_u8, long long first_batch)
+      : with_decode_(stored_u8) {
     Device dev = parse_device(device);
+    if (stored_u8 && loader->stores_u8())
+      decode_ = py::make_tuple(loader->decode_scale(), loader->decode_shift());
     py::gil_scoped_release nogil;
-    pf_ = std::make_unique<Prefetcher>(std::move(loader), epoch, depth, dev);
+    pf_ = std::make_unique<Prefetcher>(std::move(loader), epoch, depth, dev, stored_u8, first_batch);
   }
   ~EpochIterator() { close(); }
 
@@ -70,6 +74,7 @@ class EpochIterator {
       }
     }
     py::object y = b.y.defined() ? py::object(to_numpy(b.y)) : py::object(py::none());
+    if (with_decode_) return py::make_tuple(to_numpy(b.x), y, b.x.dtype() == DType::U8 ? decode_ : py::none());
     return py::make_tuple(to_numpy(b.x), y);
   }
 
@@ -87,6 +92,8 @@ class EpochIterator {
 
  private:
   std::unique_ptr<Prefetcher> pf_;
+  bool with_decode_;
+  py::object decode_ = py::none();
 };
 
 ArrayToWrite to_write(const std::string& name, const py::array& a) {
@@ -120,11 +127,9 @@ void bind_data(py::module_& root) {
              o.y_name = y;
              o.batch_size = batch_size;
              o.shuffle = shuffle;
-             o.seed = seed.is_none() ? (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}()
-                                     : seed.cast<uint64_t>();
+             if (!seed.is_none()) o.seed = seed.cast<uint64_t>();
              o.scale = std::move(scale);
              o.shift = std::move(shift);
-             HPCNN_CHECK_ARG(num_classes >= 0, "num_classes must be >= 0, got ", num_classes);
              o.num_classes = num_classes;
              o.one_hot = one_hot;
              o.drop_remainder = drop_remainder;
@@ -132,9 +137,7 @@ void bind_data(py::module_& root) {
              HPCNN_CHECK_ARG(memory_budget > 0, "memory_budget must be > 0 bytes, got ", memory_budget);
              o.memory_budget = static_cast<size_t>(memory_budget);
              py::gil_scoped_release nogil;
-             auto loader = std::make_shared<Loader>(std::move(o));
-             loader->warm_async(0);  // epoch 0's first window loads while the model is being built
-             return loader;
+             return std::make_shared<Loader>(std::move(o));
            }),
            py::arg("path"), py::arg("x"), py::arg("y"), py::arg("batch_size"), py::arg("shuffle"), py::arg("seed"),
            py::arg("scale"), py::arg("shift"), py::arg("num_classes"), py::arg("one_hot"), py::arg("drop_remainder"),
@@ -173,9 +176,22 @@ void bind_data(py::module_& root) {
         }
         return py::make_tuple(to_numpy(x), y.defined() ? py::object(to_numpy(y)) : py::object(py::none()));
       }, py::arg("epoch"), py::arg("index"))
-      .def("epoch", [](std::shared_ptr<Loader> l, long long epoch, int prefetch, const std::string& device) {
-        return std::make_unique<EpochIterator>(std::move(l), epoch, prefetch, device);
-      }, py::arg("epoch"), py::arg("prefetch") = 4, py::arg("device") = "cpu");
+      .def("epoch", [](std::shared_ptr<Loader> l, long long epoch, int prefetch, const std::string& device,
+                       bool stored_u8, long long first_batch) {
+        return std::make_unique<EpochIterator>(std::move(l), epoch, prefetch, device, stored_u8, first_batch);
+      }, py::arg("epoch"), py::arg("prefetch") = 4, py::arg("device") = "cpu", py::arg("stored_u8") = false,
+         py::arg("first_batch") = 0,
+         "Batches of one epoch, made ahead on a C++ thread: (x, y), or with stored_u8 (x, y, decode), where a "
+         "uint8 dataset's x comes as stored with decode = (scale, shift) per channel, for a model that decodes on "
+         "its GPU (decode None for float32 x). first_batch: start at this batch of the epoch (a resumed run).")
+      .def_property_readonly("seed", &Loader::seed, "The shuffle seed (given, or drawn at construction).")
+      .def("set_seed", [](Loader& l, uint64_t seed) {
+        py::gil_scoped_release nogil;
+        l.set_seed(seed);
+      }, py::arg("seed"), "Replaces the shuffle seed (a resumed run repeats the order of the run it continues).")
+      .def_property_readonly("decode", [](const Loader& l) {
+        return py::make_tuple(l.decode_scale(), l.decode_shift());
+      }, "(scale, shift) per channel: x = stored * scale + shift");
 
   py::class_<EpochIterator>(m, "EpochIterator")
       .def("__iter__", [](py::object self) { return self; })
@@ -206,9 +222,9 @@ void bind_data(py::module_& root) {
       HPCNN_CHECK_ARG(!i.shape.empty(), d->where(), " is a scalar, expected an array");
       require_memory(d->total_bytes(), cat("reading ", d->where(), " (shape ", shape_str(i.shape), ")"));
       py::array out = i.kind == ElemKind::U8 ? py::array(py::array_t<uint8_t>(shape)) : py::array(py::array_t<float>(shape));
-      auto* base = static_cast<uint8_t*>(out.mutable_data());
+      void* dst = out.mutable_data();
       py::gil_scoped_release nogil;
-      d->read_all(base);
+      d->read_all(dst);
       return out;
     }
     std::vector<int64_t> v;

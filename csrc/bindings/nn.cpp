@@ -1,12 +1,15 @@
 // The model as Python sees it: hpcnn._core.Model, built from layer configs (dicts made by
-// python/hpcnn/layers.py). Every call that computes releases the GIL.
+// python/hpcnn/layers.py, turned into layers by nn/factory.h). Every call that computes releases
+// the GIL.
 #include <pybind11/stl.h>
 
 #include <mutex>
+#include <optional>
 
 #include "bindings/bindings.h"
 #include "bindings/numpy_tensor.h"
-#include "nn/layers.h"
+#include "nn/config.h"
+#include "nn/factory.h"
 #include "nn/sequential.h"
 
 namespace hpcnn::bindings {
@@ -15,34 +18,48 @@ namespace {
 
 using nn::LayerPtr;
 
-template <typename T>
-T get(const py::dict& d, const char* key) {
-  if (!d.contains(key)) throw ValueError(cat("layer config is missing '", key, "'"));
-  return d[key].cast<T>();
-}
-
-LayerPtr make_layer(const py::dict& cfg) {
-  auto kind = get<std::string>(cfg, "class_name");
-  if (kind == "Conv2D") {
-    auto k = get<std::vector<int>>(cfg, "kernel_size");
-    auto s = get<std::vector<int>>(cfg, "strides");
-    return std::make_unique<nn::Conv2DLayer>(get<int>(cfg, "filters"), k.at(0), k.at(1), s.at(0), s.at(1),
-                                             parse_padding(get<std::string>(cfg, "padding")),
-                                             get<std::string>(cfg, "activation") == "relu");
+// A config dict as nn::Config: booleans, integers (Python's or NumPy's), other numbers, strings
+// and lists/tuples of numbers (of integers only: a list of integers; with any other number: a list
+// of doubles); None means "not given". Anything else is a ValueError.
+nn::Config to_config(const py::handle& obj, const char* what) {
+  if (!py::isinstance<py::dict>(obj)) throw ValueError(cat(what, " must be a dict"));
+  nn::Config cfg(what);
+  for (auto [k, v] : py::reinterpret_borrow<py::dict>(obj)) {
+    if (!py::isinstance<py::str>(k)) throw ValueError(cat(what, ": keys must be strings"));
+    const std::string key = k.cast<std::string>();
+    if (v.is_none()) continue;
+    if (PyBool_Check(v.ptr())) {
+      cfg.set(key, v.cast<bool>());
+    } else if (PyIndex_Check(v.ptr())) {
+      cfg.set(key, py::int_(py::reinterpret_borrow<py::object>(v)).cast<long long>());
+    } else if (py::isinstance<py::str>(v)) {
+      cfg.set(key, v.cast<std::string>());
+    } else if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+      bool all_ints = true;
+      for (auto e : v) {
+        if (PyBool_Check(e.ptr()) || !(PyIndex_Check(e.ptr()) || PyFloat_Check(e.ptr()) || PyNumber_Check(e.ptr())) ||
+            py::isinstance<py::str>(e))
+          throw ValueError(cat(what, ": '", key, "' must hold numbers only"));
+        all_ints = all_ints && PyIndex_Check(e.ptr());
+      }
+      if (all_ints) {
+        std::vector<long long> ints;
+        for (auto e : v) ints.push_back(py::int_(py::reinterpret_borrow<py::object>(e)).cast<long long>());
+        cfg.set(key, std::move(ints));
+      } else {
+        std::vector<double> reals;
+        for (auto e : v) reals.push_back(py::float_(py::reinterpret_borrow<py::object>(e)).cast<double>());
+        cfg.set(key, std::move(reals));
+      }
+    } else if (PyFloat_Check(v.ptr()) || PyNumber_Check(v.ptr())) {
+      cfg.set(key, py::float_(py::reinterpret_borrow<py::object>(v)).cast<double>());
+    } else {
+      std::string type = py::str(py::type::handle_of(v).attr("__name__"));
+      throw ValueError(cat(what, ": '", key, "' has a value of type ", type,
+                           " (expected a number, a string or a list of integers)"));
+    }
   }
-  if (kind == "MaxPooling2D") {
-    auto p = get<std::vector<int>>(cfg, "pool_size");
-    auto s = get<std::vector<int>>(cfg, "strides");
-    return std::make_unique<nn::MaxPool2DLayer>(p.at(0), p.at(1), s.at(0), s.at(1),
-                                                parse_padding(get<std::string>(cfg, "padding")));
-  }
-  if (kind == "Flatten") return std::make_unique<nn::FlattenLayer>();
-  if (kind == "Dense")
-    return std::make_unique<nn::DenseLayer>(get<int>(cfg, "units"), get<std::string>(cfg, "activation") == "relu");
-  if (kind == "Dropout") return std::make_unique<nn::DropoutLayer>(get<float>(cfg, "rate"));
-  if (kind == "Activation")
-    return std::make_unique<nn::ActivationLayer>(nn::parse_activation(get<std::string>(cfg, "activation")));
-  throw ValueError(cat("unknown layer class '", kind, "'"));
+  return cfg;
 }
 
 // A host tensor for model input: float32 or uint8 as given (borrowed), anything else as float32.
@@ -58,23 +75,88 @@ Tensor input_tensor(const py::handle& obj) {
   return borrow_array(as_f32(a), "input");
 }
 
-Tensor target_tensor(const py::handle& obj, nn::Loss loss) {
+// Integer labels wider than int32 are range-checked on their own type before the cast: an int64
+// 2**32+3 would otherwise become class 3 (the model then checks the int32 labels it stages).
+template <typename T>
+void check_labels_before_cast(const py::array& a, long long classes) {
+  auto v = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
+  const T* d = v.data();
+  for (py::ssize_t i = 0; i < v.size(); ++i)
+    if (!(d[i] >= 0 && static_cast<unsigned long long>(d[i]) < static_cast<unsigned long long>(classes)))
+      throw ValueError(cat("label ", d[i], " (row ", i, ") is outside [0, ", classes, ") for a model with ", classes,
+                           " outputs"));
+}
+
+Tensor target_tensor(const py::handle& obj, const nn::Sequential& model) {
   py::array a = py::array::ensure(obj);
   if (!a) throw ValueError("targets are not array-like");
-  if (loss == nn::Loss::CategoricalCrossentropy) return borrow_array(as_f32(a), "targets");
+  if (model.loss() == nn::Loss::CategoricalCrossentropy) return borrow_array(as_f32(a), "targets");
   if (a.dtype().kind() == 'f') {
     throw ValueError("sparse_categorical_crossentropy needs integer class indices, got floats "
                      "(convert with y.astype('int32'))");
+  }
+  if (!a.dtype().is(py::dtype::of<int32_t>())) {
+    const long long classes = model.output_shapes().back().at(0);
+    if (a.dtype().kind() == 'u') check_labels_before_cast<uint64_t>(a, classes);
+    else if (a.dtype().kind() == 'i') check_labels_before_cast<int64_t>(a, classes);
   }
   auto i = py::array_t<int32_t, py::array::c_style | py::array::forcecast>::ensure(a);
   return borrow_array(i, "targets");
 }
 
-std::unique_ptr<std::vector<long long>> rows_of(const py::object& rows) {
-  if (rows.is_none()) return nullptr;
+std::optional<std::vector<long long>> rows_of(const py::handle& rows) {
+  if (rows.is_none()) return std::nullopt;
   auto r = py::array_t<long long, py::array::c_style | py::array::forcecast>::ensure(rows);
   if (!r || r.ndim() != 1) throw ValueError("rows must be a 1-D array of row indices");
-  return std::make_unique<std::vector<long long>>(r.data(), r.data() + r.size());
+  return std::vector<long long>(r.data(), r.data() + r.size());
+}
+
+// A number or a sequence of numbers, as floats.
+std::vector<float> floats_of(const py::handle& v, const char* what) {
+  try {
+    if (py::isinstance<py::sequence>(v)) return v.cast<std::vector<float>>();
+    return {v.cast<float>()};
+  } catch (const py::cast_error&) {
+    throw ValueError(cat("uint8 decode: ", what, " must be a number or a sequence of numbers"));
+  }
+}
+
+// A step's batch from Python: a tuple (x, y[, rows[, decode]]), decode = (scale, shift) per
+// channel (or one value each) for uint8 x. `with_targets`: y is converted for the loss; without,
+// y is ignored (prediction).
+nn::Batch batch_of(const py::handle& obj, const nn::Sequential& model, bool with_targets) {
+  if (!py::isinstance<py::tuple>(obj) && !py::isinstance<py::list>(obj))
+    throw ValueError("a batch is a tuple (x, y[, rows[, decode]])");
+  py::sequence t = py::reinterpret_borrow<py::sequence>(obj);
+  const size_t k = t.size();
+  if (k < 1 || k > 4) throw ValueError(cat("a batch is a tuple (x, y[, rows[, decode]]), got ", k, " items"));
+  nn::Batch b;
+  b.x = input_tensor(t[0]);
+  if (with_targets && k >= 2 && !t[1].is_none()) b.y = target_tensor(t[1], model);
+  if (k >= 3) b.rows = rows_of(t[2]);
+  if (k >= 4 && !t[3].is_none()) {
+    py::sequence d = py::reinterpret_borrow<py::sequence>(t[3]);
+    if (!py::isinstance<py::sequence>(t[3]) || d.size() != 2)
+      throw ValueError("decode must be a (scale, shift) pair");
+    b.decode.scale = floats_of(d[0], "scale");
+    b.decode.shift = floats_of(d[1], "shift");
+  }
+  return b;
+}
+
+// The batch a step is to stage ahead. One that cannot even be converted is staged as its error,
+// raised when its turn comes (as any other error of that batch).
+std::optional<nn::Batch> next_batch_of(const py::handle& obj, const nn::Sequential& model, bool with_targets) {
+  if (obj.is_none()) return std::nullopt;
+  try {
+    return batch_of(obj, model, with_targets);
+  } catch (const py::error_already_set&) {
+    throw;  // a Python exception (e.g. KeyboardInterrupt while converting): not ours to keep
+  } catch (const std::exception&) {
+    nn::Batch failed;
+    failed.error = std::current_exception();
+    return failed;
+  }
 }
 
 // The model plus a lock: calls run without the GIL, so two Python threads must not interleave.
@@ -84,42 +166,89 @@ struct PyModel {
 };
 
 // Takes the model's lock WITHOUT holding the GIL. A call in progress holds the lock with the GIL
-// released and may need the GIL itself (dropping a prefetched batch releases the NumPy arrays it
+// released and may need the GIL itself (dropping a staged batch releases the NumPy arrays it
 // kept alive); waiting for the lock while holding the GIL could then deadlock two threads.
 std::unique_lock<std::mutex> lock_model(PyModel& p) {
   py::gil_scoped_release nogil;
   return std::unique_lock<std::mutex>(p.mu);
 }
 
+enum class StepKind { Train, Test };
+
 // One training (or evaluation) step without the GIL; returns (loss_sum, correct, n).
-py::tuple run_step(PyModel& p, const py::object& x, const py::object& y, const py::object& rows, bool train) {
+py::tuple run_step(PyModel& p, const py::object& batch, const py::object& next, StepKind kind) {
+  const bool train = kind == StepKind::Train;
   if (!p.model->compiled())
     throw ValueError(cat("the model must be compiled before ", train ? "training" : "evaluation",
                          ": call model.compile(...)"));
-  Tensor X = input_tensor(x), Y = target_tensor(y, p.model->loss());
-  auto r = rows_of(rows);
+  std::optional<nn::Batch> current;
+  if (!batch.is_none()) current = batch_of(batch, *p.model, true);
+  std::optional<nn::Batch> ahead = next_batch_of(next, *p.model, true);
   auto lk = lock_model(p);
   nn::BatchStats st;
   {
     py::gil_scoped_release nogil;
-    st = train ? p.model->train_batch(X, Y, r.get()) : p.model->test_batch(X, Y, r.get());
+    const nn::Batch* c = current ? &*current : nullptr;
+    const nn::Batch* n = ahead ? &*ahead : nullptr;
+    st = train ? p.model->train_step(c, n) : p.model->test_step(c, n);
+    current.reset();  // the arrays, released without the GIL: their keep-alive takes it
+    ahead.reset();
   }
+  raise_core_warnings();
   return py::make_tuple(st.loss_sum, st.correct, st.n);
+}
+
+int slot_number(nn::StagingSlot s) { return s == nn::StagingSlot::First ? 0 : 1; }
+
+// A flat buffer of the model (parameters or gradients) as NumPy: as held, or in Keras' layout.
+py::array flat_buffer(PyModel& p, const Tensor& flat, bool keras_layout) {
+  auto lk = lock_model(p);
+  if (!keras_layout) return to_numpy(flat);
+  const Tensor host = flat.device().is_cpu() ? flat : flat.to(Device::cpu());
+  return to_numpy(p.model->param_layout().convert(host, flat.device(), Device::cpu()));
 }
 
 }  // namespace
 
 void bind_nn(py::module_& m) {
+  // nn::NonFiniteLoss -> hpcnn._core.NonFiniteLossError(ValueError) with the batch's mean loss as `.loss`.
+  PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> non_finite;
+  non_finite.call_once_and_store_result([&]() -> py::object {
+    return py::exception<nn::NonFiniteLoss>(m, "NonFiniteLossError", PyExc_ValueError);
+  });
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const nn::NonFiniteLoss& e) {
+      py::object type = non_finite.get_stored();
+      py::object err = type(e.what());
+      err.attr("loss") = e.loss;
+      PyErr_SetObject(type.ptr(), err.ptr());
+    }
+  });
+  m.def("learning_rate_schedule_value", [](py::dict config, long long step) {
+    HPCNN_CHECK_ARG(step >= 0, "a schedule's step must be >= 0, got ", step);
+    return nn::make_learning_rate_schedule(to_config(config, "schedule config"))->at(step);
+  }, py::arg("config"), py::arg("step"),
+     "The learning rate a schedule (config: class_name and Keras' arguments, as optimizers send it) gives the "
+     "step taken after `step` steps: the C++ code a training step runs.");
+
+
   py::class_<PyModel>(m, "Model")
       .def(py::init([](std::vector<long long> input_shape, py::list layer_configs, uint64_t seed) {
              std::vector<LayerPtr> layers;
-             for (auto c : layer_configs) layers.push_back(make_layer(c.cast<py::dict>()));
+             for (auto c : layer_configs) layers.push_back(nn::make_layer(to_config(c, "layer config")));
              auto pm = std::make_unique<PyModel>();
              pm->model = std::make_unique<nn::Sequential>(input_shape, std::move(layers), seed);
              return pm;
            }),
            py::arg("input_shape"), py::arg("layers"), py::arg("seed"))
       .def_property_readonly("num_params", [](PyModel& p) { return p.model->num_params(); })
+      .def_property_readonly("num_trainable_params", [](PyModel& p) { return p.model->num_trainable_params(); })
+      .def("set_trainable", [](PyModel& p, const std::vector<bool>& per_layer) {
+        auto lk = lock_model(p);
+        p.model->set_trainable(per_layer);
+      }, py::arg("per_layer"), "Which core layers the optimizer updates (Python calls it at compile).")
       .def_property_readonly("output_shapes", [](PyModel& p) { return p.model->output_shapes(); })
       .def_property_readonly("weight_shapes", [](PyModel& p) {
         py::list out;
@@ -131,7 +260,15 @@ void bind_nn(py::module_& m) {
         return out;
       })
       .def_property_readonly("device", [](PyModel& p) { return p.model->device().str(); })
-      .def_property_readonly("step", [](PyModel& p) { return p.model->step(); })
+      .def_property_readonly("step", [](PyModel& p) { return p.model->step(); },
+                             "Training steps taken: with the seed, the key of dropout's masks.")
+      .def_property_readonly("seed", [](PyModel& p) { return p.model->seed(); })
+      .def("set_rng_state", [](PyModel& p, uint64_t seed, uint64_t step) {
+        auto lk = lock_model(p);
+        p.model->set_rng_state(seed, step);
+      }, py::arg("seed"), py::arg("step"),
+         "Restores the random state (seed and step counter) of a saved or backed-up model: its next training "
+         "steps then draw the dropout masks of an uninterrupted run.")
       .def("to", [](PyModel& p, const std::string& dev) {
         auto lk = lock_model(p);
         Device d = parse_device(dev);
@@ -140,69 +277,108 @@ void bind_nn(py::module_& m) {
       })
       .def("compile", [](PyModel& p, py::dict opt, const std::string& loss, bool from_logits) {
         auto lk = lock_model(p);
-        auto name = get<std::string>(opt, "name");
-        std::unique_ptr<nn::Optimizer> o;
-        if (name == "Adam")
-          o = std::make_unique<nn::Adam>(get<float>(opt, "learning_rate"), get<float>(opt, "beta_1"),
-                                         get<float>(opt, "beta_2"), get<float>(opt, "epsilon"));
-        else if (name == "SGD")
-          o = std::make_unique<nn::SGD>(get<float>(opt, "learning_rate"), get<float>(opt, "momentum"),
-                                        get<bool>(opt, "nesterov"));
-        else
-          throw ValueError(cat("unknown optimizer '", name, "'"));
-        nn::Loss l;
-        if (loss == "categorical_crossentropy") l = nn::Loss::CategoricalCrossentropy;
-        else if (loss == "sparse_categorical_crossentropy") l = nn::Loss::SparseCategoricalCrossentropy;
-        else throw ValueError(cat("unknown loss '", loss,
-                                  "': use 'categorical_crossentropy' or 'sparse_categorical_crossentropy'"));
-        p.model->compile(std::move(o), l, from_logits);
+        std::unique_ptr<nn::Optimizer> o = nn::make_optimizer(to_config(opt, "optimizer config"));
+        p.model->compile(std::move(o), nn::parse_loss(loss), from_logits);
       }, py::arg("optimizer"), py::arg("loss"), py::arg("from_logits") = false)
       .def_property("learning_rate",
                     [](PyModel& p) {
+                      auto lk = lock_model(p);
                       if (!p.model->optimizer()) throw ValueError("the model is not compiled");
-                      return p.model->optimizer()->learning_rate;
+                      return p.model->optimizer()->learning_rate();
                     },
-                    [](PyModel& p, float lr) {
+                    [](PyModel& p, double lr) {
+                      auto lk = lock_model(p);
                       if (!p.model->optimizer()) throw ValueError("the model is not compiled");
-                      if (!(lr > 0)) throw ValueError(cat("learning_rate must be positive, got ", lr));
-                      p.model->optimizer()->learning_rate = lr;
-                    })
+                      p.model->optimizer()->set_learning_rate(lr);
+                    },
+                    "The learning rate of the next step: a schedule's value at `iterations`, or the fixed rate "
+                    "(settable only without a schedule).")
+      .def("set_learning_rate_schedule", [](PyModel& p, py::dict schedule) {
+        nn::Config cfg = to_config(schedule, "schedule config");
+        auto lk = lock_model(p);
+        if (!p.model->optimizer()) throw ValueError("the model is not compiled");
+        p.model->optimizer()->set_schedule(nn::make_learning_rate_schedule(cfg));
+      }, py::arg("schedule"), "Lets a schedule (class_name and Keras' arguments) drive the learning rate from the next "
+         "step on, evaluated at `iterations`.")
+      .def("optimizer_state", [](PyModel& p, bool keras_layout) {
+        auto lk = lock_model(p);
+        std::vector<nn::StateBuffer> state;
+        {
+          py::gil_scoped_release nogil;
+          state = p.model->optimizer_state(keras_layout);
+        }
+        py::dict out;
+        for (const nn::StateBuffer& s : state) out[py::str(s.name)] = to_numpy(s.value);
+        return out;
+      }, py::arg("keras_layout") = false,
+         "Host copies of the optimizer's state buffers by name, in state_names order (Keras 3's names: Adam, AdamW: "
+         "momentum, velocity; SGD with momentum: momentum; RMSprop: velocity, momentum (momentum > 0), "
+         "average_gradient (centered)), each flat over the parameter buffer: in the layout of the model's device, or "
+         "keras_layout=True in Keras' layout (what files hold). {} before the first step.")
+      .def("set_optimizer_state", [](PyModel& p, py::dict buffers, long long iterations) {
+        std::vector<nn::StateBuffer> state;
+        for (auto [k, v] : buffers) {
+          if (!py::isinstance<py::str>(k)) throw ValueError("optimizer state: buffer names must be strings");
+          py::array a = py::array::ensure(v);
+          if (!a || !a.dtype().is(py::dtype::of<float>()))
+            throw ValueError(cat("optimizer state: buffer '", k.cast<std::string>(), "' must be a float32 array"));
+          state.push_back({k.cast<std::string>(), borrow_array(as_f32(a), "optimizer state")});
+        }
+        auto lk = lock_model(p);
+        py::gil_scoped_release nogil;
+        p.model->set_optimizer_state(state, iterations);
+      }, py::arg("buffers"), py::arg("iterations"),
+         "Restores the optimizer: buffers {name: flat float32 array in Keras' layout} (all of state_names, or {} "
+         "for a fresh state) and the step count. ValueError, nothing changed, when they do not fit.")
+      .def_property_readonly("optimizer_state_names", [](PyModel& p) {
+        if (!p.model->optimizer()) throw ValueError("the model is not compiled");
+        return p.model->optimizer()->state_names();
+      }, "The names of the optimizer's state buffers for its configuration (Adam: ['momentum', 'velocity'], "
+         "SGD with momentum: ['momentum'], without: []).")
       .def_property_readonly("iterations", [](PyModel& p) {
         return p.model->optimizer() ? p.model->optimizer()->iterations : 0LL;
       })
-      .def("train_batch", [](PyModel& p, py::object x, py::object y, py::object rows) {
-        return run_step(p, x, y, rows, true);
-      }, py::arg("x"), py::arg("y"), py::arg("rows") = py::none(),
-         "One training step; returns (loss_sum, correct, n).")
-      .def("prefetch", [](PyModel& p, py::object x, py::object y, py::object rows) {
-        if (!p.model->compiled())
-          throw ValueError("the model must be compiled before training: call model.compile(...)");
-        Tensor X = input_tensor(x), Y = target_tensor(y, p.model->loss());
-        auto r = rows_of(rows);
-        auto lk = lock_model(p);
-        py::gil_scoped_release nogil;
-        p.model->prefetch(X, Y, r.get());
-      }, py::arg("x"), py::arg("y"), py::arg("rows") = py::none(),
-         "Stages the next train_batch/test_batch(x, y, rows) ahead (on a GPU: uploads it on the copy "
-         "stream while the current step runs); the next call with the same arrays and rows uses it.")
-      .def_property_readonly("has_prefetch", [](PyModel& p) { return p.model->has_prefetch(); })
-      .def_property_readonly("staging_slots", [](PyModel& p) {
-        return py::make_tuple(p.model->last_step_slot(), p.model->prefetch_slot());
-      }, "(slot of the last staged step, slot of the pending prefetch or -1): for tests")
-      .def("test_batch", [](PyModel& p, py::object x, py::object y, py::object rows) {
-        return run_step(p, x, y, rows, false);
-      }, py::arg("x"), py::arg("y"), py::arg("rows") = py::none(), "Loss and accuracy without training.")
-      .def("predict_batch", [](PyModel& p, py::object x, py::object rows) {
-        Tensor X = input_tensor(x);
-        auto r = rows_of(rows);
+      .def("train_step", [](PyModel& p, py::object batch, py::object next) {
+        return run_step(p, batch, next, StepKind::Train);
+      }, py::arg("batch"), py::arg("next") = py::none(),
+         "One training step; returns (loss_sum, correct, n). batch: (x, y[, rows[, decode]]), or None for the "
+         "batch staged by the previous call's `next`. next: the following batch, staged now (on a GPU its upload "
+         "overlaps this step's backward pass); an error staging it is raised by the call that takes it.")
+      .def("test_step", [](PyModel& p, py::object batch, py::object next) {
+        return run_step(p, batch, next, StepKind::Test);
+      }, py::arg("batch"), py::arg("next") = py::none(),
+         "Loss and accuracy without training: (loss_sum, correct, n); batch and next as for train_step.")
+      .def("predict_step", [](PyModel& p, py::object batch, py::object next) {
+        std::optional<nn::Batch> current;
+        if (!batch.is_none()) current = batch_of(batch, *p.model, false);
+        std::optional<nn::Batch> ahead = next_batch_of(next, *p.model, false);
         Tensor out;
         {
           auto lk = lock_model(p);
           py::gil_scoped_release nogil;
-          out = p.model->predict_batch(X, r.get());
+          out = p.model->predict_step(current ? &*current : nullptr, ahead ? &*ahead : nullptr);
+          current.reset();
+          ahead.reset();
         }
+        raise_core_warnings();
         return to_numpy(out);
-      }, py::arg("x"), py::arg("rows") = py::none())
+      }, py::arg("batch"), py::arg("next") = py::none(),
+         "Outputs for batch (x[, y[, rows[, decode]]]) (y is ignored), or None for the staged batch; stages next.")
+      .def_property_readonly("has_staged", [](PyModel& p) {
+        auto lk = lock_model(p);
+        return p.model->has_staged();
+      }, "Whether a batch is staged (by the last step's `next`) and not yet taken.")
+      .def("drop_staged", [](PyModel& p) {
+        auto lk = lock_model(p);
+        py::gil_scoped_release nogil;
+        p.model->drop_staged();
+      }, "Drops a staged batch (and releases its arrays).")
+      .def_property_readonly("staging_slots", [](PyModel& p) {
+        auto lk = lock_model(p);
+        const nn::BatchStager& s = p.model->stager();
+        auto ahead = s.ahead_slot();
+        return py::make_tuple(slot_number(s.last_slot()), ahead ? slot_number(*ahead) : -1);
+      }, "(staging slot of the last step's batch, slot of the staged batch or -1): for tests")
       .def("get_weights", [](PyModel& p) {
         auto lk = lock_model(p);
         py::list out;
@@ -215,9 +391,29 @@ void bind_nn(py::module_& m) {
         auto lk = lock_model(p);
         p.model->set_weights(ts);
       })
-      .def("parameter_buffer", [](PyModel& p) { return to_numpy(p.model->parameter_buffer()); },
-           "The one parameter buffer (a copy when on a GPU; a live view on the CPU).")
-      .def("gradient_buffer", [](PyModel& p) { return to_numpy(p.model->gradient_buffer()); });
+      // ---- the flat buffers, in the layout of the model's device (nn/param_layout.h)
+      .def("parameter_buffer", [](PyModel& p, bool keras_layout) {
+        return flat_buffer(p, p.model->parameter_buffer(), keras_layout);
+      }, py::arg("keras_layout") = false,
+         "The one parameter buffer in the layout of the model's device: conv kernels are (kh, kw, in, out) on "
+         "the CPU but (out, kh, kw, in) on a GPU. A live view on the CPU, a copy from a GPU. keras_layout=True: "
+         "a copy with every kernel in Keras' layout (get_weights' arrays, flattened and concatenated), "
+         "comparable across devices.")
+      .def("gradient_buffer", [](PyModel& p, bool keras_layout) {
+        return flat_buffer(p, p.model->gradient_buffer(), keras_layout);
+      }, py::arg("keras_layout") = false,
+         "The gradients of the last training step, aligned with parameter_buffer(keras_layout) element for "
+         "element (the device's layout unless keras_layout=True).")
+      .def("relayout_buffer", [](PyModel& p, py::array_t<float, py::array::c_style | py::array::forcecast> flat,
+                                 const std::string& from_device, const std::string& to_device) {
+        Tensor host = borrow_array(flat, "buffer");
+        Device from = parse_device(from_device), to = parse_device(to_device);
+        auto lk = lock_model(p);
+        return to_numpy(p.model->param_layout().convert(host.reshape({host.numel()}), from, to));
+      }, py::arg("buffer"), py::arg("from_device"), py::arg("to_device"),
+         "A host copy of `buffer` (flat, aligned with the parameters: parameters, gradients, optimizer moments) "
+         "converted from the layout the parameters have on from_device to the one on to_device: the conversion "
+         "to() applies. A host computation: needs no GPU (for tests and tools).");
 }
 
 }  // namespace hpcnn::bindings

@@ -1,5 +1,6 @@
 // What the rest of hpcnn (the model, the bindings) may ask of the CUDA backend beyond the ops:
-// TF32 on/off, prefetching the next batch on the copy stream, and waiting for the device.
+// TF32 on/off, uploading the next batch on the copy stream (nn/batch_stager), and waiting for the
+// device.
 // Plain C++ (no CUDA headers): defined in cuda_context.cu with the CUDA backend and in
 // cuda_async_absent.cpp (every call explains that there is no backend) without it.
 #pragma once
@@ -19,36 +20,23 @@ bool tf32_enabled();
 // Whether device `device` has TF32 tensor cores (compute capability >= 8.0).
 bool tf32_supported(int device);
 
-// Page-locked host memory (cudaMallocHost) for the batches copy_h2d_async uploads: RAII, grows
-// on demand (contents not kept), never shrinks. Without the backend, reserve() throws why.
-class PinnedHostBuffer {
- public:
-  explicit PinnedHostBuffer(int device = 0) : device_(device) {}
-  PinnedHostBuffer(size_t bytes, int device) : device_(device) { reserve(bytes); }
-  ~PinnedHostBuffer() { free_pinned(ptr_); }
-  PinnedHostBuffer(const PinnedHostBuffer&) = delete;
-  PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
-  void* reserve(size_t bytes) {
-    if (bytes > bytes_ || !ptr_) {
-      void* p = malloc_pinned(bytes ? bytes : 1, device_);  // throws OutOfMemory / BackendError; old buffer kept then
-      free_pinned(ptr_);
-      ptr_ = p;
-      bytes_ = bytes;
-    }
-    return ptr_;
-  }
-  void* data() const { return ptr_; }
-  size_t bytes() const { return bytes_; }
-
- private:
-  int device_ = 0;  // the GPU made current for the allocation
-  void* ptr_ = nullptr;
-  size_t bytes_ = 0;
-};
+// Which cuDNN convolution algorithms may be used (hpcnn.config.set_deterministic):
+//   Required  only deterministic ones (the default: a GPU run repeats itself bit for bit, as the
+//             CPU does); when none fits the workspace the op refuses with an error that says so;
+//   Warn      deterministic ones first; when none fits, a non-deterministic one with a warning;
+//   Any       the fastest that fits, deterministic or not (cuDNN's order), without a word.
+// Process-wide; each convolution plans again under a new setting. Every other GPU op of hpcnn
+// is deterministic whatever the setting (our kernels use no atomics; cuBLAS on one stream).
+enum class Determinism { Required = 0, Warn = 1, Any = 2 };
+void set_determinism(Determinism d);
+Determinism determinism();
+inline const char* determinism_name(Determinism d) {
+  return d == Determinism::Required ? "required" : d == Determinism::Warn ? "warn" : "any";
+}
 
 // Host-to-device copy on the device's copy stream, so that it overlaps the compute stream's work:
-//   - `src` must be pinned host memory (cuda::malloc_pinned) and stay unchanged until
-//     copy_wait_host(device) returns (or the next synchronising call);
+//   - `src` must be pinned host memory (a pinned HostBuffer, core/host_buffer.h) and stay
+//     unchanged until copy_wait_host(device) returns (or the next synchronising call);
 //   - every op enqueued on `device` after this call sees the copied data (the compute stream
 //     waits on an event recorded after the copy);
 //   - `dst` must not be read or written by compute work enqueued before this call, unless
@@ -59,6 +47,9 @@ void copy_h2d_async(int device, void* dst, const void* src, size_t bytes, bool a
 void copy_wait_host(int device);
 // Blocks the host until everything enqueued on `device`'s compute stream has finished.
 void synchronize_compute(int device);
+// Zeroes `bytes` of device memory on `device`'s compute stream (cudaMemsetAsync): ordered with the
+// ops as any op is, and the host does not wait.
+void fill_zero_async(int device, void* ptr, size_t bytes);
 
 // The GPU's peak SM clock in kHz (cudaDevAttrClockRate), 0 when unknown. For % of peak.
 int sm_clock_khz(int device);

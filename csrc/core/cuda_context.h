@@ -1,6 +1,6 @@
 // The per-device CUDA context of the backend: one per GPU, created on first use and kept for the
 // life of the process. It owns, each through its own RAII type:
-//   - the compute stream (every op of the device runs on it) and the copy stream (prefetches);
+//   - the compute stream (every op of the device runs on it) and the copy stream (batch uploads);
 //   - the cuDNN and cuBLAS handles, bound to the compute stream;
 //   - an event for "copy done" that the compute stream waits on;
 //   - a workspace (cuDNN algorithms) and a scratch arena (our kernels' temporaries), both grown
@@ -99,7 +99,7 @@ struct Context {
   CudnnHandle cudnn;
   CublasHandle cublas;
   DeviceBuffer workspace;  // cuDNN workspaces
-  DeviceBuffer scratch;    // our kernels' temporaries (transposed kernels, partial sums, ...)
+  DeviceBuffer scratch;    // our kernels' temporaries (padded inputs, partial sums, ...)
   std::shared_ptr<ConvAlgoCache> conv_algos;  // shared_ptr: the type is complete only in cudnn_ops.cu
   bool tf32_applied = false;  // the math mode currently set on the cuBLAS handle
 
@@ -110,6 +110,9 @@ struct Context {
   // never starves the model's activations.
   size_t workspace_limit() const;
 };
+
+// Whether the backend has made the context of `device` (a query that makes none).
+bool context_exists(int device);
 
 // The context of `device` with the device made current and the context's lock held.
 class ContextLock {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/cuda_async.h"
 #include "core/cuda_runtime.h"
 #include "core/transfer_stats.h"
 
@@ -30,9 +31,29 @@ long long shape_numel(const Shape& s) {
   long long n = 1;
   for (long long d : s) {
     if (d < 0) throw ValueError(cat("negative dimension in shape ", shape_str(s)));
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n))
+      throw ValueError(cat("shape ", shape_str(s), " has more than 2^63-1 elements"));
   }
   return n;
+}
+
+long long checked_mul(long long a, long long b, const char* what) {
+  long long r;
+  if (__builtin_mul_overflow(a, b, &r)) throw ValueError(cat(what, ": ", a, " x ", b, " does not fit in 64 bits"));
+  return r;
+}
+
+long long checked_add(long long a, long long b, const char* what) {
+  long long r;
+  if (__builtin_add_overflow(a, b, &r)) throw ValueError(cat(what, ": ", a, " + ", b, " does not fit in 64 bits"));
+  return r;
+}
+
+// Bytes of a tensor of `shape` and `dtype`, checked: a size_t that wrapped would allocate (or
+// view) a small buffer for a huge tensor.
+static size_t shape_bytes(const Shape& shape, DType dtype) {
+  return static_cast<size_t>(checked_mul(shape_numel(shape), static_cast<long long>(dtype_size(dtype)),
+                                         cat("the size in bytes of a tensor of shape ", shape_str(shape)).c_str()));
 }
 
 static constexpr size_t kHostAlignment = 64;
@@ -61,7 +82,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;
-  t.storage_ = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device);
+  t.storage_ = std::make_shared<Storage>(shape_bytes(shape, dtype), device);
   return t;
 }
 
@@ -75,14 +96,14 @@ Tensor Tensor::borrow(void* ptr, const Shape& shape, DType dtype, Device device,
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;
-  t.storage_ = std::make_shared<Storage>(ptr, static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device,
+  t.storage_ = std::make_shared<Storage>(ptr, shape_bytes(shape, dtype), device,
                                          std::move(keep_alive));
   return t;
 }
 
 Tensor Tensor::view(long long elem_offset, const Shape& shape) const {
   size_t off = offset_ + static_cast<size_t>(elem_offset) * dtype_size(dtype_);
-  size_t need = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype_);
+  size_t need = shape_bytes(shape, dtype_);
   HPCNN_CHECK_BACKEND(storage_ && off + need <= storage_->bytes(), "view ", shape_str(shape), " at ", elem_offset,
                       " is outside its storage");
   Tensor t = *this;
@@ -113,42 +134,22 @@ void Tensor::copy_from(const Tensor& src) {
     std::memcpy(raw(), src.raw(), n);
     return;
   }
-  int kind = s.is_cpu() ? 1 : (d.is_cpu() ? 2 : 3);
-  if (kind == 1) transfer_stats().count_h2d(n);
-  if (kind == 2) transfer_stats().count_d2h(n);
-  cuda::copy(raw(), src.raw(), n, kind);
+  using cuda::CopyKind;
+  CopyKind kind = s.is_cpu()   ? CopyKind::HostToDevice
+                  : d.is_cpu() ? CopyKind::DeviceToHost
+                               : CopyKind::DeviceToDevice;
+  if (kind == CopyKind::HostToDevice) transfer_stats().count_h2d(n);
+  if (kind == CopyKind::DeviceToHost) transfer_stats().count_d2h(n);
+  cuda::copy(raw(), d.index, src.raw(), s.index, n, kind);
 }
 
 void Tensor::fill_zero() {
-  if (device().is_cpu()) {
-    std::memset(raw(), 0, nbytes());
-  } else {
-    Tensor z = zeros(shape_, dtype_, Device::cpu());
-    copy_from(z);
-  }
+  if (device().is_cpu()) std::memset(raw(), 0, nbytes());
+  else cuda::fill_zero_async(device().index, raw(), nbytes());  // no host buffer, no host wait
 }
 
 std::string Tensor::str() const {
   return cat(dtype_name(dtype_), shape_str(shape_), " on ", device().str());
-}
-
-Device parse_device(const std::string& spec_in) {
-  std::string s;
-  for (char c : spec_in) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (s.rfind("/device:", 0) == 0) s = s.substr(8);
-  if (s.rfind("/", 0) == 0) s = s.substr(1);
-  auto colon = s.find(':');
-  std::string kind = s.substr(0, colon);
-  int index = 0;
-  if (colon != std::string::npos) {
-    std::string num = s.substr(colon + 1);
-    bool digits = !num.empty() && num.find_first_not_of("0123456789") == std::string::npos;
-    HPCNN_CHECK_ARG(digits, "device '", spec_in, "': the index after ':' must be a number (e.g. 'gpu:0')");
-    index = std::stoi(num);
-  }
-  if (kind == "cpu") return Device::cpu();
-  if (kind == "gpu" || kind == "cuda") return Device::cuda(index);
-  throw ValueError(cat("unknown device '", spec_in, "': use 'cpu', 'gpu' or 'gpu:N'"));
 }
 
 }  // namespace hpcnn

@@ -2,7 +2,7 @@
 //
 // Storage owns bytes (64-byte aligned on the host, cudaMalloc'd on a GPU) or borrows them
 // (a NumPy array kept alive by a keep-alive handle). Tensors are cheap to copy: they share the
-// storage. A model's parameters are views into one contiguous buffer (see nn/parameter_buffer.h).
+// storage. A model's parameters are views into one contiguous buffer (see nn/param_layout.h).
 #pragma once
 
 #include <cstddef>
@@ -22,7 +22,12 @@ using Shape = std::vector<long long>;
 enum class DType { F32 = 0, U8 = 1, I32 = 2 };
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);
+// The element count of `s`: ValueError for a negative dimension or a count beyond 2^63-1 (checked
+// arithmetic: a huge shape must not wrap around into a small, wrong one).
 long long shape_numel(const Shape& s);
+// a * b and a + b for sizes: ValueError naming `what` when the result does not fit in 64 bits.
+long long checked_mul(long long a, long long b, const char* what);
+long long checked_add(long long a, long long b, const char* what);
 
 class Storage {
  public:

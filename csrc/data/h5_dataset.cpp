@@ -12,10 +12,11 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/dynamic_for.h"
 #include "core/errors.h"
 #include "core/thread_pool.h"
-#include "data/dynamic_for.h"
 #include "data/header_check.h"
+#include "data/inflate.h"
 #include "data/size_checks.h"
 
 namespace hpcnn::data {
@@ -143,6 +144,31 @@ H5Id open_file_readonly(const std::string& file) {
                 cat("cannot open HDF5 file '", file, "' (truncated or damaged?)"));
 }
 
+// "datasets x_train, y_train" (and "groups g/") at the file's top level, for the error that
+// names a missing dataset: the user sees what the file does hold.
+std::string top_level_names(hid_t file) {
+  std::vector<std::string> names;
+  auto collect = [](hid_t group, const char* name, const H5L_info_t*, void* out) -> herr_t {
+    static_cast<std::vector<std::string>*>(out)->push_back(name);
+    return 0;
+  };
+  H5Literate(file, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect, &names);
+  std::string datasets, groups;
+  for (const auto& n : names) {
+    hid_t obj = H5Oopen(file, n.c_str(), H5P_DEFAULT);
+    if (obj < 0) continue;
+    H5I_type_t type = H5Iget_type(obj);
+    H5Oclose(obj);
+    std::string& list = type == H5I_DATASET ? datasets : groups;
+    if (type != H5I_DATASET && type != H5I_GROUP) continue;
+    list += (list.empty() ? "" : ", ") + n + (type == H5I_GROUP ? "/" : "");
+  }
+  h5_error_text();  // clear anything the listing left on the error stack
+  if (datasets.empty() && groups.empty()) return "no datasets";
+  std::string out = datasets.empty() ? "no datasets" : "datasets " + datasets;
+  return groups.empty() ? out : out + " and groups " + groups;
+}
+
 bool dataset_exists(hid_t file, const std::string& name) {
   // Check each link of the path: H5Lexists fails (rather than says no) past a missing group.
   size_t pos = 0;
@@ -187,7 +213,8 @@ H5Dataset::H5Dataset(const std::string& file, const std::string& name) {
   file_ = open_file_readonly(file);
   raw_ = RawFile(file_.get(), file);
   if (name.empty() || !dataset_exists(file_.get(), name))
-    throw ValueError(cat("no dataset '", name, "' in HDF5 file '", file, "'"));
+    throw ValueError(cat("no dataset '", name, "' in HDF5 file '", file, "'; it holds ",
+                         top_level_names(file_.get())));
   check_dataset_header(file_.get(), raw_, name, where());  // before HDF5 decodes it (header_check.h)
   dset_ = h5_own(H5Dopen2(file_.get(), name.c_str(), H5P_DEFAULT), H5Dclose,
                  cat("cannot open ", where(), " (is it a group, or is the file damaged?)"));
@@ -598,7 +625,9 @@ void H5Dataset::decode_group(const std::vector<long long>& blocks, const std::ve
   add(scatter_seconds_, now_s() - t2);
 }
 
-void H5Dataset::read_all(uint8_t* dst) {
+void H5Dataset::read_all(void* dst_bytes) {
+  HPCNN_CHECK_ARG(!info_.shape.empty(), where(), " is a scalar, expected an array");
+  auto* dst = static_cast<uint8_t*>(dst_bytes);
   const long long slice = 4096;
   std::vector<long long> blocks;
   std::vector<uint8_t*> out;

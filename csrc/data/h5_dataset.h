@@ -73,9 +73,10 @@ class H5Dataset {
   // native values of the stored type (uint8 or float32). Only for U8/F32 data.
   void read_blocks(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst);
 
-  // The whole dataset into dst (total_bytes() bytes), as native values of the stored type; read
-  // in slices of blocks, so that the bookkeeping stays small whatever the block count.
-  void read_all(uint8_t* dst);
+  // The whole dataset (U8/F32, not a scalar) into dst (total_bytes() bytes), as native values of
+  // the stored type, through read_blocks (parallel inflate); read in slices of blocks, so that the
+  // bookkeeping stays small whatever the block count.
+  void read_all(void* dst);
 
   // The whole dataset as int64 (labels; unsigned 64-bit values above 2^63 - 1 clip to it, as
   // HDF5's conversion does). ValueError unless integer-typed; MemoryError naming the dataset when

@@ -2,13 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <limits>
+#include <random>
 
+#include "core/dynamic_for.h"
 #include "core/errors.h"
+#include "core/pixel.h"
 #include "core/thread_pool.h"
-#include "data/dynamic_for.h"
 #include "data/size_checks.h"
-#include "ops/elementwise.h"
 
 namespace hpcnn::data {
 
@@ -21,6 +23,8 @@ CacheMode parse_cache_mode(const std::string& s) {
 
 Loader::Loader(LoaderOptions opt) : opt_(std::move(opt)) {
   HPCNN_CHECK_ARG(opt_.batch_size >= 1, "batch_size must be >= 1, got ", opt_.batch_size);
+  HPCNN_CHECK_ARG(opt_.num_classes >= 0, "num_classes must be >= 0, got ", opt_.num_classes);
+  if (!opt_.seed) opt_.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   x_ = std::make_unique<H5Dataset>(opt_.path, opt_.x_name);
   const DatasetInfo& xi = x_->info();
   const int rank = static_cast<int>(xi.shape.size());
@@ -84,6 +88,7 @@ Loader::Loader(LoaderOptions opt) : opt_(std::move(opt)) {
     HPCNN_CHECK_ARG(!opt_.one_hot, "one_hot needs labels, but no y dataset was given");
     num_classes_ = opt_.num_classes;
   }
+  warm_async(0);  // epoch 0's first window loads while the caller builds its model
 }
 
 void Loader::plan_memory() {
@@ -158,6 +163,16 @@ void Loader::warm_async(long long epoch) {
   });
 }
 
+void Loader::set_seed(uint64_t seed) {
+  std::lock_guard<std::mutex> wl(warm_mutex_);
+  if (warm_.joinable()) warm_.join();  // a warm-up planning with the old seed finishes first
+  std::lock_guard<std::mutex> lk(mutex_);
+  if (*opt_.seed == seed) return;
+  opt_.seed = seed;
+  plan_epoch_ = -1;
+  filled_epoch_ = -1;
+}
+
 long long Loader::num_batches() const {
   long long b = opt_.batch_size;
   return opt_.drop_remainder ? rows_ / b : (rows_ + b - 1) / b;
@@ -186,7 +201,7 @@ std::string Loader::repr() const {
 
 const EpochPlan& Loader::plan(long long epoch) {
   if (epoch != plan_epoch_) {
-    plan_ = make_epoch_plan(rows_, x_->block_rows(), window_blocks_, opt_.shuffle, opt_.seed, epoch);
+    plan_ = make_epoch_plan(rows_, x_->block_rows(), window_blocks_, opt_.shuffle, *opt_.seed, epoch);
     plan_epoch_ = epoch;
     if (!in_memory_) cache_.clear();  // streaming: every epoch reads the file again
   }
@@ -253,6 +268,15 @@ bool Loader::read_ahead(long long epoch, long long next_batch) {
 }
 
 void Loader::fill_batch(long long epoch, long long i, float* x_out, void* y_out) {
+  fill(epoch, i, x_out, true, y_out);
+}
+
+void Loader::fill_batch_stored(long long epoch, long long i, uint8_t* x_out, void* y_out) {
+  HPCNN_CHECK_ARG(stores_u8(), x_->where(), " is not uint8: only uint8 rows are delivered as stored");
+  fill(epoch, i, x_out, false, y_out);
+}
+
+void Loader::fill(long long epoch, long long i, void* x_out, bool decode, void* y_out) {
   HPCNN_CHECK_ARG(i >= 0 && i < num_batches(), "batch index ", i, " out of range for ", num_batches(),
                   " batches per epoch");
   HPCNN_CHECK_ARG(epoch >= 0, "epoch must be >= 0, got ", epoch);
@@ -279,10 +303,14 @@ void Loader::fill_batch(long long epoch, long long i, float* x_out, void* y_out)
   auto t0 = std::chrono::steady_clock::now();
   dynamic_for(n, 8, [&](long long k0, long long k1) {
     for (long long k = k0; k < k1; ++k) {
-      float* __restrict__ y = x_out + k * elems;
+      if (!decode) {  // uint8 rows as stored (the consumer decodes)
+        std::memcpy(static_cast<uint8_t*>(x_out) + k * elems, src[k], static_cast<size_t>(elems));
+        continue;
+      }
+      float* __restrict__ y = static_cast<float*>(x_out) + k * elems;
       if (u8) {
         const uint8_t* __restrict__ x = src[k];
-        for (long long e = 0; e < elems; ++e) y[e] = ew::decode_u8(x[e], sc[e], sh[e]);
+        for (long long e = 0; e < elems; ++e) y[e] = pixel::decode_u8(x[e], sc[e], sh[e]);
       } else {
         const float* __restrict__ x = reinterpret_cast<const float*>(src[k]);
         for (long long e = 0; e < elems; ++e) y[e] = x[e] * sc[e] + sh[e];

@@ -1,7 +1,7 @@
 // The batch loader behind hpcnn.data.HDF5Dataset: x (and optionally y) from one HDF5 file, an
 // epoch plan (shuffle_plan.h), a cache of decoded-from-disk row blocks bounded by a byte budget,
 // and fill_batch, which turns the rows of batch i of epoch e into float32 x and int32 (or one-hot
-// float32) y. Both the prefetcher's producer thread and random access (ds[i]) call fill_batch;
+// float32) y (fill_batch_stored: x left as stored uint8, for a model that decodes on its GPU). Both the prefetcher's producer thread and random access (ds[i]) call fill_batch;
 // a mutex keeps one caller at a time (the heavy work inside runs on hpcnn's pool).
 #pragma once
 
@@ -10,6 +10,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -28,9 +29,9 @@ struct LoaderOptions {
   std::string path, x_name = "x_train", y_name = "y_train";  // y_name "" = no labels
   long long batch_size = 32;
   bool shuffle = true;
-  uint64_t seed = 0;
+  std::optional<uint64_t> seed;  // none: a fresh random seed for this loader
   std::vector<float> scale{1.0f / 255}, shift{0.0f};  // per channel (size 1 or channels)
-  int num_classes = 0;    // 0: inferred from the labels (max + 1)
+  int num_classes = 0;    // 0: inferred from the labels (max + 1); negative: ValueError
   bool one_hot = false;   // y as float32 (B, num_classes)
   bool drop_remainder = false;
   CacheMode cache = CacheMode::Auto;
@@ -51,6 +52,11 @@ class Loader {
   void warm_async(long long epoch);
 
   const LoaderOptions& options() const { return opt_; }
+  // The shuffle seed (the one given, or the one drawn at construction). set_seed replaces it, as
+  // a resumed training run does to repeat the shuffle order of the run it continues; epoch plans
+  // made with the old seed are dropped (cached rows stay: they do not depend on the order).
+  uint64_t seed() const { return *opt_.seed; }
+  void set_seed(uint64_t seed);
   const DatasetInfo& x_info() const { return x_->info(); }
   const DatasetInfo* y_info() const { return y_ ? &y_->info() : nullptr; }
   long long num_rows() const { return rows_; }
@@ -74,9 +80,17 @@ class Loader {
   // Returns false when there is nothing to do (memory mode, last window, already loaded).
   bool read_ahead(long long epoch, long long next_batch);
 
-  // Fills batch i of `epoch`: x_out holds batch_rows(i) * row elements; y_out batch_rows(i)
-  // int32 labels, or batch_rows(i) * num_classes floats when one_hot (ignored without labels).
+  // Fills batch i of `epoch`: x_out holds batch_rows(i) * row elements, decoded to float
+  // (x * scale + shift per channel); y_out batch_rows(i) int32 labels, or batch_rows(i) *
+  // num_classes floats when one_hot (ignored without labels).
   void fill_batch(long long epoch, long long i, float* x_out, void* y_out);
+  // The same batch with x as stored, uint8 (stores_u8() only): for a consumer that decodes on its
+  // own device with decode_scale()/decode_shift() (a GPU model: a quarter of the bytes cross PCIe).
+  void fill_batch_stored(long long epoch, long long i, uint8_t* x_out, void* y_out);
+  bool stores_u8() const { return x_->info().kind == ElemKind::U8; }
+  // The decode as one value per channel (the last axis of a delivered row).
+  const std::vector<float>& decode_scale() const { return scale_; }
+  const std::vector<float>& decode_shift() const { return shift_; }
 
   // Counters for tests and benchmarks: blocks read from the file so far, peak cached bytes.
   long long blocks_read() const { return blocks_read_; }
@@ -92,6 +106,7 @@ class Loader {
   void plan_memory();
   const EpochPlan& plan(long long epoch);
   void ensure_blocks(const std::vector<long long>& needed);
+  void fill(long long epoch, long long i, void* x_out, bool decode, void* y_out);
 
   LoaderOptions opt_;
   std::unique_ptr<H5Dataset> x_, y_;

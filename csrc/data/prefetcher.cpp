@@ -1,28 +1,11 @@
 #include "data/prefetcher.h"
 
+#include <algorithm>
 #include <chrono>
-#include <cstdlib>
 
-#include "core/cuda_runtime.h"
 #include "core/errors.h"
 
 namespace hpcnn::data {
-
-HostBuffer::HostBuffer(size_t bytes, bool pinned, int device) : bytes_(bytes), pinned_(pinned) {
-  size_t n = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-  if (pinned_) {
-    ptr_ = cuda::malloc_pinned(n, device);
-  } else {
-    ptr_ = std::aligned_alloc(64, n);
-    if (!ptr_) throw OutOfMemory(cat("cannot allocate a batch buffer of ", bytes, " bytes"));
-  }
-}
-
-HostBuffer::~HostBuffer() {
-  if (!ptr_) return;
-  if (pinned_) cuda::free_pinned(ptr_);
-  else std::free(ptr_);
-}
 
 std::shared_ptr<HostBuffer> BufferPool::get(size_t bytes) {
   std::unique_ptr<HostBuffer> b;
@@ -35,7 +18,7 @@ std::shared_ptr<HostBuffer> BufferPool::get(size_t bytes) {
         break;
       }
   }
-  if (!b) b = std::make_unique<HostBuffer>(bytes, pinned_, device_);
+  if (!b) b = std::make_unique<HostBuffer>(bytes, kind_, device_);
   std::weak_ptr<BufferPool> weak = shared_from_this();
   // The deleter hands the buffer back if the pool still exists, else frees it.
   return std::shared_ptr<HostBuffer>(b.release(), [weak](HostBuffer* p) {
@@ -49,23 +32,20 @@ void BufferPool::put(std::unique_ptr<HostBuffer> b) {
   if (free_.size() < max_free_) free_.push_back(std::move(b));
 }
 
-bool pinned_for(Device target) {
-  if (!target.is_cuda() || !cuda::compiled()) return false;
-  try {
-    cuda::require_device(target.index);
-    return true;
-  } catch (const std::exception&) {
-    return false;  // the model's own placement reports the reason; batches stay pageable
-  }
-}
-
-Prefetcher::Prefetcher(std::shared_ptr<Loader> loader, long long epoch, int depth, Device target)
-    : loader_(std::move(loader)), epoch_(epoch), depth_(static_cast<size_t>(std::max(1, depth))) {
+Prefetcher::Prefetcher(std::shared_ptr<Loader> loader, long long epoch, int depth, Device target, bool stored_u8,
+                       long long first_batch)
+    : loader_(std::move(loader)),
+      epoch_(epoch),
+      first_batch_(first_batch),
+      depth_(static_cast<size_t>(std::max(1, depth))),
+      stored_u8_(stored_u8 && loader_->stores_u8()) {
   HPCNN_CHECK_ARG(epoch >= 0, "epoch must be >= 0, got ", epoch);
   HPCNN_CHECK_ARG(depth >= 1, "prefetch must be >= 1, got ", depth);
-  const bool pinned = pinned_for(target);
-  x_pool_ = std::make_shared<BufferPool>(pinned, 2 * depth_ + 4, target.index);
-  y_pool_ = std::make_shared<BufferPool>(pinned, 2 * depth_ + 4, target.index);
+  HPCNN_CHECK_ARG(first_batch >= 0 && first_batch <= loader_->num_batches(), "first batch ", first_batch,
+                  " is outside [0, ", loader_->num_batches(), "] for ", loader_->num_batches(), " batches per epoch");
+  const HostMemory kind = host_memory_for(target);
+  x_pool_ = std::make_shared<BufferPool>(kind, 2 * depth_ + 4, target.index);
+  y_pool_ = std::make_shared<BufferPool>(kind, 2 * depth_ + 4, target.index);
   thread_ = std::thread([this] { produce(); });
 }
 
@@ -88,7 +68,7 @@ void Prefetcher::produce() {
     const long long row_elems = shape_numel(row);
     const int classes = loader_->num_classes();
     const bool labels = loader_->has_labels(), one_hot = loader_->options().one_hot;
-    for (long long i = 0; i < nb; ++i) {
+    for (long long i = first_batch_; i < nb; ++i) {
       {
         // While the queue is full, spend the wait reading the next window ahead (streaming), so
         // that moving to it does not stall a training step; then sleep until there is room.
@@ -103,16 +83,17 @@ void Prefetcher::produce() {
       }
       const long long n = loader_->batch_rows(i);
       Batch b;
-      auto xb = x_pool_->get(static_cast<size_t>(n * row_elems) * sizeof(float));
-      b.x = Tensor::borrow(xb->data(), loader_->batch_x_shape(n), DType::F32, Device::cpu(), xb);
+      const DType x_type = stored_u8_ ? DType::U8 : DType::F32;
+      auto xb = x_pool_->get(static_cast<size_t>(n * row_elems) * dtype_size(x_type));
+      b.x = host_tensor(xb, loader_->batch_x_shape(n), x_type);
       std::shared_ptr<HostBuffer> yb;
       if (labels) {
         size_t ybytes = static_cast<size_t>(one_hot ? n * classes : n) * 4;
         yb = y_pool_->get(ybytes);
-        b.y = one_hot ? Tensor::borrow(yb->data(), {n, classes}, DType::F32, Device::cpu(), yb)
-                      : Tensor::borrow(yb->data(), {n}, DType::I32, Device::cpu(), yb);
+        b.y = one_hot ? host_tensor(yb, {n, classes}, DType::F32) : host_tensor(yb, {n}, DType::I32);
       }
-      loader_->fill_batch(epoch_, i, b.x.f32(), yb ? yb->data() : nullptr);
+      if (stored_u8_) loader_->fill_batch_stored(epoch_, i, b.x.u8(), yb ? yb->data() : nullptr);
+      else loader_->fill_batch(epoch_, i, b.x.f32(), yb ? yb->data() : nullptr);
       {
         std::lock_guard<std::mutex> lk(mutex_);
         if (stop_) break;

@@ -1,5 +1,6 @@
 // The background producer: one std::thread fills a bounded queue with ready batches of one epoch
-// (Loader::fill_batch: read, inflate, decode, one-hot) while the consumer trains on the previous
+// (Loader::fill_batch: read, inflate, decode, one-hot; or fill_batch_stored, which leaves uint8
+// x undecoded for a GPU model to decode on the device) while the consumer trains on the previous
 // ones. Buffers come from a small pool and go back to it when the last reference to a batch
 // (e.g. the NumPy array handed to Python) is released, so steady state allocates nothing.
 // Batches are pinned host memory when a CUDA device is the target and the backend is usable.
@@ -17,39 +18,23 @@
 #include <vector>
 
 #include "core/device.h"
+#include "core/host_buffer.h"
 #include "core/tensor.h"
 #include "data/loader.h"
 
 namespace hpcnn::data {
 
-// Host bytes: 64-byte aligned malloc, or cudaHostAlloc'd (pinned) memory.
-class HostBuffer {
- public:
-  // `device`: the GPU current for a pinned allocation (cuda::malloc_pinned).
-  HostBuffer(size_t bytes, bool pinned, int device = 0);
-  ~HostBuffer();
-  HostBuffer(const HostBuffer&) = delete;
-  HostBuffer& operator=(const HostBuffer&) = delete;
-  void* data() const { return ptr_; }
-  size_t bytes() const { return bytes_; }
-  bool pinned() const { return pinned_; }
-
- private:
-  void* ptr_ = nullptr;
-  size_t bytes_ = 0;
-  bool pinned_ = false;
-};
-
+// Recycles batch buffers (core/host_buffer.h: pinned or pageable, fixed per pool).
 class BufferPool : public std::enable_shared_from_this<BufferPool> {
  public:
-  BufferPool(bool pinned, size_t max_free, int device = 0) : pinned_(pinned), max_free_(max_free), device_(device) {}
+  BufferPool(HostMemory kind, size_t max_free, int device = 0) : kind_(kind), max_free_(max_free), device_(device) {}
   // A buffer of at least `bytes`; it returns to the pool when the last shared_ptr goes.
   std::shared_ptr<HostBuffer> get(size_t bytes);
-  bool pinned() const { return pinned_; }
+  bool pinned() const { return kind_ == HostMemory::Pinned; }
 
  private:
   void put(std::unique_ptr<HostBuffer> b);
-  bool pinned_;
+  HostMemory kind_;
   size_t max_free_;
   int device_;  // the target GPU of pinned buffers
   std::mutex mutex_;
@@ -57,13 +42,18 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
 };
 
 struct Batch {
-  Tensor x;  // float32 (B, ...) on the host
+  Tensor x;  // float32 (B, ...) on the host; uint8 as stored when the prefetcher delivers stored rows
   Tensor y;  // int32 (B,) or float32 (B, classes); undefined without labels
 };
 
 class Prefetcher {
  public:
-  Prefetcher(std::shared_ptr<Loader> loader, long long epoch, int depth, Device target);
+  // `target`: the device the batches are for (pinned buffers for a usable GPU). `stored_u8`: a
+  // uint8 dataset's x is delivered as stored (Loader::fill_batch_stored), for a consumer that
+  // decodes it on its own device; float32 x is delivered decoded either way. `first_batch`: the
+  // epoch's batches from this one on (a training run resumed in the middle of an epoch).
+  Prefetcher(std::shared_ptr<Loader> loader, long long epoch, int depth, Device target, bool stored_u8 = false,
+             long long first_batch = 0);
   ~Prefetcher();
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
@@ -74,13 +64,16 @@ class Prefetcher {
   Status next(Batch& out, int timeout_ms);
   void stop();
   bool pinned() const { return x_pool_->pinned(); }
+  bool delivers_stored_u8() const { return stored_u8_; }
 
  private:
   void produce();
 
   std::shared_ptr<Loader> loader_;
   long long epoch_;
+  long long first_batch_;
   size_t depth_;
+  bool stored_u8_;
   std::shared_ptr<BufferPool> x_pool_, y_pool_;  // separate: x and y buffers differ in size
   std::mutex mutex_;
   std::condition_variable cv_;
@@ -89,8 +82,5 @@ class Prefetcher {
   std::exception_ptr error_;
   std::thread thread_;
 };
-
-// Is `target` a CUDA device this process can use (then batches are pinned)?
-bool pinned_for(Device target);
 
 }  // namespace hpcnn::data

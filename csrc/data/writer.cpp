@@ -8,11 +8,12 @@
 #include <random>
 #include <set>
 
+#include "core/dynamic_for.h"
 #include "core/errors.h"
 #include "core/thread_pool.h"
-#include "data/dynamic_for.h"
 #include "data/h5.h"
 #include "data/inflate.h"
+#include "data/write_target.h"
 
 namespace hpcnn::data {
 
@@ -162,8 +163,9 @@ void write_hdf5(const std::string& path, const std::vector<ArrayToWrite>& arrays
     HPCNN_CHECK_ARG(names.insert(a.name).second, "write_hdf5: dataset '", a.name, "' given twice");
   }
 
-  std::random_device rd;
-  const std::string tmp = cat(path, ".tmp-", ::getpid(), "-", std::hex, rd());
+  check_write_target(path, "write_hdf5");  // no links, directories, special or read-only files
+  remove_stale_temporaries(path);          // left by a killed earlier write to `path`
+  const std::string tmp = temporary_path_for(path);
   // Removes the temporary file unless the write succeeded and it was renamed.
   struct TmpGuard {
     const std::string& name;
@@ -182,8 +184,7 @@ void write_hdf5(const std::string& path, const std::vector<ArrayToWrite>& arrays
     for (auto& a : arrays) write_one(file.get(), a, opt, path);
     if (!file.close()) throw BackendError(cat("write_hdf5: closing '", tmp, "' failed (disk full?): ", h5_error_text()));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw BackendError(cat("write_hdf5: cannot rename '", tmp, "' to '", path, "'"));
+  commit_temporary(tmp, path, "write_hdf5");  // fsync, rename onto path, fsync the directory
   guard.keep = true;
 }
 

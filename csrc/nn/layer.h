@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,13 +14,41 @@
 
 namespace hpcnn::nn {
 
-enum class Init { GlorotUniform, Zeros };
+// The shape of a batch of n samples of per-sample shape `s`: (n, *s).
+inline Shape with_batch(long long n, const Shape& s) {
+  Shape out{n};
+  out.insert(out.end(), s.begin(), s.end());
+  return out;
+}
 
+enum class Init { GlorotUniform, Zeros, Ones };
+
+// How a parameter is laid out in the model's buffer on a device (nn/param_layout.h):
+//   Plain         its Keras shape, on every device;
+//   Conv2DKernel  the layout the device's conv2d backend takes (ops::conv2d_kernel_layout): Keras'
+//                 HWIO on the CPU, OHWI on a GPU. `shape` is always the Keras (HWIO) shape.
+enum class ParamKind { Plain, Conv2DKernel };
+
+// One weight array of a layer. `trainable` is Keras' notion of a weight's kind, fixed by the layer:
+// a non-trainable weight (BatchNormalization's moving_mean and moving_variance) is state that the
+// layer itself updates while training. It is a weight like any other for get_weights/set_weights,
+// model files and device moves, but no optimizer ever steps it (it is outside the model's trainable
+// ranges, nn/sequential.h) and backward writes no gradient for it. Distinct from a layer being
+// frozen (Layer::set_trainable(false)), which excludes all of that layer's weights.
 struct ParamSpec {
-  std::string name;  // "kernel", "bias"
-  Shape shape;
+  std::string name;  // "kernel", "bias", "gamma", "moving_mean", ...
+  Shape shape;       // Keras' shape: what get_weights/set_weights and model files use
   Init init;
   long long fan_in = 0, fan_out = 0;  // for glorot_uniform
+  ParamKind kind = ParamKind::Plain;
+  bool trainable = true;
+};
+
+// Keras' weight regularizers (L1, L2, L1L2) on one parameter: a penalty l1 * sum |w| + l2 * sum w^2
+// added to the loss (nn/regularization.h). Zero factors: no penalty.
+struct Regularizer {
+  float l1 = 0.f, l2 = 0.f;
+  bool active() const { return l1 != 0.f || l2 != 0.f; }
 };
 
 // What a step needs besides tensors: training or inference, and the dropout randomness.
@@ -37,7 +66,8 @@ class Layer {
   virtual std::string kind() const = 0;
   virtual Shape output_shape(const Shape& input) const = 0;  // ValueError when the input does not fit
   virtual std::vector<ParamSpec> param_specs(const Shape& input) const { return {}; }
-  // Views into the model's parameter and gradient buffers, in param_specs order.
+  // Views into the model's parameter and gradient buffers, in param_specs order, shaped in the
+  // model's device layout (ParamKind).
   void bind(std::vector<Tensor> params, std::vector<Tensor> grads) {
     params_ = std::move(params);
     grads_ = std::move(grads);
@@ -52,8 +82,30 @@ class Layer {
   // A layer whose dx is dy reshaped (no compute) says so, and backward is not called.
   virtual bool backward_is_view() const { return false; }
 
+  // Keras' kernel_regularizer / bias_regularizer: a penalty on the parameter named `param`
+  // ("kernel", "bias"). The model refuses a name that is not among the layer's parameters.
+  void set_regularizer(const std::string& param, Regularizer r) { regularizers_[param] = r; }
+  const std::map<std::string, Regularizer>& regularizers() const { return regularizers_; }
+
+  // Called once per training step, after the loss was found finite and the backward pass ran,
+  // before the optimizer step: a layer that keeps training-time state in non-trainable weights
+  // (BatchNormalization's moving statistics) commits this step's update here, so a step that
+  // fails (a NaN loss) leaves every weight as it was.
+  virtual void commit_training_step(const StepContext& ctx) {}
+
+  // Whether the model trains this layer (Keras' layer.trainable, taken at compile). A frozen
+  // layer's weights take no optimizer step; a layer may also change how it computes when frozen
+  // (Keras: a frozen BatchNormalization runs in inference mode, with its moving statistics, also
+  // during fit).
+  void set_trainable(bool t) { trainable_ = t; }
+  bool trainable() const { return trainable_; }
+
  protected:
   std::vector<Tensor> params_, grads_;
+
+ private:
+  std::map<std::string, Regularizer> regularizers_;
+  bool trainable_ = true;
 };
 
 using LayerPtr = std::unique_ptr<Layer>;

@@ -13,6 +13,9 @@ void decode_u8(long long count, int channels, const uint8_t* x, float* y, const 
 }
 
 namespace cuda {
+// The CUDA kernel takes the per-channel values as kernel arguments: at most this many channels
+// (a decode with one value for all channels works for any count: view the batch as 1 channel).
+constexpr int kDecodeMaxChannels = 64;
 void decode_u8(int device, long long count, int channels, const uint8_t* x, float* y, const float* scale,
                const float* shift);
 }

@@ -1,7 +1,7 @@
 // uint8 -> float32 decode of a batch on the CPU (the data pipeline's producer calls this).
+#include "core/pixel.h"
 #include "core/thread_pool.h"
 #include "ops/decode.h"
-#include "ops/elementwise.h"
 
 namespace hpcnn::cpu {
 
@@ -10,7 +10,7 @@ void decode_u8(long long count, int channels, const uint8_t* x, float* y, const 
     for (long long p = p0; p < p1; ++p)
       for (int c = 0; c < channels; ++c) {
         long long i = p * channels + c;
-        y[i] = ew::decode_u8(x[i], scale[c], shift[c]);
+        y[i] = pixel::decode_u8(x[i], scale[c], shift[c]);
       }
   }, 1 << 12);
 }

@@ -1,15 +1,15 @@
 // uint8 -> float32 decode of a batch on the GPU (after a uint8 upload: 4x fewer bytes over PCIe),
-// y = ew::decode_u8(x, scale[c], shift[c]). scale/shift are host arrays; they travel as kernel
+// y = pixel::decode_u8(x, scale[c], shift[c]). scale/shift are host arrays; they travel as kernel
 // arguments (by value), so no extra copy or synchronisation is needed.
 #include "core/cuda_context.h"
+#include "core/pixel.h"
 #include "ops/decode.h"
-#include "ops/elementwise.h"
 
 namespace hpcnn::cuda {
 
 namespace {
 
-constexpr int kMaxChannels = 64;  // 2 x 64 floats = 512 bytes of kernel parameters
+constexpr int kMaxChannels = kDecodeMaxChannels;  // 2 x 64 floats = 512 bytes of kernel parameters
 
 struct Affine {
   float scale[kMaxChannels], shift[kMaxChannels];
@@ -18,7 +18,7 @@ struct Affine {
 __global__ void decode_kernel(long long count, int channels, const uint8_t* x, float* y, Affine a) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x) {
     int c = static_cast<int>(i % channels);
-    y[i] = ew::decode_u8(x[i], a.scale[c], a.shift[c]);
+    y[i] = pixel::decode_u8(x[i], a.scale[c], a.shift[c]);
   }
 }
 

@@ -13,22 +13,25 @@ __global__ void dropout_kernel(long long count, const float* in, float* out, flo
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
     out[i] = in[i] * ew::dropout_scale(seed, stream, static_cast<uint64_t>(i), rate);
 }
+
+// out[i] = in[i] * scale(i) for i in [0, count): forward and backward apply the same mask.
+void apply_mask(int device, long long count, const float* in, float* out, float rate, uint64_t seed,
+                uint64_t stream) {
+  ContextLock ctx(device);
+  if (count == 0) return;
+  dropout_kernel<<<blocks_for(count), 256, 0, ctx.stream()>>>(count, in, out, rate, seed, stream);
+  HPCNN_CUDA_CHECK_LAUNCH();
+}
 }  // namespace
 
 void dropout_forward(int device, long long count, const float* x, float* y, float rate, uint64_t seed,
                      uint64_t stream) {
-  ContextLock ctx(device);
-  if (count == 0) return;
-  dropout_kernel<<<blocks_for(count), 256, 0, ctx.stream()>>>(count, x, y, rate, seed, stream);
-  HPCNN_CUDA_CHECK_LAUNCH();
+  apply_mask(device, count, x, y, rate, seed, stream);
 }
 
 void dropout_backward(int device, long long count, const float* dy, float* dx, float rate, uint64_t seed,
                       uint64_t stream) {
-  ContextLock ctx(device);
-  if (count == 0) return;
-  dropout_kernel<<<blocks_for(count), 256, 0, ctx.stream()>>>(count, dy, dx, rate, seed, stream);
-  HPCNN_CUDA_CHECK_LAUNCH();
+  apply_mask(device, count, dy, dx, rate, seed, stream);
 }
 
 }  // namespace hpcnn::cuda

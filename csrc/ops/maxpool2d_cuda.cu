@@ -4,12 +4,12 @@
 //   backward: one thread per INPUT element gathers, in (oy, ox) order, the gradients of the
 //             windows whose first maximal position (row-major) it is. No atomics: deterministic,
 //             and the same additions in the same order as the CPU, so dx matches it bit for bit.
-// The index arithmetic is in core/cuda_kernel_bodies.h (the host self-test runs it too).
+// The index arithmetic is in maxpool2d_body.h (the host self-test runs it too).
 // cuDNN's pooling is not used: see the note at the top of cudnn_ops.cu (asymmetric 'same'
 // padding and the undocumented tie rule of CUDNN_POOLING_MAX_DETERMINISTIC).
 #include "core/cuda_context.h"
-#include "core/cuda_kernel_bodies.h"
 #include "ops/maxpool2d.h"
+#include "ops/maxpool2d_body.h"
 
 namespace hpcnn::cuda {
 

@@ -10,14 +10,25 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "ops/activation.h"
+#include "ops/batchnorm.h"
 #include "ops/conv2d.h"
 #include "ops/dense.h"
+#include "ops/global_pool2d.h"
 #include "ops/maxpool2d.h"
 #include "ops/optimizer_step.h"
+#include "ops/param_segments.h"
+#include "ops/pad2d.h"
 
 namespace hpcnn::ops {
 
-// x (N,H,W,C), w (kh,kw,C,F), b (F,) -> y (N,OH,OW,F)
+// x (N,H,W,C), w (kh,kw,C,F) or (F,kh,kw,C), b (F,) -> y (N,OH,OW,F).
+// The kernel (and dw) is in the layout the backend of its device takes (ops/conv2d_layout.h):
+// HWIO (kh,kw,C,F) on the CPU, OHWI (F,kh,kw,C) on a GPU. Shapes are checked against that layout
+// (a ValueError names the op, the layout and the shapes); a model keeps its kernels so, and
+// converts to and from Keras' HWIO only where weights cross its boundary.
+// No bias (use_bias=False): b undefined in forward, db undefined in backward.
+KernelLayout conv2d_kernel_layout(const Device& d);
 Conv2dGeometry conv2d_geometry(const Tensor& x, const Tensor& w, int sh, int sw, Padding pad);
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, int sh, int sw, Padding pad,
                     bool relu);
@@ -31,16 +42,53 @@ void maxpool2d_forward(const Tensor& x, Tensor& y, int ph, int pw, int sh, int s
 void maxpool2d_backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx, int ph, int pw, int sh,
                         int sw, Padding pad);
 
-// x (N,in), w (in,out), b (out,) -> y (N,out)
+// x (N,in), w (in,out), b (out,) -> y (N,out); b / db undefined: no bias (use_bias=False).
 void dense_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu);
 void dense_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& dy, Tensor* dx, Tensor& dw,
                     Tensor& db, bool relu);
+
+// x (N,H,W,C) -> y (N,OH,OW,C): the mean of each window's in-bounds positions (avgpool2d.h).
+Pool2dGeometry avgpool2d_geometry(const Tensor& x, int ph, int pw, int sh, int sw, Padding pad);
+void avgpool2d_forward(const Tensor& x, Tensor& y, int ph, int pw, int sh, int sw, Padding pad);
+void avgpool2d_backward(const Tensor& dy, Tensor& dx, int ph, int pw, int sh, int sw, Padding pad);
+
+// x (N,H,W,C) -> y (N,C) (or (N,1,1,C): the same memory) (global_pool2d.h).
+void global_avgpool2d_forward(const Tensor& x, Tensor& y);
+void global_avgpool2d_backward(const Tensor& dy, Tensor& dx);
+void global_maxpool2d_forward(const Tensor& x, Tensor& y);
+void global_maxpool2d_backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx);
+
+// x (N,H,W,C) -> y (N,H+top+bottom,W+left+right,C), zeros around; backward crops (pad2d.h).
+void zero_pad2d_forward(const Tensor& x, Tensor& y, int top, int bottom, int left, int right);
+void zero_pad2d_backward(const Tensor& dy, Tensor& dx, int top, int bottom, int left, int right);
+
+// Batch normalization over the last axis (batchnorm.h): x (N, ..., C); gamma, beta, the moving
+// statistics and mean/var/invstd are (C,); gamma/beta undefined = 1/0 (scale/center=False).
+void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, float eps,
+                                bool relu, Tensor& mean, Tensor& var, Tensor& invstd);
+void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& moving_mean,
+                                 const Tensor& moving_var, Tensor& y, float eps, bool relu);
+// dy may be overwritten (masked, when relu); dx, dgamma, dbeta may be null (not computed).
+void batchnorm_backward_training(const Tensor& x, const Tensor& y, Tensor& dy, const Tensor& gamma, const Tensor& mean,
+                                 const Tensor& invstd, float eps, bool relu, Tensor* dx, Tensor* dgamma, Tensor* dbeta);
+void batchnorm_backward_inference(const Tensor& y, Tensor& dy, const Tensor& gamma, const Tensor& moving_var, float eps,
+                                  bool relu, Tensor& dx);
+void batchnorm_update_moving(Tensor& moving_mean, Tensor& moving_var, const Tensor& mean, const Tensor& var,
+                             float momentum);
+
+// x (..., C): y = x * scale + offset per channel; scale, offset (C,) (scale_shift.h).
+void scale_shift_forward(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& y);
+void scale_shift_backward(const Tensor& dy, const Tensor& scale, Tensor& dx);
 
 void relu_forward(const Tensor& x, Tensor& y);
 void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx);
 // over the last axis
 void softmax_forward(const Tensor& x, Tensor& y);
 void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx);
+// The element-wise activations of ops/activation.h (alpha: LeakyReLU's slope, ELU's alpha).
+// Backward takes the forward's input and output (each kind's derivative reads what it needs).
+void activation_forward(Act a, float alpha, const Tensor& x, Tensor& y);
+void activation_backward(Act a, float alpha, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx);
 
 void dropout_forward(const Tensor& x, Tensor& y, float rate, uint64_t seed, uint64_t stream);
 void dropout_backward(const Tensor& dy, Tensor& dx, float rate, uint64_t seed, uint64_t stream);
@@ -49,10 +97,34 @@ void dropout_backward(const Tensor& dy, Tensor& dx, float rate, uint64_t seed, u
 // on the host). stats: 2 doubles owned by the caller on the logits' device, accumulated into:
 // [loss_sum, correct]. dlogits may be null.
 void softmax_xent(const Tensor& logits, const Tensor& target, Tensor* dlogits, float grad_scale, double* stats);
-void accuracy(const Tensor& scores, const Tensor& target, double* stats);
 
-void adam_step(Tensor& params, const Tensor& grads, Tensor& m, Tensor& v, const AdamParams& a);
-void sgd_step(Tensor& params, const Tensor& grads, Tensor& velocity, const SgdParams& s);
+// ---- over a model's variables: a segment table (ops/param_segments.h) on the tensors' device names
+// the elements of the flat buffers each op touches (the trainable variables) and groups them into
+// variables; elements outside it are never read or written.
+// Fixed-order sums (ops/param_norms.h): sums = 2 * segs.variables() doubles on x's device.
+void variable_sums(const Tensor& x, const SegmentTable& segs, double* sums);
+// Keras' clip factor per variable (PerVariable: clipnorm; Global: global_clipnorm) into scales
+// (float32, one per variable), for the update ops' UpdateOptions.
+enum class ClipMode { PerVariable, Global };
+void clip_scales(const Tensor& grads, const SegmentTable& segs, ClipMode mode, double clipnorm, Tensor& scales);
+// The weight regularizers' penalty added to *penalty (a double on params' device; may be null) and,
+// grads given, its gradient added to grads. Factors: the table's l1 and l2.
+void weight_penalty(const Tensor& params, Tensor* grads, const SegmentTable& segs, double* penalty);
+
+// Optimizer updates (ops/optimizer_step.h). State buffers have the parameters' shape; an unused
+// state (SGD's velocity without momentum, RMSprop's momentum without momentum, its average
+// gradient when not centered) may be null.
+struct UpdateOptions {
+  const Tensor* clip_scales = nullptr;  // from clip_scales(), or null
+  float clipvalue = 0.f;                // > 0: clamp gradients to [-clipvalue, clipvalue]
+  float decay = 0.f;                    // weight_decay * learning_rate (variables with decay set)
+};
+void sgd_step(Tensor& params, const Tensor& grads, Tensor* velocity, const SegmentTable& segs, const SgdParams& s,
+              const UpdateOptions& o = {});
+void adam_step(Tensor& params, const Tensor& grads, Tensor& m, Tensor& v, const SegmentTable& segs,
+               const AdamParams& a, const UpdateOptions& o = {});
+void rmsprop_step(Tensor& params, const Tensor& grads, Tensor& velocity, Tensor* momentum, Tensor* average_gradient,
+                  const SegmentTable& segs, const RmspropParams& r, const UpdateOptions& o = {});
 
 // uint8 (N, ..., C) -> float32 same shape; scale/shift: `C` host floats each.
 void decode_u8(const Tensor& x, Tensor& y, const float* scale, const float* shift);

@@ -17,15 +17,11 @@ namespace hpcnn {
 namespace cpu {
 void softmax_xent(int rows, int cols, const float* logits, const float* onehot, const int32_t* labels,
                   float* dlogits, float grad_scale, double* stats);
-// Accuracy only (for predictions already turned into probabilities): stats[1] += correct.
-void accuracy(int rows, int cols, const float* scores, const float* onehot, const int32_t* labels, double* stats);
 }  // namespace cpu
 
 namespace cuda {
 void softmax_xent(int device, int rows, int cols, const float* logits, const float* onehot, const int32_t* labels,
                   float* dlogits, float grad_scale, double* stats);
-void accuracy(int device, int rows, int cols, const float* scores, const float* onehot, const int32_t* labels,
-              double* stats);
 }  // namespace cuda
 
 }  // namespace hpcnn

@@ -49,18 +49,11 @@ void softmax_xent(int rows, int cols, const float* logits, const float* onehot, 
     }
     loss[tid] = l_sum;
     correct[tid] = c_sum;
-  }, 32);
+  }, 32, max_threads);  // loss and correct are sized for max_threads (the pool may have grown since)
   for (int t = 0; t < max_threads; ++t) {
     stats[0] += loss[t];
     stats[1] += correct[t];
   }
-}
-
-void accuracy(int rows, int cols, const float* scores, const float* onehot, const int32_t* labels, double* stats) {
-  double c = 0.0;
-  for (int r = 0; r < rows; ++r)
-    c += argmax_row(scores + (long long)r * cols, cols) == target_class(r, cols, onehot, labels) ? 1.0 : 0.0;
-  stats[1] += c;
 }
 
 }  // namespace hpcnn::cpu

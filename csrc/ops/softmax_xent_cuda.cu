@@ -1,4 +1,4 @@
-// Fused softmax + cross-entropy (and accuracy) on the GPU, the CPU's arithmetic per row:
+// Fused softmax + cross-entropy on the GPU, the CPU's arithmetic per row:
 //   kernel 1, one thread per row: max, log-sum-exp, loss term (ew::xent_term), first-argmax hit,
 //            gradient (ew::softmax_prob - t) * grad_scale; the row's loss and hit go to scratch.
 //   kernel 2, one block: sums the rows' values in a fixed order and adds them to stats[0..1]
@@ -8,9 +8,9 @@
 #include <cmath>
 
 #include "core/cuda_context.h"
-#include "core/cuda_kernel_bodies.h"
 #include "ops/elementwise.h"
 #include "ops/softmax_xent.h"
+#include "ops/softmax_xent_body.h"
 
 namespace hpcnn::cuda {
 
@@ -18,19 +18,19 @@ namespace {
 
 constexpr int kReduceThreads = 256;
 
-// loss_out may be null (accuracy only); dlogits may be null. The row's arithmetic: body::xent_row.
+// dlogits may be null (evaluation). The row's arithmetic: body::xent_row.
 __global__ void xent_rows_kernel(int rows, int cols, const float* logits, const float* onehot, const int32_t* labels,
                                  float* dlogits, float grad_scale, double* loss_out, double* hit_out) {
   int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r < rows) body::xent_row(r, cols, logits, onehot, labels, dlogits, grad_scale, loss_out, hit_out);
 }
 
-// One block of kReduceThreads: stats[0] += sum(loss) (when loss is given), stats[1] += sum(hit).
+// One block of kReduceThreads: stats[0] += sum(loss), stats[1] += sum(hit).
 __global__ void reduce_stats_kernel(int rows, const double* loss, const double* hit, double* stats) {
   __shared__ double sl[kReduceThreads], sh[kReduceThreads];
   double a = 0.0, b = 0.0;
   for (int r = threadIdx.x; r < rows; r += kReduceThreads) {
-    if (loss) a += loss[r];
+    a += loss[r];
     b += hit[r];
   }
   sl[threadIdx.x] = a;
@@ -44,38 +44,28 @@ __global__ void reduce_stats_kernel(int rows, const double* loss, const double* 
     __syncthreads();
   }
   if (threadIdx.x == 0) {
-    if (loss) stats[0] += sl[0];
+    stats[0] += sl[0];
     stats[1] += sh[0];
   }
-}
-
-void run(int device, int rows, int cols, const float* logits, const float* onehot, const int32_t* labels,
-         float* dlogits, float grad_scale, double* stats, bool with_loss) {
-  ContextLock ctx(device);
-  if (rows == 0) return;
-  ScratchPlan plan;
-  size_t o_loss = plan.add<double>(with_loss ? rows : 0);
-  size_t o_hit = plan.add<double>(rows);
-  char* base = plan.reserve(*ctx, with_loss ? "softmax_cross_entropy" : "accuracy");
-  double* loss = with_loss ? ScratchPlan::at<double>(base, o_loss) : nullptr;
-  double* hit = ScratchPlan::at<double>(base, o_hit);
-  xent_rows_kernel<<<(rows + 127) / 128, 128, 0, ctx.stream()>>>(rows, cols, logits, onehot, labels, dlogits,
-                                                                 grad_scale, loss, hit);
-  HPCNN_CUDA_CHECK_LAUNCH();
-  reduce_stats_kernel<<<1, kReduceThreads, 0, ctx.stream()>>>(rows, loss, hit, stats);
-  HPCNN_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
 void softmax_xent(int device, int rows, int cols, const float* logits, const float* onehot, const int32_t* labels,
                   float* dlogits, float grad_scale, double* stats) {
-  run(device, rows, cols, logits, onehot, labels, dlogits, grad_scale, stats, true);
-}
-
-void accuracy(int device, int rows, int cols, const float* scores, const float* onehot, const int32_t* labels,
-              double* stats) {
-  run(device, rows, cols, scores, onehot, labels, nullptr, 0.f, stats, false);
+  ContextLock ctx(device);
+  if (rows == 0) return;
+  ScratchPlan plan;
+  size_t o_loss = plan.add<double>(rows);
+  size_t o_hit = plan.add<double>(rows);
+  char* base = plan.reserve(*ctx, "softmax_cross_entropy");
+  double* loss = ScratchPlan::at<double>(base, o_loss);
+  double* hit = ScratchPlan::at<double>(base, o_hit);
+  xent_rows_kernel<<<(rows + 127) / 128, 128, 0, ctx.stream()>>>(rows, cols, logits, onehot, labels, dlogits,
+                                                                 grad_scale, loss, hit);
+  HPCNN_CUDA_CHECK_LAUNCH();
+  reduce_stats_kernel<<<1, kReduceThreads, 0, ctx.stream()>>>(rows, loss, hit, stats);
+  HPCNN_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace hpcnn::cuda

@@ -11,10 +11,11 @@ GPU explicitly (``compile(device='gpu')`` or ``with hpcnn.device('gpu'):``).
 from __future__ import annotations
 
 from . import _core
-from . import callbacks, config, data, datasets, devices, layers, losses, models, optimizers, utils
-from . import applications, saving, training
+from . import callbacks, config, data, datasets, devices, layers, losses, models, optimizers, regularizers, utils
+from . import applications, saving, threads, training, validation
 from .devices import device, gpu_unavailable_reason, list_physical_devices
 from .models import Sequential, clone_model
+from .threads import get_num_threads, set_num_threads
 
 __version__: str = _core.build_info()["version"]
 
@@ -24,17 +25,6 @@ def build_info() -> dict:
     return dict(_core.build_info())
 
 
-def get_num_threads() -> int:
-    """Number of CPU threads hpcnn uses (its own pool; the BLAS is kept at one thread inside it)."""
-    return _core.get_num_threads()
-
-
-def set_num_threads(n: int) -> None:
-    """Set hpcnn's CPU thread count (default: SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS, else the
-    CPUs in this process's affinity mask, never the node's total core count)."""
-    _core.set_num_threads(int(n))
-
-
 __all__ = ["Sequential", "clone_model", "data", "datasets", "device", "list_physical_devices", "gpu_unavailable_reason", "build_info",
            "get_num_threads", "set_num_threads", "callbacks", "config", "devices", "layers", "losses", "models",
-           "optimizers", "utils", "applications", "saving", "training"]
+           "optimizers", "regularizers", "utils", "applications", "saving", "threads", "training"]

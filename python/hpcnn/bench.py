@@ -1,19 +1,29 @@
 """Benchmark statistics as HPC benchmark reports give them (mean time per step, images/s, its
-uncertainty and jitter), and CSV collection. Used by bench/ scripts and the CLI.
+uncertainty and jitter), CSV collection, and the tutorial CNN timed in hpcnn and, side by side,
+in PyTorch and TensorFlow (the peers). Used by bench/ scripts and the ``hpcnn bench`` command.
 
     mean_speed        = batch_size / mean step time
     speed_uncertainty = std(per-step speeds) / sqrt(steps)           (standard error)
     speed_jitter      = 1.4826 * median(|speeds - median(speeds)|)   (robust spread, MAD)
+
+This module imports only the standard library at module level: a peer worker process loads it
+as a plain file, without the hpcnn package, so the framework it times runs alone (hpcnn's
+extension pins OpenBLAS to one thread when it loads, which would slow a PyTorch that uses the
+same OpenBLAS).
 """
 from __future__ import annotations
 
+import argparse
 import csv
+import json
 import math
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import time
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 
 def step_stats(step_seconds: Iterable[float], batch_size: int) -> Dict[str, float]:
@@ -92,7 +102,7 @@ def collect_csv(paths: Iterable[str], out: str) -> int:
 
 def peak_gflops(threads: Optional[int] = None, seconds: float = 0.5) -> Optional[float]:
     """The machine's FP32 FMA peak measured by the core (None if this build lacks the probe)."""
-    from . import _core
+    from hpcnn import _core
     probe = getattr(_core.ops, "measure_peak_gflops", None)
     if probe is None:
         return None
@@ -100,20 +110,211 @@ def peak_gflops(threads: Optional[int] = None, seconds: float = 0.5) -> Optional
 
 
 TUTORIAL_FWD_MFLOP = 30.9     # tutorial CNN, forward, per image
-TUTORIAL_TRAIN_MFLOP = 92.6   # forward + backward-data + backward-filter, per image
+TUTORIAL_TRAIN_MFLOP = 92.6   # forward + backward-data + backward-filter, per image (the first
+                              # conv's backward-data is not needed)
+
+#: Why "% of peak" can pass 100 %: one line, printed under every table that shows it.
+PEAK_NOTE = ("% of peak = GFLOP/s by the direct-convolution count (92.6 MFLOP per training image, 30.9 per "
+             "inference image) / the FMA peak measured now; Winograd F(4x4,3x3) does the 3x3 convolutions with "
+             "fewer multiplications, so hpcnn (and TensorFlow) can pass 100 %")
 
 
 def tutorial_cnn_step_times(device: str = "cpu", batch_size: int = 250, steps: int = 20, warmup: int = 3):
     """Per-step seconds of training and of inference for the tutorial CNN on `device`, on random
     data already in memory (the model's own step, exactly as fit calls it per batch)."""
     import numpy as np
-    from . import applications
+    try:  # absolute: this file may run without its package (see top)
+        from hpcnn.applications import tutorial_cnn
+    except ImportError:  # an older hpcnn timed as the baseline (bench_train.py --baseline-python)
+        from hpcnn.models import tutorial_cnn
     rng = np.random.default_rng(0)
     x = rng.random((batch_size, 32, 32, 3), dtype=np.float32)
     y = rng.integers(0, 10, batch_size).astype(np.int32)
-    m = applications.tutorial_cnn(seed=0)
+    m = tutorial_cnn(seed=0)
     m.compile("adam", "sparse_categorical_crossentropy", ["accuracy"], device=device)
     core = m._model()
-    train = time_steps(lambda: core.train_batch(x, y, None), steps, warmup)
-    infer = time_steps(lambda: core.predict_batch(x, None), steps, warmup)
+    if hasattr(core, "train_step"):
+        train = time_steps(lambda: core.train_step((x, y)), steps, warmup)
+        infer = time_steps(lambda: core.predict_step((x,)), steps, warmup)
+    else:  # the step API before train_step (hpcnn 0.1 as first released): the same work per call
+        train = time_steps(lambda: core.train_batch(x, y), steps, warmup)
+        infer = time_steps(lambda: core.predict_batch(x), steps, warmup)
     return train, infer
+
+
+# ---------------------------------------------------------------------- peers: PyTorch, TensorFlow
+# The same model (Conv 32/64/128/256 3x3 'same' + ReLU + 2x2 max-pool each, Flatten, Dense 256,
+# Dropout 0.2, Dense 512, Dropout 0.2, Dense 10), Adam 1e-3, batch `batch`, random data in
+# memory, each framework in its own process with `threads` threads.
+def worker_hpcnn(batch: int, steps: int, warmup: int, threads: int) -> Tuple[List[float], List[float]]:
+    import hpcnn
+    hpcnn.set_num_threads(threads)
+    return tutorial_cnn_step_times("cpu", batch, steps, warmup)
+
+
+def worker_torch(batch: int, steps: int, warmup: int, threads: int) -> Tuple[List[float], List[float]]:
+    import torch
+    from torch import nn
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    layers, c = [], 3
+    for f in (32, 64, 128, 256):
+        layers += [nn.Conv2d(c, f, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2, 2)]
+        c = f
+    model = nn.Sequential(*layers, nn.Flatten(), nn.Linear(1024, 256), nn.ReLU(), nn.Dropout(0.2),
+                          nn.Linear(256, 512), nn.ReLU(), nn.Dropout(0.2), nn.Linear(512, 10))
+    model = model.to(memory_format=torch.channels_last)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
+    lossf = nn.CrossEntropyLoss()
+    x = torch.rand(batch, 3, 32, 32).to(memory_format=torch.channels_last)
+    y = torch.randint(0, 10, (batch,))
+
+    def train_step():
+        opt.zero_grad(set_to_none=True)
+        loss = lossf(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    def infer_step():
+        with torch.no_grad():
+            return torch.softmax(model(x), 1)
+
+    model.train()
+    train = time_steps(train_step, steps, warmup)
+    model.eval()
+    infer = time_steps(infer_step, steps, warmup)
+    return train, infer
+
+
+def worker_tensorflow(batch: int, steps: int, warmup: int, threads: int) -> Tuple[List[float], List[float]]:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import numpy as np
+    import tensorflow as tf
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    L = tf.keras.layers
+    model = tf.keras.Sequential([tf.keras.Input(shape=(32, 32, 3))])
+    for f in (32, 64, 128, 256):
+        model.add(L.Conv2D(f, 3, padding="same", activation="relu"))
+        model.add(L.MaxPooling2D(2, 2, padding="same"))
+    for layer in (L.Flatten(), L.Dense(256, activation="relu"), L.Dropout(0.2), L.Dense(512, activation="relu"),
+                  L.Dropout(0.2), L.Dense(10, activation="softmax")):
+        model.add(layer)
+    model.compile(optimizer=tf.keras.optimizers.Adam(1e-3), loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    rng = np.random.default_rng(0)
+    n = batch * (steps + warmup)
+    x = rng.random((n, 32, 32, 3), dtype=np.float32)
+    y = rng.integers(0, 10, n)
+
+    class Timer(tf.keras.callbacks.Callback):  # Keras' own fit, timed per batch
+        def __init__(self):
+            super().__init__()
+            self.t, self.times = 0.0, []
+
+        def on_train_batch_begin(self, b, logs=None):
+            self.t = time.perf_counter()
+
+        def on_train_batch_end(self, b, logs=None):
+            self.times.append(time.perf_counter() - self.t)
+
+        on_predict_batch_begin = on_train_batch_begin
+        on_predict_batch_end = on_train_batch_end
+
+    tt = Timer()
+    model.fit(x, y, batch_size=batch, epochs=1, verbose=0, shuffle=False, callbacks=[tt])
+    ti = Timer()
+    model.predict(x, batch_size=batch, verbose=0, callbacks=[ti])
+    return tt.times[warmup:], ti.times[warmup:]
+
+
+WORKERS = {"hpcnn": worker_hpcnn, "torch": worker_torch, "tensorflow": worker_tensorflow}
+IMPORT_NAME = {"hpcnn": "hpcnn", "torch": "torch", "tensorflow": "tensorflow"}
+FRAMEWORK_LABEL = {"hpcnn": "hpcnn", "torch": "PyTorch", "tensorflow": "TensorFlow"}
+
+# Runs this file's worker_main without importing the hpcnn package (see the module docstring).
+_WORKER_LAUNCHER = ("import importlib.util, sys; "
+                    "spec = importlib.util.spec_from_file_location('hpcnn_bench_worker', sys.argv[1]); "
+                    "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
+                    "sys.exit(m.worker_main(sys.argv[2:]))")
+
+
+def worker_main(argv: Sequence[str]) -> int:
+    """A worker process: times one framework and prints {"train": [...], "infer": [...]} as JSON."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--worker", required=True, choices=sorted(WORKERS))
+    p.add_argument("--batch", type=int, required=True)
+    p.add_argument("--steps", type=int, required=True)
+    p.add_argument("--warmup", type=int, required=True)
+    p.add_argument("--threads", type=int, required=True)
+    a = p.parse_args(list(argv))
+    train, infer = WORKERS[a.worker](a.batch, a.steps, a.warmup, a.threads)
+    print(json.dumps({"train": list(train), "infer": list(infer)}))
+    return 0
+
+
+def importable(python: str, framework: str) -> bool:
+    """Whether `python` can import the framework (checked in a child: importing it here would
+    load its runtime into this process)."""
+    r = subprocess.run([python, "-c", f"import {IMPORT_NAME[framework]}"], capture_output=True)
+    return r.returncode == 0
+
+
+def run_worker(python: str, framework: str, batch: int, steps: int, warmup: int, threads: int) -> Dict[str, List[float]]:
+    cmd = [python, "-c", _WORKER_LAUNCHER, os.path.abspath(__file__), "--worker", framework, "--batch", str(batch),
+           "--steps", str(steps), "--warmup", str(warmup), "--threads", str(threads)]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"the {framework} benchmark worker failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def compare(frameworks: Sequence[str], batch: int, steps: int, warmup: int, threads: int, rounds: int,
+            python: Optional[str] = None,
+            baselines: Optional[Dict[str, str]] = None) -> Dict[Tuple[str, str], Dict[str, float]]:
+    """step_stats per (framework, 'train'|'infer'): every framework in its own process, `rounds`
+    rounds interleaved (hpcnn, torch, tensorflow, hpcnn, ...) so slow drifts hit all alike.
+    `baselines` maps a label to another interpreter whose hpcnn (an older build) is timed as one
+    more framework under that label: old and new side by side in one run."""
+    python = python or sys.executable
+    runs = [(f, python, f) for f in frameworks] + [(label, py, "hpcnn") for label, py in (baselines or {}).items()]
+    times = {label: {"train": [], "infer": []} for label, _, _ in runs}
+    for _ in range(rounds):
+        for f, py, worker in runs:
+            res = run_worker(py, worker, batch, steps, warmup, threads)
+            times[f]["train"] += res["train"]
+            times[f]["infer"] += res["infer"]
+    return {(f, mode): step_stats(times[f][mode], batch) for f in times for mode in ("train", "infer")}
+
+
+def comparison_rows(results: Dict[Tuple[str, str], Dict[str, float]], peak: Optional[float]) -> List[Dict[str, object]]:
+    """One row per framework and mode: the stats plus GFLOP/s, % of `peak` and the speed relative
+    to hpcnn (hpcnn / framework: above 1 means hpcnn is faster)."""
+    rows = []
+    for mode, mflop in (("train", TUTORIAL_TRAIN_MFLOP), ("infer", TUTORIAL_FWD_MFLOP)):
+        base = results.get(("hpcnn", mode))
+        for (f, m), s in results.items():
+            if m != mode:
+                continue
+            gf = s["mean_speed"] * mflop / 1e3
+            rows.append({"framework": f, "mode": mode, **s, "gflops": gf,
+                         "percent_of_peak": 100 * gf / peak if peak else float("nan"),
+                         "hpcnn_speedup": base["mean_speed"] / s["mean_speed"] if base else float("nan")})
+    return rows
+
+
+def format_comparison(rows: List[Dict[str, object]]) -> str:
+    """The comparison table, one line per framework and mode."""
+    lines = [f"{'framework':<11}{'mode':<7}{'img/s':>9}{'+/-':>7}{'jitter':>8}{'ms/step':>9}{'GFLOP/s':>9}"
+             f"{'% peak':>8}{'hpcnn/it':>10}"]
+    for r in rows:
+        lines.append(f"{FRAMEWORK_LABEL.get(r['framework'], r['framework']):<11}{r['mode']:<7}"
+                     f"{r['mean_speed']:>9.0f}{r['speed_uncertainty']:>7.0f}{r['speed_jitter']:>8.0f}"
+                     f"{1e3 * r['mean_time_per_step']:>9.1f}{r['gflops']:>9.1f}{r['percent_of_peak']:>8.1f}"
+                     f"{r['hpcnn_speedup']:>9.2f}x")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(worker_main(sys.argv[1:]))

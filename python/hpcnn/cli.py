@@ -1,11 +1,14 @@
-"""The ``hpcnn`` command.
+"""hpcnn from the command line.
 
-    hpcnn info                     build and device information (what to paste in a bug report)
-    hpcnn devices                  CPUs and GPUs this process can use, and why a GPU cannot be
-    hpcnn bench [--device gpu]     tutorial CNN time per step, images/s, uncertainty, jitter (+ CSV)
+    hpcnn info                     build and device information (paste it into bug reports)
+    hpcnn devices                  the CPUs and GPUs this process can use (and why no GPU, if none)
+    hpcnn bench [--peers]          tutorial CNN: time per step, images/s, +/-, jitter, % of FP32 peak
+                                   (--peers: PyTorch and TensorFlow in the same run, when importable)
     hpcnn collect OUT IN...        merge benchmark CSVs from many jobs (and plot them)
     hpcnn tutorial [...]           the CIFAR-10 CPU-vs-GPU tutorial end to end
-    hpcnn convert ...              datasets to the tutorial's HDF5 layout
+    hpcnn convert ...              datasets to the tutorial's HDF5 layout (--download: fetch them)
+
+`hpcnn COMMAND --help` describes each command.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from typing import List, Optional
 def _cmd_info(a) -> int:
     import hpcnn
     info = hpcnn.build_info()
+    info["threads"] = hpcnn.threads.describe()
     info["gpus"] = [d.details | {"name": d.name} for d in hpcnn.list_physical_devices("GPU")]
     info["gpu_unavailable_reason"] = hpcnn.gpu_unavailable_reason()
     print(json.dumps(info, indent=2, default=str))
@@ -41,9 +45,17 @@ def _cmd_bench(a) -> int:
     if a.threads:
         hpcnn.set_num_threads(a.threads)
     dev = hpcnn.devices.normalize(a.device)
-    train, infer = bench.tutorial_cnn_step_times(dev, a.batch, a.steps, a.warmup)
+    if a.peers and dev != "cpu":
+        raise ValueError("--peers compares CPU runs; leave out --device (or use --device cpu)")
+    threads = hpcnn.get_num_threads()
     peak = bench.peak_gflops() if dev == "cpu" else None
-    print(f"# {bench.machine_description()}; device {dev}; {hpcnn.get_num_threads()} threads; batch {a.batch}")
+    print(f"# {bench.machine_description()}; device {dev}; {hpcnn.threads.describe()}; batch {a.batch}")
+    if dev == "cpu":
+        print(f"# FP32 peak of {threads} threads, measured now (FMA loop): "
+              + (f"{peak:.1f} GFLOP/s" if peak else "not measured (this build lacks the probe)"))
+    if a.peers:
+        return _bench_peers(a, threads, peak)
+    train, infer = bench.tutorial_cnn_step_times(dev, a.batch, a.steps, a.warmup)
     for mode, times, mflop in (("train", train, bench.TUTORIAL_TRAIN_MFLOP), ("infer", infer, bench.TUTORIAL_FWD_MFLOP)):
         s = bench.step_stats(times, a.batch)
         gf = s["mean_speed"] * mflop / 1e3
@@ -52,8 +64,34 @@ def _cmd_bench(a) -> int:
               f"{1e3 * s['mean_time_per_step']:.1f} ms/step, {gf:.1f} GFLOP/s{pct}")
         if a.csv:
             bench.append_csv(a.csv, {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": bench.machine_description(),
-                                     "device": dev, "mode": mode, "threads": hpcnn.get_num_threads(),
-                                     "label": a.label or "", **s, "gflops": gf})
+                                     "device": dev, "mode": mode, "threads": threads,
+                                     "label": a.label or "", **s, "gflops": gf, "peak_gflops": peak or "",
+                                     "percent_of_peak": 100 * gf / peak if peak else ""})
+    if peak:
+        print(f"# {bench.PEAK_NOTE}")
+    return 0
+
+
+def _bench_peers(a, threads: int, peak: Optional[float]) -> int:
+    """hpcnn, PyTorch and TensorFlow on the same model in the same run (bench.compare)."""
+    from hpcnn import bench
+    present = ["hpcnn"]
+    for f in ("torch", "tensorflow"):
+        if bench.importable(sys.executable, f):
+            present.append(f)
+        else:
+            print(f"# {bench.FRAMEWORK_LABEL[f]}: not importable by {sys.executable}; skipped "
+                  f"(install it in this environment to compare)")
+    print(f"# {a.rounds} interleaved rounds x {a.steps} steps (+{a.warmup} warm-up), each framework in its own "
+          "process, random data in memory")
+    rows = bench.comparison_rows(bench.compare(present, a.batch, a.steps, a.warmup, threads, a.rounds), peak)
+    print(bench.format_comparison(rows))
+    print(f"# {bench.PEAK_NOTE}")
+    if a.csv:
+        for r in rows:
+            bench.append_csv(a.csv, {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": bench.machine_description(),
+                                     "device": "cpu", "threads": threads, "label": a.label or "",
+                                     "peak_gflops": peak or "", **r})
     return 0
 
 
@@ -82,16 +120,24 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "convert":
         return _cmd_convert(argv[1:])
+    from hpcnn import bench
     p = argparse.ArgumentParser(prog="hpcnn", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("info", help="build and device information").set_defaults(fn=_cmd_info)
     sub.add_parser("devices", help="list devices").set_defaults(fn=_cmd_devices)
-    b = sub.add_parser("bench", help="tutorial CNN speed on this node")
-    b.add_argument("--device", default="cpu")
+    b = sub.add_parser("bench", help="tutorial CNN speed on this node",
+                       description="The tutorial CNN's training and inference steps on random data in memory: "
+                                   "images/s, +/- (standard error), jitter (robust spread), ms/step, GFLOP/s and "
+                                   "% of this machine's FP32 peak measured in the same run. " + bench.PEAK_NOTE)
+    b.add_argument("--device", default="cpu", help="cpu (default), gpu or gpu:N")
     b.add_argument("--batch", type=int, default=250)
-    b.add_argument("--steps", type=int, default=20)
+    b.add_argument("--steps", type=int, default=20, help="timed steps (per round with --peers)")
     b.add_argument("--warmup", type=int, default=3)
-    b.add_argument("--threads", type=int, default=None)
+    b.add_argument("--threads", type=int, default=None, help="CPU threads (default: see `hpcnn info`)")
+    b.add_argument("--peers", action="store_true",
+                   help="also time PyTorch and TensorFlow (those importable here) on the same model, "
+                        "interleaved in the same run")
+    b.add_argument("--rounds", type=int, default=2, help="with --peers: interleaved rounds (default 2)")
     b.add_argument("--csv", default=None, help="append the results to this CSV file")
     b.add_argument("--label", default=None, help="a free-form label for the CSV rows (partition, staging dir, ...)")
     b.set_defaults(fn=_cmd_bench)

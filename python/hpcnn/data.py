@@ -10,11 +10,11 @@ C++ on hpcnn's threads, off the GIL; see the README's "data" section for the des
 from __future__ import annotations
 
 import os
-from typing import Dict, Iterator, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, Optional, Tuple, Union
 
 import numpy as np
 
-from . import _core
+from . import _core, validation
 
 __all__ = ["HDF5Dataset", "write_hdf5", "read_dataset", "dataset_info", "DEFAULT_MEMORY_BUDGET"]
 
@@ -94,24 +94,29 @@ class HDF5Dataset:
                  one_hot: Optional[int] = None, num_classes: Optional[int] = None, drop_remainder: bool = False,
                  cache: str = "auto", memory_budget: int = DEFAULT_MEMORY_BUDGET, prefetch: int = 4):
         path = _check_path(path)
-        if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        if not isinstance(prefetch, (int, np.integer)) or prefetch < 1:
-            raise ValueError(f"prefetch must be an int >= 1, got {prefetch!r}")
-        if isinstance(batch_size, bool):
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        where = "HDF5Dataset"
+        if not isinstance(x, str) or not x:
+            raise ValueError(f"{where}: x must be the name of a dataset in the file, got {x!r}")
+        if y is not None and (not isinstance(y, str) or not y):
+            raise ValueError(f"{where}: y must be the name of a dataset in the file or None, got {y!r}")
+        batch_size = validation.integer(batch_size, "batch_size", where)
+        prefetch = validation.integer(prefetch, "prefetch", where)
+        shuffle = validation.boolean(shuffle, "shuffle", where)
+        drop_remainder = validation.boolean(drop_remainder, "drop_remainder", where)
+        validation.choice(cache, "cache", ("auto", "memory", "none"), where)
+        memory_budget = validation.integer(memory_budget, "memory_budget", where, maximum=None)
+        seed = validation.integer(seed, "seed", where, minimum=0, maximum=2**64 - 1, allow_none=True)
+        num_classes = validation.integer(num_classes, "num_classes", where, allow_none=True)
         if one_hot is False:
             one_hot = None
         if one_hot is True:  # one-hot over num_classes, or over the classes found in the labels
             one_hot = num_classes if num_classes is not None else 0
-        elif one_hot is not None and int(one_hot) < 1:
+        elif one_hot is not None and not (validation.is_integer(one_hot) and 1 <= one_hot <= validation.INT32_MAX):
             raise ValueError(f"one_hot must be None, True or a number of classes >= 1, got {one_hot!r}")
         if num_classes is None:
             num_classes = one_hot
         elif one_hot and int(one_hot) != int(num_classes):
             raise ValueError(f"one_hot={one_hot} and num_classes={num_classes} disagree")
-        if seed is not None and (int(seed) < 0 or int(seed) >= 2 ** 64):
-            raise ValueError(f"seed must be in [0, 2**64), got {seed}")
         info = _C.dataset_info(path, x)
         is_u8 = info["dtype"] == "uint8"
         base = 1.0 / 255.0 if is_u8 else 1.0
@@ -143,6 +148,8 @@ class HDF5Dataset:
 
     def __getitem__(self, i: int):
         """Batch i of the current epoch (random access; ``epoch_batches`` is the fast path)."""
+        if not validation.is_integer(i):
+            raise TypeError(f"HDF5Dataset indices must be integers, got {type(i).__name__}")
         n = len(self)
         if i < 0:
             i += n
@@ -170,12 +177,31 @@ class HDF5Dataset:
         (their buffers are recycled only when released). Pinned host memory when `device` is a
         usable GPU. Leaving the loop early (break, exception, Ctrl-C) stops the producer.
         """
-        if int(epoch) < 0:
-            raise ValueError(f"epoch must be >= 0, got {epoch}")
+        validation.integer(epoch, "epoch", "epoch_batches", minimum=0, maximum=None)
+        if not isinstance(device, str):
+            raise ValueError(f"epoch_batches: device must be a string such as 'cpu' or 'gpu:0', got {device!r}")
         it = self._live().epoch(int(epoch), self._prefetch, str(device))
         try:
             for batch in it:
                 yield batch
+        finally:
+            it.close()
+
+    def _model_batches(self, epoch: int, device: str,
+                       first_batch: int = 0) -> Iterator[Tuple[np.ndarray, Optional[np.ndarray], Any]]:
+        """(x, y, decode) batches for a model on `device` (what fit, evaluate and predict use). On
+        a GPU a uint8 dataset's x comes as stored, with decode = (scale, shift) per channel, and
+        the model decodes it on the device: a quarter of float32's bytes cross PCIe. Elsewhere x
+        comes decoded to float32 on the loader's threads (overlapped with training), decode None.
+        `first_batch`: the epoch's batches from that one on (a run resumed mid-epoch; the ones
+        before are not read)."""
+        if int(epoch) < 0:
+            raise ValueError(f"epoch must be >= 0, got {epoch}")
+        stored_u8 = str(device) != "cpu"
+        it = self._live().epoch(int(epoch), self._prefetch, str(device), stored_u8, int(first_batch))
+        try:
+            for batch in it:
+                yield batch if stored_u8 else (batch[0], batch[1], None)
         finally:
             it.close()
 
@@ -197,6 +223,16 @@ class HDF5Dataset:
     @property
     def path(self) -> str:
         return self._path
+
+    @property
+    def seed(self) -> int:
+        """The shuffle seed: the one given, or the one drawn at construction (seed=None). Each
+        epoch's order is a pure function of (seed, epoch); BackupAndRestore saves this seed and
+        sets it again when it resumes training in a new process (_set_seed)."""
+        return int(self._live().seed)
+
+    def _set_seed(self, seed: int) -> None:
+        self._live().set_seed(int(seed))
 
     @property
     def in_memory(self) -> bool:
@@ -257,8 +293,9 @@ def write_hdf5(path, arrays: Dict[str, np.ndarray], chunk_rows: Optional[int] = 
         compression = "gzip"
     else:
         raise ValueError(f"write_hdf5: compression must be 'gzip' or None, got {compression!r}")
-    if chunk_rows is not None and int(chunk_rows) < 1:
-        raise ValueError(f"write_hdf5: chunk_rows must be >= 1, got {chunk_rows}")
+    validation.integer(chunk_rows, "chunk_rows", "write_hdf5", maximum=None, allow_none=True)
+    validation.integer(level, "level", "write_hdf5", minimum=0, maximum=9)
+    shuffle = validation.boolean(shuffle, "shuffle", "write_hdf5")
     items = []
     for name, a in arrays.items():
         a = np.ascontiguousarray(a)

@@ -12,7 +12,7 @@ import contextlib
 import contextvars
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Union
 
 from . import _core
 
@@ -69,29 +69,19 @@ def gpu_unavailable_reason() -> str:
     return _core.cuda_unavailable_reason()
 
 
-def normalize(spec: str) -> str:
-    """'cpu', 'gpu', 'GPU:1', '/device:GPU:0', 'cuda:0' -> 'cpu' | 'gpu:N'. Raises RuntimeError
-    (with the reason) when a GPU is asked for and cannot be used."""
-    if not isinstance(spec, str):
-        raise ValueError(f"device must be a string like 'cpu' or 'gpu:0', got {spec!r}")
-    s = spec.strip().lower()
-    if s.startswith("/device:"):
-        s = s[len("/device:"):]
-    s = s.lstrip("/")
-    kind, _, idx = s.partition(":")
-    if kind == "cpu":
-        return "cpu"
-    if kind in ("gpu", "cuda"):
-        if idx and not idx.isdigit():
-            raise ValueError(f"device {spec!r}: the index after ':' must be a number")
-        index = int(idx) if idx else 0
-        _core.cuda_require_device(index)  # RuntimeError naming the reason
-        return f"gpu:{index}"
-    raise ValueError(f"unknown device {spec!r}: use 'cpu', 'gpu' or 'gpu:N'")
+def normalize(spec: Union[str, PhysicalDevice]) -> str:
+    """'cpu', 'gpu', 'GPU:1', '/device:GPU:0', 'cuda:0' (or a ``PhysicalDevice``) -> 'cpu' | 'gpu:N'.
+
+    The grammar is the C++ core's (``csrc/core/device.cpp``), so Python and C++ accept the same
+    names. Raises ValueError for a name that is not a device, and RuntimeError (with the reason)
+    when a GPU is asked for and cannot be used."""
+    if isinstance(spec, PhysicalDevice):
+        spec = spec.name
+    return _core.normalize_device(spec)
 
 
 @contextlib.contextmanager
-def device(spec: str) -> Iterator[str]:
+def device(spec: Union[str, PhysicalDevice]) -> Iterator[str]:
     """``with hpcnn.device('gpu'):`` models compiled, trained, evaluated or used for prediction in
     this block run there (a model compiled elsewhere moves, keeping weights and optimizer state)."""
     name = normalize(spec)

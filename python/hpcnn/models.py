@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _core, devices, layers as layers_mod, losses, optimizers, saving, training
+from . import _core, devices, layers as layers_mod, losses, optimizers, saving, training, validation
 from .callbacks import Callback, History
 from .utils import next_model_seed
 
@@ -30,17 +30,18 @@ class Sequential:
     """A linear stack of layers (Keras' ``Sequential``)."""
 
     def __init__(self, layers: Optional[Iterable[layers_mod.Layer]] = None, name: Optional[str] = None,
-                 seed: Optional[int] = None) -> None:
-        self.name = name or "sequential"
+                 seed: Optional[int] = None, trainable: bool = True) -> None:
+        self.name = validation.name(name, "Sequential") or "sequential"
         self.layers: List[layers_mod.Layer] = []
         self._input_shape: Optional[Tuple[int, ...]] = None
-        self._seed = int(seed) if seed is not None else None
+        self._seed = validation.integer(seed, "seed", "Sequential", minimum=0, maximum=2**64 - 1, allow_none=True)
+        self._trainable = validation.boolean(trainable, "trainable", "Sequential")
         self._core: Optional[_core.Model] = None
         self._compiled: Optional[Dict[str, Any]] = None
         self.optimizer: Optional[optimizers.Optimizer] = None
         self.stop_training = False
         self.history: Optional[History] = None
-        for layer in layers or []:
+        for layer in validation.layer_list(layers, "Sequential: layers") or []:
             self.add(layer)
 
     # ------------------------------------------------------------------ structure
@@ -83,7 +84,10 @@ class Sequential:
     def build(self, input_shape: Optional[Sequence[Optional[int]]] = None) -> None:
         """Create the weights (done automatically by compile/fit/summary)."""
         if input_shape is not None:
-            shp = tuple(int(d) for d in input_shape if d is not None)
+            dims = list(input_shape) if isinstance(input_shape, (list, tuple)) else input_shape
+            if isinstance(dims, list) and dims and dims[0] is None:
+                dims = dims[1:]  # Keras' (None, h, w, c): the batch axis
+            shp = validation.shape(dims, "input_shape", "build")
             if self._input_shape is not None and shp != self._input_shape:
                 self._core, self._compiled = None, None
             self._input_shape = shp
@@ -95,8 +99,8 @@ class Sequential:
         if not self.layers:
             raise ValueError("the model has no layers")
         cfgs: List[Dict[str, Any]] = []
-        for layer in self.layers:
-            cfgs.extend(layer._core_configs())
+        for per_layer in layers_mod.core_configs(self.layers):  # with BatchNormalization+ReLU fused
+            cfgs.extend(per_layer)
         if self._seed is None:
             self._seed = next_model_seed()
         self._core = _core.Model(list(self._input_shape), cfgs, self._seed)
@@ -139,6 +143,28 @@ class Sequential:
     def count_params(self) -> int:
         return int(self._model().num_params)
 
+    # ------------------------------------------------------------------ trainable
+    @property
+    def trainable(self) -> bool:
+        """``model.trainable = False`` freezes every layer (Keras); takes effect at the next compile()."""
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        self._trainable = validation.boolean(value, "trainable", "Sequential")
+        for layer in self.layers:
+            layer.trainable = self._trainable
+
+    def _trainable_mask(self) -> List[bool]:
+        """One flag per core layer: whether the optimizer updates it, from the layers' trainable now."""
+        mask: List[bool] = []
+        for layer in self.layers:
+            mask += [bool(self._trainable and layer.trainable)] * len(layer._core_configs())
+        return mask
+
+    def _trainable_changed_since_compile(self) -> bool:
+        return self._compiled is not None and self._compiled.get("trainable") != self._trainable_mask()
+
     @property
     def output_shape(self) -> Tuple[Optional[int], ...]:
         return (None,) + tuple(self._model().output_shapes[-1])
@@ -146,7 +172,10 @@ class Sequential:
     def summary(self, print_fn=print, line_length: int = 76) -> None:
         """A Keras-style table: layer, output shape, parameters; totals; device."""
         rows = self._layer_outputs()
-        c1, c2 = 34, 26
+        # The first column fits the longest " name (Type)" label (Keras' long class names).
+        c1 = max([34] + [len(f" {layer.name} ({type(layer).__name__})") + 2 for layer, _, _ in rows])
+        c2 = 26
+        line_length = max(line_length, c1 + c2 + 12)
         sep = "_" * line_length
         print_fn(f'Model: "{self.name}"')
         print_fn(sep)
@@ -157,9 +186,18 @@ class Sequential:
             print_fn(f"{label:<{c1}}{str((None,) + shape):<{c2}}{params:,}")
         print_fn("=" * line_length)
         total = self.count_params()
+        # Non-trainable: the weights of frozen layers, and the non-trainable weights by nature
+        # (BatchNormalization's moving statistics) of every layer.
+        trainable, cur = 0, tuple(self._input_shape or ())
+        for layer, shape, params in rows:
+            if self._trainable and layer.trainable:
+                trainable += params - layer._non_trainable_count(cur)
+            cur = shape
         print_fn(f"Total params: {total:,} ({total * 4 / 1024**2:.2f} MB)")
-        print_fn(f"Trainable params: {total:,}")
-        print_fn("Non-trainable params: 0")
+        print_fn(f"Trainable params: {trainable:,} ({trainable * 4 / 1024**2:.2f} MB)")
+        print_fn(f"Non-trainable params: {total - trainable:,} ({(total - trainable) * 4 / 1024**2:.2f} MB)")
+        if self._trainable_changed_since_compile():
+            print_fn("Note: `trainable` was changed after compile(); call compile() again for fit to use it")
         dev = self.device
         if dev == "cpu":
             info = _core.build_info()
@@ -177,66 +215,123 @@ class Sequential:
 
     # ------------------------------------------------------------------ weights and config
     def get_weights(self) -> List[np.ndarray]:
-        """Kernels and biases in Keras order and layouts (Conv2D (kh, kw, in, out), Dense (in, out))."""
+        """Every weight in Keras order and layouts (Conv2D (kh, kw, in, out), Dense (in, out),
+        BatchNormalization gamma, beta, moving_mean, moving_variance), trainable or not."""
         return [np.array(w, copy=True) for w in self._model().get_weights()]
 
     def set_weights(self, weights: Sequence[ArrayLike]) -> None:
-        """Load weights given in Keras order and layouts (e.g. from a Keras model's get_weights())."""
-        self._model().set_weights([np.ascontiguousarray(w, dtype=np.float32) for w in weights])
+        """Load weights given in Keras order and layouts (e.g. from a Keras model's get_weights()).
+        Arrays of any real dtype are converted to float32."""
+        if isinstance(weights, np.ndarray) or not isinstance(weights, (list, tuple)):
+            raise ValueError(f"set_weights: expected a list of arrays (get_weights() order), got {type(weights).__name__}")
+        names = self._weight_names()
+        arrays = []
+        for i, w in enumerate(weights):
+            a = np.asarray(w)
+            label = names[i] if i < len(names) else f"weight {i}"
+            if a.dtype.kind not in "fiu":
+                raise ValueError(f"set_weights: {label} has dtype {a.dtype}; expected real numbers")
+            arrays.append(np.ascontiguousarray(a, dtype=np.float32))
+        self._model().set_weights(arrays)
 
     def get_config(self) -> Dict[str, Any]:
         cfg_layers = []
         if self._input_shape is not None:
             cfg_layers.append({"class_name": "InputLayer", "config": {"input_shape": list(self._input_shape)}})
         cfg_layers += [layers_mod.serialize(layer) for layer in self.layers]
-        return {"name": self.name, "layers": cfg_layers}
+        cfg: Dict[str, Any] = {"name": self.name, "layers": cfg_layers}
+        if not self._trainable:
+            cfg["trainable"] = False
+        return cfg
 
     @classmethod
     def from_config(cls, config: Dict[str, Any]) -> "Sequential":
+        """The model get_config() described; ValueError for anything else."""
+        if not isinstance(config, dict) or not isinstance(config.get("layers"), list):
+            raise ValueError(f"a Sequential config is a dict with a 'layers' list, got {config!r:.200}")
         model = cls(name=config.get("name"))
         for lc in config["layers"]:
             model.add(layers_mod.deserialize(lc))
+        if config.get("trainable", True) is not True:
+            model._trainable = validation.boolean(config["trainable"], "trainable", "Sequential")
         return model
 
     def _weight_names(self) -> List[str]:
-        """'conv2d/kernel', 'conv2d/bias', ...: the get_weights() order (Conv2D and Dense hold weights)."""
-        return [f"{layer.name}/{kind}" for layer in self.layers
-                if isinstance(layer, (layers_mod.Conv2D, layers_mod.Dense)) for kind in ("kernel", "bias")]
+        """'conv2d/kernel', 'conv2d/bias', 'batch_normalization/gamma', ...: the get_weights() order,
+        named by the core's weight specs."""
+        per_core = self._model().weight_shapes
+        names, k = [], 0
+        for layer in self.layers:
+            n = len(layer._core_configs())
+            names += [f"{layer.name}/{w}" for specs in per_core[k:k + n] for w, _ in specs]
+            k += n
+        return names
 
-    def save(self, filepath: str, overwrite: bool = True) -> None:
-        """Save the model (architecture, weights, compile settings) to an HDF5 file, atomically
-        (a temporary file renamed into place: never a half-written model). The optimizer's
-        moments are not saved: training resumes with a fresh optimizer state."""
-        saving.save_model(self, filepath, overwrite)
+    def save(self, filepath: str, overwrite: bool = True, include_optimizer: bool = True) -> None:
+        """Save the model (architecture, weights, compile settings, step counter and, with
+        ``include_optimizer`` (Keras' default), the optimizer's state: moments, step count,
+        learning rate) to an HDF5 file, atomically (a temporary file flushed and renamed into
+        place: never a half-written model). ``load_model`` then gives a model whose ``fit``
+        continues exactly as this one's would."""
+        saving.save_model(self, filepath, overwrite, include_optimizer)
+
+    def save_weights(self, filepath: str, overwrite: bool = True) -> None:
+        """Save the weights only (Keras order and layouts, with their names and shapes) to an
+        hpcnn HDF5 weights file, atomically; ``load_weights`` reads it back."""
+        saving.save_weights(self, filepath, overwrite)
+
+    def load_weights(self, filepath: str) -> None:
+        """Load weights saved by ``save_weights`` (or the weights of a model file written by
+        ``save``) into this model, by position; every array is checked first, so a file that does
+        not fit raises ValueError and leaves the weights as they were."""
+        saving.load_weights(self, filepath)
 
     # ------------------------------------------------------------------ compile
     def compile(self, optimizer: Union[str, optimizers.Optimizer] = "rmsprop", loss: Any = None,
                 metrics: Optional[Sequence[str]] = None, device: Optional[str] = None, **kwargs: Any) -> None:
-        """Choose optimizer ('adam', 'sgd' or an instance), loss ('categorical_crossentropy' or
-        'sparse_categorical_crossentropy'), metrics (['accuracy']) and, optionally, the device
-        ('cpu', 'gpu', 'gpu:N'; default: the enclosing ``hpcnn.device`` block, else the CPU)."""
-        for k in ("loss_weights", "weighted_metrics", "run_eagerly", "steps_per_execution", "jit_compile"):
-            kwargs.pop(k, None)
-        if kwargs:
-            raise TypeError(f"compile: unexpected arguments {sorted(kwargs)}")
-        if optimizer == "rmsprop":
-            raise ValueError("compile: hpcnn has Adam and SGD; pass optimizer='adam' or 'sgd'")
+        """Choose optimizer ('rmsprop', Keras' default; 'adam', 'adamw', 'sgd' or an instance), loss
+        ('categorical_crossentropy' or 'sparse_categorical_crossentropy'), metrics (['accuracy']) and,
+        optionally, the device
+        ('cpu', 'gpu', 'gpu:N'; default: the enclosing ``hpcnn.device`` block, else the CPU).
+
+        The layers' ``trainable`` flags are taken now (Keras' rule): changing them later takes
+        effect at the next compile(). Keras' execution hints ``run_eagerly``, ``jit_compile`` and
+        ``steps_per_execution`` are checked and have nothing to change (every batch is one C++
+        call); ``loss_weights`` and ``weighted_metrics`` are not supported."""
+        for k in ("loss_weights", "weighted_metrics"):
+            if kwargs.pop(k, None) is not None:
+                raise ValueError(f"compile: {k} is not supported")
+        if "run_eagerly" in kwargs:
+            validation.boolean(kwargs.pop("run_eagerly"), "run_eagerly", "compile")
+        if "jit_compile" in kwargs:
+            jit = kwargs.pop("jit_compile")
+            if jit != "auto":
+                validation.boolean(jit, "jit_compile", "compile")
+        if "steps_per_execution" in kwargs:
+            validation.integer(kwargs.pop("steps_per_execution"), "steps_per_execution", "compile")
+        validation.no_other_arguments(kwargs, "compile")
         if loss is None:
             raise ValueError("compile: a loss is required ('categorical_crossentropy' or "
                              "'sparse_categorical_crossentropy')")
         opt = optimizers.get(optimizer)
         loss_name, from_logits = losses.resolve(loss)
+        if metrics is not None and (isinstance(metrics, (str, bytes)) or not isinstance(metrics, (list, tuple))):
+            raise ValueError(f"compile: metrics must be a list such as ['accuracy'], got {metrics!r}")
         metrics = list(metrics or [])
         for m in metrics:
-            if m not in _ACCURACY_NAMES:
+            if not isinstance(m, str) or m not in _ACCURACY_NAMES:
                 raise ValueError(f"compile: unknown metric {m!r}; hpcnn reports 'accuracy'")
         target = device if device is not None else devices.current_scope()
         core = self._model()
         if target is not None:
             core.to(devices.normalize(target))
-        core.compile(opt._core_config(), loss_name, from_logits)
+        mask = self._trainable_mask()
+        core.compile(opt._core_config(self._weight_names()), loss_name, from_logits)
+        core.set_trainable(mask)
         self.optimizer = opt
-        self._compiled = {"loss": loss_name, "accuracy": bool(metrics), "from_logits": from_logits}
+        opt._attach(self)  # optimizer.learning_rate / iterations read this model's core from now on
+        self._compiled = {"loss": loss_name, "accuracy": bool(metrics), "from_logits": from_logits,
+                          "trainable": mask}
 
     @property
     def compiled(self) -> bool:
@@ -253,9 +348,13 @@ class Sequential:
             self._model().to(scope)
 
     def _sync_learning_rate(self) -> None:
-        if self.optimizer is not None and self._core is not None:
-            if abs(self._core.learning_rate - self.optimizer.learning_rate) > 0:
-                self._core.learning_rate = self.optimizer.learning_rate
+        """A float rate set on the optimizer reaches the core (also when the optimizer was given to
+        another model's compile since); a schedule is evaluated by the core itself."""
+        opt = self.optimizer
+        if opt is not None and self._core is not None and self._compiled is not None:
+            if not isinstance(opt._learning_rate, optimizers.LearningRateSchedule):
+                if self._core.learning_rate != opt._learning_rate:
+                    self._core.learning_rate = opt._learning_rate
 
 
     # ------------------------------------------------------------------ training (training.py)
@@ -283,7 +382,7 @@ class Sequential:
     def predict(self, x: Any, batch_size: Optional[int] = None, verbose: Union[int, str] = 0,
                 **kwargs: Any) -> np.ndarray:
         """Model outputs (class probabilities for a softmax model) as a NumPy array."""
-        return training.predict(self, x, batch_size, kwargs)
+        return training.predict(self, x, batch_size, verbose, kwargs)
 
     def predict_classes(self, x: Any, batch_size: Optional[int] = None) -> np.ndarray:
         """Class indices (``argmax`` of predict), the call Keras removed and the tutorial uses."""

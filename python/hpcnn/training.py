@@ -2,28 +2,35 @@
 
 ``Sequential.fit`` / ``evaluate`` / ``predict`` / ``*_on_batch`` (models.py) own the public
 signatures and defaults and call the functions here with the model as first argument. Each batch is
-one C++ call (``train_batch``, ``test_batch`` or ``predict_batch``, GIL released); Python only
-slices or fetches batches, prepares them for the core, and runs callbacks and the progress bar.
+one C++ call (``train_step``, ``test_step`` or ``predict_step``, GIL released) that runs the step
+on its batch and stages the next one (on a GPU the next batch's upload overlaps this step's
+backward pass); the following call passes ``None`` for the batch the core already holds. Python
+only slices or fetches batches, prepares them for the core, and runs callbacks and the progress
+bar. A batch is the tuple ``(x, y, rows, decode)`` the core takes: ``rows`` selects rows of x and y
+(a shuffled epoch over arrays), ``decode`` is ``(scale, shift)`` for a uint8 x that the model is
+to decode itself (an HDF5Dataset feeding a GPU model), else None.
 """
 from __future__ import annotations
 
+import itertools
 import time
+import warnings
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _core, progress
-from .callbacks import Callback, History
+from . import _core, interrupts, progress, saving, threads, validation
+from .callbacks import BackupAndRestore, Callback, History, ModelCheckpoint
 
 if TYPE_CHECKING:  # models.py imports this module; the model is only passed in
     from .models import Sequential
 
 ArrayLike = Any
 
-# fit stages batch b+1 with core.prefetch while step b runs (see fit). Costs nothing measurable
-# on the CPU (the staging work moves from train_batch to prefetch), so it is always on; the
-# tests switch it off to compare.
-PREFETCH = True
+# Each step call also stages the next batch (see fit). Costs nothing measurable on the CPU (the
+# staging work only moves from one call to the one before), so it is always on; the tests switch it
+# off to compare (then every call stages its own batch).
+STAGE_NEXT = True
 
 
 def is_dataset(obj: Any) -> bool:
@@ -34,17 +41,52 @@ def is_dataset(obj: Any) -> bool:
 
 # ---------------------------------------------------------------------- data plumbing
 def prepare_targets(model: "Sequential", y: ArrayLike) -> np.ndarray:
-    """Targets as the compiled loss wants them: float32 one-hot rows or int32 class indices."""
+    """Targets as the compiled loss wants them: float32 one-hot rows or int32 class indices. Class
+    indices are range-checked on their own type before the cast to int32 (an int64 label 2**32+3
+    must not become class 3)."""
     comp = model._require_compiled("fit")
     y = np.asarray(y)
     if comp["loss"] == "categorical_crossentropy":
+        if y.dtype.kind not in "fiub":
+            raise ValueError(f"targets have dtype {y.dtype}; expected numbers (one-hot rows)")
         return np.ascontiguousarray(y, dtype=np.float32)
-    if y.dtype.kind == "f":
-        if not np.all(np.isfinite(y)) or not np.all(y == np.round(y)):
-            raise ValueError("sparse_categorical_crossentropy needs whole-number class indices")
-    elif y.dtype.kind not in "iub":
-        raise ValueError(f"targets have dtype {y.dtype}; expected integers")
-    return np.ascontiguousarray(y, dtype=np.int32)
+    classes = int(model._model().output_shapes[-1][-1])
+    return validation.class_indices(y, classes)
+
+
+def check_verbose(verbose: Any, caller: str) -> Any:
+    """0, 1, 2 (or True/False), 'auto' or None, as Keras takes them."""
+    if verbose is None or (isinstance(verbose, str) and verbose == "auto"):
+        return verbose
+    if isinstance(verbose, (bool, np.bool_)) or (validation.is_integer(verbose) and verbose in (0, 1, 2)):
+        return int(verbose)
+    raise ValueError(f"{caller}: Invalid value for argument `verbose`. Expected 'auto', 0, 1 or 2. "
+                     f"Received: verbose={verbose!r}")
+
+
+def check_callbacks(callbacks: Any, caller: str) -> List[Callback]:
+    if callbacks is None:
+        return []
+    if isinstance(callbacks, Callback):
+        return [callbacks]
+    if isinstance(callbacks, (str, bytes)) or not isinstance(callbacks, (list, tuple)):
+        raise ValueError(f"{caller}: callbacks must be a list of hpcnn.callbacks.Callback, got {callbacks!r}")
+    for cb in callbacks:
+        if not isinstance(cb, Callback):
+            raise ValueError(f"{caller}: callbacks must be hpcnn.callbacks.Callback instances, got {cb!r}")
+    return list(callbacks)
+
+
+def check_unsupported(kwargs: Dict[str, Any], caller: str, unsupported: Sequence[str],
+                      ignored: Sequence[str] = ()) -> None:
+    """Keras arguments hpcnn does not implement raise when given a value; `ignored` ones (Keras'
+    multiprocessing knobs: hpcnn's loader is native) may be given; anything else is a TypeError."""
+    for k in unsupported:
+        if kwargs.pop(k, None) is not None:
+            raise ValueError(f"{caller}: {k} is not supported")
+    for k in ignored:
+        kwargs.pop(k, None)
+    validation.no_other_arguments(kwargs, caller)
 
 
 def prepare_inputs(x: ArrayLike) -> np.ndarray:
@@ -57,44 +99,56 @@ def prepare_inputs(x: ArrayLike) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.float32)
 
 
+Batch = Tuple[Any, Any, Optional[np.ndarray], Optional[Tuple[Any, Any]]]  # (x, y, rows, decode)
+
+
 def array_batches(model: "Sequential", x: np.ndarray, y: Optional[np.ndarray], batch_size: int, shuffle: bool,
-                  epoch: int) -> Iterator[Tuple[np.ndarray, Optional[np.ndarray], Optional[np.ndarray]]]:
-    """(x, y, rows) per batch: contiguous slices, or the full arrays plus row indices that the
-    core gathers (no NumPy copy) when shuffling."""
+                  epoch: int, first_batch: int = 0) -> Iterator[Batch]:
+    """(x, y, rows, None) per batch: contiguous slices, or the full arrays plus row indices that
+    the core gathers (no NumPy copy) when shuffling. The order is a pure function of the model's
+    seed and the epoch; `first_batch` starts the epoch there (a resumed run)."""
     n = len(x)
     if shuffle:
         order = np.random.default_rng([model._seed or 0, epoch]).permutation(n)
-        for b in range(0, n, batch_size):
-            yield x, y, order[b:b + batch_size]
+        for b in range(first_batch * batch_size, n, batch_size):
+            yield x, y, order[b:b + batch_size], None
     else:
-        for b in range(0, n, batch_size):
-            yield x[b:b + batch_size], (y[b:b + batch_size] if y is not None else None), None
+        for b in range(first_batch * batch_size, n, batch_size):
+            yield x[b:b + batch_size], (y[b:b + batch_size] if y is not None else None), None, None
 
 
-def dataset_batches(model: "Sequential", ds: Any, epoch: int, shuffle: bool) -> Iterator[Tuple[Any, Any, None]]:
-    """(x, y, None) per batch of a native dataset (decoded for the model's device) or of a
-    Sequence-style object (its items in order, or shuffled by the model's seed and the epoch)."""
+def dataset_batches(model: "Sequential", ds: Any, epoch: int, shuffle: bool, first_batch: int = 0) -> Iterator[Batch]:
+    """(x, y, None, decode) per batch of a native dataset (made for the model's device: on a GPU a
+    uint8 dataset's x as stored, with the decode the model applies there) or of a Sequence-style
+    object (its items in order, or shuffled by the model's seed and the epoch; decode None).
+    `first_batch` starts the epoch there (a resumed run): an HDF5Dataset does not read the batches
+    before it; other datasets with ``epoch_batches`` are iterated past them."""
+    if hasattr(ds, "_model_batches"):
+        for xb, yb, decode in ds._model_batches(epoch, device=model._model().device, first_batch=first_batch):
+            yield xb, yb, None, decode
+        return
     if hasattr(ds, "epoch_batches"):
-        for xb, yb in ds.epoch_batches(epoch, device=model._model().device):
-            yield xb, yb, None
+        for xb, yb in itertools.islice(ds.epoch_batches(epoch, device=model._model().device), first_batch, None):
+            yield xb, yb, None, None
         return
     order = np.arange(len(ds))
     if shuffle:
         order = np.random.default_rng([model._seed or 0, epoch, 1]).permutation(len(ds))
-    for i in order:
+    for i in order[first_batch:]:
         item = ds[int(i)]
         if not isinstance(item, tuple) or len(item) < 2:
             raise ValueError(f"the dataset's item {i} is not an (x, y) tuple")
-        yield item[0], item[1], None
+        yield item[0], item[1], None, None
     if hasattr(ds, "on_epoch_end"):
         ds.on_epoch_end()
 
 
-def fetch_batch(model: "Sequential", it: Iterator[Any], is_ds: bool) -> Optional[Tuple[str, Any]]:
-    """The next batch of `it` for fit: ("ok", (x, y, rows)) prepared for the core, None at the
-    end, or the exception that fetching ("next_error") or preparing ("prepare_error") raised."""
+def fetch_batch(model: "Sequential", it: Iterator[Batch], is_ds: bool) -> Optional[Tuple[str, Any]]:
+    """The next batch of `it` for fit: ("ok", (x, y, rows, decode)) prepared for the core, None at
+    the end, or the exception that fetching ("next_error") or preparing ("prepare_error") raised,
+    kept to be raised at the batch's turn."""
     try:
-        xb, yb, rows = next(it)
+        xb, yb, rows, decode = next(it)
     except StopIteration:
         return None
     except Exception as err:  # Ctrl-C (KeyboardInterrupt) is not caught: it stops fit as before
@@ -105,7 +159,45 @@ def fetch_batch(model: "Sequential", it: Iterator[Any], is_ds: bool) -> Optional
             yb = prepare_targets(model, yb)
         except Exception as err:  # raised (and a ValueError numbered) at the batch's turn
             return ("prepare_error", err)
-    return ("ok", (xb, yb, rows))
+    return ("ok", (xb, yb, rows, decode))
+
+
+# ---------------------------------------------------------------------- early shape checks
+# fit checks the shapes of its data against the model before the first epoch, so a wrong shape
+# is one clear ValueError before anything is printed or trained, not an error at "batch 1".
+def check_shapes(model: "Sequential", where: str, x: Any, y: Any, x_name: str, y_name: str) -> None:
+    """ValueError naming `x_name`/`y_name` when x's per-sample shape is not the model's input
+    shape, or y's shape does not fit the compiled loss. Arrays are checked fully; a dataset by
+    its declared row shape (``x_shape``) when it has one."""
+    want_x = tuple(model._input_shape or ())
+    expects = (None,) + want_x
+
+    def fits(per_sample: Tuple[int, ...]) -> bool:  # as the core: (H, W) samples fit an (H, W, 1) input
+        return per_sample == want_x or per_sample + (1,) == want_x
+
+    if is_dataset(x):
+        got = getattr(x, "x_shape", None)
+        if got is not None and want_x and not fits(tuple(got)):
+            raise ValueError(f"{where}: input shape mismatch: the model expects {expects} but got "
+                             f"{(None,) + tuple(got)} ({x_name} delivers samples of shape {tuple(got)})")
+        return
+    xs = tuple(np.shape(x))
+    if want_x and not fits(xs[1:]):
+        raise ValueError(f"{where}: input shape mismatch: the model expects {expects} but got {xs} ({x_name})")
+    if y is None:
+        return
+    ys = tuple(np.shape(y))
+    units = model.output_shape[-1]
+    loss = model._require_compiled(where)["loss"]
+    if loss == "categorical_crossentropy" and (len(ys) != 2 or ys[1] != units):
+        raise ValueError(f"{where}: categorical_crossentropy needs one-hot targets of shape (n, {units}), but "
+                         f"{y_name} has shape {ys}: use hpcnn.utils.to_categorical(y, {units}) (or "
+                         f"HDF5Dataset(..., one_hot={units})), or loss='sparse_categorical_crossentropy' for "
+                         "class indices")
+    if loss == "sparse_categorical_crossentropy" and not (len(ys) == 1 or (len(ys) == 2 and ys[1] == 1)):
+        hint = "; these look one-hot: use loss='categorical_crossentropy'" if len(ys) == 2 else ""
+        raise ValueError(f"{where}: sparse_categorical_crossentropy needs class indices of shape (n,) or (n, 1), "
+                         f"but {y_name} has shape {ys}{hint}")
 
 
 # ---------------------------------------------------------------------- training
@@ -113,20 +205,31 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
         callbacks: Optional[Sequence[Callback]], validation_split: float, validation_data: Any, shuffle: bool,
         initial_epoch: int, steps_per_epoch: Optional[int], validation_batch_size: Optional[int],
         validation_freq: int, kwargs: Dict[str, Any]) -> History:
-    """``Sequential.fit``: checks the arguments, then runs the epochs (one ``train_batch`` call per
-    batch, the next batch prefetched), the callbacks, the progress bar and validation."""
-    for k in ("class_weight", "sample_weight", "workers", "use_multiprocessing", "max_queue_size"):
-        v = kwargs.pop(k, None)
-        if k in ("class_weight", "sample_weight") and v is not None:
-            raise ValueError(f"fit: {k} is not supported")
-    if kwargs:
-        raise TypeError(f"fit: unexpected arguments {sorted(kwargs)}")
+    """``Sequential.fit``: checks the arguments, then runs the epochs (one ``train_step`` call per
+    batch, which also stages the next batch), the callbacks, the progress bar and validation."""
+    check_unsupported(kwargs, "fit", ("class_weight", "sample_weight", "validation_steps"),
+                      ("workers", "use_multiprocessing", "max_queue_size"))
+    batch_size = validation.integer(batch_size, "batch_size", "fit", allow_none=True)
+    epochs = validation.integer(epochs, "epochs", "fit", minimum=0, maximum=None)
+    initial_epoch = validation.integer(initial_epoch, "initial_epoch", "fit", minimum=0, maximum=None)
+    steps_per_epoch = validation.integer(steps_per_epoch, "steps_per_epoch", "fit", maximum=None, allow_none=True)
+    validation_batch_size = validation.integer(validation_batch_size, "validation_batch_size", "fit",
+                                               allow_none=True)
+    validation_freq = validation.integer(validation_freq, "validation_freq", "fit", maximum=None)
+    validation_split = validation.number(validation_split, "validation_split", "fit", low=0.0, high=1.0,
+                                         high_open=True, expected="a float between 0 and 1 (1 excluded)")
+    shuffle = validation.boolean(shuffle, "shuffle", "fit")
+    verbose = check_verbose(verbose, "fit")
+    user_callbacks = check_callbacks(callbacks, "fit")
     comp = model._require_compiled("fit")
+    if epochs < initial_epoch:
+        raise ValueError(f"fit: epochs ({epochs}) must be >= initial_epoch ({initial_epoch})")
+    if model._trainable_changed_since_compile():
+        warnings.warn("fit: a layer's `trainable` was changed after compile(); as in Keras, fit trains with the "
+                      "setting of the last compile(): call compile() again to apply it", UserWarning, stacklevel=3)
     model._follow_device_scope()
     core = model._model()
     verbose = progress.resolve_verbose(verbose)
-    if epochs < initial_epoch:
-        raise ValueError(f"fit: epochs ({epochs}) must be >= initial_epoch ({initial_epoch})")
 
     if x is None:
         raise ValueError("fit: no training data (x)")
@@ -134,6 +237,12 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
     if is_ds:
         if y is not None:
             raise ValueError("fit: y must be None when x is a dataset (it yields (x, y) batches)")
+        if batch_size is not None:
+            raise ValueError("fit: the `batch_size` argument must not be specified when x is a dataset: its "
+                             "batches are sized by the dataset (e.g. HDF5Dataset(..., batch_size=...))")
+        if validation_split:
+            raise ValueError("fit: Argument `validation_split` is only supported for NumPy arrays; pass "
+                             "validation_data=... with a dataset")
         steps = len(x)
     else:
         if y is None:
@@ -145,121 +254,329 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
         if len(x) == 0:
             raise ValueError("fit: x is empty")
         if validation_split and validation_data is None:
-            if not 0.0 < validation_split < 1.0:
-                raise ValueError("fit: validation_split must be in (0, 1)")
             cut = int(len(x) * (1.0 - validation_split))
+            if cut == 0 or cut == len(x):
+                raise ValueError(f"fit: Training data contains {len(x)} samples, which is not sufficient to split it "
+                                 f"into a validation and training set as specified by "
+                                 f"`validation_split={validation_split}`. Either provide more data, or a different "
+                                 "value for the `validation_split` argument.")
             validation_data = (x[cut:], y[cut:])
             x, y = x[:cut], y[:cut]
-        batch_size = int(batch_size or 32)
-        if batch_size <= 0:
-            raise ValueError(f"fit: batch_size must be positive, got {batch_size}")
+        batch_size = batch_size or 32
         steps = (len(x) + batch_size - 1) // batch_size
     if steps_per_epoch is not None:
-        steps = min(steps, int(steps_per_epoch))
+        steps = min(steps, steps_per_epoch)
     if steps == 0:
         raise ValueError("fit: the training data has no batches")
+    check_shapes(model, "fit", x, y, "x", "y")
+    if validation_data is not None and is_dataset(validation_data) and not isinstance(validation_data, tuple):
+        check_shapes(model, "fit", validation_data, None, "validation_data", "")
+    elif validation_data is not None and isinstance(validation_data, (tuple, list)) and len(validation_data) >= 2:
+        check_shapes(model, "fit", validation_data[0], validation_data[1], "validation_data x", "validation_data y")
+    validation_data = check_validation_data(model, validation_data)
 
     history = History()
-    cbs: List[Callback] = list(callbacks or []) + [history]
+    cbs: List[Callback] = user_callbacks + [history]
+    backups = [cb for cb in user_callbacks if isinstance(cb, BackupAndRestore)]
+    if len(backups) > 1:
+        raise ValueError(f"fit: at most one BackupAndRestore callback, got {len(backups)}")
     params = {"epochs": epochs, "steps": steps, "verbose": verbose, "batch_size": batch_size}
     for cb in cbs:
         cb.set_model(model)
         cb.set_params(params)
     model.stop_training = False
-    if verbose:
-        print(f"Training on {core.device} ({_core.get_num_threads()} CPU threads)" if core.device == "cpu"
+    if verbose:  # on the CPU, the thread count, and why when it is below the CPUs this process may use
+        print(f"Training on {core.device} with {threads.describe()}" if core.device == "cpu"
               else f"Training on {core.device}", flush=True)
-    for cb in cbs:
-        cb.on_train_begin()
-    want_acc = comp["accuracy"]
-    try:
-        for epoch in range(initial_epoch, epochs):
-            if verbose:
-                print(f"Epoch {epoch + 1}/{epochs}", flush=True)
+    run = _Run(model, cbs, history, backups[0] if backups else None, x, y, is_ds, steps, batch_size, shuffle,
+               epochs, initial_epoch, verbose, validation_data, validation_batch_size, validation_freq, comp)
+    # SIGTERM, SIGUSR1 and SIGINT stop training at the next batch boundary while fit runs
+    # (interrupts.py); the previous handlers are back when fit returns.
+    with interrupts.StopRequests() as stop:
+        run.stop = stop
+        for cb in cbs:
+            cb.on_train_begin({})  # logs passed as Keras does: LambdaCallback functions take them
+        try:
+            run.train()
+        except KeyboardInterrupt:
+            # A second Ctrl-C (or a callback raising KeyboardInterrupt): stop now, without a final
+            # checkpoint (the last backup stays valid), as Ctrl-C always stopped fit.
+            history.interrupted, history.interrupted_by = True, "SIGINT"
+            print("\nTraining interrupted (Ctrl-C): the model keeps the weights of the last completed batch; "
+                  f"history has {len(history.epoch)} complete epoch(s).", flush=True)
+        if not history.interrupted and run.backup is not None:
+            run.backup._training_finished()
+        for cb in cbs:
+            cb.on_train_end({k: v[-1] for k, v in history.history.items()})  # the last epoch's logs, as Keras
+    model.history = history
+    return history
+
+
+class _StopInValidation(Exception):
+    """A stop signal arrived while fit validated: the epoch ends there (its training is done)."""
+
+
+class _Run:
+    """One fit's epochs: the batch loop, validation, callbacks, backups and stop signals. The
+    training position is (epoch, batch): the next batch to train; a partly trained epoch also
+    carries its running sums (loss, correct, rows seen, seconds), which backups save so that a
+    resumed epoch logs what the uninterrupted one would."""
+
+    def __init__(self, model: "Sequential", cbs: List[Callback], history: History,
+                 backup: Optional[BackupAndRestore], x: Any, y: Any, is_ds: bool, steps: int,
+                 batch_size: Optional[int], shuffle: bool, epochs: int, initial_epoch: int, verbose: int,
+                 validation_data: Any, validation_batch_size: Optional[int], validation_freq: int,
+                 comp: Dict[str, Any]) -> None:
+        self.model, self.core, self.cbs, self.history, self.backup = model, model._model(), cbs, history, backup
+        self.checkpoints = [cb for cb in cbs if isinstance(cb, ModelCheckpoint)]
+        self.x, self.y, self.is_ds, self.steps, self.batch_size, self.shuffle = x, y, is_ds, steps, batch_size, shuffle
+        self.epochs, self.initial_epoch, self.verbose = epochs, initial_epoch, verbose
+        self.validation_data, self.validation_batch_size = validation_data, validation_batch_size
+        self.validation_freq, self.want_acc = validation_freq, comp["accuracy"]
+        self.stop: interrupts.StopRequests = interrupts.StopRequests()
+        self.bar: Any = None
+        # What the data looked like: a backup is resumed only by a fit over the same batches.
+        self.signature = {"data": type(x).__name__ if is_ds else "arrays", "steps": steps, "batch_size": batch_size,
+                          "rows": int(getattr(x, "num_rows", 0)) or None if is_ds else int(len(x)),
+                          "shuffle": bool(shuffle),
+                          "data_seed": int(x.seed) if is_ds and hasattr(x, "_set_seed") else None}
+
+    # ------------------------------------------------------------------ positions and checkpoints
+    def position(self, epoch: int, batch: int, sums: Tuple[float, float, int], seconds: float) -> Dict[str, Any]:
+        return {"epoch": epoch, "batch": batch, "loss_sum": float(sums[0]), "correct": float(sums[1]),
+                "seen": int(sums[2]), "seconds": float(seconds), "stop_training": bool(self.model.stop_training)}
+
+    def write_backup(self, position: Dict[str, Any]) -> None:
+        assert self.backup is not None
+        self.backup._write(self.cbs, self.signature, position)
+
+    def stopped(self, position: Dict[str, Any], logs: Dict[str, float]) -> None:
+        """A stop signal was seen at `position`: final checkpoints, then the History is marked."""
+        name = self.stop.requested or "SIGINT"
+        notes = []
+        with self.stop.writing():
+            if self.backup is not None:
+                here = (position["epoch"], position["batch"])
+                if self.backup._last_position != here:
+                    self.write_backup(position)
+                notes.append(f"Backup written to '{self.backup.backup_dir}': a fit with the same BackupAndRestore "
+                             "continues from there")
+            for mc in self.checkpoints:
+                notes.append(mc._on_stop(position["epoch"], position["batch"], logs))
+        self.history.interrupted, self.history.interrupted_by = True, name
+        what = "interrupted (Ctrl-C)" if name == "SIGINT" else f"stopped by {name}"
+        where = (f"after batch {position['batch']} of {self.steps} of epoch {position['epoch'] + 1}"
+                 if position["batch"] else f"before epoch {position['epoch'] + 1}")
+        print(f"\nTraining {what} {where}: the model keeps the weights of the last completed batch; "
+              f"history has {len(self.history.epoch)} complete epoch(s)." + "".join(f" {n}." for n in notes),
+              flush=True)
+
+    # ------------------------------------------------------------------ the epochs
+    def train(self) -> None:
+        model, core, cbs = self.model, self.core, self.cbs
+        start_epoch, start = self.initial_epoch, None
+        if self.backup is not None:
+            start = self.backup._restore(cbs, self.signature, self.x if self.is_ds else None)
+            if start is not None:
+                start_epoch = int(start["epoch"])
+                model.stop_training = bool(start.get("stop_training", False))
+        resume_lr = None
+        if start is not None and start["batch"] > 0 and saving.fixed_rate(model.optimizer):
+            resume_lr = (model.optimizer._learning_rate, core.learning_rate)  # what the epoch trained with
+        for epoch in range(start_epoch, self.epochs):
+            first = int(start["batch"]) if start is not None and epoch == start_epoch else 0
+            sums = ((start["loss_sum"], start["correct"], int(start["seen"])) if first else (0.0, 0.0, 0))
+            seconds_before = float(start["seconds"]) if first else 0.0
+            if self.stop.requested:  # arrived between epochs (or while resuming)
+                return self.stopped(self.position(epoch, first, sums, seconds_before), {})
+            # The bar prints "Epoch e/E" above itself (in Jupyter: inside its one display).
+            bar = self.bar = progress.ProgressBar(self.steps, self.verbose, title=f"Epoch {epoch + 1}/{self.epochs}")
             for cb in cbs:
-                cb.on_epoch_begin(epoch)
+                cb.on_epoch_begin(epoch, {})
+            if first and resume_lr is not None:
+                # The epoch began before the backup: a rate its on_epoch_begin set (LearningRateScheduler)
+                # is in the restored rate, and setting it again here would apply the rule twice.
+                model.optimizer.learning_rate = resume_lr[0]
+                core.learning_rate = resume_lr[1]
             model._sync_learning_rate()
-            bar = progress.ProgressBar(steps, verbose)
-            loss_sum = correct = 0.0
-            seen = 0
             t0 = time.perf_counter()
-            batches = (dataset_batches(model, x, epoch, shuffle) if is_ds
-                       else array_batches(model, x, y, batch_size, shuffle, epoch))
-            logs: Dict[str, float] = {}
-            try:
-                # One batch ahead: batch b+1 is fetched (and prepared) right after train_batch(b)
-                # returns and handed to core.prefetch, which on a GPU uploads it on the copy
-                # stream while step b's backward pass still runs. Fetch errors are kept and
-                # raised at that batch's turn, where the loop would have raised them itself.
-                it = iter(batches)
-                ahead = fetch_batch(model, it, is_ds)
-                b = 0
-                while ahead is not None:
-                    kind, item = ahead
-                    if kind == "next_error":
-                        raise item
-                    if b >= steps:
-                        break
-                    for cb in cbs:
-                        cb.on_train_batch_begin(b)
-                    try:
-                        if kind == "prepare_error":
-                            raise item
-                        ls, c, n = core.train_batch(*item)
-                    except ValueError as err:
-                        raise ValueError(f"epoch {epoch + 1}, batch {b + 1}: {err}") from err
-                    ahead = fetch_batch(model, it, is_ds)
-                    if ahead is not None and ahead[0] == "ok" and b + 1 < steps and PREFETCH:
-                        try:
-                            core.prefetch(*ahead[1])
-                        except Exception:
-                            pass  # train_batch stages it again and reports the error with its batch number
-                    loss_sum += ls
-                    correct += c
-                    seen += n
-                    logs = {"loss": loss_sum / seen}
-                    if want_acc:
-                        logs["accuracy"] = correct / seen
-                    bar.update(b + 1, logs)
-                    for cb in cbs:
-                        cb.on_train_batch_end(b, logs)
-                    if model.stop_training:
-                        break
-                    b += 1
-            finally:
-                if hasattr(batches, "close"):
-                    batches.close()  # stops a dataset's producer when we leave early
-            seconds = time.perf_counter() - t0
-            logs = {"loss": loss_sum / max(seen, 1)}
-            if want_acc:
+            done, sums, logs, stop_at, diverged = self.train_batches(epoch, first, sums, t0, seconds_before)
+            if stop_at is not None:
+                return self.stopped(stop_at, logs)
+            seconds = seconds_before + time.perf_counter() - t0
+            loss_sum, correct, seen = sums
+            logs = {"loss": loss_sum / max(seen, 1) if diverged is None else diverged}
+            if self.want_acc:
                 logs["accuracy"] = correct / max(seen, 1)
-            if validation_data is not None and (epoch + 1 - initial_epoch) % validation_freq == 0:
-                vx, vy = (validation_data, None) if is_dataset(validation_data) else validation_data[:2]
-                vres = evaluate_loss_accuracy(model, vx, vy, validation_batch_size or batch_size or 32)
+            if self.validation_data is not None and (epoch + 1 - self.initial_epoch) % self.validation_freq == 0:
+                vx, vy = self.validation_data
+                try:
+                    vres = evaluate_loss_accuracy(model, vx, vy, self.validation_batch_size or self.batch_size or 32,
+                                                  should_stop=lambda: self.stop.requested is not None)
+                except _StopInValidation:
+                    return self.stopped(self.position(epoch, done, sums, seconds), logs)
                 logs["val_loss"] = vres[0]
-                if want_acc:
+                if self.want_acc:
                     logs["val_accuracy"] = vres[1]
             logs["seconds"] = seconds
             logs["images_per_second"] = seen / seconds if seconds > 0 else 0.0
             bar.finish(logs)
             for cb in cbs:
                 cb.on_epoch_end(epoch, logs)
+            if self.backup is not None and self.backup.save_freq == "epoch":
+                with self.stop.writing():
+                    self.write_backup(self.position(epoch + 1, 0, (0.0, 0.0, 0), 0.0))
             if model.stop_training:
                 break
-    except KeyboardInterrupt:
-        history.interrupted = True
-        print("\nTraining interrupted (Ctrl-C): the model keeps the weights of the last completed batch; "
-              f"history has {len(history.epoch)} complete epoch(s).", flush=True)
+        # A stop signal after the last epoch's end changes nothing: training is complete.
+
+    def train_batches(self, epoch: int, first: int, sums: Tuple[float, float, int], t0: float,
+                      seconds_before: float) -> Tuple[int, Tuple[float, float, int], Dict[str, float], Any,
+                                                       Optional[float]]:
+        """Batches first.. of the epoch, one core call each. Returns (batches done, sums, last
+        logs, the position where a stop signal ended it or None, the non-finite loss of a batch a
+        callback stopped training at or None)."""
+        model, core, cbs, steps = self.model, self.core, self.cbs, self.steps
+        loss_sum, correct, seen = sums
+        batches = (dataset_batches(model, self.x, epoch, self.shuffle, first) if self.is_ds
+                   else array_batches(model, self.x, self.y, self.batch_size, self.shuffle, epoch, first))
+        logs: Dict[str, float] = {}
+        diverged: Optional[float] = None  # the non-finite loss of a batch a callback stopped at
+        staged = False  # whether the core holds the batch of this step (staged by the last call)
+        b = first
+        try:
+            if model.stop_training:  # resumed from a backup written after a callback stopped training
+                return b, (loss_sum, correct, seen), logs, None, None
+            # One call per batch: train_step(batch b, batch b+1) trains on b and stages b+1,
+            # which on a GPU uploads on the copy stream while b's backward pass still runs; the
+            # next call passes None for it. An error of batch b+1 (fetching it, preparing it,
+            # or staging it in the core) is raised at that batch's turn, with its number.
+            it = iter(batches)
+            current = fetch_batch(model, it, self.is_ds)
+            while current is not None:
+                kind, item = current
+                if kind == "next_error":
+                    raise item
+                if b >= steps:
+                    break
+                for cb in cbs:
+                    cb.on_train_batch_begin(b, {})
+                upcoming = fetch_batch(model, it, self.is_ds)
+                nxt = (upcoming[1] if STAGE_NEXT and b + 1 < steps and upcoming is not None
+                       and upcoming[0] == "ok" else None)
+                try:
+                    if kind == "prepare_error":
+                        raise item
+                    ls, c, n = core.train_step(None if staged else item, nxt)
+                except _core.NonFiniteLossError as err:
+                    # The core did not update the weights. As Keras, the callbacks see the
+                    # batch's loss; one that stops training (TerminateOnNaN) ends fit quietly,
+                    # else the error stands.
+                    staged = False  # the next batch was not staged: the step stopped before
+                    if not stop_on_non_finite(model, cbs, b, float(err.loss), logs):
+                        raise ValueError(f"epoch {epoch + 1}, batch {b + 1}: {err}") from err
+                    diverged = float(err.loss)
+                    break
+                except ValueError as err:
+                    raise ValueError(f"epoch {epoch + 1}, batch {b + 1}: {err}") from err
+                staged = nxt is not None
+                current = upcoming
+                loss_sum += ls
+                correct += c
+                seen += n
+                logs = {"loss": loss_sum / seen}
+                if self.want_acc:
+                    logs["accuracy"] = correct / seen
+                self.bar.update(b + 1, logs)
+                for cb in cbs:
+                    cb.on_train_batch_end(b, logs)
+                b += 1
+                # The batch boundary: a backup when one is due, then a stop signal is looked at.
+                here = self.position(epoch, b, (loss_sum, correct, seen),
+                                     seconds_before + time.perf_counter() - t0)
+                if self.backup is not None and self.backup._due_after_batch():
+                    with self.stop.writing():
+                        self.write_backup(here)
+                if self.stop.requested:
+                    return b, (loss_sum, correct, seen), logs, here, None
+                if model.stop_training:
+                    break
+        finally:
+            if staged:
+                core.drop_staged()  # left over when stopping early: release its arrays now
+            if hasattr(batches, "close"):
+                batches.close()  # stops a dataset's producer when we leave early
+        return b, (loss_sum, correct, seen), logs, None, diverged
+
+
+def stop_on_non_finite(model: "Sequential", cbs: Sequence[Callback], batch: int, loss: float,
+                       logs: Dict[str, float]) -> bool:
+    """A batch's loss was NaN or inf (the core kept the weights): its logs, with that loss, go to the
+    callbacks' on_train_batch_end as Keras gives them; True when one of them stopped training."""
+    batch_logs = dict(logs)
+    batch_logs["loss"] = loss
     for cb in cbs:
-        cb.on_train_end()
-    model.history = history
-    return history
+        cb.on_train_batch_end(batch, batch_logs)
+    return bool(model.stop_training)
+
+
+def check_validation_data(model: "Sequential", validation_data: Any) -> Optional[Tuple[Any, Any]]:
+    """fit's validation_data as (x, y) ready for evaluate_loss_accuracy ((dataset, None) for a
+    dataset), checked before the first epoch rather than after it."""
+    if validation_data is None:
+        return None
+    if is_dataset(validation_data) and not isinstance(validation_data, tuple):
+        return validation_data, None
+    if not isinstance(validation_data, (tuple, list)) or len(validation_data) not in (2, 3):
+        raise ValueError("fit: validation_data must be a tuple (x_val, y_val) or a dataset, got "
+                         f"{type(validation_data).__name__}")
+    if len(validation_data) == 3 and validation_data[2] is not None:
+        raise ValueError("fit: sample weights in validation_data are not supported")
+    vx, vy = prepare_inputs(validation_data[0]), prepare_targets(model, validation_data[1])
+    if len(vx) != len(vy):
+        raise ValueError(f"fit: validation_data has {len(vx)} rows of x but {len(vy)} of y")
+    if len(vx) == 0:
+        raise ValueError("fit: validation_data is empty")
+    return vx, vy
 
 
 # ---------------------------------------------------------------------- evaluation and prediction
+def first_batches(batches: Iterator[Batch], total: int) -> Iterator[Batch]:
+    """The first `total` batches; the source (a dataset's producer) is closed when they are taken
+    or the loop is left early."""
+    try:
+        yield from itertools.islice(batches, total)
+    finally:
+        if hasattr(batches, "close"):
+            batches.close()
+
+
+def run_steps(core: Any, step: Any, batches: Iterator[Batch]) -> Iterator[Any]:
+    """step(batch, next) over `batches`, one call per batch: each call also stages the next batch
+    (on a GPU its upload overlaps this step), which the following call takes by passing None."""
+    it = iter(batches)
+    current = next(it, None)
+    staged = False
+    try:
+        while current is not None:
+            upcoming = next(it, None)
+            nxt = upcoming if STAGE_NEXT else None
+            out = step(None if staged else current, nxt)
+            staged = nxt is not None
+            current = upcoming
+            yield out
+        staged = False
+    finally:
+        if staged:
+            core.drop_staged()  # the loop was left early
+
+
 def evaluate_loss_accuracy(model: "Sequential", x: Any, y: Any, batch_size: int,
-                           verbose: int = 0) -> Tuple[float, float]:
-    """(mean loss, accuracy) over arrays or a dataset: one ``test_batch`` call per batch."""
+                           verbose: int = 0, steps: Optional[int] = None,
+                           should_stop: Optional[Any] = None) -> Tuple[float, float]:
+    """(mean loss, accuracy) over arrays or a dataset (its first `steps` batches when given): one
+    ``test_step`` call per batch. `should_stop` (fit's validation): looked at after each batch;
+    when it returns True the evaluation ends with _StopInValidation."""
     core = model._model()
     model._require_compiled("evaluate")
     loss_sum = correct = 0.0
@@ -280,13 +597,17 @@ def evaluate_loss_accuracy(model: "Sequential", x: Any, y: Any, batch_size: int,
             raise ValueError("evaluate: x is empty")
         batches = array_batches(model, x, y, batch_size, False, 0)
         total = (len(x) + batch_size - 1) // batch_size
+    if steps is not None:
+        total = min(total, steps)
+    if is_dataset(x):
+        batches = ((prepare_inputs(xb), prepare_targets(model, yb), rows, decode)
+                   for xb, yb, rows, decode in batches)
     bar = progress.ProgressBar(total, verbose)
-    for b, (xb, yb, rows) in enumerate(batches):
-        if is_dataset(x):
-            xb, yb = prepare_inputs(xb), prepare_targets(model, yb)
-        ls, c, n = core.test_batch(xb, yb, rows)
+    for b, (ls, c, n) in enumerate(run_steps(core, core.test_step, first_batches(batches, total))):
         loss_sum, correct, seen = loss_sum + ls, correct + c, seen + n
         bar.update(b + 1, {"loss": loss_sum / seen})
+        if should_stop is not None and should_stop():
+            raise _StopInValidation()
     if seen == 0:
         raise ValueError("evaluate: no data")
     result = (loss_sum / seen, correct / seen)
@@ -297,56 +618,81 @@ def evaluate_loss_accuracy(model: "Sequential", x: Any, y: Any, batch_size: int,
 def evaluate(model: "Sequential", x: Any, y: Any, batch_size: Optional[int], verbose: Any, return_dict: bool,
              kwargs: Dict[str, Any]):
     """``Sequential.evaluate``: [loss, accuracy], loss alone, or a dict."""
-    kwargs.pop("steps", None)
-    kwargs.pop("callbacks", None)
+    steps = validation.integer(kwargs.pop("steps", None), "steps", "evaluate", maximum=None, allow_none=True)
+    if check_callbacks(kwargs.pop("callbacks", None), "evaluate"):
+        raise ValueError("evaluate: callbacks are not supported (fit's callbacks are)")
+    check_unsupported(kwargs, "evaluate", ("sample_weight",))
+    batch_size = validation.integer(batch_size, "batch_size", "evaluate", allow_none=True)
+    verbose = check_verbose(verbose, "evaluate")
+    return_dict = validation.boolean(return_dict, "return_dict", "evaluate")
+    if batch_size is not None and is_dataset(x):
+        raise ValueError("evaluate: the `batch_size` argument must not be specified when x is a dataset")
     model._follow_device_scope()
     comp = model._require_compiled("evaluate")
-    loss, acc = evaluate_loss_accuracy(model, x, y, int(batch_size or 32), progress.resolve_verbose(verbose))
+    loss, acc = evaluate_loss_accuracy(model, x, y, batch_size or 32, progress.resolve_verbose(verbose), steps)
     return result(loss, acc, comp, return_dict)
 
 
-def predict(model: "Sequential", x: Any, batch_size: Optional[int], kwargs: Dict[str, Any]) -> np.ndarray:
-    """``Sequential.predict``: one ``predict_batch`` call per batch, outputs concatenated."""
-    kwargs.pop("steps", None)
-    kwargs.pop("callbacks", None)
+def predict(model: "Sequential", x: Any, batch_size: Optional[int], verbose: Any,
+            kwargs: Dict[str, Any]) -> np.ndarray:
+    """``Sequential.predict``: one ``predict_step`` call per batch (the first `steps` batches when
+    given), outputs concatenated; ``verbose=1``/``2`` shows progress."""
+    steps = validation.integer(kwargs.pop("steps", None), "steps", "predict", maximum=None, allow_none=True)
+    if check_callbacks(kwargs.pop("callbacks", None), "predict"):
+        raise ValueError("predict: callbacks are not supported (fit's callbacks are)")
+    check_unsupported(kwargs, "predict", ())
+    batch_size = validation.integer(batch_size, "batch_size", "predict", allow_none=True)
+    verbose = progress.resolve_verbose(check_verbose(verbose, "predict"))
+    if batch_size is not None and is_dataset(x):
+        raise ValueError("predict: the `batch_size` argument must not be specified when x is a dataset")
     model._follow_device_scope()
     core = model._model()
-    bs = int(batch_size or 32)
-    outs: List[np.ndarray] = []
+    bs = batch_size or 32
     if is_dataset(x):
         if hasattr(x, "epoch_batches") and getattr(x, "shuffle", False):
             # Its batches come in a shuffled order: predictions would not line up with the rows.
             raise ValueError("predict: this dataset shuffles its rows, so the predictions would come back in a "
                              "shuffled order; create it with shuffle=False for prediction")
-        for xb, _, _ in dataset_batches(model, x, 0, False):
-            outs.append(core.predict_batch(prepare_inputs(xb), None))
+        total = len(x) if steps is None else min(len(x), steps)
+        batches: Iterator[Batch] = ((prepare_inputs(xb), None, None, decode)
+                                    for xb, _, _, decode in dataset_batches(model, x, 0, False))
     else:
         x = prepare_inputs(x)
         if len(x) == 0:
             raise ValueError("predict: x is empty")
-        for b in range(0, len(x), bs):
-            outs.append(core.predict_batch(x[b:b + bs], None))
+        total = (len(x) + bs - 1) // bs if steps is None else min((len(x) + bs - 1) // bs, steps)
+        batches = ((x[b * bs:(b + 1) * bs], None, None, None) for b in range(total))
+    bar = progress.ProgressBar(total, verbose)
+    outs: List[np.ndarray] = []
+    for b, out in enumerate(run_steps(core, core.predict_step, first_batches(batches, total))):
+        outs.append(out)
+        bar.update(b + 1, {})
+    if not outs:
+        raise ValueError("predict: no data")
+    bar.finish({})
     return np.concatenate(outs, axis=0)
 
 
 def train_on_batch(model: "Sequential", x: ArrayLike, y: ArrayLike, return_dict: bool):
+    return_dict = validation.boolean(return_dict, "return_dict", "train_on_batch")
     comp = model._require_compiled("train_on_batch")
     model._follow_device_scope()
     model._sync_learning_rate()
-    ls, c, n = model._model().train_batch(prepare_inputs(x), prepare_targets(model, y), None)
+    ls, c, n = model._model().train_step((prepare_inputs(x), prepare_targets(model, y)))
     return result(ls / n, c / n, comp, return_dict)
 
 
 def test_on_batch(model: "Sequential", x: ArrayLike, y: ArrayLike, return_dict: bool):
+    return_dict = validation.boolean(return_dict, "return_dict", "test_on_batch")
     comp = model._require_compiled("test_on_batch")
     model._follow_device_scope()
-    ls, c, n = model._model().test_batch(prepare_inputs(x), prepare_targets(model, y), None)
+    ls, c, n = model._model().test_step((prepare_inputs(x), prepare_targets(model, y)))
     return result(ls / n, c / n, comp, return_dict)
 
 
 def predict_on_batch(model: "Sequential", x: ArrayLike) -> np.ndarray:
     model._follow_device_scope()
-    return model._model().predict_batch(prepare_inputs(x), None)
+    return model._model().predict_step((prepare_inputs(x),))
 
 
 def result(loss: float, acc: float, comp: Dict[str, Any], return_dict: bool):

@@ -2,9 +2,14 @@
 
 Steps, as in the lesson: load CIFAR-10, write it to HDF5, define the Sequential CNN, train it on
 the CPU from the HDF5 file, clone it and train the clone on the GPU, compare the timings, plot
-the curves and some predictions, evaluate, and save the model. Everything lands in --out:
+the curves and some predictions, evaluate, and save the model. Results land in --out:
 
-    dataset_cifar10.hdf5   curves.png   predictions.png   timings.csv   model_cpu.h5   summary.json
+    curves.png   predictions.png   timings.csv   model_cpu.h5   summary.json
+
+The HDF5 file is a dataset, not a result: it is kept in the data directory (--data-dir, else
+$HPCNN_DATA_DIR, else ~/.hpcnn/datasets), named by what it holds (see hdf5_path), and reused by
+later runs and by notebook 01. --data FILE.hdf5 is used as it is; an archive given with --data
+is converted into --out.
 
 Where CIFAR-10 is not available (no local copy, no internet: compute nodes), ``--synthetic``
 generates CIFAR-shaped images with a learnable class signal so the whole pipeline still runs.
@@ -19,14 +24,18 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
+from . import suggestions
+
 CLASS_NAMES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", default=None,
                    help="CIFAR-10: the official python tarball/folder, or an HDF5 file in the tutorial layout "
-                        "(default: hpcnn.datasets.cifar10.load_data(), which looks in ~/.hpcnn/datasets and "
-                        "downloads on nodes with internet)")
+                        "(default: the data dir's copy, downloaded there on nodes with internet; see "
+                        f"`{suggestions.convert_download()}`)")
+    p.add_argument("--data-dir", default=None,
+                   help="where datasets are kept and reused (default: $HPCNN_DATA_DIR, else ~/.hpcnn/datasets)")
     p.add_argument("--synthetic", action="store_true",
                    help="use generated CIFAR-shaped data (for nodes without the dataset)")
     p.add_argument("--train-rows", type=int, default=None, help="use only this many training images")
@@ -35,8 +44,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="both", choices=["cpu", "gpu", "both"],
                    help="both (default): CPU, then GPU when one is usable (the reason is printed when not)")
     p.add_argument("--out", default="hpcnn_tutorial")
+    p.add_argument("--backup", default=None, metavar="DIR",
+                   help="back up training in DIR/cpu and DIR/gpu (BackupAndRestore) and continue from there when run "
+                        "again: what lets a requeued Slurm job go on (slurm/*-train.sbatch pass $OUT/backup)")
+    p.add_argument("--backup-every", type=int, default=None, metavar="N",
+                   help="with --backup: a backup every N batches (default: after every epoch); a stop signal "
+                        "(SIGTERM, SIGUSR1, Ctrl-C) always writes one at the next batch boundary")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--verbose", default="auto")
+    p.add_argument("--verbose", default="auto", choices=["auto", 0, 1, 2],
+                   type=lambda v: v if v == "auto" else int(v))  # fit takes 0/1/2 as numbers
 
 
 def synthetic_cifar10(n_train: int = 50000, n_valid: int = 10000, seed: int = 0):
@@ -61,21 +77,6 @@ def synthetic_cifar10(n_train: int = 50000, n_valid: int = 10000, seed: int = 0)
     return make(n_train), make(n_valid)
 
 
-def load_cifar10(a) -> Tuple[Tuple[np.ndarray, np.ndarray], Tuple[np.ndarray, np.ndarray], str]:
-    if a.synthetic:
-        n_train = a.train_rows or 50000
-        n_valid = 10000 if not a.train_rows else min(10000, max(500, a.train_rows // 5))
-        return (*synthetic_cifar10(n_train, n_valid, seed=a.seed), "synthetic (generated)")
-    from . import datasets
-    try:
-        (x, y), (xv, yv) = datasets.cifar10.load_data(a.data) if a.data else datasets.cifar10.load_data()
-    except (OSError, RuntimeError, ValueError) as e:
-        raise SystemExit(f"hpcnn tutorial: CIFAR-10 is not available ({e}).\n"
-                         "Download it on a login node (python -m hpcnn.convert cifar10 --download, or pass "
-                         "--data PATH to the official cifar-10-python.tar.gz), or run with --synthetic.")
-    return (x, y), (xv, yv), a.data or "CIFAR-10"
-
-
 def write_tutorial_hdf5(path: str, x, y, xv, yv) -> None:
     """The tutorial's file: x_train, y_train, x_valid, y_valid, gzip; hpcnn's default chunks
     (whole images) rather than h5py's automatic ones."""
@@ -83,31 +84,129 @@ def write_tutorial_hdf5(path: str, x, y, xv, yv) -> None:
     data.write_hdf5(path, {"x_train": x, "y_train": y, "x_valid": xv, "y_valid": yv}, compression="gzip")
 
 
-def train_on(device: str, model, train_ds, valid_ds, epochs: int, verbose) -> Tuple[Any, float]:
-    from . import optimizers
+def cifar10_unavailable(e) -> SystemExit:
+    """The message for a command-line user when CIFAR-10 is neither here nor downloadable."""
+    return SystemExit(
+        f"hpcnn tutorial: CIFAR-10 is not in '{e.where}' and cannot be downloaded here ({e.reason}).\n"
+        f"  on a login node with internet:    {suggestions.convert_download('cifar10')}   (then run this again)\n"
+        f"  with a copy of cifar-10-python.tar.gz or the tutorial's HDF5 file:    {suggestions.tutorial_data()}\n"
+        f"  without CIFAR-10 (generated CIFAR-shaped data):    {suggestions.tutorial_synthetic()}")
+
+
+def hdf5_path(synthetic: bool = False, train_rows: Optional[int] = None, seed: int = 0,
+              directory: Optional[str] = None) -> str:
+    """The tutorial's HDF5 file in the data dir ($HPCNN_DATA_DIR, else ~/.hpcnn/datasets), named
+    by what it holds, so `hpcnn tutorial` and notebook 01 make it once and share it:
+    dataset_cifar10.hdf5, synthetic_cifar10_seed0.hdf5, ..._train5000.hdf5 for a subset."""
+    from . import datasets
+    name = f"synthetic_cifar10_seed{seed}" if synthetic else "dataset_cifar10"
+    if train_rows:
+        name += f"_train{train_rows}"
+    return os.path.join(directory or datasets.data_dir(), name + ".hdf5")
+
+
+def synthetic_split_sizes(train_rows: Optional[int]) -> Tuple[int, int]:
+    """(train, valid) rows of the synthetic set: 50,000 + 10,000, or a subset and a fifth of it."""
+    if not train_rows:
+        return 50000, 10000
+    return train_rows, min(10000, max(500, train_rows // 5))
+
+
+def prepare_data(a) -> Tuple[str, np.ndarray, np.ndarray, str]:
+    """(HDF5 file to train from, x_valid, y_valid, source). --data FILE.hdf5 is used as it is; an
+    archive given with --data is converted into --out; otherwise (CIFAR-10 from the data dir, or
+    the synthetic set) the file is kept in the data dir and reused by later runs."""
+    from . import datasets
+    from .datasets import converters
+    source = "synthetic (generated)" if a.synthetic else (a.data or "CIFAR-10")
+    if a.data and a.data.endswith((".h5", ".hdf5")) and os.path.isfile(a.data) and not a.train_rows:
+        h5, keep = a.data, True
+    elif a.data:
+        h5, keep = os.path.join(a.out, "dataset_cifar10.hdf5"), False
+    else:
+        h5, keep = hdf5_path(a.synthetic, a.train_rows, a.seed, a.data_dir), True
+    if keep and os.path.exists(h5):
+        print(f"Data: {source}, reusing {h5}" + ("" if h5 == a.data else " (delete it to rebuild)"))
+        (x, y), (xv, yv) = converters.load_hdf5(h5)
+    else:
+        if a.synthetic:
+            (x, y), (xv, yv) = synthetic_cifar10(*synthetic_split_sizes(a.train_rows), seed=a.seed)
+        else:
+            try:
+                full = hdf5_path(directory=a.data_dir)   # made by an earlier run or `hpcnn convert --download`
+                src = a.data or (full if os.path.exists(full) else datasets.cifar10.fetch(a.data_dir))
+                (x, y), (xv, yv) = datasets.cifar10.load_data(src)
+            except datasets.DatasetUnavailable as e:
+                raise cifar10_unavailable(e) from None
+            if a.train_rows:
+                x, y = x[:a.train_rows], y[:a.train_rows]
+        os.makedirs(os.path.dirname(os.path.abspath(h5)), exist_ok=True)
+        write_tutorial_hdf5(h5, x, y, xv, yv)
+        print(f"Data: {source}, written to {h5} ({os.path.getsize(h5) / 1e6:.0f} MB)")
+    print(f"Train: X={x.shape}, y={y.shape}; Test: X={xv.shape}, y={yv.shape}; "
+          f"number of classes= {len(set(np.asarray(y).flatten()))}")
+    return h5, xv, yv, source
+
+
+def train_on(device: str, model, train_ds, valid_ds, epochs: int, verbose, backup_dir: Optional[str] = None,
+             backup_every: Optional[int] = None) -> Tuple[Any, float]:
+    """Compile and fit on `device`; with `backup_dir`, through BackupAndRestore (kept when training
+    completes, so a run started again skips what is done). Returns (History, seconds of training:
+    the History's when it continued an earlier run)."""
+    from . import callbacks, optimizers
     model.compile(optimizer=optimizers.Adam(learning_rate=0.001), loss="categorical_crossentropy",
                   metrics=["accuracy"], device=device)
+    cbs = []
+    if backup_dir:
+        cbs.append(callbacks.BackupAndRestore(backup_dir, save_freq=backup_every or "epoch", delete_checkpoint=False))
     t = time.perf_counter()
-    history = model.fit(train_ds, epochs=epochs, verbose=verbose, validation_data=valid_ds)
-    return history, time.perf_counter() - t
+    history = model.fit(train_ds, epochs=epochs, verbose=verbose, validation_data=valid_ds, callbacks=cbs)
+    seconds = time.perf_counter() - t
+    if cbs and cbs[0].resumed_from is not None:
+        seconds = float(sum(history.history.get("seconds", [])))
+    return history, seconds
+
+
+def stopped(signal_name: str, backup: Optional[str]) -> int:
+    """The tutorial's exit after a stop signal: what to do next, and 128 + the signal's number."""
+    import signal as signals
+    where = (f"the backup in {backup} continues it: run the same command again" if backup
+             else "without --backup it starts from the beginning when run again")
+    print(f"hpcnn tutorial: stopped by {signal_name}; {where}", flush=True)
+    return 128 + int(getattr(signals, signal_name, 15))
 
 
 def main(a) -> int:
+    from . import interrupts
+    # SIGTERM, SIGUSR1 and Ctrl-C are recorded for the whole run (not only during fit, whose own
+    # handlers take over while it trains): a signal during data preparation stops the tutorial before
+    # it trains, instead of killing it (SIGUSR1's default) or being missed.
+    with interrupts.StopRequests() as stop:
+        return run(a, stop)
+
+
+def run(a, stop) -> int:
+    import shutil
+
     import hpcnn
     from . import applications, bench, data, models
 
+    # Devices first: a GPU run that cannot happen must fail before minutes of data preparation.
+    print(f"CPUs: {hpcnn.list_physical_devices('CPU')}")
+    gpus = hpcnn.list_physical_devices("GPU")
+    gpu_reason = hpcnn.gpu_unavailable_reason()
+    print(f"GPUs: {gpus}" + (f" ({gpu_reason})" if gpu_reason else ""))
+    want_cpu = a.device in ("cpu", "both")
+    want_gpu = a.device in ("gpu", "both")
+    if want_gpu and gpu_reason:
+        if a.device == "gpu":
+            raise SystemExit(f"hpcnn tutorial: --device gpu, but no GPU is usable: {gpu_reason}")
+        print(f"No GPU run: {gpu_reason}")
+        want_gpu = False
+
     os.makedirs(a.out, exist_ok=True)
     hpcnn.utils.set_random_seed(a.seed)
-    print(hpcnn.list_physical_devices("CPU"))
-    print(hpcnn.list_physical_devices("GPU"))
-
-    (x, y), (xv, yv), source = load_cifar10(a)
-    if a.train_rows:
-        x, y = x[:a.train_rows], y[:a.train_rows]
-    print(f"Data: {source}. Train: X={x.shape}, y={y.shape}; Test: X={xv.shape}, y={yv.shape}; "
-          f"number of classes= {len(set(np.asarray(y).flatten()))}")
-    h5 = os.path.join(a.out, "dataset_cifar10.hdf5")
-    write_tutorial_hdf5(h5, x, y, xv, yv)
+    h5, xv, yv, source = prepare_data(a)
 
     def datasets_for():
         tr = data.HDF5Dataset(h5, x="x_train", y="y_train", batch_size=a.batch_size, shuffle=True, seed=a.seed,
@@ -118,25 +217,28 @@ def main(a) -> int:
     model = applications.tutorial_cnn()
     model.summary()
     runs: Dict[str, Dict[str, Any]] = {}
-    want_cpu = a.device in ("cpu", "both")
-    want_gpu = a.device in ("gpu", "both")
-    gpu_reason = hpcnn.gpu_unavailable_reason()
-    if want_gpu and gpu_reason:
-        if a.device == "gpu":
-            raise SystemExit(f"hpcnn tutorial: --device gpu, but no GPU is usable: {gpu_reason}")
-        print(f"\nNo GPU run: {gpu_reason}")
-        want_gpu = False
+
+    def backup_for(device: str) -> Optional[str]:
+        return os.path.join(a.backup, device) if a.backup else None
 
     if want_cpu:
-        print("\n=== Training on the CPU ===")
+        print("\n=== Training on the CPU ===", flush=True)
+        if stop.requested:
+            return stopped(stop.requested, a.backup)
         tr, va = datasets_for()
-        hist, secs = train_on("cpu", model, tr, va, a.epochs, a.verbose)
+        hist, secs = train_on("cpu", model, tr, va, a.epochs, a.verbose, backup_for("cpu"), a.backup_every)
+        if hist.interrupted:
+            return stopped(hist.interrupted_by, a.backup)
         runs["cpu"] = {"history": hist, "seconds": secs, "model": model}
     if want_gpu:
-        print("\n=== Training a clone on the GPU ===")
+        print("\n=== Training a clone on the GPU ===", flush=True)
+        if stop.requested:
+            return stopped(stop.requested, a.backup)
         new_model = models.clone_model(model)
         tr, va = datasets_for()
-        hist, secs = train_on("gpu", new_model, tr, va, a.epochs, a.verbose)
+        hist, secs = train_on("gpu", new_model, tr, va, a.epochs, a.verbose, backup_for("gpu"), a.backup_every)
+        if hist.interrupted:
+            return stopped(hist.interrupted_by, a.backup)
         runs["gpu"] = {"history": hist, "seconds": secs, "model": new_model}
 
     # Timings: per-epoch seconds and images/s, one CSV row per device and epoch.
@@ -159,7 +261,7 @@ def main(a) -> int:
 
     # Evaluate and predict with the last trained model, as the tutorial does.
     last = runs.get("gpu", runs.get("cpu"))
-    summary: Dict[str, Any] = {"data": source, "epochs": a.epochs, "batch_size": a.batch_size,
+    summary: Dict[str, Any] = {"data": source, "hdf5": h5, "epochs": a.epochs, "batch_size": a.batch_size,
                                "runs": {d: {"seconds": r["seconds"], "history": r["history"].history}
                                         for d, r in runs.items()}}
     if last:
@@ -186,5 +288,8 @@ def main(a) -> int:
             print(f"Model: {a.out}/model_cpu.h5")
     with open(os.path.join(a.out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1, default=float)
-    print(f"Timings: {csv_path}; summary: {a.out}/summary.json")
+    print(f"Timings: {csv_path}; summary: {a.out}/summary.json; data: {h5}")
+    if a.backup and os.path.isdir(a.backup):
+        shutil.rmtree(a.backup)  # everything is written: a later run starts afresh
+        print(f"Backups: removed {a.backup} (the run is complete)")
     return 0

@@ -6,29 +6,40 @@ from typing import Any, Optional
 
 import numpy as np
 
+from . import validation
+
 _seed_state = {"seed": None, "count": 0}
 
 
 def to_categorical(y: Any, num_classes: Optional[int] = None, dtype: str = "float32") -> np.ndarray:
     """Class indices -> one-hot rows, as Keras: a trailing axis of size 1 is dropped, so labels of
-    shape (n, 1) give (n, num_classes)."""
+    shape (n, 1) give (n, num_classes). Labels are checked on their own type (an int64 2**32+3 is
+    out of range, not class 3); the error names the first bad one."""
+    num_classes = validation.integer(num_classes, "num_classes", "to_categorical", maximum=None, allow_none=True)
     y = np.asarray(y)
+    if y.dtype.kind not in "iubf":
+        example = repr(y.ravel()[:1].tolist()[0]) if y.size else "none"
+        raise ValueError(f"to_categorical: labels must be integer class indices, got dtype {y.dtype} "
+                         f"(first label {example}); map names to indices first, e.g. "
+                         "np.unique(labels, return_inverse=True)[1]")
     if y.dtype.kind == "f":
         if not np.all(np.isfinite(y)) or not np.all(y == np.round(y)):
             raise ValueError("to_categorical: labels must be whole numbers")
-    y = y.astype("int64")
     shape = y.shape
     if shape and shape[-1] == 1 and len(shape) > 1:
         shape = shape[:-1]
-    y = y.ravel()
-    if y.size and y.min() < 0:
-        raise ValueError(f"to_categorical: negative label {int(y.min())}")
+    flat = y.ravel()
+    if flat.size and (flat < 0).any():
+        row = int(np.flatnonzero(flat < 0)[0])
+        raise ValueError(f"to_categorical: negative label {flat[row]} (row {row})")
     if num_classes is None:
-        num_classes = int(y.max()) + 1 if y.size else 0
-    if y.size and y.max() >= num_classes:
-        raise ValueError(f"to_categorical: label {int(y.max())} is outside [0, {num_classes})")
-    out = np.zeros((y.size, num_classes), dtype=dtype)
-    out[np.arange(y.size), y] = 1
+        num_classes = int(flat.max()) + 1 if flat.size else 0
+    if flat.size and (flat >= num_classes).any():
+        row = int(np.flatnonzero(flat >= num_classes)[0])
+        raise ValueError(f"to_categorical: label {flat[row]} (row {row}) is outside [0, {num_classes})")
+    idx = flat.astype(np.int64)  # exact now: every label is in [0, num_classes)
+    out = np.zeros((flat.size, num_classes), dtype=dtype)
+    out[np.arange(flat.size), idx] = 1
     return out.reshape(shape + (num_classes,))
 
 
@@ -50,9 +61,10 @@ class Sequence:
 def set_random_seed(seed: int) -> None:
     """Seed hpcnn (weights, dropout, shuffling) and NumPy's global generator. Models built after
     this call get seeds derived from ``seed`` in build order, so a script is reproducible."""
-    _seed_state["seed"] = int(seed)
+    seed = validation.integer(seed, "seed", "set_random_seed", minimum=0, maximum=None)
+    _seed_state["seed"] = seed
     _seed_state["count"] = 0
-    np.random.seed(int(seed) % (2**32))
+    np.random.seed(seed % (2**32))
 
 
 def next_model_seed() -> int:

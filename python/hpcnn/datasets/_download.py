@@ -1,4 +1,5 @@
-"""Downloads with checksum verification and a progress bar (never called by the tests)."""
+"""Downloads with checksum verification and a progress bar, the data directory, and the error for
+a dataset that is neither here nor downloadable. The tests download only from file:// URLs."""
 from __future__ import annotations
 
 import hashlib
@@ -8,10 +9,36 @@ import time
 import urllib.request
 from typing import Optional
 
+from .. import progress as _progress
+from .. import suggestions
+
 
 def data_dir() -> str:
-    """Where datasets are looked for and downloaded: $HPCNN_DATA_DIR, else ~/.hpcnn/datasets."""
-    return os.environ.get("HPCNN_DATA_DIR") or os.path.join(os.path.expanduser("~"), ".hpcnn", "datasets")
+    """Where datasets are looked for, downloaded and converted: $HPCNN_DATA_DIR (also accepted:
+    $HPCNN_DATA), else ~/.hpcnn/datasets. On clusters, point it at project or scratch space: home
+    quotas are small and CIFAR-10 takes about 0.35 GB (archive + HDF5 file)."""
+    for var in ("HPCNN_DATA_DIR", "HPCNN_DATA"):
+        if os.environ.get(var):
+            return os.path.expanduser(os.environ[var])
+    return os.path.join(os.path.expanduser("~"), ".hpcnn", "datasets")
+
+
+def source_url(dataset_var: str, default: str) -> str:
+    """The URL to download from: $HPCNN_<DATASET>_URL (a mirror, or a file:// URL) or `default`.
+    Checksums are verified either way."""
+    return os.environ.get(f"HPCNN_{dataset_var}_URL") or default
+
+
+class DatasetUnavailable(FileNotFoundError):
+    """A dataset is not on this machine and could not be downloaded. ``str()`` is written for the
+    Python API; the command line builds its own message from the attributes."""
+
+    def __init__(self, name: str, where: str, reason: str, kind: str) -> None:
+        self.name, self.where, self.reason, self.kind = name, where, reason, kind
+        super().__init__(
+            f"{name} is not in '{where}' and cannot be downloaded ({reason}). On a node without internet: "
+            f"download it on a login node with `{suggestions.convert_download(kind)}` (or call this function "
+            f"there), or copy the official files to '{where}', or pass path=... with a local copy")
 
 
 def file_digest(path: str, algorithm: str = "md5") -> str:
@@ -33,10 +60,23 @@ def verify(path: str, md5: Optional[str] = None, sha256: Optional[str] = None) -
 
 
 class _Progress:
+    """A download's progress: redrawn in place on a terminal or in Jupyter, one line at the end
+    in a log file (see hpcnn.progress)."""
+
     def __init__(self, name: str, total: int, stream=None):
         self.name, self.total, self.done = name, total, 0
-        self.stream = stream or sys.stderr
+        self.live = _progress.LiveText(stream or sys.stderr)
+        self.stream = self.live.stream
         self.t0 = self.last = time.monotonic()
+
+    def _text(self) -> str:
+        rate = self.done / max(time.monotonic() - self.t0, 1e-9) / 1e6
+        if self.total > 0:
+            frac = min(1.0, self.done / self.total)
+            bar = "#" * int(30 * frac)
+            return (f"{self.name}: [{bar:<30}] {100 * frac:5.1f}% {self.done / 1e6:.1f}/{self.total / 1e6:.1f} MB "
+                    f"{rate:.1f} MB/s")
+        return f"{self.name}: {self.done / 1e6:.1f} MB {rate:.1f} MB/s"
 
     def update(self, n: int) -> None:
         self.done += n
@@ -44,19 +84,10 @@ class _Progress:
         if now - self.last < 0.2 and self.done != self.total:
             return
         self.last = now
-        rate = self.done / max(now - self.t0, 1e-9) / 1e6
-        if self.total > 0:
-            frac = min(1.0, self.done / self.total)
-            bar = "#" * int(30 * frac)
-            msg = f"\r{self.name}: [{bar:<30}] {100 * frac:5.1f}% {self.done / 1e6:.1f}/{self.total / 1e6:.1f} MB {rate:.1f} MB/s"
-        else:
-            msg = f"\r{self.name}: {self.done / 1e6:.1f} MB {rate:.1f} MB/s"
-        self.stream.write(msg)
-        self.stream.flush()
+        self.live.show(self._text())
 
     def close(self) -> None:
-        self.stream.write("\n")
-        self.stream.flush()
+        self.live.close(self._text())
 
 
 def download(url: str, dest: str, md5: Optional[str] = None, sha256: Optional[str] = None,
@@ -74,11 +105,12 @@ def download(url: str, dest: str, md5: Optional[str] = None, sha256: Optional[st
     try:
         try:
             r = urllib.request.urlopen(url, timeout=timeout)
-        except OSError as e:  # URLError, timeouts, DNS: typical of compute nodes without internet
-            raise OSError(f"cannot download {url} ({e}); on a node without internet, run the download on "
-                          f"a login node, or copy the file to '{dest}', or pass path=...") from e
+        except (OSError, ValueError) as e:  # URLError, timeouts, DNS (compute nodes without internet)
+            raise OSError(f"cannot download {url}: {getattr(e, 'reason', None) or e}") from None
         with r, open(part, "wb") as out:
             total = int(r.headers.get("Content-Length") or 0)
+            if progress:
+                print(f"downloading {url} -> {dest}", file=sys.stderr, flush=True)
             bar = _Progress(os.path.basename(dest), total) if progress else None
             while True:
                 block = r.read(1 << 20)

@@ -10,6 +10,7 @@ import gzip
 import os
 import pickle
 import tarfile
+from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 import numpy as np
@@ -122,11 +123,11 @@ def load_cifar10(path: str) -> Tuple[Split, Split]:
                 break
         files = set(os.listdir(path))
         if all(b in files for b in CIFAR10_TRAIN_BATCHES + [CIFAR10_TEST_BATCH]):
-            read = lambda n: open(os.path.join(path, n), "rb").read()  # noqa: E731
+            read = lambda n: Path(path, n).read_bytes()  # noqa: E731
             train = _concat([_cifar_python_batch(read(b), b) for b in CIFAR10_TRAIN_BATCHES])
             return train, _cifar_python_batch(read(CIFAR10_TEST_BATCH), CIFAR10_TEST_BATCH)
         if all(b + ".bin" in files for b in CIFAR10_TRAIN_BATCHES + [CIFAR10_TEST_BATCH]):
-            read = lambda n: open(os.path.join(path, n + ".bin"), "rb").read()  # noqa: E731
+            read = lambda n: Path(path, n + ".bin").read_bytes()  # noqa: E731
             train = _concat([_cifar_binary_batch(read(b), b) for b in CIFAR10_TRAIN_BATCHES])
             return train, _cifar_binary_batch(read(CIFAR10_TEST_BATCH), CIFAR10_TEST_BATCH)
         raise ValueError(f"'{path}': no CIFAR-10 batches (data_batch_1..5, test_batch[.bin])")

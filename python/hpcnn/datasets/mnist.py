@@ -5,7 +5,7 @@ import os
 from typing import Optional
 
 from . import converters
-from ._download import data_dir, download
+from ._download import DatasetUnavailable, data_dir, download, source_url
 
 class_names = [str(i) for i in range(10)]
 num_classes = 10
@@ -21,22 +21,44 @@ SUBDIR = "mnist"
 LOCAL_DIRS: list = []
 
 
-def _load(path, name, subdir, base_url, md5, local_dirs, download_if_missing):
+def _find_local(subdir, local_dirs, directory=None) -> Optional[str]:
+    """The first of `local_dirs` and <directory or data dir>/<subdir> holding the four IDX files."""
+    for d in list(local_dirs) + [os.path.join(directory or data_dir(), subdir)]:
+        try:
+            converters.find_idx_files(d)
+            return d
+        except (ValueError, OSError):
+            continue
+    return None
+
+
+def _fetch(name, subdir, url_var, base_url, md5, local_dirs, kind, directory=None) -> str:
+    """A folder with the four IDX files: a local one (see _find_local), else <directory or data
+    dir>/<subdir>, whose missing files are downloaded from base_url ($HPCNN_<url_var>_URL
+    overrides it) and MD5-verified. DatasetUnavailable when they cannot be downloaded."""
+    found = _find_local(subdir, local_dirs, directory)
+    if found:
+        return found
+    folder = os.path.join(directory or data_dir(), subdir)
+    base = source_url(url_var, base_url)
+    try:
+        for fname, digest in md5.items():
+            download(base.rstrip("/") + "/" + fname, os.path.join(folder, fname), md5=digest)
+    except ValueError:
+        raise  # a checksum mismatch: the file is wrong, not missing
+    except OSError as e:
+        raise DatasetUnavailable(name, folder, str(e), kind) from None
+    return folder
+
+
+def _load(path, name, subdir, url_var, base_url, md5, local_dirs, kind, download_if_missing):
     if path is None:
-        for d in list(local_dirs) + [os.path.join(data_dir(), subdir)]:
-            try:
-                converters.find_idx_files(d)
-                path = d
-                break
-            except (ValueError, OSError):
-                continue
+        path = _find_local(subdir, local_dirs)
+        if path is None and not download_if_missing:
+            raise FileNotFoundError(f"{name} not found in {local_dirs + [os.path.join(data_dir(), subdir)]} "
+                                    "(and download_if_missing=False)")
         if path is None:
-            if not download_if_missing:
-                raise FileNotFoundError(f"{name} not found in {local_dirs + [os.path.join(data_dir(), subdir)]} "
-                                        "(and download_if_missing=False)")
-            path = os.path.join(data_dir(), subdir)
-            for fname, digest in md5.items():
-                download(base_url + fname, os.path.join(path, fname), md5=digest)
+            path = _fetch(name, subdir, url_var, base_url, md5, local_dirs, kind)
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{name} not found: '{path}'")
@@ -47,13 +69,19 @@ def _load(path, name, subdir, base_url, md5, local_dirs, download_if_missing):
     return converters.load_idx_folder(path)
 
 
+def fetch(directory: Optional[str] = None) -> str:
+    """The folder with MNIST's four IDX files, downloaded into <directory or data dir>/mnist
+    (MD5-verified) when missing; $HPCNN_MNIST_URL overrides the base URL."""
+    return _fetch("MNIST", SUBDIR, "MNIST", BASE_URL, MD5, LOCAL_DIRS, "mnist", directory)
+
+
 def load_data(path: Optional[str] = None, download_if_missing: bool = True):
     """(x_train, y_train), (x_valid, y_valid) as Keras returns them.
 
     path: a folder with the four IDX files (.gz or not), Keras' mnist.npz, or an HDF5 file in the
     tutorial layout. None: <data_dir>/mnist, downloaded (MD5-checked) if missing.
     """
-    return _load(path, "MNIST", SUBDIR, BASE_URL, MD5, LOCAL_DIRS, download_if_missing)
+    return _load(path, "MNIST", SUBDIR, "MNIST", BASE_URL, MD5, LOCAL_DIRS, "mnist", download_if_missing)
 
 
 def save_hdf5(out: str, path: Optional[str] = None, **kw) -> str:

@@ -1,0 +1,258 @@
+# Generated from the installed hpcnn._core by tools/gen_core_stubs.py: do not edit by hand.
+# After changing csrc/bindings/ and reinstalling, regenerate with: python tools/gen_core_stubs.py
+"""hpcnn's C++/CUDA core (use the `hpcnn` package, not this module directly)"""
+import collections.abc
+import numpy
+import numpy.typing
+import typing
+from . import data as data
+from . import ops as ops
+
+class CudaDeviceInfo:
+
+    @property
+    def compute_capability(self) -> tuple[int, int]:
+        ...
+
+    @property
+    def free_memory(self) -> int:
+        ...
+
+    @property
+    def index(self) -> int:
+        ...
+
+    @property
+    def memory_bandwidth_gbs(self) -> float:
+        ...
+
+    @property
+    def memory_bus_width_bits(self) -> int:
+        ...
+
+    @property
+    def multiprocessors(self) -> int:
+        ...
+
+    @property
+    def name(self) -> str:
+        ...
+
+    @property
+    def pci_bus_id(self) -> str:
+        ...
+
+    @property
+    def total_memory(self) -> int:
+        ...
+
+class DeviceMemoryBlock:
+    """Device memory held from Python (cuda_hold_memory); freed by release() or when collected."""
+
+    @property
+    def nbytes(self) -> int:
+        ...
+
+    def release(self) -> None:
+        ...
+
+class Model:
+
+    def __init__(self, input_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], layers: list, seed: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+
+    def compile(self, optimizer: dict, loss: str, from_logits: bool=False) -> None:
+        ...
+
+    @property
+    def device(self) -> str:
+        ...
+
+    def drop_staged(self) -> None:
+        """Drops a staged batch (and releases its arrays)."""
+
+    def get_weights(self) -> list:
+        ...
+
+    def gradient_buffer(self, keras_layout: bool=False) -> numpy.ndarray:
+        """The gradients of the last training step, aligned with parameter_buffer(keras_layout) element for element (the device's layout unless keras_layout=True)."""
+
+    @property
+    def has_staged(self) -> bool:
+        ...
+
+    @property
+    def iterations(self) -> int:
+        ...
+
+    @property
+    def learning_rate(self) -> float:
+        ...
+
+    @learning_rate.setter
+    def learning_rate(self, arg1: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+
+    @property
+    def num_params(self) -> int:
+        ...
+
+    @property
+    def num_trainable_params(self) -> int:
+        ...
+
+    def optimizer_state(self, keras_layout: bool=False) -> dict:
+        """Host copies of the optimizer's state buffers by name, in state_names order (Keras 3's names: Adam, AdamW: momentum, velocity; SGD with momentum: momentum; RMSprop: velocity, momentum (momentum > 0), average_gradient (centered)), each flat over the parameter buffer: in the layout of the model's device, or keras_layout=True in Keras' layout (what files hold). {} before the first step."""
+
+    @property
+    def optimizer_state_names(self) -> list[str]:
+        ...
+
+    @property
+    def output_shapes(self) -> list[list[int]]:
+        ...
+
+    def parameter_buffer(self, keras_layout: bool=False) -> numpy.ndarray:
+        """The one parameter buffer in the layout of the model's device: conv kernels are (kh, kw, in, out) on the CPU but (out, kh, kw, in) on a GPU. A live view on the CPU, a copy from a GPU. keras_layout=True: a copy with every kernel in Keras' layout (get_weights' arrays, flattened and concatenated), comparable across devices."""
+
+    def predict_step(self, batch: object, next: object=None) -> numpy.ndarray:
+        """Outputs for batch (x[, y[, rows[, decode]]]) (y is ignored), or None for the staged batch; stages next."""
+
+    def relayout_buffer(self, buffer: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], from_device: str, to_device: str) -> numpy.ndarray:
+        """A host copy of `buffer` (flat, aligned with the parameters: parameters, gradients, optimizer moments) converted from the layout the parameters have on from_device to the one on to_device: the conversion to() applies. A host computation: needs no GPU (for tests and tools)."""
+
+    @property
+    def seed(self) -> int:
+        ...
+
+    def set_learning_rate_schedule(self, schedule: dict) -> None:
+        """Lets a schedule (class_name and Keras' arguments) drive the learning rate from the next step on, evaluated at `iterations`."""
+
+    def set_optimizer_state(self, buffers: dict, iterations: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """Restores the optimizer: buffers {name: flat float32 array in Keras' layout} (all of state_names, or {} for a fresh state) and the step count. ValueError, nothing changed, when they do not fit."""
+
+    def set_rng_state(self, seed: typing.SupportsInt | typing.SupportsIndex, step: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """Restores the random state (seed and step counter) of a saved or backed-up model: its next training steps then draw the dropout masks of an uninterrupted run."""
+
+    def set_trainable(self, per_layer: collections.abc.Sequence[bool]) -> None:
+        """Which core layers the optimizer updates (Python calls it at compile)."""
+
+    def set_weights(self, arg0: list) -> None:
+        ...
+
+    @property
+    def staging_slots(self) -> tuple[int, int]:
+        ...
+
+    @property
+    def step(self) -> int:
+        ...
+
+    def test_step(self, batch: object, next: object=None) -> tuple:
+        """Loss and accuracy without training: (loss_sum, correct, n); batch and next as for train_step."""
+
+    def to(self, arg0: str) -> None:
+        ...
+
+    def train_step(self, batch: object, next: object=None) -> tuple:
+        """One training step; returns (loss_sum, correct, n). batch: (x, y[, rows[, decode]]), or None for the batch staged by the previous call's `next`. next: the following batch, staged now (on a GPU its upload overlaps this step's backward pass); an error staging it is raised by the call that takes it."""
+
+    @property
+    def weight_shapes(self) -> list:
+        ...
+
+class NonFiniteLossError:
+    ...
+
+def bench_conv2d(x_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kernel_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], stride: typing.SupportsInt | typing.SupportsIndex=1, padding: str='valid', relu: bool=True, repeat: typing.SupportsInt | typing.SupportsIndex=20, device: str='gpu:0') -> dict:
+    """Times one conv2d layer (forward; backward with dx) on random data: mean ms per call. kernel_shape is Keras' (kh, kw, in, out)."""
+
+def bench_dense(x_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kernel_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], relu: bool=True, repeat: typing.SupportsInt | typing.SupportsIndex=20, device: str='gpu:0') -> dict:
+    """Times one dense layer (forward, backward) on random data: mean ms per call."""
+
+def bench_maxpool2d(x_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pool_size: typing.SupportsInt | typing.SupportsIndex=2, repeat: typing.SupportsInt | typing.SupportsIndex=20, device: str='gpu:0') -> dict:
+    """Times one max-pooling layer (forward, backward) on random data: mean ms per call."""
+
+def build_info() -> dict:
+    """What this build of hpcnn was compiled with and against."""
+
+def cuda_choose_conv_algorithms(offers: list, determinism: str, workspace_limit: typing.SupportsInt | typing.SupportsIndex, failed: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]=[]) -> dict:
+    """The CUDA backend's choice among cuDNN's algorithm offers, run on the host (needs no GPU): offers are dicts {name, deterministic, workspace[, usable, algo]} in cuDNN's order. Returns {order: indices to try, best first; replan_at: the workspace limit from which a preferred offer would fit (None: never); refusal: why nothing may run ('' when something may); refusal_is_memory}."""
+
+def cuda_clear_conv_plans() -> None:
+    """Forgets every cuDNN plan: the next convolution of each geometry chooses its algorithm afresh."""
+
+def cuda_compiled() -> bool:
+    ...
+
+def cuda_conv_plans(device: typing.SupportsInt | typing.SupportsIndex=0) -> list:
+    """The cuDNN plans made so far on GPU `device`, one dict per convolution geometry and pass: the algorithm running and whether it is deterministic, its math type and workspace, the candidates in order, the ones that failed at run time, whether the fused conv+bias+ReLU call is used. Empty when nothing ran there."""
+
+def cuda_devices(with_free_memory: bool=True) -> list[CudaDeviceInfo]:
+    """Visible CUDA devices (empty when none is usable). Free memory opens a context on each device."""
+
+def cuda_force_conv_failures(algorithms: collections.abc.Sequence[str], fused: bool=False) -> None:
+    """For tests: the cuDNN algorithms named (e.g. 'CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM') fail as if cuDNN answered CUDNN_STATUS_NOT_SUPPORTED when run, and with fused=True so does the fused conv+bias+ReLU call. Replaces the previous marks; ([], False) clears them."""
+
+def cuda_get_determinism() -> str:
+    """The determinism setting: 'required', 'warn' or 'any' (see cuda_set_determinism)."""
+
+def cuda_get_tf32() -> bool:
+    """Whether TF32 is allowed (see cuda_set_tf32)."""
+
+def cuda_hold_memory(nbytes: typing.SupportsInt | typing.SupportsIndex, device: str='gpu:0') -> DeviceMemoryBlock:
+    """Allocates and holds `nbytes` of memory on a GPU (MemoryError naming the sizes when it is not there): for tests and checks of what happens when the GPU is nearly full."""
+
+def cuda_kernel_selftest() -> list:
+    """Runs the CUDA kernels' index arithmetic and the cuBLAS/cuDNN call layouts on the host against the CPU ops (no GPU needed). Returns [(check, error, tolerance)]."""
+
+def cuda_prefetch_check(x: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], device: typing.SupportsInt | typing.SupportsIndex=0) -> numpy.ndarray:
+    """relu(x) computed on GPU `device` after an asynchronous upload from pinned memory (a test of the prefetch path: copy stream, event, compute stream)."""
+
+def cuda_primary_context_active(device: typing.SupportsInt | typing.SupportsIndex) -> bool:
+    """Whether this process holds a CUDA context on GPU `device`, asked without creating one (False without a driver)."""
+
+def cuda_set_determinism(mode: str) -> None:
+    """Which cuDNN convolution algorithms may be used: 'required' (deterministic only; an op that finds none within its workspace refuses with an error; the default), 'warn' (a non-deterministic one when no deterministic one fits, with a RuntimeWarning) or 'any' (the fastest that fits). Process-wide."""
+
+def cuda_set_tf32(enabled: bool) -> None:
+    """Allow TF32 tensor-core math for float32 convolutions and matrix products on GPUs of compute capability >= 8.0 (default: on, as in TensorFlow). Process-wide."""
+
+def cuda_sm_clock_khz(device: typing.SupportsInt | typing.SupportsIndex=0) -> int:
+    """Peak SM clock of GPU `device` in kHz (0 when unknown)."""
+
+def cuda_synchronize(device: typing.SupportsInt | typing.SupportsIndex=0) -> None:
+    """Wait for all work queued on the GPU's compute stream."""
+
+def cuda_tf32_supported(device: typing.SupportsInt | typing.SupportsIndex=0) -> bool:
+    """Whether GPU `device` has TF32 tensor cores (compute capability >= 8.0)."""
+
+def cuda_unavailable_reason() -> str:
+    """Why no GPU is usable, or '' when at least one is."""
+
+def default_num_threads() -> int:
+    ...
+
+def default_num_threads_source() -> str:
+    """Where the default thread count comes from: 'HPCNN_NUM_THREADS=n', 'SLURM_CPUS_PER_TASK=n' or 'the affinity mask' (read from the environment now)."""
+
+def get_num_threads() -> int:
+    ...
+
+def learning_rate_schedule_value(config: dict, step: typing.SupportsInt | typing.SupportsIndex) -> float:
+    """The learning rate a schedule (config: class_name and Keras' arguments, as optimizers send it) gives the step taken after `step` steps: the C++ code a training step runs."""
+
+def max_num_threads() -> int:
+    ...
+
+def normalize_device(spec: object, check_usable: bool=True) -> str:
+    """'cpu', 'gpu', 'GPU:1', 'cuda:0', '/device:GPU:0', ... -> 'cpu' or 'gpu:N'. ValueError for a name that is not a device; with check_usable, RuntimeError saying why a GPU asked for cannot be used."""
+
+def reset_transfer_stats() -> None:
+    ...
+
+def set_num_threads(n: typing.SupportsInt | typing.SupportsIndex) -> None:
+    ...
+
+def transfer_stats() -> dict:
+    """Host<->device copies made so far (counts and bytes)."""

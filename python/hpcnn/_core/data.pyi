@@ -1,0 +1,128 @@
+# Generated from the installed hpcnn._core by tools/gen_core_stubs.py: do not edit by hand.
+# After changing csrc/bindings/ and reinstalling, regenerate with: python tools/gen_core_stubs.py
+"""HDF5 loader, prefetcher and writer (use hpcnn.data)"""
+import collections.abc
+import numpy
+import typing
+
+class EpochIterator:
+
+    def __iter__(self) -> object:
+        ...
+
+    def __next__(self) -> object:
+        ...
+
+    def close(self) -> None:
+        ...
+
+    @property
+    def pinned(self) -> bool:
+        ...
+
+class Loader:
+
+    def __init__(self, path: str, x: str, y: str, batch_size: typing.SupportsInt | typing.SupportsIndex, shuffle: bool, seed: object, scale: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], shift: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], num_classes: typing.SupportsInt | typing.SupportsIndex, one_hot: bool, drop_remainder: bool, cache: str, memory_budget: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+
+    def __len__(self) -> int:
+        ...
+
+    def __repr__(self) -> str:
+        ...
+
+    def batch(self, epoch: typing.SupportsInt | typing.SupportsIndex, index: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.ndarray, object]:
+        ...
+
+    @property
+    def block_rows(self) -> int:
+        ...
+
+    @property
+    def blocks_read(self) -> int:
+        ...
+
+    @property
+    def decode(self) -> tuple[list[float], list[float]]:
+        ...
+
+    @property
+    def decode_seconds(self) -> float:
+        ...
+
+    def epoch(self, epoch: typing.SupportsInt | typing.SupportsIndex, prefetch: typing.SupportsInt | typing.SupportsIndex=4, device: str='cpu', stored_u8: bool=False, first_batch: typing.SupportsInt | typing.SupportsIndex=0) -> EpochIterator:
+        """Batches of one epoch, made ahead on a C++ thread: (x, y), or with stored_u8 (x, y, decode), where a uint8 dataset's x comes as stored with decode = (scale, shift) per channel, for a model that decodes on its GPU (decode None for float32 x). first_batch: start at this batch of the epoch (a resumed run)."""
+
+    @property
+    def has_labels(self) -> bool:
+        ...
+
+    @property
+    def in_memory(self) -> bool:
+        ...
+
+    @property
+    def inflate_seconds(self) -> float:
+        ...
+
+    @property
+    def io_seconds(self) -> float:
+        ...
+
+    @property
+    def num_classes(self) -> int:
+        ...
+
+    @property
+    def num_rows(self) -> int:
+        ...
+
+    @property
+    def peak_cached_bytes(self) -> int:
+        ...
+
+    @property
+    def raw_chunk_path(self) -> bool:
+        ...
+
+    @property
+    def row_shape(self) -> tuple:
+        ...
+
+    @property
+    def scatter_seconds(self) -> float:
+        ...
+
+    @property
+    def seed(self) -> int:
+        ...
+
+    def set_seed(self, seed: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """Replaces the shuffle seed (a resumed run repeats the order of the run it continues)."""
+
+    @property
+    def window_blocks(self) -> int:
+        ...
+
+    @property
+    def x_info(self) -> dict:
+        ...
+
+    @property
+    def y_info(self) -> object:
+        ...
+
+def dataset_info(path: str, name: str) -> dict:
+    ...
+
+def default_chunk_rows(rows: typing.SupportsInt | typing.SupportsIndex, row_bytes: typing.SupportsInt | typing.SupportsIndex) -> int:
+    ...
+
+def inflate_library() -> str:
+    ...
+
+def read_dataset(path: str, name: str) -> numpy.ndarray:
+    ...
+
+def write_hdf5(path: str, arrays: collections.abc.Sequence[tuple[str, numpy.ndarray]], chunk_rows: typing.SupportsInt | typing.SupportsIndex=0, compression: str='gzip', level: typing.SupportsInt | typing.SupportsIndex=4, shuffle: bool=True) -> None:
+    ...

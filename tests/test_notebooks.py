@@ -1,0 +1,140 @@
+"""The notebooks, executed headless (nbclient, the `jupyter` extra), in a quick setting: they run
+without errors, keep one output per progress bar whatever the number of batches, write their
+dataset to the data directory (not next to the notebook) and reuse it. CI installs `.[jupyter]`
+and sets HPCNN_EXPECT_JUPYTER=1, so these never skip there."""
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+
+if os.environ.get("HPCNN_EXPECT_JUPYTER") == "1":
+    import nbclient  # noqa: F401  (CI: a missing extra is an error, not a skip)
+    import nbformat
+else:
+    nbclient = pytest.importorskip("nbclient", reason="the notebook tests need `pip install .[jupyter]`")
+    nbformat = pytest.importorskip("nbformat", reason="the notebook tests need `pip install .[jupyter]`")
+    pytest.importorskip("ipykernel", reason="the notebook tests need `pip install .[jupyter]`")
+
+
+@pytest.fixture
+def kernel(tmp_path, monkeypatch):
+    """A kernel spec for this very interpreter (where hpcnn is installed), whatever other
+    kernels the machine has; returns its name."""
+    spec = tmp_path / "jupyter" / "kernels" / "hpcnn-test"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "hpcnn test", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    return "hpcnn-test"
+
+
+def execute(path: Path, overrides: str, workdir: Path, kernel_name: str):
+    """Run a notebook with `overrides` placed after its cell tagged 'parameters' (as papermill
+    does), in `workdir`; returns the executed notebook."""
+    nb = nbformat.read(str(path), as_version=4)
+    params = [i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1, f"{path.name}: one cell tagged 'parameters' expected"
+    nb.cells.insert(params[0] + 1, nbformat.v4.new_code_cell(overrides))
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name=kernel_name,
+                                     resources={"metadata": {"path": str(workdir)}})
+    client.execute()
+    return nb
+
+
+def cell_with(nb, text):
+    cells = [c for c in nb.cells if c.cell_type == "code" and text in c.source]
+    assert len(cells) == 1, text
+    return cells[0]
+
+
+def all_text(cell):
+    parts = []
+    for o in cell.outputs:
+        if o.output_type == "stream":
+            parts.append(o.text)
+        elif "text/plain" in o.get("data", {}):
+            parts.append(o.data["text/plain"])
+    return "\n".join(parts)
+
+
+def test_committed_notebooks_carry_no_outputs():
+    for path in NOTEBOOKS.glob("*.ipynb"):
+        nb = nbformat.read(str(path), as_version=4)
+        nbformat.validate(nb)
+        for c in nb.cells:
+            if c.cell_type == "code":
+                assert not c.outputs and c.execution_count is None, f"{path.name}: clear the outputs before committing"
+
+
+def test_progress_in_jupyter_is_one_output_per_bar(tmp_path, kernel):
+    """verbose=1 in a notebook: each epoch's bar is one display, updated in place, whatever the
+    number of batches (a '\\r' stream would store one output per redraw: 1,589 in one cell)."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("EPOCHS = 2", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(
+            "import numpy as np, hpcnn\n"
+            "from hpcnn.layers import Dense, InputLayer\n"
+            "hpcnn.progress.ProgressBar.min_interval = 0.0   # redraw after every batch\n"
+            "rng = np.random.default_rng(0)\n"
+            "x = rng.random((400, 4), dtype=np.float32); y = rng.integers(0, 3, 400)\n"
+            "m = hpcnn.Sequential([InputLayer(input_shape=(4,)), Dense(3, activation='softmax')])\n"
+            "m.compile('adam', 'sparse_categorical_crossentropy', ['accuracy'])\n"
+            "h = m.fit(x, y, batch_size=2, epochs=EPOCHS, verbose=1)"),
+        nbformat.v4.new_code_cell("m.evaluate(x, y, batch_size=2, verbose=1)"),
+    ]
+    path = tmp_path / "tiny.ipynb"
+    nbformat.write(nb, str(path))
+    out = execute(path, "", tmp_path, kernel)
+    fit = out.cells[2]
+    displays = [o for o in fit.outputs if o.output_type == "display_data"]
+    streams = [o for o in fit.outputs if o.output_type == "stream"]
+    assert len(displays) == 2, [o.output_type for o in fit.outputs]        # one per epoch's bar
+    assert len(fit.outputs) <= 3, [o.output_type for o in fit.outputs]     # + "Training on cpu (...)"
+    assert "Training on cpu" in "".join(s.text for s in streams) and "\r" not in "".join(s.text for s in streams)
+    for e, d in enumerate(displays, 1):
+        text = d.data["text/plain"]
+        assert text.startswith(f"Epoch {e}/2\n") and "200/200 [====" in text, text
+    ev = out.cells[3]
+    assert len([o for o in ev.outputs if o.output_type == "display_data"]) == 1
+
+
+def test_notebook_01_writes_its_data_to_the_data_dir_and_reuses_it(tmp_path, kernel, monkeypatch):
+    data_dir, work = tmp_path / "data", tmp_path / "nb"
+    work.mkdir()
+    shutil.copy(NOTEBOOKS / "01_cifar10_cpu_vs_gpu.ipynb", work)
+    monkeypatch.setenv("HPCNN_DATA_DIR", str(data_dir))
+    quick = "EPOCHS = 2\nSYNTHETIC = True\nTRAIN_ROWS = 1000"
+    nb = execute(work / "01_cifar10_cpu_vs_gpu.ipynb", quick, work, kernel)
+    h5 = data_dir / "synthetic_cifar10_seed0_train1000.hdf5"
+    assert h5.exists()
+    assert not [p for p in work.iterdir() if p.suffix in (".hdf5", ".h5") and p.name != "cifar10_model.h5"]
+    assert str(h5) in all_text(cell_with(nb, "write_hdf5(h5_path"))           # says where it went
+    fit = cell_with(nb, "history = model.fit(")
+    assert len([o for o in fit.outputs if o.output_type == "display_data"]) == 2   # EPOCHS bars
+    assert len(fit.outputs) <= 3
+    assert (work / "cifar10_model.h5").exists()
+    # A second run reuses the file.
+    before = h5.stat().st_mtime_ns
+    nb = execute(work / "01_cifar10_cpu_vs_gpu.ipynb", quick, work, kernel)
+    assert "Reusing " + str(h5) in all_text(cell_with(nb, "h5_path = hdf5_path("))
+    assert h5.stat().st_mtime_ns == before
+
+
+@pytest.mark.skipif(not os.path.isdir("/usr/share/datasets/fashion-mnist"),
+                    reason="Debian's dataset-fashion-mnist is not installed (README's apt-get line installs it)")
+def test_notebook_02_runs(tmp_path, kernel):
+    work = tmp_path / "nb"
+    work.mkdir()
+    shutil.copy(NOTEBOOKS / "02_mnist_benchmark.ipynb", work)
+    nb = execute(work / "02_mnist_benchmark.ipynb", "EPOCHS = 1\nTRAIN_ROWS = 1000\nTEST_ROWS = 500", work, kernel)
+    assert "mean_speed" in all_text(cell_with(nb, "step_stats(timer.times[10:]"))
+    assert (work / "deep_mnist_bench.csv").exists()
