@@ -632,6 +632,35 @@ def test_layout_check_reads_version2_object_headers(tmp_path):
         data.HDF5Dataset(p)
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "gzip"])
+def test_uint64_labels_above_int64_are_named_not_clipped(tmp_path, layout):
+    """Issue 12, item 7 (file side): uint64 labels above 2^63-1 were clipped to 2^63-1 when read
+    as int64 (HDF5's conversion, or hpcnn's chunk reader), so the error named a label that is not
+    in the file, and read_dataset returned clipped values silently. Contiguous labels go through
+    HDF5's conversion, gzip ones through hpcnn's own reader."""
+    p = str(tmp_path / "u64.h5")
+    y = np.arange(8, dtype=np.uint64) % 3
+    y[5] = 2**64 - 1
+    y[6] = 2**63
+    opts = {"compression": "gzip", "chunks": (4,)} if layout == "gzip" else {}
+    with h5py.File(p, "w") as f:
+        f.create_dataset("x_train", data=np.zeros((8, 2, 2, 1), np.uint8))
+        f.create_dataset("y_train", data=y, **opts)
+    msg = r"y_train.*u64\.h5.* holds 18446744073709551615 at element 5: larger than 2\^63-1"
+    with pytest.raises(ValueError, match=msg):
+        data.HDF5Dataset(p)
+    with pytest.raises(ValueError, match=msg):
+        data.HDF5Dataset(p, num_classes=3)
+    with pytest.raises(ValueError, match=msg):
+        data.read_dataset(p, "y_train")
+    # Values that fit are read as they are, the largest int64 included.
+    with h5py.File(p, "a") as f:
+        f["y_train"][5] = 2**63 - 1
+        f["y_train"][6] = 1
+    got = data.read_dataset(p, "y_train")
+    assert got.dtype == np.int64 and got[5] == 2**63 - 1 and got[:5].tolist() == [0, 1, 2, 0, 1]
+
+
 def test_fifo_is_refused_without_hanging(tmp_path):
     """Issue 12, item 12 (input half): a FIFO named as the input file. Before the fix HDF5's
     signature check opened and read it, waiting for a writer forever."""

@@ -10,7 +10,6 @@
 #include <cstring>
 #include <future>
 #include <limits>
-#include <type_traits>
 
 #include "core/dynamic_for.h"
 #include "core/errors.h"
@@ -649,11 +648,18 @@ void widen(const uint8_t* src, size_t n, int64_t* out) {
   for (size_t i = 0; i < n; ++i) {
     T v;
     std::memcpy(&v, src + i * sizeof(T), sizeof(T));
-    if constexpr (std::is_same_v<T, uint64_t>)
-      out[i] = v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max()
-                                                                             : static_cast<int64_t>(v);
-    else
-      out[i] = static_cast<int64_t>(v);
+    out[i] = static_cast<int64_t>(v);  // uint64: the caller checks the values above 2^63 - 1 first
+  }
+}
+
+// Unsigned 64-bit values above 2^63 - 1 have no int64 value: a clipped or wrapped value would be
+// a silently wrong label (issue 12, item 7), so the first one is named.
+void check_fits_int64(const uint8_t* src, size_t n, const std::string& where) {
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t v;
+    std::memcpy(&v, src + i * sizeof(v), sizeof(v));
+    HPCNN_CHECK_ARG(v <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), where, " holds ", v,
+                    " at element ", i, ": larger than 2^63-1, the largest integer hpcnn reads");
   }
 }
 
@@ -678,7 +684,10 @@ std::vector<int64_t> H5Dataset::read_all_int64() {
       case 1: s ? widen<int8_t>(buf.data(), n, out.data()) : widen<uint8_t>(buf.data(), n, out.data()); break;
       case 2: s ? widen<int16_t>(buf.data(), n, out.data()) : widen<uint16_t>(buf.data(), n, out.data()); break;
       case 4: s ? widen<int32_t>(buf.data(), n, out.data()) : widen<uint32_t>(buf.data(), n, out.data()); break;
-      default: s ? widen<int64_t>(buf.data(), n, out.data()) : widen<uint64_t>(buf.data(), n, out.data()); break;
+      default:
+        if (!s) check_fits_int64(buf.data(), n, where());
+        s ? widen<int64_t>(buf.data(), n, out.data()) : widen<uint64_t>(buf.data(), n, out.data());
+        break;
     }
     return out;
   }
@@ -696,9 +705,13 @@ std::vector<int64_t> H5Dataset::read_all_int64() {
       if (d < 0) break;
     }
   }
-  h5_check(H5Dread(dset_.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()),
+  // Unsigned 64-bit values are read as they are (HDF5's conversion to int64 would clip them) and
+  // checked; every other integer type converts to int64 exactly.
+  const bool u64 = !info_.is_signed && info_.elem_size == 8;
+  h5_check(H5Dread(dset_.get(), u64 ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()),
            cat("cannot read ", where(), " (truncated or corrupted file?)"));
   raw_.check(cat("reading ", where()));
+  if (u64) check_fits_int64(reinterpret_cast<const uint8_t*>(out.data()), n, where());
   return out;
 }
 

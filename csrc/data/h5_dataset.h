@@ -78,9 +78,9 @@ class H5Dataset {
   // bookkeeping stays small whatever the block count.
   void read_all(void* dst);
 
-  // The whole dataset as int64 (labels; unsigned 64-bit values above 2^63 - 1 clip to it, as
-  // HDF5's conversion does). ValueError unless integer-typed; MemoryError naming the dataset when
-  // the memory for it is not available.
+  // The whole dataset as int64 (labels). ValueError unless integer-typed, or for an unsigned
+  // 64-bit value above 2^63 - 1 (named, never clipped); MemoryError naming the dataset when the
+  // memory for it is not available.
   std::vector<int64_t> read_all_int64();
 
   // Bytes of the whole dataset as stored (rows * row_bytes; fits 63 bits: checked at open).
