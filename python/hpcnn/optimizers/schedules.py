@@ -88,22 +88,30 @@ def _name(value: Any, default: str, caller: str) -> str:
     return value
 
 
-class ExponentialDecay(LearningRateSchedule):
+class _StepDecay(LearningRateSchedule):
+    """ExponentialDecay and InverseTimeDecay: the same arguments, checks and config (the core
+    evaluates both with the exponent ``step / decay_steps``, floored when ``staircase``)."""
+
+    def __init__(self, caller: str, initial_learning_rate: float, decay_steps: Union[int, float],
+                 decay_rate: float, staircase: bool, name: str) -> None:
+        self.initial_learning_rate = _rate(initial_learning_rate, "initial_learning_rate", caller)
+        self.decay_steps = _steps(decay_steps, "decay_steps", caller)
+        self.decay_rate = _rate(decay_rate, "decay_rate", caller)
+        self.staircase = validation.boolean(staircase, "staircase", caller)
+        self.name = _name(name, caller, caller)
+
+    def get_config(self) -> Dict[str, Any]:
+        return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
+                "decay_rate": self.decay_rate, "staircase": self.staircase, "name": self.name}
+
+
+class ExponentialDecay(_StepDecay):
     """``initial_learning_rate * decay_rate ** (step / decay_steps)`` (an integer exponent when
     ``staircase``)."""
 
     def __init__(self, initial_learning_rate: float, decay_steps: Union[int, float], decay_rate: float,
                  staircase: bool = False, name: str = "ExponentialDecay") -> None:
-        c = "ExponentialDecay"
-        self.initial_learning_rate = _rate(initial_learning_rate, "initial_learning_rate", c)
-        self.decay_steps = _steps(decay_steps, "decay_steps", c)
-        self.decay_rate = _rate(decay_rate, "decay_rate", c)
-        self.staircase = validation.boolean(staircase, "staircase", c)
-        self.name = _name(name, "ExponentialDecay", c)
-
-    def get_config(self) -> Dict[str, Any]:
-        return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
-                "decay_rate": self.decay_rate, "staircase": self.staircase, "name": self.name}
+        super().__init__("ExponentialDecay", initial_learning_rate, decay_steps, decay_rate, staircase, name)
 
 
 class PiecewiseConstantDecay(LearningRateSchedule):
@@ -152,22 +160,13 @@ class PolynomialDecay(LearningRateSchedule):
                 "name": self.name}
 
 
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(_StepDecay):
     """``initial_learning_rate / (1 + decay_rate * step / decay_steps)`` (an integer quotient when
     ``staircase``)."""
 
     def __init__(self, initial_learning_rate: float, decay_steps: Union[int, float], decay_rate: float,
                  staircase: bool = False, name: str = "InverseTimeDecay") -> None:
-        c = "InverseTimeDecay"
-        self.initial_learning_rate = _rate(initial_learning_rate, "initial_learning_rate", c)
-        self.decay_steps = _steps(decay_steps, "decay_steps", c)
-        self.decay_rate = _rate(decay_rate, "decay_rate", c)
-        self.staircase = validation.boolean(staircase, "staircase", c)
-        self.name = _name(name, "InverseTimeDecay", c)
-
-    def get_config(self) -> Dict[str, Any]:
-        return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
-                "decay_rate": self.decay_rate, "staircase": self.staircase, "name": self.name}
+        super().__init__("InverseTimeDecay", initial_learning_rate, decay_steps, decay_rate, staircase, name)
 
 
 class CosineDecay(LearningRateSchedule):
