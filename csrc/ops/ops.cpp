@@ -9,6 +9,7 @@
 #include "ops/avgpool2d.h"
 #include "ops/decode.h"
 #include "ops/dropout.h"
+#include "ops/finite_check.h"
 #include "ops/param_norms.h"
 #include "ops/param_norms_body.h"
 #include "ops/scale_shift.h"
@@ -119,13 +120,18 @@ void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& 
 }
 
 // ------------------------------------------------------------------ max-pool
-Pool2dGeometry maxpool2d_geometry(const Tensor& x, int ph, int pw, int sh, int sw, Padding pad) {
-  expect_f32("max_pool2d", "input", x);
-  HPCNN_CHECK_ARG(x.rank() == 4, "max_pool2d: input must be 4-D (batch, height, width, channels), got shape ",
+// The geometry of a window pool (op: "max_pool2d" or "avg_pool2d") over input x.
+static Pool2dGeometry pool2d_geometry(const char* op, const Tensor& x, int ph, int pw, int sh, int sw, Padding pad) {
+  expect_f32(op, "input", x);
+  HPCNN_CHECK_ARG(x.rank() == 4, op, ": input must be 4-D (batch, height, width, channels), got shape ",
                   shape_str(x.shape()));
-  HPCNN_CHECK_ARG(x.dim(0) > 0, "max_pool2d: batch size is 0 (input shape ", shape_str(x.shape()), ")");
-  return Pool2dGeometry::make(as_int(x.dim(0), "max_pool2d"), as_int(x.dim(1), "max_pool2d"),
-                              as_int(x.dim(2), "max_pool2d"), as_int(x.dim(3), "max_pool2d"), ph, pw, sh, sw, pad);
+  HPCNN_CHECK_ARG(x.dim(0) > 0, op, ": batch size is 0 (input shape ", shape_str(x.shape()), ")");
+  return Pool2dGeometry::make(as_int(x.dim(0), op), as_int(x.dim(1), op), as_int(x.dim(2), op), as_int(x.dim(3), op),
+                              ph, pw, sh, sw, pad, op);
+}
+
+Pool2dGeometry maxpool2d_geometry(const Tensor& x, int ph, int pw, int sh, int sw, Padding pad) {
+  return pool2d_geometry("max_pool2d", x, ph, pw, sh, sw, pad);
 }
 
 void maxpool2d_forward(const Tensor& x, Tensor& y, int ph, int pw, int sh, int sw, Padding pad) {
@@ -149,13 +155,7 @@ void maxpool2d_backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tens
 
 // ------------------------------------------------------------------ average pooling
 Pool2dGeometry avgpool2d_geometry(const Tensor& x, int ph, int pw, int sh, int sw, Padding pad) {
-  expect_f32("avg_pool2d", "input", x);
-  HPCNN_CHECK_ARG(x.rank() == 4, "avg_pool2d: input must be 4-D (batch, height, width, channels), got shape ",
-                  shape_str(x.shape()));
-  HPCNN_CHECK_ARG(x.dim(0) > 0, "avg_pool2d: batch size is 0 (input shape ", shape_str(x.shape()), ")");
-  return Pool2dGeometry::make(as_int(x.dim(0), "avg_pool2d"), as_int(x.dim(1), "avg_pool2d"),
-                              as_int(x.dim(2), "avg_pool2d"), as_int(x.dim(3), "avg_pool2d"), ph, pw, sh, sw, pad,
-                              "avg_pool2d");
+  return pool2d_geometry("avg_pool2d", x, ph, pw, sh, sw, pad);
 }
 
 void avgpool2d_forward(const Tensor& x, Tensor& y, int ph, int pw, int sh, int sw, Padding pad) {
@@ -693,11 +693,10 @@ void decode_u8(const Tensor& x, Tensor& y, const float* scale, const float* shif
 void check_finite(const Tensor& t, const char* what) {
   if (!t.device().is_cpu() || t.dtype() != DType::F32) return;
   const float* p = t.f32();
-  long long n = t.numel();
-  for (long long i = 0; i < n; ++i)
-    if (!std::isfinite(p[i]))
-      throw ValueError(cat(what, " contains ", std::isnan(p[i]) ? "NaN" : "inf", " (first at flat index ", i,
-                           " of shape ", shape_str(t.shape()), ")"));
+  const long long i = cpu::first_non_finite(p, t.numel());
+  if (i >= 0)
+    throw ValueError(cat(what, " contains ", std::isnan(p[i]) ? "NaN" : "inf", " (first at flat index ", i,
+                         " of shape ", shape_str(t.shape()), ")"));
 }
 
 }  // namespace hpcnn::ops
