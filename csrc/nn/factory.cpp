@@ -2,6 +2,7 @@
 
 #include "core/errors.h"
 #include "nn/layers.h"
+#include "nn/merge_layers.h"
 
 namespace hpcnn::nn {
 
@@ -25,6 +26,8 @@ LayerPtr make_layer(const Config& cfg) {
   if (kind == "Dropout") return std::make_unique<DropoutLayer>(cfg.get_float("rate"));
   if (kind == "Activation")
     return std::make_unique<ActivationLayer>(parse_activation(cfg.get_string("activation")));
+  if (kind == "Add") return std::make_unique<AddLayer>();
+  if (kind == "Concatenate") return std::make_unique<ConcatenateLayer>(cfg.get_int("axis"));
   throw ValueError(cat("unknown layer class '", kind, "'"));
 }
 

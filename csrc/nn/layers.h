@@ -24,6 +24,7 @@ class Conv2DLayer : public Layer {
   std::vector<ParamSpec> param_specs(const Shape& in) const override;
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
+  bool backward_reads_output() const override { return relu_; }  // the fused ReLU's mask
 
  private:
   int filters_, kh_, kw_, sh_, sw_;
@@ -50,6 +51,8 @@ class FlattenLayer : public Layer {
   Shape output_shape(const Shape& in) const override;
   bool forward_is_view(bool) const override { return true; }
   bool backward_is_view() const override { return true; }
+  bool backward_reads_input() const override { return false; }
+  bool backward_reads_output() const override { return false; }
   void forward(const Tensor&, Tensor&, const StepContext&) override {}
   void backward(const Tensor&, const Tensor&, Tensor&, Tensor*, const StepContext&) override {}
 };
@@ -62,6 +65,7 @@ class DenseLayer : public Layer {
   std::vector<ParamSpec> param_specs(const Shape& in) const override;
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
+  bool backward_reads_output() const override { return relu_; }  // the fused ReLU's mask
 
  private:
   int units_;
@@ -76,6 +80,8 @@ class DropoutLayer : public Layer {
   bool forward_is_view(bool training) const override { return !training || rate_ == 0.f; }
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
+  bool backward_reads_input() const override { return false; }  // the mask is recomputed
+  bool backward_reads_output() const override { return false; }
 
  private:
   float rate_;
@@ -91,6 +97,8 @@ class ActivationLayer : public Layer {
   bool backward_is_view() const override { return act_ == Activation::Linear; }
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
+  bool backward_reads_input() const override { return false; }  // ReLU and softmax: from y
+  bool backward_reads_output() const override { return act_ != Activation::Linear; }
 
  private:
   Activation act_;

@@ -15,7 +15,7 @@
 #include "core/tensor.h"
 #include "nn/config.h"
 #include "nn/factory.h"
-#include "nn/sequential.h"
+#include "nn/model.h"
 #include "ops/blas.h"
 #include "ops/ops.h"
 
@@ -74,7 +74,7 @@ nn::Config conv_config() {
   return conv;
 }
 
-std::unique_ptr<nn::Sequential> tiny_model() {
+std::unique_ptr<nn::Model> tiny_model() {
   std::vector<nn::LayerPtr> layers;
   layers.push_back(nn::make_layer(conv_config()));
   nn::Config pool = layer("MaxPooling2D");
@@ -90,7 +90,7 @@ std::unique_ptr<nn::Sequential> tiny_model() {
   nn::Config softmax = layer("Activation");
   softmax.set("activation", std::string("softmax"));
   layers.push_back(nn::make_layer(softmax));
-  return std::make_unique<nn::Sequential>(Shape{6, 6, 1}, std::move(layers), 7);
+  return std::make_unique<nn::Model>(Shape{6, 6, 1}, std::move(layers), 7);
 }
 
 void model() {

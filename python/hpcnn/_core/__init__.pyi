@@ -48,8 +48,8 @@ class CudaDeviceInfo:
 
 class Model:
 
-    def __init__(self, input_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], layers: list, seed: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
+    def __init__(self, input_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], layers: list, seed: typing.SupportsInt | typing.SupportsIndex, inputs: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]] | None=None) -> None:
+        """A model of `layers` (configs). inputs: per layer, the indices of the layers it reads (-1: the model's input; each earlier in the list; the last layer is the output); None: a chain (Sequential)."""
 
     def compile(self, optimizer: dict, loss: str, from_logits: bool=False) -> None:
         ...
@@ -81,6 +81,13 @@ class Model:
 
     @learning_rate.setter
     def learning_rate(self, arg1: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+
+    def memory_report(self, batch_size: typing.SupportsInt | typing.SupportsIndex) -> dict:
+        """Bytes of a step's activations and gradients for batches of batch_size rows: the planned arena of each step kind (train, test, predict), the layout of one buffer per activation for comparison, and the arena allocated now."""
+
+    @property
+    def node_inputs(self) -> list[list[int]]:
         ...
 
     @property
@@ -184,6 +191,9 @@ def default_num_threads_source() -> str:
 
 def get_num_threads() -> int:
     ...
+
+def layer_output_shape(layers: list, input_shapes: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]]) -> list[int]:
+    """The per-sample output shape of core layers (configs) in a chain, the first taking every shape in input_shapes (ValueError when they do not fit): a layer's output shape when called on symbolic tensors."""
 
 def max_num_threads() -> int:
     ...

@@ -6,8 +6,17 @@ import numpy
 import numpy.typing
 import typing
 
+def accumulate(dst: object, src: object, device: str='cpu') -> numpy.ndarray:
+    """dst + src, computed as the in-place dst += src."""
+
 def adam_step(params: object, grads: object, m: object, v: object, lr: typing.SupportsFloat | typing.SupportsIndex=0.001, beta_1: typing.SupportsFloat | typing.SupportsIndex=0.9, beta_2: typing.SupportsFloat | typing.SupportsIndex=0.999, epsilon: typing.SupportsFloat | typing.SupportsIndex=1e-07, t: typing.SupportsInt | typing.SupportsIndex=1, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
     ...
+
+def add(xs: list, device: str='cpu') -> numpy.ndarray:
+    """xs[0] + xs[1] + ... (two or more arrays of one shape)."""
+
+def concatenate(xs: list, axis: typing.SupportsInt | typing.SupportsIndex=-1, device: str='cpu') -> numpy.ndarray:
+    """The arrays side by side along `axis` (not 0, the batch axis)."""
 
 def conv2d_backward(x: object, kernel: object, y: object, dy: object, strides: object=1, padding: str='valid', relu: bool=False, need_dx: bool=True, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> tuple[object, numpy.ndarray, numpy.ndarray]:
     ...
@@ -20,6 +29,9 @@ def conv2d_kernel_layout(device: str) -> str:
 
 def convert_conv2d_kernel(kernel: object, from_layout: str, to_layout: str) -> numpy.ndarray:
     """A conv2d kernel converted between 'HWIO' and 'OHWI' on the host: the conversion a model applies in get_weights, set_weights and when it moves between the CPU and a GPU."""
+
+def copy(x: object, device: str='cpu') -> numpy.ndarray:
+    """A copy of x made on the device (its compute stream on a GPU)."""
 
 def decode_u8(x: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8], scale: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], shift: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], device: str='cpu') -> numpy.ndarray:
     ...
@@ -62,3 +74,6 @@ def softmax_cross_entropy(logits: object, target: object, grad_scale: typing.Sup
 
 def softmax_forward(x: object, device: str='cpu') -> numpy.ndarray:
     ...
+
+def split(dy: object, sizes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], axis: typing.SupportsInt | typing.SupportsIndex=-1, need: collections.abc.Sequence[bool]=[], device: str='cpu') -> list:
+    """concatenate's backward: the parts of dy, sizes[i] long along `axis` (None where need[i] is False)."""
