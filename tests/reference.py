@@ -69,3 +69,109 @@ DEEP_MNIST_SPEC = [
     ("conv", 1, "same", True), ("pool", 2, 2, "valid"),
     ("conv", 1, "same", True), ("pool", 2, 2, "valid"),
     ("flatten",), ("dense", True), ("dropout", 6), ("dense", False), ("softmax",)]
+
+
+# ------------------------------------------------------------------ graphs (the functional API)
+# A graph is a list of (layer, inputs): `layer` a spec as above, or ('relu',) | ('add',) |
+# ('concat', axis); `inputs` the indices of earlier nodes (-1: the model's input), in the order of
+# the core's node_inputs. Weights are taken in node order (conv and dense: kernel, bias).
+def _weight_starts(graph):
+    starts, wi = [], 0
+    for layer, _ in graph:
+        starts.append(wi)
+        wi += 2 if layer[0] in ("conv", "dense") else 0
+    return starts
+
+
+def graph_forward(graph, weights, x):
+    """Every node's output (the last one the logits when it is ('softmax',): fused into the loss)."""
+    vals = []
+    for (layer, inputs), wi in zip(graph, _weight_starts(graph)):
+        xs = [x if p < 0 else vals[p] for p in inputs]
+        kind, a = layer[0], xs[0]
+        if kind == "conv":
+            y = op.conv2d_forward(a, weights[wi], weights[wi + 1], (layer[1],) * 2, layer[2], layer[3])
+        elif kind == "pool":
+            y = op.maxpool2d_forward(a, (layer[1],) * 2, (layer[2],) * 2, layer[3])
+        elif kind == "flatten":
+            y = a.reshape(len(a), -1)
+        elif kind == "dense":
+            y = op.dense_forward(a, weights[wi], weights[wi + 1], layer[1])
+        elif kind == "relu":
+            y = np.maximum(a, 0.0)
+        elif kind == "add":
+            y = sum(np.asarray(v, np.float64) for v in xs)
+        elif kind == "concat":
+            y = np.concatenate(xs, axis=layer[1])
+        elif kind == "softmax":
+            y = a
+        else:
+            raise ValueError(kind)
+        vals.append(np.asarray(y, np.float64))
+    return vals
+
+
+def graph_loss(graph, weights, x, onehot):
+    """The mean cross-entropy of the graph's softmax output (for finite differences)."""
+    loss_sum, _, _ = op.softmax_xent(graph_forward(graph, weights, x)[-1], onehot)
+    return loss_sum / len(x)
+
+
+def graph_train_step(graph, weights, x, onehot):
+    """(mean loss, weight gradients): backward in reverse node order, a node's output gradient the
+    sum of what every node that reads it gives back."""
+    vals = graph_forward(graph, weights, x)
+    n = len(x)
+    loss_sum, _, g = op.softmax_xent(vals[-1], onehot)
+    dvals = [None] * len(graph)
+    dvals[-1] = g / n
+    grads = [None] * len(weights)
+
+    def give(p, d):
+        if p >= 0:
+            dvals[p] = d if dvals[p] is None else dvals[p] + d
+
+    for i in range(len(graph) - 1, -1, -1):
+        (layer, inputs), g, wi = graph[i], dvals[i], _weight_starts(graph)[i]
+        if g is None:
+            continue
+        xs = [x if p < 0 else vals[p] for p in inputs]
+        kind, a, y = layer[0], xs[0], vals[i]
+        if kind == "conv":
+            dx, grads[wi], grads[wi + 1] = op.conv2d_backward(a, weights[wi], y, g, (layer[1],) * 2, layer[2],
+                                                              layer[3])
+            give(inputs[0], dx)
+        elif kind == "pool":
+            give(inputs[0], op.maxpool2d_backward(a, g, (layer[1],) * 2, (layer[2],) * 2, layer[3]))
+        elif kind == "flatten":
+            give(inputs[0], g.reshape(a.shape))
+        elif kind == "dense":
+            dx, grads[wi], grads[wi + 1] = op.dense_backward(a, weights[wi], y, g, layer[1])
+            give(inputs[0], dx)
+        elif kind == "relu":
+            give(inputs[0], g * (y > 0))
+        elif kind == "add":
+            for p in inputs:
+                give(p, g)
+        elif kind == "concat":
+            cuts = np.cumsum([np.shape(v)[layer[1]] for v in xs])[:-1]
+            for p, part in zip(inputs, np.split(g, cuts, axis=layer[1])):
+                give(p, part)
+        elif kind == "softmax":
+            give(inputs[0], g)
+    return loss_sum / n, grads
+
+
+def graph_adam_steps(graph, weights, batches, lr=1e-3):
+    """Keras' Adam over the batches [(x, onehot), ...]: (losses, weights after each step)."""
+    w = [np.asarray(v, np.float64) for v in weights]
+    m = [np.zeros_like(v) for v in w]
+    v = [np.zeros_like(a) for a in w]
+    losses, history = [], []
+    for t, (x, onehot) in enumerate(batches, start=1):
+        loss, grads = graph_train_step(graph, w, x, onehot)
+        losses.append(loss)
+        for k in range(len(w)):
+            w[k], m[k], v[k] = op.adam(w[k], grads[k], m[k], v[k], lr, 0.9, 0.999, 1e-7, t)
+        history.append([a.copy() for a in w])
+    return losses, history

@@ -3,6 +3,10 @@
 Input is NHWC (batch, height, width, channels), as in Keras. ``Conv2D`` kernels are
 (kh, kw, in, out) and ``Dense`` kernels (in, out), so ``get_weights``/``set_weights`` move
 weights to and from Keras unchanged; ``Flatten`` flattens in (H, W, C) order as Keras does.
+
+Layers go into a ``Sequential`` model, or are called on symbolic tensors to build a graph for
+``hpcnn.Model`` (the functional API, functional.py): ``y = Conv2D(8, 3)(hpcnn.Input((32, 32, 3)))``.
+``Add`` and ``Concatenate`` take a list of tensors.
 """
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import validation
+from .functional import KerasTensor, call_layer, layer_label
 
 IntPair = Union[int, Sequence[int]]
 
@@ -73,6 +78,7 @@ class Layer:
     """
 
     _keras_name = "layer"
+    _merges_inputs = False  # takes a list of tensors (Add, Concatenate)
 
     def __init__(self, name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None,
                  trainable: bool = True, dtype: Any = None, **kwargs: Any) -> None:
@@ -83,6 +89,32 @@ class Layer:
         self.name = validation.name(name, cls)
         self.input_shape = validation.shape(input_shape, "input_shape", cls) if input_shape is not None else None
         self.trainable = trainable
+        # Its one position in a graph (functional.py): the tensors it was called on, and its output.
+        self._inbound: Optional[List[KerasTensor]] = None
+        self._output: Optional[KerasTensor] = None
+
+    def __call__(self, inputs: Any, **kwargs: Any) -> KerasTensor:
+        """Apply the layer to a symbolic tensor (a list of them for ``Add``/``Concatenate``) and
+        return its output tensor; shapes are checked now. A layer is called once (one position
+        per layer)."""
+        return call_layer(self, inputs, kwargs)
+
+    @property
+    def output(self) -> KerasTensor:
+        """The tensor this layer output when called (Keras' ``layer.output``)."""
+        if getattr(self, "_output", None) is None:
+            raise AttributeError(f"layer {layer_label(self)} has never been called and thus has no defined output")
+        return self._output  # type: ignore[return-value]
+
+    @property
+    def input(self) -> Union[KerasTensor, List[KerasTensor]]:
+        """The tensor (a list for a merging layer) this layer was called on (Keras' ``layer.input``)."""
+        inbound = getattr(self, "_inbound", None)
+        if inbound is None or isinstance(self, InputLayer):
+            if isinstance(self, InputLayer):
+                return self.output
+            raise AttributeError(f"layer {layer_label(self)} is not connected, no input to return")
+        return list(inbound) if self._merges_inputs else inbound[0]
 
     @property
     def trainable(self) -> bool:
@@ -148,14 +180,26 @@ class InputLayer(Layer):
             if validation.shape(other, "shape", "InputLayer") != shp:
                 raise ValueError(f"InputLayer: input_shape, shape and batch_shape disagree: {given}")
         super().__init__(name=name, input_shape=shp, **kwargs)
+        self._inbound = []
+        self._output = KerasTensor(shp, self, dtype="uint8" if _is_float32(dtype, ("uint8",)) and
+                                   np.dtype(dtype).name == "uint8" else "float32")
 
     def get_config(self) -> Dict[str, Any]:
         return {"name": self.name, "input_shape": list(self.input_shape or ())}
 
 
-def Input(shape: Sequence[int], name: Optional[str] = None, **kwargs: Any) -> InputLayer:
-    """``hpcnn.layers.Input(shape=(32, 32, 3))`` (Keras' spelling for an input in a Sequential)."""
-    return InputLayer(shape=shape, name=name, **kwargs)
+def Input(shape: Optional[Sequence[int]] = None, batch_size: Optional[int] = None, dtype: Any = None,
+          sparse: Optional[bool] = None, batch_shape: Optional[Sequence[Optional[int]]] = None,
+          name: Optional[str] = None, **kwargs: Any) -> KerasTensor:
+    """``x = hpcnn.Input(shape=(32, 32, 3))``: the symbolic input of a functional model (Keras'
+    ``keras.Input``), per-sample shape without the batch axis. It may also start a Sequential
+    (``Sequential([hpcnn.Input((32, 32, 3)), ...])``). Arguments as ``InputLayer``."""
+    for k in ("tensor", "optional"):  # Keras' arguments, supported at their defaults only
+        v = kwargs.pop(k, None)
+        if v is not None and v is not False:
+            raise ValueError(f"Input: {k}={v!r:.100} is not supported")
+    return InputLayer(shape=shape, batch_size=batch_size, dtype=dtype, sparse=sparse, batch_shape=batch_shape,
+                      name=name, **kwargs).output
 
 
 class Conv2D(Layer):
@@ -348,7 +392,55 @@ class ReLU(Activation):
         return cfg
 
 
-_REGISTRY = {c.__name__: c for c in (InputLayer, Conv2D, MaxPooling2D, Flatten, Dense, Dropout, Activation, ReLU)}
+# ------------------------------------------------------------------ merging layers (several inputs)
+class _Merge(Layer):
+    """A layer called on a list of at least two tensors."""
+
+    _merges_inputs = True
+
+    def __init__(self, name: Optional[str] = None, **kwargs: Any) -> None:
+        if kwargs.get("input_shape") is not None:
+            raise ValueError(f"{type(self).__name__}: input_shape= is not taken: the layer is called on tensors")
+        kwargs.pop("input_shape", None)
+        super().__init__(name=name, **kwargs)
+
+
+class Add(_Merge):
+    """``Add()([a, b, ...])``: the element-wise sum of tensors of one shape (a residual
+    connection). Its backward passes the gradient to every input unchanged."""
+
+    _keras_name = "add"
+
+    def _core_configs(self) -> List[Dict[str, Any]]:
+        return [dict(class_name="Add")]
+
+
+class Concatenate(_Merge):
+    """``Concatenate(axis=-1)([a, b, ...])``: tensors side by side along ``axis`` (Keras counts the
+    batch axis: -1, the default, is the channels of NHWC images); every other axis must agree."""
+
+    _keras_name = "concatenate"
+
+    def __init__(self, axis: int = -1, name: Optional[str] = None, **kwargs: Any) -> None:
+        if not validation.is_integer(axis):
+            raise ValueError(f"Invalid value for argument `axis`. Expected an integer. Received: axis={axis!r}")
+        if axis == 0:
+            raise ValueError("Invalid value for argument `axis`. Expected a per-sample axis (0 is the batch axis). "
+                             "Received: axis=0")
+        self.axis = int(axis)
+        super().__init__(name=name, **kwargs)
+
+    def get_config(self) -> Dict[str, Any]:
+        cfg = super().get_config()
+        cfg.update(axis=self.axis)
+        return cfg
+
+    def _core_configs(self) -> List[Dict[str, Any]]:
+        return [dict(class_name="Concatenate", axis=self.axis)]
+
+
+_REGISTRY = {c.__name__: c for c in (InputLayer, Conv2D, MaxPooling2D, Flatten, Dense, Dropout, Activation, ReLU,
+                                     Add, Concatenate)}
 
 
 def deserialize(config: Dict[str, Any]) -> Layer:
@@ -373,4 +465,4 @@ def serialize(layer: Layer) -> Dict[str, Any]:
 
 
 __all__ = ["Layer", "InputLayer", "Input", "Conv2D", "MaxPooling2D", "MaxPool2D", "Flatten", "Dense", "Dropout",
-           "Activation", "ReLU", "serialize", "deserialize"]
+           "Activation", "ReLU", "Add", "Concatenate", "KerasTensor", "serialize", "deserialize"]

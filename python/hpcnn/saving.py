@@ -1,6 +1,7 @@
-"""Saving and loading whole models: ``Sequential.save`` and ``load_model``.
+"""Saving and loading whole models: ``Model.save`` / ``Sequential.save`` and ``load_model``.
 
 The file is HDF5: one dataset ``hpcnn_model_json`` (UTF-8 JSON bytes: format, version, the model's
+class ("Sequential", or "Functional" for ``hpcnn.Model``; files without it are Sequential), its
 config, seed, weight names and compile settings) and one dataset per weight array,
 ``weight_000``, ``weight_001``, ... in ``get_weights()`` order (Keras layouts).
 """
@@ -14,8 +15,8 @@ import numpy as np
 
 from . import _core, data, losses, optimizers, validation
 
-if TYPE_CHECKING:  # models.py imports this module; load_model imports Sequential when called
-    from .models import Sequential
+if TYPE_CHECKING:  # models.py imports this module; load_model imports the model classes when called
+    from .models import Model
 
 FORMAT = "hpcnn-model"
 FORMAT_VERSION = 1
@@ -27,8 +28,8 @@ def weight_dataset(i: int) -> str:
     return f"weight_{i:03d}"
 
 
-def save_model(model: "Sequential", filepath: str, overwrite: bool = True) -> None:
-    """``Sequential.save``: architecture, weights and compile settings, written atomically by
+def save_model(model: "Model", filepath: str, overwrite: bool = True) -> None:
+    """``Model.save``: architecture, weights and compile settings, written atomically by
     ``data.write_hdf5`` (a temporary file renamed into place). The optimizer's moments are not saved.
 
     The target must be a new name or an existing writable regular file: a symbolic link (never
@@ -42,7 +43,9 @@ def save_model(model: "Sequential", filepath: str, overwrite: bool = True) -> No
     if not overwrite and os.path.lexists(path):
         raise FileExistsError(f"save: '{path}' exists and overwrite=False")
     weights = model.get_weights()
+    from .models import Sequential
     meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "hpcnn_version": _core.build_info()["version"],
+            "class_name": "Sequential" if isinstance(model, Sequential) else "Functional",
             "config": model.get_config(), "seed": model._seed, "weight_names": model._weight_names(),
             "compile": None}
     if model._compiled is not None and model.optimizer is not None:
@@ -87,7 +90,7 @@ def _read_meta(path: str) -> Dict[str, Any]:
     return meta
 
 
-def _read_weights(path: str, model: "Sequential") -> List[np.ndarray]:
+def _read_weights(path: str, model: "Model") -> List[np.ndarray]:
     """The weight arrays, each checked against the model before it is read: float32, the model's
     shape, finite values; exactly as many as the model has."""
     names = model._weight_names()
@@ -119,7 +122,7 @@ def _read_weights(path: str, model: "Sequential") -> List[np.ndarray]:
     raise _Damaged(f"it holds more weight arrays than the model's {len(shapes)} (found '{weight_dataset(len(shapes))}')")
 
 
-def _compile_from(model: "Sequential", comp: Dict[str, Any]) -> None:
+def _compile_from(model: "Model", comp: Dict[str, Any]) -> None:
     name = comp.get("optimizer")
     if not isinstance(name, str) or name not in optimizers.REGISTRY:  # an explicit registry, never getattr
         raise _Damaged(f"unknown optimizer {name!r:.100}: hpcnn has {sorted(optimizers.REGISTRY)}")
@@ -142,28 +145,32 @@ def _compile_from(model: "Sequential", comp: Dict[str, Any]) -> None:
     model.compile(opt, loss, metrics, device="cpu")
 
 
-def load_model(filepath: str, compile: bool = True) -> "Sequential":
-    """A model saved by ``Sequential.save``: same layers and weights, compiled as it was (with a
+def load_model(filepath: str, compile: bool = True) -> "Model":
+    """A model saved by ``save`` (a ``Sequential`` or a functional ``Model``): same layers and weights, compiled as it was (with a
     fresh optimizer state) unless ``compile=False``. The model is on the CPU.
 
     A damaged or foreign file is a ValueError that names the file and what is wrong: malformed
     JSON, an unknown layer class or optimizer, missing or extra weight arrays, weights of the
     wrong shape or dtype. Weights holding NaN or inf are refused (the message names the layer)."""
-    from .models import Sequential
+    from .models import Model, Sequential
     path = os.fspath(filepath)
     if not isinstance(path, str):
         raise ValueError(f"load_model: the file path must be a string, got {filepath!r}")
     compile = validation.boolean(compile, "compile", "load_model")
     try:
         meta = _read_meta(path)
+        classes = {"Sequential": Sequential, "Functional": Model}
+        class_name = meta.get("class_name", "Sequential")  # files of hpcnn before graphs: Sequential
+        if not isinstance(class_name, str) or class_name not in classes:
+            raise _Damaged(f"its model class {class_name!r:.100} is not one hpcnn has ({sorted(classes)})")
         try:
-            model = Sequential.from_config(meta["config"])
+            model = classes[class_name].from_config(meta["config"])
             seed = meta.get("seed")
             model._seed = validation.integer(seed, "seed", minimum=0, maximum=2**64 - 1, allow_none=True)
             model.build()
         except MemoryError as e:
             raise MemoryError(f"load_model: '{path}': the model it describes does not fit in memory ({e})") from None
-        except ValueError as e:
+        except (ValueError, NotImplementedError, TypeError) as e:
             raise _Damaged(f"its model description is not valid ({e})") from None
         model.set_weights(_read_weights(path, model))
         comp = meta.get("compile")
