@@ -94,3 +94,10 @@ def test_bad_inputs_name_the_op_and_the_shapes(call, pattern):
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match=pattern):
         call(lambda *s: randn(rng, *s))
+
+
+def test_the_cuda_row_copy_body_runs_on_the_host():
+    """The CUDA concatenate/split kernel's per-element body (ops/concat_body.h) against the CPU's
+    row copies, in the host self-test (no GPU needed)."""
+    checks = [(n, e, t) for n, e, t in _core.cuda_kernel_selftest() if "row copy body" in n]
+    assert len(checks) == 2 and all(e <= t for _, e, t in checks), checks

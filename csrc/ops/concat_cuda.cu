@@ -3,6 +3,7 @@
 // everything).
 #include "core/cuda_context.h"
 #include "ops/concat.h"
+#include "ops/concat_body.h"
 
 namespace hpcnn::cuda {
 
@@ -11,10 +12,8 @@ namespace {
 __global__ void copy_rows_kernel(long long rows, long long width, const float* src, long long src_pitch,
                                  float* dst, long long dst_pitch) {
   const long long count = rows * width;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x) {
-    const long long r = i / width, c = i - r * width;
-    dst[r * dst_pitch + c] = src[r * src_pitch + c];
-  }
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
+    body::copy_rows_element(i, width, src, src_pitch, dst, dst_pitch);
 }
 
 }  // namespace
