@@ -575,7 +575,8 @@ def _assign_names(layers: List[layers_mod.Layer]) -> None:
             taken[layer.name] = taken.get(layer.name, 0) + 1
     for name, count in taken.items():
         if count > 1:
-            raise ValueError(f'The name "{name}" is used {count} times in the model. All layer names should be unique.')
+            raise ValueError(f'The name "{name}" is used {count} times in the model. All layer names should be unique '
+                             "(layers named by another model keep their names: pass name= to tell them apart)")
     for layer in layers:
         if layer.name is None:
             base, k = layer._keras_name, 0
