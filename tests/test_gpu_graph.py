@@ -5,8 +5,11 @@
   - graphs with Add, Concatenate and a tensor read by several layers: one SGD step's weight
     updates within rtol 2e-3 / atol 2e-3 x the largest update (TF32 off), as tests/test_gpu_model.py
     does for the Sequential models, and predictions and a short Adam run that agree;
-  - a graph moved between the devices keeps its weights, and its step memory is planned there too.
-Without a usable GPU the module is skipped with the reason (`pytest -rs` shows it).
+  - a graph moved between the devices keeps its weights, and its step memory is planned there too;
+  - a graph's training step copies its batch up and its loss statistics back, nothing else (the
+    gradient routes of Add and of shared tensors run on the device).
+Without a usable GPU the module is skipped with the reason (`pytest -rs` shows it);
+HPCNN_TEST_GPU=cpu runs it with the CPU standing in for the GPU (tests/gpu_target.py).
 """
 import numpy as np
 import pytest
@@ -14,17 +17,11 @@ import pytest
 import hpcnn
 from hpcnn import _core
 
+from gpu_target import GPU, MARKS
 from small_models import GRAPHS
 
-_REASON = _core.cuda_unavailable_reason()
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(bool(_REASON), reason=f"no usable GPU: {_REASON}"),
-    pytest.mark.usefixtures("tf32_off"),  # tests/conftest.py
-]
-
+pytestmark = MARKS
 ops = _core.ops
-GPU = "gpu:0"
 
 
 def randn(rng, *shape):
@@ -51,7 +48,7 @@ def _pair(name, optimizer):
     build, in_shape, _ = GRAPHS[name]
     cpu, gpu = build(seed=3), build(seed=3)
     cpu.compile(optimizer(), "categorical_crossentropy", ["accuracy"], device="cpu")
-    gpu.compile(optimizer(), "categorical_crossentropy", ["accuracy"], device="gpu")
+    gpu.compile(optimizer(), "categorical_crossentropy", ["accuracy"], device=GPU)
     return cpu, gpu, in_shape
 
 
@@ -64,7 +61,7 @@ def _data(in_shape, n=32, seed=0):
 @pytest.mark.parametrize("name", sorted(GRAPHS))
 def test_one_sgd_step_of_a_graph_matches_cpu(name):
     cpu, gpu, in_shape = _pair(name, lambda: hpcnn.optimizers.SGD(learning_rate=0.05))
-    assert gpu.device == "gpu:0"
+    assert gpu.device == GPU
     x, y = _data(in_shape)
     w0 = cpu.get_weights()
     for a, b in zip(gpu.get_weights(), w0):
@@ -92,3 +89,16 @@ def test_a_short_adam_run_and_a_device_round_trip(name):
     for a, b in zip(gpu.get_weights(), weights):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(gpu.predict(x[:8]), cpu.predict(x[:8]), atol=0.05)
+
+
+def test_a_graph_step_copies_its_batch_up_and_its_statistics_back_and_nothing_else():
+    if GPU == "cpu":
+        pytest.skip("about host-device copies: needs a real GPU (HPCNN_TEST_GPU=cpu)")
+    _, gpu, in_shape = _pair("residual", lambda: hpcnn.optimizers.SGD(learning_rate=0.05))  # Add: alias and copy
+    x, y = _data(in_shape)
+    core = gpu._model()
+    core.train_step((x, y))  # the step's buffers are made: what follows is one step's copies
+    _core.reset_transfer_stats()
+    core.train_step((x, y))
+    s = _core.transfer_stats()
+    assert (s["h2d_count"], s["h2d_bytes"], s["d2h_count"], s["d2h_bytes"]) == (2, x.nbytes + y.nbytes, 1, 16)

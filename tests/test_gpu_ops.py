@@ -216,6 +216,7 @@ def test_decode_u8():
 
 
 # ------------------------------------------------------------------ devices
+@pytest.mark.multi_gpu
 def test_second_device_if_present():
     n = len(_core.cuda_devices())
     if n < 2:

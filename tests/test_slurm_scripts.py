@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import hpcnn
+from hpcnn import _core
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted((ROOT / "slurm").iterdir())
@@ -36,7 +37,8 @@ def plain_path():
 def run_script(script, tmp_path, path, **env_extra):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SLURM_", "CONDA", "HPCNN_NUM_THREADS", "OMP_NUM_THREADS"))}
-    env.update(PATH=path, HPCNN_DATA_DIR=str(tmp_path / "data"), QUICK="1", MPLBACKEND="Agg", **env_extra)
+    env.update(PATH=path, HPCNN_DATA_DIR=str(tmp_path / "data"), QUICK="1", MPLBACKEND="Agg")
+    env.update(env_extra)
     return subprocess.run([BASH, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -84,15 +86,133 @@ def test_bench_sweep_without_slurm_runs_here(tmp_path):
     assert "skipping 64 threads" in r.stdout
 
 
-def test_gpu_selftest_without_slurm_or_gpu(tmp_path):
+GPU_SECTIONS = ("pytest -m gpu", "cuDNN algorithms", "compute-sanitizer memcheck", "compute-sanitizer racecheck",
+                "multi-GPU tests", "bench/bench_gpu.py")
+
+
+def summary_of(report):
+    """{section: 'passed' | 'failed (...)' | 'skipped (...)'} from the report's summary."""
+    lines = report.split("===== summary =====\n", 1)[1].strip().splitlines()
+    return {name.strip(): status.strip() for name, status in (line.split(":", 1) for line in lines)}
+
+
+def selftest_without_gpu(tmp_path, script, report_name):
+    if hpcnn.list_physical_devices("GPU"):
+        pytest.skip("a GPU is usable here: this covers machines without one")
     for name in ("tests", "bench", "pyproject.toml"):
         (tmp_path / name).symlink_to(ROOT / name)
-    r = run_script(ROOT / "slurm" / "gpu-selftest.sbatch", tmp_path, plain_path())
+    r = run_script(ROOT / "slurm" / script, tmp_path, plain_path())
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    report = (tmp_path / "hpcnn-gpu-selftest-local.txt").read_text()
-    for section in ("build_info", "devices", "pytest -m gpu -rs", "bench/bench_gpu.py"):
+    report = (tmp_path / report_name).read_text()
+    for section in ("build_info", "devices", "host self-test", "pytest -m gpu -rs", "compute-sanitizer --tool memcheck",
+                    "compute-sanitizer --tool racecheck", "multi-GPU tests (pytest -m multi_gpu)", "bench/bench_gpu.py",
+                    "summary"):
         assert f"===== {section} =====" in report
-    assert "pytest exit code: 0" in report and "bench exit code: 0" in report
+    summary = summary_of(report)
+    assert summary["host self-test"] == "passed", report[-3000:]
+    assert "pytest exit code: 0" in report  # the host self-test's run
+    reason = _core.cuda_unavailable_reason()
+    for section in GPU_SECTIONS:
+        assert summary[section] == f"skipped (no usable GPU: {reason})", (section, summary)
+    # the summary is the script's last words too
+    assert "host self-test:" in r.stdout and "skipped (no usable GPU" in r.stdout and report_name in r.stdout
+    return report
+
+
+def test_gpu_selftest_without_slurm_or_gpu(tmp_path):
+    selftest_without_gpu(tmp_path, "gpu-selftest.sbatch", "hpcnn-gpu-selftest-local.txt")
+
+
+def test_gpu_selftest_two_gpu_variant_without_slurm_or_gpu(tmp_path):
+    report = selftest_without_gpu(tmp_path, "gpu-selftest-2gpu.sbatch", "hpcnn-gpu-selftest-2gpu-local.txt")
+    assert "GPUs wanted: 2" in report
+    text = (ROOT / "slurm" / "gpu-selftest-2gpu.sbatch").read_text()
+    assert "#SBATCH --gres=gpu:2" in text
+
+
+def test_gpu_selftest_sections_with_a_gpu_and_their_failure_reruns(tmp_path):
+    """The script's logic where a GPU is usable, checked here with stand-ins: a fake
+    compute-sanitizer that fails for one test, a `python3` that reports a GPU, and a pytest run
+    whose first test fails: each section is reported, and the failing tests run again with
+    CUDA_LAUNCH_BLOCKING=1."""
+    path = plain_path()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real_python = shutil.which("python3", path=path)
+    log = tmp_path / "calls.log"
+    # python3: the real one, except that hpcnn reports 2 usable GPUs and pytest/bench runs are logged
+    (bin_dir / "python3").write_text(f"""#!/bin/bash
+echo "python3 CUDA_LAUNCH_BLOCKING=${{CUDA_LAUNCH_BLOCKING:-}} $*" >> "{log}"
+case "$*" in
+  *cuda_unavailable_reason*) echo ""; exit 0 ;;
+  *cuda_devices*) echo 2; exit 0 ;;
+  *"-m pytest"*"-m gpu"*) case "$*" in *--lf*) exit 1 ;; *) echo "1 failed"; exit 1 ;; esac ;;
+  *"-m pytest"*"-m multi_gpu"*) echo "2 passed"; exit 0 ;;
+  *"-m pytest"*) case "$*" in *test_cuda_backend*) exec "{real_python}" "$@" ;; *) exit 0 ;; esac ;;
+  *bench_gpu.py*) echo "bench ran"; exit 0 ;;
+  -) cat > /dev/null; echo "(cuDNN algorithms: stand-in)"; exit 0 ;;
+esac
+exec "{real_python}" "$@"
+""")
+    (bin_dir / "compute-sanitizer").write_text(f"""#!/bin/bash
+echo "sanitizer $*" >> "{log}"
+case "$*" in *test_adam_step*) echo "========= Invalid __global__ read"; exit 86 ;; esac
+exit 0
+""")
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    for name in ("tests", "bench", "pyproject.toml"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    r = run_script(ROOT / "slurm" / "gpu-selftest-2gpu.sbatch", tmp_path, f"{bin_dir}{os.pathsep}{path}", QUICK="0")
+    report = (tmp_path / "hpcnn-gpu-selftest-2gpu-local.txt").read_text()
+    assert r.returncode == 1, report[-3000:]  # a section failed
+    summary = summary_of(report)
+    assert summary["host self-test"] == "passed"
+    assert summary["pytest -m gpu"].startswith("failed (pytest exit code 1; re-run with CUDA_LAUNCH_BLOCKING=1")
+    assert summary["cuDNN algorithms"] == "passed"
+    assert summary["compute-sanitizer memcheck"] == \
+        "failed (1 of 8: tests/test_gpu_ops.py::test_adam_step)", summary
+    assert summary["compute-sanitizer racecheck"] == "passed (1 tests)"
+    assert summary["multi-GPU tests"] == "passed"
+    assert summary["bench/bench_gpu.py"] == "passed"
+    calls = log.read_text().splitlines()
+    # the failing gpu tests again, with CUDA_LAUNCH_BLOCKING=1; the test the sanitizer flagged, alone
+    assert any("CUDA_LAUNCH_BLOCKING=1" in c and "--lf" in c and "-m gpu" in c for c in calls), calls
+    assert any(c.startswith("python3 CUDA_LAUNCH_BLOCKING=1") and c.endswith("tests/test_gpu_ops.py::test_adam_step")
+               for c in calls), calls
+    sanitized = [c for c in calls if c.startswith("sanitizer")]
+    assert len(sanitized) == 9 and all("--error-exitcode" in c for c in sanitized)
+    assert sum("--tool racecheck" in c for c in sanitized) == 1
+    assert "========= Invalid __global__ read" in report
+
+
+def test_gpu_selftest_two_gpu_variant_with_one_gpu_fails_the_multi_gpu_section(tmp_path):
+    path = plain_path()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real_python = shutil.which("python3", path=path)
+    (bin_dir / "python3").write_text(f"""#!/bin/bash
+case "$*" in
+  *cuda_unavailable_reason*) echo ""; exit 0 ;;
+  *cuda_devices*) echo 1; exit 0 ;;
+  *"-m pytest"*) exit 0 ;;
+  *bench_gpu.py*) exit 0 ;;
+  -) cat > /dev/null; exit 0 ;;
+esac
+exec "{real_python}" "$@"
+""")
+    (bin_dir / "compute-sanitizer").write_text("#!/bin/bash\nexit 0\n")
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    (tmp_path / "tests").symlink_to(ROOT / "tests")
+    for variant, want in (("gpu-selftest.sbatch", "skipped (1 GPU visible: run slurm/gpu-selftest-2gpu.sbatch for them)"),
+                          ("gpu-selftest-2gpu.sbatch", "failed (the 2-GPU variant sees 1 GPU: check --gres and "
+                                                       "CUDA_VISIBLE_DEVICES)")):
+        r = run_script(ROOT / "slurm" / variant, tmp_path, f"{bin_dir}{os.pathsep}{path}")
+        name = "hpcnn-gpu-selftest-2gpu-local.txt" if "2gpu" in variant else "hpcnn-gpu-selftest-local.txt"
+        summary = summary_of((tmp_path / name).read_text())
+        assert summary["multi-GPU tests"] == want
+        assert r.returncode == (1 if "2gpu" in variant else 0)
 
 
 def test_scripts_use_conda_when_it_is_there(tmp_path):

@@ -16,6 +16,11 @@ void bind_nn(pybind11::module_& m);    // layers, model, training step          
 void bind_data(pybind11::module_& m);  // HDF5 datasets, loaders, writers         (data.cpp)
 void bind_cuda(pybind11::module_& m);  // TF32 switch, GPU sync, per-layer timings (cuda.cpp)
 
+// Raises the warnings the core queued (core/warnings.h) as Python RuntimeWarnings; call with the
+// GIL held after a call into the core that may queue one (a training step, a convolution). A
+// warning that the filters turn into an error propagates as that exception.
+void raise_core_warnings();
+
 // Devices named by the caller ("cpu", "gpu:1") are parsed and checked usable by
 // hpcnn::resolve_device (core/device.h), the one grammar for device names.
 

@@ -9,6 +9,7 @@
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 #include "core/transfer_stats.h"
+#include "core/warnings.h"
 #include "ops/blas.h"
 
 #ifdef HPCNN_WITH_CUDA
@@ -28,6 +29,11 @@ static std::string cmake_list(std::string words) {
   return words;
 }
 #endif
+
+void raise_core_warnings() {
+  for (const std::string& message : take_warnings())
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, message.c_str(), 1) < 0) throw py::error_already_set();
+}
 
 static py::dict build_info() {
   py::dict d;

@@ -7,9 +7,11 @@
 #include "bindings/bindings.h"
 #include "bindings/numpy_tensor.h"
 #include "core/cuda_async.h"
+#include "core/cuda_runtime.h"
 #include "core/tensor.h"
 #include "diagnostics/op_timing.h"
 #include "diagnostics/prefetch_check.h"
+#include "ops/conv_algo_choice.h"
 #include "ops/cuda_kernel_selftest.h"
 
 namespace hpcnn::bindings {
@@ -26,6 +28,43 @@ py::dict timing_dict(const diagnostics::OpTiming& t) {
   return r;
 }
 
+cuda::Determinism determinism_named(const std::string& mode) {
+  if (mode == "required") return cuda::Determinism::Required;
+  if (mode == "warn") return cuda::Determinism::Warn;
+  if (mode == "any") return cuda::Determinism::Any;
+  throw ValueError(cat("determinism must be 'required', 'warn' or 'any', got '", mode, "'"));
+}
+
+py::dict plan_dict(const conv_algo::PlanInfo& i) {
+  py::dict d;
+  d["device"] = "gpu:" + std::to_string(i.device);
+  d["pass"] = i.pass;
+  d["input"] = py::tuple(py::cast(i.input));
+  d["kernel"] = py::tuple(py::cast(i.kernel));
+  d["strides"] = py::tuple(py::cast(i.strides));
+  d["padding"] = py::tuple(py::cast(i.padding));
+  d["output"] = py::tuple(py::cast(i.output));
+  d["tf32"] = i.tf32;
+  d["determinism"] = i.determinism;
+  d["algorithm"] = i.algorithm;
+  d["math"] = i.math;
+  d["deterministic"] = i.deterministic;
+  d["workspace"] = i.workspace;
+  d["workspace_limit"] = i.workspace_limit;
+  d["replan_at"] = i.replan_at;
+  d["fused"] = i.fused;
+  d["candidates"] = i.candidates;
+  d["candidates_deterministic"] = i.candidates_deterministic;
+  d["failed"] = i.failed;
+  return d;
+}
+
+// Device memory held from Python (cuda_hold_memory): for tests of what happens when a GPU is
+// nearly full.
+struct DeviceMemoryBlock {
+  Tensor t;
+};
+
 }  // namespace
 
 void bind_cuda(py::module_& m) {
@@ -41,6 +80,81 @@ void bind_cuda(py::module_& m) {
     py::gil_scoped_release nogil;
     cuda::synchronize_compute(device);
   }, py::arg("device") = 0, "Wait for all work queued on the GPU's compute stream.");
+
+  m.def("cuda_set_determinism", [](const std::string& mode) { cuda::set_determinism(determinism_named(mode)); },
+        py::arg("mode"),
+        "Which cuDNN convolution algorithms may be used: 'required' (deterministic only; an op that finds none "
+        "within its workspace refuses with an error; the default), 'warn' (a non-deterministic one when no "
+        "deterministic one fits, with a RuntimeWarning) or 'any' (the fastest that fits). Process-wide.");
+  m.def("cuda_get_determinism", [] { return std::string(cuda::determinism_name(cuda::determinism())); },
+        "The determinism setting: 'required', 'warn' or 'any' (see cuda_set_determinism).");
+  m.def("cuda_conv_plans", [](int device) {
+    std::vector<conv_algo::PlanInfo> plans;
+    {
+      py::gil_scoped_release nogil;
+      plans = conv_algo::conv_plans(device);
+    }
+    py::list out;
+    for (const auto& p : plans) out.append(plan_dict(p));
+    return out;
+  }, py::arg("device") = 0,
+     "The cuDNN plans made so far on GPU `device`, one dict per convolution geometry and pass: the algorithm "
+     "running and whether it is deterministic, its math type and workspace, the candidates in order, the ones "
+     "that failed at run time, whether the fused conv+bias+ReLU call is used. Empty when nothing ran there.");
+  m.def("cuda_clear_conv_plans", &conv_algo::clear_conv_plans,
+        "Forgets every cuDNN plan: the next convolution of each geometry chooses its algorithm afresh.");
+  m.def("cuda_force_conv_failures", &conv_algo::set_forced_failures, py::arg("algorithms"),
+        py::arg("fused") = false,
+        "For tests: the cuDNN algorithms named (e.g. 'CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM') fail as if "
+        "cuDNN answered CUDNN_STATUS_NOT_SUPPORTED when run, and with fused=True so does the fused "
+        "conv+bias+ReLU call. Replaces the previous marks; ([], False) clears them.");
+  m.def("cuda_choose_conv_algorithms", [](py::list offers, const std::string& mode, size_t workspace_limit,
+                                          std::vector<size_t> failed) {
+    std::vector<conv_algo::Offer> os;
+    for (auto item : offers) {
+      py::dict d = item.cast<py::dict>();
+      conv_algo::Offer o;
+      o.name = d["name"].cast<std::string>();
+      o.algo = d.contains("algo") ? d["algo"].cast<int>() : static_cast<int>(os.size());
+      o.usable = d.contains("usable") ? d["usable"].cast<bool>() : true;
+      o.deterministic = d["deterministic"].cast<bool>();
+      o.workspace = d["workspace"].cast<size_t>();
+      os.push_back(std::move(o));
+    }
+    conv_algo::Choice c = conv_algo::choose(os, determinism_named(mode), workspace_limit, failed);
+    py::dict r;
+    r["order"] = c.order;
+    r["replan_at"] = c.replan_at == conv_algo::kNever ? py::object(py::none()) : py::int_(c.replan_at);
+    r["refusal"] = c.refusal;
+    r["refusal_is_memory"] = c.refusal_is_memory;
+    return r;
+  }, py::arg("offers"), py::arg("determinism"), py::arg("workspace_limit"), py::arg("failed") = std::vector<size_t>{},
+     "The CUDA backend's choice among cuDNN's algorithm offers, run on the host (needs no GPU): offers are dicts "
+     "{name, deterministic, workspace[, usable, algo]} in cuDNN's order. Returns {order: indices to try, best "
+     "first; replan_at: the workspace limit from which a preferred offer would fit (None: never); refusal: why "
+     "nothing may run ('' when something may); refusal_is_memory}.");
+  m.def("cuda_primary_context_active", &cuda::primary_context_active, py::arg("device"),
+        "Whether this process holds a CUDA context on GPU `device`, asked without creating one (False without a "
+        "driver).");
+
+  py::class_<DeviceMemoryBlock>(m, "DeviceMemoryBlock",
+                                "Device memory held from Python (cuda_hold_memory); freed by release() or when "
+                                "collected.")
+      .def_property_readonly("nbytes", [](const DeviceMemoryBlock& b) { return b.t.defined() ? b.t.nbytes() : 0; })
+      .def("release", [](DeviceMemoryBlock& b) {
+        py::gil_scoped_release nogil;
+        b.t = Tensor();
+      });
+  m.def("cuda_hold_memory", [](size_t bytes, const std::string& device) {
+    Device d = resolve_device(device);
+    HPCNN_CHECK_ARG(d.is_cuda(), "cuda_hold_memory: device must be a GPU, got '", device, "'");
+    auto b = std::make_unique<DeviceMemoryBlock>();
+    py::gil_scoped_release nogil;
+    b->t = Tensor::empty({static_cast<long long>(bytes)}, DType::U8, d);
+    return b;
+  }, py::arg("nbytes"), py::arg("device") = "gpu:0",
+     "Allocates and holds `nbytes` of memory on a GPU (MemoryError naming the sizes when it is not there): for "
+     "tests and checks of what happens when the GPU is nearly full.");
 
   m.def("cuda_kernel_selftest", [] {
     py::list out;

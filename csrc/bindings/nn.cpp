@@ -184,6 +184,7 @@ py::tuple run_step(PyModel& p, const py::object& batch, const py::object& next, 
     current.reset();  // the arrays, released without the GIL: their keep-alive takes it
     ahead.reset();
   }
+  raise_core_warnings();
   return py::make_tuple(st.loss_sum, st.correct, st.n);
 }
 
@@ -323,6 +324,7 @@ void bind_nn(py::module_& m) {
           current.reset();
           ahead.reset();
         }
+        raise_core_warnings();
         return to_numpy(out);
       }, py::arg("batch"), py::arg("next") = py::none(),
          "Outputs for batch (x[, y[, rows[, decode]]]) (y is ignored), or None for the staged batch; stages next.")

@@ -80,8 +80,11 @@ py::array activation_backward(const py::object& y, const py::object& dy, const s
 template <typename F>
 void run_repeat(int repeat, F&& op) {
   HPCNN_CHECK_ARG(repeat >= 1, "repeat must be >= 1, got ", repeat);
-  py::gil_scoped_release nogil;
-  for (int i = 0; i < repeat; ++i) op();
+  {
+    py::gil_scoped_release nogil;
+    for (int i = 0; i < repeat; ++i) op();
+  }
+  raise_core_warnings();
 }
 
 }  // namespace

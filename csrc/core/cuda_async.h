@@ -20,6 +20,20 @@ bool tf32_enabled();
 // Whether device `device` has TF32 tensor cores (compute capability >= 8.0).
 bool tf32_supported(int device);
 
+// Which cuDNN convolution algorithms may be used (hpcnn.config.set_deterministic):
+//   Required  only deterministic ones (the default: a GPU run repeats itself bit for bit, as the
+//             CPU does); when none fits the workspace the op refuses with an error that says so;
+//   Warn      deterministic ones first; when none fits, a non-deterministic one with a warning;
+//   Any       the fastest that fits, deterministic or not (cuDNN's order), without a word.
+// Process-wide; each convolution plans again under a new setting. Every other GPU op of hpcnn
+// is deterministic whatever the setting (our kernels use no atomics; cuBLAS on one stream).
+enum class Determinism { Required = 0, Warn = 1, Any = 2 };
+void set_determinism(Determinism d);
+Determinism determinism();
+inline const char* determinism_name(Determinism d) {
+  return d == Determinism::Required ? "required" : d == Determinism::Warn ? "warn" : "any";
+}
+
 // Host-to-device copy on the device's copy stream, so that it overlaps the compute stream's work:
 //   - `src` must be pinned host memory (a pinned HostBuffer, core/host_buffer.h) and stay
 //     unchanged until copy_wait_host(device) returns (or the next synchronising call);
@@ -33,6 +47,9 @@ void copy_h2d_async(int device, void* dst, const void* src, size_t bytes, bool a
 void copy_wait_host(int device);
 // Blocks the host until everything enqueued on `device`'s compute stream has finished.
 void synchronize_compute(int device);
+// Zeroes `bytes` of device memory on `device`'s compute stream (cudaMemsetAsync): ordered with the
+// ops as any op is, and the host does not wait.
+void fill_zero_async(int device, void* ptr, size_t bytes);
 
 // The GPU's peak SM clock in kHz (cudaDevAttrClockRate), 0 when unknown. For % of peak.
 int sm_clock_khz(int device);

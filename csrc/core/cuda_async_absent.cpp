@@ -12,9 +12,14 @@ namespace hpcnn::cuda {
 
 static std::atomic<bool> g_tf32{true};
 
+static std::atomic<Determinism> g_determinism{Determinism::Required};
+
 void set_tf32(bool on) { g_tf32 = on; }
 bool tf32_enabled() { return g_tf32; }
 bool tf32_supported(int) { return false; }
+void set_determinism(Determinism d) { g_determinism = d; }
+Determinism determinism() { return g_determinism; }
+void fill_zero_async(int, void*, size_t) { throw BackendError(unavailable_reason()); }
 void copy_h2d_async(int, void*, const void*, size_t, bool) { throw BackendError(unavailable_reason()); }
 void copy_wait_host(int) { throw BackendError(unavailable_reason()); }
 void synchronize_compute(int) {}

@@ -110,6 +110,12 @@ static std::atomic<bool> g_tf32{true};
 void set_tf32(bool on) { g_tf32 = on; }
 bool tf32_enabled() { return g_tf32; }
 
+// ------------------------------------------------------------------ determinism switch
+static std::atomic<Determinism> g_determinism{Determinism::Required};
+
+void set_determinism(Determinism d) { g_determinism = d; }
+Determinism determinism() { return g_determinism; }
+
 bool tf32_supported(int device) {
   int major = 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
@@ -176,9 +182,13 @@ struct ContextTable {
   }
 };
 
-static Context& context_of(int device) {
+static ContextTable& context_table() {
   static ContextTable table;
-  auto& contexts = table.v;
+  return table;
+}
+
+static Context& context_of(int device) {
+  auto& contexts = context_table().v;
   std::lock_guard<std::mutex> lock(g_contexts_mutex);
   if (device < 0) throw ValueError(cat("GPU index ", device, " is negative"));
   if (static_cast<size_t>(device) >= contexts.size()) {
@@ -191,6 +201,12 @@ static Context& context_of(int device) {
     contexts[device] = std::make_unique<Context>(device);
   }
   return *contexts[device];
+}
+
+bool context_exists(int device) {
+  std::lock_guard<std::mutex> lock(g_contexts_mutex);
+  const auto& contexts = context_table().v;
+  return device >= 0 && static_cast<size_t>(device) < contexts.size() && contexts[device] != nullptr;
 }
 
 ContextLock::ContextLock(int device) : ctx_(&context_of(device)), lock_(ctx_->mutex) {
@@ -229,6 +245,11 @@ void copy_wait_host(int device) {
 void synchronize_compute(int device) {
   ContextLock ctx(device);
   HPCNN_CUDA_CHECK(cudaStreamSynchronize(ctx->compute.s));
+}
+
+void fill_zero_async(int device, void* ptr, size_t bytes) {
+  ContextLock ctx(device);
+  if (bytes) HPCNN_CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, ctx->compute.s));
 }
 
 namespace {

@@ -111,6 +111,9 @@ struct Context {
   size_t workspace_limit() const;
 };
 
+// Whether the backend has made the context of `device` (a query that makes none).
+bool context_exists(int device);
+
 // The context of `device` with the device made current and the context's lock held.
 class ContextLock {
  public:

@@ -3,6 +3,7 @@
 // hpcnn on a node without a driver is fine: calls here then report "no driver".
 #include "core/cuda_runtime.h"
 
+#include <cuda.h>  // driver API types only: the functions are looked up, libcuda is not linked
 #include <cuda_runtime_api.h>
 
 #include <cstdlib>
@@ -138,6 +139,11 @@ void* malloc_device(size_t bytes, int device) {
 void free_device(void* ptr, int device) noexcept {
   if (!ptr) return;
   cudaSetDevice(device);
+  // Work queued on any stream of the device (the compute stream's kernels, the copy stream's
+  // uploads) may still use the block. Owners that free many buffers at once wait first
+  // themselves (nn/sequential.cpp); then this wait returns at once. Errors are ignored: a device
+  // in an error state frees what it can, and a destructor has nobody to report to.
+  cudaDeviceSynchronize();
   cudaFree(ptr);
   (void)cudaGetLastError();
 }
@@ -158,8 +164,12 @@ void* malloc_pinned(size_t bytes, int device) {
   return p;
 }
 
-void free_pinned(void* ptr) noexcept {
-  if (ptr) cudaFreeHost(ptr);
+void free_pinned(void* ptr, int device) noexcept {
+  if (!ptr) return;
+  // As for malloc_pinned: a thread that never chose a device (the prefetcher's) would otherwise
+  // create a context on GPU 0 just to free the block.
+  cudaSetDevice(device);
+  cudaFreeHost(ptr);
   (void)cudaGetLastError();
 }
 
@@ -173,34 +183,30 @@ bool is_pinned(const void* ptr, int device) noexcept {
   return attr.type == cudaMemoryTypeHost;
 }
 
-void copy(void* dst, const void* src, size_t bytes, CopyKind kind) {
+void copy(void* dst, int dst_device, const void* src, int src_device, size_t bytes, CopyKind kind) {
   static const cudaMemcpyKind kinds[] = {cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
                                          cudaMemcpyDeviceToDevice};  // indexed by CopyKind
   // cudaMemcpy runs on the CURRENT device's legacy default stream, which is ordered with that
   // device's blocking streams (the backend's compute streams, core/cuda_context.h). Make the GPU
-  // that holds the data current, so the copy waits for (d2h) or precedes (h2d) its kernels even
-  // when another GPU was current.
-  const void* on_gpu = kind == CopyKind::HostToDevice ? dst : kind == CopyKind::HostToHost ? nullptr : src;
-  if (on_gpu) {
-    cudaPointerAttributes attr{};
-    HPCNN_CUDA_CHECK(cudaPointerGetAttributes(&attr, on_gpu));
-    if (attr.type == cudaMemoryTypeDevice) HPCNN_CUDA_CHECK(cudaSetDevice(attr.device));
-    if (kind == CopyKind::DeviceToDevice) {
-      cudaPointerAttributes to{};
-      HPCNN_CUDA_CHECK(cudaPointerGetAttributes(&to, dst));
-      if (attr.type == cudaMemoryTypeDevice && to.type == cudaMemoryTypeDevice && to.device != attr.device) {
-        // Between two GPUs (model.to('gpu:1') of a model on gpu:0): a device-to-device cudaMemcpy
-        // may return before the copy is done, and the legacy stream of the source GPU orders
-        // nothing on the destination GPU. cudaMemcpyPeer is serialised with the pending and
-        // future work of both devices (legacy default stream semantics on each); then wait for
-        // it, so that the source may be freed and the destination's streams see the data.
-        HPCNN_CUDA_CHECK(cudaMemcpyPeer(dst, to.device, src, attr.device, bytes));
-        HPCNN_CUDA_CHECK(cudaDeviceSynchronize());
-        HPCNN_CUDA_CHECK(cudaSetDevice(to.device));
-        HPCNN_CUDA_CHECK(cudaDeviceSynchronize());
-        return;
-      }
-    }
+  // that holds the data current first -- before any other CUDA call, so that no context is made
+  // on the thread's default GPU 0 -- so the copy waits for (d2h) or precedes (h2d) its kernels.
+  if (kind == CopyKind::HostToHost) {
+    HPCNN_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToHost));
+    return;
+  }
+  const int on_gpu = kind == CopyKind::HostToDevice ? dst_device : src_device;
+  HPCNN_CUDA_CHECK(cudaSetDevice(on_gpu));
+  if (kind == CopyKind::DeviceToDevice && dst_device != src_device) {
+    // Between two GPUs (model.to('gpu:1') of a model on gpu:0): a device-to-device cudaMemcpy
+    // may return before the copy is done, and the legacy stream of the source GPU orders
+    // nothing on the destination GPU. cudaMemcpyPeer is serialised with the pending and
+    // future work of both devices (legacy default stream semantics on each); then wait for
+    // it, so that the source may be freed and the destination's streams see the data.
+    HPCNN_CUDA_CHECK(cudaMemcpyPeer(dst, dst_device, src, src_device, bytes));
+    HPCNN_CUDA_CHECK(cudaDeviceSynchronize());
+    HPCNN_CUDA_CHECK(cudaSetDevice(dst_device));
+    HPCNN_CUDA_CHECK(cudaDeviceSynchronize());
+    return;
   }
   HPCNN_CUDA_CHECK(cudaMemcpy(dst, src, bytes, kinds[static_cast<int>(kind)]));
 }
@@ -208,6 +214,33 @@ void copy(void* dst, const void* src, size_t bytes, CopyKind kind) {
 void synchronize(int device) {
   HPCNN_CUDA_CHECK(cudaSetDevice(device));
   HPCNN_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+bool primary_context_active(int device) noexcept {
+  // The driver API through the runtime's entry-point lookup: hpcnn links no libcuda (it must load
+  // on nodes without a driver). Neither lookup nor query makes a context.
+  using DeviceGet = CUresult (*)(CUdevice*, int);
+  using PrimaryCtxGetState = CUresult (*)(CUdevice, unsigned int*, int*);
+  void* get = nullptr;
+  void* state = nullptr;
+#if CUDART_VERSION >= 12050
+  const bool found =
+      cudaGetDriverEntryPointByVersion("cuDeviceGet", &get, 12000, cudaEnableDefault, nullptr) == cudaSuccess &&
+      cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &state, 12000, cudaEnableDefault, nullptr) ==
+          cudaSuccess;
+#else
+  const bool found = cudaGetDriverEntryPoint("cuDeviceGet", &get, cudaEnableDefault, nullptr) == cudaSuccess &&
+                     cudaGetDriverEntryPoint("cuDevicePrimaryCtxGetState", &state, cudaEnableDefault, nullptr) ==
+                         cudaSuccess;
+#endif
+  (void)cudaGetLastError();
+  if (!found || !get || !state) return false;
+  CUdevice dev = 0;
+  unsigned int flags = 0;
+  int active = 0;
+  if (reinterpret_cast<DeviceGet>(get)(&dev, device) != CUDA_SUCCESS) return false;
+  if (reinterpret_cast<PrimaryCtxGetState>(state)(dev, &flags, &active) != CUDA_SUCCESS) return false;
+  return active != 0;
 }
 
 }  // namespace hpcnn::cuda

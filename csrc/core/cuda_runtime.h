@@ -35,11 +35,14 @@ std::string runtime_version_str();   // cudaRuntimeGetVersion, "13.0"
 std::string driver_version_str();    // cudaDriverGetVersion, "" when no driver
 
 void* malloc_device(size_t bytes, int device);   // OutOfMemory with bytes, free/total on failure
+// Waits until GPU `device` has finished all queued work, then frees `ptr`: kernels or copies still
+// queued may read or write the block, and cudaFree is allowed, not promised, to wait for them.
+// Every device Storage is freed here, so no owner of device memory has to remember to wait.
 void free_device(void* ptr, int device) noexcept;
-// Page-locked host memory, allocated with GPU `device` current (see cuda_runtime.cu); portable:
-// any GPU may copy from it.
+// Page-locked host memory, allocated and freed with GPU `device` current (see cuda_runtime.cu);
+// portable: any GPU may copy from it.
 void* malloc_pinned(size_t bytes, int device = 0);
-void free_pinned(void* ptr) noexcept;
+void free_pinned(void* ptr, int device) noexcept;
 // Whether `ptr` points into page-locked host memory (cuda::malloc_pinned or any other
 // cudaHostAlloc'd block), so that an asynchronous copy to GPU `device` may read it directly.
 // `device` is made current first (asking with another GPU current would create a context
@@ -47,7 +50,15 @@ void free_pinned(void* ptr) noexcept;
 bool is_pinned(const void* ptr, int device) noexcept;
 // Which side each pointer of a copy is on (the values index cudaMemcpyKind's first four).
 enum class CopyKind { HostToHost = 0, HostToDevice = 1, DeviceToHost = 2, DeviceToDevice = 3 };
-void copy(void* dst, const void* src, size_t bytes, CopyKind kind);  // synchronous
+// Synchronous copy. `dst_device` / `src_device`: the GPU that holds dst / src (ignored for a
+// host side). The GPU holding the data is made current BEFORE any CUDA call: the calling thread
+// may be one that never chose a device, and asking anything with GPU 0 current would create a
+// context there (hundreds of MiB; an error where GPU 0 is another job's in exclusive mode).
+void copy(void* dst, int dst_device, const void* src, int src_device, size_t bytes, CopyKind kind);
 void synchronize(int device);
+// Whether this process holds a CUDA context on GPU `device` (the driver's primary context, which
+// the runtime uses), asked without creating one: for tests that a call leaves other GPUs alone.
+// False without the backend or a driver.
+bool primary_context_active(int device) noexcept;
 
 }  // namespace hpcnn::cuda

@@ -19,10 +19,11 @@ std::string driver_version_str() { return ""; }
 void* malloc_device(size_t, int) { throw BackendError(kWhy); }
 void free_device(void*, int) noexcept {}
 void* malloc_pinned(size_t, int) { throw BackendError(kWhy); }
-void free_pinned(void*) noexcept {}
+void free_pinned(void*, int) noexcept {}
 bool is_pinned(const void*, int) noexcept { return false; }
-void copy(void*, const void*, size_t, CopyKind) { throw BackendError(kWhy); }
+void copy(void*, int, const void*, int, size_t, CopyKind) { throw BackendError(kWhy); }
 void synchronize(int) {}
+bool primary_context_active(int) noexcept { return false; }
 
 }  // namespace hpcnn::cuda
 

@@ -11,7 +11,7 @@ namespace hpcnn {
 
 static constexpr size_t kHostBufferAlignment = 64;
 
-HostBuffer::HostBuffer(size_t bytes, HostMemory kind, int device) : kind_(kind) {
+HostBuffer::HostBuffer(size_t bytes, HostMemory kind, int device) : kind_(kind), device_(device) {
   const size_t rounded = (std::max<size_t>(bytes, 1) + kHostBufferAlignment - 1) / kHostBufferAlignment *
                          kHostBufferAlignment;
   if (kind == HostMemory::Pinned) {
@@ -29,13 +29,14 @@ HostBuffer& HostBuffer::operator=(HostBuffer&& other) noexcept {
     ptr_ = std::exchange(other.ptr_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
     kind_ = other.kind_;
+    device_ = other.device_;
   }
   return *this;
 }
 
 void HostBuffer::release() noexcept {
   if (!ptr_) return;
-  if (kind_ == HostMemory::Pinned) cuda::free_pinned(ptr_);
+  if (kind_ == HostMemory::Pinned) cuda::free_pinned(ptr_, device_);
   else std::free(ptr_);
   ptr_ = nullptr;
   bytes_ = 0;

@@ -41,6 +41,7 @@ class HostBuffer {
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
   HostMemory kind_ = HostMemory::Pageable;
+  int device_ = 0;  // pinned: the GPU made current to allocate and to free it
 };
 
 // A host tensor of `shape` and `dtype` over the start of `buf`, which the tensor keeps alive.

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/cuda_async.h"
 #include "core/cuda_runtime.h"
 #include "core/transfer_stats.h"
 
@@ -139,16 +140,12 @@ void Tensor::copy_from(const Tensor& src) {
                                : CopyKind::DeviceToDevice;
   if (kind == CopyKind::HostToDevice) transfer_stats().count_h2d(n);
   if (kind == CopyKind::DeviceToHost) transfer_stats().count_d2h(n);
-  cuda::copy(raw(), src.raw(), n, kind);
+  cuda::copy(raw(), d.index, src.raw(), s.index, n, kind);
 }
 
 void Tensor::fill_zero() {
-  if (device().is_cpu()) {
-    std::memset(raw(), 0, nbytes());
-  } else {
-    Tensor z = zeros(shape_, dtype_, Device::cpu());
-    copy_from(z);
-  }
+  if (device().is_cpu()) std::memset(raw(), 0, nbytes());
+  else cuda::fill_zero_async(device().index, raw(), nbytes());  // no host buffer, no host wait
 }
 
 std::string Tensor::str() const {

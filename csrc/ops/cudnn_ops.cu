@@ -43,11 +43,19 @@
 // cudnnGetConvolution{Forward,BackwardData,BackwardFilter}Algorithm_v7
 //   Heuristic query, no device work, no workspace: returns up to requestedAlgoCount results
 //   (cudnnGet...AlgorithmMaxCount) sorted by expected time, each with status, algo, memory,
-//   determinism, mathType. We take the first with status CUDNN_STATUS_SUCCESS whose workspace
-//   (cudnnGet...WorkspaceSize, re-queried for the chosen algo and math type) fits within
-//   ctx.workspace_limit(); for the two backward passes a CUDNN_DETERMINISTIC one is preferred
-//   (reproducible training, as the CPU path), falling back to the fastest that fits.
-//   The choice is cached per geometry and TF32 setting (ConvAlgoCache): chosen once per shape.
+//   determinism, mathType. Each result with status CUDNN_STATUS_SUCCESS whose math type the TF32
+//   setting allows becomes an offer, its workspace re-queried (cudnnGet...WorkspaceSize) for the
+//   math type it will run with. ops/conv_algo_choice.h then orders the offers that fit within
+//   ctx.workspace_limit() under the determinism setting (hpcnn.config.set_deterministic:
+//   deterministic only by default, as the CPU path is reproducible) or refuses, naming why.
+//   The plan (descriptors, offers, order) is cached per geometry, TF32 and determinism setting
+//   (ConvAlgoCache). A plan that had to skip a preferred algorithm for its workspace is chosen
+//   again once the limit has grown enough for it.
+//   At run time an algorithm that returns a status of the CUDNN_STATUS_NOT_SUPPORTED or
+//   CUDNN_STATUS_EXECUTION_FAILED categories (cuDNN 9 sub-codes included) is marked failed for
+//   the plan and the next in the order runs, from then on for every call; when none can run,
+//   the error names every algorithm tried and what cuDNN said. Any other status is raised at
+//   once (a bad parameter is a bug of ours, not of the algorithm).
 //
 // cudnnConvolutionForward(h, &alpha, xDesc, x, wDesc, w, conv, algo, ws, wsSize, &beta, yDesc, y)
 //   alpha/beta are host pointers to float for float data; beta = 0 means y is not read (may hold
@@ -62,9 +70,9 @@
 //   The cuDNN API reference ties the fused call to CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM
 //   (cudnnActivationMode_t, v7.6.5: for CUDNN_ACTIVATION_IDENTITY; our brief states it for ReLU):
 //   we make the fused call only when the chosen forward algorithm IS IMPLICIT_PRECOMP_GEMM, which
-//   satisfies either reading; should the library still answer CUDNN_STATUS_NOT_SUPPORTED for a
-//   geometry, that geometry is marked and the caller adds bias and ReLU with its own kernel (a
-//   correct result either way). Its header comment: y = Act(alpha1 * conv(x) + alpha2 * z + bias).
+//   satisfies either reading; should the library still answer "not supported" (or "execution
+//   failed") for a geometry, that geometry is marked and runs the plain convolution, and the
+//   caller adds bias and ReLU with its own kernel (a correct result either way). Its header comment: y = Act(alpha1 * conv(x) + alpha2 * z + bias).
 //
 // cudnnConvolutionBackwardData(h, &alpha, wDesc, w, dyDesc, dy, conv, algo, ws, wsSize, &beta,
 //                              dxDesc, dx)
@@ -85,18 +93,26 @@
 //   ReLU mask. cudnnActivation*: our element-wise kernels share ew:: math with the CPU.
 #include "ops/cudnn_ops.h"
 
+#include <atomic>
 #include <cstring>
 #include <map>
+#include <mutex>
+#include <set>
 #include <tuple>
 #include <vector>
 
+#include "core/cuda_async.h"
 #include "core/cuda_check.h"
 #include "core/errors.h"
+#include "core/warnings.h"
+#include "ops/conv_algo_choice.h"
 #include "ops/cuda_kernel_selftest.h"
 
 namespace hpcnn::cuda {
 
 namespace {
+
+using conv_algo::Offer;
 
 struct TensorDesc {
   cudnnTensorDescriptor_t d = nullptr;
@@ -143,95 +159,182 @@ struct ActivationDesc {
 
 enum class Pass { Forward = 0, BackwardData = 1, BackwardFilter = 2 };
 
-// Descriptors and the chosen algorithm for one (geometry, pass, TF32) combination.
+// Whether the fused convolution+bias+ReLU call has worked for a forward plan.
+enum class Fused { NotTried, Used, NotSupported };
+
+// Descriptors, the offers of the heuristic query, and what runs, for one (geometry, pass, TF32,
+// determinism setting) combination (ops/conv_algo_choice.h says how the choice is made).
 struct ConvPlan {
   TensorDesc x, y, bias;
   FilterDesc w;
   ConvDesc conv;
   ActivationDesc relu;
-  int algo = -1;
-  cudnnMathType_t math = CUDNN_FMA_MATH;
-  size_t workspace = 0;
-  bool fused_ok = false;  // forward only: cudnnConvolutionBiasActivationForward may be used
+  cudnn::ConvShape shape{};
+  Pass pass = Pass::Forward;
+  bool tf32 = false;
+  Determinism policy = Determinism::Required;
+  std::vector<Offer> offers;               // cuDNN's order
+  conv_algo::Choice choice;                // what may run, best first
+  size_t pos = 0;                          // choice.order[pos] runs; earlier ones failed
+  std::vector<conv_algo::Failure> failures;
+  size_t limit = 0;                        // the workspace limit of the last choice
+  Fused fused = Fused::NotTried;
+  bool warned = false;                     // Determinism::Warn: the warning was queued
+
+  const Offer* current() const { return pos < choice.order.size() ? &offers[choice.order[pos]] : nullptr; }
 };
 
-using PlanKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, bool>;
+using PlanKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, bool, int>;
 
-PlanKey key_of(const cudnn::ConvShape& s, Pass p, bool tf32) {
-  return {static_cast<int>(p), s.n, s.h, s.w, s.c, s.f, s.kh, s.kw, s.sh, s.sw, s.ph, s.pw, tf32};
+PlanKey key_of(const cudnn::ConvShape& s, Pass p, bool tf32, Determinism d) {
+  return {static_cast<int>(p), s.n, s.h, s.w, s.c, s.f, s.kh, s.kw, s.sh, s.sw, s.ph, s.pw, tf32, static_cast<int>(d)};
 }
 
 // cuDNN 9 reports "not supported" with a sub-code saying why (CUDNN_STATUS_NOT_SUPPORTED_SHAPE,
-// _LAYOUT, ... = 3001..), all in the category of CUDNN_STATUS_NOT_SUPPORTED (3000); cuDNN 8 has
-// the one code. A fused call that is not supported is not an error: the caller falls back.
-bool is_not_supported(cudnnStatus_t st) {
+// _LAYOUT, ... = 3001..), all in the category of CUDNN_STATUS_NOT_SUPPORTED (3000), and likewise
+// "execution failed" (5000..); cuDNN 8 has the one code of each.
+int status_category(cudnnStatus_t st) {
 #ifdef CUDNN_STATUS_CATEGORY
-  return CUDNN_STATUS_CATEGORY(static_cast<int>(st)) == static_cast<int>(CUDNN_STATUS_NOT_SUPPORTED);
+  return CUDNN_STATUS_CATEGORY(static_cast<int>(st));
 #else
-  return st == CUDNN_STATUS_NOT_SUPPORTED;
+  return static_cast<int>(st);
 #endif
 }
+
+bool is_not_supported(cudnnStatus_t st) {
+  return status_category(st) == static_cast<int>(CUDNN_STATUS_NOT_SUPPORTED);
+}
+
+// A run-time failure of one algorithm that another algorithm may not have: the plan moves on.
+bool try_next_algorithm(cudnnStatus_t st) {
+  return is_not_supported(st) || status_category(st) == static_cast<int>(CUDNN_STATUS_EXECUTION_FAILED);
+}
+
+std::string status_text(cudnnStatus_t st) { return cat(cudnnGetErrorString(st), " (", static_cast<int>(st), ")"); }
 
 const char* pass_name(Pass p) {
   return p == Pass::Forward ? "conv2d forward" : p == Pass::BackwardData ? "conv2d backward (data)"
                                                                           : "conv2d backward (filter)";
 }
 
+const char* pass_key(Pass p) {
+  return p == Pass::Forward ? "forward" : p == Pass::BackwardData ? "backward_data" : "backward_filter";
+}
+
+std::string describe(Pass p, const cudnn::ConvShape& s) {
+  return cat(pass_name(p), " of input ", s.n, "x", s.h, "x", s.w, "x", s.c, ", kernel ", s.kh, "x", s.kw, "x", s.c,
+             "x", s.f, ", strides ", s.sh, "x", s.sw, ", padding ", s.ph, "x", s.pw);
+}
+
+std::string algo_name(Pass p, int a) {
+  static const char* fwd[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING",
+                              "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const char* bwd_data[] = {"ALGO_0", "ALGO_1", "ALGO_FFT", "ALGO_FFT_TILING", "ALGO_WINOGRAD",
+                                   "ALGO_WINOGRAD_NONFUSED"};
+  static const char* bwd_filter[] = {"ALGO_0", "ALGO_1", "ALGO_FFT", "ALGO_3", "ALGO_WINOGRAD",
+                                     "ALGO_WINOGRAD_NONFUSED", "ALGO_FFT_TILING"};
+  const char* prefix = p == Pass::Forward        ? "CUDNN_CONVOLUTION_FWD_ALGO_"
+                       : p == Pass::BackwardData ? "CUDNN_CONVOLUTION_BWD_DATA_"
+                                                 : "CUDNN_CONVOLUTION_BWD_FILTER_";
+  const char* const* names = p == Pass::Forward ? fwd : p == Pass::BackwardData ? bwd_data : bwd_filter;
+  const int count = p == Pass::Forward ? 8 : p == Pass::BackwardData ? 6 : 7;
+  if (a >= 0 && a < count) return cat(prefix, names[a]);
+  return cat(prefix, "ALGO(", a, ")");
+}
+
+std::string math_name(cudnnMathType_t m) {
+  switch (m) {
+    case CUDNN_DEFAULT_MATH: return "CUDNN_DEFAULT_MATH";
+    case CUDNN_TENSOR_OP_MATH: return "CUDNN_TENSOR_OP_MATH";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION";
+    case CUDNN_FMA_MATH: return "CUDNN_FMA_MATH";
+  }
+  return cat("cudnnMathType_t(", static_cast<int>(m), ")");
+}
+
+// ---- test hook (conv_algo::set_forced_failures)
+std::mutex g_forced_mutex;
+std::set<std::string> g_forced_algorithms;
+bool g_forced_fused = false;
+
+bool forced_failure(const std::string& name) {
+  std::lock_guard<std::mutex> lock(g_forced_mutex);
+  return g_forced_algorithms.count(name) > 0;
+}
+
+bool forced_fused_failure() {
+  std::lock_guard<std::mutex> lock(g_forced_mutex);
+  return g_forced_fused;
+}
+
+// Bumped by clear_conv_plans(); a context whose cache is older forgets its plans.
+std::atomic<unsigned> g_plan_generation{0};
+
 }  // namespace
 
 class ConvAlgoCache {
  public:
   std::map<PlanKey, std::unique_ptr<ConvPlan>> plans;
+  unsigned generation = 0;
 };
 
 std::shared_ptr<ConvAlgoCache> make_conv_algo_cache() { return std::make_shared<ConvAlgoCache>(); }
 
 namespace {
 
-// The three perf-result structs share the fields we read; one template picks among them.
+// The three perf-result structs share the fields we read; one template turns them into offers.
 template <typename Perf>
-bool pick(Context& ctx, ConvPlan& p, Pass pass, const std::vector<Perf>& perf, int count, bool tf32,
-          bool want_deterministic, size_t limit) {
+std::vector<Offer> offers_of(Context& ctx, ConvPlan& p, const std::vector<Perf>& perf, int count) {
+  std::vector<Offer> out;
   for (int i = 0; i < count; ++i) {
     const Perf& r = perf[i];
-    if (r.status != CUDNN_STATUS_SUCCESS) continue;
-    if (want_deterministic && r.determinism != CUDNN_DETERMINISTIC) continue;
-    if (!tf32 && r.mathType != CUDNN_FMA_MATH && r.mathType != CUDNN_DEFAULT_MATH) continue;
+    Offer o;
+    o.algo = static_cast<int>(r.algo);
+    o.name = algo_name(p.pass, o.algo);
+    o.deterministic = r.determinism == CUDNN_DETERMINISTIC;
+    // With TF32 off, only FMA (or DEFAULT, run as FMA: the strict subset) results are accepted;
     // ALLOW_CONVERSION permits down-conversion of float data to FP16: never for a float32 model.
-    if (r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
-    // With TF32 off, keep FMA math even where the result says DEFAULT (FMA is the strict subset).
-    cudnnMathType_t math = tf32 ? r.mathType : CUDNN_FMA_MATH;
-    HPCNN_CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, math));
-    p.algo = static_cast<int>(r.algo);
-    p.math = math;
-    cudnnStatus_t st;
-    size_t bytes = 0;
-    // Re-query with the math type set: the size may depend on it. An algorithm the library
-    // cannot size for this math type is skipped.
-    switch (pass) {
-      case Pass::Forward:
-        st = cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn.h, p.x.d, p.w.d, p.conv.d, p.y.d,
-                                                     static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), &bytes);
-        break;
-      case Pass::BackwardData:
-        st = cudnnGetConvolutionBackwardDataWorkspaceSize(ctx.cudnn.h, p.w.d, p.y.d, p.conv.d, p.x.d,
-                                                          static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), &bytes);
-        break;
-      default:
-        st = cudnnGetConvolutionBackwardFilterWorkspaceSize(
-            ctx.cudnn.h, p.x.d, p.y.d, p.conv.d, p.w.d, static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), &bytes);
-        break;
+    const bool math_allowed = r.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
+                              (p.tf32 || r.mathType == CUDNN_FMA_MATH || r.mathType == CUDNN_DEFAULT_MATH);
+    const cudnnMathType_t math = p.tf32 ? r.mathType : CUDNN_FMA_MATH;
+    o.math = static_cast<int>(math);
+    o.math_name = math_name(math);
+    bool duplicate = false;
+    for (const Offer& e : out) duplicate = duplicate || (e.algo == o.algo && e.math == o.math);
+    if (duplicate) continue;
+    if (r.status == CUDNN_STATUS_SUCCESS && math_allowed) {
+      // Re-query with the math type set: the size may depend on it. An algorithm the library
+      // cannot size for this math type is not usable.
+      HPCNN_CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, math));
+      cudnnStatus_t st;
+      size_t bytes = 0;
+      switch (p.pass) {
+        case Pass::Forward:
+          st = cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn.h, p.x.d, p.w.d, p.conv.d, p.y.d,
+                                                       static_cast<cudnnConvolutionFwdAlgo_t>(o.algo), &bytes);
+          break;
+        case Pass::BackwardData:
+          st = cudnnGetConvolutionBackwardDataWorkspaceSize(ctx.cudnn.h, p.w.d, p.y.d, p.conv.d, p.x.d,
+                                                            static_cast<cudnnConvolutionBwdDataAlgo_t>(o.algo), &bytes);
+          break;
+        default:
+          st = cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx.cudnn.h, p.x.d, p.y.d, p.conv.d, p.w.d,
+                                                              static_cast<cudnnConvolutionBwdFilterAlgo_t>(o.algo),
+                                                              &bytes);
+          break;
+      }
+      o.usable = st == CUDNN_STATUS_SUCCESS;
+      o.workspace = bytes;
     }
-    if (st != CUDNN_STATUS_SUCCESS || bytes > limit) continue;
-    p.workspace = bytes;
-    return true;
+    out.push_back(std::move(o));
   }
-  return false;
+  return out;
 }
 
 // The descriptors of one geometry (no device work: these calls need no GPU, which lets the host
 // self-test check them against cuDNN itself), and cuDNN's output size checked against ours.
 void set_descriptors(ConvPlan& p, const cudnn::ConvShape& s) {
+  p.shape = s;
   p.x.nhwc(s.n, s.c, s.h, s.w);
   p.y.nhwc(s.n, s.f, s.oh, s.ow);
   p.bias.nhwc(1, s.f, 1, 1);
@@ -245,56 +348,114 @@ void set_descriptors(ConvPlan& p, const cudnn::ConvShape& s) {
                       oww, "x", oc, " output for conv2d where hpcnn expects ", s.n, "x", s.oh, "x", s.ow, "x", s.f);
 }
 
-ConvPlan& plan_for(Context& ctx, const cudnn::ConvShape& s, Pass pass) {
-  const bool tf32 = ctx.use_tf32();
-  auto& plans = ctx.conv_algos->plans;
-  PlanKey key = key_of(s, pass, tf32);
-  auto it = plans.find(key);
-  if (it != plans.end()) return *it->second;
+// (Re)chooses what the plan runs under the workspace limit `limit`; throws when nothing may.
+void choose_for(ConvPlan& p, size_t limit) {
+  std::vector<size_t> failed;
+  for (const conv_algo::Failure& f : p.failures) failed.push_back(f.offer);
+  conv_algo::Choice c = conv_algo::choose(p.offers, p.policy, limit, failed);
+  if (c.order.empty()) {
+    const std::string msg = cat(describe(p.pass, p.shape), ": ", c.refusal);
+    if (c.refusal_is_memory) throw OutOfMemory(msg);
+    throw BackendError(msg);
+  }
+  p.choice = std::move(c);
+  p.pos = 0;
+  p.limit = limit;
+}
 
-  auto plan = std::make_unique<ConvPlan>();
-  ConvPlan& p = *plan;
-  set_descriptors(p, s);
-  HPCNN_CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
-
-  const size_t limit = ctx.workspace_limit();
-  bool ok = false;
-  int count = 0;
-  if (pass == Pass::Forward) {
-    int max = 0;
+void query_offers(Context& ctx, ConvPlan& p) {
+  HPCNN_CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, p.tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+  int count = 0, max = 0;
+  if (p.pass == Pass::Forward) {
     HPCNN_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(ctx.cudnn.h, &max));
     std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(std::max(max, 1));
     HPCNN_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(ctx.cudnn.h, p.x.d, p.w.d, p.conv.d, p.y.d,
                                                              static_cast<int>(perf.size()), &count, perf.data()));
-    ok = pick(ctx, p, pass, perf, count, tf32, false, limit);
-    p.fused_ok = ok && p.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
-  } else if (pass == Pass::BackwardData) {
-    int max = 0;
+    p.offers = offers_of(ctx, p, perf, count);
+  } else if (p.pass == Pass::BackwardData) {
     HPCNN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(ctx.cudnn.h, &max));
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(std::max(max, 1));
     HPCNN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx.cudnn.h, p.w.d, p.y.d, p.conv.d, p.x.d,
                                                                   static_cast<int>(perf.size()), &count, perf.data()));
-    ok = pick(ctx, p, pass, perf, count, tf32, true, limit) || pick(ctx, p, pass, perf, count, tf32, false, limit);
+    p.offers = offers_of(ctx, p, perf, count);
   } else {
-    int max = 0;
     HPCNN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(ctx.cudnn.h, &max));
     std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(std::max(max, 1));
     HPCNN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx.cudnn.h, p.x.d, p.y.d, p.conv.d, p.w.d,
                                                                     static_cast<int>(perf.size()), &count,
                                                                     perf.data()));
-    ok = pick(ctx, p, pass, perf, count, tf32, true, limit) || pick(ctx, p, pass, perf, count, tf32, false, limit);
+    p.offers = offers_of(ctx, p, perf, count);
   }
-  if (!ok)
-    throw BackendError(cat(pass_name(pass), ": cuDNN offers no algorithm for input ", s.n, "x", s.h, "x", s.w, "x",
-                           s.c, ", kernel ", s.kh, "x", s.kw, "x", s.c, "x", s.f, ", strides ", s.sh, "x", s.sw,
-                           " within a workspace of ", limit, " bytes (", count,
-                           " candidates; try a smaller batch_size)"));
-  return *plans.emplace(key, std::move(plan)).first->second;
 }
 
-void* workspace_for(Context& ctx, const ConvPlan& p, Pass pass) {
-  if (p.workspace == 0) return nullptr;
-  return ctx.workspace.reserve(p.workspace, ctx.device, ctx.compute.s, pass_name(pass));
+ConvPlan& plan_for(Context& ctx, const cudnn::ConvShape& s, Pass pass) {
+  ConvAlgoCache& cache = *ctx.conv_algos;
+  if (cache.generation != g_plan_generation.load()) {
+    cache.plans.clear();
+    cache.generation = g_plan_generation.load();
+  }
+  const bool tf32 = ctx.use_tf32();
+  const Determinism policy = determinism();
+  PlanKey key = key_of(s, pass, tf32, policy);
+  auto it = cache.plans.find(key);
+  if (it != cache.plans.end()) {
+    ConvPlan& p = *it->second;
+    // Chosen under memory pressure: once a preferred algorithm fits, choose again. Only such
+    // plans ask for the free memory (a driver call) on every use.
+    if (p.choice.replan_at != conv_algo::kNever) {
+      const size_t limit = ctx.workspace_limit();
+      if (conv_algo::should_replan(p.choice, limit)) {
+        choose_for(p, limit);
+        p.warned = false;
+      }
+    }
+    return p;
+  }
+  auto plan = std::make_unique<ConvPlan>();
+  ConvPlan& p = *plan;
+  p.pass = pass;
+  p.tf32 = tf32;
+  p.policy = policy;
+  set_descriptors(p, s);
+  query_offers(ctx, p);
+  choose_for(p, ctx.workspace_limit());  // nothing cached when it throws: the next call asks again
+  return *cache.plans.emplace(key, std::move(plan)).first->second;
+}
+
+// Runs `call` with the plan's algorithm, falling back along the plan's order when cuDNN says it
+// cannot run it (conv_algo::run_with_fallback). call(offer, workspace, &api) returns cuDNN's
+// status and names the API it called.
+template <typename Call>
+void run_plan(Context& ctx, ConvPlan& p, Call call) {
+  const std::string what = describe(p.pass, p.shape);
+  conv_algo::run_with_fallback(p.offers, p.choice.order, &p.pos, &p.failures,
+                               [&](const Offer& o, std::string* why) {
+    if (forced_failure(o.name)) {
+      *why = "CUDNN_STATUS_NOT_SUPPORTED (3000), forced by a test";
+      return false;
+    }
+    HPCNN_CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, static_cast<cudnnMathType_t>(o.math)));
+    void* ws = o.workspace ? ctx.workspace.reserve(o.workspace, ctx.device, ctx.compute.s, pass_name(p.pass)) : nullptr;
+    const char* api = "";
+    const cudnnStatus_t st = call(o, ws, &api);
+    if (st == CUDNN_STATUS_SUCCESS) return true;
+    const std::string detail = cudnn_detail();
+    (void)cudaGetLastError();  // a failed launch inside cuDNN must not be blamed on our next kernel
+    if (try_next_algorithm(st)) {
+      *why = status_text(st) + detail;
+      return false;
+    }
+    throw BackendError(cat(what, ": ", api, " with ", o.name, " failed: ", status_text(st), detail, " [", __FILE__,
+                           ":", __LINE__, "]"));
+  }, what);
+  const Offer* o = p.current();
+  if (p.policy == Determinism::Warn && o && !o->deterministic && !p.warned) {
+    queue_warning(cat(what, ": no deterministic cuDNN algorithm fits (or runs), so the non-deterministic ", o->name,
+                      " is used: results may differ from run to run in the last bits. Free GPU memory or use a "
+                      "smaller batch_size to get a deterministic one; hpcnn.config.set_deterministic(False) "
+                      "accepts this without a warning"));
+    p.warned = true;
+  }
 }
 
 }  // namespace
@@ -304,49 +465,122 @@ namespace cudnn {
 bool conv_forward(Context& ctx, const ConvShape& s, const float* x, const float* w_krsc, const float* bias, bool relu,
                   float* y) {
   ConvPlan& p = plan_for(ctx, s, Pass::Forward);
-  HPCNN_CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, p.math));
-  void* ws = workspace_for(ctx, p, Pass::Forward);
+  const bool want_fused = bias && relu;
+  bool fused_ran = false;
   const float one = 1.f, zero = 0.f;
-  if (bias && relu && p.fused_ok) {
-    // z = y with alpha2 = 0: the documentation does not promise that z is then left unread, and
-    // 0 * (NaN left in a reused buffer) would be NaN, so y is zeroed first (one write pass).
-    HPCNN_CUDA_CHECK(cudaMemsetAsync(y, 0, sizeof(float) * (size_t)s.n * s.oh * s.ow * s.f, ctx.compute.s));
-    cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
-        ctx.cudnn.h, &one, p.x.d, x, p.w.d, w_krsc, p.conv.d, static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws,
-        p.workspace, &zero, p.y.d, y, p.bias.d, bias, p.relu.d, p.y.d, y);
-    if (st == CUDNN_STATUS_SUCCESS) return true;
-    if (!is_not_supported(st))
-      throw BackendError(cat("cudnnConvolutionBiasActivationForward failed: ", cudnnGetErrorString(st), " (status ",
-                             static_cast<int>(st), ")", cudnn_detail(), " [", __FILE__, ":", __LINE__, "]"));
-    p.fused_ok = false;  // not for this geometry: unfused from now on
-  }
-  HPCNN_CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn.h, &one, p.x.d, x, p.w.d, w_krsc, p.conv.d,
-                                            static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.workspace, &zero,
-                                            p.y.d, y));
-  return false;
+  run_plan(ctx, p, [&](const Offer& o, void* ws, const char** api) {
+    fused_ran = false;
+    const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(o.algo);
+    if (want_fused && algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM && p.fused != Fused::NotSupported) {
+      // z = y with alpha2 = 0: the documentation does not promise that z is then left unread, and
+      // 0 * (NaN left in a reused buffer) would be NaN, so y is zeroed first (one write pass).
+      HPCNN_CUDA_CHECK(cudaMemsetAsync(y, 0, sizeof(float) * (size_t)s.n * s.oh * s.ow * s.f, ctx.compute.s));
+      *api = "cudnnConvolutionBiasActivationForward";
+      const cudnnStatus_t st =
+          forced_fused_failure()
+              ? CUDNN_STATUS_NOT_SUPPORTED
+              : cudnnConvolutionBiasActivationForward(ctx.cudnn.h, &one, p.x.d, x, p.w.d, w_krsc, p.conv.d, algo, ws,
+                                                      o.workspace, &zero, p.y.d, y, p.bias.d, bias, p.relu.d, p.y.d, y);
+      if (st == CUDNN_STATUS_SUCCESS) {
+        p.fused = Fused::Used;
+        fused_ran = true;
+        return st;
+      }
+      if (!try_next_algorithm(st)) return st;
+      (void)cudaGetLastError();
+      p.fused = Fused::NotSupported;  // not for this geometry: the plain convolution, then our kernel
+    }
+    *api = "cudnnConvolutionForward";
+    return cudnnConvolutionForward(ctx.cudnn.h, &one, p.x.d, x, p.w.d, w_krsc, p.conv.d, algo, ws, o.workspace, &zero,
+                                   p.y.d, y);
+  });
+  return fused_ran;
 }
 
 void conv_backward_data(Context& ctx, const ConvShape& s, const float* dy, const float* w_krsc, float* dx) {
   ConvPlan& p = plan_for(ctx, s, Pass::BackwardData);
-  HPCNN_CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, p.math));
-  void* ws = workspace_for(ctx, p, Pass::BackwardData);
   const float one = 1.f, zero = 0.f;
-  HPCNN_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn.h, &one, p.w.d, w_krsc, p.y.d, dy, p.conv.d,
-                                                 static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), ws, p.workspace,
-                                                 &zero, p.x.d, dx));
+  run_plan(ctx, p, [&](const Offer& o, void* ws, const char** api) {
+    *api = "cudnnConvolutionBackwardData";
+    return cudnnConvolutionBackwardData(ctx.cudnn.h, &one, p.w.d, w_krsc, p.y.d, dy, p.conv.d,
+                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(o.algo), ws, o.workspace, &zero,
+                                        p.x.d, dx);
+  });
 }
 
 void conv_backward_filter(Context& ctx, const ConvShape& s, const float* x, const float* dy, float* dw_krsc) {
   ConvPlan& p = plan_for(ctx, s, Pass::BackwardFilter);
-  HPCNN_CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.d, p.math));
-  void* ws = workspace_for(ctx, p, Pass::BackwardFilter);
   const float one = 1.f, zero = 0.f;
-  HPCNN_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn.h, &one, p.x.d, x, p.y.d, dy, p.conv.d,
-                                                   static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), ws,
-                                                   p.workspace, &zero, p.w.d, dw_krsc));
+  run_plan(ctx, p, [&](const Offer& o, void* ws, const char** api) {
+    *api = "cudnnConvolutionBackwardFilter";
+    return cudnnConvolutionBackwardFilter(ctx.cudnn.h, &one, p.x.d, x, p.y.d, dy, p.conv.d,
+                                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(o.algo), ws, o.workspace,
+                                          &zero, p.w.d, dw_krsc);
+  });
 }
 
 }  // namespace cudnn
+
+// ---- the plans, for reports and tests (ops/conv_algo_choice.h)
+}  // namespace hpcnn::cuda
+
+namespace hpcnn::conv_algo {
+
+std::vector<PlanInfo> conv_plans(int device) {
+  std::vector<PlanInfo> out;
+  if (!cuda::context_exists(device)) return out;  // asking must not create a context
+  cuda::ContextLock ctx(device);
+  if (ctx->conv_algos->generation != cuda::g_plan_generation.load()) return out;
+  for (const auto& [key, plan] : ctx->conv_algos->plans) {
+    const cuda::ConvPlan& p = *plan;
+    const auto& s = p.shape;
+    PlanInfo i;
+    i.device = device;
+    i.pass = cuda::pass_key(p.pass);
+    i.input = {s.n, s.h, s.w, s.c};
+    i.kernel = {s.kh, s.kw, s.c, s.f};
+    i.strides = {s.sh, s.sw};
+    i.padding = {s.ph, s.pw};
+    i.output = {s.n, s.oh, s.ow, s.f};
+    i.tf32 = p.tf32;
+    i.determinism = cuda::determinism_name(p.policy);
+    if (const Offer* o = p.current()) {
+      i.algorithm = o->name;
+      i.math = o->math_name;
+      i.deterministic = o->deterministic;
+      i.workspace = o->workspace;
+    }
+    i.workspace_limit = p.limit;
+    i.replan_at = p.choice.replan_at == kNever ? 0 : p.choice.replan_at;
+    if (p.pass == cuda::Pass::Forward) {
+      const Offer* o = p.current();
+      const bool precomp = o && o->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+      i.fused = p.fused == cuda::Fused::Used           ? "used"
+                : p.fused == cuda::Fused::NotSupported ? "not supported"
+                : precomp                              ? "not tried"
+                                                       : "n/a";
+    }
+    for (size_t k : p.choice.order) {
+      i.candidates.push_back(p.offers[k].name);
+      i.candidates_deterministic.push_back(p.offers[k].deterministic);
+    }
+    for (const Failure& f : p.failures) i.failed.push_back(cat(p.offers[f.offer].name, ": ", f.status));
+    out.push_back(std::move(i));
+  }
+  return out;
+}
+
+void clear_conv_plans() { ++cuda::g_plan_generation; }
+
+void set_forced_failures(const std::vector<std::string>& algorithms, bool fused) {
+  std::lock_guard<std::mutex> lock(cuda::g_forced_mutex);
+  cuda::g_forced_algorithms = std::set<std::string>(algorithms.begin(), algorithms.end());
+  cuda::g_forced_fused = fused;
+}
+
+}  // namespace hpcnn::conv_algo
+
+namespace hpcnn::cuda {
 
 // Host-only check of the descriptors against cuDNN itself (cuda_kernel_selftest.h): for Keras
 // geometries (including the explicit-padding ones) cuDNN must compute our output size, lay the
@@ -403,8 +637,31 @@ std::vector<SelftestResult> cudnn_descriptor_selftest() {
   for (cudnnStatus_t st : {CUDNN_STATUS_SUCCESS, CUDNN_STATUS_BAD_PARAM, CUDNN_STATUS_EXECUTION_FAILED,
                            CUDNN_STATUS_INTERNAL_ERROR})
     misread += is_not_supported(st) ? 1 : 0;
+  // A plan moves to its next algorithm on "not supported" and "execution failed" (with their
+  // sub-codes) and raises on anything else (a bad parameter is hpcnn's bug, not the algorithm's).
+  double retry_misread = 0;
+  for (int code : {3000, 3002, 3010, 3012, 5000, 5001, 5003})
+    retry_misread += try_next_algorithm(static_cast<cudnnStatus_t>(code)) ? 0 : 1;
+  for (int code : {0, 1001, 2000, 2002, 4000, 4004})
+    retry_misread += try_next_algorithm(static_cast<cudnnStatus_t>(code)) ? 1 : 0;
+  // Every algorithm of the three enums has its own name (the messages and the test hook use them).
+  double unnamed = 0;
+  const std::pair<Pass, int> counts[] = {{Pass::Forward, CUDNN_CONVOLUTION_FWD_ALGO_COUNT},
+                                         {Pass::BackwardData, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT},
+                                         {Pass::BackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT}};
+  for (const auto& [pass, count] : counts) {
+    std::set<std::string> names;
+    for (int a = 0; a < count; ++a) names.insert(algo_name(pass, a));
+    unnamed += count - static_cast<double>(names.size());
+    for (const std::string& n : names) unnamed += n.find('(') != std::string::npos ? 1 : 0;
+  }
+  unnamed += algo_name(Pass::BackwardFilter, 1) == "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1" ? 0 : 1;
+  unnamed += algo_name(Pass::Forward, 1) == "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM" ? 0 : 1;
+  unnamed += algo_name(Pass::BackwardData, 3) == "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING" ? 0 : 1;
   return {{"cuDNN descriptors: output size, NHWC strides, KRSC filter = the OHWI kernel buffer (mismatches)", bad, 0},
-          {"cuDNN 'not supported' sub-codes fall back from the fused call (misread statuses)", misread, 0}};
+          {"cuDNN 'not supported' sub-codes fall back from the fused call (misread statuses)", misread, 0},
+          {"cuDNN statuses that move a plan to its next algorithm (misread statuses)", retry_misread, 0},
+          {"cuDNN algorithm names, one per enum value (unnamed or duplicated)", unnamed, 0}};
 }
 
 }  // namespace hpcnn::cuda

@@ -46,6 +46,16 @@ class CudaDeviceInfo:
     def total_memory(self) -> int:
         ...
 
+class DeviceMemoryBlock:
+    """Device memory held from Python (cuda_hold_memory); freed by release() or when collected."""
+
+    @property
+    def nbytes(self) -> int:
+        ...
+
+    def release(self) -> None:
+        ...
+
 class Model:
 
     def __init__(self, input_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], layers: list, seed: typing.SupportsInt | typing.SupportsIndex, inputs: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]] | None=None) -> None:
@@ -153,20 +163,44 @@ def bench_maxpool2d(x_shape: collections.abc.Sequence[typing.SupportsInt | typin
 def build_info() -> dict:
     """What this build of hpcnn was compiled with and against."""
 
+def cuda_choose_conv_algorithms(offers: list, determinism: str, workspace_limit: typing.SupportsInt | typing.SupportsIndex, failed: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]=[]) -> dict:
+    """The CUDA backend's choice among cuDNN's algorithm offers, run on the host (needs no GPU): offers are dicts {name, deterministic, workspace[, usable, algo]} in cuDNN's order. Returns {order: indices to try, best first; replan_at: the workspace limit from which a preferred offer would fit (None: never); refusal: why nothing may run ('' when something may); refusal_is_memory}."""
+
+def cuda_clear_conv_plans() -> None:
+    """Forgets every cuDNN plan: the next convolution of each geometry chooses its algorithm afresh."""
+
 def cuda_compiled() -> bool:
     ...
+
+def cuda_conv_plans(device: typing.SupportsInt | typing.SupportsIndex=0) -> list:
+    """The cuDNN plans made so far on GPU `device`, one dict per convolution geometry and pass: the algorithm running and whether it is deterministic, its math type and workspace, the candidates in order, the ones that failed at run time, whether the fused conv+bias+ReLU call is used. Empty when nothing ran there."""
 
 def cuda_devices(with_free_memory: bool=True) -> list[CudaDeviceInfo]:
     """Visible CUDA devices (empty when none is usable). Free memory opens a context on each device."""
 
+def cuda_force_conv_failures(algorithms: collections.abc.Sequence[str], fused: bool=False) -> None:
+    """For tests: the cuDNN algorithms named (e.g. 'CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM') fail as if cuDNN answered CUDNN_STATUS_NOT_SUPPORTED when run, and with fused=True so does the fused conv+bias+ReLU call. Replaces the previous marks; ([], False) clears them."""
+
+def cuda_get_determinism() -> str:
+    """The determinism setting: 'required', 'warn' or 'any' (see cuda_set_determinism)."""
+
 def cuda_get_tf32() -> bool:
     """Whether TF32 is allowed (see cuda_set_tf32)."""
+
+def cuda_hold_memory(nbytes: typing.SupportsInt | typing.SupportsIndex, device: str='gpu:0') -> DeviceMemoryBlock:
+    """Allocates and holds `nbytes` of memory on a GPU (MemoryError naming the sizes when it is not there): for tests and checks of what happens when the GPU is nearly full."""
 
 def cuda_kernel_selftest() -> list:
     """Runs the CUDA kernels' index arithmetic and the cuBLAS/cuDNN call layouts on the host against the CPU ops (no GPU needed). Returns [(check, error, tolerance)]."""
 
 def cuda_prefetch_check(x: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], device: typing.SupportsInt | typing.SupportsIndex=0) -> numpy.ndarray:
     """relu(x) computed on GPU `device` after an asynchronous upload from pinned memory (a test of the prefetch path: copy stream, event, compute stream)."""
+
+def cuda_primary_context_active(device: typing.SupportsInt | typing.SupportsIndex) -> bool:
+    """Whether this process holds a CUDA context on GPU `device`, asked without creating one (False without a driver)."""
+
+def cuda_set_determinism(mode: str) -> None:
+    """Which cuDNN convolution algorithms may be used: 'required' (deterministic only; an op that finds none within its workspace refuses with an error; the default), 'warn' (a non-deterministic one when no deterministic one fits, with a RuntimeWarning) or 'any' (the fastest that fits). Process-wide."""
 
 def cuda_set_tf32(enabled: bool) -> None:
     """Allow TF32 tensor-core math for float32 convolutions and matrix products on GPUs of compute capability >= 8.0 (default: on, as in TensorFlow). Process-wide."""
