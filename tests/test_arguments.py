@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import hpcnn
-from hpcnn import callbacks, optimizers
+from hpcnn import callbacks, optimizers, regularizers
+from hpcnn.optimizers import schedules
 from hpcnn.data import HDF5Dataset, write_hdf5
 from hpcnn.layers import (Activation, Add, Concatenate, Conv2D, Dense, Dropout, Flatten, Input, InputLayer,
                           MaxPooling2D, ReLU)
@@ -17,6 +18,16 @@ from small_models import small_model
 def data(n=32, classes=3, seed=0):
     rng = np.random.default_rng(seed)
     return rng.random((n, 8, 8, 2), dtype=np.float32), rng.integers(0, classes, n)
+
+
+class MySchedule(schedules.LearningRateSchedule):
+    """A schedule with a __call__ of its own: the core cannot run it."""
+
+    def __call__(self, step):
+        return 0.1
+
+    def get_config(self):
+        return {}
 
 
 class Ctx:
@@ -35,6 +46,11 @@ class Ctx:
 
     def ds(self, **kw):
         return HDF5Dataset(self.h5, x="x", y="y", **kw)
+
+    def scheduled(self):
+        """The model compiled with an optimizer whose rate follows a schedule."""
+        self.model.compile(optimizers.SGD(schedules.CosineDecay(0.1, 100)), "sparse_categorical_crossentropy")
+        return self.model
 
 
 def invalid(name, value):
@@ -159,8 +175,16 @@ CASES = [
     ("Dense use_bias=False", lambda c: Dense(3, use_bias=False), V, r"use_bias=False\) is not supported"),
     ("Dense use_bias='no'", lambda c: Dense(3, use_bias="no"), V, invalid("use_bias", "'no'")),
     ("Dense kernel_initializer", lambda c: Dense(3, kernel_initializer="he_normal"), V, r"initializers"),
-    ("Dense kernel_regularizer", lambda c: Dense(3, kernel_regularizer="l2"), V,
-     r"kernel_regularizer='l2' is not supported"),
+    ("Dense kernel_regularizer='l3'", lambda c: Dense(3, kernel_regularizer="l3"), V,
+     r"Could not interpret regularizer identifier: 'l3' \(for `kernel_regularizer`\)"),
+    ("Dense kernel_regularizer=0.01", lambda c: Dense(3, kernel_regularizer=0.01), V,
+     r"Could not interpret regularizer identifier: 0.01"),
+    ("Dense bias_regularizer=dict", lambda c: Dense(3, bias_regularizer={"class_name": "L3", "config": {}}), V,
+     r"unknown regularizer 'L3'"),
+    ("Dense activity_regularizer", lambda c: Dense(3, activity_regularizer="l2"), V,
+     r"activity_regularizer='l2' is not supported"),
+    ("Dense kernel_constraint", lambda c: Dense(3, kernel_constraint="max_norm"), V,
+     r"kernel_constraint='max_norm' is not supported"),
     ("Dense name with /", lambda c: Dense(3, name="a/b"), V, r"Argument `name` must be a string and cannot contain"),
     ("Dense name=5", lambda c: Dense(3, name=5), V, r"Argument `name` must be a string"),
     ("Dense dtype", lambda c: Dense(3, dtype="float64"), V, r"compute in float32"),
@@ -186,6 +210,16 @@ CASES = [
     ("Conv2D dilation_rate", lambda c: Conv2D(4, 3, dilation_rate=2), V, r"dilation_rate=2 is not supported"),
     ("Conv2D groups", lambda c: Conv2D(4, 3, groups=2), V, r"groups=2 is not supported"),
     ("Conv2D unknown keyword", lambda c: Conv2D(4, 3, stride=2), T, r"Unrecognized keyword arguments passed to Conv2D"),
+    ("Conv2D kernel_regularizer=l2(-1)", lambda c: Conv2D(4, 3, kernel_regularizer=regularizers.l2(-1.0)), V,
+     r"Invalid value for argument l2: expected a non-negative float\. Received: l2=-1.0"),
+    ("Conv2D bias_regularizer='L4'", lambda c: Conv2D(4, 3, bias_regularizer="L4"), V,
+     r"Could not interpret regularizer identifier: 'L4' \(for `bias_regularizer`\)"),
+    # ---------------------------------------------------------------- regularizers
+    ("L1(nan)", lambda c: regularizers.L1(float("nan")), V, r"Invalid value for argument l1.*Received: l1=nan"),
+    ("L2('0.1')", lambda c: regularizers.L2("0.1"), V, r"Invalid value for argument l2.*Received: l2='0.1'"),
+    ("L1L2(l1=-1)", lambda c: regularizers.L1L2(l1=-1), V, r"Invalid value for argument l1.*Received: l1=-1"),
+    ("L1L2(l2=True)", lambda c: regularizers.L1L2(l2=True), V, r"Invalid value for argument l2.*Received: l2=True"),
+    ("L2 unknown keyword", lambda c: regularizers.L2(l1=0.1), T, r"unexpected keyword argument 'l1'"),
     ("MaxPooling2D pool_size=0", lambda c: MaxPooling2D(0), V, r"The `pool_size` argument must be a tuple of 2"),
     ("MaxPooling2D pool_size=2.0", lambda c: MaxPooling2D(2.0), V, r"`pool_size` argument must be a tuple"),
     ("MaxPooling2D strides=0", lambda c: MaxPooling2D(2, strides=0), V, r"The `strides` argument"),
@@ -261,6 +295,91 @@ CASES = [
     ("SGD nesterov='yes'", lambda c: optimizers.SGD(nesterov="yes"), V, invalid("nesterov", "'yes'")),
     ("optimizer.learning_rate=-1", lambda c: setattr(optimizers.SGD(), "learning_rate", -1.0), V,
      invalid("learning_rate", "-1.0")),
+    ("optimizer.learning_rate=nan", lambda c: setattr(optimizers.Adam(), "learning_rate", float("nan")), V,
+     invalid("learning_rate", "nan")),
+    ("SGD learning_rate=callable", lambda c: optimizers.SGD(learning_rate=lambda: 0.1), V,
+     r"a callable learning_rate is not supported"),
+    ("SGD learning_rate=custom schedule", lambda c: optimizers.SGD(learning_rate=MySchedule()), V,
+     r"is a schedule the C\+\+ core cannot evaluate"),
+    ("schedule optimizer.learning_rate=0.1", lambda c: setattr(optimizers.SGD(schedules.ExponentialDecay(0.1, 10, 0.9)),
+                                                               "learning_rate", 0.1), T,
+     r"created with a `LearningRateSchedule` object as its `learning_rate`.*not settable"),
+    ("SGD weight_decay=-0.1", lambda c: optimizers.SGD(weight_decay=-0.1), V, invalid("weight_decay", "-0.1")),
+    ("SGD weight_decay='0.1'", lambda c: optimizers.SGD(weight_decay="0.1"), V, invalid("weight_decay", "'0.1'")),
+    ("Adam clipnorm=0", lambda c: optimizers.Adam(clipnorm=0.0), V, invalid("clipnorm", "0.0")),
+    ("Adam clipvalue=-1", lambda c: optimizers.Adam(clipvalue=-1), V, invalid("clipvalue", "-1")),
+    ("Adam global_clipnorm=inf", lambda c: optimizers.Adam(global_clipnorm=float("inf")), V,
+     invalid("global_clipnorm", "inf")),
+    ("Adam clipnorm and clipvalue", lambda c: optimizers.Adam(clipnorm=1.0, clipvalue=0.5), V,
+     r"Only one of `clipnorm`, `clipvalue` and `global_clipnorm` can be set\. Received: clipnorm=1.0, clipvalue=0.5"),
+    ("RMSprop clipnorm and global_clipnorm", lambda c: optimizers.RMSprop(clipnorm=1.0, global_clipnorm=2.0), V,
+     r"Only one of `clipnorm`, `clipvalue` and `global_clipnorm`"),
+    ("SGD use_ema=True", lambda c: optimizers.SGD(use_ema=True), V, r"use_ema=True is not supported"),
+    ("Adam gradient_accumulation_steps", lambda c: optimizers.Adam(gradient_accumulation_steps=4), V,
+     r"gradient_accumulation_steps=4 is not supported"),
+    ("Adam loss_scale_factor", lambda c: optimizers.Adam(loss_scale_factor=128.0), V,
+     r"loss_scale_factor=128.0 is not supported"),
+    ("Adam ema_momentum=2", lambda c: optimizers.Adam(ema_momentum=2.0), V, invalid("ema_momentum", "2.0")),
+    ("SGD name='a/b'", lambda c: optimizers.SGD(name="a/b"), V, r"Argument `name` must be a string"),
+    ("RMSprop rho=1", lambda c: optimizers.RMSprop(rho=1.0), V, invalid("rho", "1.0")),
+    ("RMSprop rho=-0.5", lambda c: optimizers.RMSprop(rho=-0.5), V, invalid("rho", "-0.5")),
+    ("RMSprop momentum=1", lambda c: optimizers.RMSprop(momentum=1.0), V, invalid("momentum", "1.0")),
+    ("RMSprop epsilon=0", lambda c: optimizers.RMSprop(epsilon=0.0), V, invalid("epsilon", "0.0")),
+    ("RMSprop centered='yes'", lambda c: optimizers.RMSprop(centered="yes"), V, invalid("centered", "'yes'")),
+    ("RMSprop unknown keyword", lambda c: optimizers.RMSprop(decay=0.9), T,
+     r"Unrecognized keyword arguments passed to RMSprop"),
+    ("AdamW weight_decay=None", lambda c: optimizers.AdamW(weight_decay=None), V,
+     r"Argument `weight_decay` must be a float\. Received: weight_decay=None"),
+    ("AdamW weight_decay=-1", lambda c: optimizers.AdamW(weight_decay=-1.0), V, invalid("weight_decay", "-1.0")),
+    ("AdamW amsgrad", lambda c: optimizers.AdamW(amsgrad=True), V, r"AdamW\(amsgrad=True\) is not supported"),
+    ("AdamW beta_1=1.5", lambda c: optimizers.AdamW(beta_1=1.5), V, invalid("beta_1", "1.5")),
+    ("exclude_from_weight_decay var_list", lambda c: optimizers.AdamW().exclude_from_weight_decay(var_list=[1]), V,
+     r"var_list is not supported"),
+    ("exclude_from_weight_decay var_names='bias'",
+     lambda c: optimizers.AdamW().exclude_from_weight_decay(var_names="bias"), V,
+     r"var_names must be a list of non-empty strings"),
+    ("exclude_from_weight_decay bad pattern",
+     lambda c: optimizers.AdamW().exclude_from_weight_decay(var_names=["bias("]), V,
+     r"'bias\(' is not a valid regular expression"),
+    ("exclude_from_weight_decay after compile", lambda c: c.model.optimizer.exclude_from_weight_decay(var_names=["b"]),
+     V, r"can only be configured before the optimizer is built"),
+    ("optimizers.get('adagrad')", lambda c: optimizers.get("adagrad"), V, r"unknown optimizer 'adagrad'"),
+    # ---------------------------------------------------------------- learning-rate schedules
+    ("ExponentialDecay decay_steps=0", lambda c: schedules.ExponentialDecay(0.1, 0, 0.9), V,
+     r"Argument `decay_steps` must be > 0\. Received: decay_steps=0"),
+    ("ExponentialDecay decay_rate=-1", lambda c: schedules.ExponentialDecay(0.1, 10, -1.0), V,
+     invalid("decay_rate", "-1.0")),
+    ("ExponentialDecay initial_learning_rate='1'", lambda c: schedules.ExponentialDecay("1", 10, 0.9), V,
+     invalid("initial_learning_rate", "'1'")),
+    ("ExponentialDecay staircase=2", lambda c: schedules.ExponentialDecay(0.1, 10, 0.9, staircase=2), V,
+     invalid("staircase", "2")),
+    ("PiecewiseConstantDecay lengths", lambda c: schedules.PiecewiseConstantDecay([10, 20], [0.1, 0.01]), V,
+     r"The length of boundaries should be 1 less than the length of values"),
+    ("PiecewiseConstantDecay not increasing", lambda c: schedules.PiecewiseConstantDecay([20, 10], [1.0, 0.1, 0.01]),
+     V, r"`boundaries` must be strictly increasing"),
+    ("PiecewiseConstantDecay values='x'", lambda c: schedules.PiecewiseConstantDecay([10], "ab"), V,
+     r"`values` must be a list of numbers"),
+    ("PiecewiseConstantDecay negative value", lambda c: schedules.PiecewiseConstantDecay([10], [0.1, -0.1]), V,
+     invalid("values", "-0.1")),
+    ("PolynomialDecay power=nan", lambda c: schedules.PolynomialDecay(0.1, 10, power=float("nan")), V,
+     invalid("power", "nan")),
+    ("PolynomialDecay decay_steps=-5", lambda c: schedules.PolynomialDecay(0.1, -5), V,
+     r"Argument `decay_steps` must be > 0\. Received: decay_steps=-5"),
+    ("InverseTimeDecay decay_steps='10'", lambda c: schedules.InverseTimeDecay(0.1, "10", 0.5), V,
+     r"Argument `decay_steps` must be > 0\. Received: decay_steps='10'"),
+    ("CosineDecay alpha=-1", lambda c: schedules.CosineDecay(0.1, 100, alpha=-1.0), V, invalid("alpha", "-1.0")),
+    ("CosineDecay warmup_steps=-1", lambda c: schedules.CosineDecay(0.0, 100, warmup_target=0.1, warmup_steps=-1), V,
+     invalid("warmup_steps", "-1")),
+    ("CosineDecay warmup_target=inf", lambda c: schedules.CosineDecay(0.0, 100, warmup_target=float("inf")), V,
+     invalid("warmup_target", "inf")),
+    ("CosineDecayRestarts t_mul=0", lambda c: schedules.CosineDecayRestarts(0.1, 100, t_mul=0.0), V,
+     invalid("t_mul", "0.0")),
+    ("CosineDecayRestarts first_decay_steps=0", lambda c: schedules.CosineDecayRestarts(0.1, 0), V,
+     r"Argument `first_decay_steps` must be > 0"),
+    ("schedule(step=-1)", lambda c: schedules.CosineDecay(0.1, 100)(-1), V, invalid("step", "-1")),
+    ("schedule(step=1.5)", lambda c: schedules.CosineDecay(0.1, 100)(1.5), V, invalid("step", "1.5")),
+    ("schedules.deserialize unknown", lambda c: schedules.deserialize({"class_name": "Cyclic", "config": {}}), V,
+     r"unknown learning rate schedule 'Cyclic'"),
     # ---------------------------------------------------------------- callbacks
     ("EarlyStopping patience=-1", lambda c: callbacks.EarlyStopping(patience=-1), V, invalid("patience", "-1")),
     ("EarlyStopping patience=1.5", lambda c: callbacks.EarlyStopping(patience=1.5), V, invalid("patience", "1.5")),
@@ -271,6 +390,40 @@ CASES = [
     ("CSVLogger separator", lambda c: callbacks.CSVLogger("x.csv", separator=";;"), V, r"single character"),
     ("LambdaCallback not callable", lambda c: callbacks.LambdaCallback(on_batch_end=3), V,
      r"on_batch_end must be callable"),
+    ("LearningRateScheduler schedule=3", lambda c: callbacks.LearningRateScheduler(3), V,
+     r"schedule must be a function \(epoch, lr\) -> lr"),
+    ("LearningRateScheduler verbose=5", lambda c: callbacks.LearningRateScheduler(lambda e, lr: lr, verbose=5), V,
+     invalid("verbose", "5")),
+    ("LearningRateScheduler returns a string", lambda c: c.fit(callbacks=[callbacks.LearningRateScheduler(
+        lambda e, lr: "0.1")]), V, r"The output of the `schedule` function should be a float\. Got: '0.1'"),
+    ("LearningRateScheduler returns 0", lambda c: c.fit(callbacks=[callbacks.LearningRateScheduler(lambda e: 0.0)]),
+     V, invalid("learning_rate", "0.0")),
+    ("LearningRateScheduler with a schedule", lambda c: c.scheduled().fit(
+        c.x, c.y, verbose=0, callbacks=[callbacks.LearningRateScheduler(lambda e, lr: lr)]), V,
+     r"LearningRateScheduler sets the learning rate, but this optimizer's rate follows a CosineDecay schedule"),
+    ("ReduceLROnPlateau factor=1", lambda c: callbacks.ReduceLROnPlateau(factor=1.0), V,
+     r"ReduceLROnPlateau does not support a factor >= 1\.0\. Received factor=1\.0"),
+    ("ReduceLROnPlateau factor=0", lambda c: callbacks.ReduceLROnPlateau(factor=0.0), V, invalid("factor", "0.0")),
+    ("ReduceLROnPlateau patience=-1", lambda c: callbacks.ReduceLROnPlateau(patience=-1), V,
+     invalid("patience", "-1")),
+    ("ReduceLROnPlateau cooldown=1.5", lambda c: callbacks.ReduceLROnPlateau(cooldown=1.5), V,
+     invalid("cooldown", "1.5")),
+    ("ReduceLROnPlateau min_lr=-1", lambda c: callbacks.ReduceLROnPlateau(min_lr=-1.0), V, invalid("min_lr", "-1.0")),
+    ("ReduceLROnPlateau min_delta='0'", lambda c: callbacks.ReduceLROnPlateau(min_delta="0"), V,
+     invalid("min_delta", "'0'")),
+    ("ReduceLROnPlateau mode", lambda c: callbacks.ReduceLROnPlateau(mode="lower"), V,
+     r"Unknown value for `mode` argument of ReduceLROnPlateau.*Received: mode='lower'"),
+    ("ReduceLROnPlateau monitor=None", lambda c: callbacks.ReduceLROnPlateau(monitor=None), V,
+     r"monitor must be a metric name"),
+    ("ReduceLROnPlateau unknown keyword", lambda c: callbacks.ReduceLROnPlateau(epsilon=1e-4), T,
+     r"Unrecognized keyword arguments passed to ReduceLROnPlateau"),
+    ("ReduceLROnPlateau with a schedule", lambda c: c.scheduled().fit(
+        c.x, c.y, verbose=0, callbacks=[callbacks.ReduceLROnPlateau(monitor="loss")]), V,
+     r"ReduceLROnPlateau sets the learning rate, but this optimizer's rate follows a CosineDecay schedule"),
+    ("ReduceLROnPlateau.set_state bad", lambda c: callbacks.ReduceLROnPlateau().set_state({"wait": 1}), V,
+     r"expected a dict with best, wait and cooldown_counter"),
+    ("TerminateOnNaN raise_error='x'", lambda c: callbacks.TerminateOnNaN(raise_error="x"), V,
+     invalid("raise_error", "'x'")),
     # ---------------------------------------------------------------- HDF5Dataset and the writer
     ("HDF5Dataset batch_size=0", lambda c: c.ds(batch_size=0), V, invalid("batch_size", "0")),
     ("HDF5Dataset batch_size=2.5", lambda c: c.ds(batch_size=2.5), V, invalid("batch_size", "2.5")),
@@ -325,7 +478,10 @@ def test_the_argument_table_covers_every_public_callable():
                  "Dense", "Conv2D", "MaxPooling2D", "Dropout", "Activation", "ReLU", "Flatten", "InputLayer",
                  "Input", "Sequential", "build", "set_weights", "Model", "Add", "Concatenate", "__call__", "get_layer", "Adam", "SGD", "EarlyStopping", "CSVLogger",
                  "LambdaCallback", "HDF5Dataset", "epoch_batches", "write_hdf5", "to_categorical", "set_random_seed",
-                 "set_num_threads"):
+                 "set_num_threads", "RMSprop", "AdamW", "exclude_from_weight_decay", "ExponentialDecay",
+                 "PiecewiseConstantDecay", "PolynomialDecay", "InverseTimeDecay", "CosineDecay",
+                 "CosineDecayRestarts", "L1", "L2", "L1L2", "kernel_regularizer", "bias_regularizer",
+                 "LearningRateScheduler", "ReduceLROnPlateau", "TerminateOnNaN"):
         assert name in covered, name
 
 

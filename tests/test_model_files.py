@@ -129,7 +129,7 @@ EXPECT = {
     "units beyond int32": r"invalid value for `units`.*Received: units=1099511627776",
     "huge input shape": r"larger than 2147483647",
     "bad seed": r"Invalid value for argument `seed`",
-    "optimizer by attribute name 'get'": r"unknown optimizer 'get': hpcnn has \['Adam', 'SGD'\]",
+    "optimizer by attribute name 'get'": r"unknown optimizer 'get': hpcnn has \['Adam', 'AdamW', 'RMSprop', 'SGD'\]",
     "optimizer base class": r"unknown optimizer 'Optimizer'",
     "optimizer dunder": r"unknown optimizer '__loader__'",
     "optimizer not a string": r"unknown optimizer None",

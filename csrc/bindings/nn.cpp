@@ -34,13 +34,24 @@ nn::Config to_config(const py::handle& obj, const char* what) {
     } else if (py::isinstance<py::str>(v)) {
       cfg.set(key, v.cast<std::string>());
     } else if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+      // Integers only: a list of integers; otherwise real numbers: a list of floats.
       std::vector<long long> ints;
+      std::vector<double> reals;
+      bool all_ints = true;
       for (auto e : v) {
-        if (PyBool_Check(e.ptr()) || !PyIndex_Check(e.ptr()))
-          throw ValueError(cat(what, ": '", key, "' must hold integers only"));
-        ints.push_back(py::int_(py::reinterpret_borrow<py::object>(e)).cast<long long>());
+        if (PyBool_Check(e.ptr()) || !(PyIndex_Check(e.ptr()) || PyFloat_Check(e.ptr()) || PyNumber_Check(e.ptr())))
+          throw ValueError(cat(what, ": '", key, "' must hold numbers only"));
+        if (PyIndex_Check(e.ptr())) {
+          const long long i = py::int_(py::reinterpret_borrow<py::object>(e)).cast<long long>();
+          ints.push_back(i);
+          reals.push_back(static_cast<double>(i));
+        } else {
+          all_ints = false;
+          reals.push_back(py::float_(py::reinterpret_borrow<py::object>(e)).cast<double>());
+        }
       }
-      cfg.set(key, std::move(ints));
+      if (all_ints) cfg.set(key, std::move(ints));
+      else cfg.set(key, std::move(reals));
     } else if (PyFloat_Check(v.ptr()) || PyNumber_Check(v.ptr())) {
       cfg.set(key, py::float_(py::reinterpret_borrow<py::object>(v)).cast<double>());
     } else {
@@ -201,6 +212,28 @@ py::array flat_buffer(PyModel& p, const Tensor& flat, bool keras_layout) {
 }  // namespace
 
 void bind_nn(py::module_& m) {
+  // nn::NonFiniteLoss -> hpcnn._core.NonFiniteLossError(ValueError) with the batch's mean loss as `.loss`.
+  PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> non_finite;
+  non_finite.call_once_and_store_result([&]() -> py::object {
+    return py::exception<nn::NonFiniteLoss>(m, "NonFiniteLossError", PyExc_ValueError);
+  });
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const nn::NonFiniteLoss& e) {
+      py::object type = non_finite.get_stored();
+      py::object err = type(e.what());
+      err.attr("loss") = e.loss;
+      PyErr_SetObject(type.ptr(), err.ptr());
+    }
+  });
+  m.def("learning_rate_schedule_value", [](py::dict config, long long step) {
+    HPCNN_CHECK_ARG(step >= 0, "a schedule's step must be >= 0, got ", step);
+    return nn::make_learning_rate_schedule(to_config(config, "schedule config"))->at(step);
+  }, py::arg("config"), py::arg("step"),
+     "The learning rate a schedule (config: class_name and Keras' arguments, as optimizers send it) gives the "
+     "step taken after `step` steps: the C++ code a training step runs.");
+
   m.def("layer_output_shape", [](py::list layer_configs, std::vector<std::vector<long long>> input_shapes) {
     std::vector<LayerPtr> layers;
     for (auto c : layer_configs) layers.push_back(nn::make_layer(to_config(c, "layer config")));
@@ -284,21 +317,34 @@ void bind_nn(py::module_& m) {
       }, py::arg("optimizer"), py::arg("loss"), py::arg("from_logits") = false)
       .def_property("learning_rate",
                     [](PyModel& p) {
+                      auto lk = lock_model(p);
                       if (!p.model->optimizer()) throw ValueError("the model is not compiled");
-                      return p.model->optimizer()->learning_rate;
+                      return p.model->optimizer()->learning_rate();
                     },
-                    [](PyModel& p, float lr) {
+                    [](PyModel& p, double lr) {
+                      auto lk = lock_model(p);
                       if (!p.model->optimizer()) throw ValueError("the model is not compiled");
-                      if (!(lr > 0)) throw ValueError(cat("learning_rate must be positive, got ", lr));
-                      p.model->optimizer()->learning_rate = lr;
-                    })
+                      p.model->optimizer()->set_learning_rate(lr);
+                    },
+                    "The learning rate of the next step: a schedule's value at `iterations`, or the fixed rate "
+                    "(settable only without a schedule).")
+      .def("set_learning_rate_schedule", [](PyModel& p, py::dict schedule) {
+        nn::Config cfg = to_config(schedule, "schedule config");
+        auto lk = lock_model(p);
+        if (!p.model->optimizer()) throw ValueError("the model is not compiled");
+        p.model->optimizer()->set_schedule(nn::make_learning_rate_schedule(cfg));
+      }, py::arg("schedule"), "Lets a schedule (class_name and Keras' arguments) drive the learning rate from the next "
+         "step on, evaluated at `iterations`.")
       .def("optimizer_state", [](PyModel& p) {
         auto lk = lock_model(p);
         py::list out;
         if (p.model->optimizer())
-          for (const Tensor& t : p.model->optimizer()->state()) out.append(to_numpy(t.to(Device::cpu())));
+          for (const nn::StateBuffer& b : p.model->optimizer()->state()) out.append(to_numpy(b.value.to(Device::cpu())));
         return out;
-      }, "Host copies of the optimizer's state (Adam: [m, v]; SGD: [velocity]; [] before the first step).")
+      }, "Host copies of the optimizer's state buffers in their fixed order (Keras 3's names: Adam, AdamW: "
+         "[momentum, velocity]; SGD with momentum: [momentum]; RMSprop: [velocity, momentum (momentum > 0), "
+         "average_gradient (centered)]; [] before the first step), each over the whole parameter buffer in the "
+         "device's layout.")
       .def_property_readonly("iterations", [](PyModel& p) {
         return p.model->optimizer() ? p.model->optimizer()->iterations : 0LL;
       })

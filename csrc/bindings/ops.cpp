@@ -4,6 +4,7 @@
 // Keras' HWIO here on every device: converted to and from the layout of the device's backend.
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <tuple>
 
 #include "bindings/bindings.h"
@@ -85,6 +86,42 @@ void run_repeat(int repeat, F&& op) {
     for (int i = 0; i < repeat; ++i) op();
   }
   raise_core_warnings();
+}
+
+// Variables of a flat buffer of n elements for the segment-table ops: `sizes` (element counts in
+// order, summing to at most n; None: one variable of n), and optional per-variable lists `decay`
+// (booleans), `l1`, `l2` (numbers).
+std::vector<VariableSpan> spans_of(long long n, const py::object& sizes, const py::object& decay, const py::object& l1,
+                                   const py::object& l2) {
+  std::vector<long long> counts = sizes.is_none() ? std::vector<long long>{n} : sizes.cast<std::vector<long long>>();
+  auto per_variable = [&](const py::object& o, const char* what) {
+    std::vector<double> v = o.is_none() ? std::vector<double>() : o.cast<std::vector<double>>();
+    if (!o.is_none() && v.size() != counts.size())
+      throw ValueError(cat(what, " has ", v.size(), " values for ", counts.size(), " variables"));
+    return v;
+  };
+  const std::vector<double> dec = per_variable(decay, "decay"), a = per_variable(l1, "l1"), b = per_variable(l2, "l2");
+  std::vector<VariableSpan> out;
+  long long at = 0;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    if (counts[k] < 0 || counts[k] > n - at) throw ValueError(cat("sizes: the variables do not fit in ", n, " elements"));
+    VariableSpan s;
+    s.begin = at;
+    s.end = at + counts[k];
+    s.decay = dec.empty() || dec[k] != 0;
+    s.l1 = a.empty() ? 0.f : static_cast<float>(a[k]);
+    s.l2 = b.empty() ? 0.f : static_cast<float>(b[k]);
+    out.push_back(s);
+    at = s.end;
+  }
+  return out;
+}
+
+ops::UpdateOptions update_options(float lr, float weight_decay, float clipvalue) {
+  ops::UpdateOptions o;
+  o.decay = lr * weight_decay;
+  o.clipvalue = clipvalue;
+  return o;
 }
 
 }  // namespace
@@ -292,24 +329,90 @@ void bind_ops(py::module_& m) {
   }, py::arg("logits"), py::arg("target"), py::arg("grad_scale") = 1.0f, py::arg("device") = "cpu",
      py::arg("repeat") = 1, "Returns (loss_sum, correct, dlogits).");
 
+  // ---- over a model's variables. A flat buffer of n elements is split into variables by `sizes`
+  // (element counts in order; None: one variable of all n).
   m.def("adam_step", [](py::object p, py::object g, py::object m1, py::object v, float lr, float b1, float b2,
-                        float eps, long long t, std::string device, int repeat) {
+                        float eps, long long t, py::object sizes, py::object decay, float weight_decay, float clipvalue,
+                        std::string device, int repeat) {
     Device d = resolve_device(device);
     Tensor P = f32_on(p, d, "params").to(d), G = f32_on(g, d, "grads"), M = f32_on(m1, d, "m").to(d),
            V = f32_on(v, d, "v").to(d);
-    run_repeat(repeat, [&] { ops::adam_step(P, G, M, V, AdamParams{lr, b1, b2, eps, t}); });
+    const SegmentTable segs(spans_of(P.numel(), sizes, decay, py::none(), py::none()), d);
+    run_repeat(repeat, [&] {
+      ops::adam_step(P, G, M, V, segs, AdamParams{lr, b1, b2, eps, t}, update_options(lr, weight_decay, clipvalue));
+    });
     return py::make_tuple(to_numpy(P), to_numpy(M), to_numpy(V));
   }, py::arg("params"), py::arg("grads"), py::arg("m"), py::arg("v"), py::arg("lr") = 0.001f,
      py::arg("beta_1") = 0.9f, py::arg("beta_2") = 0.999f, py::arg("epsilon") = 1e-7f, py::arg("t") = 1,
-     py::arg("device") = "cpu", py::arg("repeat") = 1);
+     py::arg("sizes") = py::none(), py::arg("decay") = py::none(), py::arg("weight_decay") = 0.f,
+     py::arg("clipvalue") = 0.f, py::arg("device") = "cpu", py::arg("repeat") = 1,
+     "Keras' Adam step; weight_decay: decoupled (w -= lr * weight_decay * w first), on the variables whose `decay` "
+     "flag is set (all by default); clipvalue > 0 clamps the gradient. Returns (params, m, v).");
   m.def("sgd_step", [](py::object p, py::object g, py::object vel, float lr, float momentum, bool nesterov,
-                       std::string device) {
+                       py::object sizes, py::object decay, float weight_decay, float clipvalue, std::string device) {
     Device d = resolve_device(device);
     Tensor P = f32_on(p, d, "params").to(d), G = f32_on(g, d, "grads"), V = f32_on(vel, d, "velocity").to(d);
-    ops::sgd_step(P, G, V, SgdParams{lr, momentum, nesterov});
+    const SegmentTable segs(spans_of(P.numel(), sizes, decay, py::none(), py::none()), d);
+    ops::sgd_step(P, G, &V, segs, SgdParams{lr, momentum, nesterov}, update_options(lr, weight_decay, clipvalue));
     return py::make_tuple(to_numpy(P), to_numpy(V));
   }, py::arg("params"), py::arg("grads"), py::arg("velocity"), py::arg("lr") = 0.01f, py::arg("momentum") = 0.f,
-     py::arg("nesterov") = false, py::arg("device") = "cpu");
+     py::arg("nesterov") = false, py::arg("sizes") = py::none(), py::arg("decay") = py::none(),
+     py::arg("weight_decay") = 0.f, py::arg("clipvalue") = 0.f, py::arg("device") = "cpu",
+     "Keras' SGD step (the velocity is left as given without momentum). Returns (params, velocity).");
+  m.def("rmsprop_step", [](py::object p, py::object g, py::object vel, py::object mom, py::object avg, float lr,
+                           float rho, float momentum, float eps, bool centered, py::object sizes, py::object decay,
+                           float weight_decay, float clipvalue, std::string device) {
+    Device d = resolve_device(device);
+    Tensor P = f32_on(p, d, "params").to(d), G = f32_on(g, d, "grads"), V = f32_on(vel, d, "velocity").to(d),
+           MOM = f32_on(mom, d, "momentum").to(d), AVG = f32_on(avg, d, "average_gradient").to(d);
+    const SegmentTable segs(spans_of(P.numel(), sizes, decay, py::none(), py::none()), d);
+    ops::rmsprop_step(P, G, V, momentum > 0 ? &MOM : nullptr, centered ? &AVG : nullptr, segs,
+                      RmspropParams{lr, rho, momentum, eps, centered}, update_options(lr, weight_decay, clipvalue));
+    return py::make_tuple(to_numpy(P), to_numpy(V), to_numpy(MOM), to_numpy(AVG));
+  }, py::arg("params"), py::arg("grads"), py::arg("velocity"), py::arg("momentum_buffer"),
+     py::arg("average_gradient"), py::arg("lr") = 0.001f, py::arg("rho") = 0.9f, py::arg("momentum") = 0.f,
+     py::arg("epsilon") = 1e-7f, py::arg("centered") = false, py::arg("sizes") = py::none(),
+     py::arg("decay") = py::none(), py::arg("weight_decay") = 0.f, py::arg("clipvalue") = 0.f,
+     py::arg("device") = "cpu",
+     "Keras' RMSprop step. Returns (params, velocity, momentum_buffer, average_gradient); the momentum buffer is "
+     "used only with momentum > 0, the average gradient only when centered.");
+  m.def("variable_sums", [](py::object x, py::object sizes, std::string device) {
+    Device d = resolve_device(device);
+    Tensor X = f32_on(x, d, "x");
+    const SegmentTable segs(spans_of(X.numel(), sizes, py::none(), py::none(), py::none()), d);
+    Tensor S = Tensor::zeros({4LL * std::max(segs.variables(), 1)}, DType::F32, d);  // 2 doubles per variable
+    ops::variable_sums(X.reshape({X.numel()}), segs, reinterpret_cast<double*>(S.raw()));
+    Tensor host = S.device().is_cpu() ? S : S.to(Device::cpu());
+    const double* h = reinterpret_cast<const double*>(host.raw());
+    py::array_t<double> out({static_cast<py::ssize_t>(segs.variables()), static_cast<py::ssize_t>(2)});
+    std::copy(h, h + 2 * segs.variables(), out.mutable_data());
+    return out;
+  }, py::arg("x"), py::arg("sizes") = py::none(), py::arg("device") = "cpu",
+     "Per variable: (sum |x|, sum x^2) in float64, in the fixed order both backends use.");
+  m.def("clip_scales", [](py::object g, py::object sizes, double clipnorm, bool global, std::string device) {
+    Device d = resolve_device(device);
+    Tensor G = f32_on(g, d, "grads");
+    const SegmentTable segs(spans_of(G.numel(), sizes, py::none(), py::none(), py::none()), d);
+    Tensor S = Tensor::empty({static_cast<long long>(segs.variables())}, DType::F32, d);
+    ops::clip_scales(G.reshape({G.numel()}), segs, global ? ops::ClipMode::Global : ops::ClipMode::PerVariable,
+                     clipnorm, S);
+    return to_numpy(S);
+  }, py::arg("grads"), py::arg("sizes") = py::none(), py::arg("clipnorm") = 1.0, py::arg("global_norm") = false,
+     py::arg("device") = "cpu", "Keras' clipnorm (or global_clipnorm) factor of each variable's gradient.");
+  m.def("weight_penalty", [](py::object w, py::object g, py::object sizes, py::object l1, py::object l2,
+                             std::string device) {
+    Device d = resolve_device(device);
+    Tensor W = f32_on(w, d, "weights"), G = f32_on(g, d, "grads").to(d);
+    const SegmentTable segs(spans_of(W.numel(), sizes, py::none(), l1, l2), d);
+    Tensor S = Tensor::zeros({2}, DType::F32, d);  // one double
+    Tensor Wf = W.reshape({W.numel()}), Gf = G.reshape({G.numel()});
+    ops::weight_penalty(Wf, &Gf, segs, reinterpret_cast<double*>(S.raw()));
+    Tensor host = S.device().is_cpu() ? S : S.to(Device::cpu());
+    return py::make_tuple(*reinterpret_cast<const double*>(host.raw()), to_numpy(G));
+  }, py::arg("weights"), py::arg("grads"), py::arg("sizes") = py::none(), py::arg("l1") = py::none(),
+     py::arg("l2") = py::none(), py::arg("device") = "cpu",
+     "The regularizers' penalty sum_v l1_v sum |w_v| + l2_v sum w_v^2 (l1, l2: a factor per variable) and grads + "
+     "its gradient. Returns (penalty, grads).");
 
   m.def("measure_peak_gflops", [](int threads, double seconds) {
     py::gil_scoped_release nogil;

@@ -32,10 +32,12 @@ int Config::get_int(const std::string& key) const {
   return to_int(std::get<long long>(v), what_, key);
 }
 
-float Config::get_float(const std::string& key) const {
+float Config::get_float(const std::string& key) const { return static_cast<float>(get_double(key)); }
+
+double Config::get_double(const std::string& key) const {
   const ConfigValue& v = at(key);
-  if (std::holds_alternative<double>(v)) return static_cast<float>(std::get<double>(v));
-  if (std::holds_alternative<long long>(v)) return static_cast<float>(std::get<long long>(v));
+  if (std::holds_alternative<double>(v)) return std::get<double>(v);
+  if (std::holds_alternative<long long>(v)) return static_cast<double>(std::get<long long>(v));
   wrong_kind(key, "a number");
 }
 
@@ -53,10 +55,29 @@ std::string Config::get_string(const std::string& key) const {
 
 std::pair<int, int> Config::get_int_pair(const std::string& key) const {
   const ConfigValue& v = at(key);
+  if (std::holds_alternative<std::vector<double>>(v))
+    throw ValueError(cat(what_, ": '", key, "' must hold integers only"));
   if (!std::holds_alternative<std::vector<long long>>(v) || std::get<std::vector<long long>>(v).size() != 2)
     wrong_kind(key, "a list of two integers");
   const auto& p = std::get<std::vector<long long>>(v);
   return {to_int(p[0], what_, key), to_int(p[1], what_, key)};
+}
+
+std::vector<double> Config::get_floats(const std::string& key) const {
+  const ConfigValue& v = at(key);
+  if (std::holds_alternative<std::vector<double>>(v)) return std::get<std::vector<double>>(v);
+  if (std::holds_alternative<std::vector<long long>>(v)) {
+    const auto& ints = std::get<std::vector<long long>>(v);
+    return std::vector<double>(ints.begin(), ints.end());
+  }
+  wrong_kind(key, "a list of numbers");
+}
+
+Config Config::prefixed(const std::string& prefix, const std::string& what) const {
+  Config out(what);
+  for (const auto& [k, v] : values_)
+    if (k.size() > prefix.size() && k.compare(0, prefix.size(), prefix) == 0) out.set(k.substr(prefix.size()), v);
+  return out;
 }
 
 }  // namespace hpcnn::nn

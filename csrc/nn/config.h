@@ -12,7 +12,7 @@
 
 namespace hpcnn::nn {
 
-using ConfigValue = std::variant<bool, long long, double, std::string, std::vector<long long>>;
+using ConfigValue = std::variant<bool, long long, double, std::string, std::vector<long long>, std::vector<double>>;
 
 class Config {
  public:
@@ -27,6 +27,12 @@ class Config {
   bool get_bool(const std::string& key) const;
   std::string get_string(const std::string& key) const;
   std::pair<int, int> get_int_pair(const std::string& key) const;  // a list of exactly two integers
+  std::vector<double> get_floats(const std::string& key) const;    // a list of numbers
+  double get_double(const std::string& key) const;                 // a number, in full precision
+
+  // The entries whose key starts with `prefix`, with the prefix removed: a configuration nested in
+  // this one (an optimizer's learning-rate schedule: "schedule_decay_steps" -> "decay_steps").
+  Config prefixed(const std::string& prefix, const std::string& what) const;
 
  private:
   const ConfigValue& at(const std::string& key) const;  // ValueError when the key is missing

@@ -1,12 +1,16 @@
 #include "nn/factory.h"
 
+#include <cmath>
+
 #include "core/errors.h"
 #include "nn/layers.h"
 #include "nn/merge_layers.h"
 
 namespace hpcnn::nn {
 
-LayerPtr make_layer(const Config& cfg) {
+namespace {
+
+LayerPtr make_layer_of_kind(const Config& cfg) {
   const std::string kind = cfg.get_string("class_name");
   if (kind == "Conv2D") {
     auto [kh, kw] = cfg.get_int_pair("kernel_size");
@@ -31,15 +35,100 @@ LayerPtr make_layer(const Config& cfg) {
   throw ValueError(cat("unknown layer class '", kind, "'"));
 }
 
+// "<param>_l1" / "<param>_l2": the regularizer of the layer's parameter <param> (kernel, bias).
+void add_regularizers(Layer& layer, const Config& cfg) {
+  for (const char* param : {"kernel", "bias"}) {
+    const std::string l1 = std::string(param) + "_l1", l2 = std::string(param) + "_l2";
+    if (!cfg.has(l1) && !cfg.has(l2)) continue;
+    Regularizer r;
+    if (cfg.has(l1)) r.l1 = cfg.get_float(l1);
+    if (cfg.has(l2)) r.l2 = cfg.get_float(l2);
+    HPCNN_CHECK_ARG(r.l1 >= 0 && r.l2 >= 0 && std::isfinite(r.l1) && std::isfinite(r.l2), "layer config: the ", param,
+                    " regularizer's factors must be >= 0 and finite, got l1=", r.l1, ", l2=", r.l2);
+    if (r.active()) layer.set_regularizer(param, r);
+  }
+}
+
+double optional(const Config& cfg, const char* key, double fallback) {
+  return cfg.has(key) ? cfg.get_double(key) : fallback;
+}
+
+bool flag(const Config& cfg, const char* key) { return cfg.has(key) && cfg.get_bool(key); }
+
+std::unique_ptr<LearningRateSchedule> make_schedule(const Config& cfg) {
+  const std::string name = cfg.get_string("class_name");
+  if (name == "ExponentialDecay")
+    return std::make_unique<ExponentialDecay>(cfg.get_double("initial_learning_rate"), cfg.get_double("decay_steps"),
+                                              cfg.get_double("decay_rate"), flag(cfg, "staircase"));
+  if (name == "PiecewiseConstantDecay")
+    return std::make_unique<PiecewiseConstantDecay>(cfg.get_floats("boundaries"), cfg.get_floats("values"));
+  if (name == "PolynomialDecay")
+    return std::make_unique<PolynomialDecay>(cfg.get_double("initial_learning_rate"), cfg.get_double("decay_steps"),
+                                             optional(cfg, "end_learning_rate", 0.0001), optional(cfg, "power", 1.0),
+                                             flag(cfg, "cycle"));
+  if (name == "InverseTimeDecay")
+    return std::make_unique<InverseTimeDecay>(cfg.get_double("initial_learning_rate"), cfg.get_double("decay_steps"),
+                                              cfg.get_double("decay_rate"), flag(cfg, "staircase"));
+  if (name == "CosineDecay")
+    return std::make_unique<CosineDecay>(cfg.get_double("initial_learning_rate"), cfg.get_double("decay_steps"),
+                                         optional(cfg, "alpha", 0.0), cfg.has("warmup_target"),
+                                         optional(cfg, "warmup_target", 0.0), optional(cfg, "warmup_steps", 0.0));
+  if (name == "CosineDecayRestarts")
+    return std::make_unique<CosineDecayRestarts>(cfg.get_double("initial_learning_rate"),
+                                                 cfg.get_double("first_decay_steps"), optional(cfg, "t_mul", 2.0),
+                                                 optional(cfg, "m_mul", 1.0), optional(cfg, "alpha", 0.0));
+  throw ValueError(cat("unknown learning rate schedule '", name, "'"));
+}
+
+OptimizerOptions options_of(const Config& cfg) {
+  OptimizerOptions o;
+  o.weight_decay = optional(cfg, "weight_decay", 0.0);
+  o.clipnorm = optional(cfg, "clipnorm", 0.0);
+  o.global_clipnorm = optional(cfg, "global_clipnorm", 0.0);
+  o.clipvalue = optional(cfg, "clipvalue", 0.0);
+  if (cfg.has("no_decay")) {
+    for (double k : cfg.get_floats("no_decay")) {
+      HPCNN_CHECK_ARG(k >= 0 && k == static_cast<double>(static_cast<long long>(k)),
+                      "optimizer config: 'no_decay' must hold weight indices");
+      o.no_decay.push_back(static_cast<long long>(k));
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+LayerPtr make_layer(const Config& cfg) {
+  LayerPtr layer = make_layer_of_kind(cfg);
+  add_regularizers(*layer, cfg);
+  return layer;
+}
+
 std::unique_ptr<Optimizer> make_optimizer(const Config& cfg) {
   const std::string name = cfg.get_string("name");
-  if (name == "Adam")
-    return std::make_unique<Adam>(cfg.get_float("learning_rate"), cfg.get_float("beta_1"), cfg.get_float("beta_2"),
-                                  cfg.get_float("epsilon"));
-  if (name == "SGD")
-    return std::make_unique<SGD>(cfg.get_float("learning_rate"), cfg.get_float("momentum"), cfg.get_bool("nesterov"));
-  throw ValueError(cat("unknown optimizer '", name, "'"));
+  const OptimizerOptions o = options_of(cfg);
+  // With a schedule the rate is the schedule's (at every step); the fixed rate is then unused.
+  const bool scheduled = cfg.has("schedule_class_name");
+  const double lr = scheduled && !cfg.has("learning_rate") ? 1.0 : cfg.get_double("learning_rate");
+  std::unique_ptr<Optimizer> opt;
+  if (name == "Adam") {
+    opt = std::make_unique<Adam>(lr, cfg.get_float("beta_1"), cfg.get_float("beta_2"), cfg.get_float("epsilon"), o);
+  } else if (name == "AdamW") {
+    HPCNN_CHECK_ARG(cfg.has("weight_decay"), "optimizer config is missing 'weight_decay' (AdamW needs it)");
+    opt = std::make_unique<AdamW>(lr, cfg.get_float("beta_1"), cfg.get_float("beta_2"), cfg.get_float("epsilon"), o);
+  } else if (name == "SGD") {
+    opt = std::make_unique<SGD>(lr, cfg.get_float("momentum"), cfg.get_bool("nesterov"), o);
+  } else if (name == "RMSprop") {
+    opt = std::make_unique<RMSprop>(lr, cfg.get_float("rho"), cfg.get_float("momentum"), cfg.get_float("epsilon"),
+                                    cfg.get_bool("centered"), o);
+  } else {
+    throw ValueError(cat("unknown optimizer '", name, "'"));
+  }
+  if (scheduled) opt->set_schedule(make_schedule(cfg.prefixed("schedule_", "schedule config")));
+  return opt;
 }
+
+std::unique_ptr<LearningRateSchedule> make_learning_rate_schedule(const Config& cfg) { return make_schedule(cfg); }
 
 Loss parse_loss(const std::string& name) {
   if (name == "categorical_crossentropy") return Loss::CategoricalCrossentropy;

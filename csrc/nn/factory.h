@@ -2,9 +2,16 @@
 // optimizer by name, the loss by Keras' string. Unknown names and bad values are ValueErrors.
 //   layer     class_name: Conv2D (filters, kernel_size, strides, padding, activation),
 //             MaxPooling2D (pool_size, strides, padding), Flatten, Dense (units, activation),
-//             Dropout (rate), Activation (activation); of several inputs: Add, Concatenate (axis)
-//   optimizer name: Adam (learning_rate, beta_1, beta_2, epsilon),
-//             SGD (learning_rate, momentum, nesterov)
+//             Dropout (rate), Activation (activation); of several inputs: Add, Concatenate (axis);
+//             any layer: kernel_l1, kernel_l2, bias_l1, bias_l2 (Keras' kernel_regularizer /
+//             bias_regularizer factors, nn/regularization.h)
+//   optimizer name: Adam (learning_rate, beta_1, beta_2, epsilon), AdamW (the same and
+//             weight_decay), SGD (learning_rate, momentum, nesterov), RMSprop (learning_rate, rho,
+//             momentum, epsilon, centered); any optimizer: weight_decay, clipnorm,
+//             global_clipnorm, clipvalue, no_decay (weight indices); schedule_class_name and
+//             schedule_<argument>: a learning-rate schedule (nn/schedule.h) driving the rate
+//   schedule  class_name: ExponentialDecay, PiecewiseConstantDecay, PolynomialDecay,
+//             InverseTimeDecay, CosineDecay, CosineDecayRestarts, with Keras' arguments
 //   loss      "categorical_crossentropy" | "sparse_categorical_crossentropy"
 #pragma once
 
@@ -20,6 +27,7 @@ namespace hpcnn::nn {
 
 LayerPtr make_layer(const Config& cfg);
 std::unique_ptr<Optimizer> make_optimizer(const Config& cfg);
+std::unique_ptr<LearningRateSchedule> make_learning_rate_schedule(const Config& cfg);
 Loss parse_loss(const std::string& name);
 
 }  // namespace hpcnn::nn

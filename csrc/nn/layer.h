@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,13 @@ struct ParamSpec {
   Init init;
   long long fan_in = 0, fan_out = 0;  // for glorot_uniform
   ParamKind kind = ParamKind::Plain;
+};
+
+// Keras' weight regularizers (L1, L2, L1L2) on one parameter: a penalty l1 * sum |w| + l2 * sum w^2
+// added to the loss (nn/regularization.h). Zero factors: no penalty.
+struct Regularizer {
+  float l1 = 0.f, l2 = 0.f;
+  bool active() const { return l1 != 0.f || l2 != 0.f; }
 };
 
 // What a step needs besides tensors: training or inference, and the dropout randomness.
@@ -79,8 +87,16 @@ class Layer {
   // Whether this is a MergeLayer (takes the forms below instead of forward/backward).
   virtual bool is_merge() const { return false; }
 
+  // Keras' kernel_regularizer / bias_regularizer: a penalty on the parameter named `param`
+  // ("kernel", "bias"). The model refuses a name that is not among the layer's parameters.
+  void set_regularizer(const std::string& param, Regularizer r) { regularizers_[param] = r; }
+  const std::map<std::string, Regularizer>& regularizers() const { return regularizers_; }
+
  protected:
   std::vector<Tensor> params_, grads_;
+
+ private:
+  std::map<std::string, Regularizer> regularizers_;
 };
 
 using LayerPtr = std::unique_ptr<Layer>;

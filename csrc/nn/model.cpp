@@ -35,6 +35,9 @@ Model::Model(Shape input_shape, std::vector<Node> nodes, uint64_t seed)
     : graph_(std::move(input_shape), std::move(nodes)), seed_(seed), stager_(graph_.input_shape()) {
   for (int i = 0; i < graph_.size(); ++i) specs_.push_back(graph_.layer(i).param_specs(graph_.input_shapes(i).at(0)));
   layout_ = ParamLayout(specs_);
+  std::vector<const Layer*> plain;
+  for (int i = 0; i < graph_.size(); ++i) plain.push_back(&graph_.layer(i));
+  regularization_ = Regularization(layout_, regularizers_of(plain, specs_));
   params_ = Tensor::empty({layout_.numel()});
   grads_ = Tensor::zeros({layout_.numel()});
   set_trainable(std::vector<bool>(graph_.size(), true));
@@ -132,6 +135,7 @@ void Model::set_trainable(const std::vector<bool>& per_node) {
   }
   trainable_ = per_node;
   trainable_ranges_ = std::move(ranges);
+  regularization_.set_trainable(trainable_ranges_);  // frozen weights carry no penalty (Keras)
   plans_current_ = false;  // the backward pass covers other nodes
 }
 
@@ -244,7 +248,7 @@ void Model::ensure_buffers(long long n) {
   xs_.clear();
   dx_targets_.clear();
   arena_ = Tensor::empty({need / 4}, DType::F32, device_);
-  stats_ = Tensor::zeros({4}, DType::F32, device_);  // two doubles: loss sum, correct
+  stats_ = Tensor::zeros({6}, DType::F32, device_);  // three doubles: loss sum, correct, penalty
   arena_layouts_ = std::move(layouts);
   capacity_ = cap;
 }
@@ -329,9 +333,11 @@ BatchStats Model::loss_and_stats(const Tensor& logits, const Tensor& target, Ten
   double* s = reinterpret_cast<double*>(stats_.raw());
   const long long n = logits.dim(0);
   ops::softmax_xent(logits, target, dlogits, 1.0f / static_cast<float>(n), s);
+  regularization_.add_penalty(params_, s + 2);
   Tensor host = device_.is_cpu() ? stats_ : stats_.to(Device::cpu());
   const double* h = reinterpret_cast<const double*>(host.raw());
-  return BatchStats{h[0], h[1], n};
+  // Keras' loss: the batch mean plus the penalty; loss_sum is per sample, so the penalty counts n times.
+  return BatchStats{h[0] + static_cast<double>(n) * h[2], h[1], n};
 }
 
 void Model::require_compiled(const char* purpose) const {
@@ -381,9 +387,11 @@ BatchStats Model::compute_gradients(const StagedBatch& b) {
   if (plan.grad_buffer[out] >= 0) dlogits = arena_view(StepMode::Train, plan.grad_buffer[out], logits.shape());
   BatchStats st = loss_and_stats(logits, b.y, dlogits.defined() ? &dlogits : nullptr);
   if (!std::isfinite(st.loss_sum))
-    throw ValueError(cat("the loss is ", std::isnan(st.loss_sum) ? "NaN" : "inf",
-                         ": training diverged (try a smaller learning rate); the weights were not updated"));
+    throw NonFiniteLoss(cat("the loss is ", std::isnan(st.loss_sum) ? "NaN" : "inf",
+                            ": training diverged (try a smaller learning rate); the weights were not updated"),
+                        st.loss_sum / static_cast<double>(st.n));
   backward(b.x);
+  regularization_.add_gradients(params_, grads_);
   return st;
 }
 

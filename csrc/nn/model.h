@@ -48,6 +48,7 @@
 #include "nn/memory_plan.h"
 #include "nn/optimizer.h"
 #include "nn/param_layout.h"
+#include "nn/regularization.h"
 #include "nn/step_plan.h"
 
 namespace hpcnn::nn {
@@ -167,6 +168,7 @@ class Model {
   std::vector<bool> trainable_;           // per node
   std::vector<ParamRange> trainable_ranges_;  // the trainable nodes' parameters, merged runs
 
+  Regularization regularization_;        // kernel_regularizer / bias_regularizer of the layers
   std::unique_ptr<Optimizer> optimizer_;
   Loss loss_ = Loss::CategoricalCrossentropy;
   bool fused_softmax_ = false;

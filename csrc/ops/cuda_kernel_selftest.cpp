@@ -17,6 +17,8 @@
 #include "ops/dense_body.h"
 #include "ops/maxpool2d.h"
 #include "ops/maxpool2d_body.h"
+#include "ops/param_norms.h"
+#include "ops/param_norms_body.h"
 #include "ops/softmax_xent.h"
 #include "ops/softmax_xent_body.h"
 
@@ -357,6 +359,36 @@ void check_xent(std::vector<SelftestResult>& out) {
   out.push_back({"out-of-range class index gives NaN (0 = yes)", flagged ? 0.0 : 1.0, 0});
 }
 
+// The fixed-order sums of param_norms_cuda.cu: each block's lanes (threads) and their tree, run as
+// the GPU runs them (all lanes, then one tree level at a time), against the CPU op, bit for bit.
+void check_variable_sums(std::vector<SelftestResult>& out) {
+  const long long sizes[] = {3 * 3 * 2 * 4, 4, 5000, 1, 9000, 257};
+  std::vector<VariableSpan> spans;
+  long long at = 0;
+  for (long long n : sizes) {
+    spans.push_back({at, at + n, true, 0.f, 0.f});
+    at += n;
+  }
+  Vec x = random_vec(static_cast<size_t>(at), 21, -3.f, 3.f);
+  const SegmentTable table(spans, Device::cpu());
+  const auto& segs = table.host();
+  std::vector<double> partial(2 * segs.size());
+  for (size_t b = 0; b < segs.size(); ++b) {  // one block per segment
+    double la[kSegmentLanes], lq[kSegmentLanes];
+    for (int l = 0; l < kSegmentLanes; ++l) ::hpcnn::body::segment_lane_sums(x.data(), segs[b], l, la[l], lq[l]);
+    for (int half = kSegmentLanes / 2; half > 0; half /= 2)
+      for (int l = 0; l < half; ++l) ::hpcnn::body::tree_level(la, lq, l, half);
+    partial[2 * b] = la[0];
+    partial[2 * b + 1] = lq[0];
+  }
+  std::vector<double> emu(2 * table.variables()), cpu_sums(2 * table.variables());
+  ::hpcnn::body::variable_sums_from_segments(segs.data(), table.size(), partial.data(), table.variables(), emu.data());
+  cpu::variable_sums(segs.data(), table.size(), table.variables(), x.data(), cpu_sums.data());
+  double bad = 0;
+  for (size_t i = 0; i < emu.size(); ++i) bad += emu[i] == cpu_sums[i] ? 0 : 1;
+  out.push_back({"variable sums, fixed order (bitwise mismatches)", bad, 0});
+}
+
 // The decisions of the cuDNN path (ops/conv_algo_choice.h) on made-up offers: no cuDNN needed.
 void check_conv_algo_choice(std::vector<SelftestResult>& out) {
   using conv_algo::Offer;
@@ -452,6 +484,7 @@ std::vector<SelftestResult> kernel_selftest() {
   check_dense(out);
   check_conv(out);
   check_xent(out);
+  check_variable_sums(out);
   check_conv_algo_choice(out);
   for (auto& r : cudnn_descriptor_selftest()) out.push_back(r);
   return out;

@@ -9,6 +9,8 @@
 #include "ops/concat.h"
 #include "ops/decode.h"
 #include "ops/dropout.h"
+#include "ops/param_norms.h"
+#include "ops/param_norms_body.h"
 #include "ops/softmax_xent.h"
 
 namespace hpcnn::ops {
@@ -278,25 +280,124 @@ void softmax_xent(const Tensor& logits, const Tensor& target, Tensor* dlogits, f
                  cuda::softmax_xent(device_index, rows, cols, logits.f32(), oh, lb, dl, grad_scale, stats));
 }
 
-// ------------------------------------------------------------------ optimizers
-void adam_step(Tensor& params, const Tensor& grads, Tensor& m, Tensor& v, const AdamParams& a) {
-  expect_f32("adam", "parameters", params);
-  expect_shape("adam", "gradients", grads, params.shape());
-  expect_shape("adam", "first moments", m, params.shape());
-  expect_shape("adam", "second moments", v, params.shape());
-  same_device("adam", {&params, &grads, &m, &v});
-  HPCNN_CHECK_ARG(a.t >= 1, "adam: step number must start at 1");
-  HPCNN_DISPATCH(params.device(), cpu::adam_step(params.numel(), params.f32(), grads.f32(), m.f32(), v.f32(), a),
-                 cuda::adam_step(device_index, params.numel(), params.f32(), grads.f32(), m.f32(), v.f32(), a));
+// ------------------------------------------------------------------ over a model's variables
+namespace {
+
+// A flat buffer the table runs over: float32, on the table's device, holding every element it names.
+void expect_covered(const char* op, const char* name, const Tensor& t, const SegmentTable& segs) {
+  expect_f32(op, name, t);
+  HPCNN_CHECK_ARG(t.device() == segs.device(), op, ": ", name, " is on ", t.device().str(),
+                  " but the segment table on ", segs.device().str());
+  HPCNN_CHECK_ARG(segs.extent() <= t.numel(), op, ": the segment table reaches element ", segs.extent(),
+                  " but ", name, " has ", t.numel());
 }
 
-void sgd_step(Tensor& params, const Tensor& grads, Tensor& velocity, const SgdParams& s) {
-  expect_f32("sgd", "parameters", params);
-  expect_shape("sgd", "gradients", grads, params.shape());
-  expect_shape("sgd", "velocity", velocity, params.shape());
-  same_device("sgd", {&params, &grads, &velocity});
-  HPCNN_DISPATCH(params.device(), cpu::sgd_step(params.numel(), params.f32(), grads.f32(), velocity.f32(), s),
-                 cuda::sgd_step(device_index, params.numel(), params.f32(), grads.f32(), velocity.f32(), s));
+// A state buffer of an update: the parameters' shape, on their device.
+void expect_state(const char* op, const char* name, const Tensor* t, const Tensor& params, bool required) {
+  if (!t || !t->defined()) {
+    HPCNN_CHECK_ARG(!required, op, ": ", name, " is missing");
+    return;
+  }
+  expect_shape(op, name, *t, params.shape());
+  same_device(op, {&params, t});
+}
+
+UpdateCommon common_of(const char* op, const UpdateOptions& o, const SegmentTable& segs) {
+  UpdateCommon c;
+  if (o.clip_scales) {
+    expect_shape(op, "clip scales", *o.clip_scales, {static_cast<long long>(segs.variables())});
+    HPCNN_CHECK_ARG(o.clip_scales->device() == segs.device(), op, ": clip scales are on ",
+                    o.clip_scales->device().str(), " but the segment table on ", segs.device().str());
+    c.clip_scales = o.clip_scales->f32();
+  }
+  HPCNN_CHECK_ARG(o.clipvalue >= 0.f && std::isfinite(o.clipvalue), op, ": clipvalue must be >= 0, got ",
+                  o.clipvalue);
+  HPCNN_CHECK_ARG(std::isfinite(o.decay), op, ": weight decay must be finite, got ", o.decay);
+  c.clipvalue = o.clipvalue;
+  c.decay = o.decay;
+  return c;
+}
+
+void expect_update(const char* op, const Tensor& params, const Tensor& grads, const SegmentTable& segs) {
+  expect_covered(op, "parameters", params, segs);
+  expect_shape(op, "gradients", grads, params.shape());
+  same_device(op, {&params, &grads});
+}
+
+float* data_or_null(Tensor* t) { return t && t->defined() ? t->f32() : nullptr; }
+
+}  // namespace
+
+void variable_sums(const Tensor& x, const SegmentTable& segs, double* sums) {
+  expect_covered("variable_sums", "input", x, segs);
+  HPCNN_DISPATCH(x.device(), cpu::variable_sums(segs.data(), segs.size(), segs.variables(), x.f32(), sums),
+                 cuda::variable_sums(device_index, segs.data(), segs.size(), segs.variables(), x.f32(), sums));
+}
+
+void clip_scales(const Tensor& grads, const SegmentTable& segs, ClipMode mode, double clipnorm, Tensor& scales) {
+  expect_covered("clip_scales", "gradients", grads, segs);
+  expect_shape("clip_scales", "scales", scales, {static_cast<long long>(segs.variables())});
+  same_device("clip_scales", {&grads, &scales});
+  HPCNN_CHECK_ARG(clipnorm > 0 && std::isfinite(clipnorm), "clip_scales: the clip norm must be positive, got ",
+                  clipnorm);
+  const int m = mode == ClipMode::PerVariable ? body::kClipNorm : body::kGlobalClipNorm;
+  HPCNN_DISPATCH(grads.device(),
+                 cpu::clip_scales(segs.data(), segs.size(), segs.variables(), grads.f32(), m, clipnorm, scales.f32()),
+                 cuda::clip_scales(device_index, segs.data(), segs.size(), segs.variables(), grads.f32(), m, clipnorm,
+                                   scales.f32()));
+}
+
+void weight_penalty(const Tensor& params, Tensor* grads, const SegmentTable& segs, double* penalty) {
+  expect_covered("weight_penalty", "parameters", params, segs);
+  if (grads) {
+    expect_shape("weight_penalty", "gradients", *grads, params.shape());
+    same_device("weight_penalty", {&params, grads});
+  }
+  float* g = data_or_null(grads);
+  if (!g && !penalty) return;
+  HPCNN_DISPATCH(params.device(),
+                 cpu::weight_penalty(segs.data(), segs.size(), segs.variables(), params.f32(), g, penalty),
+                 cuda::weight_penalty(device_index, segs.data(), segs.size(), segs.variables(), params.f32(), g,
+                                      penalty));
+}
+
+void sgd_step(Tensor& params, const Tensor& grads, Tensor* velocity, const SegmentTable& segs, const SgdParams& s,
+              const UpdateOptions& o) {
+  expect_update("sgd", params, grads, segs);
+  expect_state("sgd", "velocity", velocity, params, s.momentum != 0.f);
+  const UpdateCommon c = common_of("sgd", o, segs);
+  float* vel = data_or_null(velocity);
+  HPCNN_DISPATCH(params.device(), cpu::sgd_step(segs.data(), segs.size(), params.f32(), grads.f32(), vel, s, c),
+                 cuda::sgd_step(device_index, segs.data(), segs.size(), params.f32(), grads.f32(), vel, s, c));
+}
+
+void adam_step(Tensor& params, const Tensor& grads, Tensor& m, Tensor& v, const SegmentTable& segs,
+               const AdamParams& a, const UpdateOptions& o) {
+  expect_update("adam", params, grads, segs);
+  expect_state("adam", "first moments", &m, params, true);
+  expect_state("adam", "second moments", &v, params, true);
+  HPCNN_CHECK_ARG(a.t >= 1, "adam: step number must start at 1");
+  const UpdateCommon c = common_of("adam", o, segs);
+  HPCNN_DISPATCH(params.device(),
+                 cpu::adam_step(segs.data(), segs.size(), params.f32(), grads.f32(), m.f32(), v.f32(), a, c),
+                 cuda::adam_step(device_index, segs.data(), segs.size(), params.f32(), grads.f32(), m.f32(), v.f32(),
+                                 a, c));
+}
+
+void rmsprop_step(Tensor& params, const Tensor& grads, Tensor& velocity, Tensor* momentum, Tensor* average_gradient,
+                  const SegmentTable& segs, const RmspropParams& r, const UpdateOptions& o) {
+  expect_update("rmsprop", params, grads, segs);
+  expect_state("rmsprop", "velocity", &velocity, params, true);
+  expect_state("rmsprop", "momentum", momentum, params, r.momentum > 0.f);
+  expect_state("rmsprop", "average gradient", average_gradient, params, r.centered);
+  const UpdateCommon c = common_of("rmsprop", o, segs);
+  float* mom = data_or_null(momentum);
+  float* avg = data_or_null(average_gradient);
+  HPCNN_DISPATCH(params.device(),
+                 cpu::rmsprop_step(segs.data(), segs.size(), params.f32(), grads.f32(), velocity.f32(), mom, avg, r,
+                                   c),
+                 cuda::rmsprop_step(device_index, segs.data(), segs.size(), params.f32(), grads.f32(), velocity.f32(),
+                                    mom, avg, r, c));
 }
 
 // ------------------------------------------------------------------ add

@@ -15,6 +15,7 @@
 #include "ops/dense.h"
 #include "ops/maxpool2d.h"
 #include "ops/optimizer_step.h"
+#include "ops/param_segments.h"
 
 namespace hpcnn::ops {
 
@@ -56,8 +57,33 @@ void dropout_backward(const Tensor& dy, Tensor& dx, float rate, uint64_t seed, u
 // [loss_sum, correct]. dlogits may be null.
 void softmax_xent(const Tensor& logits, const Tensor& target, Tensor* dlogits, float grad_scale, double* stats);
 
-void adam_step(Tensor& params, const Tensor& grads, Tensor& m, Tensor& v, const AdamParams& a);
-void sgd_step(Tensor& params, const Tensor& grads, Tensor& velocity, const SgdParams& s);
+// ---- over a model's variables: a segment table (ops/param_segments.h) on the tensors' device names
+// the elements of the flat buffers each op touches (the trainable variables) and groups them into
+// variables; elements outside it are never read or written.
+// Fixed-order sums (ops/param_norms.h): sums = 2 * segs.variables() doubles on x's device.
+void variable_sums(const Tensor& x, const SegmentTable& segs, double* sums);
+// Keras' clip factor per variable (PerVariable: clipnorm; Global: global_clipnorm) into scales
+// (float32, one per variable), for the update ops' UpdateOptions.
+enum class ClipMode { PerVariable, Global };
+void clip_scales(const Tensor& grads, const SegmentTable& segs, ClipMode mode, double clipnorm, Tensor& scales);
+// The weight regularizers' penalty added to *penalty (a double on params' device; may be null) and,
+// grads given, its gradient added to grads. Factors: the table's l1 and l2.
+void weight_penalty(const Tensor& params, Tensor* grads, const SegmentTable& segs, double* penalty);
+
+// Optimizer updates (ops/optimizer_step.h). State buffers have the parameters' shape; an unused
+// state (SGD's velocity without momentum, RMSprop's momentum without momentum, its average
+// gradient when not centered) may be null.
+struct UpdateOptions {
+  const Tensor* clip_scales = nullptr;  // from clip_scales(), or null
+  float clipvalue = 0.f;                // > 0: clamp gradients to [-clipvalue, clipvalue]
+  float decay = 0.f;                    // weight_decay * learning_rate (variables with decay set)
+};
+void sgd_step(Tensor& params, const Tensor& grads, Tensor* velocity, const SegmentTable& segs, const SgdParams& s,
+              const UpdateOptions& o = {});
+void adam_step(Tensor& params, const Tensor& grads, Tensor& m, Tensor& v, const SegmentTable& segs,
+               const AdamParams& a, const UpdateOptions& o = {});
+void rmsprop_step(Tensor& params, const Tensor& grads, Tensor& velocity, Tensor* momentum, Tensor* average_gradient,
+                  const SegmentTable& segs, const RmspropParams& r, const UpdateOptions& o = {});
 
 // Element-wise sums (ops/add.h): y = xs[0] + xs[1] + ... (two or more float32 tensors of one
 // shape, summed left to right), and dst += src. An output may be one of the inputs.

@@ -1,10 +1,15 @@
-"""Callbacks with Keras names and hooks: History, EarlyStopping, CSVLogger, LambdaCallback."""
+"""Callbacks with Keras names and hooks: History, EarlyStopping, CSVLogger, LambdaCallback,
+LearningRateScheduler, ReduceLROnPlateau, TerminateOnNaN."""
 from __future__ import annotations
 
 import csv
+import inspect
 import math
 import os
+import warnings
 from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
 
 from . import validation
 
@@ -147,4 +152,188 @@ class LambdaCallback(Callback):
                 setattr(self, name, fn)
 
 
-__all__ = ["Callback", "History", "EarlyStopping", "CSVLogger", "LambdaCallback"]
+def _float_rate_optimizer(model: Any, caller: str) -> Any:
+    """The model's optimizer, which must have a float learning rate for `caller` to set it."""
+    from .optimizers import LearningRateSchedule  # callbacks is imported before optimizers by models
+    opt = getattr(model, "optimizer", None)
+    if opt is None:
+        raise ValueError(f"{caller}: the model has no optimizer: compile it first")
+    if isinstance(opt._learning_rate, LearningRateSchedule):
+        raise ValueError(f"{caller} sets the learning rate, but this optimizer's rate follows a "
+                         f"{type(opt._learning_rate).__name__} schedule and cannot be set: use one or the other")
+    return opt
+
+
+class LearningRateScheduler(Callback):
+    """Sets the learning rate at the start of every epoch to ``schedule(epoch, lr)`` (epoch from 0,
+    lr the current rate; a ``schedule(epoch)`` of one argument works too, as in Keras). The rate
+    holds for every step of the epoch; ``learning_rate`` is added to the epoch's logs (History).
+    For a rate that changes every step, pass a schedule from ``hpcnn.optimizers.schedules`` as the
+    optimizer's learning_rate instead: the core evaluates it without a Python call per batch."""
+
+    def __init__(self, schedule: Callable[..., float], verbose: int = 0) -> None:
+        super().__init__()
+        if not callable(schedule):
+            raise ValueError(f"LearningRateScheduler: schedule must be a function (epoch, lr) -> lr, got {schedule!r}")
+        self.schedule = schedule
+        self.verbose = validation.integer(verbose, "verbose", "LearningRateScheduler", minimum=0, maximum=2)
+        self._takes_lr = self._accepts_two(schedule)
+
+    @staticmethod
+    def _accepts_two(fn: Callable[..., Any]) -> bool:
+        """Whether fn can be called as fn(epoch, lr) (Keras' new API) rather than fn(epoch)."""
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            return True  # not inspectable (a builtin): the current API
+        try:
+            sig.bind(0, 0.1)
+            return True
+        except TypeError:
+            return False
+
+    def on_train_begin(self, logs: Optional[Dict[str, float]] = None) -> None:
+        _float_rate_optimizer(self.model, "LearningRateScheduler")
+
+    def on_epoch_begin(self, epoch: int, logs: Optional[Dict[str, float]] = None) -> None:
+        opt = _float_rate_optimizer(self.model, "LearningRateScheduler")
+        lr = self.schedule(epoch, float(opt.learning_rate)) if self._takes_lr else self.schedule(epoch)
+        if isinstance(lr, bool) or not isinstance(lr, (int, float, np.integer, np.floating)):
+            raise ValueError(f"The output of the `schedule` function should be a float. Got: {lr!r}")
+        opt.learning_rate = float(lr)  # checked there: a positive finite float
+        if self.verbose > 0:
+            print(f"\nEpoch {epoch + 1}: LearningRateScheduler setting learning rate to {float(lr)}.", flush=True)
+
+    def on_epoch_end(self, epoch: int, logs: Optional[Dict[str, float]] = None) -> None:
+        if logs is not None and getattr(self.model, "optimizer", None) is not None:
+            logs["learning_rate"] = float(self.model.optimizer.learning_rate)
+
+    # ---- the callback-state protocol (BackupAndRestore): nothing to keep, the rate lives in the
+    # optimizer and the schedule is a function of the epoch
+    def get_state(self) -> Dict[str, Any]:
+        return {}
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        if not isinstance(state, dict):
+            raise ValueError(f"LearningRateScheduler.set_state: expected a dict, got {state!r:.200}")
+
+
+class ReduceLROnPlateau(Callback):
+    """Multiplies the learning rate by ``factor`` when ``monitor`` has not improved by more than
+    ``min_delta`` for ``patience`` epochs (Keras' rule: the reduction happens at the epoch where the
+    count of epochs without improvement reaches ``patience``; then ``cooldown`` epochs pass before
+    counting again; the rate never goes below ``min_lr``). ``mode``: 'min', 'max', or 'auto'
+    ('max' for accuracies, else 'min'). Adds ``learning_rate`` to the epoch's logs."""
+
+    def __init__(self, monitor: str = "val_loss", factor: float = 0.1, patience: int = 10, verbose: int = 0,
+                 mode: str = "auto", min_delta: float = 1e-4, cooldown: int = 0, min_lr: float = 0.0,
+                 **kwargs: Any) -> None:
+        super().__init__()
+        validation.no_other_arguments(kwargs, "ReduceLROnPlateau")
+        if not isinstance(monitor, str) or not monitor:
+            raise ValueError(f"ReduceLROnPlateau: monitor must be a metric name such as 'val_loss', got {monitor!r}")
+        factor = validation.number(factor, "factor", "ReduceLROnPlateau", low=0.0, low_open=True,
+                                   expected="a float in (0, 1)")
+        if factor >= 1.0:
+            raise ValueError(f"ReduceLROnPlateau does not support a factor >= 1.0. Received factor={factor}")
+        self.monitor, self.factor = monitor, factor
+        self.patience = validation.integer(patience, "patience", "ReduceLROnPlateau", minimum=0, maximum=None)
+        self.verbose = validation.integer(verbose, "verbose", "ReduceLROnPlateau", minimum=0, maximum=2)
+        validation.choice(mode, "mode", ("auto", "min", "max"), "ReduceLROnPlateau")
+        self.mode = ("max" if "acc" in monitor else "min") if mode == "auto" else mode
+        self.min_delta = abs(validation.number(min_delta, "min_delta", "ReduceLROnPlateau"))
+        self.cooldown = validation.integer(cooldown, "cooldown", "ReduceLROnPlateau", minimum=0, maximum=None)
+        self.min_lr = validation.number(min_lr, "min_lr", "ReduceLROnPlateau", low=0.0,
+                                        expected="a non-negative finite float")
+        self.best: Optional[float] = None
+        self.wait = 0
+        self.cooldown_counter = 0
+        self._restored = False
+
+    def in_cooldown(self) -> bool:
+        return self.cooldown_counter > 0
+
+    def _is_improvement(self, value: float) -> bool:
+        if self.best is None:
+            return True
+        if self.mode == "min":
+            return value + self.min_delta < self.best
+        return value - self.min_delta > self.best
+
+    def on_train_begin(self, logs: Optional[Dict[str, float]] = None) -> None:
+        _float_rate_optimizer(self.model, "ReduceLROnPlateau")
+        if self._restored:  # a state restored for this run (BackupAndRestore) is kept, not reset
+            self._restored = False
+            return
+        self.best, self.wait, self.cooldown_counter = None, 0, 0
+
+    def on_epoch_end(self, epoch: int, logs: Optional[Dict[str, float]] = None) -> None:
+        logs = logs if logs is not None else {}
+        opt = _float_rate_optimizer(self.model, "ReduceLROnPlateau")
+        logs["learning_rate"] = float(opt.learning_rate)
+        current = logs.get(self.monitor)
+        if current is None:
+            warnings.warn(f"Learning rate reduction is conditioned on metric `{self.monitor}` which is not available. "
+                          f"Available metrics are: {','.join(logs)}.", UserWarning, stacklevel=2)
+            return
+        if self.in_cooldown():
+            self.cooldown_counter -= 1
+            self.wait = 0
+        if self._is_improvement(current):
+            self.best, self.wait = float(current), 0
+        elif not self.in_cooldown():
+            self.wait += 1
+            if self.wait >= self.patience:
+                old_lr = float(opt.learning_rate)
+                if old_lr > np.float32(self.min_lr):
+                    new_lr = max(old_lr * self.factor, self.min_lr)
+                    if new_lr > 0:  # hpcnn's rates are positive: min_lr=0 and an underflow keep the old rate
+                        opt.learning_rate = new_lr
+                        if self.verbose > 0:
+                            print(f"\nEpoch {epoch + 1}: ReduceLROnPlateau reducing learning rate to {new_lr}.",
+                                  flush=True)
+                        self.cooldown_counter = self.cooldown
+                        self.wait = 0
+
+    # ---- the callback-state protocol (BackupAndRestore): what a resumed run needs to continue
+    # exactly (the learning rate itself is the optimizer's)
+    def get_state(self) -> Dict[str, Any]:
+        return {"best": self.best, "wait": self.wait, "cooldown_counter": self.cooldown_counter}
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        if not isinstance(state, dict) or set(state) != {"best", "wait", "cooldown_counter"}:
+            raise ValueError(f"ReduceLROnPlateau.set_state: expected a dict with best, wait and cooldown_counter, "
+                             f"got {state!r:.200}")
+        best = state["best"]
+        self.best = None if best is None else validation.number(best, "best", "ReduceLROnPlateau.set_state")
+        self.wait = validation.integer(state["wait"], "wait", "ReduceLROnPlateau.set_state", minimum=0, maximum=None)
+        self.cooldown_counter = validation.integer(state["cooldown_counter"], "cooldown_counter",
+                                                   "ReduceLROnPlateau.set_state", minimum=0, maximum=None)
+        self._restored = True
+
+
+class TerminateOnNaN(Callback):
+    """Stops training when a batch's loss is NaN or inf (Keras). hpcnn's core never applies the
+    update of such a batch, so the model keeps the weights of the last good step.
+
+    Without this callback, a NaN or inf loss stops ``fit`` with a ValueError ("the loss is NaN:
+    training diverged"). With it, the batch's logs carry the loss, this callback sets
+    ``model.stop_training`` and fit ends quietly after the epoch (its logs show the loss), returning
+    the History; ``raise_error=True`` raises a RuntimeError at once instead (Keras 3)."""
+
+    def __init__(self, raise_error: bool = False) -> None:
+        super().__init__()
+        self.raise_error = validation.boolean(raise_error, "raise_error", "TerminateOnNaN")
+
+    def on_batch_end(self, batch: int, logs: Optional[Dict[str, float]] = None) -> None:
+        loss = (logs or {}).get("loss")
+        if loss is not None and (math.isnan(loss) or math.isinf(loss)):
+            if self.raise_error:
+                raise RuntimeError(f"NaN or Inf loss encountered at batch {batch}. Loss value: {loss}. "
+                                   "Terminating training immediately.")
+            print(f"Batch {batch}: Invalid loss, terminating training", flush=True)
+            self.model.stop_training = True
+
+
+__all__ = ["Callback", "History", "EarlyStopping", "CSVLogger", "LambdaCallback", "LearningRateScheduler",
+           "ReduceLROnPlateau", "TerminateOnNaN"]

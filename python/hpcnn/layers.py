@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import validation
+from . import regularizers, validation
 from .functional import KerasTensor, call_layer, layer_label
 
 IntPair = Union[int, Sequence[int]]
@@ -63,9 +63,30 @@ def _is_one_pair(v: Any) -> bool:
     return v == 1 or (isinstance(v, (tuple, list)) and list(v) == [1, 1])
 
 
-# Keras' weight regularizers and constraints: hpcnn has none, so only None is accepted.
-_NO_REGULARIZERS = {k: _is_none for k in ("kernel_regularizer", "bias_regularizer", "activity_regularizer",
-                                          "kernel_constraint", "bias_constraint")}
+# Keras' activity regularizer and weight constraints: hpcnn has none, so only None is accepted.
+_NO_REGULARIZERS = {k: _is_none for k in ("activity_regularizer", "kernel_constraint", "bias_constraint")}
+
+
+class _WeightRegularizers:
+    """kernel_regularizer / bias_regularizer of a layer with a kernel and a bias (Conv2D, Dense):
+    taken by the constructor, in get_config when set (Keras' serialized form), and sent to the
+    core as the factors kernel_l1, kernel_l2, bias_l1, bias_l2 (nn/regularization.h)."""
+
+    def _take_regularizers(self, kwargs: Dict[str, Any]) -> None:
+        self.kernel_regularizer = regularizers.get(kwargs.pop("kernel_regularizer", None), "kernel_regularizer")
+        self.bias_regularizer = regularizers.get(kwargs.pop("bias_regularizer", None), "bias_regularizer")
+
+    def _regularizer_config(self) -> Dict[str, Any]:
+        return {k: regularizers.serialize(r) for k, r in (("kernel_regularizer", self.kernel_regularizer),
+                                                           ("bias_regularizer", self.bias_regularizer))
+                if r is not None}
+
+    def _regularizer_core_config(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        for param, r in (("kernel", self.kernel_regularizer), ("bias", self.bias_regularizer)):
+            if r is not None:
+                out[f"{param}_l1"], out[f"{param}_l2"] = r.l1, r.l2
+        return out
 
 
 class Layer:
@@ -202,8 +223,9 @@ def Input(shape: Optional[Sequence[int]] = None, batch_size: Optional[int] = Non
                       name=name, **kwargs).output
 
 
-class Conv2D(Layer):
-    """2-D convolution, NHWC, Keras semantics for ``padding`` and ``strides``; bias always on."""
+class Conv2D(_WeightRegularizers, Layer):
+    """2-D convolution, NHWC, Keras semantics for ``padding`` and ``strides``; bias always on.
+    ``kernel_regularizer`` / ``bias_regularizer``: hpcnn.regularizers (L1, L2, L1L2)."""
 
     _keras_name = "conv2d"
 
@@ -220,6 +242,7 @@ class Conv2D(Layer):
                 raise ValueError("hpcnn initializes biases with zeros (Keras' default) only")
         _keras_defaults_only(kwargs, "Conv2D", dict(_NO_REGULARIZERS, dilation_rate=_is_one_pair,
                                                     groups=lambda v: v == 1))
+        self._take_regularizers(kwargs)
         if not validation.boolean(use_bias, "use_bias", "Conv2D"):
             raise ValueError("Conv2D(use_bias=False) is not supported")
         if not validation.is_integer(filters) or not 0 < filters <= validation.INT32_MAX:
@@ -236,12 +259,14 @@ class Conv2D(Layer):
         cfg = super().get_config()
         cfg.update(filters=self.filters, kernel_size=list(self.kernel_size), strides=list(self.strides),
                    padding=self.padding, activation=self.activation)
+        cfg.update(self._regularizer_config())
         return cfg
 
     def _core_configs(self) -> List[Dict[str, Any]]:
         conv = dict(class_name="Conv2D", filters=self.filters, kernel_size=list(self.kernel_size),
                     strides=list(self.strides), padding=self.padding,
                     activation="relu" if self.activation == "relu" else "linear")
+        conv.update(self._regularizer_core_config())
         if self.activation == "softmax":
             return [conv, dict(class_name="Activation", activation="softmax")]
         return [conv]
@@ -293,8 +318,9 @@ class Flatten(Layer):
         return [dict(class_name="Flatten")]
 
 
-class Dense(Layer):
-    """Fully connected: ``x @ kernel + bias``, kernel (in, out)."""
+class Dense(_WeightRegularizers, Layer):
+    """Fully connected: ``x @ kernel + bias``, kernel (in, out). ``kernel_regularizer`` /
+    ``bias_regularizer``: hpcnn.regularizers (L1, L2, L1L2)."""
 
     _keras_name = "dense"
 
@@ -305,6 +331,7 @@ class Dense(Layer):
             if v not in (None, "glorot_uniform", "zeros"):
                 raise ValueError(f"Dense: only Keras' default initializers are supported ({k}={v!r})")
         _keras_defaults_only(kwargs, "Dense", _NO_REGULARIZERS)
+        self._take_regularizers(kwargs)
         if not validation.boolean(use_bias, "use_bias", "Dense"):
             raise ValueError("Dense(use_bias=False) is not supported")
         if not validation.is_integer(units) or not 0 < units <= validation.INT32_MAX:
@@ -317,10 +344,12 @@ class Dense(Layer):
     def get_config(self) -> Dict[str, Any]:
         cfg = super().get_config()
         cfg.update(units=self.units, activation=self.activation)
+        cfg.update(self._regularizer_config())
         return cfg
 
     def _core_configs(self) -> List[Dict[str, Any]]:
         dense = dict(class_name="Dense", units=self.units, activation="relu" if self.activation == "relu" else "linear")
+        dense.update(self._regularizer_core_config())
         if self.activation == "softmax":
             return [dense, dict(class_name="Activation", activation="softmax")]
         return [dense]

@@ -348,8 +348,9 @@ class Model:
     # ------------------------------------------------------------------ compile
     def compile(self, optimizer: Union[str, optimizers.Optimizer] = "rmsprop", loss: Any = None,
                 metrics: Optional[Sequence[str]] = None, device: Optional[str] = None, **kwargs: Any) -> None:
-        """Choose optimizer ('adam', 'sgd' or an instance), loss ('categorical_crossentropy' or
-        'sparse_categorical_crossentropy'), metrics (['accuracy']) and, optionally, the device
+        """Choose optimizer ('rmsprop', Keras' default; 'adam', 'adamw', 'sgd' or an instance), loss
+        ('categorical_crossentropy' or 'sparse_categorical_crossentropy'), metrics (['accuracy']) and,
+        optionally, the device
         ('cpu', 'gpu', 'gpu:N'; default: the enclosing ``hpcnn.device`` block, else the CPU).
 
         The layers' ``trainable`` flags are taken now (Keras' rule): changing them later takes
@@ -368,8 +369,6 @@ class Model:
         if "steps_per_execution" in kwargs:
             validation.integer(kwargs.pop("steps_per_execution"), "steps_per_execution", "compile")
         validation.no_other_arguments(kwargs, "compile")
-        if isinstance(optimizer, str) and optimizer == "rmsprop":
-            raise ValueError("compile: hpcnn has Adam and SGD; pass optimizer='adam' or 'sgd'")
         if loss is None:
             raise ValueError("compile: a loss is required ('categorical_crossentropy' or "
                              "'sparse_categorical_crossentropy')")
@@ -386,9 +385,10 @@ class Model:
         if target is not None:
             core.to(devices.normalize(target))
         mask = self._trainable_mask()
-        core.compile(opt._core_config(), loss_name, from_logits)
+        core.compile(opt._core_config(self._weight_names()), loss_name, from_logits)
         core.set_trainable(mask)
         self.optimizer = opt
+        opt._attach(self)  # optimizer.learning_rate / iterations read this model's core from now on
         self._compiled = {"loss": loss_name, "accuracy": bool(metrics), "from_logits": from_logits,
                           "trainable": mask}
 
@@ -407,9 +407,13 @@ class Model:
             self._model().to(scope)
 
     def _sync_learning_rate(self) -> None:
-        if self.optimizer is not None and self._core is not None:
-            if abs(self._core.learning_rate - self.optimizer.learning_rate) > 0:
-                self._core.learning_rate = self.optimizer.learning_rate
+        """A float rate set on the optimizer reaches the core (also when the optimizer was given to
+        another model's compile since); a schedule is evaluated by the core itself."""
+        opt = self.optimizer
+        if opt is not None and self._core is not None and self._compiled is not None:
+            if not isinstance(opt._learning_rate, optimizers.LearningRateSchedule):
+                if self._core.learning_rate != opt._learning_rate:
+                    self._core.learning_rate = opt._learning_rate
 
 
     # ------------------------------------------------------------------ training (training.py)

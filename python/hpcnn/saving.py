@@ -52,6 +52,8 @@ def save_model(model: "Model", filepath: str, overwrite: bool = True) -> None:
         meta["compile"] = {"optimizer": type(model.optimizer).__name__, "optimizer_config": model.optimizer.get_config(),
                            "loss": model._compiled["loss"], "from_logits": model._compiled.get("from_logits", False),
                            "metrics": ["accuracy"] if model._compiled["accuracy"] else []}
+        if model.optimizer._exclude_names:  # not in Keras' optimizer config: kept beside it
+            meta["compile"]["exclude_from_weight_decay"] = list(model.optimizer._exclude_names)
     arrays: Dict[str, np.ndarray] = {
         META_DATASET: np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)}
     for i, w in enumerate(weights):
@@ -139,9 +141,12 @@ def _compile_from(model: "Model", comp: Dict[str, Any]) -> None:
         loss = (losses.CategoricalCrossentropy if loss == "categorical_crossentropy"
                 else losses.SparseCategoricalCrossentropy)(from_logits=True)
     try:
-        opt = optimizers.REGISTRY[name](**opt_cfg)
+        opt = optimizers.REGISTRY[name].from_config(opt_cfg)  # a serialized schedule as learning_rate too
     except TypeError as e:
         raise _Damaged(f"the {name} optimizer's config is not valid ({e})") from None
+    excluded = comp.get("exclude_from_weight_decay")
+    if excluded is not None:
+        opt.exclude_from_weight_decay(var_names=excluded)
     model.compile(opt, loss, metrics, device="cpu")
 
 

@@ -298,6 +298,7 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
             batches = (dataset_batches(model, x, epoch, shuffle) if is_ds
                        else array_batches(model, x, y, batch_size, shuffle, epoch))
             logs: Dict[str, float] = {}
+            diverged: Optional[float] = None  # the non-finite loss of a batch a callback stopped at
             staged = False  # whether the core holds the batch of this step (staged by the last call)
             try:
                 # One call per batch: train_step(batch b, batch b+1) trains on b and stages b+1,
@@ -322,6 +323,15 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
                         if kind == "prepare_error":
                             raise item
                         ls, c, n = core.train_step(None if staged else item, nxt)
+                    except _core.NonFiniteLossError as err:
+                        # The core did not update the weights. As Keras, the callbacks see the
+                        # batch's loss; one that stops training (TerminateOnNaN) ends fit quietly,
+                        # else the error stands.
+                        staged = False  # the next batch was not staged: the step stopped before
+                        if not stop_on_non_finite(model, cbs, b, float(err.loss), logs):
+                            raise ValueError(f"epoch {epoch + 1}, batch {b + 1}: {err}") from err
+                        diverged = float(err.loss)
+                        break
                     except ValueError as err:
                         raise ValueError(f"epoch {epoch + 1}, batch {b + 1}: {err}") from err
                     staged = nxt is not None
@@ -344,7 +354,7 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
                 if hasattr(batches, "close"):
                     batches.close()  # stops a dataset's producer when we leave early
             seconds = time.perf_counter() - t0
-            logs = {"loss": loss_sum / max(seen, 1)}
+            logs = {"loss": loss_sum / max(seen, 1) if diverged is None else diverged}
             if want_acc:
                 logs["accuracy"] = correct / max(seen, 1)
             if validation_data is not None and (epoch + 1 - initial_epoch) % validation_freq == 0:
@@ -368,6 +378,17 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
         cb.on_train_end({k: v[-1] for k, v in history.history.items()})  # the last epoch's logs, as Keras
     model.history = history
     return history
+
+
+def stop_on_non_finite(model: "Sequential", cbs: Sequence[Callback], batch: int, loss: float,
+                       logs: Dict[str, float]) -> bool:
+    """A batch's loss was NaN or inf (the core kept the weights): its logs, with that loss, go to the
+    callbacks' on_train_batch_end as Keras gives them; True when one of them stopped training."""
+    batch_logs = dict(logs)
+    batch_logs["loss"] = loss
+    for cb in cbs:
+        cb.on_train_batch_end(batch, batch_logs)
+    return bool(model.stop_training)
 
 
 def check_validation_data(model: "Sequential", validation_data: Any) -> Optional[Tuple[Any, Any]]:

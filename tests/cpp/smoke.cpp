@@ -5,8 +5,10 @@
 //   2. a model from configs (nn/factory.h): shapes and parameter count
 //   3. training: 40 Adam steps on a learnable rule lower the loss; evaluation and prediction
 //   4. errors: a bad config is an hpcnn::ValueError naming the key
-//   5. a graph: a residual block (Add; the stem read by two layers) learns the same rule
-//   6. the step's memory plan: buffers alive at the same time never share bytes
+//   5. optimizers from configs: Keras 3's state-buffer names per configuration, set_state
+//      (refusing a wrong name), a learning-rate schedule driving the rate from `iterations`
+//   6. a graph: a residual block (Add; the stem read by two layers) learns the same rule
+//   7. the step's memory plan: buffers alive at the same time never share bytes
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -225,6 +227,54 @@ void errors() {
   }
 }
 
+void optimizer_state() {
+  auto config = [](const char* name) {
+    nn::Config c("optimizer config");
+    c.set("name", std::string(name));
+    c.set("learning_rate", 0.01);
+    return c;
+  };
+  nn::Config rms = config("RMSprop");
+  rms.set("rho", 0.9);
+  rms.set("momentum", 0.5);
+  rms.set("epsilon", 1e-7);
+  rms.set("centered", true);
+  auto o = nn::make_optimizer(rms);
+  check(o->state_names() == std::vector<std::string>{"velocity", "momentum", "average_gradient"},
+        "RMSprop(momentum, centered) keeps velocity, momentum, average_gradient (Keras 3's names)");
+  nn::Config sgd = config("SGD");
+  sgd.set("momentum", 0.0);
+  sgd.set("nesterov", false);
+  check(nn::make_optimizer(sgd)->state_names().empty(), "SGD without momentum keeps no state (as Keras)");
+
+  const long long n = 10;
+  std::vector<nn::StateBuffer> state;
+  for (const char* name : {"velocity", "momentum", "average_gradient"}) state.push_back({name, Tensor::zeros({n})});
+  state[1].value.f32()[3] = 2.5f;
+  o->set_state(state, n, Device::cpu());
+  check(o->state().size() == 3 && o->state()[1].value.f32()[3] == 2.5f, "set_state restores the named buffers");
+  state[2].name = "velocity_hat";
+  try {
+    o->set_state(state, n, Device::cpu());
+    check(false, "set_state refuses a name the optimizer does not keep");
+  } catch (const ValueError& e) {
+    check(std::string(e.what()).find("no state buffer 'velocity_hat'") != std::string::npos,
+          std::string("set_state names the wrong buffer: ") + e.what());
+  }
+
+  nn::Config adam = config("Adam");
+  adam.set("beta_1", 0.9);
+  adam.set("beta_2", 0.999);
+  adam.set("epsilon", 1e-7);
+  adam.set("schedule_class_name", std::string("ExponentialDecay"));
+  adam.set("schedule_initial_learning_rate", 0.1);
+  adam.set("schedule_decay_steps", 2LL);
+  adam.set("schedule_decay_rate", 0.5);
+  auto a = nn::make_optimizer(adam);
+  a->iterations = 4;
+  check(std::fabs(a->learning_rate() - 0.025) < 1e-12, "a schedule gives the rate at `iterations` (0.1 * 0.5^2)");
+}
+
 }  // namespace
 
 int main() {
@@ -233,6 +283,7 @@ int main() {
     dense_op();
     model();
     errors();
+    optimizer_state();
     graph();
     memory_plan();
   } catch (const std::exception& e) {

@@ -109,7 +109,7 @@ class Model:
         ...
 
     def optimizer_state(self) -> list:
-        """Host copies of the optimizer's state (Adam: [m, v]; SGD: [velocity]; [] before the first step)."""
+        """Host copies of the optimizer's state buffers in their fixed order (Keras 3's names: Adam, AdamW: [momentum, velocity]; SGD with momentum: [momentum]; RMSprop: [velocity, momentum (momentum > 0), average_gradient (centered)]; [] before the first step), each over the whole parameter buffer in the device's layout."""
 
     @property
     def output_shapes(self) -> list[list[int]]:
@@ -123,6 +123,9 @@ class Model:
 
     def relayout_buffer(self, buffer: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], from_device: str, to_device: str) -> numpy.ndarray:
         """A host copy of `buffer` (flat, aligned with the parameters: parameters, gradients, optimizer moments) converted from the layout the parameters have on from_device to the one on to_device: the conversion to() applies. A host computation: needs no GPU (for tests and tools)."""
+
+    def set_learning_rate_schedule(self, schedule: dict) -> None:
+        """Lets a schedule (class_name and Keras' arguments) drive the learning rate from the next step on, evaluated at `iterations`."""
 
     def set_trainable(self, per_layer: collections.abc.Sequence[bool]) -> None:
         """Which core layers the optimizer updates (Python calls it at compile)."""
@@ -150,6 +153,9 @@ class Model:
     @property
     def weight_shapes(self) -> list:
         ...
+
+class NonFiniteLossError:
+    ...
 
 def bench_conv2d(x_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kernel_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], stride: typing.SupportsInt | typing.SupportsIndex=1, padding: str='valid', relu: bool=True, repeat: typing.SupportsInt | typing.SupportsIndex=20, device: str='gpu:0') -> dict:
     """Times one conv2d layer (forward; backward with dx) on random data: mean ms per call. kernel_shape is Keras' (kh, kw, in, out)."""
@@ -228,6 +234,9 @@ def get_num_threads() -> int:
 
 def layer_output_shape(layers: list, input_shapes: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]]) -> list[int]:
     """The per-sample output shape of core layers (configs) in a chain, the first taking every shape in input_shapes (ValueError when they do not fit): a layer's output shape when called on symbolic tensors."""
+
+def learning_rate_schedule_value(config: dict, step: typing.SupportsInt | typing.SupportsIndex) -> float:
+    """The learning rate a schedule (config: class_name and Keras' arguments, as optimizers send it) gives the step taken after `step` steps: the C++ code a training step runs."""
 
 def max_num_threads() -> int:
     ...

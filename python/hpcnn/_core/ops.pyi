@@ -9,11 +9,14 @@ import typing
 def accumulate(dst: object, src: object, device: str='cpu') -> numpy.ndarray:
     """dst + src, computed as the in-place dst += src."""
 
-def adam_step(params: object, grads: object, m: object, v: object, lr: typing.SupportsFloat | typing.SupportsIndex=0.001, beta_1: typing.SupportsFloat | typing.SupportsIndex=0.9, beta_2: typing.SupportsFloat | typing.SupportsIndex=0.999, epsilon: typing.SupportsFloat | typing.SupportsIndex=1e-07, t: typing.SupportsInt | typing.SupportsIndex=1, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
-    ...
+def adam_step(params: object, grads: object, m: object, v: object, lr: typing.SupportsFloat | typing.SupportsIndex=0.001, beta_1: typing.SupportsFloat | typing.SupportsIndex=0.9, beta_2: typing.SupportsFloat | typing.SupportsIndex=0.999, epsilon: typing.SupportsFloat | typing.SupportsIndex=1e-07, t: typing.SupportsInt | typing.SupportsIndex=1, sizes: object=None, decay: object=None, weight_decay: typing.SupportsFloat | typing.SupportsIndex=0.0, clipvalue: typing.SupportsFloat | typing.SupportsIndex=0.0, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
+    """Keras' Adam step; weight_decay: decoupled (w -= lr * weight_decay * w first), on the variables whose `decay` flag is set (all by default); clipvalue > 0 clamps the gradient. Returns (params, m, v)."""
 
 def add(xs: list, device: str='cpu') -> numpy.ndarray:
     """xs[0] + xs[1] + ... (two or more arrays of one shape)."""
+
+def clip_scales(grads: object, sizes: object=None, clipnorm: typing.SupportsFloat | typing.SupportsIndex=1.0, global_norm: bool=False, device: str='cpu') -> numpy.ndarray:
+    """Keras' clipnorm (or global_clipnorm) factor of each variable's gradient."""
 
 def concatenate(xs: list, axis: typing.SupportsInt | typing.SupportsIndex=-1, device: str='cpu') -> numpy.ndarray:
     """The arrays side by side along `axis` (not 0, the batch axis)."""
@@ -63,8 +66,11 @@ def relu_backward(y: object, dy: object, device: str='cpu') -> numpy.ndarray:
 def relu_forward(x: object, device: str='cpu') -> numpy.ndarray:
     ...
 
-def sgd_step(params: object, grads: object, velocity: object, lr: typing.SupportsFloat | typing.SupportsIndex=0.01, momentum: typing.SupportsFloat | typing.SupportsIndex=0.0, nesterov: bool=False, device: str='cpu') -> tuple[numpy.ndarray, numpy.ndarray]:
-    ...
+def rmsprop_step(params: object, grads: object, velocity: object, momentum_buffer: object, average_gradient: object, lr: typing.SupportsFloat | typing.SupportsIndex=0.001, rho: typing.SupportsFloat | typing.SupportsIndex=0.9, momentum: typing.SupportsFloat | typing.SupportsIndex=0.0, epsilon: typing.SupportsFloat | typing.SupportsIndex=1e-07, centered: bool=False, sizes: object=None, decay: object=None, weight_decay: typing.SupportsFloat | typing.SupportsIndex=0.0, clipvalue: typing.SupportsFloat | typing.SupportsIndex=0.0, device: str='cpu') -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray]:
+    """Keras' RMSprop step. Returns (params, velocity, momentum_buffer, average_gradient); the momentum buffer is used only with momentum > 0, the average gradient only when centered."""
+
+def sgd_step(params: object, grads: object, velocity: object, lr: typing.SupportsFloat | typing.SupportsIndex=0.01, momentum: typing.SupportsFloat | typing.SupportsIndex=0.0, nesterov: bool=False, sizes: object=None, decay: object=None, weight_decay: typing.SupportsFloat | typing.SupportsIndex=0.0, clipvalue: typing.SupportsFloat | typing.SupportsIndex=0.0, device: str='cpu') -> tuple[numpy.ndarray, numpy.ndarray]:
+    """Keras' SGD step (the velocity is left as given without momentum). Returns (params, velocity)."""
 
 def softmax_backward(y: object, dy: object, device: str='cpu') -> numpy.ndarray:
     ...
@@ -77,3 +83,9 @@ def softmax_forward(x: object, device: str='cpu') -> numpy.ndarray:
 
 def split(dy: object, sizes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], axis: typing.SupportsInt | typing.SupportsIndex=-1, need: collections.abc.Sequence[bool]=[], device: str='cpu') -> list:
     """concatenate's backward: the parts of dy, sizes[i] long along `axis` (None where need[i] is False)."""
+
+def variable_sums(x: object, sizes: object=None, device: str='cpu') -> numpy.typing.NDArray[numpy.float64]:
+    """Per variable: (sum |x|, sum x^2) in float64, in the fixed order both backends use."""
+
+def weight_penalty(weights: object, grads: object, sizes: object=None, l1: object=None, l2: object=None, device: str='cpu') -> tuple[float, numpy.ndarray]:
+    """The regularizers' penalty sum_v l1_v sum |w_v| + l2_v sum w_v^2 (l1, l2: a factor per variable) and grads + its gradient. Returns (penalty, grads)."""
