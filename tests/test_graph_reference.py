@@ -139,3 +139,26 @@ def test_frozen_layers_in_a_graph(frozen):
             np.testing.assert_array_equal(after, before, err_msg=name)
         else:
             close((before - after) / 0.1, g, what=name)  # SGD: the update is lr * gradient
+
+
+def test_weight_regularizers_in_a_graph():
+    """An L2 kernel regularizer inside the residual branch: the loss is the reference's plus the
+    penalty, and the kernel's gradient gains 2 * l2 * w (nn/regularization.h on a graph model)."""
+    from hpcnn.layers import Add
+    from hpcnn.regularizers import l2
+    x = hpcnn.Input(shape=(6, 6, 3))
+    s = Conv2D(4, 3, padding="same", activation="relu")(x)
+    a = Conv2D(4, 3, padding="same", activation="relu", kernel_regularizer=l2(0.05))(s)
+    a = Conv2D(4, 3, padding="same")(a)
+    out = Dense(3, activation="softmax")(Flatten()(ReLU()(Add()([a, s]))))
+    model = hpcnn.Model(x, out, seed=5)
+    _, in_shape, graph = GRAPHS["residual"]
+    model.compile(hpcnn.optimizers.SGD(learning_rate=0.1), "categorical_crossentropy")
+    w0 = [w.astype(np.float64) for w in model.get_weights()]
+    (xb, yb), = batches(in_shape, steps=1, seed=2)
+    loss = model.train_on_batch(xb, yb)  # compiled without metrics: the loss alone
+    loss_ref, grads = ref.graph_train_step(graph, w0, xb.astype(np.float64), yb.astype(np.float64))
+    assert loss == pytest.approx(loss_ref + 0.05 * float((w0[2] ** 2).sum()), rel=1e-4)
+    got = keras_gradients(model, [w.shape for w in w0])
+    close(got[2], grads[2] + 2 * 0.05 * w0[2], what="regularized kernel")
+    close(got[3], grads[3], what="its bias (not regularized)")
