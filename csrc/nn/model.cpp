@@ -185,9 +185,14 @@ std::vector<BufferLife> lives(const StepPlan& plan, long long n) {
 
 }  // namespace
 
-void Model::make_plans() {
+std::vector<bool> Model::nodes_with_trainable_weights() const {
   std::vector<bool> trains(graph_.size());
   for (int i = 0; i < graph_.size(); ++i) trains[i] = trainable_[i] && !specs_[i].empty();
+  return trains;
+}
+
+void Model::make_plans() {
+  const std::vector<bool> trains = nodes_with_trainable_weights();
   plans_[static_cast<int>(StepMode::Train)] = plan_step(graph_, StepMode::Train, loss_end(), trains);
   plans_[static_cast<int>(StepMode::Test)] = plan_step(graph_, StepMode::Test, loss_end(), trains);
   plans_[static_cast<int>(StepMode::Predict)] = plan_step(graph_, StepMode::Predict, graph_.size(), trains);
@@ -196,8 +201,7 @@ void Model::make_plans() {
 
 MemoryReport Model::memory_report(long long n) const {
   HPCNN_CHECK_ARG(n > 0, "memory_report: the batch size must be positive, got ", n);
-  std::vector<bool> trains(graph_.size());
-  for (int i = 0; i < graph_.size(); ++i) trains[i] = trainable_[i] && !specs_[i].empty();
+  const std::vector<bool> trains = nodes_with_trainable_weights();
   MemoryReport r;
   r.batch = n;
   r.train = pack_buffers(lives(plan_step(graph_, StepMode::Train, loss_end(), trains), n), kArenaAlignment).bytes;

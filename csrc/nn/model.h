@@ -142,6 +142,8 @@ class Model {
   void bind_layers();
   void ensure_buffers(long long n);
   void make_plans();
+  // Per node: whether the optimizer steps some of its weights (the backward pass starts there).
+  std::vector<bool> nodes_with_trainable_weights() const;
   void require_compiled(const char* purpose) const;
   // The batch of this step: `current` staged now, or the one staged ahead.
   StagedBatch take_batch(const Batch* current, bool with_targets);

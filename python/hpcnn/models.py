@@ -154,8 +154,8 @@ class Model:
         cfgs: List[Dict[str, Any]] = []
         inputs: List[List[int]] = []
         last_core: List[int] = []  # per position: the core layer that outputs it
-        for layer, parents in nodes:
-            for j, c in enumerate(layer._core_configs()):
+        for (layer, parents), per_node in zip(nodes, self._node_core_configs()):
+            for j, c in enumerate(per_node):
                 cfgs.append(c)
                 inputs.append([-1 if p < 0 else last_core[p] for p in parents] if j == 0 else [len(cfgs) - 2])
             last_core.append(len(cfgs) - 1)
@@ -186,13 +186,18 @@ class Model:
         self._model().to(devices.normalize(device))
         return self
 
+    def _node_core_configs(self) -> List[List[Dict[str, Any]]]:
+        """Per position, the configs of the core layers it builds (one, or two for a layer with a
+        softmax activation). The place for fusions across layers, which must keep each position's
+        count of core layers (the ranges below and the trainable mask rely on it)."""
+        return [layer._core_configs() for layer, _ in self._graph_nodes()]
+
     def _core_ranges(self) -> List[Tuple[int, int]]:
-        """Per position: the [begin, end) of its core layers (a layer with a softmax activation has two)."""
+        """Per position: the [begin, end) of its core layers."""
         out, k = [], 0
-        for layer, _ in self._graph_nodes():
-            n = len(layer._core_configs())
-            out.append((k, k + n))
-            k += n
+        for per_node in self._node_core_configs():
+            out.append((k, k + len(per_node)))
+            k += len(per_node)
         return out
 
     def _layer_outputs(self) -> List[Tuple[layers_mod.Layer, Tuple[int, ...], int]]:
@@ -223,8 +228,8 @@ class Model:
     def _trainable_mask(self) -> List[bool]:
         """One flag per core layer: whether the optimizer updates it, from the layers' trainable now."""
         mask: List[bool] = []
-        for layer, _ in self._graph_nodes():
-            mask += [bool(self._trainable and layer.trainable)] * len(layer._core_configs())
+        for (layer, _), (b, e) in zip(self._graph_nodes(), self._core_ranges()):
+            mask += [bool(self._trainable and layer.trainable)] * (e - b)
         return mask
 
     def _trainable_changed_since_compile(self) -> bool:
