@@ -19,7 +19,8 @@ namespace {
 using nn::LayerPtr;
 
 // A config dict as nn::Config: booleans, integers (Python's or NumPy's), other numbers, strings
-// and lists/tuples of integers; None means "not given". Anything else is a ValueError.
+// and lists/tuples of numbers (of integers only: a list of integers; with any other number: a list
+// of doubles); None means "not given". Anything else is a ValueError.
 nn::Config to_config(const py::handle& obj, const char* what) {
   if (!py::isinstance<py::dict>(obj)) throw ValueError(cat(what, " must be a dict"));
   nn::Config cfg(what);
@@ -34,24 +35,22 @@ nn::Config to_config(const py::handle& obj, const char* what) {
     } else if (py::isinstance<py::str>(v)) {
       cfg.set(key, v.cast<std::string>());
     } else if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
-      // Integers only: a list of integers; otherwise real numbers: a list of floats.
-      std::vector<long long> ints;
-      std::vector<double> reals;
       bool all_ints = true;
       for (auto e : v) {
-        if (PyBool_Check(e.ptr()) || !(PyIndex_Check(e.ptr()) || PyFloat_Check(e.ptr()) || PyNumber_Check(e.ptr())))
+        if (PyBool_Check(e.ptr()) || !(PyIndex_Check(e.ptr()) || PyFloat_Check(e.ptr()) || PyNumber_Check(e.ptr())) ||
+            py::isinstance<py::str>(e))
           throw ValueError(cat(what, ": '", key, "' must hold numbers only"));
-        if (PyIndex_Check(e.ptr())) {
-          const long long i = py::int_(py::reinterpret_borrow<py::object>(e)).cast<long long>();
-          ints.push_back(i);
-          reals.push_back(static_cast<double>(i));
-        } else {
-          all_ints = false;
-          reals.push_back(py::float_(py::reinterpret_borrow<py::object>(e)).cast<double>());
-        }
+        all_ints = all_ints && PyIndex_Check(e.ptr());
       }
-      if (all_ints) cfg.set(key, std::move(ints));
-      else cfg.set(key, std::move(reals));
+      if (all_ints) {
+        std::vector<long long> ints;
+        for (auto e : v) ints.push_back(py::int_(py::reinterpret_borrow<py::object>(e)).cast<long long>());
+        cfg.set(key, std::move(ints));
+      } else {
+        std::vector<double> reals;
+        for (auto e : v) reals.push_back(py::float_(py::reinterpret_borrow<py::object>(e)).cast<double>());
+        cfg.set(key, std::move(reals));
+      }
     } else if (PyFloat_Check(v.ptr()) || PyNumber_Check(v.ptr())) {
       cfg.set(key, py::float_(py::reinterpret_borrow<py::object>(v)).cast<double>());
     } else {

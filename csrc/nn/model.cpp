@@ -21,6 +21,10 @@ void initialize(float* p, long long count, const ParamSpec& s, uint64_t seed, ui
     std::memset(p, 0, sizeof(float) * count);
     return;
   }
+  if (s.init == Init::Ones) {
+    std::fill(p, p + count, 1.0f);
+    return;
+  }
   double limit = std::sqrt(6.0 / static_cast<double>(s.fan_in + s.fan_out));
   for (long long i = 0; i < count; ++i)
     p[i] = static_cast<float>((2.0 * rng::uniform(seed, stream, static_cast<uint64_t>(i)) - 1.0) * limit);
@@ -104,7 +108,7 @@ void Model::compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool from_l
   HPCNN_CHECK_ARG(out.size() == 1, "compile: the model output ", shape_str(out),
                   " is not (classes,): add Flatten() and a Dense output layer");
   auto* last = dynamic_cast<const ActivationLayer*>(&graph_.layer(graph_.size() - 1));
-  bool softmax_last = last && last->activation() == Activation::Softmax;
+  bool softmax_last = last && last->is_softmax();
   if (!from_logits)
     HPCNN_CHECK_ARG(softmax_last, "compile: cross-entropy expects probabilities, but the last layer has no "
                     "softmax: use activation='softmax' on the last layer, or a loss with from_logits=True");
@@ -121,18 +125,23 @@ void Model::compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool from_l
 void Model::set_trainable(const std::vector<bool>& per_node) {
   HPCNN_CHECK_ARG(per_node.size() == static_cast<size_t>(graph_.size()), "set_trainable: the model has ",
                   graph_.size(), " layers, got ", per_node.size(), " flags");
+  // The optimizer steps the trainable weights (ParamSpec::trainable) of the trainable nodes:
+  // their [offset, offset + size) runs, sorted and merged where adjacent (nn/param_layout.h packs
+  // trainable weights first, so with no frozen layer this is one range).
+  std::vector<ParamRange> runs;
+  size_t k = 0;  // index of the node's first weight array in layout_ (the model's order)
+  for (int i = 0; i < graph_.size(); ++i)
+    for (size_t j = 0; j < specs_[i].size(); ++j, ++k)
+      if (per_node[i] && layout_.spec(k).trainable)
+        runs.push_back({layout_.offset(k), layout_.offset(k) + shape_numel(layout_.spec(k).shape)});
+  std::sort(runs.begin(), runs.end(), [](const ParamRange& a, const ParamRange& b) { return a.begin < b.begin; });
   std::vector<ParamRange> ranges;
-  size_t k = 0;  // the node's first parameter array in layout_ (arrays are packed node by node)
-  for (int i = 0; i < graph_.size(); ++i) {
-    const size_t count = specs_[i].size();
-    if (count == 0) continue;
-    const long long b = layout_.offset(k);
-    const long long e = layout_.offset(k + count - 1) + shape_numel(layout_.spec(k + count - 1).shape);
-    k += count;
-    if (!per_node[i]) continue;
-    if (!ranges.empty() && ranges.back().end == b) ranges.back().end = e;  // adjacent: one range
-    else ranges.push_back({b, e});
+  for (const ParamRange& r : runs) {
+    if (r.end == r.begin) continue;
+    if (!ranges.empty() && ranges.back().end == r.begin) ranges.back().end = r.end;  // adjacent: one range
+    else ranges.push_back(r);
   }
+  for (int i = 0; i < graph_.size(); ++i) graph_.layer(i).set_trainable(per_node[i]);
   trainable_ = per_node;
   trainable_ranges_ = std::move(ranges);
   regularization_.set_trainable(trainable_ranges_);  // frozen weights carry no penalty (Keras)
@@ -186,8 +195,9 @@ std::vector<BufferLife> lives(const StepPlan& plan, long long n) {
 }  // namespace
 
 std::vector<bool> Model::nodes_with_trainable_weights() const {
-  std::vector<bool> trains(graph_.size());
-  for (int i = 0; i < graph_.size(); ++i) trains[i] = trainable_[i] && !specs_[i].empty();
+  std::vector<bool> trains(graph_.size(), false);
+  for (int i = 0; i < graph_.size(); ++i)
+    for (const ParamSpec& s : specs_[i]) trains[i] = trains[i] || (trainable_[i] && s.trainable);
   return trains;
 }
 
@@ -396,6 +406,13 @@ BatchStats Model::compute_gradients(const StagedBatch& b) {
                         st.loss_sum / static_cast<double>(st.n));
   backward(b.x);
   regularization_.add_gradients(params_, grads_);
+  // Training-time state (BatchNormalization's moving statistics) commits with the step: only now,
+  // after the loss was found finite.
+  StepContext ctx{true, seed_, step_, 0};
+  for (int i = 0; i < loss_end(); ++i) {
+    ctx.layer_index = i;
+    graph_.layer(i).commit_training_step(ctx);
+  }
   return st;
 }
 

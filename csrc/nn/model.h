@@ -7,12 +7,15 @@
 //     call staged as its `next` (an error met while staging that one is raised now, at its turn)
 //     compute_gradients (the step of one replica: a function of the staged batch):
 //       forward through the nodes in topological order into the step's activation buffers
-//       fused softmax + cross-entropy on the logits -> loss sum, correct count, dlogits; read back
-//       [loss_sum, correct] (the one device->host copy of a step)
+//       fused softmax + cross-entropy on the logits -> loss sum, correct count, dlogits; the weight
+//       regularizers' penalty (nn/regularization.h) next to them; read back [loss_sum, correct,
+//       penalty] (the one device->host copy of a step); the reported loss is the mean + the penalty
 //       backward through the same nodes in reverse order, each gradient of an output that feeds
 //       several layers summed in a fixed order; parameter gradients written into the one
-//       gradient buffer, which is complete when compute_gradients returns
-//     one optimizer step over the one parameter buffer
+//       gradient buffer, then the regularizers' gradients added: the buffer is complete when
+//       compute_gradients returns; layers commit their training-time state
+//       (BatchNormalization's moving statistics; only now, after the loss was found finite)
+//     one optimizer step over the one parameter buffer (its trainable ranges)
 //     stage `next` (if given) for the following call: on a GPU its upload runs on the copy stream
 //     while this step's backward pass and optimizer step still run on the GPU
 //
@@ -20,12 +23,13 @@
 //   pass (predict: without targets, returning the outputs). All three share the staged batch: a
 //   batch staged by one may be taken by another (predict_step leaves its y unchecked).
 //
-// Memory: all trainable parameters live in one contiguous buffer (and their gradients in
-// another); layers hold views. The activations and gradients of a step live in one arena, laid
-// out by the step's plan (nn/step_plan.h, nn/memory_plan.h): a buffer is reused as soon as
-// nothing later in the step reads it. Each step kind (train, test, predict) has its plan; the
-// arena is sized for the largest at the batch capacity seen so far and is allocated only when
-// that grows (never per step).
+// Memory: all weights live in one contiguous buffer (and their gradients in another), trainable
+// ones first, then the non-trainable ones (BatchNormalization's moving statistics: updated by their
+// layer after the backward pass of a finite step, never by the optimizer); layers hold views. The
+// activations and gradients of a step live in one arena, laid out by the step's plan
+// (nn/step_plan.h, nn/memory_plan.h): a buffer is reused as soon as nothing later in the step
+// reads it. Each step kind (train, test, predict) has its plan; the arena is sized for the largest
+// at the batch capacity seen so far and is allocated only when that grows (never per step).
 //
 // The device is the model's own property, set by to(). The buffers are in the device's layout
 // (conv kernels OHWI on a GPU, nn/param_layout.h), converted only by get_weights, set_weights and
@@ -84,7 +88,7 @@ class Model {
   int num_nodes() const { return graph_.size(); }
   const Layer& layer(int i) const { return graph_.layer(i); }
   long long num_params() const { return params_.numel(); }
-  // Per node: (name, shape) of each weight, Keras order (kernel, bias).
+  // Per node: each weight's spec (name, shape, trainable), Keras order (kernel, bias, ...).
   std::vector<std::vector<ParamSpec>> weight_specs() const { return specs_; }
 
   std::vector<Tensor> get_weights() const;            // host copies, Keras order and layouts
@@ -97,7 +101,9 @@ class Model {
   void compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool from_logits);
   // Which nodes the optimizer updates (one flag per node; all by default). A frozen node's
   // parameters and optimizer state stay as they are, and backward skips every node before which
-  // nothing is trainable. Python sets it at compile (Keras' rule: trainable takes effect at
+  // nothing is trainable. Non-trainable weights (ParamSpec::trainable) are never in the
+  // optimizer's ranges. Each layer is told (Layer::set_trainable: a frozen BatchNormalization runs
+  // in inference mode). Python sets it at compile (Keras' rule: trainable takes effect at
   // compile()).
   void set_trainable(const std::vector<bool>& per_node);
   long long num_trainable_params() const;

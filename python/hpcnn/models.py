@@ -188,9 +188,11 @@ class Model:
 
     def _node_core_configs(self) -> List[List[Dict[str, Any]]]:
         """Per position, the configs of the core layers it builds (one, or two for a layer with a
-        softmax activation). The place for fusions across layers, which must keep each position's
-        count of core layers (the ranges below and the trainable mask rely on it)."""
-        return [layer._core_configs() for layer, _ in self._graph_nodes()]
+        softmax activation), with layers.core_configs' fusion (a BatchNormalization whose output
+        only a ReLU reads), which keeps each position's count of core layers (the ranges below and
+        the trainable mask rely on it)."""
+        nodes = self._graph_nodes()
+        return layers_mod.core_configs([layer for layer, _ in nodes], [parents for _, parents in nodes])
 
     def _core_ranges(self) -> List[Tuple[int, int]]:
         """Per position: the [begin, end) of its core layers."""
@@ -243,9 +245,14 @@ class Model:
         """A Keras-style table: layer, output shape, parameters (and, for a graph that is not a
         chain, Keras' "Connected to" column: the layers each one reads); totals; device."""
         rows = self._layer_outputs()
-        c1, c2 = 34, 26
+        labels = [f" {layer.name} ({type(layer).__name__})" for layer, _, _ in rows]
+        if not isinstance(self, Sequential):
+            labels.append(f" {self.layers[0].name} ({type(self.layers[0]).__name__})")
+        # The first column fits the longest " name (Type)" label (Keras' long class names).
+        c1 = max([34] + [len(label) + 2 for label in labels])
+        c2 = 26
         wide = not self._is_chain()  # Keras shows "Connected to" when the layers are not a chain
-        line_length = line_length or (106 if wide else 76)
+        line_length = max(line_length or (106 if wide else 76), c1 + c2 + (30 if wide else 12))
         sep = "_" * line_length
         print_fn(f'Model: "{self.name}"')
         print_fn(sep)
@@ -271,7 +278,14 @@ class Model:
                 print_fn(f"{label:<{c1}}{shape:<{c2}}{params:,}")
         print_fn("=" * line_length)
         total = self.count_params()
-        trainable = sum(params for layer, _, params in rows if self._trainable and layer.trainable)
+        # Non-trainable: the weights of frozen layers, and the non-trainable weights by nature
+        # (BatchNormalization's moving statistics) of every layer.
+        trainable = 0
+        for (layer, parents), (_, _, params) in zip(self._graph_nodes(), rows):
+            if self._trainable and layer.trainable:
+                first = parents[0]  # the input whose shape sizes the layer's weights
+                in_shape = tuple(self._input_shape or ()) if first < 0 else rows[first][1]
+                trainable += params - layer._non_trainable_count(in_shape)
         print_fn(f"Total params: {total:,} ({total * 4 / 1024**2:.2f} MB)")
         print_fn(f"Trainable params: {trainable:,} ({trainable * 4 / 1024**2:.2f} MB)")
         print_fn(f"Non-trainable params: {total - trainable:,} ({(total - trainable) * 4 / 1024**2:.2f} MB)")
@@ -294,7 +308,8 @@ class Model:
 
     # ------------------------------------------------------------------ weights and config
     def get_weights(self) -> List[np.ndarray]:
-        """Kernels and biases in Keras order and layouts (Conv2D (kh, kw, in, out), Dense (in, out))."""
+        """Every weight in Keras order and layouts (Conv2D (kh, kw, in, out), Dense (in, out),
+        BatchNormalization gamma, beta, moving_mean, moving_variance), trainable or not."""
         return [np.array(w, copy=True) for w in self._model().get_weights()]
 
     def set_weights(self, weights: Sequence[ArrayLike]) -> None:
@@ -339,7 +354,8 @@ class Model:
         return _functional_from_config(cls, config)
 
     def _weight_names(self) -> List[str]:
-        """'conv2d/kernel', 'conv2d/bias', ...: the get_weights() order."""
+        """'conv2d/kernel', 'conv2d/bias', 'batch_normalization/gamma', ...: the get_weights() order,
+        named by the core's weight specs."""
         weights = self._model().weight_shapes
         return [f"{layer.name}/{name}" for (layer, _), (b, e) in zip(self._graph_nodes(), self._core_ranges())
                 for k in range(b, e) for name, _ in weights[k]]
