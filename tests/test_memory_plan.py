@@ -87,3 +87,57 @@ def test_the_arena_is_allocated_once_for_the_capacity_not_per_step():
 def test_memory_report_needs_a_positive_batch():
     with pytest.raises(ValueError, match="memory_report: the batch size must be positive, got 0"):
         residual_model()._model().memory_report(0)
+
+
+# ------------------------------------------------------------------ reuse changes no bit
+def _every_layer_kind():
+    """A chain through every layer kind (each backward reading what it says it reads)."""
+    from hpcnn.layers import (ELU, AveragePooling2D, BatchNormalization, Dropout, GlobalAveragePooling2D,
+                              GlobalMaxPooling2D, InputLayer, LeakyReLU, MaxPooling2D, ReLU, Rescaling, Softmax,
+                              ZeroPadding2D)
+    return hpcnn.Sequential([
+        InputLayer(input_shape=(9, 8, 3)), Rescaling(0.5, offset=0.1), ZeroPadding2D(((0, 1), (1, 1))),
+        Conv2D(8, 3, strides=2, padding="same", use_bias=False), BatchNormalization(), LeakyReLU(),
+        Conv2D(8, 1, activation="gelu"), BatchNormalization(), ReLU(), AveragePooling2D(2, padding="same"),
+        Softmax(), ELU(), Conv2D(8, 3, padding="same", activation="swish"), Activation("tanh"),
+        MaxPooling2D(1), GlobalMaxPooling2D(keepdims=True), Flatten(), Dense(6, activation="sigmoid"),
+        Dropout(0.3), Dense(4, activation="softmax")], seed=5), (9, 8, 3), 4
+
+
+def _resnet_with_batchnorm():
+    from hpcnn.layers import BatchNormalization, Concatenate, GlobalAveragePooling2D
+    x = hpcnn.Input((8, 8, 3))
+    y = Activation("relu")(BatchNormalization()(Conv2D(8, 3, padding="same", use_bias=False)(x)))  # fused
+    h = Activation("relu")(BatchNormalization()(Conv2D(8, 3, padding="same")(y)))
+    h = BatchNormalization()(Conv2D(8, 3, padding="same")(h))
+    y = Activation("relu")(Add()([h, y]))
+    z = Concatenate()([y, BatchNormalization()(Conv2D(4, 1)(y))])  # a BN whose output two layers read
+    return hpcnn.Model(x, Dense(4, activation="softmax")(GlobalAveragePooling2D()(z)), seed=6), (8, 8, 3), 4
+
+
+@pytest.mark.parametrize("build", [_every_layer_kind, _resnet_with_batchnorm])
+@pytest.mark.parametrize("frozen", [None, 2])
+def test_reusing_memory_changes_no_bit(build, frozen):
+    """The same steps with every buffer kept apart (memory_reuse False) give the same bits: losses,
+    gradients, weights (moving statistics included) and predictions. A layer whose backward read
+    an activation it said it does not read would see another buffer's data here."""
+    models = []
+    for reuse in (True, False):
+        m, shape, classes = build()
+        if frozen is not None:
+            m.layers[frozen].trainable = False
+        m.compile(hpcnn.optimizers.Adam(0.01), "sparse_categorical_crossentropy", ["accuracy"])
+        m._model().memory_reuse = reuse
+        models.append((m, shape, classes))
+    (a, shape, classes), (b, _, _) = models
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((16,) + shape).astype(np.float32), rng.integers(0, classes, 16)
+    for step in range(3):
+        assert a.train_on_batch(x, y) == b.train_on_batch(x, y), f"loss of step {step + 1}"
+        np.testing.assert_array_equal(a._model().gradient_buffer(), b._model().gradient_buffer())
+    for wa, wb in zip(a.get_weights(), b.get_weights()):
+        np.testing.assert_array_equal(wa, wb)
+    np.testing.assert_array_equal(a.predict(x), b.predict(x))
+    assert a.evaluate(x, y, verbose=0) == b.evaluate(x, y, verbose=0)
+    ra, rb = a._model().memory_report(16), b._model().memory_report(16)
+    assert ra["allocated"] < rb["allocated"]  # reuse is on in one of them only

@@ -270,6 +270,13 @@ void bind_nn(py::module_& m) {
         for (int i = 0; i < p.model->num_nodes(); ++i) out.push_back(p.model->graph().inputs(i));
         return out;
       }, "Per layer, the indices of the layers it reads (-1: the model's input).")
+      .def_property("memory_reuse", [](PyModel& p) { return p.model->memory_reuse(); },
+                    [](PyModel& p, bool on) {
+                      auto lk = lock_model(p);
+                      p.model->set_memory_reuse(on);
+                    },
+                    "Whether a step's buffers share memory once nothing later reads them (default). False, for "
+                    "tests: every buffer kept apart for the whole step; the results must be the same bits.")
       .def("memory_report", [](PyModel& p, long long batch_size) {
         auto lk = lock_model(p);
         nn::MemoryReport r = p.model->memory_report(batch_size);

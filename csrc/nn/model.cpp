@@ -206,7 +206,18 @@ void Model::make_plans() {
   plans_[static_cast<int>(StepMode::Train)] = plan_step(graph_, StepMode::Train, loss_end(), trains);
   plans_[static_cast<int>(StepMode::Test)] = plan_step(graph_, StepMode::Test, loss_end(), trains);
   plans_[static_cast<int>(StepMode::Predict)] = plan_step(graph_, StepMode::Predict, graph_.size(), trains);
+  if (!memory_reuse_)  // every buffer alive from the step's start to its end: none shares memory
+    for (StepPlan& plan : plans_)
+      for (StepPlan::Buffer& b : plan.buffers) {
+        b.first = 0;
+        b.last = 2 * graph_.size() + 1;
+      }
   plans_current_ = true;
+}
+
+void Model::set_memory_reuse(bool on) {
+  memory_reuse_ = on;
+  plans_current_ = false;
 }
 
 MemoryReport Model::memory_report(long long n) const {

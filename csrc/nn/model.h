@@ -142,6 +142,11 @@ class Model {
   // trainable flags), and the arena allocated now.
   MemoryReport memory_report(long long n) const;
   long long arena_bytes() const { return arena_.defined() ? static_cast<long long>(arena_.nbytes()) : 0; }
+  // Off: every buffer of a step keeps its own memory for the whole step (no reuse). For tests: a
+  // step computes the same bits either way, unless a layer reads what it said it would not
+  // (Layer::backward_reads_input/output).
+  void set_memory_reuse(bool on);
+  bool memory_reuse() const { return memory_reuse_; }
 
  private:
   static constexpr int kModes = 3;  // StepMode: Train, Test, Predict
@@ -186,6 +191,7 @@ class Model {
   // The step plans (one per StepMode) and their arena layouts for capacity_ rows; smaller
   // batches use the leading rows of each buffer.
   bool plans_current_ = false;
+  bool memory_reuse_ = true;
   std::array<StepPlan, kModes> plans_;
   std::array<ArenaLayout, kModes> arena_layouts_;
   long long capacity_ = 0;
