@@ -36,7 +36,7 @@ enum class ParamKind { Plain, Conv2DKernel };
 // a non-trainable weight (BatchNormalization's moving_mean and moving_variance) is state that the
 // layer itself updates while training. It is a weight like any other for get_weights/set_weights,
 // model files and device moves, but no optimizer ever steps it (it is outside the model's trainable
-// ranges, nn/sequential.h) and backward writes no gradient for it. Distinct from a layer being
+// ranges, nn/model.h) and backward writes no gradient for it. Distinct from a layer being
 // frozen (Layer::set_trainable(false)), which excludes all of that layer's weights.
 struct ParamSpec {
   std::string name;  // "kernel", "bias", "gamma", "moving_mean", ...
