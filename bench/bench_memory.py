@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The memory of a training step's activations and gradients: the planned arena (csrc/nn/
-step_plan.h: a buffer is reused once nothing later in the step reads it) against one buffer per
-activation for the whole step plus two gradient buffers of the largest activation (how the model
-allocated before plans), for the tutorial CNN and a CIFAR ResNet (He et al. 2016, depth 6n+2:
-3x3 convolutions, 16/32/64 filters, 1x1 projections where the shape changes).
+step_plan.h: a buffer is reused once nothing later in the step reads it) against keeping every
+buffer of the step for the whole step ("keep all": what `memory_reuse = False` allocates) and
+against one buffer per activation plus two gradient buffers of the largest activation (how the
+model allocated before plans), for the tutorial CNN and a CIFAR ResNet (He et al. 2016, depth
+6n+2: 3x3 convolutions, 16/32/64 filters, 1x1 projections where the shape changes).
 
     python bench/bench_memory.py                 # batch 128, ResNet-20
     python bench/bench_memory.py --batch 250 --depth 56
@@ -30,7 +31,7 @@ def resnet_cifar(depth: int = 20, classes: int = 10):
     def conv(x, filters, strides=1, relu=True, kernel=3):
         if bn is None:
             return L.Conv2D(filters, kernel, strides=strides, padding="same", activation="relu" if relu else None)(x)
-        y = bn()(L.Conv2D(filters, kernel, strides=strides, padding="same")(x))
+        y = bn()(L.Conv2D(filters, kernel, strides=strides, padding="same", use_bias=False)(x))
         return L.Activation("relu")(y) if relu else y
 
     x = hpcnn.Input(shape=(32, 32, 3))
@@ -58,14 +59,14 @@ def main(argv=None):
     models = [(hpcnn.models.tutorial_cnn(seed=0), "the tutorial CNN"), (resnet, variant)]
     mib = 1024.0 ** 2
     print(f"# batch {a.batch}; MiB of a step's activations and gradients (hpcnn {hpcnn.__version__})")
-    print(f"{'model':<14}{'params':>10}{'one buffer/act':>16}{'train':>10}{'test':>10}{'predict':>10}"
-          f"{'train saves':>13}")
+    print(f"{'model':<14}{'params':>10}{'keep all':>10}{'one buffer/act':>16}{'train':>10}{'test':>10}"
+          f"{'predict':>10}{'train saves':>13}")
     for model, what in models:
         model.compile("adam", "categorical_crossentropy")
         r = model._model().memory_report(a.batch)
-        print(f"{model.name:<14}{model.count_params():>10,}{r['one_buffer_per_activation'] / mib:>16.1f}"
-              f"{r['train'] / mib:>10.1f}{r['test'] / mib:>10.1f}{r['predict'] / mib:>10.1f}"
-              f"{1 - r['train'] / r['one_buffer_per_activation']:>12.0%}  ({what})")
+        print(f"{model.name:<14}{model.count_params():>10,}{r['train_keep_all'] / mib:>10.1f}"
+              f"{r['one_buffer_per_activation'] / mib:>16.1f}{r['train'] / mib:>10.1f}{r['test'] / mib:>10.1f}"
+              f"{r['predict'] / mib:>10.1f}{1 - r['train'] / r['train_keep_all']:>12.0%}  ({what})")
 
 
 if __name__ == "__main__":

@@ -141,3 +141,29 @@ def test_reusing_memory_changes_no_bit(build, frozen):
     assert a.evaluate(x, y, verbose=0) == b.evaluate(x, y, verbose=0)
     ra, rb = a._model().memory_report(16), b._model().memory_report(16)
     assert ra["allocated"] < rb["allocated"]  # reuse is on in one of them only
+
+
+# ------------------------------------------------------------------ keeping every buffer vs the plan
+def test_train_keep_all_is_what_a_step_without_reuse_allocates():
+    m = residual_model()
+    m.compile("adam", "sparse_categorical_crossentropy")
+    planned = m._model().memory_report(8)
+    m._model().memory_reuse = False
+    rng = np.random.default_rng(0)
+    m.train_on_batch(rng.random((8, 6, 6, 3), dtype=np.float32), rng.integers(0, 3, 8))
+    assert m._model().memory_report(8)["allocated"] == planned["train_keep_all"] > planned["train"]
+
+
+def test_bench_memory_reports_the_plan_against_keeping_all(capsys):
+    """bench/bench_memory.py (README's memory numbers) runs, on a CIFAR ResNet-8."""
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "bench", "bench_memory.py")
+    spec = importlib.util.spec_from_file_location("bench_memory", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench.main(["--batch", "4", "--depth", "8"])
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("resnet8")]
+    assert len(rows) == 1
+    keep_all, train = float(rows[0][2]), float(rows[0][4])
+    assert 0 < train < keep_all

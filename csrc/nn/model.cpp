@@ -223,6 +223,14 @@ std::vector<BufferLife> lives(const StepPlan& plan, long long n) {
   return out;
 }
 
+// Every buffer alive for the whole step: none shares memory with another (memory_reuse off).
+void keep_apart(StepPlan& plan, int nodes) {
+  for (StepPlan::Buffer& b : plan.buffers) {
+    b.first = 0;
+    b.last = 2 * nodes + 1;
+  }
+}
+
 }  // namespace
 
 std::vector<bool> Model::nodes_with_trainable_weights() const {
@@ -237,12 +245,8 @@ void Model::make_plans() {
   plans_[static_cast<int>(StepMode::Train)] = plan_step(graph_, StepMode::Train, loss_end(), trains);
   plans_[static_cast<int>(StepMode::Test)] = plan_step(graph_, StepMode::Test, loss_end(), trains);
   plans_[static_cast<int>(StepMode::Predict)] = plan_step(graph_, StepMode::Predict, graph_.size(), trains);
-  if (!memory_reuse_)  // every buffer alive from the step's start to its end: none shares memory
-    for (StepPlan& plan : plans_)
-      for (StepPlan::Buffer& b : plan.buffers) {
-        b.first = 0;
-        b.last = 2 * graph_.size() + 1;
-      }
+  if (!memory_reuse_)
+    for (StepPlan& plan : plans_) keep_apart(plan, graph_.size());
   plans_current_ = true;
 }
 
@@ -256,7 +260,10 @@ MemoryReport Model::memory_report(long long n) const {
   const std::vector<bool> trains = nodes_with_trainable_weights();
   MemoryReport r;
   r.batch = n;
-  r.train = pack_buffers(lives(plan_step(graph_, StepMode::Train, loss_end(), trains), n), kArenaAlignment).bytes;
+  StepPlan train = plan_step(graph_, StepMode::Train, loss_end(), trains);
+  r.train = pack_buffers(lives(train, n), kArenaAlignment).bytes;
+  keep_apart(train, graph_.size());
+  r.train_keep_all = pack_buffers(lives(train, n), kArenaAlignment).bytes;
   r.test = pack_buffers(lives(plan_step(graph_, StepMode::Test, loss_end(), trains), n), kArenaAlignment).bytes;
   r.predict = pack_buffers(lives(plan_step(graph_, StepMode::Predict, graph_.size(), trains), n), kArenaAlignment).bytes;
   long long acts = 0, biggest = shape_numel(graph_.input_shape());

@@ -67,6 +67,9 @@ struct BatchStats {
 struct MemoryReport {
   long long batch = 0;
   long long train = 0, test = 0, predict = 0;  // the planned arena of each step kind
+  // The training step's buffers each kept for the whole step (no memory shared): what the arena
+  // of a step that keeps every activation and gradient would be (set_memory_reuse(false)).
+  long long train_keep_all = 0;
   // One buffer per activation for the whole step, plus two gradient buffers of the largest
   // activation and the logits' gradient: how the model's memory was laid out before the plan.
   long long one_buffer_per_activation = 0;

@@ -94,7 +94,15 @@ class Model:
         ...
 
     def memory_report(self, batch_size: typing.SupportsInt | typing.SupportsIndex) -> dict:
-        """Bytes of a step's activations and gradients for batches of batch_size rows: the planned arena of each step kind (train, test, predict), the layout of one buffer per activation for comparison, and the arena allocated now."""
+        """Bytes of a step's activations and gradients for batches of batch_size rows: the planned arena of each step kind (train, test, predict), for comparison the training step's buffers each kept for the whole step (train_keep_all: no reuse, memory_reuse=False) and the layout of one buffer per activation, and the arena allocated now."""
+
+    @property
+    def memory_reuse(self) -> bool:
+        ...
+
+    @memory_reuse.setter
+    def memory_reuse(self, arg1: bool) -> None:
+        ...
 
     @property
     def node_inputs(self) -> list[list[int]]:
