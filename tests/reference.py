@@ -72,25 +72,51 @@ DEEP_MNIST_SPEC = [
 
 
 # ------------------------------------------------------------------ graphs (the functional API)
-# A graph is a list of (layer, inputs): `layer` a spec as above, or ('relu',) | ('add',) |
-# ('concat', axis); `inputs` the indices of earlier nodes (-1: the model's input), in the order of
-# the core's node_inputs. Weights are taken in node order (conv and dense: kernel, bias).
+# A graph is a list of (layer, inputs): `layer` a spec as above (a conv spec may add a fifth item,
+# use_bias, default True), or ('relu',) | ('add',) | ('concat', axis) | ('bn', epsilon) (batch
+# normalization with gamma, beta, moving_mean, moving_variance) | ('gap',) (global average
+# pooling); `inputs` the indices of earlier nodes (-1: the model's input), in the order of the
+# core's node_inputs. Weights are taken in node order (conv and dense: kernel, bias).
+def _conv_bias(layer):
+    return len(layer) < 5 or layer[4]
+
+
+def _weight_count(layer):
+    if layer[0] == "conv":
+        return 2 if _conv_bias(layer) else 1
+    return {"dense": 2, "bn": 4}.get(layer[0], 0)
+
+
 def _weight_starts(graph):
     starts, wi = [], 0
     for layer, _ in graph:
         starts.append(wi)
-        wi += 2 if layer[0] in ("conv", "dense") else 0
+        wi += _weight_count(layer)
     return starts
 
 
-def graph_forward(graph, weights, x):
-    """Every node's output (the last one the logits when it is ('softmax',): fused into the loss)."""
+def _conv_b(layer, weights, wi):
+    return weights[wi + 1] if _conv_bias(layer) else np.zeros(np.shape(weights[wi])[-1])
+
+
+def graph_forward(graph, weights, x, training=True, bn_stats=None):
+    """Every node's output (the last one the logits when it is ('softmax',): fused into the loss).
+    Batch normalization uses the batch's statistics when `training` (each BN node's (mean, biased
+    variance) then goes into the dict `bn_stats`, if given), else the moving ones."""
     vals = []
-    for (layer, inputs), wi in zip(graph, _weight_starts(graph)):
+    for i, ((layer, inputs), wi) in enumerate(zip(graph, _weight_starts(graph))):
         xs = [x if p < 0 else vals[p] for p in inputs]
         kind, a = layer[0], xs[0]
         if kind == "conv":
-            y = op.conv2d_forward(a, weights[wi], weights[wi + 1], (layer[1],) * 2, layer[2], layer[3])
+            y = op.conv2d_forward(a, weights[wi], _conv_b(layer, weights, wi), (layer[1],) * 2, layer[2], layer[3])
+        elif kind == "bn" and training:
+            y, mean, var = op.batchnorm_training(a, weights[wi], weights[wi + 1], eps=layer[1])
+            if bn_stats is not None:
+                bn_stats[i] = (mean, var)
+        elif kind == "bn":
+            y = op.batchnorm_inference(a, *weights[wi:wi + 4], eps=layer[1])
+        elif kind == "gap":
+            y = np.asarray(a, np.float64).mean(axis=(1, 2))
         elif kind == "pool":
             y = op.maxpool2d_forward(a, (layer[1],) * 2, (layer[2],) * 2, layer[3])
         elif kind == "flatten":
@@ -119,7 +145,8 @@ def graph_loss(graph, weights, x, onehot):
 
 def graph_train_step(graph, weights, x, onehot):
     """(mean loss, weight gradients): backward in reverse node order, a node's output gradient the
-    sum of what every node that reads it gives back."""
+    sum of what every node that reads it gives back. Batch normalization in training mode; its
+    moving statistics get no gradient (zeros)."""
     vals = graph_forward(graph, weights, x)
     n = len(x)
     loss_sum, _, g = op.softmax_xent(vals[-1], onehot)
@@ -138,9 +165,18 @@ def graph_train_step(graph, weights, x, onehot):
         xs = [x if p < 0 else vals[p] for p in inputs]
         kind, a, y = layer[0], xs[0], vals[i]
         if kind == "conv":
-            dx, grads[wi], grads[wi + 1] = op.conv2d_backward(a, weights[wi], y, g, (layer[1],) * 2, layer[2],
-                                                              layer[3])
+            dx, dw, db = op.conv2d_backward(a, weights[wi], y, g, (layer[1],) * 2, layer[2], layer[3])
+            grads[wi] = dw
+            if _conv_bias(layer):
+                grads[wi + 1] = db
             give(inputs[0], dx)
+        elif kind == "bn":
+            dx, grads[wi], grads[wi + 1] = op.batchnorm_training_backward(a, weights[wi], g, eps=layer[1])
+            grads[wi + 2], grads[wi + 3] = np.zeros_like(weights[wi + 2]), np.zeros_like(weights[wi + 3])
+            give(inputs[0], dx)
+        elif kind == "gap":
+            h, w = np.shape(a)[1:3]
+            give(inputs[0], np.broadcast_to(g[:, None, None, :] / (h * w), np.shape(a)).copy())
         elif kind == "pool":
             give(inputs[0], op.maxpool2d_backward(a, g, (layer[1],) * 2, (layer[2],) * 2, layer[3]))
         elif kind == "flatten":

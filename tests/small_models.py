@@ -94,3 +94,33 @@ GRAPHS = {
         (("conv", 1, "same", False), [-1]), (("conv", 1, "valid", True), [-1]), (("add",), [0, 1]),
         (("flatten",), [2]), (("dense", False), [3]), (("softmax",), [4])]),
 }
+
+
+# ------------------------------------------------------------------ a ResNet basic block
+def basic_block(x, filters, stride=1, kernel_regularizer=None):
+    """He et al.'s basic block (ResNet v1, as the CIFAR ResNets use it): Conv-BN-ReLU-Conv-BN, plus
+    the shortcut (the identity, or a 1x1 convolution with BN where the shape changes), Add, ReLU."""
+    from hpcnn.layers import BatchNormalization
+    y = Conv2D(filters, 3, strides=stride, padding="same", use_bias=False, kernel_regularizer=kernel_regularizer)(x)
+    y = ReLU()(BatchNormalization()(y))  # a BN whose only reader is a ReLU: fused in the core
+    y = Conv2D(filters, 3, padding="same", use_bias=False, kernel_regularizer=kernel_regularizer)(y)
+    y = BatchNormalization()(y)
+    shortcut = x
+    if stride != 1 or x.shape[-1] != filters:
+        shortcut = Conv2D(filters, 1, strides=stride, use_bias=False, kernel_regularizer=kernel_regularizer)(x)
+        shortcut = BatchNormalization()(shortcut)
+    return ReLU()(Add()([y, shortcut]))
+
+
+def resnet_block_model(seed=4, classes=3, projection=True, kernel_regularizer=None, shape=(8, 8, 3)):
+    """A stem (Conv-BN-ReLU), a block with the identity shortcut and (projection) a block that
+    halves the size and doubles the channels (1x1 stride-2 shortcut), global average pooling, a
+    softmax Dense: a ResNet-20 in miniature."""
+    from hpcnn.layers import BatchNormalization, GlobalAveragePooling2D
+    x = hpcnn.Input(shape=shape)
+    y = ReLU()(BatchNormalization()(Conv2D(4, 3, padding="same", use_bias=False)(x)))
+    y = basic_block(y, 4, 1, kernel_regularizer)
+    if projection:
+        y = basic_block(y, 8, 2, kernel_regularizer)
+    out = Dense(classes, activation="softmax")(GlobalAveragePooling2D()(y))
+    return hpcnn.Model(x, out, seed=seed, name="resnet_block")

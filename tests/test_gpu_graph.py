@@ -7,7 +7,10 @@
     does for the Sequential models, and predictions and a short Adam run that agree;
   - a graph moved between the devices keeps its weights, and its step memory is planned there too;
   - a graph's training step copies its batch up and its loss statistics back, nothing else (the
-    gradient routes of Add and of shared tensors run on the device).
+    gradient routes of Add and of shared tensors run on the device);
+  - a ResNet basic block with BatchNormalization (cuDNN's batch norm; the identity and a 1x1
+    stride-2 projection shortcut): a step's updates, the moving statistics and the inference-mode
+    predictions agree with the CPU's, and a model saved on the GPU loads and predicts on the CPU.
 Without a usable GPU the module is skipped with the reason (`pytest -rs` shows it);
 HPCNN_TEST_GPU=cpu runs it with the CPU standing in for the GPU (tests/gpu_target.py).
 """
@@ -18,7 +21,7 @@ import hpcnn
 from hpcnn import _core
 
 from gpu_target import GPU, MARKS
-from small_models import GRAPHS
+from small_models import GRAPHS, resnet_block_model
 
 pytestmark = MARKS
 ops = _core.ops
@@ -102,3 +105,25 @@ def test_a_graph_step_copies_its_batch_up_and_its_statistics_back_and_nothing_el
     core.train_step((x, y))
     s = _core.transfer_stats()
     assert (s["h2d_count"], s["h2d_bytes"], s["d2h_count"], s["d2h_bytes"]) == (2, x.nbytes + y.nbytes, 1, 16)
+
+
+def test_a_resnet_block_with_batchnorm_matches_cpu(tmp_path):
+    cpu, gpu = resnet_block_model(seed=3), resnet_block_model(seed=3)
+    cpu.compile(hpcnn.optimizers.SGD(learning_rate=0.05), "categorical_crossentropy", device="cpu")
+    gpu.compile(hpcnn.optimizers.SGD(learning_rate=0.05), "categorical_crossentropy", device=GPU)
+    x, y = _data((8, 8, 3))
+    w0 = cpu.get_weights()
+    for a, b in zip(gpu.get_weights(), w0):
+        np.testing.assert_array_equal(a, b)
+    cpu.train_on_batch(x, y)
+    gpu.train_on_batch(x, y)
+    for name, a, c, w in zip(cpu._weight_names(), gpu.get_weights(), cpu.get_weights(), w0):
+        d_gpu, d_cpu = a - w, c - w  # SGD's update, or the moving statistics' step
+        scale = max(float(np.max(np.abs(d_cpu))), 1e-8)
+        np.testing.assert_allclose(d_gpu, d_cpu, rtol=2e-3, atol=2e-3 * scale, err_msg=name)
+    np.testing.assert_allclose(gpu.predict(x), cpu.predict(x), rtol=1e-3, atol=1e-5)
+    path = str(tmp_path / "block.h5")
+    gpu.save(path)
+    back = hpcnn.load_model(path)
+    assert back.device == "cpu"
+    np.testing.assert_allclose(back.predict(x), cpu.predict(x), rtol=1e-3, atol=1e-5)
