@@ -12,7 +12,7 @@ convolutions without bias; where a stage halves the size, the shortcut is option
 option A's zero-padded subsampling would be done three different ways); BN epsilon 1e-3, momentum
 0.99 (Keras' defaults). SGD 0.1, momentum 0.9, weight decay 1e-4. Random data in memory.
 
-    python bench/bench_resnet.py --python /work/venvs/bench/bin/python --rounds 3
+    python bench/bench_resnet.py --python /path/to/bench-venv/bin/python --rounds 3   # peers in a bench venv
     python bench/bench_resnet.py --frameworks hpcnn --rounds 1 --steps 2 --warmup 1 --batch 8   # smoke run
 """
 from __future__ import annotations

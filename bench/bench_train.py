@@ -33,6 +33,9 @@ def main(argv=None, doc=None, model="tutorial", batch=250):
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: hpcnn's default)")
     p.add_argument("--frameworks", default="hpcnn,torch,tensorflow")
     p.add_argument("--python", default=sys.executable, help="interpreter for the workers (a bench venv)")
+    p.add_argument("--hpcnn-python", default=None,
+                   help="interpreter for hpcnn's worker when hpcnn is not installed in --python's environment "
+                        "(default: --python)")
     p.add_argument("--csv", default=None, help="append one row per framework and mode to this CSV")
     p.add_argument("--baseline-python", action="append", default=[], metavar="[LABEL=]PYTHON",
                    help="also time the hpcnn importable by this interpreter (an older build in its own venv), "
@@ -43,10 +46,11 @@ def main(argv=None, doc=None, model="tutorial", batch=250):
     unknown = [f for f in fws if f not in bench.WORKERS]
     if unknown:
         p.error(f"unknown frameworks {unknown}; known: {sorted(bench.WORKERS)}")
-    present = [f for f in fws if bench.importable(a.python, f)]
+    py_of = {f: (a.hpcnn_python or a.python) if f == "hpcnn" else a.python for f in fws}
+    present = [f for f in fws if bench.importable(py_of[f], f)]
     for f in fws:
         if f not in present:
-            print(f"# {f}: not importable by {a.python}; skipped")
+            print(f"# {f}: not importable by {py_of[f]}; skipped")
     peak = bench.peak_gflops(threads, 1.0)
     print(f"# model: {a.model}: {bench.MODELS[a.model][3]}")
     print(f"# machine: {bench.machine_description()}")
@@ -56,7 +60,8 @@ def main(argv=None, doc=None, model="tutorial", batch=250):
     for i, spec in enumerate(a.baseline_python):
         label, _, py = spec.rpartition("=")
         baselines[label or ("hpcnn-baseline" if i == 0 else f"hpcnn-baseline{i + 1}")] = py
-    results = bench.compare(present, a.batch, a.steps, a.warmup, threads, a.rounds, a.python, baselines, a.model)
+    results = bench.compare(present, a.batch, a.steps, a.warmup, threads, a.rounds, a.python, baselines, a.model,
+                            a.hpcnn_python)
     counts = {f: r["params"] for (f, mode), r in results.items() if mode == "train"}
     print("# trainable parameters: " + ", ".join(f"{bench.FRAMEWORK_LABEL.get(f, f)} {c:,}" if c is not None else
                                                    f"{bench.FRAMEWORK_LABEL.get(f, f)} ?" for f, c in counts.items()))

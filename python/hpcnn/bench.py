@@ -413,16 +413,19 @@ def run_worker(python: str, framework: str, batch: int, steps: int, warmup: int,
 
 def compare(frameworks: Sequence[str], batch: int, steps: int, warmup: int, threads: int, rounds: int,
             python: Optional[str] = None, baselines: Optional[Dict[str, str]] = None,
-            model: str = "tutorial") -> Dict[Tuple[str, str], Dict[str, float]]:
+            model: str = "tutorial", hpcnn_python: Optional[str] = None) -> Dict[Tuple[str, str], Dict[str, float]]:
     """step_stats per (framework, 'train'|'infer'), with the framework's trainable parameter count
     under 'params': every framework in its own process, `rounds` rounds interleaved (hpcnn, torch,
     tensorflow, hpcnn, ...) so slow drifts hit all alike. `baselines` maps a label to another
     interpreter whose hpcnn (an older build) is timed as one more framework under that label: old
-    and new side by side in one run. `model`: a key of MODELS."""
+    and new side by side in one run. `model`: a key of MODELS. `hpcnn_python`: the interpreter for
+    hpcnn's worker when it is not `python` (peers in a bench venv, hpcnn in its own venv)."""
     python = python or sys.executable
     if model not in MODELS:
         raise ValueError(f"unknown model {model!r}; known: {sorted(MODELS)}")
-    runs = [(f, python, f) for f in frameworks] + [(label, py, "hpcnn") for label, py in (baselines or {}).items()]
+    hpcnn_python = hpcnn_python or python
+    runs = ([(f, hpcnn_python if f == "hpcnn" else python, f) for f in frameworks]
+            + [(label, py, "hpcnn") for label, py in (baselines or {}).items()])
     times = {label: {"train": [], "infer": []} for label, _, _ in runs}
     params: Dict[str, object] = {}
     for _ in range(rounds):
