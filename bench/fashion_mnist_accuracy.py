@@ -85,7 +85,7 @@ def keras_model(seed: int):
         m.add(L.MaxPooling2D(2))
     for layer in (L.Flatten(), L.Dense(128, activation="relu"), L.Dropout(0.3), L.Dense(10, activation="softmax")):
         m.add(layer)
-    m.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy", ["accuracy"])
+    m.compile(optimizer=keras.optimizers.Adam(1e-3), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     return m
 
 
