@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import hpcnn
-from hpcnn import callbacks, optimizers, regularizers
+from hpcnn import applications, callbacks, optimizers, regularizers
 from hpcnn.optimizers import schedules
 from hpcnn.data import HDF5Dataset, write_hdf5
 from hpcnn.layers import (ELU, Activation, Add, AveragePooling2D, BatchNormalization, Concatenate, Conv2D, Dense,
@@ -557,6 +557,27 @@ CASES = [
     ("set_random_seed('1')", lambda c: set_random_seed("1"), V, invalid("seed", "'1'")),
     ("set_num_threads(0)", lambda c: hpcnn.set_num_threads(0), V, invalid("n", "0")),
     ("set_num_threads(2.5)", lambda c: hpcnn.set_num_threads(2.5), V, invalid("n", "2.5")),
+    # ---------------------------------------------------------------- applications (the CIFAR ResNets)
+    ("resnet_cifar depth=21", lambda c: applications.resnet_cifar(21), V, r"Expected 6n \+ 2.*Received: depth=21"),
+    ("resnet_cifar depth=20.0", lambda c: applications.resnet_cifar(20.0), V, invalid("depth", "20.0")),
+    ("resnet_cifar input_shape=(32, 32)", lambda c: applications.resnet_cifar(8, input_shape=(32, 32)), V,
+     r"Expected \(height, width, channels\)"),
+    ("resnet_cifar classes=0", lambda c: applications.resnet_cifar(8, classes=0), V, invalid("classes", "0")),
+    ("resnet_cifar weight_decay=-1", lambda c: applications.resnet_cifar(8, weight_decay=-1), V,
+     invalid("weight_decay", "-1")),
+    ("resnet_cifar kernel_regularizer='l3'", lambda c: applications.resnet_cifar(8, kernel_regularizer="l3"), V,
+     r"Could not interpret regularizer identifier: 'l3'"),
+    ("resnet_cifar include_top='no'", lambda c: applications.resnet_cifar(8, include_top="no"), V,
+     invalid("include_top", "'no'")),
+    ("resnet_cifar pooling='sum'", lambda c: applications.resnet_cifar(8, pooling="sum"), V, r"`pooling`"),
+    ("resnet_cifar classifier_activation", lambda c: applications.resnet_cifar(8, classifier_activation="tanhh"),
+     V, r"unknown activation 'tanhh'"),
+    ("resnet_cifar input_tensor=array", lambda c: applications.resnet_cifar(8, input_tensor=c.x), T,
+     r"input_tensor must be an hpcnn tensor"),
+    ("resnet_cifar shortcut='C'", lambda c: applications.resnet_cifar(8, shortcut="C"), V, r"`shortcut`"),
+    ("resnet_cifar name='a/b'", lambda c: applications.resnet_cifar(8, name="a/b"), V, r"Argument `name`"),
+    ("resnet_cifar seed=-1", lambda c: applications.resnet_cifar(8, seed=-1), V, invalid("seed", "-1")),
+    ("resnet20_cifar unknown keyword", lambda c: applications.resnet20_cifar(depth=32), T, r"depth"),
 ]
 
 
@@ -585,7 +606,8 @@ def test_the_argument_table_covers_every_public_callable():
                  "RMSprop", "AdamW", "exclude_from_weight_decay", "ExponentialDecay",
                  "PiecewiseConstantDecay", "PolynomialDecay", "InverseTimeDecay", "CosineDecay",
                  "CosineDecayRestarts", "L1", "L2", "L1L2", "kernel_regularizer", "bias_regularizer",
-                 "LearningRateScheduler", "ReduceLROnPlateau", "TerminateOnNaN"):
+                 "LearningRateScheduler", "ReduceLROnPlateau", "TerminateOnNaN",
+                 "resnet_cifar", "resnet20_cifar"):
         assert name in covered, name
 
 
