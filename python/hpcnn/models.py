@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _core, devices, layers as layers_mod, losses, optimizers, saving, training, validation
+from . import _core, devices, keras_config, layers as layers_mod, losses, optimizers, saving, training, validation
 from .callbacks import Callback, History
 from .utils import next_model_seed
 
@@ -251,11 +251,30 @@ class Sequential:
         return [f"{layer.name}/{kind}" for layer in self.layers
                 if isinstance(layer, (layers_mod.Conv2D, layers_mod.Dense)) for kind in ("kernel", "bias")]
 
-    def save(self, filepath: str, overwrite: bool = True) -> None:
-        """Save the model (architecture, weights, compile settings) to an HDF5 file, atomically
-        (a temporary file renamed into place: never a half-written model). The optimizer's
-        moments are not saved: training resumes with a fresh optimizer state."""
-        saving.save_model(self, filepath, overwrite)
+    def save(self, filepath: str, overwrite: bool = True, save_format: Optional[str] = None) -> None:
+        """Save the model (architecture, weights, compile settings) in Keras' format for the file's
+        name: ``.keras`` a Keras 3 archive, anything else (``.h5``) a legacy Keras HDF5 model file;
+        both open in Keras (``keras.models.load_model``) and in hpcnn. Written atomically (a
+        temporary file renamed into place: never a half-written model). The optimizer's moments
+        are not saved: training resumes with a fresh optimizer state."""
+        saving.save_model(self, filepath, overwrite, save_format)
+
+    def save_weights(self, filepath: str, overwrite: bool = True, max_shard_size: Optional[float] = None) -> None:
+        """Save the weights: ``*.weights.h5`` in Keras 3's layout, any other name (``.h5``) in the
+        legacy Keras HDF5 layout; Keras' ``load_weights`` reads both. Written atomically."""
+        saving.save_weights(self, filepath, overwrite, max_shard_size)
+
+    def load_weights(self, filepath: str, skip_mismatch: bool = False, by_name: bool = False) -> None:
+        """Load weights saved by Keras or hpcnn (``.weights.h5``, legacy ``.h5``, ``.keras``, hpcnn
+        model files). Each array is checked first: a file that does not fit raises ValueError and
+        the model keeps its weights (``skip_mismatch=True``: layers that do not fit keep theirs,
+        with a warning). ``by_name=True`` (legacy ``.h5``): match layers by name."""
+        saving.load_weights(self, filepath, skip_mismatch, by_name)
+
+    def to_json(self, **kwargs: Any) -> str:
+        """The model's config as Keras 3's JSON (``keras.models.model_from_json`` and
+        ``hpcnn.models.model_from_json`` read it); ``json.dumps`` arguments pass through."""
+        return keras_config.to_json(self, **kwargs)
 
     # ------------------------------------------------------------------ compile
     def compile(self, optimizer: Union[str, optimizers.Optimizer] = "rmsprop", loss: Any = None,
@@ -381,6 +400,7 @@ def clone_model(model: Sequential) -> Sequential:
 # Re-exported so that hpcnn.models.load_model / tutorial_cnn / deep_mnist keep working. Imported
 # here, after Sequential exists, because both modules use Sequential.
 from .saving import load_model  # noqa: E402
+from .keras_config import model_from_json  # noqa: E402
 from .applications import deep_mnist, tutorial_cnn  # noqa: E402
 
-__all__ = ["Sequential", "clone_model", "load_model", "tutorial_cnn", "deep_mnist"]
+__all__ = ["Sequential", "clone_model", "load_model", "model_from_json", "tutorial_cnn", "deep_mnist"]
