@@ -402,7 +402,10 @@ def _loss_from_keras(value: Any, where: str) -> Any:
     if isinstance(value, str):
         name = {"CategoricalCrossentropy": "categorical_crossentropy",
                 "SparseCategoricalCrossentropy": "sparse_categorical_crossentropy"}.get(value, value)
-        losses.resolve(name)  # ValueError for a loss hpcnn does not have
+        try:
+            losses.resolve(name)
+        except ValueError as e:  # a loss hpcnn does not have (yet)
+            raise KerasConfigError(f"{where}: {e}") from None
         return name
     if isinstance(value, dict) and value.get("class_name") in _LOSS_CLASSES:
         cfg = dict(value.get("config") or {})

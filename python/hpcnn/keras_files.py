@@ -284,9 +284,12 @@ def read_keras3_weights(tree: H5Tree, model: Any, skip_mismatch: bool = False) -
             per_layer.append([current[f"{lw.name}/{k}"] for k in lw.kinds])
     extra = [p for p, o in tree.objects.items() if o["kind"] == "dataset" and p.startswith(root + "/")
              and p.rsplit("/", 1)[0] not in used]
-    if extra and not skip_mismatch:
-        holders = sorted({p.rsplit("/", 2)[0][len(root) + 1:] for p in extra})
-        raise Mismatch(f"the file holds weights for layers this model does not have: {', '.join(holders)[:300]}")
+    if extra:
+        holders = ", ".join(sorted({p.rsplit("/", 2)[0][len(root) + 1:] for p in extra}))[:300]
+        if not skip_mismatch:
+            raise Mismatch(f"the file holds weights for layers this model does not have: {holders}")
+        warnings.warn(f"load_weights: the file's weights of {holders} fit no layer of this model and are not loaded",
+                      UserWarning, stacklevel=3)
     return _flat_weights(model, layout, per_layer)
 
 
