@@ -376,6 +376,8 @@ def _optimizer_from_keras(value: Any, where: str) -> Any:
     if not isinstance(value, dict) or not isinstance(value.get("class_name"), str):
         raise KerasConfigError(f"{where}: the optimizer {str(value)[:100]} is not a Keras optimizer config")
     name = value["class_name"]
+    if name.startswith("Custom>") and name[len("Custom>"):] in optimizers.REGISTRY:
+        name = name[len("Custom>"):]  # tf.keras 2.11-2.15 registered its built-in optimizers so
     if name not in optimizers.REGISTRY:  # an explicit registry, never getattr
         raise KerasConfigError(f"{where}: optimizer {name!r:.60} is not one hpcnn has ({', '.join(sorted(optimizers.REGISTRY))})")
     cfg = dict(value.get("config") or {})
@@ -439,11 +441,14 @@ def _metrics_from_keras(value: Any, where: str) -> List[str]:
     return out
 
 
-def compile_from_keras(model: Any, config: Dict[str, Any], where: str) -> None:
-    """Compiles `model` as Keras' compile_config (Keras 3) or training_config (Keras 2) says.
-    KerasConfigError naming what hpcnn does not have."""
+def compile_from_keras(model: Any, config: Dict[str, Any], where: str) -> bool:
+    """Compiles `model` as Keras' compile_config (Keras 3) or training_config (Keras 2) says;
+    False when they name no loss (Keras records an uncompiled model so). KerasConfigError naming
+    what hpcnn does not have."""
     if not isinstance(config, dict):
         raise KerasConfigError(f"{where}: the compile settings are not a dict")
+    if config.get("loss") is None:
+        return False
     opt_value = config.get("optimizer", config.get("optimizer_config"))
     optimizer = _optimizer_from_keras(opt_value if opt_value is not None else "rmsprop", where)
     loss = _loss_from_keras(config.get("loss"), where)
@@ -455,6 +460,21 @@ def compile_from_keras(model: Any, config: Dict[str, Any], where: str) -> None:
         model.compile(optimizer=optimizer, loss=loss, metrics=metrics or None, device="cpu")
     except (TypeError, ValueError) as e:
         raise KerasConfigError(f"{where}: {e}") from None
+    return True
+
+
+def compile_or_warn(model: Any, config: Any, caller: str) -> None:
+    """Compiles as Keras' compile settings say; settings hpcnn does not have leave the model
+    uncompiled with a warning (its architecture and weights are there), as Keras does for a
+    compile it cannot restore."""
+    if config is None:
+        return
+    try:
+        compile_from_keras(model, config, "compile settings")
+    except (KerasConfigError, NotImplementedError) as e:
+        import warnings
+        warnings.warn(f"{caller}: the model is loaded but not compiled: {e}. Call model.compile() before fit or "
+                      "evaluate.", UserWarning, stacklevel=3)
 
 
 def to_json(model: Any, **kwargs: Any) -> str:
@@ -479,8 +499,8 @@ def model_from_json(json_string: str, custom_objects: Optional[Dict[str, Any]] =
     if isinstance(config, dict) and "class_name" not in config and isinstance(config.get("layers"), list):
         return models.Sequential.from_config(config)  # hpcnn's own get_config()
     model = model_from_keras(config, weights_follow=False, where="model_from_json")
-    if isinstance(config, dict) and isinstance(config.get("compile_config"), dict):
-        compile_from_keras(model, config["compile_config"], "model_from_json")
+    if isinstance(config, dict) and config.get("compile_config") is not None:
+        compile_or_warn(model, config["compile_config"], "model_from_json")
     return model
 
 

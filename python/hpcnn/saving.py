@@ -252,17 +252,7 @@ def _compile_hpcnn(model: "Sequential", comp: Optional[Dict[str, Any]]) -> None:
 
 
 def _compile_keras(model: Any, config: Any, path: str) -> None:
-    """Compiles as Keras' compile settings say; settings hpcnn does not have leave the model
-    uncompiled with a warning (its architecture and weights are loaded), as Keras does for a
-    compile it cannot restore."""
-    if config is None:
-        return
-    try:
-        keras_config.compile_from_keras(model, config, "compile settings")
-    except (keras_config.KerasConfigError, NotImplementedError) as e:
-        import warnings
-        warnings.warn(f"load_model: '{path}': the model is loaded but not compiled: {e}. Call model.compile() "
-                      "before fit or evaluate.", UserWarning, stacklevel=3)
+    keras_config.compile_or_warn(model, config, f"load_model: '{path}'")
 
 
 def _keras_json_attr(tree: "keras_files.H5Tree", name: str) -> Any:
