@@ -10,7 +10,9 @@
 //     penalty] (the one device->host copy of a step); the reported loss is the mean + the penalty
 //     backward through the same layers (ping-pong gradient buffers), parameter gradients written
 //     into the one gradient buffer, then the regularizers' gradients added to it
-//     one optimizer step over the one parameter buffer
+//     layers commit their training-time state (BatchNormalization's moving statistics; only now,
+//     after the loss was found finite)
+//     one optimizer step over the one parameter buffer (its trainable ranges)
 //     stage `next` (if given) for the following call: on a GPU its upload runs on the copy stream
 //     while this step's backward pass and optimizer step still run on the GPU
 //
@@ -18,8 +20,9 @@
 //   pass (predict: without targets, returning the outputs). All three share the staged batch: a
 //   batch staged by one may be taken by another (predict_step leaves its y unchecked).
 //
-// All trainable parameters live in one contiguous buffer (and their gradients in another);
-// layers hold views. The device is the model's own property, set by to(). The buffers are in the
+// All weights live in one contiguous buffer (and their gradients in another), trainable ones
+// first, then the non-trainable ones (BatchNormalization's moving statistics: updated by their
+// layer after the backward pass of a finite step, never by the optimizer); layers hold views. The device is the model's own property, set by to(). The buffers are in the
 // device's layout (conv kernels OHWI on a GPU, nn/param_layout.h), converted only by get_weights,
 // set_weights and to(). Before any device buffer of the model is freed or replaced, the model
 // waits for the GPU's queued work (a step returns with its backward pass still running).
@@ -59,7 +62,7 @@ class Sequential {
   int num_layers() const { return static_cast<int>(layers_.size()); }
   const Layer& layer(int i) const { return *layers_.at(i); }
   long long num_params() const { return params_.numel(); }
-  // Per layer: (name, shape) of each weight, Keras order (kernel, bias).
+  // Per layer: each weight's spec (name, shape, trainable), Keras order (kernel, bias, ...).
   std::vector<std::vector<ParamSpec>> weight_specs() const { return specs_; }
 
   std::vector<Tensor> get_weights() const;            // host copies, Keras order and layouts
@@ -72,7 +75,10 @@ class Sequential {
   void compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool from_logits);
   // Which layers the optimizer updates (one flag per layer; all by default). A frozen layer's
   // parameters and optimizer state stay as they are, and backward stops at the first trainable
-  // layer. Python sets it at compile (Keras' rule: trainable takes effect at compile()).
+  // layer with trainable weights. Non-trainable weights (ParamSpec::trainable) are never in the
+  // optimizer's ranges. Each layer is told (Layer::set_trainable: a frozen BatchNormalization
+  // runs in inference mode). Python sets it at compile (Keras' rule: trainable takes effect at
+  // compile()).
   void set_trainable(const std::vector<bool>& per_layer);
   long long num_trainable_params() const;
   bool compiled() const { return optimizer_ != nullptr; }
@@ -82,8 +88,24 @@ class Sequential {
   Device device() const { return device_; }
   void to(Device d);  // parameters and optimizer state, converted to d's layout
 
+  // The optimizer's state buffers as host copies (nn/optimizer.h), in the layout of the model's
+  // device or (keras_layout) in Keras' layout, the one files hold (the concatenation of
+  // get_weights' arrays, flattened). Empty before the first step. ValueError when not compiled.
+  std::vector<StateBuffer> optimizer_state(bool keras_layout) const;
+  // Restores the optimizer: `keras` are its state buffers in Keras' layout (any device; none at
+  // all for "no step taken yet"), converted here to the device's layout; `iterations` its step
+  // count. ValueError (and nothing changed) when a name, size or dtype does not match.
+  void set_optimizer_state(const std::vector<StateBuffer>& keras, long long iterations);
+
+  // The random state: the seed (initial weights, dropout masks) and the step counter that keys
+  // dropout (one per training step). Restoring both, with the weights and the optimizer state,
+  // makes the following steps those of an uninterrupted run.
   uint64_t seed() const { return seed_; }
   uint64_t step() const { return step_; }
+  void set_rng_state(uint64_t seed, uint64_t step) {
+    seed_ = seed;
+    step_ = step;
+  }
 
   // One training step on `current`, or (nullptr) on the batch staged by the previous call's
   // `next`; then stages `next` (nullptr: none) for the following call. Errors of this step's

@@ -16,8 +16,10 @@
   ``model.weights.h5``.
 
 Files hpcnn writes in these layouts also carry hpcnn's own description (``hpcnn_model_json``, a
-dataset Keras does not look at; ``hpcnn.json`` in an archive), so that hpcnn reads back exactly
-what it wrote (its config, seed and compile settings) while Keras reads the same file as its own.
+dataset Keras does not look at; ``hpcnn.json`` in an archive) and the optimizer state
+(``optimizer_000``, ... datasets; in an archive, in its own member ``hpcnn_state.h5``), so that
+hpcnn reads back exactly what it wrote (its config, seed, step counter, compile settings and
+optimizer state) while Keras reads the same file as its own.
 
 Weights are checked before anything is set: every array present, of the model's shape, a float
 type (converted to float32), finite; a mismatch is a ValueError naming the layer and the file,
@@ -47,8 +49,8 @@ MAX_INFLATION = 1000
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 ZIP_SIGNATURE = b"PK\x03\x04"
-ARCHIVE_CONFIG, ARCHIVE_METADATA, ARCHIVE_WEIGHTS, ARCHIVE_HPCNN = (
-    "config.json", "metadata.json", "model.weights.h5", "hpcnn.json")
+ARCHIVE_CONFIG, ARCHIVE_METADATA, ARCHIVE_WEIGHTS, ARCHIVE_HPCNN, ARCHIVE_STATE = (
+    "config.json", "metadata.json", "model.weights.h5", "hpcnn.json", "hpcnn_state.h5")
 HPCNN_DATASET = "hpcnn_model_json"  # saving.META_DATASET: hpcnn's description beside Keras' layout
 
 
@@ -380,9 +382,10 @@ def read_legacy_weights(tree: H5Tree, model: Any, by_name: bool = False, skip_mi
 
 
 # ---------------------------------------------------------------------- .keras archives
-def write_archive(path: str, model: Any, hpcnn_meta: Dict[str, Any], caller: str) -> None:
-    """A Keras 3 archive (config.json, metadata.json, model.weights.h5) plus hpcnn.json, written
-    atomically."""
+def write_archive(path: str, model: Any, hpcnn_meta: Dict[str, Any], caller: str,
+                  state_items: Sequence[Tuple[str, Optional[np.ndarray], Dict[str, Any]]] = ()) -> None:
+    """A Keras 3 archive (config.json, metadata.json, model.weights.h5) plus hpcnn.json and, when
+    `state_items` (the optimizer state's datasets) are given, hpcnn_state.h5; written atomically."""
     config = keras_config.model_to_keras(model, legacy=False)
     metadata = {"keras_version": keras_config.KERAS_VERSION, "date_saved": time.strftime("%Y-%m-%d@%H:%M:%S"),
                 "hpcnn_version": hpcnn_meta.get("hpcnn_version")}
@@ -393,6 +396,8 @@ def write_archive(path: str, model: Any, hpcnn_meta: Dict[str, Any], caller: str
         zf.writestr(ARCHIVE_CONFIG, json.dumps(config))
         zf.writestr(ARCHIVE_WEIGHTS, weights)
         zf.writestr(ARCHIVE_HPCNN, json.dumps(hpcnn_meta))
+        if state_items:
+            zf.writestr(ARCHIVE_STATE, _C.h5_tree_image(list(state_items), caller))
     _C.write_file_atomically(path, buf.getvalue(), caller)
 
 
@@ -439,14 +444,17 @@ class Archive:
             raise FileProblem(f"its '{name}' is not valid JSON ({type(e).__name__}: {str(e)[:200]})") from None
 
     def weights(self, label: str) -> H5Tree:
-        raw = self._member(ARCHIVE_WEIGHTS)
+        if ARCHIVE_WEIGHTS not in self._zip.namelist() and "model.weights.npz" in self._zip.namelist():
+            raise FileProblem("its weights are in the npz format (weights_format='npz'), which hpcnn does not read")
+        return self.tree(ARCHIVE_WEIGHTS, label)
+
+    def tree(self, member: str, label: str) -> H5Tree:
+        """The archive's HDF5 member `member`, opened in memory (FileProblem when it is missing)."""
+        raw = self._member(member)
         if raw is None:
-            names = self._zip.namelist()
-            if "model.weights.npz" in names:
-                raise FileProblem("its weights are in the npz format (weights_format='npz'), which hpcnn does not read")
-            raise FileProblem(f"it has no '{ARCHIVE_WEIGHTS}' (members: {', '.join(names)[:200]})")
+            raise FileProblem(f"it has no '{member}' (members: {', '.join(self._zip.namelist())[:200]})")
         try:
-            return H5Tree.from_bytes(raw, f"{label}/{ARCHIVE_WEIGHTS}")
+            return H5Tree.from_bytes(raw, f"{label}/{member}")
         except ValueError as e:
             raise FileProblem(str(e)) from None
 

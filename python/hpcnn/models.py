@@ -99,8 +99,8 @@ class Sequential:
         if not self.layers:
             raise ValueError("the model has no layers")
         cfgs: List[Dict[str, Any]] = []
-        for layer in self.layers:
-            cfgs.extend(layer._core_configs())
+        for per_layer in layers_mod.core_configs(self.layers):  # with BatchNormalization+ReLU fused
+            cfgs.extend(per_layer)
         if self._seed is None:
             self._seed = next_model_seed()
         self._core = _core.Model(list(self._input_shape), cfgs, self._seed)
@@ -172,7 +172,10 @@ class Sequential:
     def summary(self, print_fn=print, line_length: int = 76) -> None:
         """A Keras-style table: layer, output shape, parameters; totals; device."""
         rows = self._layer_outputs()
-        c1, c2 = 34, 26
+        # The first column fits the longest " name (Type)" label (Keras' long class names).
+        c1 = max([34] + [len(f" {layer.name} ({type(layer).__name__})") + 2 for layer, _, _ in rows])
+        c2 = 26
+        line_length = max(line_length, c1 + c2 + 12)
         sep = "_" * line_length
         print_fn(f'Model: "{self.name}"')
         print_fn(sep)
@@ -183,7 +186,13 @@ class Sequential:
             print_fn(f"{label:<{c1}}{str((None,) + shape):<{c2}}{params:,}")
         print_fn("=" * line_length)
         total = self.count_params()
-        trainable = sum(params for layer, _, params in rows if self._trainable and layer.trainable)
+        # Non-trainable: the weights of frozen layers, and the non-trainable weights by nature
+        # (BatchNormalization's moving statistics) of every layer.
+        trainable, cur = 0, tuple(self._input_shape or ())
+        for layer, shape, params in rows:
+            if self._trainable and layer.trainable:
+                trainable += params - layer._non_trainable_count(cur)
+            cur = shape
         print_fn(f"Total params: {total:,} ({total * 4 / 1024**2:.2f} MB)")
         print_fn(f"Trainable params: {trainable:,} ({trainable * 4 / 1024**2:.2f} MB)")
         print_fn(f"Non-trainable params: {total - trainable:,} ({(total - trainable) * 4 / 1024**2:.2f} MB)")
@@ -206,7 +215,8 @@ class Sequential:
 
     # ------------------------------------------------------------------ weights and config
     def get_weights(self) -> List[np.ndarray]:
-        """Kernels and biases in Keras order and layouts (Conv2D (kh, kw, in, out), Dense (in, out))."""
+        """Every weight in Keras order and layouts (Conv2D (kh, kw, in, out), Dense (in, out),
+        BatchNormalization gamma, beta, moving_mean, moving_variance), trainable or not."""
         return [np.array(w, copy=True) for w in self._model().get_weights()]
 
     def set_weights(self, weights: Sequence[ArrayLike]) -> None:
@@ -247,21 +257,30 @@ class Sequential:
         return model
 
     def _weight_names(self) -> List[str]:
-        """'conv2d/kernel', 'conv2d/bias', ...: the get_weights() order (Conv2D and Dense hold weights)."""
-        return [f"{layer.name}/{kind}" for layer in self.layers
-                if isinstance(layer, (layers_mod.Conv2D, layers_mod.Dense)) for kind in ("kernel", "bias")]
+        """'conv2d/kernel', 'conv2d/bias', 'batch_normalization/gamma', ...: the get_weights() order,
+        named by the core's weight specs."""
+        per_core = self._model().weight_shapes
+        names, k = [], 0
+        for layer in self.layers:
+            n = len(layer._core_configs())
+            names += [f"{layer.name}/{w}" for specs in per_core[k:k + n] for w, _ in specs]
+            k += n
+        return names
 
-    def save(self, filepath: str, overwrite: bool = True, save_format: Optional[str] = None) -> None:
-        """Save the model (architecture, weights, compile settings) in Keras' format for the file's
-        name: ``.keras`` a Keras 3 archive, anything else (``.h5``) a legacy Keras HDF5 model file;
-        both open in Keras (``keras.models.load_model``) and in hpcnn. Written atomically (a
-        temporary file renamed into place: never a half-written model). The optimizer's moments
-        are not saved: training resumes with a fresh optimizer state."""
-        saving.save_model(self, filepath, overwrite, save_format)
+    def save(self, filepath: str, overwrite: bool = True, include_optimizer: bool = True,
+             save_format: Optional[str] = None) -> None:
+        """Save the model (architecture, weights, compile settings, step counter and, with
+        ``include_optimizer`` (Keras' default), the optimizer's state: moments, step count,
+        learning rate) in Keras' format for the file's name: ``.keras`` a Keras 3 archive, anything
+        else (``.h5``) a legacy Keras HDF5 model file; both open in Keras
+        (``keras.models.load_model``) and in hpcnn, whose ``load_model`` then gives a model whose
+        ``fit`` continues exactly as this one's would. Written atomically (a temporary file flushed
+        and renamed into place: never a half-written model)."""
+        saving.save_model(self, filepath, overwrite, include_optimizer, save_format)
 
     def save_weights(self, filepath: str, overwrite: bool = True, max_shard_size: Optional[float] = None) -> None:
         """Save the weights: ``*.weights.h5`` in Keras 3's layout, any other name (``.h5``) in the
-        legacy Keras HDF5 layout; Keras' ``load_weights`` reads both. Written atomically."""
+        legacy Keras HDF5 layout; Keras' ``load_weights`` and hpcnn's read both. Written atomically."""
         saving.save_weights(self, filepath, overwrite, max_shard_size)
 
     def load_weights(self, filepath: str, skip_mismatch: bool = False, by_name: bool = False) -> None:
