@@ -61,3 +61,32 @@ def test_hpcnn_round_trips_keras_files_it_loaded(tmp_path):
     for name in ("again.h5", "again.keras"):
         m.save(tmp_path / name)
         close(load_model(tmp_path / name), TFK2["x_cnn"], TFK2["cnn"])
+
+
+BN_LAYERS = ["Rescaling", "ZeroPadding2D", "Conv2D", "BatchNormalization", "ReLU", "AveragePooling2D", "Conv2D",
+             "BatchNormalization", "LeakyReLU", "GlobalAveragePooling2D", "Dense", "ELU", "Dense", "Softmax"]
+
+
+@pytest.mark.parametrize("name, expected", [("tfk2_bn.h5", TFK2), ("k3_bn.keras", K3)])
+def test_keras_saved_models_with_batch_normalization(tmp_path, name, expected):
+    """The ResNet layers, trained by Keras (moving statistics away from 0 and 1), predict the same in
+    hpcnn (inference mode: the moving statistics), compiled with Keras' optimizer and its config."""
+    m = load_model(DATA / name)
+    assert [type(layer).__name__ for layer in m.layers] == BN_LAYERS
+    close(m, expected["x_cnn"], expected["bn"])
+    w = dict(zip(m._weight_names(), m.get_weights()))
+    assert not np.allclose(w["batch_normalization/moving_mean"], 0)
+    assert "batch_normalization_1/beta" not in w and m.layers[7].center is False
+    cfg = m.optimizer.get_config()
+    if name.startswith("tfk2"):
+        assert type(m.optimizer).__name__ == "RMSprop" and cfg["momentum"] == pytest.approx(0.9)
+        assert cfg["learning_rate"] == pytest.approx(0.01)
+    else:
+        assert type(m.optimizer).__name__ == "AdamW" and cfg["weight_decay"] == pytest.approx(0.01)
+        assert cfg["learning_rate"]["class_name"] == "ExponentialDecay"
+        assert cfg["learning_rate"]["config"]["decay_steps"] == 10
+    assert m._compiled["loss"] == "sparse_categorical_crossentropy"
+    for again in ("again.h5", "again.keras"):  # and back out: the same predictions
+        m.save(tmp_path / again)
+        close(load_model(tmp_path / again), expected["x_cnn"], expected["bn"])
+    m.fit(expected["x_cnn"], np.array([0, 1, 2, 0, 1, 2]), epochs=1, verbose=0)

@@ -87,7 +87,8 @@ def test_hpcnn_files_load_in_keras(tmp_path, x):
     k = keras.models.load_model(tmp_path / "h.h5")
     assert np.abs(k.predict(x, verbose=0) - expected).max() <= TOL
     assert type(k.optimizer).__name__ == "Adam" and float(k.optimizer.learning_rate) == pytest.approx(0.002)
-    # hpcnn does not save the optimizer's moments yet: Keras says so and starts them fresh, as hpcnn does
+    # hpcnn keeps the optimizer's moments beside Keras' layout (for itself): Keras says it finds none of
+    # its own and starts them fresh
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")  # Keras turns an error raised from its warning into a load failure
         k = keras.models.load_model(tmp_path / "h.keras")
@@ -122,3 +123,72 @@ def test_an_hpcnn_model_trained_after_loading_keras_weights_saves_back(tmp_path,
     m.save(tmp_path / "back.h5")
     k = keras.models.load_model(tmp_path / "back.h5")
     assert np.abs(k.predict(x, verbose=0) - m.predict(x)).max() <= TOL
+
+
+# ------------------------------------------------------------------ the ResNet layers and the other optimizers
+def keras_bn_cnn():
+    """tests/data/keras/make_fixtures.py's bn_cnn, in Keras."""
+    L = keras.layers
+    return keras.Sequential([
+        keras.Input((8, 8, 3)), L.Rescaling(2.0, offset=-1.0), L.ZeroPadding2D(1), L.Conv2D(6, 3, strides=2, use_bias=False),
+        L.BatchNormalization(momentum=0.5), L.ReLU(), L.AveragePooling2D(2, padding="same"), L.Conv2D(5, 3, padding="same"),
+        L.BatchNormalization(center=False, momentum=0.5), L.LeakyReLU(0.1), L.GlobalAveragePooling2D(), L.Dense(6),
+        L.ELU(), L.Dense(3), L.Softmax()])
+
+
+def bn_data():
+    rng = np.random.default_rng(3)
+    return rng.random((16, 8, 8, 3), dtype=np.float32), rng.integers(0, 3, 16), rng.random((5, 8, 8, 3), dtype=np.float32)
+
+
+def test_keras_batch_normalization_models_load_in_hpcnn(tmp_path):
+    x, y, xt = bn_data()
+    keras.utils.set_random_seed(2)
+    k = keras_bn_cnn()
+    k.compile(optimizer=keras.optimizers.AdamW(learning_rate=keras.optimizers.schedules.CosineDecay(0.01, 50),
+                                               weight_decay=0.01),
+              loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    k.fit(x, y, epochs=2, batch_size=4, verbose=0)  # the moving statistics move
+    expected = k.predict(xt, verbose=0)
+    k.save(tmp_path / "k.keras")
+    k.save(tmp_path / "k.h5")
+    k.save_weights(tmp_path / "k.weights.h5")
+    for name in ("k.keras", "k.h5"):
+        m = load_model(tmp_path / name)
+        assert np.abs(m.predict(xt) - expected).max() <= TOL, name
+        assert [type(a).__name__ for a in m.layers] == [type(b).__name__ for b in k.layers], name
+        assert type(m.optimizer).__name__ == "AdamW" and m.optimizer.get_config()["weight_decay"] == pytest.approx(0.01)
+        assert m.optimizer.get_config()["learning_rate"]["class_name"] == "CosineDecay"
+    fresh = hpcnn.models.clone_model(load_model(tmp_path / "k.keras", compile=False))
+    fresh.load_weights(tmp_path / "k.weights.h5")
+    assert np.abs(fresh.predict(xt) - expected).max() <= TOL
+
+
+@pytest.mark.parametrize("optimizer", ["rmsprop", "adamw", "sgd"])
+def test_hpcnn_batch_normalization_models_load_in_keras(tmp_path, optimizer):
+    from test_keras_files_state import OPTIMIZERS, bn_model
+    x, y, xt = bn_data()
+    m = bn_model(seed=6)
+    opt = OPTIMIZERS[{"rmsprop": "RMSprop", "adamw": "AdamW", "sgd": "SGD"}[optimizer]]()
+    m.compile(opt, "sparse_categorical_crossentropy", ["accuracy"])
+    m.fit(x, y, batch_size=4, epochs=2, verbose=0)
+    expected = m.predict(xt)
+    m.save(tmp_path / "h.keras")
+    m.save(tmp_path / "h.h5")
+    m.save_weights(tmp_path / "h.weights.h5")
+    for name in ("h.keras", "h.h5"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")  # Keras' notice that it finds no optimizer variables of its own
+            k = keras.models.load_model(tmp_path / name)
+        assert np.abs(k.predict(xt, verbose=0) - expected).max() <= TOL, name
+        assert type(k.optimizer).__name__ == type(m.optimizer).__name__, name
+        kcfg, hcfg = k.optimizer.get_config(), m.optimizer.get_config()
+        for key, value in hcfg.items():
+            if key == "learning_rate" and isinstance(value, dict):
+                assert kcfg[key]["class_name"] == value["class_name"] and kcfg[key]["config"] == value["config"], name
+            elif key != "name":
+                assert kcfg[key] == pytest.approx(value) if isinstance(value, float) else kcfg[key] == value, (name, key)
+    keras.utils.set_random_seed(12)
+    fresh = keras_bn_cnn()
+    fresh.load_weights(tmp_path / "h.weights.h5")
+    assert np.abs(fresh.predict(xt, verbose=0) - expected).max() <= TOL

@@ -32,6 +32,10 @@ _CLASS_ALIASES = {"Convolution2D": "Conv2D", "MaxPool2D": "MaxPooling2D", "AvgPo
 _NO_EFFECT = {"quantization_config": None, "lora_rank": None, "lora_alpha": None, "sparse": False,
               "ragged": False, "optional": False, "input_tensor": None}
 _MODEL_CLASSES = ("Sequential", "Functional", "Model")
+# Keras 3 layers without a build() of their own: built when constructed, so their configs carry no
+# build_config.
+_BUILT_AT_INIT = ("Dropout", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D",
+                  "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax")
 
 
 class KerasConfigError(ValueError):
@@ -101,6 +105,21 @@ def _layer_to_keras(class_name: str, cfg: Dict[str, Any], legacy: bool) -> Dict[
         out.update(rate=cfg.pop("rate"), noise_shape=None, seed=None)
     elif class_name == "ReLU":
         out.update(max_value=None, negative_slope=0.0, threshold=0.0)
+    elif class_name == "BatchNormalization":
+        out.update(axis=cfg.pop("axis", -1), momentum=cfg.pop("momentum", 0.99), epsilon=cfg.pop("epsilon", 1e-3),
+                   center=cfg.pop("center", True), scale=cfg.pop("scale", True),
+                   beta_initializer=_initializer("zeros", legacy), gamma_initializer=_initializer("ones", legacy),
+                   moving_mean_initializer=_initializer("zeros", legacy),
+                   moving_variance_initializer=_initializer("ones", legacy), beta_regularizer=None,
+                   gamma_regularizer=None, beta_constraint=None, gamma_constraint=None)
+        if not legacy:  # (Keras 3.15's renorm arguments are left out: older Keras 3 versions do not take them)
+            out.update(synchronized=False)
+    elif class_name in ("GlobalAveragePooling2D", "GlobalMaxPooling2D"):
+        out.update(data_format="channels_last", keepdims=cfg.pop("keepdims", False))
+    elif class_name == "ZeroPadding2D":
+        out.update(padding=cfg.pop("padding"), data_format="channels_last")
+    elif class_name == "LeakyReLU" and legacy:
+        out.update(alpha=cfg.pop("negative_slope"))  # Keras 2's name; Keras 3 takes it too
     if class_name in ("Conv2D", "Dense"):
         out.update(kernel_initializer=_initializer("glorot_uniform", legacy), bias_initializer=_initializer("zeros", legacy),
                    kernel_regularizer=_regularizer(cfg.pop("kernel_regularizer", None), legacy),
@@ -142,7 +161,7 @@ def model_to_keras(model: Any, legacy: bool = False, include_compile: bool = Tru
             layers.append(_input_layer(lcfg["input_shape"], legacy, lcfg.get("name") or "input_layer"))
             continue
         keras_layer = _wrap("keras.layers", cls, _layer_to_keras(cls, lcfg, legacy), legacy)
-        if not legacy and lcfg.get("name") in shapes and cls not in ("Dropout", "MaxPooling2D", "Activation", "ReLU"):
+        if not legacy and lcfg.get("name") in shapes and cls not in _BUILT_AT_INIT:
             keras_layer["build_config"] = {"input_shape": shapes[lcfg["name"]]}
         layers.append(keras_layer)
     model_cfg: Dict[str, Any] = {"name": cfg["name"], "layers": layers}
@@ -172,7 +191,8 @@ def compile_to_keras(model: Any, legacy: bool) -> Dict[str, Any]:
             opt_cfg.pop(key, None)  # Keras 2's optimizers know fewer of these; unset means absent
     if isinstance(opt_cfg.get("learning_rate"), dict):
         sched = opt_cfg["learning_rate"]
-        opt_cfg["learning_rate"] = _wrap("keras.optimizers.schedules", sched["class_name"], sched["config"], legacy)
+        # With its module even in Keras 2's shape: Keras 3 finds a schedule of a legacy .h5 file by it.
+        opt_cfg["learning_rate"] = _wrap("keras.optimizers.schedules", sched["class_name"], sched["config"], False)
     optimizer = _wrap("keras.optimizers", type(opt).__name__, opt_cfg, legacy)
     loss: Any = comp["loss"]
     if comp.get("from_logits"):
@@ -266,12 +286,14 @@ def _layer_from_keras(entry: Dict[str, Any], weights_follow: bool, index: int) -
             del cfg[key]
         elif key.endswith("_initializer"):
             name = _initializer_name(value)
-            if weights_follow or (name is not None and name != "ones"):
-                # With weights from the file the initializer never runs; without, hpcnn's default is Keras'.
-                del cfg[key]
+            if weights_follow:
+                del cfg[key]  # with weights from the file the initializer never runs
+            elif name is not None:
+                cfg[key] = name  # the layer takes Keras' default for it and refuses others, naming them
             else:
                 raise KerasConfigError(f"{where}: {key}={_plain(value)!r:.100} is not supported (hpcnn initializes "
-                                       "kernels with glorot_uniform and biases with zeros; load weights to use others)")
+                                       "with Keras' default initializers: glorot_uniform kernels, zeros biases, "
+                                       "BatchNormalization's ones and zeros; load weights to use others)")
         elif key.endswith("_constraint") or key == "activity_regularizer":
             if value is not None:
                 raise KerasConfigError(f"{where}: {key}={_plain(value)!r:.100} is not supported by hpcnn")
@@ -284,6 +306,8 @@ def _layer_from_keras(entry: Dict[str, Any], weights_follow: bool, index: int) -
             cfg[key] = _plain(value)
     if cls == "LeakyReLU" and "alpha" in cfg and "negative_slope" not in cfg:  # Keras 2's name
         cfg["negative_slope"] = cfg.pop("alpha")
+    if cls == "BatchNormalization" and isinstance(cfg.get("axis"), list) and len(cfg["axis"]) == 1:
+        cfg["axis"] = cfg["axis"][0]  # tf.keras 2 saves the built layer's axis as a list, [3] for images
     return cls, cfg
 
 
@@ -386,6 +410,8 @@ def _optimizer_from_keras(value: Any, where: str) -> Any:
             v = cfg.pop(key)
             if default is not None and v != default:
                 raise KerasConfigError(f"{where}: {name}({key}={v!r:.40}) is not supported by hpcnn")
+    if not cfg.get("use_ema") and "ema_overwrite_frequency" in cfg:
+        del cfg["ema_overwrite_frequency"]  # no effect without use_ema (tf.keras 2's RMSprop writes 100)
     if "lr" in cfg and "learning_rate" not in cfg:  # Keras 2's early name
         cfg["learning_rate"] = cfg.pop("lr")
     if isinstance(cfg.get("learning_rate"), dict):

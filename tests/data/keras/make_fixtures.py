@@ -4,7 +4,12 @@
   weights files that TensorFlow 2 wrote before Keras 3 (what the MNIST seed's
   recognition_model.hdf5 is), for a small CNN and for the MNIST seed's classifier (Flatten,
   Dense, Dropout, Dense with logits, SparseCategoricalCrossentropy(from_logits=True));
-- Keras 3 (jax backend): the small CNN as `.keras`, `.weights.h5` and legacy `.h5`.
+- Keras 3 (jax backend): the small CNN as `.keras`, `.weights.h5` and legacy `.h5`;
+- both: a small ResNet-style CNN with the layers of issue 13 (Rescaling, ZeroPadding2D, a strided
+  Conv2D without bias, BatchNormalization with trained moving statistics, ReLU, AveragePooling2D,
+  LeakyReLU, GlobalAveragePooling2D, ELU, Softmax) compiled with the other optimizers (tf.keras 2:
+  RMSprop with momentum; Keras 3: AdamW on an ExponentialDecay schedule), as `.h5` (tf.keras 2) and
+  `.keras` (Keras 3).
 
 expected.npz holds the inputs and each family's predictions. CI needs neither TensorFlow nor
 Keras for those tests (tests/test_keras_interop.py runs live Keras 3 where it is installed).
@@ -51,6 +56,35 @@ def mnist_classifier(k):
     return k.Sequential([L.Flatten(input_shape=(6, 6)), L.Dense(5, activation="relu"), L.Dropout(0.2), L.Dense(3)])
 
 
+def bn_cnn(k):
+    """The layers a ResNet needs, small: its predictions depend on BatchNormalization's moving
+    statistics (inference mode), so a file read without them, or in another order, predicts otherwise."""
+    L = k.layers
+    return k.Sequential([
+        L.InputLayer(input_shape=(8, 8, 3)) if k.__version__.startswith("2") else k.Input((8, 8, 3)),
+        L.Rescaling(2.0, offset=-1.0),
+        L.ZeroPadding2D(1),
+        L.Conv2D(6, 3, strides=2, use_bias=False),
+        L.BatchNormalization(momentum=0.5),
+        L.ReLU(),
+        L.AveragePooling2D(2, padding="same"),
+        L.Conv2D(5, 3, padding="same"),
+        L.BatchNormalization(center=False, momentum=0.5),
+        L.LeakyReLU(0.1),
+        L.GlobalAveragePooling2D(),
+        L.Dense(6),
+        L.ELU(),
+        L.Dense(3),
+        L.Softmax(),
+    ])
+
+
+def fit_bn(k, model):
+    """Two epochs, so the moving statistics move well away from their initial 0 and 1."""
+    model.fit(TRAIN_CNN, Y_CNN.argmax(1), epochs=2, batch_size=8, verbose=0)
+    return model.predict(X_CNN, verbose=0)
+
+
 def save(name, arrays):
     path = os.path.join(HERE, "expected_" + name + ".npz")
     np.savez(path, **arrays)
@@ -69,8 +103,13 @@ def tf2():
     mnist.compile(optimizer="adam", loss=k.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     mnist.fit(TRAIN_MNIST, Y_MNIST, epochs=1, batch_size=8, verbose=0)
     mnist.save(os.path.join(HERE, "tfk2_recognition_model.hdf5"))
+    bn = bn_cnn(k)
+    bn.compile(optimizer=k.optimizers.RMSprop(learning_rate=0.01, momentum=0.9), loss="sparse_categorical_crossentropy",
+               metrics=["accuracy"])
+    bn_pred = fit_bn(k, bn)
+    bn.save(os.path.join(HERE, "tfk2_bn.h5"))
     save("tfk2", {"x_cnn": X_CNN, "cnn": cnn.predict(X_CNN, verbose=0), "x_mnist": X_MNIST,
-                  "mnist": mnist.predict(X_MNIST, verbose=0), "keras_version": np.array(k.__version__)})
+                  "mnist": mnist.predict(X_MNIST, verbose=0), "bn": bn_pred, "keras_version": np.array(k.__version__)})
 
 
 def keras3():
@@ -82,7 +121,14 @@ def keras3():
     cnn.save(os.path.join(HERE, "k3_cnn.keras"))
     cnn.save(os.path.join(HERE, "k3_cnn.h5"))
     cnn.save_weights(os.path.join(HERE, "k3_cnn.weights.h5"))
-    save("k3", {"x_cnn": X_CNN, "cnn": cnn.predict(X_CNN, verbose=0), "keras_version": np.array(k.__version__)})
+    bn = bn_cnn(k)
+    schedule = k.optimizers.schedules.ExponentialDecay(0.01, decay_steps=10, decay_rate=0.9)
+    bn.compile(optimizer=k.optimizers.AdamW(learning_rate=schedule, weight_decay=0.01),
+               loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    bn_pred = fit_bn(k, bn)
+    bn.save(os.path.join(HERE, "k3_bn.keras"))
+    save("k3", {"x_cnn": X_CNN, "cnn": cnn.predict(X_CNN, verbose=0), "bn": bn_pred,
+                "keras_version": np.array(k.__version__)})
 
 
 if __name__ == "__main__":
