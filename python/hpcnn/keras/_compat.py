@@ -31,15 +31,31 @@ def message(keras_module: str, name: str, advice: str = "") -> str:
     return f"{where} is not available in hpcnn" + (f": {advice}" if advice else "") + f" ({DOCS})"
 
 
+def placeholder(keras_module: str, name: str, advice: str) -> Any:
+    """A stand-in for a Keras class or function hpcnn lacks, for names that scripts import without
+    using (the tutorial's ``from keras.layers.merge import Concatenate``): importing it works,
+    calling or instantiating it raises NotImplementedError naming it and the alternative."""
+    text = message(keras_module, name, advice)
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError(text)
+
+    return type(name, (), {"__init__": __init__, "__doc__": text, "__module__": f"hpcnn.keras.{keras_module}",
+                           "_hpcnn_not_implemented": text})
+
+
 def install(module_name: str, keras_module: str, sources: Sequence[str] = (), advice: Dict[str, str] = {},
-            default_advice: str = "", exclude: Sequence[str] = (), keras_only: bool = False) -> None:
+            default_advice: str = "", exclude: Sequence[str] = (), keras_only: bool = False,
+            placeholders: Sequence[str] = ()) -> None:
     """Gives module `module_name` (hpcnn.keras.<keras_module>) Keras' names: its own attributes
     first, then the public names of `sources` (hpcnn modules, looked up at each use), then
     NotImplementedError for Keras' other names (`advice` says what to use instead). With
-    `keras_only`, only Keras' own names of that module are taken from the sources."""
+    `keras_only`, only Keras' own names of that module are taken from the sources. Names in
+    `placeholders` that the sources lack import as placeholder() stand-ins instead."""
     module = sys.modules[module_name]
     keras_names = set(NAMES.get(keras_module, ())) | set(advice)
     excluded = set(exclude)
+    stand_ins: Dict[str, Any] = {}
 
     def lookup(name: str) -> Any:
         for source in sources:
@@ -54,6 +70,10 @@ def install(module_name: str, keras_module: str, sources: Sequence[str] = (), ad
                 return lookup(name)
             except KeyError:
                 pass
+            if name in placeholders:
+                if name not in stand_ins:
+                    stand_ins[name] = placeholder(keras_module, name, advice.get(name, default_advice))
+                return stand_ins[name]
             if name in keras_names:
                 raise NotImplementedError(message(keras_module, name, advice.get(name, default_advice)))
         raise AttributeError(f"module '{module_name}' has no attribute '{name}'")
@@ -73,11 +93,12 @@ def available(module: Any, keras_module: str) -> List[str]:
     out = []
     for name in NAMES.get(keras_module, ()):
         try:
-            getattr(module, name)
+            value = getattr(module, name)
         except NotImplementedError:
             continue
-        out.append(name)
+        if not hasattr(value, "_hpcnn_not_implemented"):
+            out.append(name)
     return out
 
 
-__all__ = ["install", "message", "available", "KERAS_VERSION", "NAMES"]
+__all__ = ["install", "message", "placeholder", "available", "KERAS_VERSION", "NAMES"]

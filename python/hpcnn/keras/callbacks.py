@@ -1,12 +1,10 @@
 """``keras.callbacks`` on hpcnn: Callback, History, EarlyStopping, CSVLogger, LambdaCallback,
-LearningRateScheduler, ReduceLROnPlateau, TerminateOnNaN (and ModelCheckpoint /
-BackupAndRestore where this hpcnn has them)."""
+LearningRateScheduler, ReduceLROnPlateau, TerminateOnNaN, ModelCheckpoint, BackupAndRestore."""
 from __future__ import annotations
 
 from ._compat import install
 
-_CKPT = "checkpoints during fit are not in this hpcnn version yet: call model.save() after fit"
-_ADVICE = {"ModelCheckpoint": _CKPT, "BackupAndRestore": _CKPT, "OrbaxCheckpoint": _CKPT,
+_ADVICE = {"OrbaxCheckpoint": "use ModelCheckpoint (model files) or BackupAndRestore (resumable backups)",
           "TensorBoard": "History (and CSVLogger) record the curves; plot them with matplotlib or hpcnn.plot",
           "ProgbarLogger": "fit(verbose=1) draws the progress bar", "RemoteMonitor": "use CSVLogger or LambdaCallback",
           "SwapEMAWeights": "hpcnn's optimizers keep no moving average of the weights (use_ema=False)",

@@ -2,6 +2,7 @@
 old tutorials import). Layers hpcnn lacks raise NotImplementedError naming the alternative."""
 from __future__ import annotations
 
+from ... import layers as _layers
 from .._compat import install
 from . import merge
 
@@ -9,7 +10,6 @@ _CONV = "hpcnn has Conv2D (any kernel size and stride, 'same'/'valid')"
 _RNN = "recurrent and text layers are not implemented: hpcnn is for convolutional networks"
 _AUG = "data augmentation layers are not implemented: augment the arrays (NumPy) before fit"
 _MERGE = "merging layers need the functional API (hpcnn.Model), which is not in this hpcnn yet"
-_NEW = "not in this hpcnn version yet (planned with the ResNet layers, issue 13)"
 
 _ADVICE = {
     "Layer": "custom layers (subclasses of Layer) are not supported: hpcnn's layers run in C++",
@@ -18,10 +18,7 @@ _ADVICE = {
     "Conv3D": _CONV, "Conv2DTranspose": _CONV + "; no transposed convolution yet",
     "Conv1DTranspose": _CONV, "Conv3DTranspose": _CONV, "DepthwiseConv2D": _CONV, "SeparableConv2D": _CONV,
     "SeparableConv1D": _CONV, "DepthwiseConv1D": _CONV,
-    "BatchNormalization": _NEW, "AveragePooling2D": _NEW, "AvgPool2D": _NEW, "GlobalAveragePooling2D": _NEW,
-    "GlobalAvgPool2D": _NEW, "GlobalMaxPooling2D": _NEW, "GlobalMaxPool2D": _NEW, "ZeroPadding2D": _NEW,
-    "Rescaling": _NEW + "; scale inputs with x / 255.0 or HDF5Dataset(scale=...)", "LeakyReLU": _NEW, "ELU": _NEW,
-    "Softmax": _NEW + "; use activation='softmax' on the last Dense", "PReLU": "use ReLU or LeakyReLU",
+    "PReLU": "use ReLU or LeakyReLU",
     "Add": _MERGE, "Concatenate": _MERGE, "Multiply": _MERGE, "Average": _MERGE, "Maximum": _MERGE,
     "Minimum": _MERGE, "Subtract": _MERGE, "Dot": _MERGE,
     "LSTM": _RNN, "GRU": _RNN, "SimpleRNN": _RNN, "Bidirectional": _RNN, "Embedding": _RNN, "RNN": _RNN,
@@ -33,5 +30,8 @@ _ADVICE = {
     "RandomFlip": _AUG, "RandomRotation": _AUG, "RandomZoom": _AUG, "RandomCrop": _AUG, "RandomTranslation": _AUG,
     "RandomContrast": _AUG, "RandomBrightness": _AUG, "Resizing": _AUG, "Normalization": _AUG,
 }
-install(__name__, "layers", sources=["hpcnn.layers"], advice=_ADVICE, exclude=["Layer"],
-        default_advice="hpcnn's layers are InputLayer, Conv2D, MaxPooling2D, Flatten, Dense, Dropout, Activation, ReLU")
+_MERGING = ("Add", "Concatenate", "Multiply", "Average", "Maximum", "Minimum", "Subtract", "Dot")
+# The merging layers import (scripts import them beside the layers they use); using one raises
+# NotImplementedError until hpcnn has them.
+install(__name__, "layers", sources=["hpcnn.layers"], advice=_ADVICE, exclude=["Layer"], placeholders=_MERGING,
+        default_advice="hpcnn's layers are " + ", ".join(sorted(_layers._REGISTRY)))
