@@ -263,6 +263,8 @@ void bind_data(py::module_& root) {
     write_hdf5(path, w, o);
   }, py::arg("path"), py::arg("arrays"), py::arg("chunk_rows") = 0, py::arg("compression") = "gzip",
      py::arg("level") = 4, py::arg("shuffle") = true);
+
+  bind_h5_tree(m);
 }
 
 }  // namespace hpcnn::bindings
