@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -185,20 +185,23 @@ def restore_rng_state(model: "Model", state: Dict[str, Any]) -> None:
     model._model().set_rng_state(int(seed), int(step))
 
 
-def read_float_arrays(path: str, names: List[str], shapes: List[Tuple[int, ...]], labels: List[str]) -> List[np.ndarray]:
-    """Datasets `names` of the file, each checked before it is read: float32, the given shape,
-    finite values (the errors name `labels`)."""
+def _checked_float_arrays(names: List[str], shapes: List[Tuple[int, ...]], labels: List[str],
+                          info: Callable[[str], Optional[Tuple[str, Tuple[int, ...]]]],
+                          read: Callable[[str], Any]) -> List[np.ndarray]:
+    """Datasets `names`, each checked before it is read: float32, the given shape, finite values
+    (the errors name `labels`). `info(name)` is (dtype, shape), or None for a missing dataset;
+    `read(name)` its values."""
     out = []
     for ds, shape, label in zip(names, shapes, labels):
-        try:
-            info = data.dataset_info(path, ds)
-        except ValueError:
-            raise _Damaged(f"'{ds}' ({label}) is missing") from None
-        if info["dtype"] != "float32":
-            raise _Damaged(f"'{ds}' ({label}) has dtype {info['dtype']}; hpcnn files hold float32")
-        if tuple(info["shape"]) != shape:
-            raise _Damaged(f"'{ds}' ({label}) has shape {tuple(info['shape'])}, the model needs {shape}")
-        a = np.asarray(data.read_dataset(path, ds))
+        found = info(ds)
+        if found is None:
+            raise _Damaged(f"'{ds}' ({label}) is missing")
+        dtype, have = found
+        if dtype != "float32":
+            raise _Damaged(f"'{ds}' ({label}) has dtype {dtype}; hpcnn files hold float32")
+        if tuple(have) != shape:
+            raise _Damaged(f"'{ds}' ({label}) has shape {tuple(have)}, the model needs {shape}")
+        a = np.asarray(read(ds))
         if a.dtype != np.float32 or a.shape != shape:
             raise _Damaged(f"'{ds}' ({label}) reads as {a.dtype} {a.shape}, the model needs float32 {shape}")
         if not np.isfinite(a).all():
@@ -209,41 +212,40 @@ def read_float_arrays(path: str, names: List[str], shapes: List[Tuple[int, ...]]
     return out
 
 
-def read_optimizer_buffers(path: str, model: "Model", desc: Dict[str, Any]) -> List[np.ndarray]:
+def read_float_arrays(path: str, names: List[str], shapes: List[Tuple[int, ...]], labels: List[str]) -> List[np.ndarray]:
+    """Datasets `names` of the file at `path`, checked as _checked_float_arrays says."""
+    def info(ds: str) -> Optional[Tuple[str, Tuple[int, ...]]]:
+        try:
+            i = data.dataset_info(path, ds)
+        except ValueError:
+            return None
+        return i["dtype"], tuple(i["shape"])
+
+    return _checked_float_arrays(names, shapes, labels, info, lambda ds: data.read_dataset(path, ds))
+
+
+def _optimizer_buffer_names(model: "Model", desc: Dict[str, Any]) -> Tuple[List[str], List[Tuple[int, ...]], List[str]]:
+    """The datasets, shapes and labels of the optimizer state that `desc` describes."""
     names = desc.get("buffers")
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise _Damaged(f"its optimizer state names {names!r:.200} are not a list of names")
     n = int(model._model().num_params)
-    return read_float_arrays(path, [optimizer_dataset(i) for i in range(len(names))], [(n,)] * len(names),
-                             [f"optimizer state '{name}'" for name in names])
+    return ([optimizer_dataset(i) for i in range(len(names))], [(n,)] * len(names),
+            [f"optimizer state '{name}'" for name in names])
+
+
+def read_optimizer_buffers(path: str, model: "Model", desc: Dict[str, Any]) -> List[np.ndarray]:
+    return read_float_arrays(path, *_optimizer_buffer_names(model, desc))
 
 
 def read_optimizer_buffers_tree(tree: "keras_files.H5Tree", model: "Model", desc: Dict[str, Any]) -> List[np.ndarray]:
     """read_optimizer_buffers for an opened HDF5 tree (a model file, or an archive's hpcnn_state.h5):
     the same checks and messages."""
-    names = desc.get("buffers")
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise _Damaged(f"its optimizer state names {names!r:.200} are not a list of names")
-    shape = (int(model._model().num_params),)
-    out = []
-    for i, name in enumerate(names):
-        ds, label = optimizer_dataset(i), f"optimizer state '{name}'"
+    def info(ds: str) -> Optional[Tuple[str, Tuple[int, ...]]]:
         o = tree.objects.get("/" + ds)
-        if o is None or o["kind"] != "dataset":
-            raise _Damaged(f"'{ds}' ({label}) is missing")
-        if o["dtype"] != "float32":
-            raise _Damaged(f"'{ds}' ({label}) has dtype {o['dtype']}; hpcnn files hold float32")
-        if tuple(o["shape"]) != shape:
-            raise _Damaged(f"'{ds}' ({label}) has shape {tuple(o['shape'])}, the model needs {shape}")
-        a = np.asarray(tree.reader.read("/" + ds))
-        if a.dtype != np.float32 or a.shape != shape:
-            raise _Damaged(f"'{ds}' ({label}) reads as {a.dtype} {a.shape}, the model needs float32 {shape}")
-        if not np.isfinite(a).all():
-            bad = int(np.count_nonzero(~np.isfinite(a)))
-            raise _Damaged(f"'{ds}' ({label}) holds {bad} NaN/inf value(s): the file is damaged or training had "
-                           "diverged when it was written")
-        out.append(a)
-    return out
+        return None if o is None or o["kind"] != "dataset" else (o["dtype"], tuple(o["shape"]))
+
+    return _checked_float_arrays(*_optimizer_buffer_names(model, desc), info, lambda ds: tree.reader.read("/" + ds))
 
 
 # ---------------------------------------------------------------------- model files
@@ -326,8 +328,13 @@ def read_description(path: str, dataset: str, fmt: str, max_version: int, caller
     raw = np.asarray(raw)
     if raw.dtype != np.uint8 or raw.ndim != 1:
         raise _Damaged(f"its {what} description '{dataset}' is {raw.dtype} {raw.shape}, not UTF-8 bytes")
+    return _parse_description(raw.tobytes(), fmt, max_version, what)
+
+
+def _parse_description(raw: bytes, fmt: str, max_version: int, what: str) -> Dict[str, Any]:
+    """UTF-8 JSON bytes -> a dict of format `fmt` with a format_version in 1..max_version (else _Damaged)."""
     try:
-        meta = json.loads(raw.tobytes().decode("utf-8"))
+        meta = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise _Damaged(f"its {what} description is not valid JSON ({type(e).__name__}: {str(e)[:200]})") from None
     if not isinstance(meta, dict) or meta.get("format") != fmt:
@@ -353,16 +360,7 @@ def _read_meta(tree: "keras_files.H5Tree", path: str) -> Dict[str, Any]:
 
 
 def _check_meta(raw: bytes) -> Dict[str, Any]:
-    try:
-        meta = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise _Damaged(f"its model description is not valid JSON ({type(e).__name__}: {str(e)[:200]})") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise _Damaged(f"its model description is not an '{FORMAT}' description")
-    version = meta.get("format_version")
-    if not (isinstance(version, int) and 1 <= version <= FORMAT_VERSION):
-        raise _Damaged(f"format_version {version!r} is not one this hpcnn reads (1..{FORMAT_VERSION}): "
-                       "written by a newer hpcnn?")
+    meta = _parse_description(raw, FORMAT, FORMAT_VERSION, "model")
     for key, kind in (("config", dict), ("compile", (dict, type(None))), ("rng", (dict, type(None))),
                       ("optimizer_state", (dict, type(None)))):
         if not isinstance(meta.get(key), kind):
