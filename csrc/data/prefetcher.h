@@ -51,7 +51,9 @@ class Prefetcher {
   // `target`: the device the batches are for (pinned buffers for a usable GPU). `stored_u8`: a
   // uint8 dataset's x is delivered as stored (Loader::fill_batch_stored), for a consumer that
   // decodes it on its own device; float32 x is delivered decoded either way.
-  Prefetcher(std::shared_ptr<Loader> loader, long long epoch, int depth, Device target, bool stored_u8 = false);
+  // `shard`: each batch holds only that rank's share of the global batch (Loader::shard_rows).
+  Prefetcher(std::shared_ptr<Loader> loader, long long epoch, int depth, Device target, bool stored_u8 = false,
+             Shard shard = {});
   ~Prefetcher();
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
@@ -71,6 +73,7 @@ class Prefetcher {
   long long epoch_;
   size_t depth_;
   bool stored_u8_;
+  Shard shard_;
   std::shared_ptr<BufferPool> x_pool_, y_pool_;  // separate: x and y buffers differ in size
   std::mutex mutex_;
   std::condition_variable cv_;

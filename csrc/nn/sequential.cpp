@@ -131,6 +131,7 @@ void Sequential::set_trainable(const std::vector<bool>& per_layer) {
   HPCNN_CHECK_ARG(per_layer.size() == layers_.size(), "set_trainable: the model has ", layers_.size(),
                   " layers, got ", per_layer.size(), " flags");
   std::vector<ParamRange> ranges;
+  std::vector<ParamRange> per_layer_ranges(layers_.size());
   size_t k = 0;  // the layer's first parameter array in layout_ (arrays are packed layer by layer)
   for (size_t i = 0; i < layers_.size(); ++i) {
     const size_t count = specs_[i].size();
@@ -139,11 +140,13 @@ void Sequential::set_trainable(const std::vector<bool>& per_layer) {
     const long long e = layout_.offset(k + count - 1) + shape_numel(layout_.spec(k + count - 1).shape);
     k += count;
     if (!per_layer[i]) continue;
+    per_layer_ranges[i] = {b, e};
     if (!ranges.empty() && ranges.back().end == b) ranges.back().end = e;  // adjacent: one range
     else ranges.push_back({b, e});
   }
   trainable_ = per_layer;
   trainable_ranges_ = std::move(ranges);
+  layer_ranges_ = std::move(per_layer_ranges);
   regularization_.set_trainable(trainable_ranges_);  // frozen weights carry no penalty (Keras)
 }
 
@@ -205,8 +208,8 @@ void Sequential::ensure_buffers(long long n) {
 }
 
 // ------------------------------------------------------------------ the step
-Tensor Sequential::forward(const Tensor& x, int end, bool training) {
-  StepContext ctx{training, seed_, step_, 0};
+Tensor Sequential::forward(const Tensor& x, int end, bool training, long long first_row) {
+  StepContext ctx{training, seed_, step_, 0, first_row};
   const long long n = x.dim(0);
   acts_now_.assign(layers_.size(), Tensor());
   Tensor cur = x;
@@ -229,11 +232,12 @@ Tensor Sequential::forward(const Tensor& x, int end, bool training) {
 
 int Sequential::loss_end() const { return num_layers() - (fused_softmax_ ? 1 : 0); }
 
-BatchStats Sequential::loss_and_stats(const Tensor& logits, const Tensor& target, Tensor* dlogits) {
+BatchStats Sequential::loss_and_stats(const Tensor& logits, const Tensor& target, Tensor* dlogits,
+                                      float grad_scale) {
   stats_.fill_zero();
   double* s = reinterpret_cast<double*>(stats_.raw());
   const long long n = logits.dim(0);
-  ops::softmax_xent(logits, target, dlogits, 1.0f / static_cast<float>(n), s);
+  ops::softmax_xent(logits, target, dlogits, grad_scale, s);
   regularization_.add_penalty(params_, s + 2);
   Tensor host = device_.is_cpu() ? stats_ : stats_.to(Device::cpu());
   const double* h = reinterpret_cast<const double*>(host.raw());
@@ -278,26 +282,60 @@ Tensor Sequential::predict_step(const Batch* current, const Batch* next) {
 }
 
 BatchStats Sequential::train_on(const StagedBatch& b) {
+  BatchStats st = compute_gradients(b);
+  apply_gradients();
+  return st;
+}
+
+BatchStats Sequential::reduce_stats(BatchStats st) {
+  if (!sync_) return st;
+  double v[3] = {st.loss_sum, st.correct, static_cast<double>(st.n)};
+  sync_->reduce_stats(v, 3);
+  return BatchStats{v[0], v[1], static_cast<long long>(v[2])};
+}
+
+BatchStats Sequential::compute_gradients(const StagedBatch& b) {
+  require_compiled("training");
+  const long long n = b.x.defined() && b.x.rank() >= 1 ? b.x.dim(0) : 0;
+  const long long global = b.global_rows > 0 ? b.global_rows : n;
   ++step_;
   const int end = loss_end();
-  Tensor logits = forward(b.x, end, true);
-  Tensor dl = dlogits_.view(0, logits.shape());
-  BatchStats st = loss_and_stats(logits, b.y, &dl);
+  BatchStats st;
+  if (n > 0) {
+    ensure_buffers(n);
+    Tensor logits = forward(b.x, end, true, b.first_row);
+    Tensor dl = dlogits_.view(0, logits.shape());
+    st = loss_and_stats(logits, b.y, &dl, 1.0f / static_cast<float>(global));
+  }
+  // Over every replica before the check: all of them see the same sums and stop at the same step.
+  st = reduce_stats(st);
   if (!std::isfinite(st.loss_sum))
     throw NonFiniteLoss(cat("the loss is ", std::isnan(st.loss_sum) ? "NaN" : "inf",
                             ": training diverged (try a smaller learning rate); the weights were not updated"),
-                        st.loss_sum / static_cast<double>(st.n));
+                        st.loss_sum / static_cast<double>(std::max(1LL, st.n)));
+  if (sync_) sync_->begin_gradients();
+  if (n > 0) {
+    backward(b, end);
+  } else {
+    grads_.fill_zero();  // this replica adds nothing, but takes part in every sum
+    if (sync_)
+      for (int i = end - 1; i >= 0; --i) sync_->gradients_ready(i);
+  }
+  if (sync_) sync_->finish_gradients();
+  return st;
+}
 
-  // Backward, from the loss to the first layer that has trainable parameters (frozen layers
-  // before it need neither their parameter gradients nor the gradient of their input).
+// Backward, from the loss to the first layer that has trainable parameters (frozen layers before
+// it need neither their parameter gradients nor the gradient of their input).
+void Sequential::backward(const StagedBatch& b, int end) {
   int first_param = end;
   for (int i = 0; i < end; ++i)
     if (!specs_[i].empty() && trainable_[i]) {
       first_param = i;
       break;
     }
-  StepContext ctx{true, seed_, step_, 0};
-  Tensor g = dl;
+  StepContext ctx{true, seed_, step_, 0, b.first_row};
+  Tensor g = dlogits_.view(0, with_batch(b.x.dim(0), out_shapes_[end - 1]));
   bool g_in_a = false;
   for (int i = end - 1; i >= first_param; --i) {
     ctx.layer_index = i;
@@ -311,19 +349,34 @@ BatchStats Sequential::train_on(const StagedBatch& b) {
     Tensor dx;
     if (need_dx) dx = (g_in_a ? grad_b_ : grad_a_).view(0, xi.shape());
     l.backward(xi, acts_now_[i], g, need_dx ? &dx : nullptr, ctx);
+    if (sync_) sync_->gradients_ready(i);  // layer i's parameter gradients are written (enqueued)
     if (need_dx) {
       g = dx;
       g_in_a = !g_in_a;
     }
   }
+}
+
+void Sequential::apply_gradients() {
+  require_compiled("training");
   regularization_.add_gradients(params_, grads_);
   optimizer_->step(params_, grads_, trainable_ranges_);
-  return st;
 }
 
 BatchStats Sequential::test_on(const StagedBatch& b) {
   Tensor logits = forward(b.x, loss_end(), false);
-  return loss_and_stats(logits, b.y, nullptr);
+  const long long n = logits.dim(0);
+  return reduce_stats(loss_and_stats(logits, b.y, nullptr, 1.0f / static_cast<float>(n)));
+}
+
+BatchStats Sequential::evaluate_staged(const StagedBatch& b) {
+  require_compiled("evaluation");
+  const long long n = b.x.defined() && b.x.rank() >= 1 ? b.x.dim(0) : 0;
+  if (n > 0) {
+    ensure_buffers(n);
+    return test_on(b);
+  }
+  return reduce_stats(BatchStats{});
 }
 
 }  // namespace hpcnn::nn

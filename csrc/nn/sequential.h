@@ -9,8 +9,12 @@
 //     regularizers' penalty (nn/regularization.h) next to them; read back [loss_sum, correct,
 //     penalty] (the one device->host copy of a step); the reported loss is the mean + the penalty
 //     backward through the same layers (ping-pong gradient buffers), parameter gradients written
-//     into the one gradient buffer, then the regularizers' gradients added to it
-//     one optimizer step over the one parameter buffer
+//     into the one gradient buffer
+//     [data parallelism: the statistics and the gradient buffer summed over the replicas by the
+//      model's GradientSync (nn/gradient_sync.h), the gradients in buckets while the backward pass
+//      still runs; compute_gradients is everything up to here]
+//     the regularizers' gradients added to the buffer, then one optimizer step over the one
+//     parameter buffer (apply_gradients)
 //     stage `next` (if given) for the following call: on a GPU its upload runs on the copy stream
 //     while this step's backward pass and optimizer step still run on the GPU
 //
@@ -33,6 +37,7 @@
 #include <vector>
 
 #include "nn/batch_stager.h"
+#include "nn/gradient_sync.h"
 #include "nn/layer.h"
 #include "nn/loss.h"
 #include "nn/optimizer.h"
@@ -82,8 +87,15 @@ class Sequential {
   Device device() const { return device_; }
   void to(Device d);  // parameters and optimizer state, converted to d's layout
 
+  // The random state: the seed (initial weights, dropout masks) and the step counter that keys
+  // dropout (one per training step). Restoring both, with the weights and the optimizer state,
+  // makes the following steps those of an uninterrupted run.
   uint64_t seed() const { return seed_; }
   uint64_t step() const { return step_; }
+  void set_rng_state(uint64_t seed, uint64_t step) {
+    seed_ = seed;
+    step_ = step;
+  }
 
   // One training step on `current`, or (nullptr) on the batch staged by the previous call's
   // `next`; then stages `next` (nullptr: none) for the following call. Errors of this step's
@@ -95,6 +107,27 @@ class Sequential {
   BatchStats test_step(const Batch* current, const Batch* next = nullptr);
   // Outputs (n, *output_shape) on the host; the batches' targets are not needed (nor checked).
   Tensor predict_step(const Batch* current, const Batch* next = nullptr);
+  // ---- the training step in two halves, for data parallelism (distribute/replica_set.h) ----
+  // One replica's half on a staged batch (forward, loss, backward, and the GradientSync's calls
+  // when one is set): when it returns, the gradient buffer holds the gradients of the whole
+  // global batch; the optimizer has not run. The loss gradient is scaled by 1 / b.global_rows and
+  // dropout is keyed by the rows' global positions (b.first_row + i), so the result does not depend
+  // on how many replicas share the batch. A batch without rows (x undefined: a replica whose
+  // share of a small last batch is empty) adds nothing and still makes every call of the sync.
+  BatchStats compute_gradients(const StagedBatch& b);
+  // The other half: the regularizers' gradients (once, after the sum over replicas: they depend
+  // only on the weights), then the optimizer's step over the trainable parameters.
+  void apply_gradients();
+  // test_step's work on a staged batch (statistics summed over the replicas with a sync); a batch
+  // without rows adds nothing.
+  BatchStats evaluate_staged(const StagedBatch& b);
+  // The data-parallel hook (not owned; null: one device, the default).
+  void set_gradient_sync(GradientSync* sync) { sync_ = sync; }
+  GradientSync* gradient_sync() const { return sync_; }
+  // Per layer: the part of the gradient buffer its trainable parameters fill (empty when it has
+  // none or is frozen), so that a sync can sum a layer's gradients as soon as they are written.
+  const std::vector<ParamRange>& layer_gradient_ranges() const { return layer_ranges_; }
+
   bool has_staged() const { return stager_.has_ahead(); }
   // Drops a staged batch (and releases its arrays).
   void drop_staged() { stager_.drop_ahead(); }
@@ -109,8 +142,12 @@ class Sequential {
   BatchStats train_on(const StagedBatch& b);
   BatchStats test_on(const StagedBatch& b);
   // Runs layers [0, end) and returns the output of layer end-1 (or the input when end == 0).
-  Tensor forward(const Tensor& x, int end, bool training);
-  BatchStats loss_and_stats(const Tensor& logits, const Tensor& target, Tensor* dlogits);
+  // first_row: the global row of x's row 0 (StepContext::first_row).
+  Tensor forward(const Tensor& x, int end, bool training, long long first_row = 0);
+  void backward(const StagedBatch& b, int end);
+  // grad_scale: the factor of dlogits (1 / rows of the global batch).
+  BatchStats loss_and_stats(const Tensor& logits, const Tensor& target, Tensor* dlogits, float grad_scale);
+  BatchStats reduce_stats(BatchStats st);  // summed over the replicas (with a sync)
   int loss_end() const;  // layers run before the loss (the fused softmax is skipped)
   void wait_device() const;  // blocks until queued GPU work has finished (before buffers go)
 
@@ -126,6 +163,8 @@ class Sequential {
   ParamLayout layout_;                    // where each parameter is in them, in which layout
   std::vector<bool> trainable_;           // per layer
   std::vector<ParamRange> trainable_ranges_;  // the trainable layers' parameters, merged runs
+  std::vector<ParamRange> layer_ranges_;      // per layer: its trainable parameters (or empty)
+  GradientSync* sync_ = nullptr;              // data parallelism (not owned)
 
   Regularization regularization_;        // kernel_regularizer / bias_regularizer of the layers
   std::unique_ptr<Optimizer> optimizer_;
