@@ -147,3 +147,91 @@ def close(got, want, rtol=1e-4):
 
 def randn(rng, *shape):
     return rng.standard_normal(shape).astype(np.float32)
+
+
+# ------------------------------------------------------------------ the layers of issue 13
+def _erfc(x):
+    import math
+    return np.vectorize(math.erfc, otypes=[np.float64])(x)
+
+
+def _sigmoid(x):
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def _softplus(x):
+    return np.logaddexp(0.0, x)
+
+
+SELU_ALPHA, SELU_SCALE = 1.6732632423543772, 1.0507009873554805
+
+# Keras' definitions (keras.activations), float64: name -> f(x, alpha).
+ACTIVATIONS = {
+    "linear": lambda x, a: x,
+    "relu": lambda x, a: np.maximum(x, 0.0),
+    "relu6": lambda x, a: np.clip(x, 0.0, 6.0),
+    "leaky_relu": lambda x, a: np.where(x > 0, x, a * x),
+    "elu": lambda x, a: np.where(x > 0, x, a * np.expm1(np.minimum(x, 0.0))),
+    "selu": lambda x, a: SELU_SCALE * np.where(x > 0, x, SELU_ALPHA * np.expm1(np.minimum(x, 0.0))),
+    # (1 + erf(x / sqrt 2)) / 2 as erfc(-x / sqrt 2) / 2, and (1 + tanh u) / 2 as sigmoid(2u): the
+    # same functions, accurate in float64 also where they are tiny (x << 0).
+    "gelu": lambda x, a: 0.5 * x * _erfc(-x / np.sqrt(2.0)),
+    "gelu_approximate": lambda x, a: x * _sigmoid(2.0 * np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)),
+    "tanh": lambda x, a: np.tanh(x),
+    "sigmoid": lambda x, a: _sigmoid(x),
+    "hard_sigmoid": lambda x, a: np.clip(x + 3.0, 0.0, 6.0) / 6.0,
+    "swish": lambda x, a: x * _sigmoid(x),
+    "silu": lambda x, a: x * _sigmoid(x),
+    "softplus": lambda x, a: _softplus(x),
+    "softsign": lambda x, a: x / (1.0 + np.abs(x)),
+    "mish": lambda x, a: x * np.tanh(_softplus(x)),
+}
+
+
+def activation(name, x, alpha=0.0):
+    return ACTIVATIONS[name](np.asarray(x, np.float64), alpha)
+
+
+def batchnorm_training(x, gamma, beta, eps=1e-3, relu=False):
+    """(y, mean, biased var) over all axes but the last, Keras' ops.moments."""
+    x = np.asarray(x, np.float64)
+    axes = tuple(range(x.ndim - 1))
+    mean, var = x.mean(axis=axes), x.var(axis=axes)
+    g = np.ones_like(mean) if gamma is None else np.asarray(gamma, np.float64)
+    b = np.zeros_like(mean) if beta is None else np.asarray(beta, np.float64)
+    y = g * (x - mean) / np.sqrt(var + eps) + b
+    return (np.maximum(y, 0.0) if relu else y), mean, var
+
+
+def batchnorm_inference(x, gamma, beta, moving_mean, moving_var, eps=1e-3, relu=False):
+    x = np.asarray(x, np.float64)
+    g = 1.0 if gamma is None else np.asarray(gamma, np.float64)
+    b = 0.0 if beta is None else np.asarray(beta, np.float64)
+    y = g * (x - np.asarray(moving_mean, np.float64)) / np.sqrt(np.asarray(moving_var, np.float64) + eps) + b
+    return np.maximum(y, 0.0) if relu else y
+
+
+def avgpool2d_forward(x, pool=(2, 2), strides=None, padding="valid"):
+    """Each window's mean over its in-bounds positions (Keras/TensorFlow: padding not counted)."""
+    strides = strides or pool
+    x = np.asarray(x, np.float64)
+    n, h, wd, c = x.shape
+    oh, pt, pb = keras_padding(h, pool[0], strides[0], padding)
+    ow, pl, pr = keras_padding(wd, pool[1], strides[1], padding)
+    y = np.zeros((n, oh, ow, c))
+    for i in range(oh):
+        for j in range(ow):
+            y0, x0 = max(i * strides[0] - pt, 0), max(j * strides[1] - pl, 0)
+            y1, x1 = min(i * strides[0] - pt + pool[0], h), min(j * strides[1] - pl + pool[1], wd)
+            y[:, i, j, :] = x[:, y0:y1, x0:x1, :].mean(axis=(1, 2))
+    return y
+
+
+def global_pool2d(x, mode):
+    x = np.asarray(x, np.float64)
+    return x.mean(axis=(1, 2)) if mode == "avg" else x.max(axis=(1, 2))
+
+
+def zero_pad2d(x, top, bottom, left, right):
+    return np.pad(np.asarray(x, np.float64), ((0, 0), (top, bottom), (left, right), (0, 0)))

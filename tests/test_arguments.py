@@ -9,7 +9,9 @@ import hpcnn
 from hpcnn import callbacks, optimizers, regularizers
 from hpcnn.optimizers import schedules
 from hpcnn.data import HDF5Dataset, write_hdf5
-from hpcnn.layers import Activation, Conv2D, Dense, Dropout, Flatten, Input, InputLayer, MaxPooling2D, ReLU
+from hpcnn.layers import (ELU, Activation, AveragePooling2D, BatchNormalization, Conv2D, Dense, Dropout, Flatten,
+                          GlobalAveragePooling2D, GlobalMaxPooling2D, Input, InputLayer, LeakyReLU, MaxPooling2D, ReLU,
+                          Rescaling, Softmax, ZeroPadding2D)
 from hpcnn.utils import set_random_seed, to_categorical
 from small_models import small_model
 
@@ -163,8 +165,8 @@ CASES = [
     ("Dense(10.5)", lambda c: Dense(10.5), V, r"invalid value for `units`.*Received: units=10.5"),
     ("Dense('10')", lambda c: Dense("10"), V, r"invalid value for `units`.*Received: units='10'"),
     ("Dense(True)", lambda c: Dense(True), V, r"invalid value for `units`.*Received: units=True"),
-    ("Dense activation", lambda c: Dense(3, activation="tanh"), V, r"unknown activation 'tanh'"),
-    ("Dense use_bias=False", lambda c: Dense(3, use_bias=False), V, r"use_bias=False\) is not supported"),
+    ("Dense activation", lambda c: Dense(3, activation="tanhh"), V, r"unknown activation 'tanhh'"),
+    ("Dense activation=3", lambda c: Dense(3, activation=3), V, r"unknown activation 3"),
     ("Dense use_bias='no'", lambda c: Dense(3, use_bias="no"), V, invalid("use_bias", "'no'")),
     ("Dense kernel_initializer", lambda c: Dense(3, kernel_initializer="he_normal"), V, r"initializers"),
     ("Dense kernel_regularizer='l3'", lambda c: Dense(3, kernel_regularizer="l3"), V,
@@ -201,6 +203,8 @@ CASES = [
     ("Conv2D data_format", lambda c: Conv2D(4, 3, data_format="channels_first"), V, r"NHWC only"),
     ("Conv2D dilation_rate", lambda c: Conv2D(4, 3, dilation_rate=2), V, r"dilation_rate=2 is not supported"),
     ("Conv2D groups", lambda c: Conv2D(4, 3, groups=2), V, r"groups=2 is not supported"),
+    ("Conv2D use_bias='yes'", lambda c: Conv2D(4, 3, use_bias="yes"), V, invalid("use_bias", "'yes'")),
+    ("Conv2D activation", lambda c: Conv2D(4, 3, activation="gelus"), V, r"unknown activation 'gelus'"),
     ("Conv2D unknown keyword", lambda c: Conv2D(4, 3, stride=2), T, r"Unrecognized keyword arguments passed to Conv2D"),
     ("Conv2D kernel_regularizer=l2(-1)", lambda c: Conv2D(4, 3, kernel_regularizer=regularizers.l2(-1.0)), V,
      r"Invalid value for argument l2: expected a non-negative float\. Received: l2=-1.0"),
@@ -224,8 +228,65 @@ CASES = [
     ("Dropout rate=nan", lambda c: Dropout(float("nan")), V, r"`rate`.*Received: rate=nan"),
     ("Dropout seed", lambda c: Dropout(0.5, seed=1), V, r"seed= is not supported.*model's seed"),
     ("Dropout noise_shape", lambda c: Dropout(0.5, noise_shape=(1, 4)), V, r"noise_shape=\(1, 4\) is not supported"),
-    ("Activation", lambda c: Activation("gelu"), V, r"unknown activation 'gelu'"),
-    ("ReLU max_value", lambda c: ReLU(max_value=6.0), V, r"max_value=6.0 is not supported"),
+    ("Activation", lambda c: Activation("gelux"), V, r"unknown activation 'gelux'"),
+    ("ReLU max_value", lambda c: ReLU(max_value=4.0), V, r"max_value=4.0 is not supported"),
+    ("ReLU max_value=-1", lambda c: ReLU(max_value=-1.0), V, invalid("max_value", "-1.0")),
+    ("ReLU negative_slope=-1", lambda c: ReLU(negative_slope=-1), V, r"negative_slope value .* cannot be None or "
+     r"negative.*Received: negative_slope=-1"),
+    ("ReLU threshold", lambda c: ReLU(threshold=0.5), V, r"threshold=0.5 is not supported"),
+    ("LeakyReLU negative_slope=-0.1", lambda c: LeakyReLU(-0.1), V, r"Received: negative_slope=-0.1"),
+    ("LeakyReLU alpha=None", lambda c: LeakyReLU(alpha=None), V, r"Received: negative_slope=None"),
+    ("LeakyReLU unknown keyword", lambda c: LeakyReLU(slope=0.1), T, r"Unrecognized keyword arguments passed to Leaky"),
+    ("ELU alpha='1'", lambda c: ELU(alpha="1"), V, invalid("alpha", "'1'")),
+    ("Softmax axis=1", lambda c: Softmax(axis=1), V, r"Softmax: axis=1 is not supported"),
+    ("BatchNormalization momentum=1.5", lambda c: BatchNormalization(momentum=1.5), V, invalid("momentum", "1.5")),
+    ("BatchNormalization momentum='0.9'", lambda c: BatchNormalization(momentum="0.9"), V,
+     invalid("momentum", "'0.9'")),
+    ("BatchNormalization epsilon=0", lambda c: BatchNormalization(epsilon=0), V, invalid("epsilon", "0")),
+    ("BatchNormalization epsilon=nan", lambda c: BatchNormalization(epsilon=float("nan")), V, invalid("epsilon", "nan")),
+    ("BatchNormalization center=2", lambda c: BatchNormalization(center=2), V, invalid("center", "2")),
+    ("BatchNormalization scale=None", lambda c: BatchNormalization(scale=None), V, invalid("scale", "None")),
+    ("BatchNormalization axis=1.5", lambda c: BatchNormalization(axis=1.5), V, r"`axis`. Expected an integer"),
+    ("BatchNormalization axis=0", lambda c: BatchNormalization(axis=0), V, r"axis=0 is the batch axis"),
+    ("BatchNormalization axis=-2", lambda c: BatchNormalization(axis=-2), V, invalid("axis", "-2")),
+    ("BatchNormalization axis=1 at build", lambda c: hpcnn.Sequential([InputLayer(input_shape=(4, 4, 2)),
+                                                                       BatchNormalization(axis=1)]).build(), V,
+     r"axis=1 is not supported: hpcnn normalizes the last \(channels\) axis"),
+    ("BatchNormalization synchronized", lambda c: BatchNormalization(synchronized=True), V,
+     r"synchronized=True is not supported"),
+    ("BatchNormalization gamma_initializer", lambda c: BatchNormalization(gamma_initializer="zeros"), V,
+     r"only Keras' default gamma_initializer='ones'"),
+    ("BatchNormalization gamma_regularizer", lambda c: BatchNormalization(gamma_regularizer="l2"), V,
+     r"gamma_regularizer='l2' is not supported"),
+    ("BatchNormalization renorm", lambda c: BatchNormalization(renorm=True), V, r"renorm=True is not supported"),
+    ("BatchNormalization unknown keyword", lambda c: BatchNormalization(decay=0.9), T,
+     r"Unrecognized keyword arguments passed to BatchNormalization"),
+    ("AveragePooling2D pool_size=0", lambda c: AveragePooling2D(0), V, r"The `pool_size` argument must be a tuple"),
+    ("AveragePooling2D strides=(1, 0)", lambda c: AveragePooling2D(2, strides=(1, 0)), V, r"The `strides` argument"),
+    ("AveragePooling2D padding", lambda c: AveragePooling2D(2, padding="full"), V, r"The `padding` argument"),
+    ("AveragePooling2D data_format", lambda c: AveragePooling2D(data_format="channels_first"), V, r"NHWC only"),
+    ("AveragePooling2D too big", lambda c: hpcnn.Sequential([InputLayer(input_shape=(1, 3, 2)),
+                                                             AveragePooling2D(2)]).build(), V,
+     r"AveragePooling2D: a 2x2 pool with 'valid' padding does not fit a 1x3 input"),
+    ("GlobalAveragePooling2D keepdims=2", lambda c: GlobalAveragePooling2D(keepdims=2), V, invalid("keepdims", "2")),
+    ("GlobalAveragePooling2D data_format", lambda c: GlobalAveragePooling2D(data_format="channels_first"), V,
+     r"NHWC only"),
+    ("GlobalAveragePooling2D on a flat input", lambda c: hpcnn.Sequential([InputLayer(input_shape=(4,)),
+                                                                           GlobalAveragePooling2D()]).build(), V,
+     r"GlobalAveragePooling2D expects inputs of shape \(height, width, channels\)"),
+    ("GlobalMaxPooling2D keepdims='yes'", lambda c: GlobalMaxPooling2D(keepdims="yes"), V,
+     invalid("keepdims", "'yes'")),
+    ("ZeroPadding2D padding=-1", lambda c: ZeroPadding2D(-1), V, r"`padding` should be either an int.*padding=-1"),
+    ("ZeroPadding2D padding=(1, 2, 3)", lambda c: ZeroPadding2D((1, 2, 3)), V, r"`padding` should be either an int"),
+    ("ZeroPadding2D padding=((1, 2), 1.5)", lambda c: ZeroPadding2D(((1, 2), 1.5)), V,
+     r"`padding` should be either an int"),
+    ("ZeroPadding2D padding='same'", lambda c: ZeroPadding2D("same"), V, r"`padding` should be either an int"),
+    ("Rescaling scale='x'", lambda c: Rescaling("x"), V, r"Rescaling: Invalid value for argument `scale`"),
+    ("Rescaling scale=inf", lambda c: Rescaling(float("inf")), V, r"`scale`.*Received: scale=inf"),
+    ("Rescaling offset=[[1]]", lambda c: Rescaling(1.0, offset=[[1.0]]), V, r"`offset`"),
+    ("Rescaling per-channel mismatch", lambda c: hpcnn.Sequential([InputLayer(input_shape=(2, 2, 3)),
+                                                                   Rescaling([1.0, 2.0])]).build(), V,
+     r"Rescaling: 2 scale values for 3 channels"),
     ("Flatten data_format", lambda c: Flatten(data_format="channels_first"), V, r"NHWC only"),
     ("InputLayer no shape", lambda c: InputLayer(), V, r"needs input_shape"),
     ("InputLayer shape=(0, 4)", lambda c: InputLayer(input_shape=(0, 4)), V, invalid("input_shape", r"\(0, 4\)")),
@@ -359,6 +420,43 @@ CASES = [
     ("CSVLogger separator", lambda c: callbacks.CSVLogger("x.csv", separator=";;"), V, r"single character"),
     ("LambdaCallback not callable", lambda c: callbacks.LambdaCallback(on_batch_end=3), V,
      r"on_batch_end must be callable"),
+    ("ModelCheckpoint filepath=None", lambda c: callbacks.ModelCheckpoint(None), V, r"filepath must be a file name"),
+    ("ModelCheckpoint monitor=3", lambda c: callbacks.ModelCheckpoint("m.h5", monitor=3), V,
+     r"monitor must be a metric name"),
+    ("ModelCheckpoint verbose=3", lambda c: callbacks.ModelCheckpoint("m.h5", verbose=3), V, invalid("verbose", "3")),
+    ("ModelCheckpoint save_best_only=2", lambda c: callbacks.ModelCheckpoint("m.h5", save_best_only=2), V,
+     invalid("save_best_only", "2")),
+    ("ModelCheckpoint save_weights_only='y'", lambda c: callbacks.ModelCheckpoint("m.h5", save_weights_only="y"), V,
+     invalid("save_weights_only", "'y'")),
+    ("ModelCheckpoint mode", lambda c: callbacks.ModelCheckpoint("m.h5", mode="best"), V,
+     r"Unknown value for `mode` argument of ModelCheckpoint.*Received: mode='best'"),
+    ("ModelCheckpoint save_freq=0", lambda c: callbacks.ModelCheckpoint("m.h5", save_freq=0), V,
+     invalid("save_freq", "0")),
+    ("ModelCheckpoint save_freq=2.5", lambda c: callbacks.ModelCheckpoint("m.h5", save_freq=2.5), V,
+     invalid("save_freq", "2.5")),
+    ("ModelCheckpoint initial_value_threshold", lambda c: callbacks.ModelCheckpoint(
+        "m.h5", initial_value_threshold="0.5"), V, invalid("initial_value_threshold", "'0.5'")),
+    ("ModelCheckpoint unknown keyword", lambda c: callbacks.ModelCheckpoint("m.h5", period=1), T,
+     r"Unrecognized keyword arguments passed to ModelCheckpoint"),
+    ("BackupAndRestore backup_dir=3", lambda c: callbacks.BackupAndRestore(3), V, r"backup_dir must be a directory"),
+    ("BackupAndRestore save_freq=-1", lambda c: callbacks.BackupAndRestore("b", save_freq=-1), V,
+     invalid("save_freq", "-1")),
+    ("BackupAndRestore save_freq=True", lambda c: callbacks.BackupAndRestore("b", save_freq=True), V,
+     invalid("save_freq", "True")),
+    ("BackupAndRestore double_checkpoint", lambda c: callbacks.BackupAndRestore("b", double_checkpoint="y"), V,
+     invalid("double_checkpoint", "'y'")),
+    ("BackupAndRestore delete_checkpoint", lambda c: callbacks.BackupAndRestore("b", delete_checkpoint=None), V,
+     invalid("delete_checkpoint", "None")),
+    ("BackupAndRestore unknown keyword", lambda c: callbacks.BackupAndRestore("b", save_before_preemption=True), T,
+     r"Unrecognized keyword arguments passed to BackupAndRestore"),
+    # ---------------------------------------------------------------- model and weights files
+    ("save include_optimizer='no'", lambda c: c.model.save("m.h5", include_optimizer="no"), V,
+     invalid("include_optimizer", "'no'")),
+    ("save overwrite=2", lambda c: c.model.save("m.h5", overwrite=2), V, invalid("overwrite", "2")),
+    ("save_weights overwrite='y'", lambda c: c.model.save_weights("w.h5", overwrite="y"), V,
+     invalid("overwrite", "'y'")),
+    ("save_weights filepath=3", lambda c: c.model.save_weights(3), V, r"the file path must be a string"),
+    ("load_weights filepath=3", lambda c: c.model.load_weights(3), V, r"the file path must be a string"),
     ("LearningRateScheduler schedule=3", lambda c: callbacks.LearningRateScheduler(3), V,
      r"schedule must be a function \(epoch, lr\) -> lr"),
     ("LearningRateScheduler verbose=5", lambda c: callbacks.LearningRateScheduler(lambda e, lr: lr, verbose=5), V,
@@ -445,9 +543,12 @@ def test_the_argument_table_covers_every_public_callable():
     covered = " ".join(c[0] for c in CASES)
     for name in ("fit", "evaluate", "predict", "predict_classes", "train_on_batch", "test_on_batch", "compile",
                  "Dense", "Conv2D", "MaxPooling2D", "Dropout", "Activation", "ReLU", "Flatten", "InputLayer",
+                 "BatchNormalization", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D",
+                 "ZeroPadding2D", "Rescaling", "LeakyReLU", "ELU", "Softmax",
                  "Input", "Sequential", "build", "set_weights", "Adam", "SGD", "EarlyStopping", "CSVLogger",
                  "LambdaCallback", "HDF5Dataset", "epoch_batches", "write_hdf5", "to_categorical", "set_random_seed",
-                 "set_num_threads", "RMSprop", "AdamW", "exclude_from_weight_decay", "ExponentialDecay",
+                 "set_num_threads", "ModelCheckpoint", "BackupAndRestore", "save", "save_weights", "load_weights",
+                 "RMSprop", "AdamW", "exclude_from_weight_decay", "ExponentialDecay",
                  "PiecewiseConstantDecay", "PolynomialDecay", "InverseTimeDecay", "CosineDecay",
                  "CosineDecayRestarts", "L1", "L2", "L1L2", "kernel_regularizer", "bias_regularizer",
                  "LearningRateScheduler", "ReduceLROnPlateau", "TerminateOnNaN"):
@@ -468,6 +569,18 @@ def test_good_arguments_still_work(tmp_path):
                     run_eagerly=False, jit_compile="auto", steps_per_execution=1, loss_weights=None)
     Conv2D(np.int64(4), [3, np.int32(3)], strides=1, dilation_rate=(1, 1), groups=1, kernel_regularizer=None)
     Dense(4, dtype="float32", trainable=False, name="d")
+    Dense(4, use_bias=False, activation="gelu")
+    Conv2D(4, 3, strides=2, use_bias=np.bool_(False), activation="swish")
+    BatchNormalization(axis=np.int64(-1), momentum=0.9, epsilon=1e-5, center=False, scale=np.bool_(False),
+                       gamma_initializer="ones", beta_regularizer=None, synchronized=False, fused=True, renorm=False)
+    AveragePooling2D(np.int64(3), strides=(1, 2), padding="same", data_format="channels_last")
+    GlobalMaxPooling2D(keepdims=np.bool_(True))
+    ZeroPadding2D(((np.int64(1), 0), (2, 3)))
+    Rescaling(np.float32(1 / 255), offset=np.array([0.0, -1.0]))
+    LeakyReLU(alpha=np.float64(0.1))
+    ReLU(max_value=6, negative_slope=0.0)
+    Softmax(axis=-1)
+    ELU(np.float32(0.5))
     Dropout(0)
     InputLayer(batch_shape=(None, 4, 4, 1), batch_size=None, dtype="uint8")
     ds = c.ds(batch_size=np.int64(8), seed=np.uint64(2**64 - 1), one_hot=None)

@@ -59,7 +59,7 @@ def test_numpy_scalars_and_tuples_are_accepted():
     (conv(padding="full"), "padding"),
     (conv(activation={"name": "relu"}), "'activation' has a value of type dict"),
     (dict(class_name="Dropout", rate="half"), "'rate' must be a number"),
-    (dict(class_name="Activation", activation="tanh"), "unknown activation 'tanh'"),
+    (dict(class_name="Activation", activation="tanhh"), "unknown activation 'tanhh'"),
     ("Flatten", "layer config must be a dict"),
 ])
 def test_bad_layer_configs_name_what_is_wrong(cfg, match):

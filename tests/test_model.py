@@ -273,7 +273,7 @@ def test_layer_argument_errors():
     with pytest.raises(ValueError, match="padding"):
         Conv2D(4, 3, padding="full")
     with pytest.raises(ValueError, match="activation"):
-        Dense(3, activation="tanh")
+        Dense(3, activation="tanhh")
     with pytest.raises(ValueError, match="rate"):
         Dropout(1.5)
     bad = hpcnn.Sequential([InputLayer(input_shape=[4, 4, 1]), Dense(3)])

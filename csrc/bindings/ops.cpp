@@ -78,6 +78,13 @@ py::array activation_backward(const py::object& y, const py::object& dy, const s
   return to_numpy(DX);
 }
 
+// An optional float32 array (None: undefined, e.g. no bias or no gamma).
+Tensor optional_on(const py::object& o, Device d, const char* what) {
+  return o.is_none() ? Tensor() : f32_on(o, d, what);
+}
+
+py::object optional_out(const Tensor& t) { return t.defined() ? py::object(to_numpy(t)) : py::none(); }
+
 template <typename F>
 void run_repeat(int repeat, F&& op) {
   HPCNN_CHECK_ARG(repeat >= 1, "repeat must be >= 1, got ", repeat);
@@ -131,17 +138,18 @@ void bind_ops(py::module_& m) {
                              bool relu, std::string device, int repeat) {
     Device d = resolve_device(device);
     auto [sh, sw] = pair2(strides, "strides");
-    Tensor X = f32_on(x, d, "x"), W = conv_kernel_on(w, d), B = f32_on(b, d, "bias");
+    Tensor X = f32_on(x, d, "x"), W = conv_kernel_on(w, d), B = optional_on(b, d, "bias");
     Padding pad = parse_padding(padding);
     Conv2dGeometry g = ops::conv2d_geometry(X, W, sh, sw, pad);
     Tensor Y = Tensor::empty({g.n, g.oh, g.ow, g.f}, DType::F32, d);
     run_repeat(repeat, [&] { ops::conv2d_forward(X, W, B, Y, sh, sw, pad, relu); });
     return to_numpy(Y);
   }, py::arg("x"), py::arg("kernel"), py::arg("bias"), py::arg("strides") = 1, py::arg("padding") = "valid",
-     py::arg("relu") = false, py::arg("device") = "cpu", py::arg("repeat") = 1);
+     py::arg("relu") = false, py::arg("device") = "cpu", py::arg("repeat") = 1, "bias None: no bias (use_bias=False).");
 
   m.def("conv2d_backward", [](py::object x, py::object w, py::object y, py::object dy, py::object strides,
-                              std::string padding, bool relu, bool need_dx, std::string device, int repeat) {
+                              std::string padding, bool relu, bool need_dx, std::string device, int repeat,
+                              bool bias) {
     Device d = resolve_device(device);
     auto [sh, sw] = pair2(strides, "strides");
     Tensor X = f32_on(x, d, "x"), W = conv_kernel_on(w, d);
@@ -151,12 +159,15 @@ void bind_ops(py::module_& m) {
     Padding pad = parse_padding(padding);
     Conv2dGeometry g = ops::conv2d_geometry(X, W, sh, sw, pad);
     Tensor DX = need_dx ? Tensor::empty(X.shape(), DType::F32, d) : Tensor();
-    Tensor DW = Tensor::empty(W.shape(), DType::F32, d), DB = Tensor::empty({g.f}, DType::F32, d);
+    Tensor DW = Tensor::empty(W.shape(), DType::F32, d);
+    Tensor DB = bias ? Tensor::empty({g.f}, DType::F32, d) : Tensor();
     run_repeat(repeat, [&] { ops::conv2d_backward(X, W, Y, DY, need_dx ? &DX : nullptr, DW, DB, sh, sw, pad, relu); });
-    return py::make_tuple(need_dx ? py::object(to_numpy(DX)) : py::none(), conv_kernel_out(DW), to_numpy(DB));
+    return py::make_tuple(need_dx ? py::object(to_numpy(DX)) : py::none(), conv_kernel_out(DW),
+                          bias ? py::object(to_numpy(DB)) : py::none());
   }, py::arg("x"), py::arg("kernel"), py::arg("y"), py::arg("dy"), py::arg("strides") = 1,
      py::arg("padding") = "valid", py::arg("relu") = false, py::arg("need_dx") = true, py::arg("device") = "cpu",
-     py::arg("repeat") = 1);
+     py::arg("repeat") = 1, py::arg("bias") = true,
+     "Returns (dx or None, dw, db or None); bias=False: a convolution without bias (no db).");
 
   m.def("conv2d_kernel_layout", [](std::string device) {
     return layout_code(ops::conv2d_kernel_layout(parse_device(device)));
@@ -200,7 +211,7 @@ void bind_ops(py::module_& m) {
 
   m.def("dense_forward", [](py::object x, py::object w, py::object b, bool relu, std::string device, int repeat) {
     Device d = resolve_device(device);
-    Tensor X = f32_on(x, d, "x"), W = f32_on(w, d, "kernel"), B = f32_on(b, d, "bias");
+    Tensor X = f32_on(x, d, "x"), W = f32_on(w, d, "kernel"), B = optional_on(b, d, "bias");
     HPCNN_CHECK_ARG(X.rank() == 2 && W.rank() == 2, "dense: x and kernel must be 2-D, got ", shape_str(X.shape()),
                     " and ", shape_str(W.shape()));
     Tensor Y = Tensor::empty({X.dim(0), W.dim(1)}, DType::F32, d);
@@ -210,18 +221,21 @@ void bind_ops(py::module_& m) {
      py::arg("repeat") = 1);
 
   m.def("dense_backward", [](py::object x, py::object w, py::object y, py::object dy, bool relu, bool need_dx,
-                             std::string device, int repeat) {
+                             std::string device, int repeat, bool bias) {
     Device d = resolve_device(device);
     Tensor X = f32_on(x, d, "x"), W = f32_on(w, d, "kernel");
     Tensor DY = f32_on(dy, d, "dy");
     if (d.is_cpu()) DY = DY.to(d);
     Tensor Y = relu ? f32_on(y, d, "y") : Tensor();
     Tensor DX = need_dx ? Tensor::empty(X.shape(), DType::F32, d) : Tensor();
-    Tensor DW = Tensor::empty(W.shape(), DType::F32, d), DB = Tensor::empty({W.dim(-1)}, DType::F32, d);
+    Tensor DW = Tensor::empty(W.shape(), DType::F32, d);
+    Tensor DB = bias ? Tensor::empty({W.dim(-1)}, DType::F32, d) : Tensor();
     run_repeat(repeat, [&] { ops::dense_backward(X, W, Y, DY, need_dx ? &DX : nullptr, DW, DB, relu); });
-    return py::make_tuple(need_dx ? py::object(to_numpy(DX)) : py::none(), to_numpy(DW), to_numpy(DB));
+    return py::make_tuple(need_dx ? py::object(to_numpy(DX)) : py::none(), to_numpy(DW),
+                          bias ? py::object(to_numpy(DB)) : py::none());
   }, py::arg("x"), py::arg("kernel"), py::arg("y"), py::arg("dy"), py::arg("relu") = false,
-     py::arg("need_dx") = true, py::arg("device") = "cpu", py::arg("repeat") = 1);
+     py::arg("need_dx") = true, py::arg("device") = "cpu", py::arg("repeat") = 1, py::arg("bias") = true,
+     "Returns (dx or None, dw, db or None); bias=False: no bias (no db).");
 
   m.def("relu_forward", [](py::object x, std::string device) {
     return activation_forward(x, device, ops::relu_forward);
@@ -235,6 +249,172 @@ void bind_ops(py::module_& m) {
   m.def("softmax_backward", [](py::object y, py::object dy, std::string device) {
     return activation_backward(y, dy, device, ops::softmax_backward);
   }, py::arg("y"), py::arg("dy"), py::arg("device") = "cpu");
+
+  m.def("activation_forward", [](py::object x, std::string activation, float alpha, std::string device, int repeat) {
+    Device d = resolve_device(device);
+    const Act a = parse_act(activation);
+    Tensor X = f32_on(x, d, "x"), Y = Tensor::empty(X.shape(), DType::F32, d);
+    run_repeat(repeat, [&] { ops::activation_forward(a, alpha, X, Y); });
+    return to_numpy(Y);
+  }, py::arg("x"), py::arg("activation"), py::arg("alpha") = 0.f, py::arg("device") = "cpu", py::arg("repeat") = 1,
+     "An element-wise activation by Keras name ('tanh', 'gelu', 'gelu_approximate', 'leaky_relu' with alpha = "
+     "the negative slope, 'elu' with alpha, ...).");
+  m.def("activation_backward", [](py::object x, py::object y, py::object dy, std::string activation, float alpha,
+                                  std::string device, int repeat) {
+    Device d = resolve_device(device);
+    const Act a = parse_act(activation);
+    Tensor X = f32_on(x, d, "x"), Y = f32_on(y, d, "y"), DY = f32_on(dy, d, "dy");
+    Tensor DX = Tensor::empty(X.shape(), DType::F32, d);
+    run_repeat(repeat, [&] { ops::activation_backward(a, alpha, X, Y, DY, DX); });
+    return to_numpy(DX);
+  }, py::arg("x"), py::arg("y"), py::arg("dy"), py::arg("activation"), py::arg("alpha") = 0.f,
+     py::arg("device") = "cpu", py::arg("repeat") = 1, "dx = dy * f'(x); y = f(x) from activation_forward.");
+
+  m.def("avgpool2d_forward", [](py::object x, py::object pool, py::object strides, std::string padding,
+                                std::string device, int repeat) {
+    Device d = resolve_device(device);
+    auto [ph, pw] = pair2(pool, "pool_size");
+    auto [sh, sw] = strides.is_none() ? std::make_pair(ph, pw) : pair2(strides, "strides");
+    Tensor X = f32_on(x, d, "x");
+    Padding pad = parse_padding(padding);
+    Pool2dGeometry g = ops::avgpool2d_geometry(X, ph, pw, sh, sw, pad);
+    Tensor Y = Tensor::empty({g.n, g.oh, g.ow, g.c}, DType::F32, d);
+    run_repeat(repeat, [&] { ops::avgpool2d_forward(X, Y, ph, pw, sh, sw, pad); });
+    return to_numpy(Y);
+  }, py::arg("x"), py::arg("pool_size") = 2, py::arg("strides") = py::none(), py::arg("padding") = "valid",
+     py::arg("device") = "cpu", py::arg("repeat") = 1);
+  m.def("avgpool2d_backward", [](std::vector<long long> x_shape, py::object dy, py::object pool, py::object strides,
+                                 std::string padding, std::string device, int repeat) {
+    Device d = resolve_device(device);
+    auto [ph, pw] = pair2(pool, "pool_size");
+    auto [sh, sw] = strides.is_none() ? std::make_pair(ph, pw) : pair2(strides, "strides");
+    Tensor DY = f32_on(dy, d, "dy"), DX = Tensor::empty(x_shape, DType::F32, d);
+    Padding pad = parse_padding(padding);
+    run_repeat(repeat, [&] { ops::avgpool2d_backward(DY, DX, ph, pw, sh, sw, pad); });
+    return to_numpy(DX);
+  }, py::arg("x_shape"), py::arg("dy"), py::arg("pool_size") = 2, py::arg("strides") = py::none(),
+     py::arg("padding") = "valid", py::arg("device") = "cpu", py::arg("repeat") = 1);
+
+  m.def("global_pool2d_forward", [](py::object x, std::string mode, std::string device) {
+    Device d = resolve_device(device);
+    Tensor X = f32_on(x, d, "x");
+    HPCNN_CHECK_ARG(mode == "avg" || mode == "max", "global_pool2d: mode must be 'avg' or 'max', got '", mode, "'");
+    HPCNN_CHECK_ARG(X.rank() == 4, "global_pool2d: x must be 4-D (batch, height, width, channels), got ",
+                    shape_str(X.shape()));
+    Tensor Y = Tensor::empty({X.dim(0), X.dim(3)}, DType::F32, d);
+    if (mode == "max") ops::global_maxpool2d_forward(X, Y);
+    else ops::global_avgpool2d_forward(X, Y);
+    return to_numpy(Y);
+  }, py::arg("x"), py::arg("mode") = "avg", py::arg("device") = "cpu", "(N,H,W,C) -> (N,C): mode 'avg' or 'max'.");
+  m.def("global_pool2d_backward", [](py::object x, py::object y, py::object dy, std::string mode, std::string device) {
+    Device d = resolve_device(device);
+    HPCNN_CHECK_ARG(mode == "avg" || mode == "max", "global_pool2d: mode must be 'avg' or 'max', got '", mode, "'");
+    Tensor X = f32_on(x, d, "x"), DY = f32_on(dy, d, "dy"), DX = Tensor::empty(X.shape(), DType::F32, d);
+    if (mode == "max") ops::global_maxpool2d_backward(X, f32_on(y, d, "y"), DY, DX);
+    else ops::global_avgpool2d_backward(DY, DX);
+    return to_numpy(DX);
+  }, py::arg("x"), py::arg("y"), py::arg("dy"), py::arg("mode") = "avg", py::arg("device") = "cpu",
+     "dx of global_pool2d_forward (y is read by 'max' only).");
+
+  m.def("zero_pad2d_forward", [](py::object x, std::vector<int> padding, std::string device) {
+    Device d = resolve_device(device);
+    HPCNN_CHECK_ARG(padding.size() == 4, "zero_pad2d: padding is [top, bottom, left, right], got ", padding.size(),
+                    " values");
+    Tensor X = f32_on(x, d, "x");
+    HPCNN_CHECK_ARG(X.rank() == 4, "zero_pad2d: x must be 4-D, got ", shape_str(X.shape()));
+    Tensor Y = Tensor::empty({X.dim(0), X.dim(1) + padding[0] + padding[1], X.dim(2) + padding[2] + padding[3],
+                              X.dim(3)}, DType::F32, d);
+    ops::zero_pad2d_forward(X, Y, padding[0], padding[1], padding[2], padding[3]);
+    return to_numpy(Y);
+  }, py::arg("x"), py::arg("padding"), py::arg("device") = "cpu", "padding: [top, bottom, left, right].");
+  m.def("zero_pad2d_backward", [](std::vector<long long> x_shape, py::object dy, std::vector<int> padding,
+                                  std::string device) {
+    Device d = resolve_device(device);
+    HPCNN_CHECK_ARG(padding.size() == 4, "zero_pad2d: padding is [top, bottom, left, right], got ", padding.size(),
+                    " values");
+    Tensor DY = f32_on(dy, d, "dy"), DX = Tensor::empty(x_shape, DType::F32, d);
+    ops::zero_pad2d_backward(DY, DX, padding[0], padding[1], padding[2], padding[3]);
+    return to_numpy(DX);
+  }, py::arg("x_shape"), py::arg("dy"), py::arg("padding"), py::arg("device") = "cpu");
+
+  m.def("batchnorm_forward_training", [](py::object x, py::object gamma, py::object beta, float epsilon, bool relu,
+                                         std::string device, int repeat) {
+    Device d = resolve_device(device);
+    Tensor X = f32_on(x, d, "x"), G = optional_on(gamma, d, "gamma"), B = optional_on(beta, d, "beta");
+    HPCNN_CHECK_ARG(X.rank() >= 2, "batch_norm: x needs a batch and a channel axis, got ", shape_str(X.shape()));
+    const long long c = X.dim(-1);
+    Tensor Y = Tensor::empty(X.shape(), DType::F32, d), M = Tensor::empty({c}, DType::F32, d),
+           V = Tensor::empty({c}, DType::F32, d), I = Tensor::empty({c}, DType::F32, d);
+    run_repeat(repeat, [&] { ops::batchnorm_forward_training(X, G, B, Y, epsilon, relu, M, V, I); });
+    return py::make_tuple(to_numpy(Y), to_numpy(M), to_numpy(V), to_numpy(I));
+  }, py::arg("x"), py::arg("gamma"), py::arg("beta"), py::arg("epsilon") = 1e-3f, py::arg("relu") = false,
+     py::arg("device") = "cpu", py::arg("repeat") = 1,
+     "Batch norm over the last axis with the batch's statistics: (y, mean, var (biased), invstd). gamma/beta may "
+     "be None.");
+  m.def("batchnorm_forward_inference", [](py::object x, py::object gamma, py::object beta, py::object moving_mean,
+                                          py::object moving_var, float epsilon, bool relu, std::string device,
+                                          int repeat) {
+    Device d = resolve_device(device);
+    Tensor X = f32_on(x, d, "x"), G = optional_on(gamma, d, "gamma"), B = optional_on(beta, d, "beta");
+    Tensor MM = f32_on(moving_mean, d, "moving_mean"), MV = f32_on(moving_var, d, "moving_variance");
+    Tensor Y = Tensor::empty(X.shape(), DType::F32, d);
+    run_repeat(repeat, [&] { ops::batchnorm_forward_inference(X, G, B, MM, MV, Y, epsilon, relu); });
+    return to_numpy(Y);
+  }, py::arg("x"), py::arg("gamma"), py::arg("beta"), py::arg("moving_mean"), py::arg("moving_variance"),
+     py::arg("epsilon") = 1e-3f, py::arg("relu") = false, py::arg("device") = "cpu", py::arg("repeat") = 1);
+  m.def("batchnorm_backward_training", [](py::object x, py::object y, py::object dy, py::object gamma,
+                                          py::object mean, py::object invstd, float epsilon, bool relu, bool need_dx,
+                                          std::string device, int repeat) {
+    Device d = resolve_device(device);
+    Tensor X = f32_on(x, d, "x"), DY = f32_on(dy, d, "dy"), G = optional_on(gamma, d, "gamma");
+    if (d.is_cpu()) DY = DY.to(d);  // dy may be masked in place: never the caller's array
+    Tensor Y = relu ? f32_on(y, d, "y") : Tensor();
+    Tensor M = f32_on(mean, d, "mean"), I = f32_on(invstd, d, "invstd");
+    const long long c = X.dim(-1);
+    Tensor DX = need_dx ? Tensor::empty(X.shape(), DType::F32, d) : Tensor();
+    Tensor DG = Tensor::empty({c}, DType::F32, d), DB = Tensor::empty({c}, DType::F32, d);
+    run_repeat(repeat, [&] {
+      ops::batchnorm_backward_training(X, Y, DY, G, M, I, epsilon, relu, need_dx ? &DX : nullptr, &DG, &DB);
+    });
+    return py::make_tuple(optional_out(DX), to_numpy(DG), to_numpy(DB));
+  }, py::arg("x"), py::arg("y"), py::arg("dy"), py::arg("gamma"), py::arg("mean"), py::arg("invstd"),
+     py::arg("epsilon") = 1e-3f, py::arg("relu") = false, py::arg("need_dx") = true, py::arg("device") = "cpu",
+     py::arg("repeat") = 1, "(dx or None, dgamma, dbeta) with the forward's batch mean and invstd.");
+  m.def("batchnorm_backward_inference", [](py::object y, py::object dy, py::object gamma, py::object moving_var,
+                                           float epsilon, bool relu, std::string device) {
+    Device d = resolve_device(device);
+    Tensor DY = f32_on(dy, d, "dy"), G = optional_on(gamma, d, "gamma"), MV = f32_on(moving_var, d, "moving_variance");
+    if (d.is_cpu()) DY = DY.to(d);
+    Tensor Y = relu ? f32_on(y, d, "y") : Tensor();
+    Tensor DX = Tensor::empty(DY.shape(), DType::F32, d);
+    ops::batchnorm_backward_inference(Y, DY, G, MV, epsilon, relu, DX);
+    return to_numpy(DX);
+  }, py::arg("y"), py::arg("dy"), py::arg("gamma"), py::arg("moving_variance"), py::arg("epsilon") = 1e-3f,
+     py::arg("relu") = false, py::arg("device") = "cpu");
+  m.def("batchnorm_update_moving", [](py::object moving_mean, py::object moving_var, py::object mean, py::object var,
+                                      float momentum, std::string device) {
+    Device d = resolve_device(device);
+    Tensor MM = f32_on(moving_mean, d, "moving_mean").to(d), MV = f32_on(moving_var, d, "moving_variance").to(d);
+    Tensor M = f32_on(mean, d, "mean"), V = f32_on(var, d, "var");
+    ops::batchnorm_update_moving(MM, MV, M, V, momentum);
+    return py::make_tuple(to_numpy(MM), to_numpy(MV));
+  }, py::arg("moving_mean"), py::arg("moving_variance"), py::arg("mean"), py::arg("var"), py::arg("momentum") = 0.99f,
+     py::arg("device") = "cpu", "Keras' moving-average update: returns new (moving_mean, moving_variance).");
+
+  m.def("scale_shift_forward", [](py::object x, py::object scale, py::object offset, std::string device) {
+    Device d = resolve_device(device);
+    Tensor X = f32_on(x, d, "x"), S = f32_on(scale, d, "scale"), O = f32_on(offset, d, "offset");
+    Tensor Y = Tensor::empty(X.shape(), DType::F32, d);
+    ops::scale_shift_forward(X, S, O, Y);
+    return to_numpy(Y);
+  }, py::arg("x"), py::arg("scale"), py::arg("offset"), py::arg("device") = "cpu",
+     "y = x * scale + offset over the last axis (scale, offset: one value per channel).");
+  m.def("scale_shift_backward", [](py::object dy, py::object scale, std::string device) {
+    Device d = resolve_device(device);
+    Tensor DY = f32_on(dy, d, "dy"), S = f32_on(scale, d, "scale"), DX = Tensor::empty(DY.shape(), DType::F32, d);
+    ops::scale_shift_backward(DY, S, DX);
+    return to_numpy(DX);
+  }, py::arg("dy"), py::arg("scale"), py::arg("device") = "cpu");
 
   m.def("dropout_forward", [](py::object x, float rate, uint64_t seed, uint64_t stream, std::string device,
                               int repeat, uint64_t offset) {

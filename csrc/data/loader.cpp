@@ -125,6 +125,16 @@ void Loader::warm_async(long long epoch) {
   });
 }
 
+void Loader::set_seed(uint64_t seed) {
+  std::lock_guard<std::mutex> wl(warm_mutex_);
+  if (warm_.joinable()) warm_.join();  // a warm-up planning with the old seed finishes first
+  std::lock_guard<std::mutex> lk(mutex_);
+  if (*opt_.seed == seed) return;
+  opt_.seed = seed;
+  plan_epoch_ = -1;
+  filled_epoch_ = -1;
+}
+
 long long Loader::num_batches() const {
   long long b = opt_.batch_size;
   return opt_.drop_remainder ? rows_ / b : (rows_ + b - 1) / b;
@@ -140,14 +150,6 @@ void Loader::shard_rows(long long i, const Shard& shard, long long& first, long 
   const long long n = batch_rows(i);
   first = share_begin(n, shard.ranks, shard.rank);
   count = share_end(n, shard.ranks, shard.rank) - first;
-}
-
-void Loader::set_seed(uint64_t seed) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (seed == *opt_.seed) return;
-  opt_.seed = seed;
-  plan_epoch_ = -1;  // planned again with the new seed
-  filled_epoch_ = -1;
 }
 
 Shape Loader::batch_x_shape(long long rows) const {

@@ -65,6 +65,12 @@ class Loader {
   void warm_async(long long epoch);
 
   const LoaderOptions& options() const { return opt_; }
+  // The shuffle seed (the one given, or the one drawn at construction). A data-parallel run gives
+  // every rank rank 0's, so that all ranks follow the same plan. set_seed replaces it, as
+  // a resumed training run does to repeat the shuffle order of the run it continues; epoch plans
+  // made with the old seed are dropped (cached rows stay: they do not depend on the order).
+  uint64_t seed() const { return *opt_.seed; }
+  void set_seed(uint64_t seed);
   const DatasetInfo& x_info() const { return x_->info(); }
   const DatasetInfo* y_info() const { return y_ ? &y_->info() : nullptr; }
   long long num_rows() const { return rows_; }
@@ -72,10 +78,6 @@ class Loader {
   long long batch_rows(long long i) const;  // rows in batch i
   // The rows [first, first + count) of batch i that `shard` fills.
   void shard_rows(long long i, const Shard& shard, long long& first, long long& count) const;
-  // The shuffle seed (drawn at construction when none was given); a data-parallel run gives every
-  // rank rank 0's, so that all ranks follow the same plan.
-  uint64_t seed() const { return *opt_.seed; }
-  void set_seed(uint64_t seed);
   Shape batch_x_shape(long long rows) const;  // (B, H, W, C) / (B, H, W, 1) / (B, F)
   Shape row_shape() const {
     Shape s = batch_x_shape(1);

@@ -80,4 +80,26 @@ Config Config::prefixed(const std::string& prefix, const std::string& what) cons
   return out;
 }
 
+std::vector<int> Config::get_int_list(const std::string& key, size_t n) const {
+  const ConfigValue& v = at(key);
+  if (std::holds_alternative<std::vector<double>>(v)) throw ValueError(cat(what_, ": '", key, "' must hold integers only"));
+  if (!std::holds_alternative<std::vector<long long>>(v) || std::get<std::vector<long long>>(v).size() != n)
+    wrong_kind(key, cat("a list of ", n, " integers").c_str());
+  std::vector<int> out;
+  for (long long e : std::get<std::vector<long long>>(v)) out.push_back(to_int(e, what_, key));
+  return out;
+}
+
+std::vector<float> Config::get_float_list(const std::string& key) const {
+  const ConfigValue& v = at(key);
+  std::vector<float> out;
+  if (std::holds_alternative<double>(v) || std::holds_alternative<long long>(v)) {
+    out.push_back(get_float(key));
+  } else if (std::holds_alternative<std::vector<double>>(v) || std::holds_alternative<std::vector<long long>>(v)) {
+    for (double d : get_floats(key)) out.push_back(static_cast<float>(d));
+  }
+  if (out.empty()) wrong_kind(key, "a number or a non-empty list of numbers");
+  return out;
+}
+
 }  // namespace hpcnn::nn

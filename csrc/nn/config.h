@@ -12,6 +12,7 @@
 
 namespace hpcnn::nn {
 
+// A list of integers stays a list of integers; a list holding any other number is a list of doubles.
 using ConfigValue = std::variant<bool, long long, double, std::string, std::vector<long long>, std::vector<double>>;
 
 class Config {
@@ -33,6 +34,16 @@ class Config {
   // The entries whose key starts with `prefix`, with the prefix removed: a configuration nested in
   // this one (an optimizer's learning-rate schedule: "schedule_decay_steps" -> "decay_steps").
   Config prefixed(const std::string& prefix, const std::string& what) const;
+
+  std::vector<int> get_int_list(const std::string& key, size_t n) const;  // a list of exactly n integers
+  // A number or a non-empty list of numbers, as floats (a number is a list of one).
+  std::vector<float> get_float_list(const std::string& key) const;
+  // The value of an optional key: its default when the key is absent (None in Python).
+  bool get_bool_or(const std::string& key, bool fallback) const { return has(key) ? get_bool(key) : fallback; }
+  float get_float_or(const std::string& key, float fallback) const { return has(key) ? get_float(key) : fallback; }
+  std::string get_string_or(const std::string& key, const std::string& fallback) const {
+    return has(key) ? get_string(key) : fallback;
+  }
 
  private:
   const ConfigValue& at(const std::string& key) const;  // ValueError when the key is missing

@@ -16,19 +16,37 @@ LayerPtr make_layer_of_kind(const Config& cfg) {
     auto [sh, sw] = cfg.get_int_pair("strides");
     return std::make_unique<Conv2DLayer>(cfg.get_int("filters"), kh, kw, sh, sw,
                                          parse_padding(cfg.get_string("padding")),
-                                         cfg.get_string("activation") == "relu");
+                                         parse_fused_relu(cfg.get_string("activation"), "Conv2D"),
+                                         cfg.get_bool_or("use_bias", true));
   }
-  if (kind == "MaxPooling2D") {
+  if (kind == "MaxPooling2D" || kind == "AveragePooling2D") {
     auto [ph, pw] = cfg.get_int_pair("pool_size");
     auto [sh, sw] = cfg.get_int_pair("strides");
-    return std::make_unique<MaxPool2DLayer>(ph, pw, sh, sw, parse_padding(cfg.get_string("padding")));
+    const Padding pad = parse_padding(cfg.get_string("padding"));
+    if (kind == "MaxPooling2D") return std::make_unique<MaxPool2DLayer>(ph, pw, sh, sw, pad);
+    return std::make_unique<AvgPool2DLayer>(ph, pw, sh, sw, pad);
+  }
+  if (kind == "GlobalAveragePooling2D" || kind == "GlobalMaxPooling2D")
+    return std::make_unique<GlobalPool2DLayer>(kind == "GlobalMaxPooling2D", cfg.get_bool_or("keepdims", false));
+  if (kind == "ZeroPadding2D") {
+    const std::vector<int> p = cfg.get_int_list("padding", 4);  // top, bottom, left, right
+    return std::make_unique<ZeroPadding2DLayer>(p[0], p[1], p[2], p[3]);
   }
   if (kind == "Flatten") return std::make_unique<FlattenLayer>();
   if (kind == "Dense")
-    return std::make_unique<DenseLayer>(cfg.get_int("units"), cfg.get_string("activation") == "relu");
+    return std::make_unique<DenseLayer>(cfg.get_int("units"), parse_fused_relu(cfg.get_string("activation"), "Dense"),
+                                        cfg.get_bool_or("use_bias", true));
   if (kind == "Dropout") return std::make_unique<DropoutLayer>(cfg.get_float("rate"));
   if (kind == "Activation")
-    return std::make_unique<ActivationLayer>(parse_activation(cfg.get_string("activation")));
+    return std::make_unique<ActivationLayer>(
+        parse_activation(cfg.get_string("activation"), cfg.get_float_or("alpha", 0.f)));
+  if (kind == "Rescaling")
+    return std::make_unique<RescalingLayer>(cfg.get_float_list("scale"), cfg.get_float_list("offset"));
+  if (kind == "BatchNormalization")
+    return std::make_unique<BatchNormLayer>(cfg.get_int("axis"), cfg.get_float("momentum"), cfg.get_float("epsilon"),
+                                            cfg.get_bool("center"), cfg.get_bool("scale"),
+                                            parse_fused_relu(cfg.get_string_or("activation", "linear"),
+                                                             "BatchNormalization"));
   throw ValueError(cat("unknown layer class '", kind, "'"));
 }
 

@@ -1,9 +1,14 @@
 // The model's pieces built from configuration (config.h): layers by Keras class name, the
 // optimizer by name, the loss by Keras' string. Unknown names and bad values are ValueErrors.
-//   layer     class_name: Conv2D (filters, kernel_size, strides, padding, activation),
-//             MaxPooling2D (pool_size, strides, padding), Flatten, Dense (units, activation),
-//             Dropout (rate), Activation (activation); any layer: kernel_l1, kernel_l2, bias_l1,
-//             bias_l2 (Keras' kernel_regularizer / bias_regularizer factors, nn/regularization.h)
+//   layer     class_name: Conv2D (filters, kernel_size, strides, padding, activation 'relu'|'linear',
+//             use_bias = True), MaxPooling2D and AveragePooling2D (pool_size, strides, padding),
+//             GlobalAveragePooling2D and GlobalMaxPooling2D (keepdims = False), ZeroPadding2D
+//             (padding: [top, bottom, left, right]), Flatten, Dense (units, activation 'relu'|'linear',
+//             use_bias = True), Dropout (rate), Activation (activation: 'softmax' or a name of
+//             ops/activation.h; alpha = 0: leaky_relu's slope, elu's alpha), Rescaling (scale, offset:
+//             a number or one per channel), BatchNormalization (axis, momentum, epsilon, center, scale,
+//             activation 'relu'|'linear' = 'linear': a fused ReLU); any layer: kernel_l1, kernel_l2,
+//             bias_l1, bias_l2 (Keras' kernel_regularizer / bias_regularizer factors, nn/regularization.h)
 //   optimizer name: Adam (learning_rate, beta_1, beta_2, epsilon), AdamW (the same and
 //             weight_decay), SGD (learning_rate, momentum, nesterov), RMSprop (learning_rate, rho,
 //             momentum, epsilon, centered); any optimizer: weight_decay, clipnorm,

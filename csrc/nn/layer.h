@@ -21,7 +21,7 @@ inline Shape with_batch(long long n, const Shape& s) {
   return out;
 }
 
-enum class Init { GlorotUniform, Zeros };
+enum class Init { GlorotUniform, Zeros, Ones };
 
 // How a parameter is laid out in the model's buffer on a device (nn/param_layout.h):
 //   Plain         its Keras shape, on every device;
@@ -29,12 +29,19 @@ enum class Init { GlorotUniform, Zeros };
 //                 HWIO on the CPU, OHWI on a GPU. `shape` is always the Keras (HWIO) shape.
 enum class ParamKind { Plain, Conv2DKernel };
 
+// One weight array of a layer. `trainable` is Keras' notion of a weight's kind, fixed by the layer:
+// a non-trainable weight (BatchNormalization's moving_mean and moving_variance) is state that the
+// layer itself updates while training. It is a weight like any other for get_weights/set_weights,
+// model files and device moves, but no optimizer ever steps it (it is outside the model's trainable
+// ranges, nn/sequential.h) and backward writes no gradient for it. Distinct from a layer being
+// frozen (Layer::set_trainable(false)), which excludes all of that layer's weights.
 struct ParamSpec {
-  std::string name;  // "kernel", "bias"
+  std::string name;  // "kernel", "bias", "gamma", "moving_mean", ...
   Shape shape;       // Keras' shape: what get_weights/set_weights and model files use
   Init init;
   long long fan_in = 0, fan_out = 0;  // for glorot_uniform
   ParamKind kind = ParamKind::Plain;
+  bool trainable = true;
 };
 
 // Keras' weight regularizers (L1, L2, L1L2) on one parameter: a penalty l1 * sum |w| + l2 * sum w^2
@@ -90,11 +97,25 @@ class Layer {
   void set_regularizer(const std::string& param, Regularizer r) { regularizers_[param] = r; }
   const std::map<std::string, Regularizer>& regularizers() const { return regularizers_; }
 
+  // Called once per training step, after the loss was found finite and the backward pass ran,
+  // before the optimizer step: a layer that keeps training-time state in non-trainable weights
+  // (BatchNormalization's moving statistics) commits this step's update here, so a step that
+  // fails (a NaN loss) leaves every weight as it was.
+  virtual void commit_training_step(const StepContext& ctx) {}
+
+  // Whether the model trains this layer (Keras' layer.trainable, taken at compile). A frozen
+  // layer's weights take no optimizer step; a layer may also change how it computes when frozen
+  // (Keras: a frozen BatchNormalization runs in inference mode, with its moving statistics, also
+  // during fit).
+  void set_trainable(bool t) { trainable_ = t; }
+  bool trainable() const { return trainable_; }
+
  protected:
   std::vector<Tensor> params_, grads_;
 
  private:
   std::map<std::string, Regularizer> regularizers_;
+  bool trainable_ = true;
 };
 
 using LayerPtr = std::unique_ptr<Layer>;

@@ -1,5 +1,6 @@
 #include "nn/layers.h"
 
+#include <cmath>
 #include <limits>
 
 #include "ops/ops.h"
@@ -16,16 +17,30 @@ void check_int_dims(const Shape& in, const char* layer) {
 }
 }  // namespace
 
-Activation parse_activation(const std::string& s) {
-  if (s.empty() || s == "linear" || s == "None") return Activation::Linear;
-  if (s == "relu") return Activation::ReLU;
-  if (s == "softmax") return Activation::Softmax;
-  throw ValueError(cat("unknown activation '", s, "': use 'relu', 'softmax' or 'linear'"));
+ActivationSpec parse_activation(const std::string& s, float alpha) {
+  ActivationSpec a;
+  a.alpha = alpha;
+  if (s.empty() || s == "None") return a;
+  if (s == "softmax") {
+    a.softmax = true;
+    return a;
+  }
+  a.act = parse_act(s);
+  if (a.act == Act::LeakyReLU)
+    HPCNN_CHECK_ARG(alpha >= 0.f, "leaky_relu: the negative slope must be >= 0, got ", alpha);
+  return a;
+}
+
+bool parse_fused_relu(const std::string& s, const char* layer) {
+  if (s == "relu") return true;
+  if (s.empty() || s == "linear" || s == "None") return false;
+  throw ValueError(cat(layer, ": activation '", s, "' is not computed inside the layer (only 'relu' or 'linear'): "
+                       "follow it with an Activation layer"));
 }
 
 // ------------------------------------------------------------------ Conv2D
-Conv2DLayer::Conv2DLayer(int filters, int kh, int kw, int sh, int sw, Padding padding, bool relu)
-    : filters_(filters), kh_(kh), kw_(kw), sh_(sh), sw_(sw), padding_(padding), relu_(relu) {
+Conv2DLayer::Conv2DLayer(int filters, int kh, int kw, int sh, int sw, Padding padding, bool relu, bool use_bias)
+    : filters_(filters), kh_(kh), kw_(kw), sh_(sh), sw_(sw), padding_(padding), relu_(relu), use_bias_(use_bias) {
   HPCNN_CHECK_ARG(filters > 0, "Conv2D: filters must be positive, got ", filters);
   HPCNN_CHECK_ARG(kh > 0 && kw > 0, "Conv2D: kernel_size must be positive, got (", kh, ", ", kw, ")");
   HPCNN_CHECK_ARG(sh > 0 && sw > 0, "Conv2D: strides must be positive, got (", sh, ", ", sw, ")");
@@ -44,16 +59,19 @@ Shape Conv2DLayer::output_shape(const Shape& in) const {
 std::vector<ParamSpec> Conv2DLayer::param_specs(const Shape& in) const {
   long long c = in.at(2);
   long long rf = (long long)kh_ * kw_;
-  return {{"kernel", {kh_, kw_, c, filters_}, Init::GlorotUniform, rf * c, rf * filters_, ParamKind::Conv2DKernel},
-          {"bias", {filters_}, Init::Zeros, 0, 0}};
+  std::vector<ParamSpec> specs{
+      {"kernel", {kh_, kw_, c, filters_}, Init::GlorotUniform, rf * c, rf * filters_, ParamKind::Conv2DKernel}};
+  if (use_bias_) specs.push_back({"bias", {filters_}, Init::Zeros, 0, 0});
+  return specs;
 }
 
 void Conv2DLayer::forward(const Tensor& x, Tensor& y, const StepContext&) {
-  ops::conv2d_forward(x, params_[0], params_[1], y, sh_, sw_, padding_, relu_);
+  ops::conv2d_forward(x, params_[0], use_bias_ ? params_[1] : Tensor(), y, sh_, sw_, padding_, relu_);
 }
 
 void Conv2DLayer::backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext&) {
-  ops::conv2d_backward(x, params_[0], y, dy, dx, grads_[0], grads_[1], sh_, sw_, padding_, relu_);
+  Tensor db = use_bias_ ? grads_[1] : Tensor();
+  ops::conv2d_backward(x, params_[0], y, dy, dx, grads_[0], db, sh_, sw_, padding_, relu_);
 }
 
 // ------------------------------------------------------------------ MaxPool2D
@@ -85,7 +103,7 @@ Shape FlattenLayer::output_shape(const Shape& in) const {
 }
 
 // ------------------------------------------------------------------ Dense
-DenseLayer::DenseLayer(int units, bool relu) : units_(units), relu_(relu) {
+DenseLayer::DenseLayer(int units, bool relu, bool use_bias) : units_(units), relu_(relu), use_bias_(use_bias) {
   HPCNN_CHECK_ARG(units > 0, "Dense: units must be positive, got ", units);
 }
 
@@ -97,16 +115,18 @@ Shape DenseLayer::output_shape(const Shape& in) const {
 }
 
 std::vector<ParamSpec> DenseLayer::param_specs(const Shape& in) const {
-  return {{"kernel", {in.at(0), units_}, Init::GlorotUniform, in.at(0), units_},
-          {"bias", {units_}, Init::Zeros, 0, 0}};
+  std::vector<ParamSpec> specs{{"kernel", {in.at(0), units_}, Init::GlorotUniform, in.at(0), units_}};
+  if (use_bias_) specs.push_back({"bias", {units_}, Init::Zeros, 0, 0});
+  return specs;
 }
 
 void DenseLayer::forward(const Tensor& x, Tensor& y, const StepContext&) {
-  ops::dense_forward(x, params_[0], params_[1], y, relu_);
+  ops::dense_forward(x, params_[0], use_bias_ ? params_[1] : Tensor(), y, relu_);
 }
 
 void DenseLayer::backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext&) {
-  ops::dense_backward(x, params_[0], y, dy, dx, grads_[0], grads_[1], relu_);
+  Tensor db = use_bias_ ? grads_[1] : Tensor();
+  ops::dense_backward(x, params_[0], y, dy, dx, grads_[0], db, relu_);
 }
 
 // ------------------------------------------------------------------ Dropout
@@ -125,17 +145,198 @@ void DropoutLayer::backward(const Tensor&, const Tensor&, Tensor& dy, Tensor* dx
 }
 
 // ------------------------------------------------------------------ Activation
-ActivationLayer::ActivationLayer(Activation a) : act_(a) {}
+ActivationLayer::ActivationLayer(ActivationSpec a) : spec_(a) {}
 
 void ActivationLayer::forward(const Tensor& x, Tensor& y, const StepContext&) {
-  if (act_ == Activation::ReLU) ops::relu_forward(x, y);
-  else if (act_ == Activation::Softmax) ops::softmax_forward(x, y);
+  if (spec_.softmax) ops::softmax_forward(x, y);
+  else if (spec_.act == Act::ReLU) ops::relu_forward(x, y);
+  else ops::activation_forward(spec_.act, spec_.alpha, x, y);
 }
 
-void ActivationLayer::backward(const Tensor&, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext&) {
+void ActivationLayer::backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext&) {
   if (!dx) return;
-  if (act_ == Activation::ReLU) ops::relu_backward(y, dy, *dx);
-  else if (act_ == Activation::Softmax) ops::softmax_backward(y, dy, *dx);
+  if (spec_.softmax) ops::softmax_backward(y, dy, *dx);
+  else if (spec_.act == Act::ReLU) ops::relu_backward(y, dy, *dx);
+  else ops::activation_backward(spec_.act, spec_.alpha, x, y, dy, *dx);
+}
+
+// ------------------------------------------------------------------ AveragePooling2D
+AvgPool2DLayer::AvgPool2DLayer(int ph, int pw, int sh, int sw, Padding padding)
+    : ph_(ph), pw_(pw), sh_(sh), sw_(sw), padding_(padding) {
+  HPCNN_CHECK_ARG(ph > 0 && pw > 0 && sh > 0 && sw > 0, "AveragePooling2D: pool_size and strides must be positive");
+}
+
+Shape AvgPool2DLayer::output_shape(const Shape& in) const {
+  HPCNN_CHECK_ARG(in.size() == 3, "AveragePooling2D expects inputs of shape (height, width, channels), got ",
+                  shape_str(in));
+  check_int_dims(in, "AveragePooling2D");
+  Pool2dGeometry g =
+      Pool2dGeometry::make(1, (int)in[0], (int)in[1], (int)in[2], ph_, pw_, sh_, sw_, padding_, "AveragePooling2D");
+  return {g.oh, g.ow, in[2]};
+}
+
+void AvgPool2DLayer::forward(const Tensor& x, Tensor& y, const StepContext&) {
+  ops::avgpool2d_forward(x, y, ph_, pw_, sh_, sw_, padding_);
+}
+
+void AvgPool2DLayer::backward(const Tensor&, const Tensor&, Tensor& dy, Tensor* dx, const StepContext&) {
+  if (dx) ops::avgpool2d_backward(dy, *dx, ph_, pw_, sh_, sw_, padding_);
+}
+
+// ------------------------------------------------------------------ GlobalAveragePooling2D / GlobalMaxPooling2D
+GlobalPool2DLayer::GlobalPool2DLayer(bool max, bool keepdims) : max_(max), keepdims_(keepdims) {}
+
+Shape GlobalPool2DLayer::output_shape(const Shape& in) const {
+  HPCNN_CHECK_ARG(in.size() == 3, kind(), " expects inputs of shape (height, width, channels), got ", shape_str(in));
+  check_int_dims(in, kind().c_str());
+  return keepdims_ ? Shape{1, 1, in[2]} : Shape{in[2]};
+}
+
+void GlobalPool2DLayer::forward(const Tensor& x, Tensor& y, const StepContext&) {
+  if (max_) ops::global_maxpool2d_forward(x, y);
+  else ops::global_avgpool2d_forward(x, y);
+}
+
+void GlobalPool2DLayer::backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext&) {
+  if (!dx) return;
+  if (max_) ops::global_maxpool2d_backward(x, y, dy, *dx);
+  else ops::global_avgpool2d_backward(dy, *dx);
+}
+
+// ------------------------------------------------------------------ ZeroPadding2D
+ZeroPadding2DLayer::ZeroPadding2DLayer(int top, int bottom, int left, int right)
+    : top_(top), bottom_(bottom), left_(left), right_(right) {
+  HPCNN_CHECK_ARG(top >= 0 && bottom >= 0 && left >= 0 && right >= 0, "ZeroPadding2D: padding must be >= 0, got ((",
+                  top, ", ", bottom, "), (", left, ", ", right, "))");
+}
+
+Shape ZeroPadding2DLayer::output_shape(const Shape& in) const {
+  HPCNN_CHECK_ARG(in.size() == 3, "ZeroPadding2D expects inputs of shape (height, width, channels), got ",
+                  shape_str(in));
+  Shape out{in[0] + top_ + bottom_, in[1] + left_ + right_, in[2]};
+  check_int_dims(out, "ZeroPadding2D");
+  return out;
+}
+
+void ZeroPadding2DLayer::forward(const Tensor& x, Tensor& y, const StepContext&) {
+  ops::zero_pad2d_forward(x, y, top_, bottom_, left_, right_);
+}
+
+void ZeroPadding2DLayer::backward(const Tensor&, const Tensor&, Tensor& dy, Tensor* dx, const StepContext&) {
+  if (dx) ops::zero_pad2d_backward(dy, *dx, top_, bottom_, left_, right_);
+}
+
+// ------------------------------------------------------------------ Rescaling
+RescalingLayer::RescalingLayer(std::vector<float> scale, std::vector<float> offset)
+    : scale_(std::move(scale)), offset_(std::move(offset)) {
+  HPCNN_CHECK_ARG(!scale_.empty() && !offset_.empty(), "Rescaling: scale and offset need at least one value");
+  for (float v : scale_) HPCNN_CHECK_ARG(std::isfinite(v), "Rescaling: scale must be finite, got ", v);
+  for (float v : offset_) HPCNN_CHECK_ARG(std::isfinite(v), "Rescaling: offset must be finite, got ", v);
+}
+
+Shape RescalingLayer::output_shape(const Shape& in) const {
+  HPCNN_CHECK_ARG(!in.empty(), "Rescaling needs an input with at least one axis");
+  check_int_dims(in, "Rescaling");
+  const long long c = in.back();
+  HPCNN_CHECK_ARG(scale_.size() == 1 || (long long)scale_.size() == c, "Rescaling: ", scale_.size(),
+                  " scale values for ", c, " channels (input ", shape_str(in), "): give one value or one per channel");
+  HPCNN_CHECK_ARG(offset_.size() == 1 || (long long)offset_.size() == c, "Rescaling: ", offset_.size(),
+                  " offset values for ", c, " channels (input ", shape_str(in), "): give one value or one per channel");
+  return in;
+}
+
+void RescalingLayer::upload(Device d, int c) {
+  if (scale_dev_.defined() && scale_dev_.device() == d && scale_dev_.dim(0) == c) return;
+  Tensor s = Tensor::empty({c}), o = Tensor::empty({c});
+  for (int j = 0; j < c; ++j) {
+    s.f32()[j] = scale_.size() == 1 ? scale_[0] : scale_[j];
+    o.f32()[j] = offset_.size() == 1 ? offset_[0] : offset_[j];
+  }
+  scale_dev_ = d.is_cpu() ? s : s.to(d);
+  offset_dev_ = d.is_cpu() ? o : o.to(d);
+}
+
+void RescalingLayer::forward(const Tensor& x, Tensor& y, const StepContext&) {
+  upload(x.device(), static_cast<int>(x.dim(-1)));
+  ops::scale_shift_forward(x, scale_dev_, offset_dev_, y);
+}
+
+void RescalingLayer::backward(const Tensor&, const Tensor&, Tensor& dy, Tensor* dx, const StepContext&) {
+  if (!dx) return;
+  upload(dy.device(), static_cast<int>(dy.dim(-1)));
+  ops::scale_shift_backward(dy, scale_dev_, *dx);
+}
+
+// ------------------------------------------------------------------ BatchNormalization
+BatchNormLayer::BatchNormLayer(int axis, float momentum, float epsilon, bool center, bool scale, bool relu)
+    : axis_(axis), momentum_(momentum), epsilon_(epsilon), center_(center), scale_(scale), relu_(relu) {
+  HPCNN_CHECK_ARG(std::isfinite(momentum) && momentum >= 0.f && momentum <= 1.f,
+                  "BatchNormalization: momentum must be in [0, 1], got ", momentum);
+  HPCNN_CHECK_ARG(std::isfinite(epsilon) && epsilon > 0.f, "BatchNormalization: epsilon must be positive, got ",
+                  epsilon);
+}
+
+Shape BatchNormLayer::output_shape(const Shape& in) const {
+  HPCNN_CHECK_ARG(!in.empty(), "BatchNormalization needs an input with a channel axis, got ", shape_str(in));
+  check_int_dims(in, "BatchNormalization");
+  // Axes counted with the batch axis (Keras): the channels are axis in.size(), or -1.
+  const int last = static_cast<int>(in.size());
+  HPCNN_CHECK_ARG(axis_ == -1 || axis_ == last, "BatchNormalization: axis=", axis_,
+                  " is not supported: hpcnn normalizes the last (channels) axis, axis=-1 (or ", last,
+                  ", counting the batch axis, for samples of shape ", shape_str(in), ")");
+  return in;
+}
+
+std::vector<ParamSpec> BatchNormLayer::param_specs(const Shape& in) const {
+  const long long c = in.back();
+  std::vector<ParamSpec> specs;
+  if (scale_) specs.push_back({"gamma", {c}, Init::Ones, 0, 0});
+  if (center_) specs.push_back({"beta", {c}, Init::Zeros, 0, 0});
+  specs.push_back({"moving_mean", {c}, Init::Zeros, 0, 0, ParamKind::Plain, false});
+  specs.push_back({"moving_variance", {c}, Init::Ones, 0, 0, ParamKind::Plain, false});
+  return specs;
+}
+
+void BatchNormLayer::ensure_batch_stats(Device d, int c) {
+  if (batch_stats_.defined() && batch_stats_.device() == d && batch_stats_.numel() == 3LL * c) return;
+  batch_stats_ = Tensor::zeros({3LL * c}, DType::F32, d);
+}
+
+void BatchNormLayer::forward(const Tensor& x, Tensor& y, const StepContext& ctx) {
+  // Keras: batch statistics only when training AND trainable (a frozen layer runs in inference mode).
+  used_batch_stats_ = ctx.training && trainable();
+  uncommitted_ = false;
+  if (!used_batch_stats_) {
+    ops::batchnorm_forward_inference(x, gamma(), beta(), moving_mean(), moving_var(), y, epsilon_, relu_);
+    return;
+  }
+  const int c = static_cast<int>(x.dim(-1));
+  ensure_batch_stats(x.device(), c);
+  Tensor mean = batch_stats_.view(0, {c}), var = batch_stats_.view(c, {c}), invstd = batch_stats_.view(2LL * c, {c});
+  ops::batchnorm_forward_training(x, gamma(), beta(), y, epsilon_, relu_, mean, var, invstd);
+  uncommitted_ = true;
+}
+
+void BatchNormLayer::backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext&) {
+  if (!used_batch_stats_) {  // inference mode (a frozen layer): the statistics are constants
+    if (dx) ops::batchnorm_backward_inference(y, dy, gamma(), moving_var(), epsilon_, relu_, *dx);
+    return;
+  }
+  const int c = static_cast<int>(x.dim(-1));
+  Tensor mean = batch_stats_.view(0, {c}), invstd = batch_stats_.view(2LL * c, {c});
+  Tensor dgamma, dbeta;
+  if (scale_) dgamma = grads_[0];
+  if (center_) dbeta = grads_[scale_ ? 1 : 0];
+  ops::batchnorm_backward_training(x, y, dy, gamma(), mean, invstd, epsilon_, relu_, dx, scale_ ? &dgamma : nullptr,
+                                   center_ ? &dbeta : nullptr);
+}
+
+void BatchNormLayer::commit_training_step(const StepContext&) {
+  if (!uncommitted_) return;
+  const int c = static_cast<int>(batch_stats_.numel() / 3);
+  Tensor mm = moving_mean(), mv = moving_var();
+  ops::batchnorm_update_moving(mm, mv, batch_stats_.view(0, {c}), batch_stats_.view(c, {c}), momentum_);
+  uncommitted_ = false;
 }
 
 }  // namespace hpcnn::nn

@@ -1,24 +1,45 @@
 // The layers of hpcnn. Each is thin: shape rules, parameter specs, and calls into ops/.
-//   Conv2D       conv2d (+ fused ReLU)                 params: kernel (kh,kw,in,out)*, bias (out)
-//   MaxPool2D    max pooling                           no params
-//   Flatten      (H,W,C) -> (H*W*C) in H,W,C order     a view, no copy (Keras' NHWC order)
-//   Dense        matmul + bias (+ fused ReLU)          params: kernel (in,out), bias (out)
-//   Dropout      inverted dropout while training       identity view at inference
-//   Activation   relu or softmax (last axis)
+//   Conv2D              conv2d (+ fused ReLU)                 kernel (kh,kw,in,out)*, bias (out) unless use_bias=False
+//   MaxPool2D           max pooling                           no params
+//   AvgPool2D           average pooling (padding not counted) no params
+//   GlobalPool2D        global average or max pooling         no params; (h,w,c) -> (c) or (1,1,c)
+//   ZeroPadding2D       zeros around the spatial axes         no params
+//   Flatten             (H,W,C) -> (H*W*C) in H,W,C order     a view, no copy (Keras' NHWC order)
+//   Dense               matmul + bias (+ fused ReLU)          kernel (in,out), bias (out) unless use_bias=False
+//   Dropout             inverted dropout while training       identity view at inference
+//   Activation          element-wise kinds or softmax         identity view for 'linear'
+//   Rescaling           x * scale + offset per channel        no params (the constants are configuration)
+//   BatchNormalization  over the last axis (+ fused ReLU)     gamma, beta (trainable), moving_mean,
+//                                                             moving_variance (non-trainable)
 // * Keras' shape; the model holds it in its device's conv2d kernel layout (ParamKind::Conv2DKernel).
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "nn/layer.h"
+#include "ops/activation.h"
 #include "ops/conv2d.h"
 
 namespace hpcnn::nn {
 
-enum class Activation { Linear, ReLU, Softmax };
-Activation parse_activation(const std::string& s);  // "relu", "softmax", "linear"/"" ; ValueError otherwise
+// What an Activation layer computes: softmax over the last axis, or an element-wise kind with its
+// parameter (LeakyReLU's negative slope, ELU's alpha).
+struct ActivationSpec {
+  bool softmax = false;
+  Act act = Act::Linear;
+  float alpha = 0.f;
+};
+// "softmax" or a name of ops/activation.h ("" and "None" are 'linear'); ValueError otherwise.
+ActivationSpec parse_activation(const std::string& s, float alpha = 0.f);
+
+// The activation Conv2D, Dense and BatchNormalization fuse: 'relu' (true) or 'linear' (false);
+// any other name is a ValueError (Python puts other activations in an Activation layer).
+bool parse_fused_relu(const std::string& s, const char* layer);
 
 class Conv2DLayer : public Layer {
  public:
-  Conv2DLayer(int filters, int kh, int kw, int sh, int sw, Padding padding, bool relu);
+  Conv2DLayer(int filters, int kh, int kw, int sh, int sw, Padding padding, bool relu, bool use_bias = true);
   std::string kind() const override { return "Conv2D"; }
   Shape output_shape(const Shape& in) const override;
   std::vector<ParamSpec> param_specs(const Shape& in) const override;
@@ -28,7 +49,7 @@ class Conv2DLayer : public Layer {
  private:
   int filters_, kh_, kw_, sh_, sw_;
   Padding padding_;
-  bool relu_;
+  bool relu_, use_bias_;
 };
 
 class MaxPool2DLayer : public Layer {
@@ -56,7 +77,7 @@ class FlattenLayer : public Layer {
 
 class DenseLayer : public Layer {
  public:
-  DenseLayer(int units, bool relu);
+  DenseLayer(int units, bool relu, bool use_bias = true);
   std::string kind() const override { return "Dense"; }
   Shape output_shape(const Shape& in) const override;
   std::vector<ParamSpec> param_specs(const Shape& in) const override;
@@ -65,7 +86,7 @@ class DenseLayer : public Layer {
 
  private:
   int units_;
-  bool relu_;
+  bool relu_, use_bias_;
 };
 
 class DropoutLayer : public Layer {
@@ -83,17 +104,105 @@ class DropoutLayer : public Layer {
 
 class ActivationLayer : public Layer {
  public:
-  explicit ActivationLayer(Activation a);
+  explicit ActivationLayer(ActivationSpec a);
   std::string kind() const override { return "Activation"; }
-  Activation activation() const { return act_; }
+  const ActivationSpec& spec() const { return spec_; }
+  bool is_softmax() const { return spec_.softmax; }
   Shape output_shape(const Shape& in) const override { return in; }
-  bool forward_is_view(bool) const override { return act_ == Activation::Linear; }
-  bool backward_is_view() const override { return act_ == Activation::Linear; }
+  bool forward_is_view(bool) const override { return is_linear(); }
+  bool backward_is_view() const override { return is_linear(); }
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
 
  private:
-  Activation act_;
+  bool is_linear() const { return !spec_.softmax && spec_.act == Act::Linear; }
+  ActivationSpec spec_;
+};
+
+class AvgPool2DLayer : public Layer {
+ public:
+  AvgPool2DLayer(int ph, int pw, int sh, int sw, Padding padding);
+  std::string kind() const override { return "AveragePooling2D"; }
+  Shape output_shape(const Shape& in) const override;
+  void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
+
+ private:
+  int ph_, pw_, sh_, sw_;
+  Padding padding_;
+};
+
+// GlobalAveragePooling2D (max = false) and GlobalMaxPooling2D (max = true).
+class GlobalPool2DLayer : public Layer {
+ public:
+  GlobalPool2DLayer(bool max, bool keepdims);
+  std::string kind() const override { return max_ ? "GlobalMaxPooling2D" : "GlobalAveragePooling2D"; }
+  Shape output_shape(const Shape& in) const override;
+  void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
+
+ private:
+  bool max_, keepdims_;
+};
+
+class ZeroPadding2DLayer : public Layer {
+ public:
+  ZeroPadding2DLayer(int top, int bottom, int left, int right);
+  std::string kind() const override { return "ZeroPadding2D"; }
+  Shape output_shape(const Shape& in) const override;
+  void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
+
+ private:
+  int top_, bottom_, left_, right_;
+};
+
+// y = x * scale + offset over the last axis; scale and offset hold one value or one per channel.
+class RescalingLayer : public Layer {
+ public:
+  RescalingLayer(std::vector<float> scale, std::vector<float> offset);
+  std::string kind() const override { return "Rescaling"; }
+  Shape output_shape(const Shape& in) const override;
+  void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
+
+ private:
+  void upload(Device d, int c);  // scale_/offset_ expanded to c channels, on d (once per device)
+  std::vector<float> scale_, offset_;
+  Tensor scale_dev_, offset_dev_;
+};
+
+// Keras' BatchNormalization over the last axis (axis = -1, or the last axis counted from the
+// batch axis). Training (fit, the layer trainable): normalizes with the batch's statistics and,
+// when the step commits, moves the moving statistics toward them (Keras' momentum rule); inference
+// (evaluate, predict, or a frozen layer during fit, as Keras does): normalizes with the moving
+// statistics. Weights in Keras' order: gamma (scale=True), beta (center=True), moving_mean,
+// moving_variance; the last two are non-trainable. `relu`: a following ReLU fused into the op.
+class BatchNormLayer : public Layer {
+ public:
+  BatchNormLayer(int axis, float momentum, float epsilon, bool center, bool scale, bool relu);
+  std::string kind() const override { return "BatchNormalization"; }
+  Shape output_shape(const Shape& in) const override;
+  std::vector<ParamSpec> param_specs(const Shape& in) const override;
+  void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
+  void commit_training_step(const StepContext& ctx) override;
+
+ private:
+  // The bound weights by role (undefined when the layer has none: scale/center False).
+  Tensor gamma() const { return scale_ ? params_[0] : Tensor(); }
+  Tensor beta() const { return center_ ? params_[scale_ ? 1 : 0] : Tensor(); }
+  Tensor moving_mean() const { return params_[(scale_ ? 1 : 0) + (center_ ? 1 : 0)]; }
+  Tensor moving_var() const { return params_[(scale_ ? 1 : 0) + (center_ ? 1 : 0) + 1]; }
+  void ensure_batch_stats(Device d, int c);
+
+  int axis_;
+  float momentum_, epsilon_;
+  bool center_, scale_, relu_;
+  // The last training forward's batch statistics on the model's device: mean, var, invstd (c each).
+  Tensor batch_stats_;
+  bool used_batch_stats_ = false;  // the last forward normalized with them (training mode)
+  bool uncommitted_ = false;       // ... and the moving statistics have not taken them yet
 };
 
 }  // namespace hpcnn::nn

@@ -23,9 +23,14 @@ ParamLayout::ParamLayout(const std::vector<std::vector<ParamSpec>>& per_layer) {
   for (const auto& layer : per_layer)
     for (const ParamSpec& s : layer) {
       if (is_kernel(s)) keras_kernel_dims(s);  // a kernel spec must be 4-D (kh, kw, in, out)
-      entries_.push_back({s, total_});
-      total_ = checked_add(total_, shape_numel(s.shape), "the model's parameter count");
+      entries_.push_back({s, 0});
     }
+  for (bool trainable_pass : {true, false})  // trainable weights first, then the others
+    for (Entry& e : entries_)
+      if (e.spec.trainable == trainable_pass) {
+        e.offset = total_;
+        total_ = checked_add(total_, shape_numel(e.spec.shape), "the model's parameter count");
+      }
 }
 
 Shape ParamLayout::device_shape(size_t i, Device d) const {

@@ -2,6 +2,10 @@
 // where that layout is converted.
 //
 // Every parameter has a fixed offset and element count in the buffer (the same on every device).
+// The trainable weights are packed first, in model order, then the non-trainable ones
+// (ParamSpec::trainable: BatchNormalization's moving statistics), also in model order: the
+// weights an optimizer steps are then one contiguous range unless layers are frozen. The order
+// of the arrays (get_weights, index i below) is the model's order regardless.
 // What a device decides is the order of the elements inside a parameter: a conv2d kernel
 // (ParamKind::Conv2DKernel) is stored in the layout the conv2d backend of that device computes
 // with (ops::conv2d_kernel_layout: Keras' HWIO on the CPU, OHWI = cuDNN's KRSC on a GPU; see
@@ -28,7 +32,8 @@ namespace hpcnn::nn {
 class ParamLayout {
  public:
   ParamLayout() = default;
-  // The parameters of a model, layer by layer in Keras order (kernel, bias), packed in that order.
+  // The parameters of a model, layer by layer in Keras order (kernel, bias, ...): indexed in that
+  // order, packed trainable first (above).
   explicit ParamLayout(const std::vector<std::vector<ParamSpec>>& per_layer);
 
   size_t size() const { return entries_.size(); }  // parameter arrays (get_weights' count)

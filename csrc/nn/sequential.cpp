@@ -1,5 +1,6 @@
 #include "nn/sequential.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -18,6 +19,10 @@ namespace {
 void initialize(float* p, long long count, const ParamSpec& s, uint64_t seed, uint64_t stream) {
   if (s.init == Init::Zeros) {
     std::memset(p, 0, sizeof(float) * count);
+    return;
+  }
+  if (s.init == Init::Ones) {
+    std::fill(p, p + count, 1.0f);
     return;
   }
   double limit = std::sqrt(6.0 / static_cast<double>(s.fan_in + s.fan_out));
@@ -114,7 +119,7 @@ void Sequential::compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool f
   HPCNN_CHECK_ARG(out.size() == 1, "compile: the model output ", shape_str(out),
                   " is not (classes,): add Flatten() and a Dense output layer");
   auto* last = dynamic_cast<const ActivationLayer*>(layers_.back().get());
-  bool softmax_last = last && last->activation() == Activation::Softmax;
+  bool softmax_last = last && last->is_softmax();
   if (!from_logits)
     HPCNN_CHECK_ARG(softmax_last, "compile: cross-entropy expects probabilities, but the last layer has no "
                     "softmax: use activation='softmax' on the last layer, or a loss with from_logits=True");
@@ -130,20 +135,35 @@ void Sequential::compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool f
 void Sequential::set_trainable(const std::vector<bool>& per_layer) {
   HPCNN_CHECK_ARG(per_layer.size() == layers_.size(), "set_trainable: the model has ", layers_.size(),
                   " layers, got ", per_layer.size(), " flags");
+  // The optimizer steps the trainable weights (ParamSpec::trainable) of the trainable layers:
+  // their [offset, offset + size) runs, sorted and merged where adjacent (nn/param_layout.h packs
+  // trainable weights first, so with no frozen layer this is one range).
+  std::vector<ParamRange> runs;
+  size_t k = 0;  // index of the layer's first weight array in layout_ (the model's order)
+  for (size_t i = 0; i < layers_.size(); ++i)
+    for (size_t j = 0; j < specs_[i].size(); ++j, ++k)
+      if (per_layer[i] && layout_.spec(k).trainable)
+        runs.push_back({layout_.offset(k), layout_.offset(k) + shape_numel(layout_.spec(k).shape)});
+  std::sort(runs.begin(), runs.end(), [](const ParamRange& a, const ParamRange& b) { return a.begin < b.begin; });
   std::vector<ParamRange> ranges;
-  std::vector<ParamRange> per_layer_ranges(layers_.size());
-  size_t k = 0;  // the layer's first parameter array in layout_ (arrays are packed layer by layer)
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    const size_t count = specs_[i].size();
-    if (count == 0) continue;
-    const long long b = layout_.offset(k);
-    const long long e = layout_.offset(k + count - 1) + shape_numel(layout_.spec(k + count - 1).shape);
-    k += count;
-    if (!per_layer[i]) continue;
-    per_layer_ranges[i] = {b, e};
-    if (!ranges.empty() && ranges.back().end == b) ranges.back().end = e;  // adjacent: one range
-    else ranges.push_back({b, e});
+  for (const ParamRange& r : runs) {
+    if (r.end == r.begin) continue;
+    if (!ranges.empty() && ranges.back().end == r.begin) ranges.back().end = r.end;  // adjacent: one range
+    else ranges.push_back(r);
   }
+  // Per layer, its trainable weights' span (they are adjacent: trainable weights are packed first,
+  // in the model's order), for a data-parallel sum that starts as soon as a layer's backward is done.
+  std::vector<ParamRange> per_layer_ranges(layers_.size());
+  k = 0;
+  for (size_t i = 0; i < layers_.size(); ++i)
+    for (size_t j = 0; j < specs_[i].size(); ++j, ++k)
+      if (per_layer[i] && layout_.spec(k).trainable) {
+        const ParamRange w{layout_.offset(k), layout_.offset(k) + shape_numel(layout_.spec(k).shape)};
+        ParamRange& l = per_layer_ranges[i];
+        if (l.end == l.begin) l = w;
+        else l = {std::min(l.begin, w.begin), std::max(l.end, w.end)};
+      }
+  for (size_t i = 0; i < layers_.size(); ++i) layers_[i]->set_trainable(per_layer[i]);
   trainable_ = per_layer;
   trainable_ranges_ = std::move(ranges);
   layer_ranges_ = std::move(per_layer_ranges);
@@ -176,6 +196,37 @@ void Sequential::to(Device d) {
   acts_now_.clear();
   grad_a_ = grad_b_ = dlogits_ = stats_ = Tensor();
   stager_.to(d);  // staging buffers, too, are made again on the new device
+}
+
+// ------------------------------------------------------------------ optimizer state
+std::vector<StateBuffer> Sequential::optimizer_state(bool keras_layout) const {
+  require_compiled("reading the optimizer state");
+  std::vector<StateBuffer> out;
+  for (const StateBuffer& s : optimizer_->state()) {
+    Tensor host = s.value.to(Device::cpu());  // a copy, also on the CPU: the caller keeps it
+    if (keras_layout && !layout_.same_layout(device_, Device::cpu())) host = layout_.convert(host, device_, Device::cpu());
+    out.push_back({s.name, host});
+  }
+  return out;
+}
+
+void Sequential::set_optimizer_state(const std::vector<StateBuffer>& keras, long long iterations) {
+  require_compiled("restoring the optimizer state");
+  HPCNN_CHECK_ARG(iterations >= 0, "optimizer iterations must be >= 0, got ", iterations);
+  std::vector<StateBuffer> on_device;
+  for (const StateBuffer& s : keras) {
+    HPCNN_CHECK_ARG(s.value.defined() && s.value.dtype() == DType::F32 && s.value.numel() == layout_.numel(),
+                    optimizer_->name(), ": state buffer '", s.name, "' must be float32 with ", layout_.numel(),
+                    " elements (one per parameter of the model), got ",
+                    s.value.defined() ? shape_str(s.value.shape()) : std::string("nothing"));
+    const Tensor host = s.value.device().is_cpu() ? s.value : s.value.to(Device::cpu());
+    // convert() makes a new buffer (never an alias of the caller's array) in the device's layout.
+    Tensor t = layout_.convert(host.reshape({layout_.numel()}), Device::cpu(), device_);
+    on_device.push_back({s.name, device_.is_cpu() ? t : t.to(device_)});
+  }
+  wait_device();  // the last step's optimizer kernels may still use the buffers being replaced
+  optimizer_->set_state(std::move(on_device), layout_.numel(), device_);
+  optimizer_->iterations = iterations;
 }
 
 // ------------------------------------------------------------------ buffers and staging
@@ -299,6 +350,8 @@ BatchStats Sequential::compute_gradients(const StagedBatch& b) {
   const long long n = b.x.defined() && b.x.rank() >= 1 ? b.x.dim(0) : 0;
   const long long global = b.global_rows > 0 ? b.global_rows : n;
   ++step_;
+  step_had_rows_ = false;  // set once the loss is finite: nothing to commit before
+  step_first_row_ = b.first_row;
   const int end = loss_end();
   BatchStats st;
   if (n > 0) {
@@ -313,6 +366,7 @@ BatchStats Sequential::compute_gradients(const StagedBatch& b) {
     throw NonFiniteLoss(cat("the loss is ", std::isnan(st.loss_sum) ? "NaN" : "inf",
                             ": training diverged (try a smaller learning rate); the weights were not updated"),
                         st.loss_sum / static_cast<double>(std::max(1LL, st.n)));
+  step_had_rows_ = n > 0;
   if (sync_) sync_->begin_gradients();
   if (n > 0) {
     backward(b, end);
@@ -329,11 +383,13 @@ BatchStats Sequential::compute_gradients(const StagedBatch& b) {
 // it need neither their parameter gradients nor the gradient of their input).
 void Sequential::backward(const StagedBatch& b, int end) {
   int first_param = end;
-  for (int i = 0; i < end; ++i)
-    if (!specs_[i].empty() && trainable_[i]) {
-      first_param = i;
-      break;
-    }
+  for (int i = 0; i < end && first_param == end; ++i)
+    if (trainable_[i])
+      for (const ParamSpec& s : specs_[i])
+        if (s.trainable) {
+          first_param = i;
+          break;
+        }
   StepContext ctx{true, seed_, step_, 0, b.first_row};
   Tensor g = dlogits_.view(0, with_batch(b.x.dim(0), out_shapes_[end - 1]));
   bool g_in_a = false;
@@ -360,6 +416,15 @@ void Sequential::backward(const StagedBatch& b, int end) {
 void Sequential::apply_gradients() {
   require_compiled("training");
   regularization_.add_gradients(params_, grads_);
+  // Training-time state (BatchNormalization's moving statistics) commits with the step; a
+  // replica that had no rows in this step has none to commit.
+  if (step_had_rows_) {
+    StepContext ctx{true, seed_, step_, 0, step_first_row_};
+    for (int i = 0; i < loss_end(); ++i) {
+      ctx.layer_index = i;
+      layers_[i]->commit_training_step(ctx);
+    }
+  }
   optimizer_->step(params_, grads_, trainable_ranges_);
 }
 

@@ -13,8 +13,10 @@
 //     [data parallelism: the statistics and the gradient buffer summed over the replicas by the
 //      model's GradientSync (nn/gradient_sync.h), the gradients in buckets while the backward pass
 //      still runs; compute_gradients is everything up to here]
-//     the regularizers' gradients added to the buffer, then one optimizer step over the one
-//     parameter buffer (apply_gradients)
+//     the regularizers' gradients added to the buffer (once, after the sum over replicas)
+//     layers commit their training-time state (BatchNormalization's moving statistics; only now,
+//     after the loss was found finite)
+//     one optimizer step over the one parameter buffer (its trainable ranges) (apply_gradients)
 //     stage `next` (if given) for the following call: on a GPU its upload runs on the copy stream
 //     while this step's backward pass and optimizer step still run on the GPU
 //
@@ -22,8 +24,9 @@
 //   pass (predict: without targets, returning the outputs). All three share the staged batch: a
 //   batch staged by one may be taken by another (predict_step leaves its y unchecked).
 //
-// All trainable parameters live in one contiguous buffer (and their gradients in another);
-// layers hold views. The device is the model's own property, set by to(). The buffers are in the
+// All weights live in one contiguous buffer (and their gradients in another), trainable ones
+// first, then the non-trainable ones (BatchNormalization's moving statistics: updated by their
+// layer after the backward pass of a finite step, never by the optimizer); layers hold views. The device is the model's own property, set by to(). The buffers are in the
 // device's layout (conv kernels OHWI on a GPU, nn/param_layout.h), converted only by get_weights,
 // set_weights and to(). Before any device buffer of the model is freed or replaced, the model
 // waits for the GPU's queued work (a step returns with its backward pass still running).
@@ -64,7 +67,7 @@ class Sequential {
   int num_layers() const { return static_cast<int>(layers_.size()); }
   const Layer& layer(int i) const { return *layers_.at(i); }
   long long num_params() const { return params_.numel(); }
-  // Per layer: (name, shape) of each weight, Keras order (kernel, bias).
+  // Per layer: each weight's spec (name, shape, trainable), Keras order (kernel, bias, ...).
   std::vector<std::vector<ParamSpec>> weight_specs() const { return specs_; }
 
   std::vector<Tensor> get_weights() const;            // host copies, Keras order and layouts
@@ -77,7 +80,10 @@ class Sequential {
   void compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool from_logits);
   // Which layers the optimizer updates (one flag per layer; all by default). A frozen layer's
   // parameters and optimizer state stay as they are, and backward stops at the first trainable
-  // layer. Python sets it at compile (Keras' rule: trainable takes effect at compile()).
+  // layer with trainable weights. Non-trainable weights (ParamSpec::trainable) are never in the
+  // optimizer's ranges. Each layer is told (Layer::set_trainable: a frozen BatchNormalization
+  // runs in inference mode). Python sets it at compile (Keras' rule: trainable takes effect at
+  // compile()).
   void set_trainable(const std::vector<bool>& per_layer);
   long long num_trainable_params() const;
   bool compiled() const { return optimizer_ != nullptr; }
@@ -86,6 +92,15 @@ class Sequential {
 
   Device device() const { return device_; }
   void to(Device d);  // parameters and optimizer state, converted to d's layout
+
+  // The optimizer's state buffers as host copies (nn/optimizer.h), in the layout of the model's
+  // device or (keras_layout) in Keras' layout, the one files hold (the concatenation of
+  // get_weights' arrays, flattened). Empty before the first step. ValueError when not compiled.
+  std::vector<StateBuffer> optimizer_state(bool keras_layout) const;
+  // Restores the optimizer: `keras` are its state buffers in Keras' layout (any device; none at
+  // all for "no step taken yet"), converted here to the device's layout; `iterations` its step
+  // count. ValueError (and nothing changed) when a name, size or dtype does not match.
+  void set_optimizer_state(const std::vector<StateBuffer>& keras, long long iterations);
 
   // The random state: the seed (initial weights, dropout masks) and the step counter that keys
   // dropout (one per training step). Restoring both, with the weights and the optimizer state,
@@ -165,6 +180,10 @@ class Sequential {
   std::vector<ParamRange> trainable_ranges_;  // the trainable layers' parameters, merged runs
   std::vector<ParamRange> layer_ranges_;      // per layer: its trainable parameters (or empty)
   GradientSync* sync_ = nullptr;              // data parallelism (not owned)
+  // The step compute_gradients ran (for apply_gradients): whether it had rows (then layers have
+  // training-time state to commit) and its first global row.
+  bool step_had_rows_ = false;
+  long long step_first_row_ = 0;
 
   Regularization regularization_;        // kernel_regularizer / bias_regularizer of the layers
   std::unique_ptr<Optimizer> optimizer_;

@@ -1,4 +1,5 @@
-// Stand-alone ReLU and softmax on the CPU.
+// Stand-alone activations on the CPU: ReLU, the element-wise kinds of ops/activation.h (one
+// loop per kind, instantiated from the shared ew::act / ew::act_grad), softmax.
 #include <algorithm>
 #include <cmath>
 
@@ -8,16 +9,59 @@
 
 namespace hpcnn::cpu {
 
+namespace {
+
+// Element-wise loops over [0, count), split over hpcnn's threads.
+constexpr long long kMinPerThread = 1 << 14;
+
+// alpha is copied into each loop: read through the lambda's reference, a float that the output
+// stores might alias, it would be reloaded per element and keep the loop from vectorizing.
+template <Act A>
+void forward_kind(float alpha, long long count, const float* x, float* y) {
+  parallel_for(count, [&](long long b, long long e, int) {
+    const float a = alpha;
+    const float* __restrict__ in = x;
+    float* __restrict__ out = y;
+    for (long long i = b; i < e; ++i) out[i] = ew::act<A>(in[i], a);
+  }, kMinPerThread);
+}
+
+template <Act A>
+void backward_kind(float alpha, long long count, const float* x, const float* y, const float* dy, float* dx) {
+  parallel_for(count, [&](long long b, long long e, int) {
+    const float a = alpha;
+    const float* __restrict__ in = x;
+    const float* __restrict__ out = y;
+    const float* __restrict__ g = dy;
+    float* __restrict__ d = dx;
+    for (long long i = b; i < e; ++i) d[i] = g[i] * ew::act_grad<A>(in[i], out[i], a);
+  }, kMinPerThread);
+}
+
+}  // namespace
+
 void relu_forward(long long count, const float* x, float* y) {
   parallel_for(count, [&](long long b, long long e, int) {
     for (long long i = b; i < e; ++i) y[i] = ew::relu(x[i]);
-  }, 1 << 14);
+  }, kMinPerThread);
 }
 
 void relu_backward(long long count, const float* y, const float* dy, float* dx) {
   parallel_for(count, [&](long long b, long long e, int) {
     for (long long i = b; i < e; ++i) dx[i] = ew::relu_grad(y[i], dy[i]);
-  }, 1 << 14);
+  }, kMinPerThread);
+}
+
+void act_forward(Act a, float alpha, long long count, const float* x, float* y) {
+#define HPCNN_FWD(K) forward_kind<K>(alpha, count, x, y)
+  HPCNN_SWITCH_ACT(a, HPCNN_FWD)
+#undef HPCNN_FWD
+}
+
+void act_backward(Act a, float alpha, long long count, const float* x, const float* y, const float* dy, float* dx) {
+#define HPCNN_BWD(K) backward_kind<K>(alpha, count, x, y, dy, dx)
+  HPCNN_SWITCH_ACT(a, HPCNN_BWD)
+#undef HPCNN_BWD
 }
 
 void softmax_forward(int rows, int cols, const float* x, float* y) {

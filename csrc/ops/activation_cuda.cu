@@ -1,4 +1,5 @@
-// Stand-alone ReLU and softmax on the GPU, with the per-element math of ops/elementwise.h.
+// Stand-alone activations on the GPU: ReLU, the element-wise kinds (one kernel per kind,
+// instantiated from the same ew::act / ew::act_grad templates as the CPU loops) and softmax.
 // Softmax: one thread per row, the row's max, sum and outputs in the CPU's order (rows are short
 // class vectors; a row per thread keeps the arithmetic the CPU's).
 #include "core/cuda_context.h"
@@ -17,6 +18,19 @@ __global__ void relu_forward_kernel(long long count, const float* x, float* y) {
 __global__ void relu_backward_kernel(long long count, const float* y, const float* dy, float* dx) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
     dx[i] = ew::relu_grad(y[i], dy[i]);
+}
+
+template <Act A>
+__global__ void act_forward_kernel(float alpha, long long count, const float* x, float* y) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
+    y[i] = ew::act<A>(x[i], alpha);
+}
+
+template <Act A>
+__global__ void act_backward_kernel(float alpha, long long count, const float* x, const float* y, const float* dy,
+                                    float* dx) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
+    dx[i] = dy[i] * ew::act_grad<A>(x[i], y[i], alpha);
 }
 
 __global__ void softmax_forward_kernel(int rows, int cols, const float* x, float* y) {
@@ -55,6 +69,25 @@ void relu_backward(int device, long long count, const float* y, const float* dy,
   ContextLock ctx(device);
   if (count == 0) return;
   relu_backward_kernel<<<blocks_for(count), 256, 0, ctx.stream()>>>(count, y, dy, dx);
+  HPCNN_CUDA_CHECK_LAUNCH();
+}
+
+void act_forward(int device, Act a, float alpha, long long count, const float* x, float* y) {
+  ContextLock ctx(device);
+  if (count == 0) return;
+#define HPCNN_FWD(K) act_forward_kernel<K><<<blocks_for(count), 256, 0, ctx.stream()>>>(alpha, count, x, y)
+  HPCNN_SWITCH_ACT(a, HPCNN_FWD)
+#undef HPCNN_FWD
+  HPCNN_CUDA_CHECK_LAUNCH();
+}
+
+void act_backward(int device, Act a, float alpha, long long count, const float* x, const float* y, const float* dy,
+                  float* dx) {
+  ContextLock ctx(device);
+  if (count == 0) return;
+#define HPCNN_BWD(K) act_backward_kernel<K><<<blocks_for(count), 256, 0, ctx.stream()>>>(alpha, count, x, y, dy, dx)
+  HPCNN_SWITCH_ACT(a, HPCNN_BWD)
+#undef HPCNN_BWD
   HPCNN_CUDA_CHECK_LAUNCH();
 }
 

@@ -4,6 +4,7 @@
 // [f, ky, kx, c]), optionally followed by ReLU (fused). Padding follows Keras: 'valid' none; 'same' makes
 // out = ceil(in / stride) and pads total = max((out - 1) * stride + k - in, 0), top/left getting
 // total / 2 (the extra row/column, when odd, goes to the bottom/right).
+// The bias is optional (Keras' use_bias=False): b null means none, and db null is not computed.
 // CPU: conv2d_cpu.cpp; CUDA: conv2d_cuda.cu (cuDNN calls live in cudnn_ops.cu).
 #pragma once
 

@@ -130,6 +130,11 @@ void mask_and_sum(float* dy, const float* y, long long rows, int f, float* db_ac
 }  // namespace
 
 void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu) {
+  std::vector<float> no_bias;  // use_bias=False: the kernels add a bias of zeros
+  if (!b) {
+    no_bias.assign(g.f, 0.f);
+    b = no_bias.data();
+  }
   const int K = g.kh * g.kw * g.c;
   const long long rows_per_image = (long long)g.oh * g.ow;
   const int group = images_per_group(g);
@@ -217,7 +222,7 @@ void conv2d_backward(const Conv2dGeometry& g, const float* x, const float* w, co
       float s = partials[e];
       for (int t = 1; t < nt; ++t) s += partials[(psize + g.f) * t + e];
       if (e < psize) dw_sum[e] = s;
-      else db[e - psize] = s;
+      else if (db) db[e - psize] = s;
     }
   }, 4096);
   if (wino) winograd::filter_grad_finish(g, du_sum, dw);

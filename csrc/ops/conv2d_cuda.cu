@@ -51,7 +51,7 @@ void conv2d_backward(int device, const Conv2dGeometry& g, const float* x, const 
   char* base = plan.reserve(*ctx, "conv2d backward");
 
   if (relu) kernels::relu_mask(s, dy, y, out_rows * g.f);
-  kernels::column_sum(s, dy, out_rows, g.f, ScratchPlan::at<float>(base, o_part), db);
+  if (db) kernels::column_sum(s, dy, out_rows, g.f, ScratchPlan::at<float>(base, o_part), db);
 
   const float* xin = x;
   if (padded) {

@@ -1,7 +1,8 @@
 // Direct convolution for layers with few input channels (an RGB or grey first layer): there
 // the im2col GEMM has K = kh*kw*c = 27 or 25, too thin for the BLAS (measured: 40 GFLOP/s of
-// 100 on one core). These kernels keep a block of output pixels x filters in AVX registers
-// instead. Internal to conv2d_cpu.cpp.
+// 100 on one core); and for strided kernels (a ResNet's 3x3 stride-2 downsampling), where the
+// im2col copy and a GEMM with few filters cost more than computing in place. These kernels keep a
+// block of output pixels x filters in AVX registers instead. Internal to conv2d_cpu.cpp.
 #pragma once
 
 #include "ops/conv2d.h"

@@ -7,12 +7,16 @@
 #include <random>
 
 #include "core/errors.h"
+#include "ops/avgpool2d.h"
+#include "ops/avgpool2d_body.h"
 #include "ops/conv2d.h"
 #include "ops/conv_algo_choice.h"
 #include "ops/conv2d_body.h"
 #include "ops/cuda_kernels_body.h"
 #include "ops/dense.h"
 #include "ops/dense_body.h"
+#include "ops/global_pool2d.h"
+#include "ops/global_pool2d_body.h"
 #include "ops/maxpool2d.h"
 #include "ops/maxpool2d_body.h"
 #include "ops/param_norms.h"
@@ -165,6 +169,57 @@ void check_maxpool(std::vector<SelftestResult>& out) {
   }
   out.push_back({"maxpool forward (bitwise mismatches)", fwd_bad, 0});
   out.push_back({"maxpool backward (bitwise mismatches)", bwd_bad, 0});
+}
+
+void check_avgpool(std::vector<SelftestResult>& out) {
+  struct Case { int n, h, w, c, p, s; Padding pad; };
+  const Case cases[] = {{2, 8, 8, 4, 2, 2, Padding::Valid}, {2, 7, 9, 3, 2, 2, Padding::Same},
+                        {1, 9, 9, 5, 3, 2, Padding::Same},  {2, 6, 5, 2, 3, 1, Padding::Same},
+                        {1, 11, 7, 2, 3, 2, Padding::Valid}, {1, 1, 1, 3, 2, 2, Padding::Same}};
+  double fwd_bad = 0, bwd_bad = 0;
+  for (const Case& k : cases) {
+    Pool2dGeometry g = Pool2dGeometry::make(k.n, k.h, k.w, k.c, k.p, k.p, k.s, k.s, k.pad, "avg_pool2d");
+    body::PoolArgs a{g.n, g.h, g.w, g.c, g.ph, g.pw, g.sh, g.sw, g.oh, g.ow, g.pad_top, g.pad_left};
+    Vec x = random_vec((size_t)g.n * g.h * g.w * g.c, 17);
+    Vec y_cpu((size_t)g.n * g.oh * g.ow * g.c), y_emu(y_cpu.size());
+    cpu::avgpool2d_forward(g, x.data(), y_cpu.data());
+    for (size_t i = 0; i < y_emu.size(); ++i) y_emu[i] = body::avgpool_forward_at(a, x.data(), i);
+    fwd_bad += mismatches(y_emu, y_cpu);
+    Vec dy = random_vec(y_cpu.size(), 18), dx_cpu(x.size()), dx_emu(x.size());
+    cpu::avgpool2d_backward(g, dy.data(), dx_cpu.data());
+    for (size_t i = 0; i < dx_emu.size(); ++i) dx_emu[i] = body::avgpool_backward_at(a, dy.data(), i);
+    bwd_bad += mismatches(dx_emu, dx_cpu);
+  }
+  out.push_back({"avgpool forward (bitwise mismatches)", fwd_bad, 0});
+  out.push_back({"avgpool backward (bitwise mismatches)", bwd_bad, 0});
+}
+
+void check_global_pools(std::vector<SelftestResult>& out) {
+  double avg_bad = 0, max_bad = 0, winner_bad = 0;
+  for (const GlobalPoolGeometry g : {GlobalPoolGeometry{3, 64, 16}, GlobalPoolGeometry{2, 1, 5},
+                                     GlobalPoolGeometry{4, 49, 3}}) {
+    Vec x = random_vec((size_t)g.n * g.hw * g.c, 19);
+    for (size_t i = 0; i < x.size(); i += 5) x[i] = 1.f;  // ties for the max: the first must win
+    Vec y_cpu((size_t)g.n * g.c), y_emu(y_cpu.size());
+    cpu::global_avgpool_forward(g, x.data(), y_cpu.data());
+    for (size_t o = 0; o < y_emu.size(); ++o) y_emu[o] = body::global_avg_at(x.data(), g.hw, g.c, o);
+    avg_bad += mismatches(y_emu, y_cpu);
+    cpu::global_maxpool_forward(g, x.data(), y_cpu.data());
+    for (size_t o = 0; o < y_emu.size(); ++o) y_emu[o] = body::global_max_at(x.data(), g.hw, g.c, o);
+    max_bad += mismatches(y_emu, y_cpu);
+    // Backward: the CPU's dx is dy at exactly the position body::global_max_winner names.
+    Vec dy = random_vec(y_cpu.size(), 20), dx_cpu(x.size());
+    cpu::global_maxpool_backward(g, x.data(), y_cpu.data(), dy.data(), dx_cpu.data());
+    for (size_t o = 0; o < y_cpu.size(); ++o) {
+      const long long win = body::global_max_winner(x.data(), y_cpu.data(), g.hw, g.c, o);
+      const long long n = o / g.c, ci = o % g.c;
+      for (long long q = 0; q < g.hw; ++q)
+        winner_bad += dx_cpu[(n * g.hw + q) * g.c + ci] == (q == win ? dy[o] : 0.f) ? 0 : 1;
+    }
+  }
+  out.push_back({"global average pool forward (bitwise mismatches)", avg_bad, 0});
+  out.push_back({"global max pool forward (bitwise mismatches)", max_bad, 0});
+  out.push_back({"global max pool backward: first maximal position (mismatches)", winner_bad, 0});
 }
 
 void check_column_sums(std::vector<SelftestResult>& out) {
@@ -455,6 +510,8 @@ void check_conv_algo_choice(std::vector<SelftestResult>& out) {
 std::vector<SelftestResult> kernel_selftest() {
   std::vector<SelftestResult> out;
   check_maxpool(out);
+  check_avgpool(out);
+  check_global_pools(out);
   check_column_sums(out);
   check_kernel_layouts(out);
   check_pad_crop(out);

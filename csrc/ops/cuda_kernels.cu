@@ -15,7 +15,7 @@ using body::kColumnSumSlices;  // fixed, so the summation order never changes
 
 __global__ void bias_act_kernel(float* y, long long count, int f, const float* b, bool relu) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x) {
-    float v = y[i] + b[i % f];
+    float v = b ? y[i] + b[i % f] : y[i];
     y[i] = relu ? ew::relu(v) : v;
   }
 }
@@ -62,7 +62,7 @@ __global__ void crop_kernel(const float* in, int n, int h, int w, int c, int pt,
 
 void bias_act(cudaStream_t s, float* y, long long rows, int f, const float* b, bool relu) {
   long long count = rows * f;
-  if (count == 0) return;
+  if (count == 0 || (!b && !relu)) return;
   bias_act_kernel<<<blocks_for(count), 256, 0, s>>>(y, count, f, b, relu);
   HPCNN_CUDA_CHECK_LAUNCH();
 }

@@ -83,6 +83,33 @@
 //   dw = alpha * sum_n x (*) dy + beta * dw; beta = 0 overwrites. dw has the filter layout
 //   (KRSC here).
 //
+// Batch normalization (batchnorm_cuda.cu; legacy API, in libcudnn_ops):
+// cudnnSetTensor4dDescriptor(xDesc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, n, c, h, 1) describes the
+//   data (n, h, 1, c) with C innermost: exactly our NHWC rows. cudnnDeriveBNTensorDescriptor(bnDesc,
+//   xDesc, mode) gives the 1 x C x 1 x 1 descriptor shared by scale, bias, means and variances.
+// cudnnBatchNormalizationForwardTraining(h, mode, &alpha, &beta, xDesc, x, yDesc, y, bnDesc, scale,
+//   bias, factor, runMean, runVar, eps, saveMean, saveInvVariance)
+//   y = alpha * BN(x) + beta * y (alpha 1, beta 0: y not read). BN normalizes with the batch mean
+//   and the BIASED batch variance. runMean = factor * mean + (1 - factor) * runMean, and the same
+//   for runVar with the UNBIASED batch variance (rows / (rows - 1) times the biased one: cuDNN's
+//   documented running variance, which PyTorch's running_var relies on; checked against MXNet's
+//   issue 21111 where cuDNN's and the non-cuDNN moving variances differ by exactly that factor).
+//   We pass factor = 1 into zeroed buffers (1 - factor = 0 would still multiply garbage: NaN * 0)
+//   and apply Keras' own update afterwards, with the biased variance Keras uses
+//   (batchnorm_cuda.cu converts). saveMean = mean, saveInvVariance = 1 / sqrt(biased var + eps)
+//   (named "inverse variance", documented as what the backward pass takes). eps >=
+//   CUDNN_BN_MIN_EPSILON (0 in cuDNN 9); the same eps in forward and backward.
+//   mode CUDNN_BATCHNORM_SPATIAL_PERSISTENT in training (forward and backward, which must agree):
+//   the documented fast path for NHWC float data; its caveat about limited value ranges (a scaled
+//   atomic integer reduction) concerns NCHW only. Inference uses CUDNN_BATCHNORM_SPATIAL.
+// cudnnBatchNormalizationForwardInference(h, mode, &alpha, &beta, xDesc, x, yDesc, y, bnDesc, scale,
+//   bias, estimatedMean, estimatedVariance, eps)
+//   y = scale * (x - mean) / sqrt(eps + var) + bias: Keras' inference formula.
+// cudnnBatchNormalizationBackward(h, mode, &aData, &bData, &aParam, &bParam, xDesc, x, dyDesc, dy,
+//   dxDesc, dx, bnDesc, scale, dScale, dBias, eps, savedMean, savedInvVariance)
+//   dx = aData * dx_BN + bData * dx; dScale, dBias likewise with aParam/bParam (1 and 0:
+//   overwritten). The bias does not enter (not passed).
+//
 // Not used, and why:
 //   cudnnPoolingForward/Backward (CUDNN_POOLING_MAX_DETERMINISTIC): its descriptor has symmetric
 //   padding (Keras 'same' may pad one more at the bottom/right) and the documentation does not
@@ -519,6 +546,51 @@ void conv_backward_filter(Context& ctx, const ConvShape& s, const float* x, cons
   });
 }
 
+namespace {
+
+// The data and the derived per-channel descriptors of one batch-norm call.
+struct BnDescs {
+  TensorDesc x, bn;
+  BnDescs(const BnShape& s, cudnnBatchNormMode_t mode) {
+    x.nhwc(s.n, s.c, s.h, 1);
+    HPCNN_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(bn.d, x.d, mode));
+  }
+};
+
+constexpr cudnnBatchNormMode_t kBnTrainingMode = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
+constexpr cudnnBatchNormMode_t kBnInferenceMode = CUDNN_BATCHNORM_SPATIAL;
+
+}  // namespace
+
+void batchnorm_forward_training(Context& ctx, const BnShape& s, const float* x, const float* scale, const float* bias,
+                                double eps, float* y, float* run_mean, float* run_var, float* save_mean,
+                                float* save_invstd) {
+  BnDescs d(s, kBnTrainingMode);
+  const float one = 1.f, zero = 0.f;
+  HPCNN_CUDA_CHECK(cudaMemsetAsync(run_mean, 0, sizeof(float) * s.c, ctx.compute.s));
+  HPCNN_CUDA_CHECK(cudaMemsetAsync(run_var, 0, sizeof(float) * s.c, ctx.compute.s));
+  HPCNN_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(ctx.cudnn.h, kBnTrainingMode, &one, &zero, d.x.d, x, d.x.d,
+                                                           y, d.bn.d, scale, bias, 1.0, run_mean, run_var, eps,
+                                                           save_mean, save_invstd));
+}
+
+void batchnorm_forward_inference(Context& ctx, const BnShape& s, const float* x, const float* scale, const float* bias,
+                                 const float* mean, const float* var, double eps, float* y) {
+  BnDescs d(s, kBnInferenceMode);
+  const float one = 1.f, zero = 0.f;
+  HPCNN_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(ctx.cudnn.h, kBnInferenceMode, &one, &zero, d.x.d, x, d.x.d,
+                                                            y, d.bn.d, scale, bias, mean, var, eps));
+}
+
+void batchnorm_backward(Context& ctx, const BnShape& s, const float* x, const float* dy, const float* scale, double eps,
+                        const float* save_mean, const float* save_invstd, float* dx, float* dscale, float* dbias) {
+  BnDescs d(s, kBnTrainingMode);
+  const float one = 1.f, zero = 0.f;
+  HPCNN_CUDNN_CHECK(cudnnBatchNormalizationBackward(ctx.cudnn.h, kBnTrainingMode, &one, &zero, &one, &zero, d.x.d, x,
+                                                    d.x.d, dy, d.x.d, dx, d.bn.d, scale, dscale, dbias, eps, save_mean,
+                                                    save_invstd));
+}
+
 }  // namespace cudnn
 
 // ---- the plans, for reports and tests (ops/conv_algo_choice.h)
@@ -637,6 +709,26 @@ std::vector<SelftestResult> cudnn_descriptor_selftest() {
   for (cudnnStatus_t st : {CUDNN_STATUS_SUCCESS, CUDNN_STATUS_BAD_PARAM, CUDNN_STATUS_EXECUTION_FAILED,
                            CUDNN_STATUS_INTERNAL_ERROR})
     misread += is_not_supported(st) ? 1 : 0;
+  // Batch norm: the data (n, h, 1, c) packed NHWC, and the per-channel descriptor cuDNN derives
+  // from it is 1 x C x 1 x 1 in both modes.
+  double bn_bad = 0;
+  for (const cudnn::BnShape s : {cudnn::BnShape{128, 1024, 16}, cudnn::BnShape{7, 1, 10}, cudnn::BnShape{2, 35, 3}}) {
+    for (cudnnBatchNormMode_t mode : {cudnn::kBnTrainingMode, cudnn::kBnInferenceMode}) {
+      try {
+        cudnn::BnDescs d(s, mode);
+        cudnnDataType_t dt;
+        int dn, dc, dh, dw, sn, sc, sh, sw;
+        if (cudnnGetTensor4dDescriptor(d.x.d, &dt, &dn, &dc, &dh, &dw, &sn, &sc, &sh, &sw) != CUDNN_STATUS_SUCCESS ||
+            dn != s.n || dc != s.c || dh != s.h || dw != 1 || sc != 1 || sw != s.c || sh != s.c || sn != s.h * s.c)
+          bn_bad += 1;
+        if (cudnnGetTensor4dDescriptor(d.bn.d, &dt, &dn, &dc, &dh, &dw, &sn, &sc, &sh, &sw) != CUDNN_STATUS_SUCCESS ||
+            dt != CUDNN_DATA_FLOAT || dn != 1 || dc != s.c || dh != 1 || dw != 1)
+          bn_bad += 1;
+      } catch (const std::exception&) {
+        bn_bad += 1;
+      }
+    }
+  }
   // A plan moves to its next algorithm on "not supported" and "execution failed" (with their
   // sub-codes) and raises on anything else (a bad parameter is hpcnn's bug, not the algorithm's).
   double retry_misread = 0;
@@ -659,6 +751,7 @@ std::vector<SelftestResult> cudnn_descriptor_selftest() {
   unnamed += algo_name(Pass::Forward, 1) == "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM" ? 0 : 1;
   unnamed += algo_name(Pass::BackwardData, 3) == "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING" ? 0 : 1;
   return {{"cuDNN descriptors: output size, NHWC strides, KRSC filter = the OHWI kernel buffer (mismatches)", bad, 0},
+          {"cuDNN batch-norm descriptors: NHWC rows, derived 1 x C x 1 x 1 (mismatches)", bn_bad, 0},
           {"cuDNN 'not supported' sub-codes fall back from the fused call (misread statuses)", misread, 0},
           {"cuDNN statuses that move a plan to its next algorithm (misread statuses)", retry_misread, 0},
           {"cuDNN algorithm names, one per enum value (unnamed or duplicated)", unnamed, 0}};

@@ -25,4 +25,23 @@ void conv_backward_data(Context& ctx, const ConvShape& s, const float* dy, const
 // dw_krsc = sum over the batch of x (*) dy: overwrites dw_krsc.
 void conv_backward_filter(Context& ctx, const ConvShape& s, const float* x, const float* dy, float* dw_krsc);
 
+// ---- batch normalization over the channels of NHWC data (batchnorm_cuda.cu calls these).
+// The data is described as n x (h, 1) x c: h = the rows of one sample (the product of the axes
+// between batch and channels); cuDNN's spatial mode normalizes each channel over n*h rows.
+struct BnShape {
+  int n, h, c;
+};
+// y = BN(x) with the batch's statistics. save_mean = the batch mean, save_invstd = 1/sqrt(biased
+// var + eps); run_mean/run_var (zeroed here first) receive the batch mean and cuDNN's UNBIASED
+// batch variance (exponentialAverageFactor 1: the running average is the batch's own value).
+void batchnorm_forward_training(Context& ctx, const BnShape& s, const float* x, const float* scale, const float* bias,
+                                double eps, float* y, float* run_mean, float* run_var, float* save_mean,
+                                float* save_invstd);
+// y = scale * (x - mean) / sqrt(var + eps) + bias.
+void batchnorm_forward_inference(Context& ctx, const BnShape& s, const float* x, const float* scale, const float* bias,
+                                 const float* mean, const float* var, double eps, float* y);
+// dx, dscale, dbias (all overwritten) from the forward's saved mean and inverse std.
+void batchnorm_backward(Context& ctx, const BnShape& s, const float* x, const float* dy, const float* scale, double eps,
+                        const float* save_mean, const float* save_invstd, float* dx, float* dscale, float* dbias);
+
 }  // namespace hpcnn::cuda::cudnn

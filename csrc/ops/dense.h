@@ -1,4 +1,5 @@
 // Dense: y[n, o] = b[o] + sum_i x[n, i] * w[i, o], w in Keras layout (in, out); optional fused ReLU.
+// The bias is optional (Keras' use_bias=False): b null means none, and db null is not computed.
 // CPU: dense_cpu.cpp (CBLAS sgemm); CUDA: dense_cuda.cu (cuBLAS).
 #pragma once
 

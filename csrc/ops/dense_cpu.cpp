@@ -16,10 +16,14 @@ void dense_forward(const DenseGeometry& g, const float* x, const float* w, const
     blas::sgemm(false, false, rows, g.out, g.in, 1.f, x + r0 * g.in, g.in, w, g.out, 0.f, yr, g.out);
     for (int r = 0; r < rows; ++r) {
       float* row = yr + (long long)r * g.out;
-      if (relu)
+      if (!b) {  // use_bias=False
+        if (relu)
+          for (int j = 0; j < g.out; ++j) row[j] = ew::relu(row[j]);
+      } else if (relu) {
         for (int j = 0; j < g.out; ++j) row[j] = ew::relu(row[j] + b[j]);
-      else
+      } else {
         for (int j = 0; j < g.out; ++j) row[j] += b[j];
+      }
     }
   }, 16);
 }
@@ -32,7 +36,7 @@ void dense_backward(const DenseGeometry& g, const float* x, const float* w, cons
     }, 4096);
   }
   // db[j] = sum_n dy[n, j], split over columns; each column summed in row order.
-  parallel_for(g.out, [&](long long j0, long long j1, int) {
+  if (db) parallel_for(g.out, [&](long long j0, long long j1, int) {
     for (long long j = j0; j < j1; ++j) db[j] = 0.f;
     for (int n = 0; n < g.n; ++n) {
       const float* d = dy + (long long)n * g.out;

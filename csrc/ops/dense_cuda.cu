@@ -41,7 +41,7 @@ void dense_backward(int device, const DenseGeometry& g, const float* x, const fl
   size_t o_part = plan.add<float>(kernels::column_sum_partials(g.out));
   char* base = plan.reserve(*ctx, "dense backward");
   if (relu) kernels::relu_mask(s, dy, y, (long long)g.n * g.out);
-  kernels::column_sum(s, dy, g.n, g.out, ScratchPlan::at<float>(base, o_part), db);
+  if (db) kernels::column_sum(s, dy, g.n, g.out, ScratchPlan::at<float>(base, o_part), db);
   sgemm(ctx->cublas.h, body::dense_dw_gemm(g, x, dy, dw));
   if (dx) sgemm(ctx->cublas.h, body::dense_dx_gemm(g, w, dy, dx));
 }

@@ -40,14 +40,15 @@ Conv2dGeometry Conv2dGeometry::make(int n, int h, int w, int c, int f, int kh, i
   return g;
 }
 
-Pool2dGeometry Pool2dGeometry::make(int n, int h, int w, int c, int ph, int pw, int sh, int sw, Padding pad) {
-  HPCNN_CHECK_ARG(n > 0 && h > 0 && w > 0 && c > 0, "max_pool2d: input (", n, ", ", h, ", ", w, ", ", c,
+Pool2dGeometry Pool2dGeometry::make(int n, int h, int w, int c, int ph, int pw, int sh, int sw, Padding pad,
+                                    const char* op) {
+  HPCNN_CHECK_ARG(n > 0 && h > 0 && w > 0 && c > 0, op, ": input (", n, ", ", h, ", ", w, ", ", c,
                   ") must have positive dimensions");
-  HPCNN_CHECK_ARG(ph > 0 && pw > 0 && sh > 0 && sw > 0, "max_pool2d: pool size and strides must be positive");
+  HPCNN_CHECK_ARG(ph > 0 && pw > 0 && sh > 0 && sw > 0, op, ": pool size and strides must be positive");
   Pool2dGeometry g{n, h, w, c, ph, pw, sh, sw, 0, 0, 0, 0, 0, 0};
   keras_padding(h, ph, sh, pad, g.oh, g.pad_top, g.pad_bottom);
   keras_padding(w, pw, sw, pad, g.ow, g.pad_left, g.pad_right);
-  HPCNN_CHECK_ARG(g.oh > 0 && g.ow > 0, "max_pool2d: a ", ph, "x", pw, " pool with 'valid' padding does not fit a ",
+  HPCNN_CHECK_ARG(g.oh > 0 && g.ow > 0, op, ": a ", ph, "x", pw, " pool with 'valid' padding does not fit a ",
                   h, "x", w, " input");
   return g;
 }

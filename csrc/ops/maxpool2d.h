@@ -14,7 +14,9 @@ struct Pool2dGeometry {
   int sh, sw;
   int oh, ow;
   int pad_top, pad_left, pad_bottom, pad_right;
-  static Pool2dGeometry make(int n, int h, int w, int c, int ph, int pw, int sh, int sw, Padding pad);
+  // ValueError (naming `op`) when the output would be empty or arguments are non-positive.
+  static Pool2dGeometry make(int n, int h, int w, int c, int ph, int pw, int sh, int sw, Padding pad,
+                             const char* op = "max_pool2d");
 };
 
 namespace cpu {

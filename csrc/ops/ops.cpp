@@ -2,13 +2,16 @@
 #include "ops/ops.h"
 
 #include <cmath>
+#include <string>
 
 #include "core/cuda_runtime.h"
 #include "ops/activation.h"
+#include "ops/avgpool2d.h"
 #include "ops/decode.h"
 #include "ops/dropout.h"
 #include "ops/param_norms.h"
 #include "ops/param_norms_body.h"
+#include "ops/scale_shift.h"
 #include "ops/softmax_xent.h"
 
 namespace hpcnn::ops {
@@ -92,10 +95,11 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y
                     bool relu) {
   same_device("conv2d", {&x, &w, &b, &y});  // first: the kernel's layout follows its device
   Conv2dGeometry g = conv2d_geometry(x, w, sh, sw, pad);
-  expect_shape("conv2d", "bias", b, {g.f});
+  if (b.defined()) expect_shape("conv2d", "bias", b, {g.f});
   expect_shape("conv2d", "output", y, {g.n, g.oh, g.ow, g.f});
-  HPCNN_DISPATCH(x.device(), cpu::conv2d_forward(g, x.f32(), w.f32(), b.f32(), y.f32(), relu),
-                 cuda::conv2d_forward(device_index, g, x.f32(), w.f32(), b.f32(), y.f32(), relu));
+  const float* bp = b.defined() ? b.f32() : nullptr;
+  HPCNN_DISPATCH(x.device(), cpu::conv2d_forward(g, x.f32(), w.f32(), bp, y.f32(), relu),
+                 cuda::conv2d_forward(device_index, g, x.f32(), w.f32(), bp, y.f32(), relu));
 }
 
 void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& dy, Tensor* dx, Tensor& dw,
@@ -106,11 +110,12 @@ void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& 
   if (relu) expect_shape("conv2d backward", "output", y, {g.n, g.oh, g.ow, g.f});
   if (dx) expect_shape("conv2d backward", "input gradient", *dx, x.shape());
   expect_shape("conv2d backward", "kernel gradient", dw, w.shape());  // the kernel's layout
-  expect_shape("conv2d backward", "bias gradient", db, {g.f});
+  if (db.defined()) expect_shape("conv2d backward", "bias gradient", db, {g.f});
   const float* yp = relu ? y.f32() : nullptr;
   float* dxp = dx ? dx->f32() : nullptr;
-  HPCNN_DISPATCH(x.device(), cpu::conv2d_backward(g, x.f32(), w.f32(), yp, dy.f32(), dxp, dw.f32(), db.f32(), relu),
-                 cuda::conv2d_backward(device_index, g, x.f32(), w.f32(), yp, dy.f32(), dxp, dw.f32(), db.f32(), relu));
+  float* dbp = db.defined() ? db.f32() : nullptr;
+  HPCNN_DISPATCH(x.device(), cpu::conv2d_backward(g, x.f32(), w.f32(), yp, dy.f32(), dxp, dw.f32(), dbp, relu),
+                 cuda::conv2d_backward(device_index, g, x.f32(), w.f32(), yp, dy.f32(), dxp, dw.f32(), dbp, relu));
 }
 
 // ------------------------------------------------------------------ max-pool
@@ -142,6 +147,260 @@ void maxpool2d_backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tens
                  cuda::maxpool2d_backward(device_index, g, x.f32(), y.f32(), dy.f32(), dx.f32()));
 }
 
+// ------------------------------------------------------------------ average pooling
+Pool2dGeometry avgpool2d_geometry(const Tensor& x, int ph, int pw, int sh, int sw, Padding pad) {
+  expect_f32("avg_pool2d", "input", x);
+  HPCNN_CHECK_ARG(x.rank() == 4, "avg_pool2d: input must be 4-D (batch, height, width, channels), got shape ",
+                  shape_str(x.shape()));
+  HPCNN_CHECK_ARG(x.dim(0) > 0, "avg_pool2d: batch size is 0 (input shape ", shape_str(x.shape()), ")");
+  return Pool2dGeometry::make(as_int(x.dim(0), "avg_pool2d"), as_int(x.dim(1), "avg_pool2d"),
+                              as_int(x.dim(2), "avg_pool2d"), as_int(x.dim(3), "avg_pool2d"), ph, pw, sh, sw, pad,
+                              "avg_pool2d");
+}
+
+void avgpool2d_forward(const Tensor& x, Tensor& y, int ph, int pw, int sh, int sw, Padding pad) {
+  Pool2dGeometry g = avgpool2d_geometry(x, ph, pw, sh, sw, pad);
+  expect_shape("avg_pool2d", "output", y, {g.n, g.oh, g.ow, g.c});
+  same_device("avg_pool2d", {&x, &y});
+  HPCNN_DISPATCH(x.device(), cpu::avgpool2d_forward(g, x.f32(), y.f32()),
+                 cuda::avgpool2d_forward(device_index, g, x.f32(), y.f32()));
+}
+
+void avgpool2d_backward(const Tensor& dy, Tensor& dx, int ph, int pw, int sh, int sw, Padding pad) {
+  expect_f32("avg_pool2d backward", "input gradient", dx);
+  Pool2dGeometry g = avgpool2d_geometry(dx, ph, pw, sh, sw, pad);
+  expect_shape("avg_pool2d backward", "output gradient", dy, {g.n, g.oh, g.ow, g.c});
+  same_device("avg_pool2d backward", {&dy, &dx});
+  HPCNN_DISPATCH(dx.device(), cpu::avgpool2d_backward(g, dy.f32(), dx.f32()),
+                 cuda::avgpool2d_backward(device_index, g, dy.f32(), dx.f32()));
+}
+
+// ------------------------------------------------------------------ global pooling
+static GlobalPoolGeometry global_pool_geometry(const char* op, const Tensor& x) {
+  expect_f32(op, "input", x);
+  HPCNN_CHECK_ARG(x.rank() == 4, op, ": input must be 4-D (batch, height, width, channels), got shape ",
+                  shape_str(x.shape()));
+  HPCNN_CHECK_ARG(x.numel() > 0, op, ": input ", shape_str(x.shape()), " is empty");
+  return {as_int(x.dim(0), op), x.dim(1) * x.dim(2), as_int(x.dim(3), op)};
+}
+
+// The pooled output: (n, c), or (n, 1, 1, c) (keepdims; the same memory).
+static void expect_pooled(const char* op, const char* name, const Tensor& y, const GlobalPoolGeometry& g) {
+  expect_f32(op, name, y);
+  const bool flat = y.shape() == Shape{g.n, g.c};
+  const bool kept = y.shape() == Shape{g.n, 1, 1, g.c};
+  HPCNN_CHECK_ARG(flat || kept, op, ": ", name, " has shape ", shape_str(y.shape()), ", expected (", g.n, ", ", g.c,
+                  ") or (", g.n, ", 1, 1, ", g.c, ")");
+}
+
+void global_avgpool2d_forward(const Tensor& x, Tensor& y) {
+  const GlobalPoolGeometry g = global_pool_geometry("global_avg_pool2d", x);
+  expect_pooled("global_avg_pool2d", "output", y, g);
+  same_device("global_avg_pool2d", {&x, &y});
+  HPCNN_DISPATCH(x.device(), cpu::global_avgpool_forward(g, x.f32(), y.f32()),
+                 cuda::global_avgpool_forward(device_index, g, x.f32(), y.f32()));
+}
+
+void global_avgpool2d_backward(const Tensor& dy, Tensor& dx) {
+  const GlobalPoolGeometry g = global_pool_geometry("global_avg_pool2d backward", dx);
+  expect_pooled("global_avg_pool2d backward", "output gradient", dy, g);
+  same_device("global_avg_pool2d backward", {&dy, &dx});
+  HPCNN_DISPATCH(dx.device(), cpu::global_avgpool_backward(g, dy.f32(), dx.f32()),
+                 cuda::global_avgpool_backward(device_index, g, dy.f32(), dx.f32()));
+}
+
+void global_maxpool2d_forward(const Tensor& x, Tensor& y) {
+  const GlobalPoolGeometry g = global_pool_geometry("global_max_pool2d", x);
+  expect_pooled("global_max_pool2d", "output", y, g);
+  same_device("global_max_pool2d", {&x, &y});
+  HPCNN_DISPATCH(x.device(), cpu::global_maxpool_forward(g, x.f32(), y.f32()),
+                 cuda::global_maxpool_forward(device_index, g, x.f32(), y.f32()));
+}
+
+void global_maxpool2d_backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) {
+  const GlobalPoolGeometry g = global_pool_geometry("global_max_pool2d backward", x);
+  expect_pooled("global_max_pool2d backward", "output", y, g);
+  expect_pooled("global_max_pool2d backward", "output gradient", dy, g);
+  expect_shape("global_max_pool2d backward", "input gradient", dx, x.shape());
+  same_device("global_max_pool2d backward", {&x, &y, &dy, &dx});
+  HPCNN_DISPATCH(x.device(), cpu::global_maxpool_backward(g, x.f32(), y.f32(), dy.f32(), dx.f32()),
+                 cuda::global_maxpool_backward(device_index, g, x.f32(), y.f32(), dy.f32(), dx.f32()));
+}
+
+// ------------------------------------------------------------------ zero padding
+static Pad2dGeometry pad2d_geometry(const char* op, const Tensor& x, int top, int bottom, int left, int right) {
+  expect_f32(op, "input", x);
+  HPCNN_CHECK_ARG(x.rank() == 4, op, ": input must be 4-D (batch, height, width, channels), got shape ",
+                  shape_str(x.shape()));
+  HPCNN_CHECK_ARG(top >= 0 && bottom >= 0 && left >= 0 && right >= 0, op, ": padding must be >= 0, got ((", top,
+                  ", ", bottom, "), (", left, ", ", right, "))");
+  Pad2dGeometry g{as_int(x.dim(0), op), as_int(x.dim(1), op), as_int(x.dim(2), op), as_int(x.dim(3), op),
+                  top, bottom, left, right};
+  as_int((long long)g.h + top + bottom, op);
+  as_int((long long)g.w + left + right, op);
+  return g;
+}
+
+void zero_pad2d_forward(const Tensor& x, Tensor& y, int top, int bottom, int left, int right) {
+  const Pad2dGeometry g = pad2d_geometry("zero_pad2d", x, top, bottom, left, right);
+  expect_shape("zero_pad2d", "output", y, {g.n, g.oh(), g.ow(), g.c});
+  same_device("zero_pad2d", {&x, &y});
+  if (x.numel() == 0) return;
+  HPCNN_DISPATCH(x.device(), cpu::pad2d_forward(g, x.f32(), y.f32()),
+                 cuda::pad2d_forward(device_index, g, x.f32(), y.f32()));
+}
+
+void zero_pad2d_backward(const Tensor& dy, Tensor& dx, int top, int bottom, int left, int right) {
+  const Pad2dGeometry g = pad2d_geometry("zero_pad2d backward", dx, top, bottom, left, right);
+  expect_shape("zero_pad2d backward", "output gradient", dy, {g.n, g.oh(), g.ow(), g.c});
+  same_device("zero_pad2d backward", {&dy, &dx});
+  if (dx.numel() == 0) return;
+  HPCNN_DISPATCH(dx.device(), cpu::pad2d_backward(g, dy.f32(), dx.f32()),
+                 cuda::pad2d_backward(device_index, g, dy.f32(), dx.f32()));
+}
+
+// ------------------------------------------------------------------ batch normalization
+static BatchNormGeometry batchnorm_geometry(const char* op, const Tensor& x) {
+  expect_f32(op, "input", x);
+  HPCNN_CHECK_ARG(x.rank() >= 2, op, ": input must have a batch and a channel axis, got shape ", shape_str(x.shape()));
+  HPCNN_CHECK_ARG(x.numel() > 0, op, ": input ", shape_str(x.shape()), " is empty");
+  const int n = as_int(x.dim(0), op), c = as_int(x.dim(-1), op);
+  return {n, x.numel() / ((long long)n * c), c};
+}
+
+static void expect_channels(const char* op, const char* name, const Tensor& t, int c, bool optional = false) {
+  if (optional && !t.defined()) return;
+  expect_shape(op, name, t, {c});
+}
+
+static const float* ptr_or_null(const Tensor& t) { return t.defined() ? t.f32() : nullptr; }
+
+void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, float eps,
+                                bool relu, Tensor& mean, Tensor& var, Tensor& invstd) {
+  const char* op = "batch_norm";
+  const BatchNormGeometry g = batchnorm_geometry(op, x);
+  HPCNN_CHECK_ARG(eps > 0, op, ": epsilon must be positive, got ", eps);
+  expect_channels(op, "gamma", gamma, g.c, true);
+  expect_channels(op, "beta", beta, g.c, true);
+  expect_shape(op, "output", y, x.shape());
+  expect_channels(op, "batch mean", mean, g.c);
+  expect_channels(op, "batch variance", var, g.c);
+  expect_channels(op, "batch inverse std", invstd, g.c);
+  same_device(op, {&x, &gamma, &beta, &y, &mean, &var, &invstd});
+  HPCNN_DISPATCH(x.device(),
+                 cpu::batchnorm_forward_training(g, x.f32(), ptr_or_null(gamma), ptr_or_null(beta), eps, relu, y.f32(),
+                                                 mean.f32(), var.f32(), invstd.f32()),
+                 cuda::batchnorm_forward_training(device_index, g, x.f32(), ptr_or_null(gamma), ptr_or_null(beta), eps,
+                                                  relu, y.f32(), mean.f32(), var.f32(), invstd.f32()));
+}
+
+void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& moving_mean,
+                                 const Tensor& moving_var, Tensor& y, float eps, bool relu) {
+  const char* op = "batch_norm (inference)";
+  const BatchNormGeometry g = batchnorm_geometry(op, x);
+  HPCNN_CHECK_ARG(eps > 0, op, ": epsilon must be positive, got ", eps);
+  expect_channels(op, "gamma", gamma, g.c, true);
+  expect_channels(op, "beta", beta, g.c, true);
+  expect_channels(op, "moving mean", moving_mean, g.c);
+  expect_channels(op, "moving variance", moving_var, g.c);
+  expect_shape(op, "output", y, x.shape());
+  same_device(op, {&x, &gamma, &beta, &moving_mean, &moving_var, &y});
+  HPCNN_DISPATCH(x.device(),
+                 cpu::batchnorm_forward_inference(g, x.f32(), ptr_or_null(gamma), ptr_or_null(beta), moving_mean.f32(),
+                                                  moving_var.f32(), eps, relu, y.f32()),
+                 cuda::batchnorm_forward_inference(device_index, g, x.f32(), ptr_or_null(gamma), ptr_or_null(beta),
+                                                   moving_mean.f32(), moving_var.f32(), eps, relu, y.f32()));
+}
+
+void batchnorm_backward_training(const Tensor& x, const Tensor& y, Tensor& dy, const Tensor& gamma, const Tensor& mean,
+                                 const Tensor& invstd, float eps, bool relu, Tensor* dx, Tensor* dgamma,
+                                 Tensor* dbeta) {
+  const char* op = "batch_norm backward";
+  const BatchNormGeometry g = batchnorm_geometry(op, x);
+  HPCNN_CHECK_ARG(eps > 0, op, ": epsilon must be positive, got ", eps);
+  if (relu) expect_shape(op, "output", y, x.shape());
+  expect_shape(op, "output gradient", dy, x.shape());
+  expect_channels(op, "gamma", gamma, g.c, true);
+  expect_channels(op, "batch mean", mean, g.c);
+  expect_channels(op, "batch inverse std", invstd, g.c);
+  if (dx) expect_shape(op, "input gradient", *dx, x.shape());
+  if (dgamma) expect_channels(op, "gamma gradient", *dgamma, g.c);
+  if (dbeta) expect_channels(op, "beta gradient", *dbeta, g.c);
+  same_device(op, {&x, &y, &dy, &gamma, &mean, &invstd, dx, dgamma, dbeta});
+  const float* yp = relu ? y.f32() : nullptr;
+  float* dxp = dx ? dx->f32() : nullptr;
+  float* dgp = dgamma ? dgamma->f32() : nullptr;
+  float* dbp = dbeta ? dbeta->f32() : nullptr;
+  HPCNN_DISPATCH(x.device(),
+                 cpu::batchnorm_backward_training(g, x.f32(), yp, dy.f32(), ptr_or_null(gamma), mean.f32(),
+                                                  invstd.f32(), eps, relu, dxp, dgp, dbp),
+                 cuda::batchnorm_backward_training(device_index, g, x.f32(), yp, dy.f32(), ptr_or_null(gamma),
+                                                   mean.f32(), invstd.f32(), eps, relu, dxp, dgp, dbp));
+}
+
+void batchnorm_backward_inference(const Tensor& y, Tensor& dy, const Tensor& gamma, const Tensor& moving_var, float eps,
+                                  bool relu, Tensor& dx) {
+  const char* op = "batch_norm backward (inference)";
+  const BatchNormGeometry g = batchnorm_geometry(op, dx);
+  HPCNN_CHECK_ARG(eps > 0, op, ": epsilon must be positive, got ", eps);
+  if (relu) expect_shape(op, "output", y, dx.shape());
+  expect_shape(op, "output gradient", dy, dx.shape());
+  expect_channels(op, "gamma", gamma, g.c, true);
+  expect_channels(op, "moving variance", moving_var, g.c);
+  same_device(op, {&y, &dy, &gamma, &moving_var, &dx});
+  const float* yp = relu ? y.f32() : nullptr;
+  HPCNN_DISPATCH(dx.device(),
+                 cpu::batchnorm_backward_inference(g, yp, dy.f32(), ptr_or_null(gamma), moving_var.f32(), eps, relu,
+                                                   dx.f32()),
+                 cuda::batchnorm_backward_inference(device_index, g, yp, dy.f32(), ptr_or_null(gamma),
+                                                    moving_var.f32(), eps, relu, dx.f32()));
+}
+
+void batchnorm_update_moving(Tensor& moving_mean, Tensor& moving_var, const Tensor& mean, const Tensor& var,
+                             float momentum) {
+  const char* op = "batch_norm moving update";
+  expect_f32(op, "moving mean", moving_mean);
+  HPCNN_CHECK_ARG(moving_mean.rank() == 1, op, ": statistics must be 1-D (channels,), got ",
+                  shape_str(moving_mean.shape()));
+  const int c = as_int(moving_mean.dim(0), op);
+  expect_channels(op, "moving variance", moving_var, c);
+  expect_channels(op, "batch mean", mean, c);
+  expect_channels(op, "batch variance", var, c);
+  HPCNN_CHECK_ARG(momentum >= 0.f && momentum <= 1.f, op, ": momentum must be in [0, 1], got ", momentum);
+  same_device(op, {&moving_mean, &moving_var, &mean, &var});
+  HPCNN_DISPATCH(moving_mean.device(),
+                 cpu::batchnorm_update_moving(c, moving_mean.f32(), moving_var.f32(), mean.f32(), var.f32(), momentum),
+                 cuda::batchnorm_update_moving(device_index, c, moving_mean.f32(), moving_var.f32(), mean.f32(),
+                                               var.f32(), momentum));
+}
+
+// ------------------------------------------------------------------ per-channel scale and shift
+void scale_shift_forward(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& y) {
+  const char* op = "scale_shift";
+  expect_f32(op, "input", x);
+  HPCNN_CHECK_ARG(x.rank() >= 1 && x.dim(-1) > 0, op, ": input ", shape_str(x.shape()), " has no channel axis");
+  const int c = as_int(x.dim(-1), op);
+  expect_channels(op, "scale", scale, c);
+  expect_channels(op, "offset", offset, c);
+  expect_shape(op, "output", y, x.shape());
+  same_device(op, {&x, &scale, &offset, &y});
+  HPCNN_DISPATCH(x.device(), cpu::scale_shift_forward(x.numel() / c, c, x.f32(), scale.f32(), offset.f32(), y.f32()),
+                 cuda::scale_shift_forward(device_index, x.numel() / c, c, x.f32(), scale.f32(), offset.f32(),
+                                           y.f32()));
+}
+
+void scale_shift_backward(const Tensor& dy, const Tensor& scale, Tensor& dx) {
+  const char* op = "scale_shift backward";
+  expect_f32(op, "output gradient", dy);
+  HPCNN_CHECK_ARG(dy.rank() >= 1 && dy.dim(-1) > 0, op, ": gradient ", shape_str(dy.shape()), " has no channel axis");
+  const int c = as_int(dy.dim(-1), op);
+  expect_channels(op, "scale", scale, c);
+  expect_shape(op, "input gradient", dx, dy.shape());
+  same_device(op, {&dy, &scale, &dx});
+  HPCNN_DISPATCH(dy.device(), cpu::scale_shift_backward(dy.numel() / c, c, dy.f32(), scale.f32(), dx.f32()),
+                 cuda::scale_shift_backward(device_index, dy.numel() / c, c, dy.f32(), scale.f32(), dx.f32()));
+}
+
 // ------------------------------------------------------------------ dense
 static DenseGeometry dense_geometry(const Tensor& x, const Tensor& w) {
   expect_f32("dense", "input", x);
@@ -156,11 +415,12 @@ static DenseGeometry dense_geometry(const Tensor& x, const Tensor& w) {
 
 void dense_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu) {
   DenseGeometry g = dense_geometry(x, w);
-  expect_shape("dense", "bias", b, {g.out});
+  if (b.defined()) expect_shape("dense", "bias", b, {g.out});
   expect_shape("dense", "output", y, {g.n, g.out});
   same_device("dense", {&x, &w, &b, &y});
-  HPCNN_DISPATCH(x.device(), cpu::dense_forward(g, x.f32(), w.f32(), b.f32(), y.f32(), relu),
-                 cuda::dense_forward(device_index, g, x.f32(), w.f32(), b.f32(), y.f32(), relu));
+  const float* bp = b.defined() ? b.f32() : nullptr;
+  HPCNN_DISPATCH(x.device(), cpu::dense_forward(g, x.f32(), w.f32(), bp, y.f32(), relu),
+                 cuda::dense_forward(device_index, g, x.f32(), w.f32(), bp, y.f32(), relu));
 }
 
 void dense_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& dy, Tensor* dx, Tensor& dw,
@@ -170,12 +430,13 @@ void dense_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& d
   if (relu) expect_shape("dense backward", "output", y, {g.n, g.out});
   if (dx) expect_shape("dense backward", "input gradient", *dx, x.shape());
   expect_shape("dense backward", "kernel gradient", dw, w.shape());
-  expect_shape("dense backward", "bias gradient", db, {g.out});
+  if (db.defined()) expect_shape("dense backward", "bias gradient", db, {g.out});
   same_device("dense backward", {&x, &w, &y, &dy, dx, &dw, &db});
   const float* yp = relu ? y.f32() : nullptr;
   float* dxp = dx ? dx->f32() : nullptr;
-  HPCNN_DISPATCH(x.device(), cpu::dense_backward(g, x.f32(), w.f32(), yp, dy.f32(), dxp, dw.f32(), db.f32(), relu),
-                 cuda::dense_backward(device_index, g, x.f32(), w.f32(), yp, dy.f32(), dxp, dw.f32(), db.f32(), relu));
+  float* dbp = db.defined() ? db.f32() : nullptr;
+  HPCNN_DISPATCH(x.device(), cpu::dense_backward(g, x.f32(), w.f32(), yp, dy.f32(), dxp, dw.f32(), dbp, relu),
+                 cuda::dense_backward(device_index, g, x.f32(), w.f32(), yp, dy.f32(), dxp, dw.f32(), dbp, relu));
 }
 
 // ------------------------------------------------------------------ activations
@@ -220,6 +481,26 @@ void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
   same_device("softmax backward", {&y, &dy, &dx});
   HPCNN_DISPATCH(y.device(), cpu::softmax_backward(rows, cols, y.f32(), dy.f32(), dx.f32()),
                  cuda::softmax_backward(device_index, rows, cols, y.f32(), dy.f32(), dx.f32()));
+}
+
+void activation_forward(Act a, float alpha, const Tensor& x, Tensor& y) {
+  const std::string op = std::string(act_name(a));
+  expect_f32(op.c_str(), "input", x);
+  expect_shape(op.c_str(), "output", y, x.shape());
+  same_device(op.c_str(), {&x, &y});
+  HPCNN_DISPATCH(x.device(), cpu::act_forward(a, alpha, x.numel(), x.f32(), y.f32()),
+                 cuda::act_forward(device_index, a, alpha, x.numel(), x.f32(), y.f32()));
+}
+
+void activation_backward(Act a, float alpha, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) {
+  const std::string op = std::string(act_name(a)) + " backward";
+  expect_f32(op.c_str(), "input", x);
+  expect_shape(op.c_str(), "output", y, x.shape());
+  expect_shape(op.c_str(), "output gradient", dy, x.shape());
+  expect_shape(op.c_str(), "input gradient", dx, x.shape());
+  same_device(op.c_str(), {&x, &y, &dy, &dx});
+  HPCNN_DISPATCH(x.device(), cpu::act_backward(a, alpha, x.numel(), x.f32(), y.f32(), dy.f32(), dx.f32()),
+                 cuda::act_backward(device_index, a, alpha, x.numel(), x.f32(), y.f32(), dy.f32(), dx.f32()));
 }
 
 // ------------------------------------------------------------------ dropout

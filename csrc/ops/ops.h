@@ -10,11 +10,15 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "ops/activation.h"
+#include "ops/batchnorm.h"
 #include "ops/conv2d.h"
 #include "ops/dense.h"
+#include "ops/global_pool2d.h"
 #include "ops/maxpool2d.h"
 #include "ops/optimizer_step.h"
 #include "ops/param_segments.h"
+#include "ops/pad2d.h"
 
 namespace hpcnn::ops {
 
@@ -23,6 +27,7 @@ namespace hpcnn::ops {
 // HWIO (kh,kw,C,F) on the CPU, OHWI (F,kh,kw,C) on a GPU. Shapes are checked against that layout
 // (a ValueError names the op, the layout and the shapes); a model keeps its kernels so, and
 // converts to and from Keras' HWIO only where weights cross its boundary.
+// No bias (use_bias=False): b undefined in forward, db undefined in backward.
 KernelLayout conv2d_kernel_layout(const Device& d);
 Conv2dGeometry conv2d_geometry(const Tensor& x, const Tensor& w, int sh, int sw, Padding pad);
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, int sh, int sw, Padding pad,
@@ -37,16 +42,53 @@ void maxpool2d_forward(const Tensor& x, Tensor& y, int ph, int pw, int sh, int s
 void maxpool2d_backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx, int ph, int pw, int sh,
                         int sw, Padding pad);
 
-// x (N,in), w (in,out), b (out,) -> y (N,out)
+// x (N,in), w (in,out), b (out,) -> y (N,out); b / db undefined: no bias (use_bias=False).
 void dense_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, bool relu);
 void dense_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& dy, Tensor* dx, Tensor& dw,
                     Tensor& db, bool relu);
+
+// x (N,H,W,C) -> y (N,OH,OW,C): the mean of each window's in-bounds positions (avgpool2d.h).
+Pool2dGeometry avgpool2d_geometry(const Tensor& x, int ph, int pw, int sh, int sw, Padding pad);
+void avgpool2d_forward(const Tensor& x, Tensor& y, int ph, int pw, int sh, int sw, Padding pad);
+void avgpool2d_backward(const Tensor& dy, Tensor& dx, int ph, int pw, int sh, int sw, Padding pad);
+
+// x (N,H,W,C) -> y (N,C) (or (N,1,1,C): the same memory) (global_pool2d.h).
+void global_avgpool2d_forward(const Tensor& x, Tensor& y);
+void global_avgpool2d_backward(const Tensor& dy, Tensor& dx);
+void global_maxpool2d_forward(const Tensor& x, Tensor& y);
+void global_maxpool2d_backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx);
+
+// x (N,H,W,C) -> y (N,H+top+bottom,W+left+right,C), zeros around; backward crops (pad2d.h).
+void zero_pad2d_forward(const Tensor& x, Tensor& y, int top, int bottom, int left, int right);
+void zero_pad2d_backward(const Tensor& dy, Tensor& dx, int top, int bottom, int left, int right);
+
+// Batch normalization over the last axis (batchnorm.h): x (N, ..., C); gamma, beta, the moving
+// statistics and mean/var/invstd are (C,); gamma/beta undefined = 1/0 (scale/center=False).
+void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, float eps,
+                                bool relu, Tensor& mean, Tensor& var, Tensor& invstd);
+void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& moving_mean,
+                                 const Tensor& moving_var, Tensor& y, float eps, bool relu);
+// dy may be overwritten (masked, when relu); dx, dgamma, dbeta may be null (not computed).
+void batchnorm_backward_training(const Tensor& x, const Tensor& y, Tensor& dy, const Tensor& gamma, const Tensor& mean,
+                                 const Tensor& invstd, float eps, bool relu, Tensor* dx, Tensor* dgamma, Tensor* dbeta);
+void batchnorm_backward_inference(const Tensor& y, Tensor& dy, const Tensor& gamma, const Tensor& moving_var, float eps,
+                                  bool relu, Tensor& dx);
+void batchnorm_update_moving(Tensor& moving_mean, Tensor& moving_var, const Tensor& mean, const Tensor& var,
+                             float momentum);
+
+// x (..., C): y = x * scale + offset per channel; scale, offset (C,) (scale_shift.h).
+void scale_shift_forward(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& y);
+void scale_shift_backward(const Tensor& dy, const Tensor& scale, Tensor& dx);
 
 void relu_forward(const Tensor& x, Tensor& y);
 void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx);
 // over the last axis
 void softmax_forward(const Tensor& x, Tensor& y);
 void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx);
+// The element-wise activations of ops/activation.h (alpha: LeakyReLU's slope, ELU's alpha).
+// Backward takes the forward's input and output (each kind's derivative reads what it needs).
+void activation_forward(Act a, float alpha, const Tensor& x, Tensor& y);
+void activation_backward(Act a, float alpha, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx);
 
 // The mask of element i is the draw of counter offset + i (ops/dropout.h): a data-parallel replica
 // passes its first global row times the elements per row, so a sample's mask is the same on any

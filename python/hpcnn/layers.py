@@ -3,6 +3,15 @@
 Input is NHWC (batch, height, width, channels), as in Keras. ``Conv2D`` kernels are
 (kh, kw, in, out) and ``Dense`` kernels (in, out), so ``get_weights``/``set_weights`` move
 weights to and from Keras unchanged; ``Flatten`` flattens in (H, W, C) order as Keras does.
+``BatchNormalization``'s weights are Keras' four, in Keras' order: gamma, beta, moving_mean,
+moving_variance (the last two non-trainable).
+
+Activations (``activation=`` of Conv2D and Dense, ``Activation(...)``) by Keras' names: 'relu',
+'relu6', 'leaky_relu' (slope 0.2, as keras.activations.leaky_relu), 'elu', 'selu', 'gelu' (Keras'
+default exact erf form), 'gelu_approximate' (the tanh form, Keras' ``gelu(x, approximate=True)``),
+'tanh', 'sigmoid', 'hard_sigmoid' (Keras 3's relu6(x + 3) / 6), 'swish' / 'silu', 'softplus',
+'softsign', 'mish', 'softmax' (over the last axis, on any layer) and 'linear' / None. ReLU is fused
+into Conv2D and Dense; any other activation runs as its own step after them.
 """
 from __future__ import annotations
 
@@ -14,17 +23,30 @@ from . import regularizers, validation
 
 IntPair = Union[int, Sequence[int]]
 
-_ACTIVATIONS = ("relu", "softmax", "linear")
+# Keras' activation names hpcnn computes (csrc/ops/activation.h has the formulas).
+_ACTIVATIONS = ("relu", "softmax", "linear", "relu6", "leaky_relu", "elu", "selu", "gelu", "gelu_approximate",
+                "tanh", "sigmoid", "hard_sigmoid", "swish", "silu", "softplus", "softsign", "mish")
+# The parameter an activation NAME implies (Keras' defaults of keras.activations.<name>).
+_ACTIVATION_ALPHA = {"leaky_relu": 0.2, "elu": 1.0}
 
 
-def _activation(a: Optional[str]) -> str:
+def _activation(a: Any) -> str:
+    """An activation name from a string, None ('linear') or a function named like one (for
+    example ``keras.activations.tanh`` or ``hpcnn.activations.tanh``)."""
     if a is None:
         return "linear"
     if callable(a) and getattr(a, "__name__", None) in _ACTIVATIONS:
         return a.__name__
     if not isinstance(a, str) or a.lower() not in _ACTIVATIONS:
-        raise ValueError(f"unknown activation {a!r}: use 'relu', 'softmax', 'linear' or None")
+        raise ValueError(f"unknown activation {a!r}: use one of {', '.join(repr(n) for n in _ACTIVATIONS)} or None")
     return a.lower()
+
+
+def _activation_configs(activation: str) -> List[Dict[str, Any]]:
+    """The core layers that apply `activation` after a Conv2D or Dense (ReLU is fused, not here)."""
+    if activation in ("linear", "relu"):
+        return []
+    return [dict(class_name="Activation", activation=activation, alpha=_ACTIVATION_ALPHA.get(activation, 0.0))]
 
 
 def _padding(p: str) -> str:
@@ -79,6 +101,8 @@ class _WeightRegularizers:
     def _regularizer_core_config(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {}
         for param, r in (("kernel", self.kernel_regularizer), ("bias", self.bias_regularizer)):
+            if param == "bias" and not getattr(self, "use_bias", True):
+                continue  # no bias, nothing to regularize (Keras ignores bias_regularizer then too)
             if r is not None:
                 out[f"{param}_l1"], out[f"{param}_l2"] = r.l1, r.l2
         return out
@@ -130,6 +154,12 @@ class Layer:
         raise NotImplementedError
 
     def count_params(self, input_shape: Tuple[int, ...]) -> int:
+        """The number of weights (trainable and not) for a per-sample input shape."""
+        return 0
+
+    def _non_trainable_count(self, input_shape: Tuple[int, ...]) -> int:
+        """How many of count_params are non-trainable weights by nature (BatchNormalization's moving
+        statistics), whatever ``trainable`` says."""
         return 0
 
     def __repr__(self) -> str:
@@ -180,7 +210,9 @@ def Input(shape: Sequence[int], name: Optional[str] = None, **kwargs: Any) -> In
 
 
 class Conv2D(_WeightRegularizers, Layer):
-    """2-D convolution, NHWC, Keras semantics for ``padding`` and ``strides``; bias always on.
+    """2-D convolution, NHWC, Keras semantics for ``padding`` and ``strides`` (any stride; the
+    CPU computes strided 3x3 and 1x1 convolutions with their own fast paths);
+    ``use_bias=False`` drops the bias (Keras' convention before a BatchNormalization).
     ``kernel_regularizer`` / ``bias_regularizer``: hpcnn.regularizers (L1, L2, L1L2)."""
 
     _keras_name = "conv2d"
@@ -199,8 +231,7 @@ class Conv2D(_WeightRegularizers, Layer):
         _keras_defaults_only(kwargs, "Conv2D", dict(_NO_REGULARIZERS, dilation_rate=_is_one_pair,
                                                     groups=lambda v: v == 1))
         self._take_regularizers(kwargs)
-        if not validation.boolean(use_bias, "use_bias", "Conv2D"):
-            raise ValueError("Conv2D(use_bias=False) is not supported")
+        self.use_bias = validation.boolean(use_bias, "use_bias", "Conv2D")
         if not validation.is_integer(filters) or not 0 < filters <= validation.INT32_MAX:
             raise ValueError("Invalid value for argument `filters`. Expected a strictly positive integer "
                              f"(at most {validation.INT32_MAX}). Received filters={filters!r}.")
@@ -214,22 +245,20 @@ class Conv2D(_WeightRegularizers, Layer):
     def get_config(self) -> Dict[str, Any]:
         cfg = super().get_config()
         cfg.update(filters=self.filters, kernel_size=list(self.kernel_size), strides=list(self.strides),
-                   padding=self.padding, activation=self.activation)
+                   padding=self.padding, activation=self.activation, use_bias=self.use_bias)
         cfg.update(self._regularizer_config())
         return cfg
 
     def _core_configs(self) -> List[Dict[str, Any]]:
         conv = dict(class_name="Conv2D", filters=self.filters, kernel_size=list(self.kernel_size),
-                    strides=list(self.strides), padding=self.padding,
+                    strides=list(self.strides), padding=self.padding, use_bias=self.use_bias,
                     activation="relu" if self.activation == "relu" else "linear")
         conv.update(self._regularizer_core_config())
-        if self.activation == "softmax":
-            return [conv, dict(class_name="Activation", activation="softmax")]
-        return [conv]
+        return [conv] + _activation_configs(self.activation)
 
     def count_params(self, input_shape: Tuple[int, ...]) -> int:
         kh, kw = self.kernel_size
-        return kh * kw * input_shape[-1] * self.filters + self.filters
+        return kh * kw * input_shape[-1] * self.filters + (self.filters if self.use_bias else 0)
 
 
 class MaxPooling2D(Layer):
@@ -275,8 +304,8 @@ class Flatten(Layer):
 
 
 class Dense(_WeightRegularizers, Layer):
-    """Fully connected: ``x @ kernel + bias``, kernel (in, out). ``kernel_regularizer`` /
-    ``bias_regularizer``: hpcnn.regularizers (L1, L2, L1L2)."""
+    """Fully connected: ``x @ kernel + bias``, kernel (in, out); ``use_bias=False``: no bias.
+    ``kernel_regularizer`` / ``bias_regularizer``: hpcnn.regularizers (L1, L2, L1L2)."""
 
     _keras_name = "dense"
 
@@ -288,8 +317,7 @@ class Dense(_WeightRegularizers, Layer):
                 raise ValueError(f"Dense: only Keras' default initializers are supported ({k}={v!r})")
         _keras_defaults_only(kwargs, "Dense", _NO_REGULARIZERS)
         self._take_regularizers(kwargs)
-        if not validation.boolean(use_bias, "use_bias", "Dense"):
-            raise ValueError("Dense(use_bias=False) is not supported")
+        self.use_bias = validation.boolean(use_bias, "use_bias", "Dense")
         if not validation.is_integer(units) or not 0 < units <= validation.INT32_MAX:
             raise ValueError("Received an invalid value for `units`, expected a positive integer "
                              f"(at most {validation.INT32_MAX}). Received: units={units!r}")
@@ -299,19 +327,18 @@ class Dense(_WeightRegularizers, Layer):
 
     def get_config(self) -> Dict[str, Any]:
         cfg = super().get_config()
-        cfg.update(units=self.units, activation=self.activation)
+        cfg.update(units=self.units, activation=self.activation, use_bias=self.use_bias)
         cfg.update(self._regularizer_config())
         return cfg
 
     def _core_configs(self) -> List[Dict[str, Any]]:
-        dense = dict(class_name="Dense", units=self.units, activation="relu" if self.activation == "relu" else "linear")
+        dense = dict(class_name="Dense", units=self.units, use_bias=self.use_bias,
+                     activation="relu" if self.activation == "relu" else "linear")
         dense.update(self._regularizer_core_config())
-        if self.activation == "softmax":
-            return [dense, dict(class_name="Activation", activation="softmax")]
-        return [dense]
+        return [dense] + _activation_configs(self.activation)
 
     def count_params(self, input_shape: Tuple[int, ...]) -> int:
-        return input_shape[-1] * self.units + self.units
+        return input_shape[-1] * self.units + (self.units if self.use_bias else 0)
 
 
 class Dropout(Layer):
@@ -342,11 +369,12 @@ class Dropout(Layer):
 
 
 class Activation(Layer):
-    """``Activation('relu' | 'softmax' | 'linear')``."""
+    """``Activation(name)``: any activation of this module's list ('relu', 'tanh', 'gelu',
+    'softmax', ...), element-wise (softmax: over the last axis)."""
 
     _keras_name = "activation"
 
-    def __init__(self, activation: Optional[str], name: Optional[str] = None,
+    def __init__(self, activation: Any, name: Optional[str] = None,
                  input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
         self.activation = _activation(activation)
         super().__init__(name=name, input_shape=input_shape, **kwargs)
@@ -357,27 +385,357 @@ class Activation(Layer):
         return cfg
 
     def _core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="Activation", activation=self.activation)]
+        return [dict(class_name="Activation", activation=self.activation,
+                     alpha=_ACTIVATION_ALPHA.get(self.activation, 0.0))]
 
 
-class ReLU(Activation):
-    """``ReLU()``: the same as ``Activation('relu')`` (Keras' max_value, negative_slope and
-    threshold only at their defaults)."""
+def _non_negative_slope(value: Any, caller: str) -> float:
+    """Keras' check of a leaky ReLU slope (a number >= 0)."""
+    ok = (isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+          and np.isfinite(value) and value >= 0)
+    if not ok:
+        raise ValueError(f"{caller}: The negative_slope value of a Leaky ReLU layer cannot be None or negative "
+                         f"value. Expected a float. Received: negative_slope={value!r}")
+    return float(value)
+
+
+class ReLU(Layer):
+    """``ReLU(max_value=None, negative_slope=0.0, threshold=0.0)`` as in Keras, for the forms hpcnn
+    computes: the plain ReLU, ``max_value=6`` (ReLU6) and ``negative_slope > 0`` (a leaky ReLU);
+    other combinations are a ValueError."""
 
     _keras_name = "re_lu"
 
-    def __init__(self, name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None,
-                 **kwargs: Any) -> None:
-        _keras_defaults_only(kwargs, "ReLU", {"max_value": _is_none, "negative_slope": lambda v: v == 0,
-                                              "threshold": lambda v: v == 0})
-        super().__init__("relu", name=name, input_shape=input_shape, **kwargs)
+    def __init__(self, max_value: Optional[float] = None, negative_slope: float = 0.0, threshold: float = 0.0,
+                 name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
+        slope = _non_negative_slope(negative_slope, "ReLU")
+        if max_value is not None:
+            validation.number(max_value, "max_value", "ReLU", low=0.0)
+        validation.number(threshold, "threshold", "ReLU")
+        if threshold != 0:
+            raise ValueError(f"ReLU: threshold={threshold!r} is not supported (hpcnn supports only Keras' default)")
+        if max_value is not None and (float(max_value) != 6.0 or slope != 0.0):
+            raise ValueError(f"ReLU: max_value={max_value!r} is not supported (hpcnn computes max_value=None, and "
+                             "max_value=6 without a negative_slope: ReLU6)")
+        self.max_value = None if max_value is None else float(max_value)
+        self.negative_slope = slope
+        self.threshold = 0.0
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
 
     def get_config(self) -> Dict[str, Any]:
-        cfg = Layer.get_config(self)
+        cfg = super().get_config()
+        cfg.update(max_value=self.max_value, negative_slope=self.negative_slope, threshold=self.threshold)
         return cfg
 
+    def _core_configs(self) -> List[Dict[str, Any]]:
+        if self.max_value is not None:
+            return [dict(class_name="Activation", activation="relu6")]
+        if self.negative_slope > 0:
+            return [dict(class_name="Activation", activation="leaky_relu", alpha=self.negative_slope)]
+        return [dict(class_name="Activation", activation="relu")]
 
-_REGISTRY = {c.__name__: c for c in (InputLayer, Conv2D, MaxPooling2D, Flatten, Dense, Dropout, Activation, ReLU)}
+
+class LeakyReLU(Layer):
+    """``LeakyReLU(negative_slope=0.3)``: x if x > 0 else negative_slope * x. Keras 3's default
+    slope; ``alpha=`` (Keras 2's name for it) is accepted too."""
+
+    _keras_name = "leaky_re_lu"
+
+    def __init__(self, negative_slope: float = 0.3, name: Optional[str] = None,
+                 input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
+        if "alpha" in kwargs:  # Keras 2's name (Keras 3 still takes it)
+            negative_slope = kwargs.pop("alpha")
+        self.negative_slope = _non_negative_slope(negative_slope, "LeakyReLU")
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
+
+    def get_config(self) -> Dict[str, Any]:
+        cfg = super().get_config()
+        cfg.update(negative_slope=self.negative_slope)
+        return cfg
+
+    def _core_configs(self) -> List[Dict[str, Any]]:
+        return [dict(class_name="Activation", activation="leaky_relu", alpha=self.negative_slope)]
+
+
+class ELU(Layer):
+    """``ELU(alpha=1.0)``: x if x > 0 else alpha * (exp(x) - 1)."""
+
+    _keras_name = "elu"
+
+    def __init__(self, alpha: float = 1.0, name: Optional[str] = None,
+                 input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
+        self.alpha = validation.number(alpha, "alpha", "ELU")
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
+
+    def get_config(self) -> Dict[str, Any]:
+        cfg = super().get_config()
+        cfg.update(alpha=self.alpha)
+        return cfg
+
+    def _core_configs(self) -> List[Dict[str, Any]]:
+        return [dict(class_name="Activation", activation="elu", alpha=self.alpha)]
+
+
+class Softmax(Layer):
+    """``Softmax(axis=-1)``: softmax over the last axis, on any layer (not only the output)."""
+
+    _keras_name = "softmax"
+
+    def __init__(self, axis: int = -1, name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None,
+                 **kwargs: Any) -> None:
+        if not (validation.is_integer(axis) and int(axis) == -1):
+            raise ValueError(f"Softmax: axis={axis!r} is not supported: hpcnn takes the softmax over the last axis "
+                             "(axis=-1)")
+        self.axis = -1
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
+
+    def get_config(self) -> Dict[str, Any]:
+        cfg = super().get_config()
+        cfg.update(axis=self.axis)
+        return cfg
+
+    def _core_configs(self) -> List[Dict[str, Any]]:
+        return [dict(class_name="Activation", activation="softmax")]
+
+
+def _channels_last_only(kwargs: Dict[str, Any]) -> None:
+    if kwargs.pop("data_format", None) not in (None, "channels_last"):
+        raise ValueError("hpcnn is NHWC only: data_format must be 'channels_last'")
+
+
+class AveragePooling2D(Layer):
+    """Average pooling, NHWC; ``strides`` default to ``pool_size`` (Keras). With ``padding='same'``
+    each window averages its in-bounds positions only (padding is not counted), as Keras does."""
+
+    _keras_name = "average_pooling2d"
+
+    def __init__(self, pool_size: IntPair = (2, 2), strides: Optional[IntPair] = None, padding: str = "valid",
+                 name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
+        _channels_last_only(kwargs)
+        self.pool_size = validation.int_tuple(pool_size, 2, "pool_size")
+        self.strides = validation.int_tuple(strides, 2, "strides") if strides is not None else self.pool_size
+        self.padding = _padding(padding)
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
+
+    def get_config(self) -> Dict[str, Any]:
+        cfg = super().get_config()
+        cfg.update(pool_size=list(self.pool_size), strides=list(self.strides), padding=self.padding)
+        return cfg
+
+    def _core_configs(self) -> List[Dict[str, Any]]:
+        return [dict(class_name="AveragePooling2D", pool_size=list(self.pool_size), strides=list(self.strides),
+                     padding=self.padding)]
+
+
+AvgPool2D = AveragePooling2D
+
+
+class _GlobalPooling2D(Layer):
+    """(H, W, C) -> (C,) (``keepdims=True``: (1, 1, C))."""
+
+    _core_class = ""
+
+    def __init__(self, keepdims: bool = False, name: Optional[str] = None,
+                 input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
+        _channels_last_only(kwargs)
+        self.keepdims = validation.boolean(keepdims, "keepdims", type(self).__name__)
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
+
+    def get_config(self) -> Dict[str, Any]:
+        cfg = super().get_config()
+        cfg.update(keepdims=self.keepdims)
+        return cfg
+
+    def _core_configs(self) -> List[Dict[str, Any]]:
+        return [dict(class_name=self._core_class, keepdims=self.keepdims)]
+
+
+class GlobalAveragePooling2D(_GlobalPooling2D):
+    """The mean over the spatial axes of each channel: (H, W, C) -> (C,) (keepdims: (1, 1, C))."""
+
+    _keras_name = "global_average_pooling2d"
+    _core_class = "GlobalAveragePooling2D"
+
+
+class GlobalMaxPooling2D(_GlobalPooling2D):
+    """The max over the spatial axes of each channel: (H, W, C) -> (C,) (keepdims: (1, 1, C)); the
+    gradient goes to the first maximal position, as MaxPooling2D's."""
+
+    _keras_name = "global_max_pooling2d"
+    _core_class = "GlobalMaxPooling2D"
+
+
+GlobalAvgPool2D = GlobalAveragePooling2D
+GlobalMaxPool2D = GlobalMaxPooling2D
+
+
+def _zero_padding(padding: Any) -> Tuple[Tuple[int, int], Tuple[int, int]]:
+    """Keras' ZeroPadding2D padding: an int, (rows, cols) or ((top, bottom), (left, right))."""
+    def bad(extra: str = "") -> ValueError:
+        return ValueError("`padding` should be either an int, a tuple of 2 ints (symmetric_height_pad, "
+                          "symmetric_width_pad), or a tuple of 2 tuples of 2 ints ((top_pad, bottom_pad), "
+                          f"(left_pad, right_pad)) of values >= 0{extra}. Received: padding={padding!r}")
+
+    def count(v: Any) -> int:
+        if not validation.is_integer(v) or not 0 <= v <= validation.INT32_MAX:
+            raise bad()
+        return int(v)
+
+    if validation.is_integer(padding):
+        p = count(padding)
+        return (p, p), (p, p)
+    if isinstance(padding, (str, bytes)) or not isinstance(padding, Sequence) or len(padding) != 2:
+        raise bad()
+    axes = []
+    for a in padding:
+        if validation.is_integer(a):
+            axes.append((count(a), count(a)))
+        elif isinstance(a, Sequence) and not isinstance(a, (str, bytes)) and len(a) == 2:
+            axes.append((count(a[0]), count(a[1])))
+        else:
+            raise bad()
+    return axes[0], axes[1]
+
+
+class ZeroPadding2D(Layer):
+    """Zeros around the spatial axes: ``padding`` an int, (rows, cols) or ((top, bottom), (left, right))."""
+
+    _keras_name = "zero_padding2d"
+
+    def __init__(self, padding: Any = (1, 1), name: Optional[str] = None,
+                 input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
+        _channels_last_only(kwargs)
+        self.padding = _zero_padding(padding)
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
+
+    def get_config(self) -> Dict[str, Any]:
+        cfg = super().get_config()
+        cfg.update(padding=[list(self.padding[0]), list(self.padding[1])])
+        return cfg
+
+    def _core_configs(self) -> List[Dict[str, Any]]:
+        (t, b), (l, r) = self.padding
+        return [dict(class_name="ZeroPadding2D", padding=[t, b, l, r])]
+
+
+def _rescaling_values(value: Any, name: str) -> Union[float, List[float]]:
+    """A finite number, or a 1-D sequence of them (one per channel)."""
+    arr = np.asarray(value) if not isinstance(value, (str, bytes)) else None
+    msg = (f"Rescaling: Invalid value for argument `{name}`. Expected a finite number or one per channel. "
+           f"Received: {name}={value!r}")
+    if arr is None or arr.dtype.kind not in "iuf" or arr.ndim > 1 or arr.size == 0 or not np.isfinite(arr).all():
+        raise ValueError(msg)
+    if arr.ndim == 0:
+        return float(arr)
+    return [float(v) for v in arr]
+
+
+class Rescaling(Layer):
+    """``Rescaling(scale, offset=0.0)``: y = x * scale + offset; each a number or one per channel
+    (e.g. ``Rescaling(1 / 255)`` as a model's first layer)."""
+
+    _keras_name = "rescaling"
+
+    def __init__(self, scale: Any, offset: Any = 0.0, name: Optional[str] = None,
+                 input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
+        self.scale = _rescaling_values(scale, "scale")
+        self.offset = _rescaling_values(offset, "offset")
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
+
+    def get_config(self) -> Dict[str, Any]:
+        cfg = super().get_config()
+        cfg.update(scale=self.scale, offset=self.offset)
+        return cfg
+
+    def _core_configs(self) -> List[Dict[str, Any]]:
+        return [dict(class_name="Rescaling", scale=self.scale, offset=self.offset)]
+
+
+def _default_initializer(value: Any, default: str) -> bool:
+    return value is None or value == default
+
+
+class BatchNormalization(Layer):
+    """Keras' ``BatchNormalization`` over the channels (the last axis, NHWC).
+
+    In ``fit`` the layer normalizes each batch with the batch's mean and (biased) variance and,
+    once the step is taken, moves ``moving_mean`` and ``moving_variance`` toward them:
+    ``moving = moving * momentum + batch * (1 - momentum)``. In ``evaluate``/``predict`` it
+    normalizes with the moving statistics: ``gamma * (x - moving_mean) / sqrt(moving_variance +
+    epsilon) + beta``. With ``trainable = False`` it runs in inference mode during ``fit`` too, and
+    nothing of it changes (Keras' rule for BatchNormalization). Weights, in Keras' order: gamma
+    (``scale=True``), beta (``center=True``), moving_mean, moving_variance; the moving statistics
+    are non-trainable weights (never touched by the optimizer, saved and loaded with the model).
+    With data-parallel training each replica normalizes with the statistics of its own part of the
+    batch, as Keras does without ``synchronized=True`` (which hpcnn does not offer). On a GPU the
+    normalization is cuDNN's. A ReLU right after the layer is fused into it.
+    """
+
+    _keras_name = "batch_normalization"
+
+    def __init__(self, axis: int = -1, momentum: float = 0.99, epsilon: float = 1e-3, center: bool = True,
+                 scale: bool = True, name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None,
+                 **kwargs: Any) -> None:
+        for key, default in (("beta_initializer", "zeros"), ("gamma_initializer", "ones"),
+                             ("moving_mean_initializer", "zeros"), ("moving_variance_initializer", "ones")):
+            if key in kwargs and not _default_initializer(kwargs.pop(key), default):
+                raise ValueError(f"BatchNormalization: only Keras' default {key}='{default}' is supported")
+        _keras_defaults_only(kwargs, "BatchNormalization", {
+            "beta_regularizer": _is_none, "gamma_regularizer": _is_none, "beta_constraint": _is_none,
+            "gamma_constraint": _is_none, "synchronized": lambda v: v is False,
+            # Keras 2's arguments, at their defaults only
+            "renorm": lambda v: v is False, "renorm_clipping": _is_none, "renorm_momentum": lambda v: v == 0.99,
+            "virtual_batch_size": _is_none, "adjustment": _is_none, "fused": lambda v: v in (None, True, False)})
+        if not validation.is_integer(axis) or isinstance(axis, bool):
+            raise ValueError(f"BatchNormalization: Invalid value for argument `axis`. Expected an integer. "
+                             f"Received: axis={axis!r}")
+        self.axis = validation.integer(axis, "axis", "BatchNormalization", minimum=-1)
+        if self.axis == 0:
+            raise ValueError("BatchNormalization: axis=0 is the batch axis; hpcnn normalizes the channels (axis=-1)")
+        self.momentum = validation.number(momentum, "momentum", "BatchNormalization", low=0.0, high=1.0)
+        self.epsilon = validation.number(epsilon, "epsilon", "BatchNormalization", low=0.0, low_open=True)
+        self.center = validation.boolean(center, "center", "BatchNormalization")
+        self.scale = validation.boolean(scale, "scale", "BatchNormalization")
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
+
+    def get_config(self) -> Dict[str, Any]:
+        cfg = super().get_config()
+        cfg.update(axis=self.axis, momentum=self.momentum, epsilon=self.epsilon, center=self.center,
+                   scale=self.scale)
+        return cfg
+
+    def _core_configs(self, fused_relu: bool = False) -> List[Dict[str, Any]]:
+        return [dict(class_name="BatchNormalization", axis=self.axis, momentum=self.momentum, epsilon=self.epsilon,
+                     center=self.center, scale=self.scale, activation="relu" if fused_relu else "linear")]
+
+    def count_params(self, input_shape: Tuple[int, ...]) -> int:
+        return input_shape[-1] * (2 + int(self.center) + int(self.scale))
+
+    def _non_trainable_count(self, input_shape: Tuple[int, ...]) -> int:
+        return 2 * input_shape[-1]
+
+
+def _is_plain_relu(layer: Layer) -> bool:
+    return ((isinstance(layer, Activation) and layer.activation == "relu")
+            or (isinstance(layer, ReLU) and layer.max_value is None and layer.negative_slope == 0))
+
+
+def core_configs(layers: Sequence[Layer]) -> List[List[Dict[str, Any]]]:
+    """The core layers of each layer of a Sequential stack, with one fusion: a BatchNormalization
+    followed by a plain ReLU computes the ReLU itself (one pass over the activations instead of
+    two, forward and backward), and the ReLU becomes an identity view. Each layer keeps its count
+    of core layers, so shapes, weights and trainable flags map as without the fusion."""
+    out = [layer._core_configs() for layer in layers]
+    for i in range(len(layers) - 1):
+        if isinstance(layers[i], BatchNormalization) and _is_plain_relu(layers[i + 1]):
+            out[i] = layers[i]._core_configs(fused_relu=True)
+            out[i + 1] = [dict(class_name="Activation", activation="linear")]
+    return out
+
+
+_REGISTRY = {c.__name__: c for c in (InputLayer, Conv2D, MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
+                                      GlobalMaxPooling2D, ZeroPadding2D, Flatten, Dense, Dropout, Activation, ReLU,
+                                      LeakyReLU, ELU, Softmax, Rescaling, BatchNormalization)}
 
 
 def deserialize(config: Dict[str, Any]) -> Layer:
@@ -401,5 +759,7 @@ def serialize(layer: Layer) -> Dict[str, Any]:
     return {"class_name": type(layer).__name__, "config": layer.get_config()}
 
 
-__all__ = ["Layer", "InputLayer", "Input", "Conv2D", "MaxPooling2D", "MaxPool2D", "Flatten", "Dense", "Dropout",
-           "Activation", "ReLU", "serialize", "deserialize"]
+__all__ = ["Layer", "InputLayer", "Input", "Conv2D", "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D",
+           "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPooling2D", "GlobalMaxPool2D", "ZeroPadding2D",
+           "Flatten", "Dense", "Dropout", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "Rescaling",
+           "BatchNormalization", "core_configs", "serialize", "deserialize"]

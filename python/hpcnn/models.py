@@ -99,8 +99,8 @@ class Sequential:
         if not self.layers:
             raise ValueError("the model has no layers")
         cfgs: List[Dict[str, Any]] = []
-        for layer in self.layers:
-            cfgs.extend(layer._core_configs())
+        for per_layer in layers_mod.core_configs(self.layers):  # with BatchNormalization+ReLU fused
+            cfgs.extend(per_layer)
         if self._seed is None:
             self._seed = next_model_seed()
         self._core = _core.Model(list(self._input_shape), cfgs, self._seed)
@@ -172,7 +172,10 @@ class Sequential:
     def summary(self, print_fn=print, line_length: int = 76) -> None:
         """A Keras-style table: layer, output shape, parameters; totals; device."""
         rows = self._layer_outputs()
-        c1, c2 = 34, 26
+        # The first column fits the longest " name (Type)" label (Keras' long class names).
+        c1 = max([34] + [len(f" {layer.name} ({type(layer).__name__})") + 2 for layer, _, _ in rows])
+        c2 = 26
+        line_length = max(line_length, c1 + c2 + 12)
         sep = "_" * line_length
         print_fn(f'Model: "{self.name}"')
         print_fn(sep)
@@ -183,7 +186,13 @@ class Sequential:
             print_fn(f"{label:<{c1}}{str((None,) + shape):<{c2}}{params:,}")
         print_fn("=" * line_length)
         total = self.count_params()
-        trainable = sum(params for layer, _, params in rows if self._trainable and layer.trainable)
+        # Non-trainable: the weights of frozen layers, and the non-trainable weights by nature
+        # (BatchNormalization's moving statistics) of every layer.
+        trainable, cur = 0, tuple(self._input_shape or ())
+        for layer, shape, params in rows:
+            if self._trainable and layer.trainable:
+                trainable += params - layer._non_trainable_count(cur)
+            cur = shape
         print_fn(f"Total params: {total:,} ({total * 4 / 1024**2:.2f} MB)")
         print_fn(f"Trainable params: {trainable:,} ({trainable * 4 / 1024**2:.2f} MB)")
         print_fn(f"Non-trainable params: {total - trainable:,} ({(total - trainable) * 4 / 1024**2:.2f} MB)")
@@ -206,7 +215,8 @@ class Sequential:
 
     # ------------------------------------------------------------------ weights and config
     def get_weights(self) -> List[np.ndarray]:
-        """Kernels and biases in Keras order and layouts (Conv2D (kh, kw, in, out), Dense (in, out))."""
+        """Every weight in Keras order and layouts (Conv2D (kh, kw, in, out), Dense (in, out),
+        BatchNormalization gamma, beta, moving_mean, moving_variance), trainable or not."""
         return [np.array(w, copy=True) for w in self._model().get_weights()]
 
     def set_weights(self, weights: Sequence[ArrayLike]) -> None:
@@ -247,15 +257,34 @@ class Sequential:
         return model
 
     def _weight_names(self) -> List[str]:
-        """'conv2d/kernel', 'conv2d/bias', ...: the get_weights() order (Conv2D and Dense hold weights)."""
-        return [f"{layer.name}/{kind}" for layer in self.layers
-                if isinstance(layer, (layers_mod.Conv2D, layers_mod.Dense)) for kind in ("kernel", "bias")]
+        """'conv2d/kernel', 'conv2d/bias', 'batch_normalization/gamma', ...: the get_weights() order,
+        named by the core's weight specs."""
+        per_core = self._model().weight_shapes
+        names, k = [], 0
+        for layer in self.layers:
+            n = len(layer._core_configs())
+            names += [f"{layer.name}/{w}" for specs in per_core[k:k + n] for w, _ in specs]
+            k += n
+        return names
 
-    def save(self, filepath: str, overwrite: bool = True) -> None:
-        """Save the model (architecture, weights, compile settings) to an HDF5 file, atomically
-        (a temporary file renamed into place: never a half-written model). The optimizer's
-        moments are not saved: training resumes with a fresh optimizer state."""
-        saving.save_model(self, filepath, overwrite)
+    def save(self, filepath: str, overwrite: bool = True, include_optimizer: bool = True) -> None:
+        """Save the model (architecture, weights, compile settings, step counter and, with
+        ``include_optimizer`` (Keras' default), the optimizer's state: moments, step count,
+        learning rate) to an HDF5 file, atomically (a temporary file flushed and renamed into
+        place: never a half-written model). ``load_model`` then gives a model whose ``fit``
+        continues exactly as this one's would."""
+        saving.save_model(self, filepath, overwrite, include_optimizer)
+
+    def save_weights(self, filepath: str, overwrite: bool = True) -> None:
+        """Save the weights only (Keras order and layouts, with their names and shapes) to an
+        hpcnn HDF5 weights file, atomically; ``load_weights`` reads it back."""
+        saving.save_weights(self, filepath, overwrite)
+
+    def load_weights(self, filepath: str) -> None:
+        """Load weights saved by ``save_weights`` (or the weights of a model file written by
+        ``save``) into this model, by position; every array is checked first, so a file that does
+        not fit raises ValueError and leaves the weights as they were."""
+        saving.load_weights(self, filepath)
 
     # ------------------------------------------------------------------ compile
     def compile(self, optimizer: Union[str, optimizers.Optimizer] = "rmsprop", loss: Any = None,

@@ -6,17 +6,44 @@ import numpy
 import numpy.typing
 import typing
 
+def activation_backward(x: object, y: object, dy: object, activation: str, alpha: typing.SupportsFloat | typing.SupportsIndex=0.0, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
+    """dx = dy * f'(x); y = f(x) from activation_forward."""
+
+def activation_forward(x: object, activation: str, alpha: typing.SupportsFloat | typing.SupportsIndex=0.0, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
+    """An element-wise activation by Keras name ('tanh', 'gelu', 'gelu_approximate', 'leaky_relu' with alpha = the negative slope, 'elu' with alpha, ...)."""
+
 def adam_step(params: object, grads: object, m: object, v: object, lr: typing.SupportsFloat | typing.SupportsIndex=0.001, beta_1: typing.SupportsFloat | typing.SupportsIndex=0.9, beta_2: typing.SupportsFloat | typing.SupportsIndex=0.999, epsilon: typing.SupportsFloat | typing.SupportsIndex=1e-07, t: typing.SupportsInt | typing.SupportsIndex=1, sizes: object=None, decay: object=None, weight_decay: typing.SupportsFloat | typing.SupportsIndex=0.0, clipvalue: typing.SupportsFloat | typing.SupportsIndex=0.0, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
     """Keras' Adam step; weight_decay: decoupled (w -= lr * weight_decay * w first), on the variables whose `decay` flag is set (all by default); clipvalue > 0 clamps the gradient. Returns (params, m, v)."""
+
+def avgpool2d_backward(x_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dy: object, pool_size: object=2, strides: object=None, padding: str='valid', device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
+    ...
+
+def avgpool2d_forward(x: object, pool_size: object=2, strides: object=None, padding: str='valid', device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
+    ...
+
+def batchnorm_backward_inference(y: object, dy: object, gamma: object, moving_variance: object, epsilon: typing.SupportsFloat | typing.SupportsIndex=0.001, relu: bool=False, device: str='cpu') -> numpy.ndarray:
+    ...
+
+def batchnorm_backward_training(x: object, y: object, dy: object, gamma: object, mean: object, invstd: object, epsilon: typing.SupportsFloat | typing.SupportsIndex=0.001, relu: bool=False, need_dx: bool=True, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> tuple[object, numpy.ndarray, numpy.ndarray]:
+    """(dx or None, dgamma, dbeta) with the forward's batch mean and invstd."""
+
+def batchnorm_forward_inference(x: object, gamma: object, beta: object, moving_mean: object, moving_variance: object, epsilon: typing.SupportsFloat | typing.SupportsIndex=0.001, relu: bool=False, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
+    ...
+
+def batchnorm_forward_training(x: object, gamma: object, beta: object, epsilon: typing.SupportsFloat | typing.SupportsIndex=0.001, relu: bool=False, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray]:
+    """Batch norm over the last axis with the batch's statistics: (y, mean, var (biased), invstd). gamma/beta may be None."""
+
+def batchnorm_update_moving(moving_mean: object, moving_variance: object, mean: object, var: object, momentum: typing.SupportsFloat | typing.SupportsIndex=0.99, device: str='cpu') -> tuple[numpy.ndarray, numpy.ndarray]:
+    """Keras' moving-average update: returns new (moving_mean, moving_variance)."""
 
 def clip_scales(grads: object, sizes: object=None, clipnorm: typing.SupportsFloat | typing.SupportsIndex=1.0, global_norm: bool=False, device: str='cpu') -> numpy.ndarray:
     """Keras' clipnorm (or global_clipnorm) factor of each variable's gradient."""
 
-def conv2d_backward(x: object, kernel: object, y: object, dy: object, strides: object=1, padding: str='valid', relu: bool=False, need_dx: bool=True, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> tuple[object, numpy.ndarray, numpy.ndarray]:
-    ...
+def conv2d_backward(x: object, kernel: object, y: object, dy: object, strides: object=1, padding: str='valid', relu: bool=False, need_dx: bool=True, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1, bias: bool=True) -> tuple[object, numpy.ndarray, object]:
+    """Returns (dx or None, dw, db or None); bias=False: a convolution without bias (no db)."""
 
 def conv2d_forward(x: object, kernel: object, bias: object, strides: object=1, padding: str='valid', relu: bool=False, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
-    ...
+    """bias None: no bias (use_bias=False)."""
 
 def conv2d_kernel_layout(device: str) -> str:
     """The conv2d kernel layout the backend of `device` computes with, and a model on it holds: 'HWIO' (kh, kw, in, out; Keras' own) on the CPU, 'OHWI' (out, kh, kw, in; cuDNN's NHWC filter) on a GPU. Needs no GPU."""
@@ -27,8 +54,8 @@ def convert_conv2d_kernel(kernel: object, from_layout: str, to_layout: str) -> n
 def decode_u8(x: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8], scale: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], shift: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], device: str='cpu') -> numpy.ndarray:
     ...
 
-def dense_backward(x: object, kernel: object, y: object, dy: object, relu: bool=False, need_dx: bool=True, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> tuple[object, numpy.ndarray, numpy.ndarray]:
-    ...
+def dense_backward(x: object, kernel: object, y: object, dy: object, relu: bool=False, need_dx: bool=True, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1, bias: bool=True) -> tuple[object, numpy.ndarray, object]:
+    """Returns (dx or None, dw, db or None); bias=False: no bias (no db)."""
 
 def dense_forward(x: object, kernel: object, bias: object, relu: bool=False, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
     ...
@@ -38,6 +65,12 @@ def dropout_backward(dy: object, rate: typing.SupportsFloat | typing.SupportsInd
 
 def dropout_forward(x: object, rate: typing.SupportsFloat | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex=0, stream: typing.SupportsInt | typing.SupportsIndex=0, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
     ...
+
+def global_pool2d_backward(x: object, y: object, dy: object, mode: str='avg', device: str='cpu') -> numpy.ndarray:
+    """dx of global_pool2d_forward (y is read by 'max' only)."""
+
+def global_pool2d_forward(x: object, mode: str='avg', device: str='cpu') -> numpy.ndarray:
+    """(N,H,W,C) -> (N,C): mode 'avg' or 'max'."""
 
 def maxpool2d_backward(x: object, y: object, dy: object, pool_size: object=2, strides: object=None, padding: str='valid', device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
     ...
@@ -57,6 +90,12 @@ def relu_forward(x: object, device: str='cpu') -> numpy.ndarray:
 def rmsprop_step(params: object, grads: object, velocity: object, momentum_buffer: object, average_gradient: object, lr: typing.SupportsFloat | typing.SupportsIndex=0.001, rho: typing.SupportsFloat | typing.SupportsIndex=0.9, momentum: typing.SupportsFloat | typing.SupportsIndex=0.0, epsilon: typing.SupportsFloat | typing.SupportsIndex=1e-07, centered: bool=False, sizes: object=None, decay: object=None, weight_decay: typing.SupportsFloat | typing.SupportsIndex=0.0, clipvalue: typing.SupportsFloat | typing.SupportsIndex=0.0, device: str='cpu') -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray]:
     """Keras' RMSprop step. Returns (params, velocity, momentum_buffer, average_gradient); the momentum buffer is used only with momentum > 0, the average gradient only when centered."""
 
+def scale_shift_backward(dy: object, scale: object, device: str='cpu') -> numpy.ndarray:
+    ...
+
+def scale_shift_forward(x: object, scale: object, offset: object, device: str='cpu') -> numpy.ndarray:
+    """y = x * scale + offset over the last axis (scale, offset: one value per channel)."""
+
 def sgd_step(params: object, grads: object, velocity: object, lr: typing.SupportsFloat | typing.SupportsIndex=0.01, momentum: typing.SupportsFloat | typing.SupportsIndex=0.0, nesterov: bool=False, sizes: object=None, decay: object=None, weight_decay: typing.SupportsFloat | typing.SupportsIndex=0.0, clipvalue: typing.SupportsFloat | typing.SupportsIndex=0.0, device: str='cpu') -> tuple[numpy.ndarray, numpy.ndarray]:
     """Keras' SGD step (the velocity is left as given without momentum). Returns (params, velocity)."""
 
@@ -74,3 +113,9 @@ def variable_sums(x: object, sizes: object=None, device: str='cpu') -> numpy.typ
 
 def weight_penalty(weights: object, grads: object, sizes: object=None, l1: object=None, l2: object=None, device: str='cpu') -> tuple[float, numpy.ndarray]:
     """The regularizers' penalty sum_v l1_v sum |w_v| + l2_v sum w_v^2 (l1, l2: a factor per variable) and grads + its gradient. Returns (penalty, grads)."""
+
+def zero_pad2d_backward(x_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dy: object, padding: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], device: str='cpu') -> numpy.ndarray:
+    ...
+
+def zero_pad2d_forward(x: object, padding: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], device: str='cpu') -> numpy.ndarray:
+    """padding: [top, bottom, left, right]."""

@@ -1,0 +1,46 @@
+// Average pooling on the GPU: one thread per output (forward) or per input element (backward:
+// a gather over the covering windows, no atomics), with the arithmetic of avgpool2d_body.h, so
+// the results equal the CPU's bit for bit. cuDNN's pooling is not used: its descriptor pads
+// symmetrically (Keras' 'same' may pad one more at the bottom/right) and its
+// CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING would then count differently.
+#include "core/cuda_context.h"
+#include "ops/avgpool2d.h"
+#include "ops/avgpool2d_body.h"
+
+namespace hpcnn::cuda {
+
+namespace {
+
+body::PoolArgs args_of(const Pool2dGeometry& g) {
+  return {g.n, g.h, g.w, g.c, g.ph, g.pw, g.sh, g.sw, g.oh, g.ow, g.pad_top, g.pad_left};
+}
+
+__global__ void avgpool_forward_kernel(body::PoolArgs a, const float* x, float* y) {
+  long long count = (long long)a.n * a.oh * a.ow * a.c;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
+    y[i] = body::avgpool_forward_at(a, x, i);
+}
+
+__global__ void avgpool_backward_kernel(body::PoolArgs a, const float* dy, float* dx) {
+  long long count = (long long)a.n * a.h * a.w * a.c;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
+    dx[i] = body::avgpool_backward_at(a, dy, i);
+}
+
+}  // namespace
+
+void avgpool2d_forward(int device, const Pool2dGeometry& g, const float* x, float* y) {
+  ContextLock ctx(device);
+  long long count = (long long)g.n * g.oh * g.ow * g.c;
+  avgpool_forward_kernel<<<blocks_for(count), 256, 0, ctx.stream()>>>(args_of(g), x, y);
+  HPCNN_CUDA_CHECK_LAUNCH();
+}
+
+void avgpool2d_backward(int device, const Pool2dGeometry& g, const float* dy, float* dx) {
+  ContextLock ctx(device);
+  long long count = (long long)g.n * g.h * g.w * g.c;
+  avgpool_backward_kernel<<<blocks_for(count), 256, 0, ctx.stream()>>>(args_of(g), dy, dx);
+  HPCNN_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace hpcnn::cuda

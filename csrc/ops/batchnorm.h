@@ -1,0 +1,64 @@
+// Batch normalization over the last (channels) axis, Keras' BatchNormalization(axis=-1). x has
+// shape (n, ..., c) and is read as rows = numel / c rows of c channels (NHWC: one row per pixel):
+//
+//   training  mean[c] = sum_r x[r, c] / rows;  var[c] = sum_r (x[r, c] - mean[c])^2 / rows (the
+//             biased variance, Keras' ops.moments);  invstd[c] = 1 / sqrt(var[c] + eps);
+//             y = gamma * (x - mean) * invstd + beta          (relu: y = max(y, 0), fused)
+//   inference y = gamma * (x - moving_mean) / sqrt(moving_var + eps) + beta   (relu fused)
+//   backward (training), g = dy masked by y > 0 when relu, xhat = (x - mean) * invstd:
+//             dbeta = sum_r g;  dgamma = sum_r g * xhat;
+//             dx = gamma * invstd * (g - dbeta / rows - xhat * dgamma / rows)
+//   backward (inference: a frozen layer, whose statistics are constants)
+//             dx = g * gamma / sqrt(moving_var + eps)
+//   moving update (Keras): moving_mean = moving_mean * momentum + mean * (1 - momentum), and the
+//             same for moving_var with the biased batch variance var.
+//
+// gamma and beta may be absent (Keras' scale=False / center=False): 1 and 0. dgamma/dbeta may be
+// absent (not computed). mean/var/invstd are (c,) arrays the training forward writes and the
+// training backward (invstd, mean) and the moving update (mean, var) read: the layer keeps them
+// between the two on the model's device. Both backends return the biased variance in var, so the
+// update is the same on either (the CUDA backend converts cuDNN's unbiased one, batchnorm_cuda.cu).
+// CPU: batchnorm_cpu.cpp; CUDA: batchnorm_cuda.cu (cuDNN's batch norm, calls in cudnn_ops.cu).
+#pragma once
+
+namespace hpcnn {
+
+struct BatchNormGeometry {
+  int n;        // batch
+  long long m;  // rows per sample: product of the axes between batch and channels (h*w for NHWC)
+  int c;        // channels
+  long long rows() const { return static_cast<long long>(n) * m; }
+};
+
+namespace cpu {
+void batchnorm_forward_training(const BatchNormGeometry& g, const float* x, const float* gamma, const float* beta,
+                                float eps, bool relu, float* y, float* mean, float* var, float* invstd);
+void batchnorm_forward_inference(const BatchNormGeometry& g, const float* x, const float* gamma, const float* beta,
+                                 const float* moving_mean, const float* moving_var, float eps, bool relu, float* y);
+// dy may be overwritten (with the masked gradient, when relu). dx, dgamma, dbeta may be null.
+void batchnorm_backward_training(const BatchNormGeometry& g, const float* x, const float* y, float* dy,
+                                 const float* gamma, const float* mean, const float* invstd, float eps, bool relu,
+                                 float* dx, float* dgamma, float* dbeta);
+void batchnorm_backward_inference(const BatchNormGeometry& g, const float* y, float* dy, const float* gamma,
+                                  const float* moving_var, float eps, bool relu, float* dx);
+void batchnorm_update_moving(int c, float* moving_mean, float* moving_var, const float* mean, const float* var,
+                             float momentum);
+}  // namespace cpu
+
+namespace cuda {
+void batchnorm_forward_training(int device, const BatchNormGeometry& g, const float* x, const float* gamma,
+                                const float* beta, float eps, bool relu, float* y, float* mean, float* var,
+                                float* invstd);
+void batchnorm_forward_inference(int device, const BatchNormGeometry& g, const float* x, const float* gamma,
+                                 const float* beta, const float* moving_mean, const float* moving_var, float eps,
+                                 bool relu, float* y);
+void batchnorm_backward_training(int device, const BatchNormGeometry& g, const float* x, const float* y, float* dy,
+                                 const float* gamma, const float* mean, const float* invstd, float eps, bool relu,
+                                 float* dx, float* dgamma, float* dbeta);
+void batchnorm_backward_inference(int device, const BatchNormGeometry& g, const float* y, float* dy,
+                                  const float* gamma, const float* moving_var, float eps, bool relu, float* dx);
+void batchnorm_update_moving(int device, int c, float* moving_mean, float* moving_var, const float* mean,
+                             const float* var, float momentum);
+}  // namespace cuda
+
+}  // namespace hpcnn
