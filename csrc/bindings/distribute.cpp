@@ -1,4 +1,4 @@
-// hpcnn._core.dist: the transports and groups of data parallelism (csrc/dist/), for
+// hpcnn._core.distribute: the transports and groups of data parallelism (csrc/distribute/), for
 // python/hpcnn/distribute.py. Collective calls release the GIL.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
@@ -33,6 +33,7 @@ void bind_distribute(py::module_& m) {
   m.def("nccl_compiled", &distribute::nccl::compiled, "Whether this build has NCCL (GPU gradient sums).");
   m.def("mpi_library_version", &distribute::mpi::library_version, "The MPI library's version string ('' without MPI).");
   m.def("mpi_standard_version", &distribute::mpi::standard_version);
+  m.attr("default_bucket_bytes") = distribute::kDefaultBucketBytes;
   m.def("nccl_version", &distribute::nccl::version, "The NCCL library's version ('' without NCCL).");
   m.def("mpi_unavailable_reason", &distribute::mpi::unavailable_reason, "Why MPI cannot be used ('' when it can).");
   m.def("nccl_unavailable_reason", &distribute::nccl::unavailable_reason, "Why NCCL cannot be used ('' when it can).");

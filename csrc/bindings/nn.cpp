@@ -130,7 +130,8 @@ nn::Batch batch_of(const py::handle& obj, const nn::Sequential& model, bool with
     throw ValueError("a batch is a tuple (x, y[, rows[, decode]])");
   py::sequence t = py::reinterpret_borrow<py::sequence>(obj);
   const size_t k = t.size();
-  if (k < 1 || k > 4) throw ValueError(cat("a batch is a tuple (x, y[, rows[, decode]]), got ", k, " items"));
+  if (k < 1 || k > 6)
+    throw ValueError(cat("a batch is a tuple (x, y[, rows[, decode[, first_row, global_rows]]]), got ", k, " items"));
   nn::Batch b;
   b.x = input_tensor(t[0]);
   if (with_targets && k >= 2 && !t[1].is_none()) b.y = target_tensor(t[1], model);
@@ -141,6 +142,17 @@ nn::Batch batch_of(const py::handle& obj, const nn::Sequential& model, bool with
       throw ValueError("decode must be a (scale, shift) pair");
     b.decode.scale = floats_of(d[0], "scale");
     b.decode.shift = floats_of(d[1], "shift");
+  }
+  if (k == 5) throw ValueError("a batch's first_row comes with global_rows (6 items)");
+  if (k == 6) {
+    // This process's share of a global batch (an HDF5 loader that reads only this rank's rows).
+    const long long first = t[4].cast<long long>(), global = t[5].cast<long long>();
+    const long long n = b.rows ? static_cast<long long>(b.rows->size()) : (b.x.rank() >= 1 ? b.x.dim(0) : 0);
+    if (first < 0 || global < 0 || first + n > global)
+      throw ValueError(cat("a batch share of ", n, " rows starting at row ", first, " does not fit in a global batch of ",
+                           global, " rows"));
+    b.first_row = first;
+    b.global_rows = global;
   }
   return b;
 }
@@ -297,7 +309,7 @@ void bind_nn(py::module_& m) {
       .def_property_readonly("seed", [](PyModel& p) { return p.model->seed(); })
       .def("set_rng_state", [](PyModel& p, uint64_t seed, uint64_t step) {
         auto lk = lock_model(p);
-        p.model->set_rng_state(seed, step);
+        for (nn::Sequential* m : p.all()) m->set_rng_state(seed, step);
       }, py::arg("seed"), py::arg("step"),
          "Restores the random state (seed and step counter) of a saved or backed-up model: its next training "
          "steps then draw the dropout masks of an uninterrupted run.")
@@ -368,7 +380,8 @@ void bind_nn(py::module_& m) {
         }
         auto lk = lock_model(p);
         py::gil_scoped_release nogil;
-        p.model->set_optimizer_state(state, iterations);
+        // Every replica of this process (each rank restores the same file: a resumed data-parallel run).
+        for (nn::Sequential* m : p.all()) m->set_optimizer_state(state, iterations);
       }, py::arg("buffers"), py::arg("iterations"),
          "Restores the optimizer: buffers {name: flat float32 array in Keras' layout} (all of state_names, or {} "
          "for a fresh state) and the step count. ValueError, nothing changed, when they do not fit.")

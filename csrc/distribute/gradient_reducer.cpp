@@ -1,5 +1,7 @@
 #include "distribute/gradient_reducer.h"
 
+#include <vector>
+
 namespace hpcnn::distribute {
 
 std::vector<Bucket> plan_buckets(const std::vector<nn::ParamRange>& layer_ranges, long long bucket_bytes) {
@@ -62,6 +64,27 @@ void GradientReducer::finish_gradients() {
   for (size_t k = 0; k < buckets_.size(); ++k)
     if (!started_[k]) start(k);  // e.g. a replica without rows: every bucket now
   comm_.wait_all();
+}
+
+void GradientReducer::average_state(const Tensor& state, bool contributed) {
+  // Small (BatchNormalization: 2 x channels per layer): summed as doubles on the host, in the
+  // transport's fixed order, with the count of contributing replicas in the same collective.
+  const long long n = state.numel();
+  Tensor host = state.device().is_cpu() ? state : state.to(Device::cpu());
+  std::vector<double> v(static_cast<size_t>(n) + 1, 0.0);
+  if (contributed) {
+    const float* h = host.data<float>();
+    for (long long i = 0; i < n; ++i) v[static_cast<size_t>(i)] = h[i];
+    v[static_cast<size_t>(n)] = 1.0;
+  }
+  comm_.allreduce_sum_host(v.data(), static_cast<int>(v.size()));
+  const double count = v[static_cast<size_t>(n)];
+  if (count <= 0) return;  // nobody had rows: the state did not move anywhere
+  Tensor mean = Tensor::empty({n}, DType::F32);
+  float* m = mean.data<float>();
+  for (long long i = 0; i < n; ++i) m[i] = static_cast<float>(v[static_cast<size_t>(i)] / count);
+  Tensor dst = state;
+  dst.copy_from(mean);
 }
 
 }  // namespace hpcnn::distribute

@@ -40,6 +40,7 @@ class GradientReducer : public nn::GradientSync {
   void begin_gradients() override;
   void gradients_ready(int layer) override;
   void finish_gradients() override;
+  void average_state(const Tensor& state, bool contributed) override;
 
   long long bucket_bytes() const { return bucket_bytes_; }
   // The last training step's collectives on the gradient buffer, and their float32 bytes.

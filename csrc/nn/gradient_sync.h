@@ -16,7 +16,16 @@
 // on every replica) and runs the optimizer. Each replica's loss gradient is scaled by 1 / (rows of
 // the global batch), so the sum over replicas is the gradient of the global batch's mean loss:
 // N replicas x B/N rows compute what one device computes for B rows, up to float summation order.
+//
+// After the optimizer's inputs are complete and the layers have committed their training-time
+// state (BatchNormalization's moving statistics, moved toward the statistics of this replica's
+// own rows: each replica normalizes its own share of the batch, as in Keras), average_state makes
+// that state the mean over the replicas that had rows, so every replica holds the same weights
+// (Keras keeps one copy per replica and reads their mean; the moving-average rule is linear, so
+// averaging after every step gives the same numbers).
 #pragma once
+
+#include "core/tensor.h"
 
 namespace hpcnn::nn {
 
@@ -30,6 +39,9 @@ class GradientSync {
   virtual void gradients_ready(int layer) = 0;
   // Returns when the gradient buffer holds the sum of every replica's gradients.
   virtual void finish_gradients() = 0;
+  // `state` (a view of the parameter buffer: the non-trainable weights) becomes the mean of its
+  // values over the replicas whose `contributed` is true (those that had rows this step).
+  virtual void average_state(const Tensor& state, bool contributed) = 0;
 };
 
 }  // namespace hpcnn::nn

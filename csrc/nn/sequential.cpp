@@ -170,6 +170,14 @@ void Sequential::set_trainable(const std::vector<bool>& per_layer) {
   regularization_.set_trainable(trainable_ranges_);  // frozen weights carry no penalty (Keras)
 }
 
+ParamRange Sequential::state_range() const {
+  // Non-trainable weights are packed after all trainable ones (nn/param_layout.h): one range.
+  ParamRange r{layout_.numel(), layout_.numel()};
+  for (size_t k = 0; k < layout_.size(); ++k)
+    if (!layout_.spec(k).trainable) r.begin = std::min(r.begin, layout_.offset(k));
+  return r;
+}
+
 long long Sequential::num_trainable_params() const {
   long long n = 0;
   for (const ParamRange& r : trainable_ranges_) n += r.end - r.begin;
@@ -424,6 +432,12 @@ void Sequential::apply_gradients() {
       ctx.layer_index = i;
       layers_[i]->commit_training_step(ctx);
     }
+  }
+  // Data parallelism: that state becomes the mean over the replicas (nn/gradient_sync.h), so the
+  // replicas stay identical. Every replica calls it, with rows or without (it is collective).
+  if (sync_) {
+    const ParamRange st = state_range();
+    if (st.end > st.begin) sync_->average_state(params_.view(st.begin, {st.end - st.begin}), step_had_rows_);
   }
   optimizer_->step(params_, grads_, trainable_ranges_);
 }

@@ -142,6 +142,9 @@ class Sequential {
   // Per layer: the part of the gradient buffer its trainable parameters fill (empty when it has
   // none or is frozen), so that a sync can sum a layer's gradients as soon as they are written.
   const std::vector<ParamRange>& layer_gradient_ranges() const { return layer_ranges_; }
+  // The non-trainable weights' span of the parameter buffer (BatchNormalization's moving
+  // statistics; empty when there are none): the state replicas average after each step.
+  ParamRange state_range() const;
 
   bool has_staged() const { return stager_.has_ahead(); }
   // Drops a staged batch (and releases its arrays).

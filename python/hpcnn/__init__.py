@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from . import _core
 from . import callbacks, config, data, datasets, devices, layers, losses, models, optimizers, regularizers, utils
-from . import applications, saving, threads, training, validation
+from . import applications, distribute, saving, threads, training, validation
 from .devices import device, gpu_unavailable_reason, list_physical_devices
 from .models import Sequential, clone_model
 from .threads import get_num_threads, set_num_threads
@@ -27,4 +27,4 @@ def build_info() -> dict:
 
 __all__ = ["Sequential", "clone_model", "data", "datasets", "device", "list_physical_devices", "gpu_unavailable_reason", "build_info",
            "get_num_threads", "set_num_threads", "callbacks", "config", "devices", "layers", "losses", "models",
-           "optimizers", "regularizers", "utils", "applications", "saving", "threads", "training"]
+           "optimizers", "regularizers", "utils", "applications", "saving", "threads", "training", "distribute"]

@@ -119,9 +119,11 @@ PEAK_NOTE = ("% of peak = GFLOP/s by the direct-convolution count (92.6 MFLOP pe
              "fewer multiplications, so hpcnn (and TensorFlow) can pass 100 %")
 
 
-def tutorial_cnn_step_times(device: str = "cpu", batch_size: int = 250, steps: int = 20, warmup: int = 3):
+def tutorial_cnn_step_times(device: str = "cpu", batch_size: int = 250, steps: int = 20, warmup: int = 3,
+                            strategy=None):
     """Per-step seconds of training and of inference for the tutorial CNN on `device`, on random
-    data already in memory (the model's own step, exactly as fit calls it per batch)."""
+    data already in memory (the model's own step, exactly as fit calls it per batch). `strategy`
+    (hpcnn.distribute): the model trains on its replicas instead, batch_size the global batch."""
     import numpy as np
     try:  # absolute: this file may run without its package (see top)
         from hpcnn.applications import tutorial_cnn
@@ -130,8 +132,13 @@ def tutorial_cnn_step_times(device: str = "cpu", batch_size: int = 250, steps: i
     rng = np.random.default_rng(0)
     x = rng.random((batch_size, 32, 32, 3), dtype=np.float32)
     y = rng.integers(0, 10, batch_size).astype(np.int32)
-    m = tutorial_cnn(seed=0)
-    m.compile("adam", "sparse_categorical_crossentropy", ["accuracy"], device=device)
+    if strategy is not None:
+        with strategy.scope():
+            m = tutorial_cnn(seed=0)
+            m.compile("adam", "sparse_categorical_crossentropy", ["accuracy"])
+    else:
+        m = tutorial_cnn(seed=0)
+        m.compile("adam", "sparse_categorical_crossentropy", ["accuracy"], device=device)
     core = m._model()
     if hasattr(core, "train_step"):
         train = time_steps(lambda: core.train_step((x, y)), steps, warmup)

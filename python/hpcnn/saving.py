@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import _core, data, losses, optimizers, validation
+from . import _core, data, distribute, losses, optimizers, validation
 
 if TYPE_CHECKING:  # models.py imports this module; load_model imports Sequential when called
     from .models import Sequential
@@ -203,12 +203,15 @@ def save_model(model: "Sequential", filepath: str, overwrite: bool = True, inclu
     """``Sequential.save``: architecture, weights, compile settings, the step counter and (with
     ``include_optimizer``, the default) the optimizer's state (moments, step count, learning rate),
     so that fit after load_model continues exactly where this model is. Written atomically by
-    ``data.write_hdf5`` (a temporary file flushed to disk and renamed into place).
+    ``data.write_hdf5`` (a temporary file flushed to disk and renamed into place). With a
+    multi-process strategy only the chief (rank 0) writes; the other ranks return at once.
 
     The target must be a new name or an existing writable regular file: a symbolic link (never
     followed or replaced), a directory, a FIFO or device, or a read-only file is refused with a
     ValueError and left untouched. A temporary file left by a killed earlier save to the same name
     is removed."""
+    if not distribute.writes_files(model):
+        return
     path = check_target(filepath, overwrite, "save")
     include_optimizer = validation.boolean(include_optimizer, "include_optimizer", "save")
     weights = model.get_weights()
@@ -369,7 +372,10 @@ def load_model(filepath: str, compile: bool = True) -> "Sequential":
 # ---------------------------------------------------------------------- weights files
 def save_weights(model: "Sequential", filepath: str, overwrite: bool = True) -> None:
     """``Sequential.save_weights``: the weight arrays (Keras order and layouts) with their names and
-    shapes, written atomically as save() writes; read back by load_weights."""
+    shapes, written atomically as save() writes; read back by load_weights. Only the chief writes
+    under a multi-process strategy."""
+    if not distribute.writes_files(model):
+        return
     path = check_target(filepath, overwrite, "save_weights")
     weights = model.get_weights()
     meta = {"format": WEIGHTS_FORMAT, "format_version": WEIGHTS_FORMAT_VERSION,
