@@ -73,7 +73,7 @@ void GradientReducer::average_state(const Tensor& state, bool contributed) {
   Tensor host = state.device().is_cpu() ? state : state.to(Device::cpu());
   std::vector<double> v(static_cast<size_t>(n) + 1, 0.0);
   if (contributed) {
-    const float* h = host.data<float>();
+    const float* h = host.f32();
     for (long long i = 0; i < n; ++i) v[static_cast<size_t>(i)] = h[i];
     v[static_cast<size_t>(n)] = 1.0;
   }
@@ -81,7 +81,7 @@ void GradientReducer::average_state(const Tensor& state, bool contributed) {
   const double count = v[static_cast<size_t>(n)];
   if (count <= 0) return;  // nobody had rows: the state did not move anywhere
   Tensor mean = Tensor::empty({n}, DType::F32);
-  float* m = mean.data<float>();
+  float* m = mean.f32();
   for (long long i = 0; i < n; ++i) m[i] = static_cast<float>(v[static_cast<size_t>(i)] / count);
   Tensor dst = state;
   dst.copy_from(mean);
