@@ -23,6 +23,14 @@ def main() -> None:
     rank = strategy.worker_index
     result = {"replicas": np.array(strategy.num_replicas_in_sync), "rank": np.array(rank)}
     x, y = make_arrays()
+    if scenario == "mismatch":  # rank 1 runs another model (another seed): both ranks must refuse
+        try:
+            with strategy.scope():
+                make_model(seed=21 + rank)
+        except ValueError as err:
+            print(f"rank {rank}: ValueError: {err}", flush=True)
+            np.savez(os.path.join(out, f"mismatch_rank{rank}.npz"), refused=np.array(1))
+        return
     with strategy.scope():
         model = make_model()
     if scenario == "arrays":

@@ -127,3 +127,11 @@ def test_resume_under_two_ranks_restores_on_every_rank(tmp_path):
     ref.fit(x, y, batch_size=BATCH, epochs=2, shuffle=True, verbose=0)
     w = np.concatenate([a.ravel() for a in ref.get_weights()])
     assert rel_err(r0["weights"], w) <= 1e-5
+
+
+def test_ranks_with_different_models_are_refused_before_training(tmp_path):
+    proc = mpirun("mismatch", tmp_path)
+    checked(proc)
+    for r in range(2):  # every rank raises, naming rank 1
+        assert (tmp_path / f"mismatch_rank{r}.npz").exists()
+        assert f"rank {r}: ValueError: MultiWorkerMirroredStrategy: rank 1 built or compiled another model" in proc.stdout
