@@ -12,7 +12,8 @@ targets: 2x1 / 1x1 >= 1.8 and 2x1 vs 1x2 >= 0.95. Each configuration reports the
 step, the interquartile range (its uncertainty) and max/median (jitter). Skipped, with the reason,
 where mpirun or an MPI build is missing.
 
-Modelled: the bytes a step allreduces (every trainable gradient, float32) for the tutorial CNN and
+Modelled (a ring allreduce over all GPUs at the slowest link's bandwidth; NCCL's hierarchical
+rings over NVLink inside a node do better, so node figures are pessimistic): the bytes a step allreduces (every trainable gradient, float32) for the tutorial CNN and
 DeepMNIST, a ring allreduce's time 2 (N-1)/N * bytes / bandwidth + latency per collective over
 NVLink, PCIe and InfiniBand, against a GPU step time (measured with --gpu-step-ms, else an
 estimate): the predicted speedup at 1/2/4/8 GPUs and 2/4 nodes, and the batch per GPU below which
@@ -110,8 +111,10 @@ def model_rows(step_ms_per_image: dict, batch_per_gpu: int) -> list:
                 # Buckets overlap the backward pass (about 2/3 of a step); what does not fit is exposed.
                 exposed = max(0.0, comm - 0.66 * compute) if collectives > 1 else comm
                 speedup = total * compute / (compute + exposed)
-                # The batch per GPU below which efficiency drops under 80 %: compute(b) >= 4 x exposed comm.
-                b80 = int(np.ceil(4 * comm / step_ms_per_image[name])) if total > 1 else 0
+                # The batch per GPU below which efficiency drops under 80 %: exposed <= compute / 4,
+                # i.e. compute >= comm / 0.91 with overlap (buckets), >= 4 x comm without (one bucket).
+                need = comm / 0.91 if collectives > 1 else 4 * comm
+                b80 = int(np.ceil(need / step_ms_per_image[name])) if total > 1 else 0
                 rows.append({"model": name, "MB_per_step": round(nbytes / 1e6, 2), "link": link_name,
                              "gpus": total, "step_ms": round(compute + exposed, 3),
                              "allreduce_ms": round(comm, 3), "speedup": round(speedup, 2),
@@ -172,7 +175,7 @@ def main() -> None:
 
     # The GPU model. Per-image step times: --gpu-step-ms, else an estimate for a V100-class GPU
     # (tutorial CNN ~ 2.0 us/image of forward+backward at batch 256; DeepMNIST ~ 1.2 us/image).
-    per_image = {"tutorial_cnn": (args.gpu_step_ms / args.gpu_batch) if args.gpu_step_ms else 0.0020 * 1.0,
+    per_image = {"tutorial_cnn": (args.gpu_step_ms / args.gpu_batch) if args.gpu_step_ms else 0.0020,
                  "deep_mnist": 0.0012}
     print(f"Modelled data-parallel GPU scaling (batch {args.gpu_batch} per GPU; step ms per image "
           f"{per_image}; {'measured' if args.gpu_step_ms else 'estimated'})")
