@@ -7,6 +7,7 @@ into OUTDIR/rank<R>.npz (weights, evaluate's numbers). The data and the referenc
 by dist_common (the same code the test uses for its one-process reference).
 """
 import os
+import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -54,6 +55,13 @@ def main() -> None:
                 raise RuntimeError("boom at step 3")
         cb = hpcnn.callbacks.LambdaCallback(on_train_batch_end=boom)
         model.fit(x, y, batch_size=BATCH, epochs=3, verbose=0, callbacks=[cb])
+    elif scenario == "signal":  # SIGUSR1 reaches rank 0 only: both ranks stop at the same batch
+        def usr1(batch, logs):
+            if rank == 0 and batch == 1:
+                os.kill(os.getpid(), signal.SIGUSR1)
+        cb = hpcnn.callbacks.LambdaCallback(on_train_batch_end=usr1)
+        history = model.fit(x, y, batch_size=BATCH, epochs=2, verbose=0, callbacks=[cb])
+        result["interrupted"] = np.array(bool(history.interrupted))
     elif scenario in ("resume1", "resume2"):
         backup = hpcnn.callbacks.BackupAndRestore(os.path.join(out, "backup"), delete_checkpoint=False)
         model.fit(x, y, batch_size=BATCH, epochs=1 if scenario == "resume1" else 2, shuffle=True, verbose=0,

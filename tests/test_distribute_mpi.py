@@ -135,3 +135,13 @@ def test_ranks_with_different_models_are_refused_before_training(tmp_path):
     for r in range(2):  # every rank raises, naming rank 1
         assert (tmp_path / f"mismatch_rank{r}.npz").exists()
         assert f"rank {r}: ValueError: MultiWorkerMirroredStrategy: rank 1 built or compiled another model" in proc.stdout
+
+
+def test_a_stop_signal_to_one_rank_stops_every_rank_at_the_same_batch(tmp_path):
+    # SIGUSR1 (Slurm's warning before the time limit) reaches rank 0 after batch 2 only; fit stops
+    # at that batch boundary on both ranks (else rank 1 would wait in a collective nobody joins).
+    checked(mpirun("signal", tmp_path))
+    r0, r1 = ranks(tmp_path, "signal")
+    assert bool(r0["interrupted"]) and bool(r1["interrupted"])
+    assert int(r0["iterations"]) == int(r1["iterations"]) == 2
+    np.testing.assert_array_equal(r0["weights"], r1["weights"])

@@ -533,8 +533,8 @@ class _Run:
                         self.write_backup(here)
                 if self.strategy is not None:
                     signal, stopping = self.strategy._any(self.stop.requested is not None, model.stop_training)
-                    if signal and self.stop.requested is None:
-                        self.stop.requested = "a stop signal to another rank"
+                    if signal:
+                        self.stop.note_elsewhere()
                     model.stop_training = stopping
                 if self.stop.requested:
                     return b, (loss_sum, correct, seen), logs, here, None
