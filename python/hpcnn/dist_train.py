@@ -52,6 +52,11 @@ def make_strategy(a) -> distribute.Strategy:
     kind = a.strategy
     if kind == "auto":
         kind = "multiworker" if _launched_ranks() > 1 else "mirrored"
+    if a.device == "gpu":
+        from . import devices
+        why = devices.gpu_unavailable_reason()
+        if why:
+            raise RuntimeError(f"--device gpu: no usable GPU here ({why})")
     if kind == "multiworker":
         return distribute.MultiWorkerMirroredStrategy(device="cpu" if a.device == "cpu" else None)
     return distribute.MirroredStrategy(["cpu"] if a.device == "cpu" else None)
