@@ -2,7 +2,7 @@
 import numpy as np
 
 import hpcnn
-from hpcnn.layers import Conv2D, Dense, Dropout, Flatten, InputLayer, MaxPooling2D
+from hpcnn.layers import Add, Concatenate, Conv2D, Dense, Dropout, Flatten, InputLayer, MaxPooling2D, ReLU
 
 ROWS = 80   # 5 global batches of 16
 BATCH = 16  # the global batch
@@ -26,6 +26,22 @@ def make_model(seed=21, dropout=0.25, optimizer="adam"):
         Dropout(dropout),
         Dense(4, activation="softmax"),
     ], seed=seed)
+    model.compile(optimizer, "sparse_categorical_crossentropy", ["accuracy"])
+    return model
+
+
+def residual_model(seed=21, dropout=0.25, optimizer="adam"):
+    """A functional model with a residual block (Conv-ReLU-Conv + the identity, Add, ReLU), a
+    Concatenate of two branches and dropout: the gradient of an output read by several layers
+    is summed in the backward pass, and dropout's masks are keyed by the sample's global row."""
+    x = hpcnn.Input(shape=(8, 8, 2))
+    a = Conv2D(6, 3, padding="same", activation="relu")(x)
+    b = Conv2D(6, 3, padding="same")(a)
+    r = MaxPooling2D(2)(ReLU()(Add()([a, b])))
+    f = Flatten()(r)
+    h = Concatenate()([Dense(8, activation="relu")(f), Dense(8, activation="relu")(f)])
+    out = Dense(4, activation="softmax")(Dropout(dropout)(h))
+    model = hpcnn.Model(x, out, seed=seed)
     model.compile(optimizer, "sparse_categorical_crossentropy", ["accuracy"])
     return model
 

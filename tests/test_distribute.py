@@ -7,7 +7,7 @@ import hpcnn
 from hpcnn import _core
 from hpcnn.distribute import CommunicationOptions, MirroredStrategy, MultiWorkerMirroredStrategy
 from hpcnn.layers import BatchNormalization, Dense, Flatten, InputLayer
-from dist_common import BATCH, make_arrays, make_model, rel_err, write_h5
+from dist_common import BATCH, make_arrays, make_model, rel_err, residual_model, write_h5
 
 
 def weights(model):
@@ -225,6 +225,66 @@ def test_two_gpus_with_nccl_match_one_device():
         model = make_model()
     model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=True, verbose=0)
     assert rel_err(weights(model), weights(ref)) <= 1e-4
+    core = model._model()
+    for a, b in zip(core.replica_weights(0), core.replica_weights(1)):
+        np.testing.assert_array_equal(a, b)
+
+
+# ---------------------------------------------------------------- functional (graph) models
+@pytest.mark.parametrize("pack", [None, 0, 64])
+def test_functional_residual_model_cpu_replicas_match_one_device(pack):
+    x, y = make_arrays()
+    ref = residual_model()
+    ref.fit(x, y, batch_size=BATCH, epochs=1, shuffle=True, verbose=0)
+    with mirrored(2, communication_options=CommunicationOptions(bytes_per_pack=pack)).scope():
+        model = residual_model()
+    assert model._model().replica_devices == ["cpu", "cpu"]
+    model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=True, verbose=0)
+    assert model.optimizer.iterations == 5
+    assert rel_err(weights(model), weights(ref)) <= 1e-5
+    core = model._model()
+    np.testing.assert_array_equal(np.concatenate([w.ravel() for w in core.replica_weights(1)]),
+                                  np.concatenate([w.ravel() for w in core.replica_weights(0)]))
+    collectives, nbytes, buckets = core.step_collectives
+    assert nbytes == 4 * core.num_trainable_params  # every trainable gradient summed, each once
+    assert collectives == buckets >= 1
+    np.testing.assert_allclose(model.evaluate(x, y, batch_size=BATCH, verbose=0),
+                               ref.evaluate(x, y, batch_size=BATCH, verbose=0), rtol=1e-5)
+    # Dropout really is on: the model without it ends elsewhere.
+    other = residual_model(dropout=0.0)
+    other.fit(x, y, batch_size=BATCH, epochs=1, shuffle=True, verbose=0)
+    assert rel_err(weights(other), weights(ref)) > 1e-3
+
+
+def test_functional_resnet_block_with_batch_normalization_on_cpu_replicas():
+    # A ResNet block model (stem, identity block, projection block, BatchNormalization in each).
+    # Each replica normalizes its own half of the batch (Keras' MirroredStrategy), so one SGD step
+    # on 2 replicas is the mean of two one-device steps on the halves: the trainable weights move
+    # by the mean of the halves' gradients and the moving statistics are the halves' mean.
+    from small_models import resnet_block_model
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((8, 8, 8, 3)).astype(np.float32)
+    x[4:] = x[4:] * 2.0 + 1.0  # the halves differ: per-replica batch statistics matter
+    y = rng.integers(0, 3, 8).astype(np.int32)
+
+    def block_model():
+        m = resnet_block_model(seed=4)
+        m.compile(hpcnn.optimizers.SGD(0.1), "sparse_categorical_crossentropy")
+        return m
+
+    halves = []
+    for part in (slice(0, 4), slice(4, 8)):
+        m = block_model()
+        m.train_on_batch(x[part], y[part])
+        halves.append(weights(m).astype(np.float64))
+    whole = block_model()
+    whole.train_on_batch(x, y)
+    with mirrored(2).scope():
+        model = block_model()
+    model.train_on_batch(x, y)
+    expected = (halves[0] + halves[1]) / 2
+    assert rel_err(weights(model), expected) <= 1e-5
+    assert rel_err(weights(whole), expected) > 1e-4  # not a synchronized batch norm
     core = model._model()
     for a, b in zip(core.replica_weights(0), core.replica_weights(1)):
         np.testing.assert_array_equal(a, b)

@@ -14,7 +14,7 @@ import pytest
 
 import hpcnn
 from hpcnn import _core
-from dist_common import BATCH, make_arrays, make_model, rel_err, write_h5
+from dist_common import BATCH, make_arrays, make_model, rel_err, residual_model, write_h5
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -83,6 +83,19 @@ def test_two_ranks_arrays_match_one_process(tmp_path):
     assert (tmp_path / "model_rank0.h5").exists() and not (tmp_path / "model_rank1.h5").exists()
     loaded = hpcnn.saving.load_model(str(tmp_path / "model_rank0.h5"))
     assert rel_err(np.concatenate([a.ravel() for a in loaded.get_weights()]), r0["weights"]) == 0
+
+
+def test_two_ranks_functional_model_match_one_process(tmp_path):
+    checked(mpirun("functional", tmp_path))
+    r0, r1 = ranks(tmp_path, "functional")
+    np.testing.assert_array_equal(r0["weights"], r1["weights"])
+    np.testing.assert_array_equal(r0["evaluate"], r1["evaluate"])
+    x, y = make_arrays()
+    ref = residual_model()
+    ref.fit(x, y, batch_size=BATCH, epochs=1, shuffle=True, verbose=0)
+    assert rel_err(r0["weights"], np.concatenate([a.ravel() for a in ref.get_weights()])) <= 1e-5
+    np.testing.assert_allclose(r0["evaluate"], ref.evaluate(x, y, batch_size=BATCH, verbose=0), rtol=1e-5)
+    assert int(r0["iterations"]) == 5
 
 
 def test_two_ranks_hdf5_shards_match_one_process(tmp_path):

@@ -1,6 +1,6 @@
 // The model as Python sees it: hpcnn._core.Model, built from layer configs (dicts made by
-// python/hpcnn/layers.py, turned into layers by nn/factory.h). Every call that computes releases
-// the GIL.
+// python/hpcnn/layers.py, turned into layers by nn/factory.h) and, for a graph, each layer's
+// inputs (python/hpcnn/models.py). Every call that computes releases the GIL.
 #include <pybind11/stl.h>
 
 #include <mutex>
@@ -11,7 +11,7 @@
 #include "distribute/replica_set.h"
 #include "nn/config.h"
 #include "nn/factory.h"
-#include "nn/sequential.h"
+#include "nn/model.h"
 
 namespace hpcnn::bindings {
 
@@ -67,7 +67,7 @@ nn::Config to_config(const py::handle& obj, const char* what) {
 Tensor input_tensor(const py::handle& obj) {
   py::array a = py::array::ensure(obj);
   if (!a) throw ValueError("input is not array-like");
-  if (a.dtype().is(py::dtype::of<uint8_t>())) {
+  if (holds<uint8_t>(a)) {
     auto c = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>::ensure(a);
     return borrow_array(c, "input");
   }
@@ -88,7 +88,7 @@ void check_labels_before_cast(const py::array& a, long long classes) {
                            " outputs"));
 }
 
-Tensor target_tensor(const py::handle& obj, const nn::Sequential& model) {
+Tensor target_tensor(const py::handle& obj, const nn::Model& model) {
   py::array a = py::array::ensure(obj);
   if (!a) throw ValueError("targets are not array-like");
   if (model.loss() == nn::Loss::CategoricalCrossentropy) return borrow_array(as_f32(a), "targets");
@@ -96,7 +96,7 @@ Tensor target_tensor(const py::handle& obj, const nn::Sequential& model) {
     throw ValueError("sparse_categorical_crossentropy needs integer class indices, got floats "
                      "(convert with y.astype('int32'))");
   }
-  if (!a.dtype().is(py::dtype::of<int32_t>())) {
+  if (!holds<int32_t>(a)) {
     const long long classes = model.output_shapes().back().at(0);
     if (a.dtype().kind() == 'u') check_labels_before_cast<uint64_t>(a, classes);
     else if (a.dtype().kind() == 'i') check_labels_before_cast<int64_t>(a, classes);
@@ -125,7 +125,7 @@ std::vector<float> floats_of(const py::handle& v, const char* what) {
 // A step's batch from Python: a tuple (x, y[, rows[, decode]]), decode = (scale, shift) per
 // channel (or one value each) for uint8 x. `with_targets`: y is converted for the loss; without,
 // y is ignored (prediction).
-nn::Batch batch_of(const py::handle& obj, const nn::Sequential& model, bool with_targets) {
+nn::Batch batch_of(const py::handle& obj, const nn::Model& model, bool with_targets) {
   if (!py::isinstance<py::tuple>(obj) && !py::isinstance<py::list>(obj))
     throw ValueError("a batch is a tuple (x, y[, rows[, decode]])");
   py::sequence t = py::reinterpret_borrow<py::sequence>(obj);
@@ -159,7 +159,7 @@ nn::Batch batch_of(const py::handle& obj, const nn::Sequential& model, bool with
 
 // The batch a step is to stage ahead. One that cannot even be converted is staged as its error,
 // raised when its turn comes (as any other error of that batch).
-std::optional<nn::Batch> next_batch_of(const py::handle& obj, const nn::Sequential& model, bool with_targets) {
+std::optional<nn::Batch> next_batch_of(const py::handle& obj, const nn::Model& model, bool with_targets) {
   if (obj.is_none()) return std::nullopt;
   try {
     return batch_of(obj, model, with_targets);
@@ -178,21 +178,22 @@ std::optional<nn::Batch> next_batch_of(const py::handle& obj, const nn::Sequenti
 // calls that change what a step computes (weights, trainable flags, learning rate) reach every
 // replica. What the replicas are built from is kept here for that.
 struct PyModel {
-  std::unique_ptr<nn::Sequential> model;
+  std::unique_ptr<nn::Model> model;
   std::mutex mu;
   // How the model was built and compiled (for its replicas).
   Shape input_shape;
   std::vector<nn::Config> layer_configs;
+  std::optional<std::vector<std::vector<int>>> node_inputs;  // a graph's node inputs (none: a chain)
   std::optional<nn::Config> optimizer_config;
   nn::Loss loss = nn::Loss::CategoricalCrossentropy;
   bool from_logits = false;
   std::vector<bool> trainable;
   // Data parallelism: replicas 1.. of this process (replica 0 is `model`) and their driver.
-  std::vector<std::unique_ptr<nn::Sequential>> others;
+  std::vector<std::unique_ptr<nn::Model>> others;
   std::unique_ptr<distribute::ReplicaSet> replicas;
 
-  std::vector<nn::Sequential*> all() {
-    std::vector<nn::Sequential*> v{model.get()};
+  std::vector<nn::Model*> all() {
+    std::vector<nn::Model*> v{model.get()};
     for (auto& o : others) v.push_back(o.get());
     return v;
   }
@@ -201,6 +202,17 @@ struct PyModel {
     others.clear();
   }
 };
+
+// A chain of layers (inputs none: a Sequential model) or a graph (per layer, the layers it reads).
+std::unique_ptr<nn::Model> make_model(const Shape& input_shape, std::vector<LayerPtr> layers,
+                                      const std::optional<std::vector<std::vector<int>>>& inputs, uint64_t seed) {
+  if (!inputs) return std::make_unique<nn::Model>(input_shape, std::move(layers), seed);
+  if (inputs->size() != layers.size())
+    throw ValueError(cat("inputs: one list per layer, got ", inputs->size(), " for ", layers.size(), " layers"));
+  std::vector<nn::Node> nodes;
+  for (size_t i = 0; i < layers.size(); ++i) nodes.push_back(nn::Node{std::move(layers[i]), (*inputs)[i]});
+  return std::make_unique<nn::Model>(input_shape, std::move(nodes), seed);
+}
 
 // Takes the model's lock WITHOUT holding the GIL. A call in progress holds the lock with the GIL
 // released and may need the GIL itself (dropping a staged batch releases the NumPy arrays it
@@ -271,9 +283,20 @@ void bind_nn(py::module_& m) {
      "The learning rate a schedule (config: class_name and Keras' arguments, as optimizers send it) gives the "
      "step taken after `step` steps: the C++ code a training step runs.");
 
+  m.def("layer_output_shape", [](py::list layer_configs, std::vector<std::vector<long long>> input_shapes) {
+    std::vector<LayerPtr> layers;
+    for (auto c : layer_configs) layers.push_back(nn::make_layer(to_config(c, "layer config")));
+    if (layers.empty()) throw ValueError("layer_output_shape: no layers");
+    Shape shape = nn::node_output_shape(*layers[0], input_shapes);
+    for (size_t i = 1; i < layers.size(); ++i) shape = nn::node_output_shape(*layers[i], {shape});
+    return shape;
+  }, py::arg("layers"), py::arg("input_shapes"),
+     "The per-sample output shape of core layers (configs) in a chain, the first taking every shape in "
+     "input_shapes (ValueError when they do not fit): a layer's output shape when called on symbolic tensors.");
 
   py::class_<PyModel>(m, "Model")
-      .def(py::init([](std::vector<long long> input_shape, py::list layer_configs, uint64_t seed) {
+      .def(py::init([](std::vector<long long> input_shape, py::list layer_configs, uint64_t seed,
+                       std::optional<std::vector<std::vector<int>>> inputs) {
              auto pm = std::make_unique<PyModel>();
              std::vector<LayerPtr> layers;
              for (auto c : layer_configs) {
@@ -281,16 +304,48 @@ void bind_nn(py::module_& m) {
                layers.push_back(nn::make_layer(pm->layer_configs.back()));
              }
              pm->input_shape = input_shape;
-             pm->model = std::make_unique<nn::Sequential>(input_shape, std::move(layers), seed);
-             pm->trainable.assign(static_cast<size_t>(pm->model->num_layers()), true);
+             pm->node_inputs = inputs;
+             pm->model = make_model(input_shape, std::move(layers), inputs, seed);
+             pm->trainable.assign(static_cast<size_t>(pm->model->num_nodes()), true);
              return pm;
            }),
-           py::arg("input_shape"), py::arg("layers"), py::arg("seed"))
+           py::arg("input_shape"), py::arg("layers"), py::arg("seed"), py::arg("inputs") = py::none(),
+           "A model of `layers` (configs). inputs: per layer, the indices of the layers it reads (-1: the model's "
+           "input; each earlier in the list; the last layer is the output); None: a chain (Sequential).")
+      .def_property_readonly("node_inputs", [](PyModel& p) {
+        std::vector<std::vector<int>> out;
+        for (int i = 0; i < p.model->num_nodes(); ++i) out.push_back(p.model->graph().inputs(i));
+        return out;
+      }, "Per layer, the indices of the layers it reads (-1: the model's input).")
+      .def_property("memory_reuse", [](PyModel& p) { return p.model->memory_reuse(); },
+                    [](PyModel& p, bool on) {
+                      auto lk = lock_model(p);
+                      for (nn::Model* m : p.all()) m->set_memory_reuse(on);
+                    },
+                    "Whether a step's buffers share memory once nothing later reads them (default). False, for "
+                    "tests: every buffer kept apart for the whole step; the results must be the same bits.")
+      .def("memory_report", [](PyModel& p, long long batch_size) {
+        auto lk = lock_model(p);
+        nn::MemoryReport r = p.model->memory_report(batch_size);
+        py::dict d;
+        d["batch_size"] = r.batch;
+        d["train"] = r.train;
+        d["test"] = r.test;
+        d["predict"] = r.predict;
+        d["train_keep_all"] = r.train_keep_all;
+        d["one_buffer_per_activation"] = r.one_buffer_per_activation;
+        d["allocated"] = p.model->arena_bytes();
+        return d;
+      }, py::arg("batch_size"),
+         "Bytes of a step's activations and gradients for batches of batch_size rows: the planned arena of each "
+         "step kind (train, test, predict), for comparison the training step's buffers each kept for the whole step "
+         "(train_keep_all: no reuse, memory_reuse=False) and the layout of one buffer per activation, and the arena "
+         "allocated now.")
       .def_property_readonly("num_params", [](PyModel& p) { return p.model->num_params(); })
       .def_property_readonly("num_trainable_params", [](PyModel& p) { return p.model->num_trainable_params(); })
       .def("set_trainable", [](PyModel& p, const std::vector<bool>& per_layer) {
         auto lk = lock_model(p);
-        for (nn::Sequential* m : p.all()) m->set_trainable(per_layer);
+        for (nn::Model* m : p.all()) m->set_trainable(per_layer);
         p.trainable = per_layer;
       }, py::arg("per_layer"), "Which core layers the optimizer updates (Python calls it at compile).")
       .def_property_readonly("output_shapes", [](PyModel& p) { return p.model->output_shapes(); })
@@ -309,7 +364,7 @@ void bind_nn(py::module_& m) {
       .def_property_readonly("seed", [](PyModel& p) { return p.model->seed(); })
       .def("set_rng_state", [](PyModel& p, uint64_t seed, uint64_t step) {
         auto lk = lock_model(p);
-        for (nn::Sequential* m : p.all()) m->set_rng_state(seed, step);
+        for (nn::Model* m : p.all()) m->set_rng_state(seed, step);
       }, py::arg("seed"), py::arg("step"),
          "Restores the random state (seed and step counter) of a saved or backed-up model: its next training "
          "steps then draw the dropout masks of an uninterrupted run.")
@@ -343,7 +398,7 @@ void bind_nn(py::module_& m) {
                     [](PyModel& p, double lr) {
                       auto lk = lock_model(p);
                       if (!p.model->optimizer()) throw ValueError("the model is not compiled");
-                      for (nn::Sequential* m : p.all()) m->optimizer()->set_learning_rate(lr);
+                      for (nn::Model* m : p.all()) m->optimizer()->set_learning_rate(lr);
                     },
                     "The learning rate of the next step: a schedule's value at `iterations`, or the fixed rate "
                     "(settable only without a schedule).")
@@ -351,7 +406,7 @@ void bind_nn(py::module_& m) {
         nn::Config cfg = to_config(schedule, "schedule config");
         auto lk = lock_model(p);
         if (!p.model->optimizer()) throw ValueError("the model is not compiled");
-        for (nn::Sequential* m : p.all()) m->optimizer()->set_schedule(nn::make_learning_rate_schedule(cfg));
+        for (nn::Model* m : p.all()) m->optimizer()->set_schedule(nn::make_learning_rate_schedule(cfg));
       }, py::arg("schedule"), "Lets a schedule (class_name and Keras' arguments) drive the learning rate from the next "
          "step on, evaluated at `iterations`.")
       .def("optimizer_state", [](PyModel& p, bool keras_layout) {
@@ -381,7 +436,7 @@ void bind_nn(py::module_& m) {
         auto lk = lock_model(p);
         py::gil_scoped_release nogil;
         // Every replica of this process (each rank restores the same file: a resumed data-parallel run).
-        for (nn::Sequential* m : p.all()) m->set_optimizer_state(state, iterations);
+        for (nn::Model* m : p.all()) m->set_optimizer_state(state, iterations);
       }, py::arg("buffers"), py::arg("iterations"),
          "Restores the optimizer: buffers {name: flat float32 array in Keras' layout} (all of state_names, or {} "
          "for a fresh state) and the step count. ValueError, nothing changed, when they do not fit.")
@@ -447,7 +502,7 @@ void bind_nn(py::module_& m) {
         std::vector<Tensor> ts;
         for (auto w : ws) ts.push_back(borrow_array(as_f32(w), "weight"));
         auto lk = lock_model(p);
-        for (nn::Sequential* m : p.all()) m->set_weights(ts);
+        for (nn::Model* m : p.all()) m->set_weights(ts);
       })
       // ---- the flat buffers, in the layout of the model's device (nn/param_layout.h)
       .def("parameter_buffer", [](PyModel& p, bool keras_layout) {
@@ -478,7 +533,8 @@ void bind_nn(py::module_& m) {
         for (size_t i = 1; i < devices.size(); ++i) {
           std::vector<LayerPtr> layers;
           for (const nn::Config& c : p.layer_configs) layers.push_back(nn::make_layer(c));
-          auto m = std::make_unique<nn::Sequential>(p.input_shape, std::move(layers), p.model->seed());
+          auto m = make_model(p.input_shape, std::move(layers), p.node_inputs, p.model->seed());
+          m->set_memory_reuse(p.model->memory_reuse());
           m->set_rng_state(p.model->seed(), p.model->step());
           m->to(devices[i]);
           m->compile(nn::make_optimizer(*p.optimizer_config), p.loss, p.from_logits);
@@ -505,12 +561,12 @@ void bind_nn(py::module_& m) {
       .def_property_readonly("distributed", [](PyModel& p) { return p.replicas != nullptr; })
       .def_property_readonly("replica_devices", [](PyModel& p) {
         std::vector<std::string> out;
-        for (nn::Sequential* m : p.all()) out.push_back(m->device().str());
+        for (nn::Model* m : p.all()) out.push_back(m->device().str());
         return out;
       }, "The devices of this process's replicas (just the model's without a strategy).")
       .def("replica_weights", [](PyModel& p, int i) {
         auto lk = lock_model(p);
-        std::vector<nn::Sequential*> ms = p.all();
+        std::vector<nn::Model*> ms = p.all();
         if (i < 0 || i >= static_cast<int>(ms.size())) throw ValueError(cat("no replica ", i));
         py::list out;
         for (auto& t : ms[static_cast<size_t>(i)]->get_weights()) out.append(to_numpy(t));

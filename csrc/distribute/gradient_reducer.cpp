@@ -31,7 +31,7 @@ std::vector<Bucket> plan_buckets(const std::vector<nn::ParamRange>& layer_ranges
   return out;
 }
 
-GradientReducer::GradientReducer(Communicator& comm, nn::Sequential& model, long long bucket_bytes)
+GradientReducer::GradientReducer(Communicator& comm, nn::Model& model, long long bucket_bytes)
     : comm_(comm), model_(model), bucket_bytes_(bucket_bytes) {
   HPCNN_CHECK_ARG(bucket_bytes >= 0, "bytes_per_pack must be >= 0, got ", bucket_bytes);
 }

@@ -17,7 +17,7 @@
 
 #include "distribute/communicator.h"
 #include "nn/gradient_sync.h"
-#include "nn/sequential.h"
+#include "nn/model.h"
 
 namespace hpcnn::distribute {
 
@@ -28,13 +28,13 @@ struct Bucket {
   int closing_layer = 0;         // the bucket is complete once this layer's backward is done
 };
 
-// The buckets for per-layer gradient ranges (nn::Sequential::layer_gradient_ranges), in the order
+// The buckets for per-layer gradient ranges (nn::Model::layer_gradient_ranges), in the order
 // they complete (reverse layer order).
 std::vector<Bucket> plan_buckets(const std::vector<nn::ParamRange>& layer_ranges, long long bucket_bytes);
 
 class GradientReducer : public nn::GradientSync {
  public:
-  GradientReducer(Communicator& comm, nn::Sequential& model, long long bucket_bytes);
+  GradientReducer(Communicator& comm, nn::Model& model, long long bucket_bytes);
 
   void reduce_stats(double* values, int count) override;
   void begin_gradients() override;
@@ -52,7 +52,7 @@ class GradientReducer : public nn::GradientSync {
   void start(size_t bucket);
 
   Communicator& comm_;
-  nn::Sequential& model_;
+  nn::Model& model_;
   long long bucket_bytes_;
   std::vector<Bucket> buckets_;
   std::vector<char> started_;

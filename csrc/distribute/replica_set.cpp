@@ -145,7 +145,7 @@ Tensor rows_view(const Tensor& t, long long a, long long b) {
 
 }  // namespace
 
-ReplicaSet::ReplicaSet(std::shared_ptr<Group> group, std::vector<nn::Sequential*> models, long long bucket_bytes)
+ReplicaSet::ReplicaSet(std::shared_ptr<Group> group, std::vector<nn::Model*> models, long long bucket_bytes)
     : group_(std::move(group)), models_(std::move(models)), bucket_bytes_(bucket_bytes),
       threads_(static_cast<int>(models_.size())), ahead_(models_.size(), Ahead::None), deferred_(models_.size()) {
   HPCNN_CHECK_ARG(static_cast<int>(models_.size()) == group_->local_size(), "a replica set needs one model per "
@@ -160,7 +160,7 @@ ReplicaSet::ReplicaSet(std::shared_ptr<Group> group, std::vector<nn::Sequential*
 }
 
 ReplicaSet::~ReplicaSet() {
-  for (nn::Sequential* m : models_) m->set_gradient_sync(nullptr);
+  for (nn::Model* m : models_) m->set_gradient_sync(nullptr);
 }
 
 std::vector<ReplicaSet::Share> ReplicaSet::split(const nn::Batch& b, bool global) const {
@@ -221,7 +221,7 @@ nn::BatchStats ReplicaSet::run(StepKind kind, const nn::Batch* current, const nn
 
   auto errors = threads_.run([&](int i) {
     const size_t k = static_cast<size_t>(i);
-    nn::Sequential& m = *models_[k];
+    nn::Model& m = *models_[k];
     try {
       const nn::Batch* mine = nullptr;
       bool empty = false;
@@ -353,7 +353,7 @@ bool ReplicaSet::has_staged() const {
 }
 
 void ReplicaSet::drop_staged() {
-  for (nn::Sequential* m : models_) m->drop_staged();
+  for (nn::Model* m : models_) m->drop_staged();
   ahead_.assign(ahead_.size(), Ahead::None);
   deferred_.assign(deferred_.size(), nn::Batch());
 }
@@ -373,7 +373,7 @@ void ReplicaSet::broadcast_parameters() {
   for (const auto& e : errors)
     if (e) {
       std::vector<uint64_t> steps;
-      for (nn::Sequential* m : models_) steps.push_back(m->step());
+      for (nn::Model* m : models_) steps.push_back(m->step());
       fail(errors, steps);
     }
 }

@@ -29,7 +29,7 @@
 
 #include "distribute/gradient_reducer.h"
 #include "distribute/group.h"
-#include "nn/sequential.h"
+#include "nn/model.h"
 
 namespace hpcnn::distribute {
 
@@ -51,7 +51,7 @@ class ReplicaThreads {
 class ReplicaSet {
  public:
   // models[i]: local replica i (not owned; all compiled alike, on group->devices()[i]).
-  ReplicaSet(std::shared_ptr<Group> group, std::vector<nn::Sequential*> models, long long bucket_bytes);
+  ReplicaSet(std::shared_ptr<Group> group, std::vector<nn::Model*> models, long long bucket_bytes);
   ~ReplicaSet();  // detaches the reducers from the models
   ReplicaSet(const ReplicaSet&) = delete;
   ReplicaSet& operator=(const ReplicaSet&) = delete;
@@ -66,7 +66,7 @@ class ReplicaSet {
   void broadcast_parameters();
 
   Group& group() { return *group_; }
-  const std::vector<nn::Sequential*>& models() const { return models_; }
+  const std::vector<nn::Model*>& models() const { return models_; }
   const GradientReducer& reducer(int i) const { return *reducers_.at(static_cast<size_t>(i)); }
   long long bucket_bytes() const { return bucket_bytes_; }
 
@@ -84,7 +84,7 @@ class ReplicaSet {
   [[noreturn]] void fail(const std::vector<std::exception_ptr>& errors, const std::vector<uint64_t>& steps);
 
   std::shared_ptr<Group> group_;
-  std::vector<nn::Sequential*> models_;
+  std::vector<nn::Model*> models_;
   long long bucket_bytes_;
   std::vector<std::unique_ptr<GradientReducer>> reducers_;
   ReplicaThreads threads_;
