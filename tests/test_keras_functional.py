@@ -1,7 +1,8 @@
 """Functional models (hpcnn.Model(inputs, outputs)) in Keras' formats, both ways: to_json /
 model_from_json, `.keras` archives and legacy `.h5` model files written by hpcnn and read back
 (also through Keras' config alone, as a file Keras wrote), and a ResNet basic block saved by real
-Keras 3 (tests/data/keras/make_fixtures.py keras3_functional) loaded by hpcnn with the same
+Keras 3 (tests/data/keras/make_fixtures.py keras3_functional; tf.keras 2's legacy .h5 of it:
+tf2_functional) loaded by hpcnn with the same
 predictions (<= 1e-5). tests/test_keras_interop.py checks hpcnn's files in live Keras."""
 import io
 import json
@@ -17,6 +18,7 @@ from hpcnn.models import load_model, model_from_json
 
 DATA = Path(__file__).resolve().parent / "data" / "keras"
 K3F = np.load(DATA / "expected_k3_func.npz")
+TFK2F = np.load(DATA / "expected_tfk2_func.npz")
 TOL = 1e-5
 RESBLOCK_CLASSES = ["InputLayer", "Conv2D", "BatchNormalization", "ReLU", "Conv2D", "BatchNormalization",
                     "Activation", "Conv2D", "Conv2D", "BatchNormalization", "BatchNormalization", "Add", "ReLU",
@@ -154,6 +156,17 @@ def test_keras_saved_functional_resnet_block_loads_and_predicts_the_same(name):
     assert m._compiled["loss"] == "sparse_categorical_crossentropy" and m._compiled["accuracy"]
     loss, acc = m.evaluate(K3F["x_cnn"], np.array([0, 1, 2, 0, 1, 2]), verbose=0)
     assert np.isfinite(loss) and 0 <= acc <= 1
+
+
+def test_tf_keras_2_saved_functional_resnet_block_loads_and_predicts_the_same():
+    """tf.keras 2's legacy .h5: Keras 2's functional config (nested [[name, 0, 0, {}]] inbound
+    lists, batch_input_shape, 'input_1'), weights by layer name."""
+    m = load_model(DATA / "tfk2_resblock.h5")
+    assert type(m) is hpcnn.Model and classes(m) == RESBLOCK_CLASSES
+    assert m.layers[0].name == "input_1"
+    assert inbound(m)["add"] == ["batch_normalization_2", "batch_normalization_3"]
+    assert np.abs(m.predict(TFK2F["x_cnn"]) - TFK2F["resblock"]).max() <= TOL
+    assert type(m.optimizer).__name__ == "Adam" and m._compiled["loss"] == "sparse_categorical_crossentropy"
 
 
 def test_keras_saved_functional_model_round_trips_through_hpcnn(tmp_path):

@@ -13,7 +13,8 @@
 - Keras 3, functional API (`keras3_functional`, any backend): a ResNet basic block (Conv2D,
   BatchNormalization, ReLU, a 1x1 projection shortcut, Add, Concatenate,
   GlobalAveragePooling2D, Dense) as `.keras` and legacy `.h5`, with its predictions in
-  expected_k3_func.npz (written by its own command so the other fixtures stay as they are).
+  expected_k3_func.npz (written by its own command so the other fixtures stay as they are);
+  `tf2_functional`: the same block saved by tf.keras 2 as legacy `.h5` (expected_tfk2_func.npz).
 
 expected.npz holds the inputs and each family's predictions. CI needs neither TensorFlow nor
 Keras for those tests (tests/test_keras_interop.py runs live Keras 3 where it is installed).
@@ -23,6 +24,7 @@ Keras for those tests (tests/test_keras_interop.py runs live Keras 3 where it is
     # Keras 3 (pip install keras 'jax[cpu]')
     KERAS_BACKEND=jax python tests/data/keras/make_fixtures.py keras3
     python tests/data/keras/make_fixtures.py keras3_functional
+    TF_USE_LEGACY_KERAS=1 python tests/data/keras/make_fixtures.py tf2_functional
 """
 import os
 import sys
@@ -172,5 +174,17 @@ def keras3_functional():
                      "backend": np.array(k.backend.backend())})
 
 
+def tf2_functional():
+    import tf_keras as k
+    k.utils.set_random_seed(1)
+    m = resnet_block(k)
+    m.compile(optimizer=k.optimizers.Adam(learning_rate=0.001), loss="sparse_categorical_crossentropy",
+              metrics=["accuracy"])
+    pred = fit_bn(k, m)
+    m.save(os.path.join(HERE, "tfk2_resblock.h5"))
+    save("tfk2_func", {"x_cnn": X_CNN, "resblock": pred, "keras_version": np.array(k.__version__)})
+
+
 if __name__ == "__main__":
-    {"tf2": tf2, "keras3": keras3, "keras3_functional": keras3_functional}[sys.argv[1]]()
+    {"tf2": tf2, "keras3": keras3, "keras3_functional": keras3_functional,
+     "tf2_functional": tf2_functional}[sys.argv[1]]()
