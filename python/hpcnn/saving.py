@@ -302,10 +302,7 @@ def save_model(model: "Model", filepath: Any, overwrite: bool = True, include_op
             keras_files.write_archive(path, model, meta, "save", state_items)
             return
         root: Dict[str, Any] = {"keras_version": keras_config.KERAS_VERSION, "backend": "hpcnn"}
-        try:
-            root["model_config"] = json.dumps(keras_config.model_to_keras(model, legacy=True))
-        except NotImplementedError:
-            pass  # a model Keras' config cannot describe yet: hpcnn's description still does
+        root["model_config"] = json.dumps(keras_config.model_to_keras(model, legacy=True))
         if model._compiled is not None:
             root["training_config"] = json.dumps(keras_config.compile_to_keras(model, legacy=True))
         items = [("/", None, root)] + keras_files.legacy_weight_items(model, "/model_weights")
@@ -586,7 +583,7 @@ def load_model(filepath: Any, compile: bool = True, custom_objects: Optional[Dic
         raise ValueError(f"load_model: '{path}' is damaged: {e}") from None
     except keras_config.KerasConfigError as e:
         raise ValueError(f"load_model: '{path}': {e}") from None
-    except NotImplementedError as e:  # a functional model, before hpcnn has the functional API
+    except NotImplementedError as e:  # a graph hpcnn cannot build yet (several inputs, a shared layer)
         raise NotImplementedError(f"load_model: '{path}': {e}") from None
 
 
