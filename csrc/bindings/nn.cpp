@@ -5,6 +5,7 @@
 
 #include <mutex>
 #include <optional>
+#include <tuple>
 
 #include "bindings/bindings.h"
 #include "bindings/numpy_tensor.h"
@@ -90,7 +91,11 @@ void check_labels_before_cast(const py::array& a, long long classes) {
 Tensor target_tensor(const py::handle& obj, const nn::Sequential& model) {
   py::array a = py::array::ensure(obj);
   if (!a) throw ValueError("targets are not array-like");
-  if (model.loss() == nn::Loss::CategoricalCrossentropy) return borrow_array(as_f32(a), "targets");
+  if (!nn::takes_class_indices(model.loss())) {
+    if (a.dtype().kind() != 'f' && a.dtype().kind() != 'i' && a.dtype().kind() != 'u' && a.dtype().kind() != 'b')
+      throw ValueError(cat("targets have dtype ", std::string(py::str(a.dtype())), "; expected numbers"));
+    return borrow_array(as_f32(a), "targets");
+  }
   if (a.dtype().kind() == 'f') {
     throw ValueError("sparse_categorical_crossentropy needs integer class indices, got floats "
                      "(convert with y.astype('int32'))");
@@ -121,15 +126,17 @@ std::vector<float> floats_of(const py::handle& v, const char* what) {
   }
 }
 
-// A step's batch from Python: a tuple (x, y[, rows[, decode]]), decode = (scale, shift) per
-// channel (or one value each) for uint8 x. `with_targets`: y is converted for the loss; without,
-// y is ignored (prediction).
+// A step's batch from Python: a tuple (x, y[, rows[, decode[, sample_weight]]]), decode = (scale,
+// shift) per channel (or one value each) for uint8 x or None, sample_weight float (N,) or None.
+// `with_targets`: y (and the sample weights) are converted for the loss; without, they are ignored
+// (prediction).
 nn::Batch batch_of(const py::handle& obj, const nn::Sequential& model, bool with_targets) {
   if (!py::isinstance<py::tuple>(obj) && !py::isinstance<py::list>(obj))
-    throw ValueError("a batch is a tuple (x, y[, rows[, decode]])");
+    throw ValueError("a batch is a tuple (x, y[, rows[, decode[, sample_weight]]])");
   py::sequence t = py::reinterpret_borrow<py::sequence>(obj);
   const size_t k = t.size();
-  if (k < 1 || k > 4) throw ValueError(cat("a batch is a tuple (x, y[, rows[, decode]]), got ", k, " items"));
+  if (k < 1 || k > 5)
+    throw ValueError(cat("a batch is a tuple (x, y[, rows[, decode[, sample_weight]]]), got ", k, " items"));
   nn::Batch b;
   b.x = input_tensor(t[0]);
   if (with_targets && k >= 2 && !t[1].is_none()) b.y = target_tensor(t[1], model);
@@ -140,6 +147,13 @@ nn::Batch batch_of(const py::handle& obj, const nn::Sequential& model, bool with
       throw ValueError("decode must be a (scale, shift) pair");
     b.decode.scale = floats_of(d[0], "scale");
     b.decode.shift = floats_of(d[1], "shift");
+  }
+  if (with_targets && k >= 5 && !t[4].is_none()) {
+    py::array w = py::array::ensure(t[4]);
+    if (!w || (w.dtype().kind() != 'f' && w.dtype().kind() != 'i' && w.dtype().kind() != 'u' &&
+               w.dtype().kind() != 'b'))
+      throw ValueError("sample weights must be an array of numbers");
+    b.w = borrow_array(as_f32(w), "sample weights");
   }
   return b;
 }
@@ -163,6 +177,7 @@ std::optional<nn::Batch> next_batch_of(const py::handle& obj, const nn::Sequenti
 struct PyModel {
   std::unique_ptr<nn::Sequential> model;
   std::mutex mu;
+  std::vector<double> last_metrics;  // the last train/test step's metric sums (set_metrics' order)
 };
 
 // Takes the model's lock WITHOUT holding the GIL. A call in progress holds the lock with the GIL
@@ -194,6 +209,7 @@ py::tuple run_step(PyModel& p, const py::object& batch, const py::object& next, 
     current.reset();  // the arrays, released without the GIL: their keep-alive takes it
     ahead.reset();
   }
+  p.last_metrics = std::move(st.metrics);
   raise_core_warnings();
   return py::make_tuple(st.loss_sum, st.correct, st.n);
 }
@@ -275,11 +291,26 @@ void bind_nn(py::module_& m) {
         py::gil_scoped_release nogil;
         p.model->to(d);
       })
-      .def("compile", [](PyModel& p, py::dict opt, const std::string& loss, bool from_logits) {
+      .def("compile", [](PyModel& p, py::dict opt, const std::string& loss, bool from_logits, float label_smoothing) {
         auto lk = lock_model(p);
         std::unique_ptr<nn::Optimizer> o = nn::make_optimizer(to_config(opt, "optimizer config"));
-        p.model->compile(std::move(o), nn::parse_loss(loss), from_logits);
-      }, py::arg("optimizer"), py::arg("loss"), py::arg("from_logits") = false)
+        p.model->compile(std::move(o), nn::LossSpec{nn::parse_loss(loss), from_logits, label_smoothing});
+      }, py::arg("optimizer"), py::arg("loss"), py::arg("from_logits") = false, py::arg("label_smoothing") = 0.0f)
+      .def("set_metrics", [](PyModel& p, const std::vector<std::tuple<std::string, int, float>>& metrics) {
+        std::vector<nn::MetricSpec> specs;
+        for (const auto& [name, k, threshold] : metrics) specs.push_back({nn::parse_metric(name), k, threshold});
+        auto lk = lock_model(p);
+        p.model->set_metrics(specs);
+        p.last_metrics.clear();
+      }, py::arg("metrics"),
+         "The metrics each train/test step computes on the outputs: (core name, k, threshold) each; their sums "
+         "over the last step's rows are last_metric_sums.")
+      .def("set_class_weights", [](PyModel& p, const std::vector<float>& weights) {
+        auto lk = lock_model(p);
+        p.model->set_class_weights(weights);
+      }, py::arg("weights"), "Per-class loss weights indexed by the target's class ([]: none).")
+      .def_property_readonly("last_metric_sums", [](PyModel& p) { return p.last_metrics; },
+                             "The last train/test step's sum over its rows of each metric of set_metrics.")
       .def_property("learning_rate",
                     [](PyModel& p) {
                       auto lk = lock_model(p);

@@ -113,23 +113,66 @@ void Sequential::set_weights(const std::vector<Tensor>& ws) {
 }
 
 // ------------------------------------------------------------------ compile and device
-void Sequential::compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool from_logits) {
+void Sequential::compile(std::unique_ptr<Optimizer> optimizer, const LossSpec& loss) {
   HPCNN_CHECK_ARG(optimizer != nullptr, "compile: an optimizer is required");
   const Shape& out = out_shapes_.back();
   HPCNN_CHECK_ARG(out.size() == 1, "compile: the model output ", shape_str(out),
-                  " is not (classes,): add Flatten() and a Dense output layer");
+                  " is not (units,): add Flatten() and a Dense output layer");
+  HPCNN_CHECK_ARG(loss.label_smoothing >= 0.f && loss.label_smoothing <= 1.f,
+                  "compile: label_smoothing must be in [0, 1], got ", loss.label_smoothing);
   auto* last = dynamic_cast<const ActivationLayer*>(layers_.back().get());
-  bool softmax_last = last && last->is_softmax();
-  if (!from_logits)
-    HPCNN_CHECK_ARG(softmax_last, "compile: cross-entropy expects probabilities, but the last layer has no "
-                    "softmax: use activation='softmax' on the last layer, or a loss with from_logits=True");
-  fused_softmax_ = softmax_last && !from_logits;
-  HPCNN_CHECK_ARG(!(softmax_last && from_logits), "compile: from_logits=True but the last layer already applies "
-                  "softmax; drop one of the two");
+  const bool softmax_last = last && last->is_softmax();
+  const bool sigmoid_last = last && !last->is_softmax() && last->spec().act == Act::Sigmoid;
+  const bool categorical = loss.kind == Loss::CategoricalCrossentropy || loss.kind == Loss::SparseCategoricalCrossentropy;
+  bool fused = false;
+  if (categorical) {
+    if (!loss.from_logits)
+      HPCNN_CHECK_ARG(softmax_last, "compile: cross-entropy expects probabilities, but the last layer has no "
+                      "softmax: use activation='softmax' on the last layer, or a loss with from_logits=True");
+    HPCNN_CHECK_ARG(!(softmax_last && loss.from_logits), "compile: from_logits=True but the last layer already "
+                    "applies softmax; drop one of the two");
+    fused = softmax_last && !loss.from_logits;
+  } else if (loss.kind == Loss::BinaryCrossentropy) {
+    HPCNN_CHECK_ARG(!(sigmoid_last && loss.from_logits), "compile: from_logits=True but the last layer already "
+                    "applies sigmoid; drop one of the two");
+    fused = sigmoid_last;  // from the logits: exact where the probabilities round to 0 or 1
+  }
   optimizer->to(device_, layout_);
   optimizer_ = std::move(optimizer);
   loss_ = loss;
-  stager_.set_targets(loss, out.at(0));
+  fused_output_ = fused;
+  metrics_.clear();
+  stager_.set_targets(loss.kind, out.at(0));
+}
+
+void Sequential::set_metrics(const std::vector<MetricSpec>& metrics) {
+  require_compiled("setting its metrics");
+  const long long units = out_shapes_.back().at(0);
+  for (const MetricSpec& m : metrics) {
+    const bool accuracy = m.kind == RowMetric::CategoricalAccuracy || m.kind == RowMetric::SparseCategoricalAccuracy ||
+                          m.kind == RowMetric::TopKCategoricalAccuracy;
+    HPCNN_CHECK_ARG(accuracy || !takes_class_indices(loss_.kind), "compile: this metric compares the outputs with "
+                    "float targets, but sparse_categorical_crossentropy takes class indices");
+    HPCNN_CHECK_ARG(m.kind != RowMetric::SparseCategoricalAccuracy || takes_class_indices(loss_.kind) || units == 1,
+                    "compile: sparse_categorical_accuracy needs class indices (loss='sparse_categorical_crossentropy')");
+    HPCNN_CHECK_ARG(m.k >= 1, "compile: top-k accuracy needs k >= 1, got ", m.k);
+  }
+  metrics_ = metrics;
+  stats_ = Tensor();  // re-made for the new count at the next step
+  capacity_ = 0;
+}
+
+void Sequential::set_class_weights(const std::vector<float>& weights) {
+  for (size_t c = 0; c < weights.size(); ++c)
+    HPCNN_CHECK_ARG(std::isfinite(weights[c]) && weights[c] >= 0.f, "class_weight: the weight of class ", c,
+                    " must be a finite number >= 0, got ", weights[c]);
+  wait_device();  // a queued step may still read the old table
+  class_weights_host_ = weights;
+  class_weights_ = Tensor();
+  if (weights.empty()) return;
+  Tensor host = Tensor::empty({static_cast<long long>(weights.size())});
+  std::copy(weights.begin(), weights.end(), host.f32());
+  class_weights_ = device_.is_cpu() ? host : host.to(device_);
 }
 
 void Sequential::set_trainable(const std::vector<bool>& per_layer) {
@@ -181,8 +224,9 @@ void Sequential::to(Device d) {
   capacity_ = 0;  // buffers are re-made on the new device at the next step
   act_.clear();
   acts_now_.clear();
-  grad_a_ = grad_b_ = dlogits_ = stats_ = Tensor();
-  stager_.to(d);  // staging buffers, too, are made again on the new device
+  grad_a_ = grad_b_ = dlogits_ = stats_ = row_w_ = Tensor();
+  stager_.to(d);
+  set_class_weights(std::vector<float>(class_weights_host_));  // the table, on the new device  // staging buffers, too, are made again on the new device
 }
 
 // ------------------------------------------------------------------ optimizer state
@@ -229,7 +273,7 @@ void Sequential::ensure_buffers(long long n) {
   stats_ = Tensor();
   acts_now_.clear();
   act_.assign(layers_.size(), Tensor());
-  grad_a_ = grad_b_ = dlogits_ = Tensor();
+  grad_a_ = grad_b_ = dlogits_ = row_w_ = Tensor();
   long long biggest = shape_numel(input_shape_);
   for (size_t i = 0; i < layers_.size(); ++i) {
     long long sz = shape_numel(out_shapes_[i]);
@@ -241,7 +285,9 @@ void Sequential::ensure_buffers(long long n) {
   grad_a_ = Tensor::empty({grad_elems}, DType::F32, device_);
   grad_b_ = Tensor::empty({grad_elems}, DType::F32, device_);
   dlogits_ = Tensor::empty(with_batch(cap, out_shapes_.back()), DType::F32, device_);
-  stats_ = Tensor::zeros({6}, DType::F32, device_);  // three doubles: loss sum, correct, penalty
+  row_w_ = Tensor::empty({cap}, DType::F32, device_);
+  // doubles: loss sum, correct, penalty, then one per metric
+  stats_ = Tensor::zeros({2 * (3 + static_cast<long long>(metrics_.size()))}, DType::F32, device_);
   capacity_ = cap;
 }
 
@@ -268,18 +314,55 @@ Tensor Sequential::forward(const Tensor& x, int end, bool training) {
   return cur;
 }
 
-int Sequential::loss_end() const { return num_layers() - (fused_softmax_ ? 1 : 0); }
+int Sequential::loss_end() const { return num_layers() - (fused_output_ ? 1 : 0); }
 
-BatchStats Sequential::loss_and_stats(const Tensor& logits, const Tensor& target, Tensor* dlogits) {
+// ---- the loss part of the step: loss, its gradient, sample/class weights and metrics
+BatchStats Sequential::loss_and_stats(const Tensor& logits, const StagedBatch& b, Tensor* dlogits,
+                                      const StepContext& ctx) {
   stats_.fill_zero();
   double* s = reinterpret_cast<double*>(stats_.raw());
   const long long n = logits.dim(0);
-  ops::softmax_xent(logits, target, dlogits, 1.0f / static_cast<float>(n), s);
+  const float grad_scale = 1.0f / static_cast<float>(n);
+  // Per-row weights only when the batch has sample weights or class weights are set: the
+  // default path passes none.
+  Tensor w;
+  if (b.w.defined() || class_weights_.defined()) {
+    w = row_w_.view(0, {n});
+    ops::row_weights(b.y, b.w.defined() ? &b.w : nullptr, class_weights_.defined() ? &class_weights_ : nullptr, w);
+  }
+  const Tensor* wp = w.defined() ? &w : nullptr;
+  switch (loss_.kind) {
+    case Loss::CategoricalCrossentropy:
+    case Loss::SparseCategoricalCrossentropy:
+      ops::softmax_xent(logits, b.y, dlogits, grad_scale, s, wp, loss_.label_smoothing);
+      break;
+    case Loss::BinaryCrossentropy:
+      ops::row_loss({RowLoss::BinaryCrossentropy, loss_.from_logits || fused_output_, loss_.label_smoothing}, logits,
+                    b.y, wp, dlogits, grad_scale, s);
+      break;
+    case Loss::MeanSquaredError:
+      ops::row_loss({RowLoss::MeanSquaredError, false, 0.f}, logits, b.y, wp, dlogits, grad_scale, s);
+      break;
+    case Loss::MeanAbsoluteError:
+      ops::row_loss({RowLoss::MeanAbsoluteError, false, 0.f}, logits, b.y, wp, dlogits, grad_scale, s);
+      break;
+  }
+  if (!metrics_.empty()) {
+    // Metrics see the model's outputs: a fused softmax / sigmoid runs here for them.
+    Tensor out = logits;
+    if (fused_output_) {
+      out = act_.back().view(0, logits.shape());
+      layers_.back()->forward(logits, out, ctx);
+    }
+    for (size_t i = 0; i < metrics_.size(); ++i) ops::metric_rows(metrics_[i], out, b.y, s + 3 + i);
+  }
   regularization_.add_penalty(params_, s + 2);
   Tensor host = device_.is_cpu() ? stats_ : stats_.to(Device::cpu());
   const double* h = reinterpret_cast<const double*>(host.raw());
   // Keras' loss: the batch mean plus the penalty; loss_sum is per sample, so the penalty counts n times.
-  return BatchStats{h[0] + static_cast<double>(n) * h[2], h[1], n};
+  BatchStats st{h[0] + static_cast<double>(n) * h[2], h[1], n, {}};
+  st.metrics.assign(h + 3, h + 3 + metrics_.size());
+  return st;
 }
 
 void Sequential::require_compiled(const char* purpose) const {
@@ -323,7 +406,7 @@ BatchStats Sequential::train_on(const StagedBatch& b) {
   const int end = loss_end();
   Tensor logits = forward(b.x, end, true);
   Tensor dl = dlogits_.view(0, logits.shape());
-  BatchStats st = loss_and_stats(logits, b.y, &dl);
+  BatchStats st = loss_and_stats(logits, b, &dl, StepContext{true, seed_, step_, end});
   if (!std::isfinite(st.loss_sum))
     throw NonFiniteLoss(cat("the loss is ", std::isnan(st.loss_sum) ? "NaN" : "inf",
                             ": training diverged (try a smaller learning rate); the weights were not updated"),
@@ -371,7 +454,7 @@ BatchStats Sequential::train_on(const StagedBatch& b) {
 
 BatchStats Sequential::test_on(const StagedBatch& b) {
   Tensor logits = forward(b.x, loss_end(), false);
-  return loss_and_stats(logits, b.y, nullptr);
+  return loss_and_stats(logits, b, nullptr, StepContext{false, seed_, step_, loss_end()});
 }
 
 }  // namespace hpcnn::nn

@@ -45,9 +45,10 @@
 namespace hpcnn::nn {
 
 struct BatchStats {
-  double loss_sum = 0;  // sum over the batch (divide by n for the mean)
-  double correct = 0;
+  double loss_sum = 0;  // sum over the batch (divide by n for the mean); weighted by the sample weights
+  double correct = 0;   // categorical cross-entropies: rows whose argmax is the target's (else 0)
   long long n = 0;
+  std::vector<double> metrics;  // per compiled metric (set_metrics): its sum over the batch's rows
 };
 
 class Sequential {
@@ -72,7 +73,18 @@ class Sequential {
   Tensor& gradient_buffer() { return grads_; }
   const ParamLayout& param_layout() const { return layout_; }
 
-  void compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool from_logits);
+  // The loss: the categorical cross-entropies need a final softmax (fused with the loss) unless
+  // from_logits; binary cross-entropy fuses a final sigmoid the same way (from the logits, stable)
+  // or takes probabilities from any other last layer; mse / mae take the outputs as they are.
+  void compile(std::unique_ptr<Optimizer> optimizer, const LossSpec& loss);
+  void compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool from_logits) {
+    compile(std::move(optimizer), LossSpec{loss, from_logits, 0.f});
+  }
+  // The metrics each step reports (BatchStats::metrics, in this order), on the model's outputs.
+  // ValueError for a metric the loss's targets cannot serve (a float metric with class indices).
+  void set_metrics(const std::vector<MetricSpec>& metrics);
+  // Per-class weights of the loss (fit's class_weight), indexed by the target's class; empty: none.
+  void set_class_weights(const std::vector<float>& weights);
   // Which layers the optimizer updates (one flag per layer; all by default). A frozen layer's
   // parameters and optimizer state stay as they are, and backward stops at the first trainable
   // layer with trainable weights. Non-trainable weights (ParamSpec::trainable) are never in the
@@ -83,7 +95,8 @@ class Sequential {
   long long num_trainable_params() const;
   bool compiled() const { return optimizer_ != nullptr; }
   Optimizer* optimizer() const { return optimizer_.get(); }
-  Loss loss() const { return loss_; }
+  Loss loss() const { return loss_.kind; }
+  const LossSpec& loss_spec() const { return loss_; }
 
   Device device() const { return device_; }
   void to(Device d);  // parameters and optimizer state, converted to d's layout
@@ -132,8 +145,10 @@ class Sequential {
   BatchStats test_on(const StagedBatch& b);
   // Runs layers [0, end) and returns the output of layer end-1 (or the input when end == 0).
   Tensor forward(const Tensor& x, int end, bool training);
-  BatchStats loss_and_stats(const Tensor& logits, const Tensor& target, Tensor* dlogits);
-  int loss_end() const;  // layers run before the loss (the fused softmax is skipped)
+  // The loss, its gradient (dlogits, may be null) and the metrics of a batch whose layers ran up
+  // to loss_end(): `logits` is that output (the last layer's input when its activation is fused).
+  BatchStats loss_and_stats(const Tensor& logits, const StagedBatch& b, Tensor* dlogits, const StepContext& ctx);
+  int loss_end() const;  // layers run before the loss (a fused softmax / sigmoid is skipped)
   void wait_device() const;  // blocks until queued GPU work has finished (before buffers go)
 
   Shape input_shape_;
@@ -151,8 +166,11 @@ class Sequential {
 
   Regularization regularization_;        // kernel_regularizer / bias_regularizer of the layers
   std::unique_ptr<Optimizer> optimizer_;
-  Loss loss_ = Loss::CategoricalCrossentropy;
-  bool fused_softmax_ = false;
+  LossSpec loss_;
+  bool fused_output_ = false;             // the last layer's softmax / sigmoid runs inside the loss
+  std::vector<MetricSpec> metrics_;
+  Tensor class_weights_;                  // float32 (classes,) on the device, or undefined
+  std::vector<float> class_weights_host_;
 
   BatchStager stager_;
 
@@ -160,6 +178,7 @@ class Sequential {
   long long capacity_ = 0;
   std::vector<Tensor> act_;               // per layer output (undefined for view layers)
   Tensor grad_a_, grad_b_, dlogits_;      // ping-pong gradient buffers
+  Tensor row_w_;                          // per-row loss weights (sample_weight x class_weight)
   Tensor stats_;
   std::vector<Tensor> acts_now_;          // this step's layer outputs (views)
 };
