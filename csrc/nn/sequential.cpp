@@ -323,12 +323,14 @@ BatchStats Sequential::loss_and_stats(const Tensor& logits, const StagedBatch& b
   double* s = reinterpret_cast<double*>(stats_.raw());
   const long long n = logits.dim(0);
   const float grad_scale = 1.0f / static_cast<float>(n);
-  // Per-row weights only when the batch has sample weights or class weights are set: the
-  // default path passes none.
+  // Per-row weights only when the batch has sample weights or class weights apply: the default
+  // path passes none. Class weights weigh training steps only (fit's class_weight; Keras leaves
+  // validation and evaluate unweighted).
+  const bool class_weighted = class_weights_.defined() && dlogits != nullptr;
   Tensor w;
-  if (b.w.defined() || class_weights_.defined()) {
+  if (b.w.defined() || class_weighted) {
     w = row_w_.view(0, {n});
-    ops::row_weights(b.y, b.w.defined() ? &b.w : nullptr, class_weights_.defined() ? &class_weights_ : nullptr, w);
+    ops::row_weights(b.y, b.w.defined() ? &b.w : nullptr, class_weighted ? &class_weights_ : nullptr, w);
   }
   const Tensor* wp = w.defined() ? &w : nullptr;
   switch (loss_.kind) {

@@ -11,7 +11,7 @@ GPU explicitly (``compile(device='gpu')`` or ``with hpcnn.device('gpu'):``).
 from __future__ import annotations
 
 from . import _core
-from . import callbacks, config, data, datasets, devices, layers, losses, models, optimizers, regularizers, utils
+from . import callbacks, config, data, datasets, devices, layers, losses, metrics, models, optimizers, regularizers, utils
 from . import applications, saving, threads, training, validation
 from .devices import device, gpu_unavailable_reason, list_physical_devices
 from .models import Sequential, clone_model
@@ -27,4 +27,4 @@ def build_info() -> dict:
 
 __all__ = ["Sequential", "clone_model", "data", "datasets", "device", "list_physical_devices", "gpu_unavailable_reason", "build_info",
            "get_num_threads", "set_num_threads", "callbacks", "config", "devices", "layers", "losses", "models",
-           "optimizers", "regularizers", "utils", "applications", "saving", "threads", "training"]
+           "metrics", "optimizers", "regularizers", "utils", "applications", "saving", "threads", "training"]

@@ -18,12 +18,11 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _core, devices, layers as layers_mod, losses, optimizers, saving, training, validation
+from . import _core, devices, layers as layers_mod, losses, metrics as metrics_mod, optimizers, saving, training, validation
 from .callbacks import Callback, History
 from .utils import next_model_seed
 
 ArrayLike = Any
-_ACCURACY_NAMES = ("accuracy", "acc", "categorical_accuracy", "sparse_categorical_accuracy")
 
 
 class Sequential:
@@ -288,11 +287,13 @@ class Sequential:
 
     # ------------------------------------------------------------------ compile
     def compile(self, optimizer: Union[str, optimizers.Optimizer] = "rmsprop", loss: Any = None,
-                metrics: Optional[Sequence[str]] = None, device: Optional[str] = None, **kwargs: Any) -> None:
+                metrics: Optional[Sequence[Any]] = None, device: Optional[str] = None, **kwargs: Any) -> None:
         """Choose optimizer ('rmsprop', Keras' default; 'adam', 'adamw', 'sgd' or an instance), loss
-        ('categorical_crossentropy' or 'sparse_categorical_crossentropy'), metrics (['accuracy']) and,
-        optionally, the device
-        ('cpu', 'gpu', 'gpu:N'; default: the enclosing ``hpcnn.device`` block, else the CPU).
+        (a name: 'categorical_crossentropy', 'sparse_categorical_crossentropy', 'binary_crossentropy',
+        'mse', 'mae'; or an hpcnn.losses object such as CategoricalCrossentropy(label_smoothing=0.1)),
+        metrics (names such as ['accuracy', 'top_k_categorical_accuracy', 'mae'] or hpcnn.metrics
+        objects; logged under Keras' names) and, optionally, the device ('cpu', 'gpu', 'gpu:N';
+        default: the enclosing ``hpcnn.device`` block, else the CPU).
 
         The layers' ``trainable`` flags are taken now (Keras' rule): changing them later takes
         effect at the next compile(). Keras' execution hints ``run_eagerly``, ``jit_compile`` and
@@ -311,26 +312,29 @@ class Sequential:
             validation.integer(kwargs.pop("steps_per_execution"), "steps_per_execution", "compile")
         validation.no_other_arguments(kwargs, "compile")
         if loss is None:
-            raise ValueError("compile: a loss is required ('categorical_crossentropy' or "
-                             "'sparse_categorical_crossentropy')")
+            raise ValueError("compile: a loss is required ('categorical_crossentropy', "
+                             "'sparse_categorical_crossentropy', 'binary_crossentropy', 'mse' or 'mae')")
         opt = optimizers.get(optimizer)
-        loss_name, from_logits = losses.resolve(loss)
-        if metrics is not None and (isinstance(metrics, (str, bytes)) or not isinstance(metrics, (list, tuple))):
-            raise ValueError(f"compile: metrics must be a list such as ['accuracy'], got {metrics!r}")
-        metrics = list(metrics or [])
-        for m in metrics:
-            if not isinstance(m, str) or m not in _ACCURACY_NAMES:
-                raise ValueError(f"compile: unknown metric {m!r}; hpcnn reports 'accuracy'")
-        target = device if device is not None else devices.current_scope()
+        spec = losses.resolve(loss)
         core = self._model()
+        units = int(core.output_shapes[-1][-1])
+        metric_objs = metrics_mod.resolve(metrics, spec["loss"], units)
+        core_metrics, where = metrics_mod.core_specs(metric_objs, spec["loss"])
+        target = device if device is not None else devices.current_scope()
         if target is not None:
             core.to(devices.normalize(target))
         mask = self._trainable_mask()
-        core.compile(opt._core_config(self._weight_names()), loss_name, from_logits)
+        core.compile(opt._core_config(self._weight_names()), spec["loss"], spec["from_logits"],
+                     spec["label_smoothing"])
+        core.set_metrics(core_metrics)
         core.set_trainable(mask)
         self.optimizer = opt
         opt._attach(self)  # optimizer.learning_rate / iterations read this model's core from now on
-        self._compiled = {"loss": loss_name, "accuracy": bool(metrics), "from_logits": from_logits,
+        # "accuracy": whether any metric is reported (files written before metrics objects read it)
+        self._compiled = {"loss": spec["loss"], "accuracy": bool(metric_objs), "from_logits": spec["from_logits"],
+                          "label_smoothing": spec["label_smoothing"], "loss_object": spec["object"],
+                          "metrics": [m.name for m in metric_objs], "metric_sources": where,
+                          "metrics_given": [metrics_mod.serialize(m) for m in (metrics or [])],
                           "trainable": mask}
 
     @property
@@ -363,9 +367,12 @@ class Sequential:
             validation_split: float = 0.0, validation_data: Any = None, shuffle: bool = True,
             initial_epoch: int = 0, steps_per_epoch: Optional[int] = None, validation_batch_size: Optional[int] = None,
             validation_freq: int = 1, **kwargs: Any) -> History:
-        """Train for ``epochs`` epochs on arrays ``(x, y)`` or a dataset (an hpcnn HDF5Dataset, or a
-        keras.utils.Sequence-style object whose items are ``(x, y)`` batches). Returns a History with
-        loss, accuracy, val_loss, val_accuracy, seconds and images_per_second per epoch.
+        """Train for ``epochs`` epochs on arrays ``(x, y)`` or a dataset: an hpcnn HDF5Dataset, an
+        hpcnn.utils.PyDataset (keras.utils.Sequence-style) whose items are ``(x, y)`` or
+        ``(x, y, sample_weight)`` batches, or a Python generator of such batches with
+        ``steps_per_epoch``. ``sample_weight=`` (arrays) or ``class_weight={class: weight}`` weigh
+        each sample's loss. Returns a History with loss, the compiled metrics, their ``val_``
+        values, seconds and images_per_second per epoch.
         Ctrl-C stops at the next batch boundary and returns the History so far."""
         return training.fit(self, x=x, y=y, batch_size=batch_size, epochs=epochs, verbose=verbose,
                             callbacks=callbacks, validation_split=validation_split,
@@ -376,7 +383,8 @@ class Sequential:
     # ------------------------------------------------------------------ evaluation and prediction (training.py)
     def evaluate(self, x: Any = None, y: Any = None, batch_size: Optional[int] = None,
                  verbose: Union[int, str] = "auto", return_dict: bool = False, **kwargs: Any):
-        """``[loss, accuracy]`` (or ``loss`` alone when compiled without metrics)."""
+        """``[loss, metrics...]`` in compile's order (``loss`` alone when compiled without metrics);
+        ``sample_weight=`` (arrays) weighs each sample's loss."""
         return training.evaluate(self, x, y, batch_size, verbose, return_dict, kwargs)
 
     def predict(self, x: Any, batch_size: Optional[int] = None, verbose: Union[int, str] = 0,
@@ -388,12 +396,13 @@ class Sequential:
         """Class indices (``argmax`` of predict), the call Keras removed and the tutorial uses."""
         return np.argmax(self.predict(x, batch_size=batch_size), axis=-1)
 
-    def train_on_batch(self, x: ArrayLike, y: ArrayLike, return_dict: bool = False):
-        """One training step on one batch; returns loss (and accuracy if compiled with it)."""
-        return training.train_on_batch(self, x, y, return_dict)
+    def train_on_batch(self, x: ArrayLike, y: ArrayLike, sample_weight: Any = None, class_weight: Any = None,
+                       return_dict: bool = False):
+        """One training step on one batch; returns the loss (and the metrics if compiled with them)."""
+        return training.train_on_batch(self, x, y, sample_weight, class_weight, return_dict)
 
-    def test_on_batch(self, x: ArrayLike, y: ArrayLike, return_dict: bool = False):
-        return training.test_on_batch(self, x, y, return_dict)
+    def test_on_batch(self, x: ArrayLike, y: ArrayLike, sample_weight: Any = None, return_dict: bool = False):
+        return training.test_on_batch(self, x, y, sample_weight, return_dict)
 
     def predict_on_batch(self, x: ArrayLike) -> np.ndarray:
         return training.predict_on_batch(self, x)
