@@ -17,7 +17,7 @@
 //                one-column row (binary); a class outside the class_weight table weighs 1.
 //   metric_rows  out[0] += sum over rows of the metric (unweighted, as Keras' `metrics=`):
 //     CategoricalAccuracy        argmax(p) == argmax(t) (or == label)
-//     SparseCategoricalAccuracy  argmax(p) == label (or round(t) of a one-column float target)
+//     SparseCategoricalAccuracy  argmax(p) == label (or round(t) of a float target of one column)
 //     BinaryAccuracy             mean over cols of ((p > threshold) == t)
 //     TopKCategoricalAccuracy    #{j: p_j > p_target} < k, target = argmax(t) or the label
 //     MeanSquaredError / MeanAbsoluteError   as the losses

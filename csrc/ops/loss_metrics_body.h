@@ -80,9 +80,10 @@ HPCNN_HD double metric_row(const RowMetricParams& p, int r, int cols, const floa
   switch (p.kind) {
     case RowMetric::CategoricalAccuracy:
     case RowMetric::SparseCategoricalAccuracy: {
+      // Float targets: one-hot rows (categorical), or one class index per row (sparse, one column).
       const int c = labels ? labels[r]
-                           : (p.kind == RowMetric::SparseCategoricalAccuracy || cols == 1
-                                  ? (int)floorf(tr[0] + 0.5f) : first_argmax(tr, cols));
+                           : (p.kind == RowMetric::SparseCategoricalAccuracy ? (int)floorf(tr[0] + 0.5f)
+                                                                              : first_argmax(tr, cols));
       return first_argmax(pr, cols) == c ? 1.0 : 0.0;
     }
     case RowMetric::TopKCategoricalAccuracy: {
