@@ -372,7 +372,8 @@ void bind_nn(py::module_& m) {
       .def("train_step", [](PyModel& p, py::object batch, py::object next) {
         return run_step(p, batch, next, StepKind::Train);
       }, py::arg("batch"), py::arg("next") = py::none(),
-         "One training step; returns (loss_sum, correct, n). batch: (x, y[, rows[, decode]]), or None for the "
+         "One training step; returns (loss_sum, correct, n) (the compiled metrics' sums: last_metric_sums). batch: "
+         "(x, y[, rows[, decode[, sample_weight]]]), or None for the "
          "batch staged by the previous call's `next`. next: the following batch, staged now (on a GPU its upload "
          "overlaps this step's backward pass); an error staging it is raised by the call that takes it.")
       .def("test_step", [](PyModel& p, py::object batch, py::object next) {
