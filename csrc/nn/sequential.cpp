@@ -225,8 +225,8 @@ void Sequential::to(Device d) {
   act_.clear();
   acts_now_.clear();
   grad_a_ = grad_b_ = dlogits_ = stats_ = row_w_ = Tensor();
-  stager_.to(d);
-  set_class_weights(std::vector<float>(class_weights_host_));  // the table, on the new device  // staging buffers, too, are made again on the new device
+  stager_.to(d);  // staging buffers, too, are made again on the new device
+  set_class_weights(std::vector<float>(class_weights_host_));  // the class-weight table, on the new device
 }
 
 // ------------------------------------------------------------------ optimizer state
