@@ -20,6 +20,8 @@ import numpy as np
 from . import validation
 
 EPSILON = 1e-7  # keras.config.epsilon(): binary cross-entropy clips probabilities to [eps, 1 - eps]
+# ... in float32, as Keras computes: 1 - 1e-7 is 1 - 2**-23 there.
+_CLIP = (float(np.float32(EPSILON)), float(np.float32(1) - np.float32(EPSILON)))
 
 
 # ---------------------------------------------------------------------- per-sample functions (NumPy)
@@ -48,7 +50,7 @@ def binary_crossentropy(y_true: Any, y_pred: Any, from_logits: bool = False, lab
     if from_logits:
         values = np.maximum(p, 0) - p * t + np.log1p(np.exp(-np.abs(p)))
     else:
-        q = np.clip(p, EPSILON, 1 - EPSILON)
+        q = np.clip(p, *_CLIP)
         values = -(t * np.log(q) + (1 - t) * np.log(1 - q))
     return np.mean(values, axis=axis)
 
@@ -64,8 +66,7 @@ def categorical_crossentropy(y_true: Any, y_pred: Any, from_logits: bool = False
     ``label_smoothing`` of each row evenly over the classes."""
     t, p = _pair(y_true, y_pred)
     t = t * (1.0 - label_smoothing) + label_smoothing / t.shape[-1]
-    logp = _log_softmax(p) if from_logits else np.log(np.clip(p / p.sum(axis=-1, keepdims=True), EPSILON,
-                                                                     1 - EPSILON))
+    logp = _log_softmax(p) if from_logits else np.log(np.clip(p / p.sum(axis=-1, keepdims=True), *_CLIP))
     return -np.sum(t * logp, axis=axis)
 
 

@@ -61,7 +61,7 @@ class Model:
     def __init__(self, input_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], layers: list, seed: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
 
-    def compile(self, optimizer: dict, loss: str, from_logits: bool=False) -> None:
+    def compile(self, optimizer: dict, loss: str, from_logits: bool=False, label_smoothing: typing.SupportsFloat | typing.SupportsIndex=0.0) -> None:
         ...
 
     @property
@@ -83,6 +83,10 @@ class Model:
 
     @property
     def iterations(self) -> int:
+        ...
+
+    @property
+    def last_metric_sums(self) -> list[float]:
         ...
 
     @property
@@ -125,8 +129,14 @@ class Model:
     def seed(self) -> int:
         ...
 
+    def set_class_weights(self, weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> None:
+        """Per-class loss weights indexed by the target's class ([]: none)."""
+
     def set_learning_rate_schedule(self, schedule: dict) -> None:
         """Lets a schedule (class_name and Keras' arguments) drive the learning rate from the next step on, evaluated at `iterations`."""
+
+    def set_metrics(self, metrics: collections.abc.Sequence[tuple[str, typing.SupportsInt | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]]) -> None:
+        """The metrics each train/test step computes on the outputs: (core name, k, threshold) each; their sums over the last step's rows are last_metric_sums."""
 
     def set_optimizer_state(self, buffers: dict, iterations: typing.SupportsInt | typing.SupportsIndex) -> None:
         """Restores the optimizer: buffers {name: flat float32 array in Keras' layout} (all of state_names, or {} for a fresh state) and the step count. ValueError, nothing changed, when they do not fit."""
@@ -155,7 +165,7 @@ class Model:
         ...
 
     def train_step(self, batch: object, next: object=None) -> tuple:
-        """One training step; returns (loss_sum, correct, n). batch: (x, y[, rows[, decode]]), or None for the batch staged by the previous call's `next`. next: the following batch, staged now (on a GPU its upload overlaps this step's backward pass); an error staging it is raised by the call that takes it."""
+        """One training step; returns (loss_sum, correct, n) (the compiled metrics' sums: last_metric_sums). batch: (x, y[, rows[, decode[, sample_weight]]]), or None for the batch staged by the previous call's `next`. next: the following batch, staged now (on a GPU its upload overlaps this step's backward pass); an error staging it is raised by the call that takes it."""
 
     @property
     def weight_shapes(self) -> list:
