@@ -543,12 +543,20 @@ def test_out_of_range_labels_are_named(dtype, bad):
 
 
 def test_integer_labels_with_categorical_crossentropy_point_to_to_categorical():
+    """The message named float32 for uint8 labels (the dtype after a conversion, not the user's)."""
     x, y = model_data(3, "sparse", n=6)
     m = dense_model(3, "softmax")
     m.compile("sgd", "categorical_crossentropy")
-    with pytest.raises(ValueError, match=r"one-hot targets of shape \(n, 3\).*to_categorical") as info:
-        m.fit(x, y.astype(np.uint8), verbose=0)
-    assert "float32" not in str(info.value)
+    y8 = y.astype(np.uint8)
+    for call in (lambda: m.fit(x, y8, verbose=0), lambda: m.train_on_batch(x, y8), lambda: m.test_on_batch(x, y8),
+                 lambda: m.evaluate(x, y8, verbose=0), lambda: m.fit(Batches(x, y8, 3), verbose=0)):
+        with pytest.raises(ValueError, match=r"one-hot targets of shape \(n, 3\).*to_categorical") as info:
+            call()
+        assert "float32" not in str(info.value)
+    m.compile("sgd", "sparse_categorical_crossentropy")
+    with pytest.raises(ValueError, match=r"evaluate: sparse_categorical_crossentropy needs class indices.*y \(uint8\) has shape \(6, 3\); these look one-hot") as info:
+        m.evaluate(x, np.eye(3, dtype=np.uint8)[y], verbose=0)
+    assert "int32" not in str(info.value)
 
 
 # ---------------------------------------------------------------------- verbose, initial_epoch, files

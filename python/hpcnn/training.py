@@ -59,13 +59,19 @@ def batch_count(x: Any, steps: Optional[int], caller: str, steps_name: str) -> i
 
 
 # ---------------------------------------------------------------------- data plumbing
-def prepare_targets(model: "Sequential", y: ArrayLike) -> np.ndarray:
+def prepare_targets(model: "Sequential", y: ArrayLike, where: str = "", y_name: str = "y") -> np.ndarray:
     """Targets as the compiled loss wants them: float32 one-hot rows or int32 class indices. Class
     indices are range-checked on their own type before the cast to int32 (an int64 label 2**32+3
     must not become class 3)."""
     comp = model._require_compiled("fit")
     y = np.asarray(y)
     classes = int(model._model().output_shapes[-1][-1])
+    # The shape is checked here, on the targets as given: an error names their own dtype (uint8
+    # labels are not "float32" in it), for evaluate, *_on_batch and dataset batches too.
+    problem = target_shape_problem(comp["loss"], classes, tuple(y.shape), y_name,
+                                   y.dtype if y.dtype.kind in "iub" else None)  # integers: named
+    if problem:
+        raise ValueError(f"{where}: {problem}" if where else problem)
     if comp["loss"] != "sparse_categorical_crossentropy":
         if y.dtype.kind not in "fiub":
             what = "one-hot rows" if comp["loss"] == "categorical_crossentropy" else "numbers"
@@ -282,21 +288,25 @@ def check_shapes(model: "Sequential", where: str, x: Any, y: Any, x_name: str, y
     if y is None:
         return
     ys = tuple(np.shape(y))
-    units = model.output_shape[-1]
-    loss = model._require_compiled(where)["loss"]
+    problem = target_shape_problem(model._require_compiled(where)["loss"], int(model.output_shape[-1]), ys, y_name)
+    if problem:
+        raise ValueError(f"{where}: {problem}")
+
+
+def target_shape_problem(loss: str, units: int, ys: Tuple[int, ...], y_name: str, dtype: Any = None) -> Optional[str]:
+    """What is wrong with targets of shape `ys` (and `dtype`, named when given) for the loss, or None."""
+    has = f"{y_name}" + (f" ({np.dtype(dtype).name})" if dtype is not None else "") + f" has shape {ys}"
     fits_outputs = (len(ys) == 2 and ys[1] == units) or (len(ys) == 1 and units == 1)
     if loss in ("binary_crossentropy", "mean_squared_error", "mean_absolute_error") and not fits_outputs:
-        raise ValueError(f"{where}: {loss} needs targets of the outputs' shape (n, {units}), but {y_name} has shape "
-                         f"{ys}")
+        return f"{loss} needs targets of the outputs' shape (n, {units}), but {has}"
     if loss == "categorical_crossentropy" and (len(ys) != 2 or ys[1] != units):
-        raise ValueError(f"{where}: categorical_crossentropy needs one-hot targets of shape (n, {units}), but "
-                         f"{y_name} has shape {ys}: use hpcnn.utils.to_categorical(y, {units}) (or "
-                         f"HDF5Dataset(..., one_hot={units})), or loss='sparse_categorical_crossentropy' for "
-                         "class indices")
+        return (f"categorical_crossentropy needs one-hot targets of shape (n, {units}), but {has}: use "
+                f"hpcnn.utils.to_categorical(y, {units}) (or HDF5Dataset(..., one_hot={units})), or "
+                "loss='sparse_categorical_crossentropy' for class indices")
     if loss == "sparse_categorical_crossentropy" and not (len(ys) == 1 or (len(ys) == 2 and ys[1] == 1)):
         hint = "; these look one-hot: use loss='categorical_crossentropy'" if len(ys) == 2 else ""
-        raise ValueError(f"{where}: sparse_categorical_crossentropy needs class indices of shape (n,) or (n, 1), "
-                         f"but {y_name} has shape {ys}{hint}")
+        return f"sparse_categorical_crossentropy needs class indices of shape (n,) or (n, 1), but {has}{hint}"
+    return None
 
 
 # ---------------------------------------------------------------------- training
@@ -356,7 +366,7 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
         if y is None:
             raise ValueError("fit: targets y are required with array inputs")
         x = prepare_inputs(x)
-        y = prepare_targets(model, y)
+        y = prepare_targets(model, y, "fit")
         if len(x) != len(y):
             raise ValueError(f"fit: x has {len(x)} rows but y has {len(y)}")
         if len(x) == 0:
@@ -703,7 +713,7 @@ def check_validation_data(model: "Sequential", validation_data: Any) -> Optional
     if not isinstance(validation_data, (tuple, list)) or len(validation_data) not in (2, 3):
         raise ValueError("fit: validation_data must be a tuple (x_val, y_val) or (x_val, y_val, sample_weight) or a "
                          f"dataset, got {type(validation_data).__name__}")
-    vx, vy = prepare_inputs(validation_data[0]), prepare_targets(model, validation_data[1])
+    vx, vy = prepare_inputs(validation_data[0]), prepare_targets(model, validation_data[1], "fit", "validation_data y")
     if len(vx) != len(vy):
         raise ValueError(f"fit: validation_data has {len(vx)} rows of x but {len(vy)} of y")
     if len(vx) == 0:
@@ -766,7 +776,7 @@ def evaluate_loss_metrics(model: "Sequential", x: Any, y: Any, batch_size: int,
         if y is None:
             raise ValueError("evaluate: targets y are required with array inputs")
         x = prepare_inputs(x)
-        y = prepare_targets(model, y)
+        y = prepare_targets(model, y, "evaluate")
         if len(x) != len(y):
             raise ValueError(f"evaluate: x has {len(x)} rows but y has {len(y)}")
         if len(x) == 0:
