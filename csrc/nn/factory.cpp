@@ -4,6 +4,7 @@
 
 #include "core/errors.h"
 #include "nn/layers.h"
+#include "nn/merge_layers.h"
 
 namespace hpcnn::nn {
 
@@ -47,6 +48,8 @@ LayerPtr make_layer_of_kind(const Config& cfg) {
                                             cfg.get_bool("center"), cfg.get_bool("scale"),
                                             parse_fused_relu(cfg.get_string_or("activation", "linear"),
                                                              "BatchNormalization"));
+  if (kind == "Add") return std::make_unique<AddLayer>();
+  if (kind == "Concatenate") return std::make_unique<ConcatenateLayer>(cfg.get_int("axis"));
   throw ValueError(cat("unknown layer class '", kind, "'"));
 }
 

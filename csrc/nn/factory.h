@@ -7,8 +7,9 @@
 //             use_bias = True), Dropout (rate), Activation (activation: 'softmax' or a name of
 //             ops/activation.h; alpha = 0: leaky_relu's slope, elu's alpha), Rescaling (scale, offset:
 //             a number or one per channel), BatchNormalization (axis, momentum, epsilon, center, scale,
-//             activation 'relu'|'linear' = 'linear': a fused ReLU); any layer: kernel_l1, kernel_l2,
-//             bias_l1, bias_l2 (Keras' kernel_regularizer / bias_regularizer factors, nn/regularization.h)
+//             activation 'relu'|'linear' = 'linear': a fused ReLU); of several inputs (nn/
+//             merge_layers.h): Add, Concatenate (axis); any layer: kernel_l1, kernel_l2, bias_l1,
+//             bias_l2 (Keras' kernel_regularizer / bias_regularizer factors, nn/regularization.h)
 //   optimizer name: Adam (learning_rate, beta_1, beta_2, epsilon), AdamW (the same and
 //             weight_decay), SGD (learning_rate, momentum, nesterov), RMSprop (learning_rate, rho,
 //             momentum, epsilon, centered); any optimizer: weight_decay, clipnorm,
@@ -25,7 +26,7 @@
 #include "nn/config.h"
 #include "nn/layer.h"
 #include "nn/optimizer.h"
-#include "nn/sequential.h"
+#include "nn/loss.h"
 
 namespace hpcnn::nn {
 
