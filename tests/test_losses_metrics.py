@@ -604,3 +604,78 @@ def test_names_are_importable_with_keras_spelling():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert losses.get("mse").name == "mean_squared_error"
+
+
+# ---------------------------------------------------------------------- functional (graph) models
+def branchy_model(units=2, activation="sigmoid", seed=11):
+    """A graph, not a chain: two Dense branches added, then the output layer (its activation the
+    last node, fused with the loss where it can be)."""
+    inp = hpcnn.Input(shape=(5,))
+    a = Dense(4, activation="tanh")(inp)
+    b = Dense(4)(inp)
+    out = Dense(units, activation=activation)(hpcnn.layers.Add()([a, b]))
+    return hpcnn.Model(inp, out, seed=seed)
+
+
+def test_functional_model_binary_crossentropy_sample_weight_and_two_metrics():
+    """The loss part of the step is the graph model's too: a functional model with a fused sigmoid +
+    binary cross-entropy, sample weights and two metrics reports Keras' weighted loss and the
+    metrics of its (sigmoid) outputs, in fit's history, evaluate and train_on_batch."""
+    x, y = model_data(2, "binary", n=24, seed=4)
+    w = np.random.default_rng(5).uniform(0, 2, len(x))
+    m = branchy_model()
+    m.compile(optimizers.SGD(0.1), "binary_crossentropy", ["binary_accuracy", metrics.MeanSquaredError(name="mse")])
+    p = m.predict(x, verbose=0).astype(np.float64)
+    assert np.all((p > 0) & (p < 1))
+    res = m.evaluate(x, y, batch_size=7, sample_weight=w, return_dict=True, verbose=0)
+    assert list(res) == ["loss", "binary_accuracy", "mse"]
+    assert res["loss"] == pytest.approx(keras_loss("binary_crossentropy", p, y, w), rel=1e-5)
+    # the metrics are unweighted means over the rows, of the sigmoid's outputs (not the logits)
+    assert res["binary_accuracy"] == pytest.approx(ref_metric("binary_accuracy", p, y) / len(y), rel=1e-6)
+    assert res["mse"] == pytest.approx(ref_metric("mean_squared_error", p, y) / len(y), rel=1e-5)
+    h = m.fit(x, y, sample_weight=w, batch_size=8, epochs=2, validation_data=(x, y, w), verbose=0)
+    for key in ("loss", "binary_accuracy", "mse", "val_loss", "val_binary_accuracy", "val_mse"):
+        assert len(h.history[key]) == 2, key
+    assert h.history["val_loss"][-1] == pytest.approx(m.evaluate(x, y, sample_weight=w, verbose=0)[0], rel=1e-6)
+    out = m.train_on_batch(x, y, sample_weight=w, return_dict=True)
+    assert list(out) == ["loss", "binary_accuracy", "mse"]
+
+
+def test_functional_model_sample_and_class_weights_train_as_in_a_chain():
+    """Zero-weighted rows train as if absent, and class_weight as the matching sample_weight, in a
+    graph model (the weights enter the loss's gradient through the same row weights)."""
+    x, y = model_data(3, "sparse", n=8, seed=2)
+
+    def make():
+        m = branchy_model(3, "softmax", seed=13)
+        m.compile(optimizers.SGD(0.1), "sparse_categorical_crossentropy", ["accuracy", "sparse_top_k_categorical_accuracy"])
+        return m
+
+    keep = np.array([1, 0, 1, 1, 0, 0, 1, 0], bool)
+    a, b = make(), make()
+    a.fit(x, y, sample_weight=keep * 2.0, batch_size=8, epochs=3, shuffle=False, verbose=0)
+    b.fit(x[keep], y[keep], batch_size=4, epochs=3, shuffle=False, verbose=0)
+    for wa, wb in zip(a.get_weights(), b.get_weights()):
+        np.testing.assert_allclose(wa, wb, rtol=1e-5, atol=1e-7)
+    cw = {0: 0.5, 1: 2.0, 2: 1.0}
+    c, d = make(), make()
+    hc = c.fit(x, y, class_weight=cw, batch_size=4, epochs=2, verbose=0)
+    hd = d.fit(x, y, sample_weight=np.array([cw[int(k)] for k in y]), batch_size=4, epochs=2, verbose=0)
+    assert hc.history["loss"] == pytest.approx(hd.history["loss"], rel=1e-6)
+    for wc, wd in zip(c.get_weights(), d.get_weights()):
+        np.testing.assert_allclose(wc, wd, rtol=1e-6, atol=1e-7)
+
+
+def test_functional_model_keeps_loss_smoothing_and_metrics_through_save_and_load(tmp_path):
+    m = branchy_model(3, "softmax")
+    m.compile("adam", losses.CategoricalCrossentropy(label_smoothing=0.2),
+              ["accuracy", metrics.TopKCategoricalAccuracy(k=2, name="top2"), "mse"])
+    x, y = model_data(3, "onehot", n=12)
+    m.fit(x, y, epochs=1, verbose=0)
+    m.save(str(tmp_path / "g.h5"))
+    back = hpcnn.models.load_model(str(tmp_path / "g.h5"))
+    assert type(back) is hpcnn.Model
+    assert back._compiled["label_smoothing"] == pytest.approx(0.2)
+    want = m.evaluate(x, y, return_dict=True, verbose=0)
+    assert list(want) == ["loss", "accuracy", "top2", "mse"]
+    assert back.evaluate(x, y, return_dict=True, verbose=0) == pytest.approx(want)
