@@ -101,6 +101,9 @@ class Loader {
   double decode_seconds() const { return decode_seconds_; }
 
  private:
+  // Chooses the cache mode and window, and checks the memory they need (MemoryError naming the
+  // file and dataset) before anything sized by the file is allocated.
+  void plan_memory();
   const EpochPlan& plan(long long epoch);
   void ensure_blocks(const std::vector<long long>& needed);
   void fill(long long epoch, long long i, void* x_out, bool decode, void* y_out);
