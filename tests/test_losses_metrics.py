@@ -679,3 +679,23 @@ def test_functional_model_keeps_loss_smoothing_and_metrics_through_save_and_load
     want = m.evaluate(x, y, return_dict=True, verbose=0)
     assert list(want) == ["loss", "accuracy", "top2", "mse"]
     assert back.evaluate(x, y, return_dict=True, verbose=0) == pytest.approx(want)
+
+
+@pytest.mark.parametrize("suffix", [".keras", ".h5"])
+def test_keras_files_keep_the_loss_arguments_and_metric_objects(tmp_path, suffix):
+    """Keras' compile config in .keras / legacy .h5 files names the loss object with its
+    from_logits / label_smoothing and the metric objects with their k / threshold, and load_model
+    compiles them back (Keras' formats hold Sequential models in this version)."""
+    m = dense_model(3, "linear")
+    m.compile("adam", losses.BinaryCrossentropy(from_logits=True, label_smoothing=0.1),
+              ["binary_accuracy", metrics.BinaryAccuracy(threshold=0.3, name="acc03"), "mae"])
+    x, y = model_data(3, "binary", n=12)
+    m.fit(x, y, epochs=1, verbose=0)
+    path = str(tmp_path / f"g{suffix}")
+    m.save(path)
+    back = hpcnn.models.load_model(path)
+    assert back._compiled["loss"] == "binary_crossentropy"
+    assert back._compiled["from_logits"] and back._compiled["label_smoothing"] == pytest.approx(0.1)
+    want = m.evaluate(x, y, return_dict=True, verbose=0)
+    assert list(want) == ["loss", "binary_accuracy", "acc03", "mae"]
+    assert back.evaluate(x, y, return_dict=True, verbose=0) == pytest.approx(want, rel=1e-6)
