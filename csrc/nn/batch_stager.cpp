@@ -190,7 +190,12 @@ StagedBatch BatchStager::stage_into(const Batch& b, bool with_targets, StagingSl
   HPCNN_CHECK_ARG(n > 0, "empty batch: input has shape ", shape_str(b.x.shape()));
   wait_copies();  // before any host staging buffer is refilled (normally done already)
   SlotBuffers& s = slot(slot_id);
+  HPCNN_CHECK_ARG(b.global_rows == 0 || (b.first_row >= 0 && b.first_row + n <= b.global_rows),
+                  "a share of rows [", b.first_row, ", ", b.first_row + n, ") does not fit a global batch of ",
+                  b.global_rows, " rows");
   StagedBatch out;
+  out.first_row = b.global_rows ? b.first_row : 0;
+  out.global_rows = b.global_rows ? b.global_rows : n;
   try {
     out.x = stage_input(b, n, s, when);
     if (with_targets) out.y = stage_targets(b, n, s, when);

@@ -57,6 +57,11 @@ struct Batch {
   // A batch its producer could not prepare (set instead of x and y): staging it ahead keeps this
   // error, and take_ahead raises it at the batch's turn.
   std::exception_ptr error;
+  // Data parallelism: these rows are rows [first_row, first_row + n) of a global batch of
+  // global_rows rows (one replica's share, core/batch_shares.h). global_rows 0: the batch is a
+  // whole batch (first_row 0).
+  long long first_row = 0;
+  long long global_rows = 0;
 };
 
 // A batch on the model's device, ready for a step.
@@ -64,6 +69,8 @@ struct StagedBatch {
   Tensor x;  // float32 (n, *input_shape)
   Tensor y;  // the targets as checked (undefined without targets)
   Tensor w;  // the sample weights (undefined when the batch has none)
+  long long first_row = 0;    // as Batch: where these rows sit in the global batch
+  long long global_rows = 0;  // rows of the global batch (n for a whole batch)
 };
 
 enum class StagingSlot { First, Second };

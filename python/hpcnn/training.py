@@ -169,7 +169,9 @@ def prepare_inputs(x: ArrayLike) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.float32)
 
 
-Batch = Tuple[Any, Any, Optional[np.ndarray], Optional[Tuple[Any, Any]], Optional[np.ndarray]]  # (x, y, rows, decode, w)
+# (x, y, rows, decode, w[, first_row, global_rows]): the core's batch tuple (w: the sample weights or
+# None; first_row/global_rows: this rank's share of a global batch, from a sharded HDF5Dataset).
+Batch = Tuple[Any, ...]
 
 
 def array_batches(model: "Model", x: np.ndarray, y: Optional[np.ndarray], batch_size: int, shuffle: bool,
@@ -190,15 +192,22 @@ def array_batches(model: "Model", x: np.ndarray, y: Optional[np.ndarray], batch_
 
 
 def dataset_batches(model: "Model", ds: Any, epoch: int, shuffle: bool, first_batch: int = 0,
-                    x_only: bool = False) -> Iterator[Batch]:
-    """(x, y, None, decode) per batch of a native dataset (made for the model's device: on a GPU a
+                    x_only: bool = False, shard: bool = True) -> Iterator[Batch]:
+    """(x, y, None, decode, None) per batch of a native dataset (made for the model's device: on a GPU a
     uint8 dataset's x as stored, with the decode the model applies there) or of a Sequence-style
     object (its items in order, or shuffled by the model's seed and the epoch; decode None).
     `first_batch` starts the epoch there (a resumed run): an HDF5Dataset does not read the batches
-    before it; other datasets with ``epoch_batches`` are iterated past them."""
+    before it; other datasets with ``epoch_batches`` are iterated past them. `shard` (fit,
+    evaluate): with a multi-process strategy an HDF5Dataset reads only this rank's share of each
+    batch, yielded as (x, y, None, decode, None, first_row, global_rows); other data is passed whole
+    and the core takes this rank's rows. A Sequence's or generator's (x, y, sample_weight) item
+    comes as (x, _WithWeights(y, w), None, None, None); `x_only` (predict) also takes x alone."""
     if hasattr(ds, "_model_batches"):
-        for xb, yb, decode in ds._model_batches(epoch, device=model._model().device, first_batch=first_batch):
-            yield xb, yb, None, decode, None
+        strategy = getattr(model, "_strategy", None)
+        rank_share = strategy._shard() if shard and strategy is not None else None
+        for item in ds._model_batches(epoch, device=model._model().device, first_batch=first_batch,
+                                      shard=rank_share):
+            yield (item[0], item[1], None, item[2], None) + tuple(item[3:])
         return
     if hasattr(ds, "epoch_batches"):
         for xb, yb in itertools.islice(ds.epoch_batches(epoch, device=model._model().device), first_batch, None):
@@ -243,15 +252,17 @@ def split_item(item: Any, where: str, x_only: bool = False) -> Tuple[Any, Any]:
 
 
 def fetch_batch(model: "Model", it: Iterator[Batch], is_ds: bool) -> Optional[Tuple[str, Any]]:
-    """The next batch of `it` for fit: ("ok", (x, y, rows, decode)) prepared for the core, None at
+    """The next batch of `it` for fit: ("ok", (x, y, rows, decode, w[, first_row, global_rows])) prepared for the core, None at
     the end, or the exception that fetching ("next_error") or preparing ("prepare_error") raised,
     kept to be raised at the batch's turn."""
     try:
-        xb, yb, rows, decode, wb = next(it)
+        item = next(it)
     except StopIteration:
         return None
     except Exception as err:  # Ctrl-C (KeyboardInterrupt) is not caught: it stops fit as before
         return ("next_error", err)
+    xb, yb, rows, decode, wb = item[:5]
+    share = tuple(item[5:])  # (first_row, global_rows): this rank's share of a global batch
     if is_ds:
         try:
             if isinstance(yb, _WithWeights):
@@ -261,7 +272,7 @@ def fetch_batch(model: "Model", it: Iterator[Batch], is_ds: bool) -> Optional[Tu
             wb = prepare_sample_weight(wb, len(xb), "fit", "the batch's sample weights")
         except Exception as err:  # raised (and a ValueError numbered) at the batch's turn
             return ("prepare_error", err)
-    return ("ok", (xb, yb, rows, decode, wb))
+    return ("ok", (xb, yb, rows, decode, wb) + share)
 
 
 # ---------------------------------------------------------------------- early shape checks
@@ -311,12 +322,25 @@ def target_shape_problem(loss: str, units: int, ys: Tuple[int, ...], y_name: str
 
 
 # ---------------------------------------------------------------------- training
-def fit(model: "Model", *, x: Any, y: Any, batch_size: Optional[int], epochs: int, verbose: Any,
-        callbacks: Optional[Sequence[Callback]], validation_split: float, validation_data: Any, shuffle: bool,
-        initial_epoch: int, steps_per_epoch: Optional[int], validation_batch_size: Optional[int],
-        validation_freq: int, kwargs: Dict[str, Any]) -> History:
-    """``Model.fit``: checks the arguments, then runs the epochs (one ``train_step`` call per
-    batch, which also stages the next batch), the callbacks, the progress bar and validation."""
+def fit(model: "Model", **arguments: Any) -> History:
+    """``Model.fit`` (arguments as ``_fit``). With a multi-process strategy, an error on this
+    rank (a bad batch, a callback that raises, Ctrl-C) stops the other ranks at once, with an error
+    naming this one, instead of leaving them waiting in their next collective."""
+    strategy = getattr(model, "_strategy", None)
+    try:
+        return _fit(model, **arguments)
+    except BaseException as err:
+        if strategy is not None:
+            strategy._abort(f"{type(err).__name__}: {err}")
+        raise
+
+
+def _fit(model: "Model", *, x: Any, y: Any, batch_size: Optional[int], epochs: int, verbose: Any,
+         callbacks: Optional[Sequence[Callback]], validation_split: float, validation_data: Any, shuffle: bool,
+         initial_epoch: int, steps_per_epoch: Optional[int], validation_batch_size: Optional[int],
+         validation_freq: int, kwargs: Dict[str, Any]) -> History:
+    """Checks the arguments, then runs the epochs (one ``train_step`` call per batch, which also
+    stages the next batch), the callbacks, the progress bar and validation."""
     sample_weight = kwargs.pop("sample_weight", None)
     class_weight = kwargs.pop("class_weight", None)
     validation_steps = validation.integer(kwargs.pop("validation_steps", None), "validation_steps", "fit",
@@ -346,6 +370,9 @@ def fit(model: "Model", *, x: Any, y: Any, batch_size: Optional[int], epochs: in
     model._follow_device_scope()
     core = model._model()
     verbose = progress.resolve_verbose(verbose)
+    strategy = model._strategy if core.distributed else None
+    if strategy is not None and strategy._multi_process and not strategy.is_chief:
+        verbose = 0  # only the chief prints progress
 
     if x is None:
         raise ValueError("fit: no training data (x)")
@@ -390,6 +417,12 @@ def fit(model: "Model", *, x: Any, y: Any, batch_size: Optional[int], epochs: in
         steps = min(steps, steps_per_epoch)
     if steps == 0:
         raise ValueError("fit: the training data has no batches")
+    if strategy is not None:
+        check_global_batch(strategy, x, batch_size, is_ds, "fit")
+        if strategy._multi_process and is_ds and hasattr(x, "_set_seed"):
+            seed = strategy._broadcast_int(x.seed)  # every rank follows rank 0's shuffle
+            if seed != x.seed:
+                x._set_seed(seed)
     check_shapes(model, "fit", x, y, "x", "y")
     if validation_data is not None and is_dataset(validation_data) and not isinstance(validation_data, tuple):
         check_shapes(model, "fit", validation_data, None, "validation_data", "")
@@ -506,6 +539,9 @@ class _Run:
         self.validation_freq, self.comp = validation_freq, comp
         self.sample_weight: Optional[np.ndarray] = None
         self.validation_steps: Optional[int] = None
+        strategy = getattr(model, "_strategy", None)
+        # A multi-process run: stop signals and stop_training must end every rank at the same batch.
+        self.strategy = strategy if strategy is not None and strategy._multi_process else None
         self.stop: interrupts.StopRequests = interrupts.StopRequests()
         self.bar: Any = None
         # What the data looked like: a backup is resumed only by a fit over the same batches.
@@ -681,6 +717,11 @@ class _Run:
                 if self.backup is not None and self.backup._due_after_batch():
                     with self.stop.writing():
                         self.write_backup(here)
+                if self.strategy is not None:
+                    signal, stopping = self.strategy._any(self.stop.requested is not None, model.stop_training)
+                    if signal:
+                        self.stop.note_elsewhere()
+                    model.stop_training = stopping
                 if self.stop.requested:
                     return b, (loss_sum, correct, seen, msums), logs, here, None
                 if model.stop_training:
@@ -702,6 +743,17 @@ def stop_on_non_finite(model: "Model", cbs: Sequence[Callback], batch: int, loss
     for cb in cbs:
         cb.on_train_batch_end(batch, batch_logs)
     return bool(model.stop_training)
+
+
+def check_global_batch(strategy: Any, x: Any, batch_size: Optional[int], is_ds: bool, caller: str) -> None:
+    """A global batch must split evenly among the replicas (only the last batch of an epoch may be
+    smaller): ValueError before anything trains."""
+    size = getattr(x, "batch_size", None) if is_ds else batch_size
+    replicas = strategy.num_replicas_in_sync
+    if validation.is_integer(size) and int(size) % replicas:
+        what = "the dataset's batch_size" if is_ds else "batch_size"
+        raise ValueError(f"{caller}: {what} {size} is the global batch and must be divisible by the "
+                         f"{replicas} replicas of {type(strategy).__name__} (e.g. {replicas * max(1, int(size) // replicas)})")
 
 
 def check_validation_data(model: "Model", validation_data: Any) -> Optional[Tuple[Any, Any, Any]]:
@@ -805,12 +857,12 @@ def evaluate_loss_metrics(model: "Model", x: Any, y: Any, batch_size: int,
 
 def prepare_dataset_batch(model: "Model", batch: Batch) -> Batch:
     """A dataset's batch prepared for the core (its (x, y, sample_weight) item's weights too)."""
-    xb, yb, rows, decode, wb = batch
+    xb, yb, rows, decode, wb = batch[:5]
     if isinstance(yb, _WithWeights):
         yb, wb = yb.y, yb.w
     xb = prepare_inputs(xb)
-    return xb, prepare_targets(model, yb), rows, decode, prepare_sample_weight(wb, len(xb), "evaluate",
-                                                                               "the batch's sample weights")
+    wb = prepare_sample_weight(wb, len(xb), "evaluate", "the batch's sample weights")
+    return (xb, prepare_targets(model, yb), rows, decode, wb) + tuple(batch[5:])  # + (first_row, global_rows)
 
 
 def evaluate(model: "Model", x: Any, y: Any, batch_size: Optional[int], verbose: Any, return_dict: bool,
@@ -827,9 +879,17 @@ def evaluate(model: "Model", x: Any, y: Any, batch_size: Optional[int], verbose:
     if batch_size is not None and is_dataset(x):
         raise ValueError("evaluate: the `batch_size` argument must not be specified when x is a dataset")
     model._follow_device_scope()
-    model._require_compiled("evaluate")
-    res = evaluate_loss_metrics(model, x, y, batch_size or 32, progress.resolve_verbose(verbose), steps,
-                                sample_weight=sample_weight)
+    comp = model._require_compiled("evaluate")
+    verbose = progress.resolve_verbose(verbose)
+    strategy = getattr(model, "_strategy", None)
+    if strategy is not None and strategy._multi_process and not strategy.is_chief:
+        verbose = 0  # every rank gets the same numbers; only the chief prints them
+    try:
+        res = evaluate_loss_metrics(model, x, y, batch_size or 32, verbose, steps, sample_weight=sample_weight)
+    except BaseException as err:
+        if strategy is not None:
+            strategy._abort(f"{type(err).__name__}: {err}")
+        raise
     return result(res, return_dict)
 
 
@@ -855,8 +915,8 @@ def predict(model: "Model", x: Any, batch_size: Optional[int], verbose: Any,
                              "shuffled order; create it with shuffle=False for prediction")
         total = batch_count(x, steps, "predict", "steps")
         total = total if steps is None else min(total, steps)
-        batches: Iterator[Batch] = ((prepare_inputs(xb), None, None, decode, None)
-                                    for xb, _, _, decode, _ in dataset_batches(model, x, 0, False, x_only=True))
+        batches: Iterator[Batch] = ((prepare_inputs(b[0]), None, None, b[3], None)
+                                    for b in dataset_batches(model, x, 0, False, x_only=True, shard=False))
     else:
         x = prepare_inputs(x)
         if len(x) == 0:
