@@ -489,8 +489,8 @@ void bind_nn(py::module_& m) {
         return run_step(p, batch, next, StepKind::Train);
       }, py::arg("batch"), py::arg("next") = py::none(),
          "One training step; returns (loss_sum, correct, n) (the compiled metrics' sums: last_metric_sums). batch: "
-         "(x, y[, rows[, decode[, sample_weight]]]), or None for the "
-         "batch staged by the previous call's `next`. next: the following batch, staged now (on a GPU its upload "
+         "(x, y[, rows[, decode[, sample_weight[, first_row, global_rows]]]]) (first_row, global_rows: these rows' "
+         "place in a global batch, for a rank's share), or None for the batch staged by the previous call's `next`. next: the following batch, staged now (on a GPU its upload "
          "overlaps this step's backward pass); an error staging it is raised by the call that takes it.")
       .def("test_step", [](PyModel& p, py::object batch, py::object next) {
         return run_step(p, batch, next, StepKind::Test);

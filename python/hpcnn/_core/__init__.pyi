@@ -203,7 +203,7 @@ class Model:
         ...
 
     def train_step(self, batch: object, next: object=None) -> tuple:
-        """One training step; returns (loss_sum, correct, n) (the compiled metrics' sums: last_metric_sums). batch: (x, y[, rows[, decode[, sample_weight]]]), or None for the batch staged by the previous call's `next`. next: the following batch, staged now (on a GPU its upload overlaps this step's backward pass); an error staging it is raised by the call that takes it."""
+        """One training step; returns (loss_sum, correct, n) (the compiled metrics' sums: last_metric_sums). batch: (x, y[, rows[, decode[, sample_weight[, first_row, global_rows]]]]) (first_row, global_rows: these rows' place in a global batch, for a rank's share), or None for the batch staged by the previous call's `next`. next: the following batch, staged now (on a GPU its upload overlaps this step's backward pass); an error staging it is raised by the call that takes it."""
 
     def undistribute(self) -> None:
         """Back to one replica (this process's replica 0 keeps its weights and device)."""
