@@ -27,6 +27,19 @@ std::pair<int, int> pair2(const py::object& o, const char* what) {
   return {t[0], t[1]};
 }
 
+// A pooling window as the pool bindings take it: pool_size and strides (each an int or a pair;
+// strides None means the pool size, as in Keras) and the padding's name.
+struct PoolWindow {
+  int ph, pw, sh, sw;
+  Padding pad;
+};
+
+PoolWindow pool_window(const py::object& pool, const py::object& strides, const std::string& padding) {
+  auto [ph, pw] = pair2(pool, "pool_size");
+  auto [sh, sw] = strides.is_none() ? std::make_pair(ph, pw) : pair2(strides, "strides");
+  return {ph, pw, sh, sw, parse_padding(padding)};
+}
+
 // A target for the loss: float one-hot rows or int32 class indices.
 Tensor target_on(const py::handle& obj, Device d) {
   py::array a = py::array::ensure(obj);
@@ -186,13 +199,11 @@ void bind_ops(py::module_& m) {
   m.def("maxpool2d_forward", [](py::object x, py::object pool, py::object strides, std::string padding,
                                 std::string device, int repeat) {
     Device d = resolve_device(device);
-    auto [ph, pw] = pair2(pool, "pool_size");
-    auto [sh, sw] = strides.is_none() ? std::make_pair(ph, pw) : pair2(strides, "strides");
+    const PoolWindow p = pool_window(pool, strides, padding);
     Tensor X = f32_on(x, d, "x");
-    Padding pad = parse_padding(padding);
-    Pool2dGeometry g = ops::maxpool2d_geometry(X, ph, pw, sh, sw, pad);
+    Pool2dGeometry g = ops::maxpool2d_geometry(X, p.ph, p.pw, p.sh, p.sw, p.pad);
     Tensor Y = Tensor::empty({g.n, g.oh, g.ow, g.c}, DType::F32, d);
-    run_repeat(repeat, [&] { ops::maxpool2d_forward(X, Y, ph, pw, sh, sw, pad); });
+    run_repeat(repeat, [&] { ops::maxpool2d_forward(X, Y, p.ph, p.pw, p.sh, p.sw, p.pad); });
     return to_numpy(Y);
   }, py::arg("x"), py::arg("pool_size") = 2, py::arg("strides") = py::none(), py::arg("padding") = "valid",
      py::arg("device") = "cpu", py::arg("repeat") = 1);
@@ -200,12 +211,10 @@ void bind_ops(py::module_& m) {
   m.def("maxpool2d_backward", [](py::object x, py::object y, py::object dy, py::object pool, py::object strides,
                                  std::string padding, std::string device, int repeat) {
     Device d = resolve_device(device);
-    auto [ph, pw] = pair2(pool, "pool_size");
-    auto [sh, sw] = strides.is_none() ? std::make_pair(ph, pw) : pair2(strides, "strides");
+    const PoolWindow p = pool_window(pool, strides, padding);
     Tensor X = f32_on(x, d, "x"), Y = f32_on(y, d, "y"), DY = f32_on(dy, d, "dy");
     Tensor DX = Tensor::empty(X.shape(), DType::F32, d);
-    Padding pad = parse_padding(padding);
-    run_repeat(repeat, [&] { ops::maxpool2d_backward(X, Y, DY, DX, ph, pw, sh, sw, pad); });
+    run_repeat(repeat, [&] { ops::maxpool2d_backward(X, Y, DY, DX, p.ph, p.pw, p.sh, p.sw, p.pad); });
     return to_numpy(DX);
   }, py::arg("x"), py::arg("y"), py::arg("dy"), py::arg("pool_size") = 2, py::arg("strides") = py::none(),
      py::arg("padding") = "valid", py::arg("device") = "cpu", py::arg("repeat") = 1);
@@ -335,24 +344,20 @@ void bind_ops(py::module_& m) {
   m.def("avgpool2d_forward", [](py::object x, py::object pool, py::object strides, std::string padding,
                                 std::string device, int repeat) {
     Device d = resolve_device(device);
-    auto [ph, pw] = pair2(pool, "pool_size");
-    auto [sh, sw] = strides.is_none() ? std::make_pair(ph, pw) : pair2(strides, "strides");
+    const PoolWindow p = pool_window(pool, strides, padding);
     Tensor X = f32_on(x, d, "x");
-    Padding pad = parse_padding(padding);
-    Pool2dGeometry g = ops::avgpool2d_geometry(X, ph, pw, sh, sw, pad);
+    Pool2dGeometry g = ops::avgpool2d_geometry(X, p.ph, p.pw, p.sh, p.sw, p.pad);
     Tensor Y = Tensor::empty({g.n, g.oh, g.ow, g.c}, DType::F32, d);
-    run_repeat(repeat, [&] { ops::avgpool2d_forward(X, Y, ph, pw, sh, sw, pad); });
+    run_repeat(repeat, [&] { ops::avgpool2d_forward(X, Y, p.ph, p.pw, p.sh, p.sw, p.pad); });
     return to_numpy(Y);
   }, py::arg("x"), py::arg("pool_size") = 2, py::arg("strides") = py::none(), py::arg("padding") = "valid",
      py::arg("device") = "cpu", py::arg("repeat") = 1);
   m.def("avgpool2d_backward", [](std::vector<long long> x_shape, py::object dy, py::object pool, py::object strides,
                                  std::string padding, std::string device, int repeat) {
     Device d = resolve_device(device);
-    auto [ph, pw] = pair2(pool, "pool_size");
-    auto [sh, sw] = strides.is_none() ? std::make_pair(ph, pw) : pair2(strides, "strides");
+    const PoolWindow p = pool_window(pool, strides, padding);
     Tensor DY = f32_on(dy, d, "dy"), DX = Tensor::empty(x_shape, DType::F32, d);
-    Padding pad = parse_padding(padding);
-    run_repeat(repeat, [&] { ops::avgpool2d_backward(DY, DX, ph, pw, sh, sw, pad); });
+    run_repeat(repeat, [&] { ops::avgpool2d_backward(DY, DX, p.ph, p.pw, p.sh, p.sw, p.pad); });
     return to_numpy(DX);
   }, py::arg("x_shape"), py::arg("dy"), py::arg("pool_size") = 2, py::arg("strides") = py::none(),
      py::arg("padding") = "valid", py::arg("device") = "cpu", py::arg("repeat") = 1);
