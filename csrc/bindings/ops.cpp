@@ -109,6 +109,24 @@ void run_repeat(int repeat, F&& op) {
   raise_core_warnings();
 }
 
+// The binding of maxpool2d_forward and of avgpool2d_forward: the same around each op's own
+// geometry and kernel.
+using PoolGeometry = Pool2dGeometry (*)(const Tensor&, int, int, int, int, Padding);
+using PoolForward = void (*)(const Tensor&, Tensor&, int, int, int, int, Padding);
+
+auto pool_forward_binding(PoolGeometry geometry, PoolForward forward) {
+  return [geometry, forward](py::object x, py::object pool, py::object strides, std::string padding,
+                             std::string device, int repeat) {
+    Device d = resolve_device(device);
+    const PoolWindow p = pool_window(pool, strides, padding);
+    Tensor X = f32_on(x, d, "x");
+    Pool2dGeometry g = geometry(X, p.ph, p.pw, p.sh, p.sw, p.pad);
+    Tensor Y = Tensor::empty({g.n, g.oh, g.ow, g.c}, DType::F32, d);
+    run_repeat(repeat, [&] { forward(X, Y, p.ph, p.pw, p.sh, p.sw, p.pad); });
+    return to_numpy(Y);
+  };
+}
+
 // Variables of a flat buffer of n elements for the segment-table ops: `sizes` (element counts in
 // order, summing to at most n; None: one variable of n), and optional per-variable lists `decay`
 // (booleans), `l1`, `l2` (numbers).
@@ -196,17 +214,9 @@ void bind_ops(py::module_& m) {
      "A conv2d kernel converted between 'HWIO' and 'OHWI' on the host: the conversion a model applies in "
      "get_weights, set_weights and when it moves between the CPU and a GPU.");
 
-  m.def("maxpool2d_forward", [](py::object x, py::object pool, py::object strides, std::string padding,
-                                std::string device, int repeat) {
-    Device d = resolve_device(device);
-    const PoolWindow p = pool_window(pool, strides, padding);
-    Tensor X = f32_on(x, d, "x");
-    Pool2dGeometry g = ops::maxpool2d_geometry(X, p.ph, p.pw, p.sh, p.sw, p.pad);
-    Tensor Y = Tensor::empty({g.n, g.oh, g.ow, g.c}, DType::F32, d);
-    run_repeat(repeat, [&] { ops::maxpool2d_forward(X, Y, p.ph, p.pw, p.sh, p.sw, p.pad); });
-    return to_numpy(Y);
-  }, py::arg("x"), py::arg("pool_size") = 2, py::arg("strides") = py::none(), py::arg("padding") = "valid",
-     py::arg("device") = "cpu", py::arg("repeat") = 1);
+  m.def("maxpool2d_forward", pool_forward_binding(ops::maxpool2d_geometry, ops::maxpool2d_forward), py::arg("x"),
+        py::arg("pool_size") = 2, py::arg("strides") = py::none(), py::arg("padding") = "valid",
+        py::arg("device") = "cpu", py::arg("repeat") = 1);
 
   m.def("maxpool2d_backward", [](py::object x, py::object y, py::object dy, py::object pool, py::object strides,
                                  std::string padding, std::string device, int repeat) {
@@ -341,17 +351,9 @@ void bind_ops(py::module_& m) {
   }, py::arg("x"), py::arg("y"), py::arg("dy"), py::arg("activation"), py::arg("alpha") = 0.f,
      py::arg("device") = "cpu", py::arg("repeat") = 1, "dx = dy * f'(x); y = f(x) from activation_forward.");
 
-  m.def("avgpool2d_forward", [](py::object x, py::object pool, py::object strides, std::string padding,
-                                std::string device, int repeat) {
-    Device d = resolve_device(device);
-    const PoolWindow p = pool_window(pool, strides, padding);
-    Tensor X = f32_on(x, d, "x");
-    Pool2dGeometry g = ops::avgpool2d_geometry(X, p.ph, p.pw, p.sh, p.sw, p.pad);
-    Tensor Y = Tensor::empty({g.n, g.oh, g.ow, g.c}, DType::F32, d);
-    run_repeat(repeat, [&] { ops::avgpool2d_forward(X, Y, p.ph, p.pw, p.sh, p.sw, p.pad); });
-    return to_numpy(Y);
-  }, py::arg("x"), py::arg("pool_size") = 2, py::arg("strides") = py::none(), py::arg("padding") = "valid",
-     py::arg("device") = "cpu", py::arg("repeat") = 1);
+  m.def("avgpool2d_forward", pool_forward_binding(ops::avgpool2d_geometry, ops::avgpool2d_forward), py::arg("x"),
+        py::arg("pool_size") = 2, py::arg("strides") = py::none(), py::arg("padding") = "valid",
+        py::arg("device") = "cpu", py::arg("repeat") = 1);
   m.def("avgpool2d_backward", [](std::vector<long long> x_shape, py::object dy, py::object pool, py::object strides,
                                  std::string padding, std::string device, int repeat) {
     Device d = resolve_device(device);
