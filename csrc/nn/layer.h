@@ -57,6 +57,9 @@ struct StepContext {
   uint64_t seed = 0;
   uint64_t step = 0;      // training step counter: a fresh dropout mask per step
   int layer_index = 0;    // set by the model before each layer's call
+  // The global row of the batch's first sample (its row in the global batch: a data-parallel
+  // replica's share starts there): augmentation draws per sample by its global row.
+  long long first_row = 0;
   uint64_t dropout_stream() const { return step * 1024u + static_cast<uint64_t>(layer_index); }
 };
 

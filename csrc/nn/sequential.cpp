@@ -7,6 +7,7 @@
 #include "core/cuda_async.h"
 #include "core/cuda_runtime.h"
 #include "core/rng.h"
+#include "nn/augmentation.h"
 #include "nn/layers.h"
 #include "ops/ops.h"
 
@@ -53,6 +54,11 @@ Sequential::Sequential(Shape input_shape, std::vector<LayerPtr> layers, uint64_t
   std::vector<const Layer*> plain;
   for (const LayerPtr& l : layers_) plain.push_back(l.get());
   regularization_ = Regularization(layout_, regularizers_of(plain, specs_));
+  // Augmentation layers: the leading ones are the stager's; others run as ops, before any weights.
+  check_augmentation_placement(plain, specs_);
+  LeadingAugmentation aug = leading_augmentation(plain, input_shape_);
+  staged_layers_ = aug.layers;
+  stager_.set_augmentation(std::move(aug));
   params_ = Tensor::empty({layout_.numel()});
   grads_ = Tensor::zeros({layout_.numel()});
   set_trainable(std::vector<bool>(layers_.size(), true));
@@ -203,6 +209,7 @@ void Sequential::ensure_buffers(long long n) {
   for (size_t i = 0; i < layers_.size(); ++i) {
     long long sz = shape_numel(out_shapes_[i]);
     biggest = std::max(biggest, sz);
+    if (static_cast<int>(i) < staged_layers_) continue;  // the stager's (its buffers hold their output)
     if (!(layers_[i]->forward_is_view(true) && layers_[i]->forward_is_view(false)))
       act_[i] = Tensor::empty(with_batch(cap, out_shapes_[i]), DType::F32, device_);
   }
@@ -215,12 +222,15 @@ void Sequential::ensure_buffers(long long n) {
 }
 
 // ------------------------------------------------------------------ the step
-Tensor Sequential::forward(const Tensor& x, int end, bool training) {
-  StepContext ctx{training, seed_, step_, 0};
+Tensor Sequential::forward(const Tensor& x, int end, bool training, long long first_row) {
+  StepContext ctx{training, seed_, step_, 0, first_row};
   const long long n = x.dim(0);
   acts_now_.assign(layers_.size(), Tensor());
   Tensor cur = x;
-  for (int i = 0; i < end; ++i) {
+  // The leading augmentation layers ran in the stager: x is their output.
+  const int start = std::min(staged_layers_, end);
+  if (start > 0) acts_now_[start - 1] = x;
+  for (int i = start; i < end; ++i) {
     ctx.layer_index = i;
     Layer& l = *layers_[i];
     const Shape full = with_batch(n, out_shapes_[i]);
@@ -255,42 +265,48 @@ void Sequential::require_compiled(const char* purpose) const {
   HPCNN_CHECK_ARG(compiled(), "the model must be compiled before ", purpose, ": call model.compile(...)");
 }
 
-StagedBatch Sequential::take_batch(const Batch* current, bool with_targets) {
+StepContext Sequential::staging_step(bool training) const {
+  return StepContext{training, seed_, step_ + 1, 0, 0};
+}
+
+StagedBatch Sequential::take_batch(const Batch* current, bool with_targets, bool training) {
   // The step's buffers first: a batch too big for the memory fails before its rows are gathered.
   if (current && !current->error && current->x.defined() && current->x.rank() >= 1) {
     const long long n = current->rows ? static_cast<long long>(current->rows->size()) : current->x.dim(0);
     if (n > 0) ensure_buffers(n);
   }
-  StagedBatch b = current ? stager_.stage(*current, with_targets) : stager_.take_ahead(with_targets);
+  const StepContext step = staging_step(training);
+  StagedBatch b = current ? stager_.stage(*current, with_targets, step) : stager_.take_ahead(with_targets, step);
   ensure_buffers(b.x.dim(0));
   return b;
 }
 
 BatchStats Sequential::train_step(const Batch* current, const Batch* next) {
   require_compiled("training");
-  BatchStats st = train_on(take_batch(current, true));
-  if (next) stager_.stage_ahead(*next, true);  // uploads while this step's backward runs
+  BatchStats st = train_on(take_batch(current, true, true));
+  // For the next training step (train_on counted this one); uploads while this step's backward runs.
+  if (next) stager_.stage_ahead(*next, true, staging_step(true));
   return st;
 }
 
 BatchStats Sequential::test_step(const Batch* current, const Batch* next) {
   require_compiled("evaluation");
-  BatchStats st = test_on(take_batch(current, true));
-  if (next) stager_.stage_ahead(*next, true);
+  BatchStats st = test_on(take_batch(current, true, false));
+  if (next) stager_.stage_ahead(*next, true, staging_step(false));
   return st;
 }
 
 Tensor Sequential::predict_step(const Batch* current, const Batch* next) {
-  StagedBatch b = take_batch(current, false);
-  Tensor out = forward(b.x, num_layers(), false).to(Device::cpu());  // a copy: the buffers are reused
-  if (next) stager_.stage_ahead(*next, false);
+  StagedBatch b = take_batch(current, false, false);
+  Tensor out = forward(b.x, num_layers(), false, b.first_row).to(Device::cpu());  // a copy: buffers are reused
+  if (next) stager_.stage_ahead(*next, false, staging_step(false));
   return out;
 }
 
 BatchStats Sequential::train_on(const StagedBatch& b) {
   ++step_;
   const int end = loss_end();
-  Tensor logits = forward(b.x, end, true);
+  Tensor logits = forward(b.x, end, true, b.first_row);
   Tensor dl = dlogits_.view(0, logits.shape());
   BatchStats st = loss_and_stats(logits, b.y, &dl);
   if (!std::isfinite(st.loss_sum))
@@ -308,7 +324,7 @@ BatchStats Sequential::train_on(const StagedBatch& b) {
           first_param = i;
           break;
         }
-  StepContext ctx{true, seed_, step_, 0};
+  StepContext ctx{true, seed_, step_, 0, b.first_row};
   Tensor g = dl;
   bool g_in_a = false;
   for (int i = end - 1; i >= first_param; --i) {
@@ -339,7 +355,7 @@ BatchStats Sequential::train_on(const StagedBatch& b) {
 }
 
 BatchStats Sequential::test_on(const StagedBatch& b) {
-  Tensor logits = forward(b.x, loss_end(), false);
+  Tensor logits = forward(b.x, loss_end(), false, b.first_row);
   return loss_and_stats(logits, b.y, nullptr);
 }
 

@@ -110,18 +110,23 @@ class Sequential {
   void bind_layers();
   void ensure_buffers(long long n);
   void require_compiled(const char* purpose) const;
-  // The batch of this step: `current` staged now, or the one staged ahead.
-  StagedBatch take_batch(const Batch* current, bool with_targets);
+  // The batch of this step: `current` staged now, or the one staged ahead; `training`: for a
+  // training step (the leading augmentation layers draw for it).
+  StagedBatch take_batch(const Batch* current, bool with_targets, bool training);
+  // The step a batch staged now is for: the next training step (step_ + 1), or inference.
+  StepContext staging_step(bool training) const;
   BatchStats train_on(const StagedBatch& b);
   BatchStats test_on(const StagedBatch& b);
-  // Runs layers [0, end) and returns the output of layer end-1 (or the input when end == 0).
-  Tensor forward(const Tensor& x, int end, bool training);
+  // Runs layers [0, end) and returns the output of layer end-1 (or the input when end == 0); the
+  // leading augmentation layers' output is x itself (the stager ran them).
+  Tensor forward(const Tensor& x, int end, bool training, long long first_row);
   BatchStats loss_and_stats(const Tensor& logits, const Tensor& target, Tensor* dlogits);
   int loss_end() const;  // layers run before the loss (the fused softmax is skipped)
   void wait_device() const;  // blocks until queued GPU work has finished (before buffers go)
 
   Shape input_shape_;
   std::vector<LayerPtr> layers_;
+  int staged_layers_ = 0;  // the leading augmentation layers, which the stager runs (nn/augmentation.h)
   std::vector<Shape> in_shapes_, out_shapes_;
   std::vector<std::vector<ParamSpec>> specs_;
   uint64_t seed_;
