@@ -119,7 +119,7 @@ def test_no_optimizer_touches_the_moving_statistics_even_with_a_gradient_there(o
     _, mean1, var1 = ref.batchnorm_training(x, None, None)
     np.testing.assert_allclose(m.get_weights()[2], mean1 * 0.1, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(m.get_weights()[3], 0.9 + var1 * 0.1, rtol=1e-5)
-    for s in core.optimizer_state():
+    for s in core.optimizer_state().values():
         assert not s[-nt:].any()
         assert s[:-nt].any()
 

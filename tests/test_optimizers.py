@@ -362,8 +362,15 @@ def test_save_and_load_keep_the_optimizer(tmp_path, make):
     assert type(loaded.optimizer) is type(opt)
     assert loaded.optimizer.get_config() == opt.get_config()
     assert loaded.optimizer._exclude_names == opt._exclude_names
-    loaded.fit(x, y, epochs=1, verbose=0)
+    # The file carries the optimizer state (include_optimizer=True, Keras' default): training goes on
+    # from the saved step count (a schedule's rate with it), and its state buffers come back too.
     assert loaded.optimizer.iterations == 1
+    for a, b in zip(loaded._model().optimizer_state().values(), m._model().optimizer_state().values()):
+        np.testing.assert_array_equal(a, b)
+    loaded.fit(x, y, epochs=1, verbose=0)
+    assert loaded.optimizer.iterations == 2
+    m.save(path, include_optimizer=False)
+    assert hpcnn.models.load_model(path).optimizer.iterations == 0
 
 
 def test_a_loaded_model_steps_as_the_saved_one(tmp_path):

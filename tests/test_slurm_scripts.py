@@ -238,3 +238,69 @@ def test_scripts_without_hpcnn_say_so(tmp_path):
     for script in ("cpu-train.sbatch", "gpu-train.sbatch"):
         r = run_script(ROOT / "slurm" / script, tmp_path, str(empty))
         assert r.returncode == 1 and "hpcnn is not on PATH" in r.stderr, r.stderr
+
+
+def test_train_script_requeues_itself_on_usr1_and_the_next_run_continues(tmp_path):
+    """--signal=B:USR1@120 and --requeue, without Slurm: USR1 sent to the batch script (as Slurm does
+    two minutes before the time limit) makes training write a backup and stop, and the script
+    requeue the job (a stand-in scontrol records the call); the next run of the same job finds the
+    backup and continues, then finishes the script's work (the benchmark) and removes the backup."""
+    import signal
+    import threading
+
+    path = plain_path()
+    fake = tmp_path / "fake-slurm"
+    fake.mkdir()
+    log = tmp_path / "scontrol.log"
+    (fake / "scontrol").write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
+    (fake / "scontrol").chmod(0o755)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SLURM_", "CONDA", "HPCNN_NUM_THREADS", "OMP_NUM_THREADS"))}
+    env.update(PATH=f"{fake}{os.pathsep}{path}", HPCNN_DATA_DIR=str(tmp_path / "data"), QUICK="1",
+               MPLBACKEND="Agg", EPOCHS="6", SLURM_JOB_ID="4242", PYTHONUNBUFFERED="1")
+    script = ROOT / "slurm" / "cpu-train.sbatch"
+    proc = subprocess.Popen([BASH, str(script)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    lines = []
+    started = threading.Event()
+
+    def read():
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("Training on cpu with"):  # printed by fit: its handlers are in place
+                started.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert started.wait(timeout=600), "".join(lines)[-3000:]
+        proc.send_signal(signal.SIGUSR1)  # to the batch shell only, as --signal=B:USR1 sends it
+        assert proc.wait(timeout=600) == 0, "".join(lines)[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        reader.join(timeout=60)
+        proc.stdout.close()
+    out = "".join(lines)
+    assert "hpcnn job: SIGUSR1 received" in out and "Training stopped by SIGUSR1" in out, out[-3000:]
+    assert log.read_text().split() == ["requeue", "4242"]
+    results = tmp_path / "results" / "cpu-4242"
+    assert (results / "backup" / "cpu" / "backup.h5").exists()
+    assert not (tmp_path / "results" / "bench.csv").exists()  # the script stopped after training
+    # The requeued job: same script, same job id.
+    r = subprocess.run([BASH, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "BackupAndRestore: resuming from" in r.stdout, r.stdout[-3000:]
+    assert (results / "model_cpu.h5").exists() and (tmp_path / "results" / "bench.csv").exists()
+    assert not (results / "backup").exists()
+    summary = __import__("json").loads((results / "summary.json").read_text())
+    assert len(summary["runs"]["cpu"]["history"]["loss"]) == 6  # every epoch, across both runs
+    assert log.read_text().split() == ["requeue", "4242"]  # no second requeue
+
+
+@pytest.mark.parametrize("script", ["cpu-train.sbatch", "gpu-train.sbatch"])
+def test_train_scripts_ask_for_the_signal_and_requeue(script):
+    text = (ROOT / "slurm" / script).read_text()
+    for line in ("#SBATCH --signal=B:USR1@120", "#SBATCH --requeue", "#SBATCH --open-mode=append",
+                 "trap 'on_signal USR1' USR1", "--backup \"$OUT/backup\""):
+        assert line in text, line

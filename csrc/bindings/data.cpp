@@ -40,13 +40,13 @@ py::dict info_dict(const DatasetInfo& i) {
 class EpochIterator {
  public:
   EpochIterator(std::shared_ptr<Loader> loader, long long epoch, int depth, const std::string& device,
-                bool stored_u8)
+                bool stored_u8, long long first_batch)
       : with_decode_(stored_u8) {
     Device dev = parse_device(device);
     if (stored_u8 && loader->stores_u8())
       decode_ = py::make_tuple(loader->decode_scale(), loader->decode_shift());
     py::gil_scoped_release nogil;
-    pf_ = std::make_unique<Prefetcher>(std::move(loader), epoch, depth, dev, stored_u8);
+    pf_ = std::make_unique<Prefetcher>(std::move(loader), epoch, depth, dev, stored_u8, first_batch);
   }
   ~EpochIterator() { close(); }
 
@@ -176,12 +176,18 @@ void bind_data(py::module_& root) {
         return py::make_tuple(to_numpy(x), y.defined() ? py::object(to_numpy(y)) : py::object(py::none()));
       }, py::arg("epoch"), py::arg("index"))
       .def("epoch", [](std::shared_ptr<Loader> l, long long epoch, int prefetch, const std::string& device,
-                       bool stored_u8) {
-        return std::make_unique<EpochIterator>(std::move(l), epoch, prefetch, device, stored_u8);
+                       bool stored_u8, long long first_batch) {
+        return std::make_unique<EpochIterator>(std::move(l), epoch, prefetch, device, stored_u8, first_batch);
       }, py::arg("epoch"), py::arg("prefetch") = 4, py::arg("device") = "cpu", py::arg("stored_u8") = false,
+         py::arg("first_batch") = 0,
          "Batches of one epoch, made ahead on a C++ thread: (x, y), or with stored_u8 (x, y, decode), where a "
          "uint8 dataset's x comes as stored with decode = (scale, shift) per channel, for a model that decodes on "
-         "its GPU (decode None for float32 x).")
+         "its GPU (decode None for float32 x). first_batch: start at this batch of the epoch (a resumed run).")
+      .def_property_readonly("seed", &Loader::seed, "The shuffle seed (given, or drawn at construction).")
+      .def("set_seed", [](Loader& l, uint64_t seed) {
+        py::gil_scoped_release nogil;
+        l.set_seed(seed);
+      }, py::arg("seed"), "Replaces the shuffle seed (a resumed run repeats the order of the run it continues).")
       .def_property_readonly("decode", [](const Loader& l) {
         return py::make_tuple(l.decode_scale(), l.decode_shift());
       }, "(scale, shift) per channel: x = stored * scale + shift");

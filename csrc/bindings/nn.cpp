@@ -260,7 +260,15 @@ void bind_nn(py::module_& m) {
         return out;
       })
       .def_property_readonly("device", [](PyModel& p) { return p.model->device().str(); })
-      .def_property_readonly("step", [](PyModel& p) { return p.model->step(); })
+      .def_property_readonly("step", [](PyModel& p) { return p.model->step(); },
+                             "Training steps taken: with the seed, the key of dropout's masks.")
+      .def_property_readonly("seed", [](PyModel& p) { return p.model->seed(); })
+      .def("set_rng_state", [](PyModel& p, uint64_t seed, uint64_t step) {
+        auto lk = lock_model(p);
+        p.model->set_rng_state(seed, step);
+      }, py::arg("seed"), py::arg("step"),
+         "Restores the random state (seed and step counter) of a saved or backed-up model: its next training "
+         "steps then draw the dropout masks of an uninterrupted run.")
       .def("to", [](PyModel& p, const std::string& dev) {
         auto lk = lock_model(p);
         Device d = parse_device(dev);
@@ -292,16 +300,41 @@ void bind_nn(py::module_& m) {
         p.model->optimizer()->set_schedule(nn::make_learning_rate_schedule(cfg));
       }, py::arg("schedule"), "Lets a schedule (class_name and Keras' arguments) drive the learning rate from the next "
          "step on, evaluated at `iterations`.")
-      .def("optimizer_state", [](PyModel& p) {
+      .def("optimizer_state", [](PyModel& p, bool keras_layout) {
         auto lk = lock_model(p);
-        py::list out;
-        if (p.model->optimizer())
-          for (const nn::StateBuffer& b : p.model->optimizer()->state()) out.append(to_numpy(b.value.to(Device::cpu())));
+        std::vector<nn::StateBuffer> state;
+        {
+          py::gil_scoped_release nogil;
+          state = p.model->optimizer_state(keras_layout);
+        }
+        py::dict out;
+        for (const nn::StateBuffer& s : state) out[py::str(s.name)] = to_numpy(s.value);
         return out;
-      }, "Host copies of the optimizer's state buffers in their fixed order (Keras 3's names: Adam, AdamW: "
-         "[momentum, velocity]; SGD with momentum: [momentum]; RMSprop: [velocity, momentum (momentum > 0), "
-         "average_gradient (centered)]; [] before the first step), each over the whole parameter buffer in the "
-         "device's layout.")
+      }, py::arg("keras_layout") = false,
+         "Host copies of the optimizer's state buffers by name, in state_names order (Keras 3's names: Adam, AdamW: "
+         "momentum, velocity; SGD with momentum: momentum; RMSprop: velocity, momentum (momentum > 0), "
+         "average_gradient (centered)), each flat over the parameter buffer: in the layout of the model's device, or "
+         "keras_layout=True in Keras' layout (what files hold). {} before the first step.")
+      .def("set_optimizer_state", [](PyModel& p, py::dict buffers, long long iterations) {
+        std::vector<nn::StateBuffer> state;
+        for (auto [k, v] : buffers) {
+          if (!py::isinstance<py::str>(k)) throw ValueError("optimizer state: buffer names must be strings");
+          py::array a = py::array::ensure(v);
+          if (!a || !a.dtype().is(py::dtype::of<float>()))
+            throw ValueError(cat("optimizer state: buffer '", k.cast<std::string>(), "' must be a float32 array"));
+          state.push_back({k.cast<std::string>(), borrow_array(as_f32(a), "optimizer state")});
+        }
+        auto lk = lock_model(p);
+        py::gil_scoped_release nogil;
+        p.model->set_optimizer_state(state, iterations);
+      }, py::arg("buffers"), py::arg("iterations"),
+         "Restores the optimizer: buffers {name: flat float32 array in Keras' layout} (all of state_names, or {} "
+         "for a fresh state) and the step count. ValueError, nothing changed, when they do not fit.")
+      .def_property_readonly("optimizer_state_names", [](PyModel& p) {
+        if (!p.model->optimizer()) throw ValueError("the model is not compiled");
+        return p.model->optimizer()->state_names();
+      }, "The names of the optimizer's state buffers for its configuration (Adam: ['momentum', 'velocity'], "
+         "SGD with momentum: ['momentum'], without: []).")
       .def_property_readonly("iterations", [](PyModel& p) {
         return p.model->optimizer() ? p.model->optimizer()->iterations : 0LL;
       })

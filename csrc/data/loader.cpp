@@ -124,6 +124,16 @@ void Loader::warm_async(long long epoch) {
   });
 }
 
+void Loader::set_seed(uint64_t seed) {
+  std::lock_guard<std::mutex> wl(warm_mutex_);
+  if (warm_.joinable()) warm_.join();  // a warm-up planning with the old seed finishes first
+  std::lock_guard<std::mutex> lk(mutex_);
+  if (*opt_.seed == seed) return;
+  opt_.seed = seed;
+  plan_epoch_ = -1;
+  filled_epoch_ = -1;
+}
+
 long long Loader::num_batches() const {
   long long b = opt_.batch_size;
   return opt_.drop_remainder ? rows_ / b : (rows_ + b - 1) / b;

@@ -52,6 +52,11 @@ class Loader {
   void warm_async(long long epoch);
 
   const LoaderOptions& options() const { return opt_; }
+  // The shuffle seed (the one given, or the one drawn at construction). set_seed replaces it, as
+  // a resumed training run does to repeat the shuffle order of the run it continues; epoch plans
+  // made with the old seed are dropped (cached rows stay: they do not depend on the order).
+  uint64_t seed() const { return *opt_.seed; }
+  void set_seed(uint64_t seed);
   const DatasetInfo& x_info() const { return x_->info(); }
   const DatasetInfo* y_info() const { return y_ ? &y_->info() : nullptr; }
   long long num_rows() const { return rows_; }

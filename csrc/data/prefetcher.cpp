@@ -32,13 +32,17 @@ void BufferPool::put(std::unique_ptr<HostBuffer> b) {
   if (free_.size() < max_free_) free_.push_back(std::move(b));
 }
 
-Prefetcher::Prefetcher(std::shared_ptr<Loader> loader, long long epoch, int depth, Device target, bool stored_u8)
+Prefetcher::Prefetcher(std::shared_ptr<Loader> loader, long long epoch, int depth, Device target, bool stored_u8,
+                       long long first_batch)
     : loader_(std::move(loader)),
       epoch_(epoch),
+      first_batch_(first_batch),
       depth_(static_cast<size_t>(std::max(1, depth))),
       stored_u8_(stored_u8 && loader_->stores_u8()) {
   HPCNN_CHECK_ARG(epoch >= 0, "epoch must be >= 0, got ", epoch);
   HPCNN_CHECK_ARG(depth >= 1, "prefetch must be >= 1, got ", depth);
+  HPCNN_CHECK_ARG(first_batch >= 0 && first_batch <= loader_->num_batches(), "first batch ", first_batch,
+                  " is outside [0, ", loader_->num_batches(), "] for ", loader_->num_batches(), " batches per epoch");
   const HostMemory kind = host_memory_for(target);
   x_pool_ = std::make_shared<BufferPool>(kind, 2 * depth_ + 4, target.index);
   y_pool_ = std::make_shared<BufferPool>(kind, 2 * depth_ + 4, target.index);
@@ -64,7 +68,7 @@ void Prefetcher::produce() {
     const long long row_elems = shape_numel(row);
     const int classes = loader_->num_classes();
     const bool labels = loader_->has_labels(), one_hot = loader_->options().one_hot;
-    for (long long i = 0; i < nb; ++i) {
+    for (long long i = first_batch_; i < nb; ++i) {
       {
         // While the queue is full, spend the wait reading the next window ahead (streaming), so
         // that moving to it does not stall a training step; then sleep until there is room.

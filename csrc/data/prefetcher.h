@@ -50,8 +50,10 @@ class Prefetcher {
  public:
   // `target`: the device the batches are for (pinned buffers for a usable GPU). `stored_u8`: a
   // uint8 dataset's x is delivered as stored (Loader::fill_batch_stored), for a consumer that
-  // decodes it on its own device; float32 x is delivered decoded either way.
-  Prefetcher(std::shared_ptr<Loader> loader, long long epoch, int depth, Device target, bool stored_u8 = false);
+  // decodes it on its own device; float32 x is delivered decoded either way. `first_batch`: the
+  // epoch's batches from this one on (a training run resumed in the middle of an epoch).
+  Prefetcher(std::shared_ptr<Loader> loader, long long epoch, int depth, Device target, bool stored_u8 = false,
+             long long first_batch = 0);
   ~Prefetcher();
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
@@ -69,6 +71,7 @@ class Prefetcher {
 
   std::shared_ptr<Loader> loader_;
   long long epoch_;
+  long long first_batch_;
   size_t depth_;
   bool stored_u8_;
   std::shared_ptr<BufferPool> x_pool_, y_pool_;  // separate: x and y buffers differ in size

@@ -1,6 +1,7 @@
 #include "data/write_target.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -80,6 +81,30 @@ void remove_stale_temporaries(const std::string& path) {
     struct stat st;
     if (::lstat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode)) std::remove(full.c_str());
   }
+}
+
+namespace {
+
+// fsync of a file or directory opened read-only (enough for both on Linux). File systems that
+// cannot sync a directory (EINVAL) are not an error: they order the rename themselves.
+bool sync_path(const std::string& path, bool directory) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));
+  if (fd < 0) return false;
+  const bool ok = ::fsync(fd) == 0 || errno == EINVAL || errno == EROFS;
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace
+
+void commit_temporary(const std::string& tmp, const std::string& path, const char* caller) {
+  if (!sync_path(tmp, false))
+    throw BackendError(cat(caller, ": cannot flush '", tmp, "' to disk (disk full or I/O error?)"));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw BackendError(cat(caller, ": cannot rename '", tmp, "' to '", path, "'"));
+  std::string dir, base;
+  split_dir(path, dir, base);
+  sync_path(dir, true);  // best effort: the file itself is complete either way
 }
 
 }  // namespace hpcnn::data

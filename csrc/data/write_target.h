@@ -6,6 +6,9 @@
 //     link (never followed, never replaced: the user may not own what it points to), a directory,
 //     anything that is not a regular file (FIFO, device, socket), or a read-only file (no write
 //     permission bit set, or not writable by this user): each is left untouched.
+//   - commit_temporary flushes the complete temporary file to disk (fsync), renames it onto
+//     `path` and flushes the directory entry, so that even after a node crash (not only a killed
+//     process) `path` holds the old file or the new one, complete.
 //   - remove_stale_temporaries deletes the temporary files of earlier writes to the same `path`
 //     whose writer was killed: same host, process no longer running. A write in progress (its
 //     process alive, or on another host of a shared file system) is never touched.
@@ -18,5 +21,6 @@ namespace hpcnn::data {
 void check_write_target(const std::string& path, const char* caller);
 std::string temporary_path_for(const std::string& path);
 void remove_stale_temporaries(const std::string& path);
+void commit_temporary(const std::string& tmp, const std::string& path, const char* caller);
 
 }  // namespace hpcnn::data

@@ -184,8 +184,7 @@ void write_hdf5(const std::string& path, const std::vector<ArrayToWrite>& arrays
     for (auto& a : arrays) write_one(file.get(), a, opt, path);
     if (!file.close()) throw BackendError(cat("write_hdf5: closing '", tmp, "' failed (disk full?): ", h5_error_text()));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw BackendError(cat("write_hdf5: cannot rename '", tmp, "' to '", path, "'"));
+  commit_temporary(tmp, path, "write_hdf5");  // fsync, rename onto path, fsync the directory
   guard.keep = true;
 }
 

@@ -191,6 +191,37 @@ void Sequential::to(Device d) {
   stager_.to(d);  // staging buffers, too, are made again on the new device
 }
 
+// ------------------------------------------------------------------ optimizer state
+std::vector<StateBuffer> Sequential::optimizer_state(bool keras_layout) const {
+  require_compiled("reading the optimizer state");
+  std::vector<StateBuffer> out;
+  for (const StateBuffer& s : optimizer_->state()) {
+    Tensor host = s.value.to(Device::cpu());  // a copy, also on the CPU: the caller keeps it
+    if (keras_layout && !layout_.same_layout(device_, Device::cpu())) host = layout_.convert(host, device_, Device::cpu());
+    out.push_back({s.name, host});
+  }
+  return out;
+}
+
+void Sequential::set_optimizer_state(const std::vector<StateBuffer>& keras, long long iterations) {
+  require_compiled("restoring the optimizer state");
+  HPCNN_CHECK_ARG(iterations >= 0, "optimizer iterations must be >= 0, got ", iterations);
+  std::vector<StateBuffer> on_device;
+  for (const StateBuffer& s : keras) {
+    HPCNN_CHECK_ARG(s.value.defined() && s.value.dtype() == DType::F32 && s.value.numel() == layout_.numel(),
+                    optimizer_->name(), ": state buffer '", s.name, "' must be float32 with ", layout_.numel(),
+                    " elements (one per parameter of the model), got ",
+                    s.value.defined() ? shape_str(s.value.shape()) : std::string("nothing"));
+    const Tensor host = s.value.device().is_cpu() ? s.value : s.value.to(Device::cpu());
+    // convert() makes a new buffer (never an alias of the caller's array) in the device's layout.
+    Tensor t = layout_.convert(host.reshape({layout_.numel()}), Device::cpu(), device_);
+    on_device.push_back({s.name, device_.is_cpu() ? t : t.to(device_)});
+  }
+  wait_device();  // the last step's optimizer kernels may still use the buffers being replaced
+  optimizer_->set_state(std::move(on_device), layout_.numel(), device_);
+  optimizer_->iterations = iterations;
+}
+
 // ------------------------------------------------------------------ buffers and staging
 void Sequential::ensure_buffers(long long n) {
   if (n <= capacity_ && stats_.defined()) return;

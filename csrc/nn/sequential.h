@@ -88,8 +88,24 @@ class Sequential {
   Device device() const { return device_; }
   void to(Device d);  // parameters and optimizer state, converted to d's layout
 
+  // The optimizer's state buffers as host copies (nn/optimizer.h), in the layout of the model's
+  // device or (keras_layout) in Keras' layout, the one files hold (the concatenation of
+  // get_weights' arrays, flattened). Empty before the first step. ValueError when not compiled.
+  std::vector<StateBuffer> optimizer_state(bool keras_layout) const;
+  // Restores the optimizer: `keras` are its state buffers in Keras' layout (any device; none at
+  // all for "no step taken yet"), converted here to the device's layout; `iterations` its step
+  // count. ValueError (and nothing changed) when a name, size or dtype does not match.
+  void set_optimizer_state(const std::vector<StateBuffer>& keras, long long iterations);
+
+  // The random state: the seed (initial weights, dropout masks) and the step counter that keys
+  // dropout (one per training step). Restoring both, with the weights and the optimizer state,
+  // makes the following steps those of an uninterrupted run.
   uint64_t seed() const { return seed_; }
   uint64_t step() const { return step_; }
+  void set_rng_state(uint64_t seed, uint64_t step) {
+    seed_ = seed;
+    step_ = step;
+  }
 
   // One training step on `current`, or (nullptr) on the batch staged by the previous call's
   // `next`; then stages `next` (nullptr: none) for the following call. Errors of this step's

@@ -1,5 +1,12 @@
 """Callbacks with Keras names and hooks: History, EarlyStopping, CSVLogger, LambdaCallback,
-LearningRateScheduler, ReduceLROnPlateau, TerminateOnNaN."""
+LearningRateScheduler, ReduceLROnPlateau, TerminateOnNaN, and (checkpoints.py) ModelCheckpoint and
+BackupAndRestore.
+
+Callbacks whose behaviour depends on what they saw earlier in training (EarlyStopping's counters,
+ReduceLROnPlateau's, ModelCheckpoint's best value, History's epochs) implement the state protocol,
+``get_state()`` / ``set_state(state)``: BackupAndRestore saves their states with its backups and
+gives them back when a later ``fit`` resumes (after every callback's ``on_train_begin``), so a
+resumed run decides exactly as an uninterrupted one."""
 from __future__ import annotations
 
 import csv
@@ -30,6 +37,27 @@ class Callback:
     def set_params(self, params: Dict[str, Any]) -> None:
         self.params = params
 
+    # ---- the state protocol (BackupAndRestore)
+    def get_state(self) -> Optional[Dict[str, Any]]:
+        """What this callback must remember across an interruption, for BackupAndRestore: a dict of
+        numbers, strings, booleans, None, lists, dicts and NumPy arrays, or None (the default)
+        when it keeps nothing. Called at the batch or epoch boundary where a backup is written."""
+        return None
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        """Takes back what get_state returned. ``fit`` calls it when it resumes from a backup,
+        after every callback's ``on_train_begin`` (which may reset the state) and before the
+        first resumed batch. It may also be called before ``fit``: hpcnn's callbacks then keep the
+        state through that fit's ``on_train_begin`` (a ``_restored`` flag, cleared at
+        ``on_train_end``). A callback that overrides get_state overrides this too."""
+        raise NotImplementedError(f"{type(self).__name__} defines get_state but not set_state")
+
+    def _keep_restored_state(self) -> bool:
+        """For on_train_begin: True (once) when set_state came before this fit, so the reset is skipped."""
+        restored = getattr(self, "_restored", False)
+        self._restored = False
+        return restored
+
     def on_train_begin(self, logs: Optional[Dict[str, float]] = None) -> None: ...
     def on_train_end(self, logs: Optional[Dict[str, float]] = None) -> None: ...
     def on_epoch_begin(self, epoch: int, logs: Optional[Dict[str, float]] = None) -> None: ...
@@ -47,18 +75,29 @@ class Callback:
 class History(Callback):
     """What ``fit`` returns. ``history.history`` maps each metric to its per-epoch values:
     loss, accuracy, val_loss, val_accuracy (as Keras), plus seconds and images_per_second per
-    epoch. ``history.epoch`` lists the epoch numbers; ``interrupted`` is True after Ctrl-C."""
+    epoch. ``history.epoch`` lists the epoch numbers. ``interrupted`` is True when training was
+    stopped by a signal (Ctrl-C = SIGINT, SIGTERM, SIGUSR1) before its last epoch, and
+    ``interrupted_by`` then names the signal. A fit resumed by BackupAndRestore returns the
+    epochs of the interrupted run too."""
 
     def __init__(self) -> None:
         super().__init__()
         self.history: Dict[str, List[float]] = {}
         self.epoch: List[int] = []
         self.interrupted = False
+        self.interrupted_by: Optional[str] = None
 
     def on_epoch_end(self, epoch: int, logs: Optional[Dict[str, float]] = None) -> None:
         self.epoch.append(epoch)
         for k, v in (logs or {}).items():
             self.history.setdefault(k, []).append(v)
+
+    def get_state(self) -> Dict[str, Any]:
+        return {"epoch": list(self.epoch), "history": {k: list(v) for k, v in self.history.items()}}
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        self.epoch = [int(e) for e in state["epoch"]]
+        self.history = {str(k): list(v) for k, v in state["history"].items()}
 
     def __repr__(self) -> str:
         return f"History(epochs={len(self.epoch)}, keys={sorted(self.history)})"
@@ -84,8 +123,22 @@ class EarlyStopping(Callback):
         self.wait, self.best_weights, self.stopped_epoch = 0, None, None
 
     def on_train_begin(self, logs: Optional[Dict[str, float]] = None) -> None:
+        if self._keep_restored_state():
+            return
         self.best = math.inf if self.mode == "min" else -math.inf
         self.wait, self.best_weights, self.stopped_epoch = 0, None, None
+
+    def on_train_end(self, logs: Optional[Dict[str, float]] = None) -> None:
+        self._restored = False
+
+    def get_state(self) -> Dict[str, Any]:
+        return {"best": self.best, "wait": self.wait, "stopped_epoch": self.stopped_epoch,
+                "best_weights": self.best_weights}
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        self.best, self.wait, self.stopped_epoch = float(state["best"]), int(state["wait"]), state["stopped_epoch"]
+        self.best_weights = None if state["best_weights"] is None else list(state["best_weights"])
+        self._restored = True
 
     def on_epoch_end(self, epoch: int, logs: Optional[Dict[str, float]] = None) -> None:
         value = (logs or {}).get(self.monitor)
@@ -106,7 +159,10 @@ class EarlyStopping(Callback):
 
 
 class CSVLogger(Callback):
-    """One CSV row per epoch (epoch, metrics, seconds, images_per_second): handy in sbatch jobs."""
+    """One CSV row per epoch (epoch, metrics, seconds, images_per_second): handy in sbatch jobs.
+    ``append=False`` starts the file anew with the first row this training writes. With
+    BackupAndRestore, a resumed fit continues the same file, cut back to the rows it had when the
+    backup was written (rows of epochs trained again are not repeated)."""
 
     def __init__(self, filename: str, separator: str = ",", append: bool = False) -> None:
         super().__init__()
@@ -115,14 +171,23 @@ class CSVLogger(Callback):
         self.filename, self.sep = os.fspath(filename), separator
         self.append = validation.boolean(append, "append", "CSVLogger")
         self._keys: Optional[List[str]] = None
+        self._start_anew = False  # the file is to be replaced at the first row of this training
 
     def on_train_begin(self, logs: Optional[Dict[str, float]] = None) -> None:
+        if self._keep_restored_state():
+            return
         self._keys = None
-        if not self.append and os.path.exists(self.filename):
-            os.remove(self.filename)
+        self._start_anew = not self.append
+
+    def on_train_end(self, logs: Optional[Dict[str, float]] = None) -> None:
+        self._restored = False
 
     def on_epoch_end(self, epoch: int, logs: Optional[Dict[str, float]] = None) -> None:
         logs = logs or {}
+        if self._start_anew:
+            if os.path.exists(self.filename):
+                os.remove(self.filename)
+            self._start_anew = False
         new = not os.path.exists(self.filename) or os.path.getsize(self.filename) == 0
         if self._keys is None:
             self._keys = sorted(logs)
@@ -131,6 +196,19 @@ class CSVLogger(Callback):
             if new:
                 w.writerow(["epoch"] + self._keys)
             w.writerow([epoch] + [logs.get(k, "") for k in self._keys])
+
+    def get_state(self) -> Dict[str, Any]:
+        size = os.path.getsize(self.filename) if os.path.exists(self.filename) and not self._start_anew else 0
+        return {"keys": self._keys, "bytes": size, "start_anew": self._start_anew}
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        self._keys = None if state["keys"] is None else [str(k) for k in state["keys"]]
+        self._start_anew = bool(state["start_anew"])
+        size = int(state["bytes"])
+        if not self._start_anew and os.path.exists(self.filename) and os.path.getsize(self.filename) > size:
+            with open(self.filename, "r+b") as f:
+                f.truncate(size)  # rows written after the backup: their epochs are trained again
+        self._restored = True
 
 
 class LambdaCallback(Callback):
@@ -248,7 +326,6 @@ class ReduceLROnPlateau(Callback):
         self.best: Optional[float] = None
         self.wait = 0
         self.cooldown_counter = 0
-        self._restored = False
 
     def in_cooldown(self) -> bool:
         return self.cooldown_counter > 0
@@ -262,10 +339,12 @@ class ReduceLROnPlateau(Callback):
 
     def on_train_begin(self, logs: Optional[Dict[str, float]] = None) -> None:
         _float_rate_optimizer(self.model, "ReduceLROnPlateau")
-        if self._restored:  # a state restored for this run (BackupAndRestore) is kept, not reset
-            self._restored = False
+        if self._keep_restored_state():  # set_state before this fit: kept, not reset
             return
         self.best, self.wait, self.cooldown_counter = None, 0, 0
+
+    def on_train_end(self, logs: Optional[Dict[str, float]] = None) -> None:
+        self._restored = False
 
     def on_epoch_end(self, epoch: int, logs: Optional[Dict[str, float]] = None) -> None:
         logs = logs if logs is not None else {}
@@ -335,5 +414,8 @@ class TerminateOnNaN(Callback):
             self.model.stop_training = True
 
 
+# Defined in their own module (they need saving.py); importable from here, as in Keras.
+from .checkpoints import BackupAndRestore, ModelCheckpoint  # noqa: E402
+
 __all__ = ["Callback", "History", "EarlyStopping", "CSVLogger", "LambdaCallback", "LearningRateScheduler",
-           "ReduceLROnPlateau", "TerminateOnNaN"]
+           "ReduceLROnPlateau", "TerminateOnNaN", "ModelCheckpoint", "BackupAndRestore"]

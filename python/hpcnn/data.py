@@ -187,15 +187,18 @@ class HDF5Dataset:
         finally:
             it.close()
 
-    def _model_batches(self, epoch: int, device: str) -> Iterator[Tuple[np.ndarray, Optional[np.ndarray], Any]]:
+    def _model_batches(self, epoch: int, device: str,
+                       first_batch: int = 0) -> Iterator[Tuple[np.ndarray, Optional[np.ndarray], Any]]:
         """(x, y, decode) batches for a model on `device` (what fit, evaluate and predict use). On
         a GPU a uint8 dataset's x comes as stored, with decode = (scale, shift) per channel, and
         the model decodes it on the device: a quarter of float32's bytes cross PCIe. Elsewhere x
-        comes decoded to float32 on the loader's threads (overlapped with training), decode None."""
+        comes decoded to float32 on the loader's threads (overlapped with training), decode None.
+        `first_batch`: the epoch's batches from that one on (a run resumed mid-epoch; the ones
+        before are not read)."""
         if int(epoch) < 0:
             raise ValueError(f"epoch must be >= 0, got {epoch}")
         stored_u8 = str(device) != "cpu"
-        it = self._live().epoch(int(epoch), self._prefetch, str(device), stored_u8)
+        it = self._live().epoch(int(epoch), self._prefetch, str(device), stored_u8, int(first_batch))
         try:
             for batch in it:
                 yield batch if stored_u8 else (batch[0], batch[1], None)
@@ -220,6 +223,16 @@ class HDF5Dataset:
     @property
     def path(self) -> str:
         return self._path
+
+    @property
+    def seed(self) -> int:
+        """The shuffle seed: the one given, or the one drawn at construction (seed=None). Each
+        epoch's order is a pure function of (seed, epoch); BackupAndRestore saves this seed and
+        sets it again when it resumes training in a new process (_set_seed)."""
+        return int(self._live().seed)
+
+    def _set_seed(self, seed: int) -> None:
+        self._live().set_seed(int(seed))
 
     @property
     def in_memory(self) -> bool:

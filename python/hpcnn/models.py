@@ -267,11 +267,24 @@ class Sequential:
             k += n
         return names
 
-    def save(self, filepath: str, overwrite: bool = True) -> None:
-        """Save the model (architecture, weights, compile settings) to an HDF5 file, atomically
-        (a temporary file renamed into place: never a half-written model). The optimizer's
-        moments are not saved: training resumes with a fresh optimizer state."""
-        saving.save_model(self, filepath, overwrite)
+    def save(self, filepath: str, overwrite: bool = True, include_optimizer: bool = True) -> None:
+        """Save the model (architecture, weights, compile settings, step counter and, with
+        ``include_optimizer`` (Keras' default), the optimizer's state: moments, step count,
+        learning rate) to an HDF5 file, atomically (a temporary file flushed and renamed into
+        place: never a half-written model). ``load_model`` then gives a model whose ``fit``
+        continues exactly as this one's would."""
+        saving.save_model(self, filepath, overwrite, include_optimizer)
+
+    def save_weights(self, filepath: str, overwrite: bool = True) -> None:
+        """Save the weights only (Keras order and layouts, with their names and shapes) to an
+        hpcnn HDF5 weights file, atomically; ``load_weights`` reads it back."""
+        saving.save_weights(self, filepath, overwrite)
+
+    def load_weights(self, filepath: str) -> None:
+        """Load weights saved by ``save_weights`` (or the weights of a model file written by
+        ``save``) into this model, by position; every array is checked first, so a file that does
+        not fit raises ValueError and leaves the weights as they were."""
+        saving.load_weights(self, filepath)
 
     # ------------------------------------------------------------------ compile
     def compile(self, optimizer: Union[str, optimizers.Optimizer] = "rmsprop", loss: Any = None,

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence,
 
 import numpy as np
 
-from . import _core, progress, threads, validation
-from .callbacks import Callback, History
+from . import _core, interrupts, progress, saving, threads, validation
+from .callbacks import BackupAndRestore, Callback, History, ModelCheckpoint
 
 if TYPE_CHECKING:  # models.py imports this module; the model is only passed in
     from .models import Sequential
@@ -103,35 +103,38 @@ Batch = Tuple[Any, Any, Optional[np.ndarray], Optional[Tuple[Any, Any]]]  # (x, 
 
 
 def array_batches(model: "Sequential", x: np.ndarray, y: Optional[np.ndarray], batch_size: int, shuffle: bool,
-                  epoch: int) -> Iterator[Batch]:
+                  epoch: int, first_batch: int = 0) -> Iterator[Batch]:
     """(x, y, rows, None) per batch: contiguous slices, or the full arrays plus row indices that
-    the core gathers (no NumPy copy) when shuffling."""
+    the core gathers (no NumPy copy) when shuffling. The order is a pure function of the model's
+    seed and the epoch; `first_batch` starts the epoch there (a resumed run)."""
     n = len(x)
     if shuffle:
         order = np.random.default_rng([model._seed or 0, epoch]).permutation(n)
-        for b in range(0, n, batch_size):
+        for b in range(first_batch * batch_size, n, batch_size):
             yield x, y, order[b:b + batch_size], None
     else:
-        for b in range(0, n, batch_size):
+        for b in range(first_batch * batch_size, n, batch_size):
             yield x[b:b + batch_size], (y[b:b + batch_size] if y is not None else None), None, None
 
 
-def dataset_batches(model: "Sequential", ds: Any, epoch: int, shuffle: bool) -> Iterator[Batch]:
+def dataset_batches(model: "Sequential", ds: Any, epoch: int, shuffle: bool, first_batch: int = 0) -> Iterator[Batch]:
     """(x, y, None, decode) per batch of a native dataset (made for the model's device: on a GPU a
     uint8 dataset's x as stored, with the decode the model applies there) or of a Sequence-style
-    object (its items in order, or shuffled by the model's seed and the epoch; decode None)."""
+    object (its items in order, or shuffled by the model's seed and the epoch; decode None).
+    `first_batch` starts the epoch there (a resumed run): an HDF5Dataset does not read the batches
+    before it; other datasets with ``epoch_batches`` are iterated past them."""
     if hasattr(ds, "_model_batches"):
-        for xb, yb, decode in ds._model_batches(epoch, device=model._model().device):
+        for xb, yb, decode in ds._model_batches(epoch, device=model._model().device, first_batch=first_batch):
             yield xb, yb, None, decode
         return
     if hasattr(ds, "epoch_batches"):
-        for xb, yb in ds.epoch_batches(epoch, device=model._model().device):
+        for xb, yb in itertools.islice(ds.epoch_batches(epoch, device=model._model().device), first_batch, None):
             yield xb, yb, None, None
         return
     order = np.arange(len(ds))
     if shuffle:
         order = np.random.default_rng([model._seed or 0, epoch, 1]).permutation(len(ds))
-    for i in order:
+    for i in order[first_batch:]:
         item = ds[int(i)]
         if not isinstance(item, tuple) or len(item) < 2:
             raise ValueError(f"the dataset's item {i} is not an (x, y) tuple")
@@ -274,6 +277,9 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
 
     history = History()
     cbs: List[Callback] = user_callbacks + [history]
+    backups = [cb for cb in user_callbacks if isinstance(cb, BackupAndRestore)]
+    if len(backups) > 1:
+        raise ValueError(f"fit: at most one BackupAndRestore callback, got {len(backups)}")
     params = {"epochs": epochs, "steps": steps, "verbose": verbose, "batch_size": batch_size}
     for cb in cbs:
         cb.set_model(model)
@@ -282,102 +288,225 @@ def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epoch
     if verbose:  # on the CPU, the thread count, and why when it is below the CPUs this process may use
         print(f"Training on {core.device} with {threads.describe()}" if core.device == "cpu"
               else f"Training on {core.device}", flush=True)
-    for cb in cbs:
-        cb.on_train_begin({})  # logs passed as Keras does: LambdaCallback functions take them
-    want_acc = comp["accuracy"]
-    try:
-        for epoch in range(initial_epoch, epochs):
+    run = _Run(model, cbs, history, backups[0] if backups else None, x, y, is_ds, steps, batch_size, shuffle,
+               epochs, initial_epoch, verbose, validation_data, validation_batch_size, validation_freq, comp)
+    # SIGTERM, SIGUSR1 and SIGINT stop training at the next batch boundary while fit runs
+    # (interrupts.py); the previous handlers are back when fit returns.
+    with interrupts.StopRequests() as stop:
+        run.stop = stop
+        for cb in cbs:
+            cb.on_train_begin({})  # logs passed as Keras does: LambdaCallback functions take them
+        try:
+            run.train()
+        except KeyboardInterrupt:
+            # A second Ctrl-C (or a callback raising KeyboardInterrupt): stop now, without a final
+            # checkpoint (the last backup stays valid), as Ctrl-C always stopped fit.
+            history.interrupted, history.interrupted_by = True, "SIGINT"
+            print("\nTraining interrupted (Ctrl-C): the model keeps the weights of the last completed batch; "
+                  f"history has {len(history.epoch)} complete epoch(s).", flush=True)
+        if not history.interrupted and run.backup is not None:
+            run.backup._training_finished()
+        for cb in cbs:
+            cb.on_train_end({k: v[-1] for k, v in history.history.items()})  # the last epoch's logs, as Keras
+    model.history = history
+    return history
+
+
+class _StopInValidation(Exception):
+    """A stop signal arrived while fit validated: the epoch ends there (its training is done)."""
+
+
+class _Run:
+    """One fit's epochs: the batch loop, validation, callbacks, backups and stop signals. The
+    training position is (epoch, batch): the next batch to train; a partly trained epoch also
+    carries its running sums (loss, correct, rows seen, seconds), which backups save so that a
+    resumed epoch logs what the uninterrupted one would."""
+
+    def __init__(self, model: "Sequential", cbs: List[Callback], history: History,
+                 backup: Optional[BackupAndRestore], x: Any, y: Any, is_ds: bool, steps: int,
+                 batch_size: Optional[int], shuffle: bool, epochs: int, initial_epoch: int, verbose: int,
+                 validation_data: Any, validation_batch_size: Optional[int], validation_freq: int,
+                 comp: Dict[str, Any]) -> None:
+        self.model, self.core, self.cbs, self.history, self.backup = model, model._model(), cbs, history, backup
+        self.checkpoints = [cb for cb in cbs if isinstance(cb, ModelCheckpoint)]
+        self.x, self.y, self.is_ds, self.steps, self.batch_size, self.shuffle = x, y, is_ds, steps, batch_size, shuffle
+        self.epochs, self.initial_epoch, self.verbose = epochs, initial_epoch, verbose
+        self.validation_data, self.validation_batch_size = validation_data, validation_batch_size
+        self.validation_freq, self.want_acc = validation_freq, comp["accuracy"]
+        self.stop: interrupts.StopRequests = interrupts.StopRequests()
+        self.bar: Any = None
+        # What the data looked like: a backup is resumed only by a fit over the same batches.
+        self.signature = {"data": type(x).__name__ if is_ds else "arrays", "steps": steps, "batch_size": batch_size,
+                          "rows": int(getattr(x, "num_rows", 0)) or None if is_ds else int(len(x)),
+                          "shuffle": bool(shuffle),
+                          "data_seed": int(x.seed) if is_ds and hasattr(x, "_set_seed") else None}
+
+    # ------------------------------------------------------------------ positions and checkpoints
+    def position(self, epoch: int, batch: int, sums: Tuple[float, float, int], seconds: float) -> Dict[str, Any]:
+        return {"epoch": epoch, "batch": batch, "loss_sum": float(sums[0]), "correct": float(sums[1]),
+                "seen": int(sums[2]), "seconds": float(seconds), "stop_training": bool(self.model.stop_training)}
+
+    def write_backup(self, position: Dict[str, Any]) -> None:
+        assert self.backup is not None
+        self.backup._write(self.cbs, self.signature, position)
+
+    def stopped(self, position: Dict[str, Any], logs: Dict[str, float]) -> None:
+        """A stop signal was seen at `position`: final checkpoints, then the History is marked."""
+        name = self.stop.requested or "SIGINT"
+        notes = []
+        with self.stop.writing():
+            if self.backup is not None:
+                here = (position["epoch"], position["batch"])
+                if self.backup._last_position != here:
+                    self.write_backup(position)
+                notes.append(f"Backup written to '{self.backup.backup_dir}': a fit with the same BackupAndRestore "
+                             "continues from there")
+            for mc in self.checkpoints:
+                notes.append(mc._on_stop(position["epoch"], position["batch"], logs))
+        self.history.interrupted, self.history.interrupted_by = True, name
+        what = "interrupted (Ctrl-C)" if name == "SIGINT" else f"stopped by {name}"
+        where = (f"after batch {position['batch']} of {self.steps} of epoch {position['epoch'] + 1}"
+                 if position["batch"] else f"before epoch {position['epoch'] + 1}")
+        print(f"\nTraining {what} {where}: the model keeps the weights of the last completed batch; "
+              f"history has {len(self.history.epoch)} complete epoch(s)." + "".join(f" {n}." for n in notes),
+              flush=True)
+
+    # ------------------------------------------------------------------ the epochs
+    def train(self) -> None:
+        model, core, cbs = self.model, self.core, self.cbs
+        start_epoch, start = self.initial_epoch, None
+        if self.backup is not None:
+            start = self.backup._restore(cbs, self.signature, self.x if self.is_ds else None)
+            if start is not None:
+                start_epoch = int(start["epoch"])
+                model.stop_training = bool(start.get("stop_training", False))
+        resume_lr = None
+        if start is not None and start["batch"] > 0 and saving.fixed_rate(model.optimizer):
+            resume_lr = (model.optimizer._learning_rate, core.learning_rate)  # what the epoch trained with
+        for epoch in range(start_epoch, self.epochs):
+            first = int(start["batch"]) if start is not None and epoch == start_epoch else 0
+            sums = ((start["loss_sum"], start["correct"], int(start["seen"])) if first else (0.0, 0.0, 0))
+            seconds_before = float(start["seconds"]) if first else 0.0
+            if self.stop.requested:  # arrived between epochs (or while resuming)
+                return self.stopped(self.position(epoch, first, sums, seconds_before), {})
             # The bar prints "Epoch e/E" above itself (in Jupyter: inside its one display).
-            bar = progress.ProgressBar(steps, verbose, title=f"Epoch {epoch + 1}/{epochs}")
+            bar = self.bar = progress.ProgressBar(self.steps, self.verbose, title=f"Epoch {epoch + 1}/{self.epochs}")
             for cb in cbs:
                 cb.on_epoch_begin(epoch, {})
+            if first and resume_lr is not None:
+                # The epoch began before the backup: a rate its on_epoch_begin set (LearningRateScheduler)
+                # is in the restored rate, and setting it again here would apply the rule twice.
+                model.optimizer.learning_rate = resume_lr[0]
+                core.learning_rate = resume_lr[1]
             model._sync_learning_rate()
-            loss_sum = correct = 0.0
-            seen = 0
             t0 = time.perf_counter()
-            batches = (dataset_batches(model, x, epoch, shuffle) if is_ds
-                       else array_batches(model, x, y, batch_size, shuffle, epoch))
-            logs: Dict[str, float] = {}
-            diverged: Optional[float] = None  # the non-finite loss of a batch a callback stopped at
-            staged = False  # whether the core holds the batch of this step (staged by the last call)
-            try:
-                # One call per batch: train_step(batch b, batch b+1) trains on b and stages b+1,
-                # which on a GPU uploads on the copy stream while b's backward pass still runs; the
-                # next call passes None for it. An error of batch b+1 (fetching it, preparing it,
-                # or staging it in the core) is raised at that batch's turn, with its number.
-                it = iter(batches)
-                current = fetch_batch(model, it, is_ds)
-                b = 0
-                while current is not None:
-                    kind, item = current
-                    if kind == "next_error":
-                        raise item
-                    if b >= steps:
-                        break
-                    for cb in cbs:
-                        cb.on_train_batch_begin(b, {})
-                    upcoming = fetch_batch(model, it, is_ds)
-                    nxt = (upcoming[1] if STAGE_NEXT and b + 1 < steps and upcoming is not None
-                           and upcoming[0] == "ok" else None)
-                    try:
-                        if kind == "prepare_error":
-                            raise item
-                        ls, c, n = core.train_step(None if staged else item, nxt)
-                    except _core.NonFiniteLossError as err:
-                        # The core did not update the weights. As Keras, the callbacks see the
-                        # batch's loss; one that stops training (TerminateOnNaN) ends fit quietly,
-                        # else the error stands.
-                        staged = False  # the next batch was not staged: the step stopped before
-                        if not stop_on_non_finite(model, cbs, b, float(err.loss), logs):
-                            raise ValueError(f"epoch {epoch + 1}, batch {b + 1}: {err}") from err
-                        diverged = float(err.loss)
-                        break
-                    except ValueError as err:
-                        raise ValueError(f"epoch {epoch + 1}, batch {b + 1}: {err}") from err
-                    staged = nxt is not None
-                    current = upcoming
-                    loss_sum += ls
-                    correct += c
-                    seen += n
-                    logs = {"loss": loss_sum / seen}
-                    if want_acc:
-                        logs["accuracy"] = correct / seen
-                    bar.update(b + 1, logs)
-                    for cb in cbs:
-                        cb.on_train_batch_end(b, logs)
-                    if model.stop_training:
-                        break
-                    b += 1
-            finally:
-                if staged:
-                    core.drop_staged()  # left over when stopping early: release its arrays now
-                if hasattr(batches, "close"):
-                    batches.close()  # stops a dataset's producer when we leave early
-            seconds = time.perf_counter() - t0
+            done, sums, logs, stop_at, diverged = self.train_batches(epoch, first, sums, t0, seconds_before)
+            if stop_at is not None:
+                return self.stopped(stop_at, logs)
+            seconds = seconds_before + time.perf_counter() - t0
+            loss_sum, correct, seen = sums
             logs = {"loss": loss_sum / max(seen, 1) if diverged is None else diverged}
-            if want_acc:
+            if self.want_acc:
                 logs["accuracy"] = correct / max(seen, 1)
-            if validation_data is not None and (epoch + 1 - initial_epoch) % validation_freq == 0:
-                vx, vy = validation_data
-                vres = evaluate_loss_accuracy(model, vx, vy, validation_batch_size or batch_size or 32)
+            if self.validation_data is not None and (epoch + 1 - self.initial_epoch) % self.validation_freq == 0:
+                vx, vy = self.validation_data
+                try:
+                    vres = evaluate_loss_accuracy(model, vx, vy, self.validation_batch_size or self.batch_size or 32,
+                                                  should_stop=lambda: self.stop.requested is not None)
+                except _StopInValidation:
+                    return self.stopped(self.position(epoch, done, sums, seconds), logs)
                 logs["val_loss"] = vres[0]
-                if want_acc:
+                if self.want_acc:
                     logs["val_accuracy"] = vres[1]
             logs["seconds"] = seconds
             logs["images_per_second"] = seen / seconds if seconds > 0 else 0.0
             bar.finish(logs)
             for cb in cbs:
                 cb.on_epoch_end(epoch, logs)
+            if self.backup is not None and self.backup.save_freq == "epoch":
+                with self.stop.writing():
+                    self.write_backup(self.position(epoch + 1, 0, (0.0, 0.0, 0), 0.0))
             if model.stop_training:
                 break
-    except KeyboardInterrupt:
-        history.interrupted = True
-        print("\nTraining interrupted (Ctrl-C): the model keeps the weights of the last completed batch; "
-              f"history has {len(history.epoch)} complete epoch(s).", flush=True)
-    for cb in cbs:
-        cb.on_train_end({k: v[-1] for k, v in history.history.items()})  # the last epoch's logs, as Keras
-    model.history = history
-    return history
+        # A stop signal after the last epoch's end changes nothing: training is complete.
+
+    def train_batches(self, epoch: int, first: int, sums: Tuple[float, float, int], t0: float,
+                      seconds_before: float) -> Tuple[int, Tuple[float, float, int], Dict[str, float], Any,
+                                                       Optional[float]]:
+        """Batches first.. of the epoch, one core call each. Returns (batches done, sums, last
+        logs, the position where a stop signal ended it or None, the non-finite loss of a batch a
+        callback stopped training at or None)."""
+        model, core, cbs, steps = self.model, self.core, self.cbs, self.steps
+        loss_sum, correct, seen = sums
+        batches = (dataset_batches(model, self.x, epoch, self.shuffle, first) if self.is_ds
+                   else array_batches(model, self.x, self.y, self.batch_size, self.shuffle, epoch, first))
+        logs: Dict[str, float] = {}
+        diverged: Optional[float] = None  # the non-finite loss of a batch a callback stopped at
+        staged = False  # whether the core holds the batch of this step (staged by the last call)
+        b = first
+        try:
+            if model.stop_training:  # resumed from a backup written after a callback stopped training
+                return b, (loss_sum, correct, seen), logs, None, None
+            # One call per batch: train_step(batch b, batch b+1) trains on b and stages b+1,
+            # which on a GPU uploads on the copy stream while b's backward pass still runs; the
+            # next call passes None for it. An error of batch b+1 (fetching it, preparing it,
+            # or staging it in the core) is raised at that batch's turn, with its number.
+            it = iter(batches)
+            current = fetch_batch(model, it, self.is_ds)
+            while current is not None:
+                kind, item = current
+                if kind == "next_error":
+                    raise item
+                if b >= steps:
+                    break
+                for cb in cbs:
+                    cb.on_train_batch_begin(b, {})
+                upcoming = fetch_batch(model, it, self.is_ds)
+                nxt = (upcoming[1] if STAGE_NEXT and b + 1 < steps and upcoming is not None
+                       and upcoming[0] == "ok" else None)
+                try:
+                    if kind == "prepare_error":
+                        raise item
+                    ls, c, n = core.train_step(None if staged else item, nxt)
+                except _core.NonFiniteLossError as err:
+                    # The core did not update the weights. As Keras, the callbacks see the
+                    # batch's loss; one that stops training (TerminateOnNaN) ends fit quietly,
+                    # else the error stands.
+                    staged = False  # the next batch was not staged: the step stopped before
+                    if not stop_on_non_finite(model, cbs, b, float(err.loss), logs):
+                        raise ValueError(f"epoch {epoch + 1}, batch {b + 1}: {err}") from err
+                    diverged = float(err.loss)
+                    break
+                except ValueError as err:
+                    raise ValueError(f"epoch {epoch + 1}, batch {b + 1}: {err}") from err
+                staged = nxt is not None
+                current = upcoming
+                loss_sum += ls
+                correct += c
+                seen += n
+                logs = {"loss": loss_sum / seen}
+                if self.want_acc:
+                    logs["accuracy"] = correct / seen
+                self.bar.update(b + 1, logs)
+                for cb in cbs:
+                    cb.on_train_batch_end(b, logs)
+                b += 1
+                # The batch boundary: a backup when one is due, then a stop signal is looked at.
+                here = self.position(epoch, b, (loss_sum, correct, seen),
+                                     seconds_before + time.perf_counter() - t0)
+                if self.backup is not None and self.backup._due_after_batch():
+                    with self.stop.writing():
+                        self.write_backup(here)
+                if self.stop.requested:
+                    return b, (loss_sum, correct, seen), logs, here, None
+                if model.stop_training:
+                    break
+        finally:
+            if staged:
+                core.drop_staged()  # left over when stopping early: release its arrays now
+            if hasattr(batches, "close"):
+                batches.close()  # stops a dataset's producer when we leave early
+        return b, (loss_sum, correct, seen), logs, None, diverged
 
 
 def stop_on_non_finite(model: "Sequential", cbs: Sequence[Callback], batch: int, loss: float,
@@ -443,9 +572,11 @@ def run_steps(core: Any, step: Any, batches: Iterator[Batch]) -> Iterator[Any]:
 
 
 def evaluate_loss_accuracy(model: "Sequential", x: Any, y: Any, batch_size: int,
-                           verbose: int = 0, steps: Optional[int] = None) -> Tuple[float, float]:
+                           verbose: int = 0, steps: Optional[int] = None,
+                           should_stop: Optional[Any] = None) -> Tuple[float, float]:
     """(mean loss, accuracy) over arrays or a dataset (its first `steps` batches when given): one
-    ``test_step`` call per batch."""
+    ``test_step`` call per batch. `should_stop` (fit's validation): looked at after each batch;
+    when it returns True the evaluation ends with _StopInValidation."""
     core = model._model()
     model._require_compiled("evaluate")
     loss_sum = correct = 0.0
@@ -475,6 +606,8 @@ def evaluate_loss_accuracy(model: "Sequential", x: Any, y: Any, batch_size: int,
     for b, (ls, c, n) in enumerate(run_steps(core, core.test_step, first_batches(batches, total))):
         loss_sum, correct, seen = loss_sum + ls, correct + c, seen + n
         bar.update(b + 1, {"loss": loss_sum / seen})
+        if should_stop is not None and should_stop():
+            raise _StopInValidation()
     if seen == 0:
         raise ValueError("evaluate: no data")
     result = (loss_sum / seen, correct / seen)

@@ -44,6 +44,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="both", choices=["cpu", "gpu", "both"],
                    help="both (default): CPU, then GPU when one is usable (the reason is printed when not)")
     p.add_argument("--out", default="hpcnn_tutorial")
+    p.add_argument("--backup", default=None, metavar="DIR",
+                   help="back up training in DIR/cpu and DIR/gpu (BackupAndRestore) and continue from there when run "
+                        "again: what lets a requeued Slurm job go on (slurm/*-train.sbatch pass $OUT/backup)")
+    p.add_argument("--backup-every", type=int, default=None, metavar="N",
+                   help="with --backup: a backup every N batches (default: after every epoch); a stop signal "
+                        "(SIGTERM, SIGUSR1, Ctrl-C) always writes one at the next batch boundary")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--verbose", default="auto", choices=["auto", 0, 1, 2],
                    type=lambda v: v if v == "auto" else int(v))  # fit takes 0/1/2 as numbers
@@ -142,16 +148,46 @@ def prepare_data(a) -> Tuple[str, np.ndarray, np.ndarray, str]:
     return h5, xv, yv, source
 
 
-def train_on(device: str, model, train_ds, valid_ds, epochs: int, verbose) -> Tuple[Any, float]:
-    from . import optimizers
+def train_on(device: str, model, train_ds, valid_ds, epochs: int, verbose, backup_dir: Optional[str] = None,
+             backup_every: Optional[int] = None) -> Tuple[Any, float]:
+    """Compile and fit on `device`; with `backup_dir`, through BackupAndRestore (kept when training
+    completes, so a run started again skips what is done). Returns (History, seconds of training:
+    the History's when it continued an earlier run)."""
+    from . import callbacks, optimizers
     model.compile(optimizer=optimizers.Adam(learning_rate=0.001), loss="categorical_crossentropy",
                   metrics=["accuracy"], device=device)
+    cbs = []
+    if backup_dir:
+        cbs.append(callbacks.BackupAndRestore(backup_dir, save_freq=backup_every or "epoch", delete_checkpoint=False))
     t = time.perf_counter()
-    history = model.fit(train_ds, epochs=epochs, verbose=verbose, validation_data=valid_ds)
-    return history, time.perf_counter() - t
+    history = model.fit(train_ds, epochs=epochs, verbose=verbose, validation_data=valid_ds, callbacks=cbs)
+    seconds = time.perf_counter() - t
+    if cbs and cbs[0].resumed_from is not None:
+        seconds = float(sum(history.history.get("seconds", [])))
+    return history, seconds
+
+
+def stopped(signal_name: str, backup: Optional[str]) -> int:
+    """The tutorial's exit after a stop signal: what to do next, and 128 + the signal's number."""
+    import signal as signals
+    where = (f"the backup in {backup} continues it: run the same command again" if backup
+             else "without --backup it starts from the beginning when run again")
+    print(f"hpcnn tutorial: stopped by {signal_name}; {where}", flush=True)
+    return 128 + int(getattr(signals, signal_name, 15))
 
 
 def main(a) -> int:
+    from . import interrupts
+    # SIGTERM, SIGUSR1 and Ctrl-C are recorded for the whole run (not only during fit, whose own
+    # handlers take over while it trains): a signal during data preparation stops the tutorial before
+    # it trains, instead of killing it (SIGUSR1's default) or being missed.
+    with interrupts.StopRequests() as stop:
+        return run(a, stop)
+
+
+def run(a, stop) -> int:
+    import shutil
+
     import hpcnn
     from . import applications, bench, data, models
 
@@ -182,16 +218,27 @@ def main(a) -> int:
     model.summary()
     runs: Dict[str, Dict[str, Any]] = {}
 
+    def backup_for(device: str) -> Optional[str]:
+        return os.path.join(a.backup, device) if a.backup else None
+
     if want_cpu:
-        print("\n=== Training on the CPU ===")
+        print("\n=== Training on the CPU ===", flush=True)
+        if stop.requested:
+            return stopped(stop.requested, a.backup)
         tr, va = datasets_for()
-        hist, secs = train_on("cpu", model, tr, va, a.epochs, a.verbose)
+        hist, secs = train_on("cpu", model, tr, va, a.epochs, a.verbose, backup_for("cpu"), a.backup_every)
+        if hist.interrupted:
+            return stopped(hist.interrupted_by, a.backup)
         runs["cpu"] = {"history": hist, "seconds": secs, "model": model}
     if want_gpu:
-        print("\n=== Training a clone on the GPU ===")
+        print("\n=== Training a clone on the GPU ===", flush=True)
+        if stop.requested:
+            return stopped(stop.requested, a.backup)
         new_model = models.clone_model(model)
         tr, va = datasets_for()
-        hist, secs = train_on("gpu", new_model, tr, va, a.epochs, a.verbose)
+        hist, secs = train_on("gpu", new_model, tr, va, a.epochs, a.verbose, backup_for("gpu"), a.backup_every)
+        if hist.interrupted:
+            return stopped(hist.interrupted_by, a.backup)
         runs["gpu"] = {"history": hist, "seconds": secs, "model": new_model}
 
     # Timings: per-epoch seconds and images/s, one CSV row per device and epoch.
@@ -242,4 +289,7 @@ def main(a) -> int:
     with open(os.path.join(a.out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1, default=float)
     print(f"Timings: {csv_path}; summary: {a.out}/summary.json; data: {h5}")
+    if a.backup and os.path.isdir(a.backup):
+        shutil.rmtree(a.backup)  # everything is written: a later run starts afresh
+        print(f"Backups: removed {a.backup} (the run is complete)")
     return 0

@@ -101,8 +101,12 @@ class Model:
     def num_trainable_params(self) -> int:
         ...
 
-    def optimizer_state(self) -> list:
-        """Host copies of the optimizer's state buffers in their fixed order (Keras 3's names: Adam, AdamW: [momentum, velocity]; SGD with momentum: [momentum]; RMSprop: [velocity, momentum (momentum > 0), average_gradient (centered)]; [] before the first step), each over the whole parameter buffer in the device's layout."""
+    def optimizer_state(self, keras_layout: bool=False) -> dict:
+        """Host copies of the optimizer's state buffers by name, in state_names order (Keras 3's names: Adam, AdamW: momentum, velocity; SGD with momentum: momentum; RMSprop: velocity, momentum (momentum > 0), average_gradient (centered)), each flat over the parameter buffer: in the layout of the model's device, or keras_layout=True in Keras' layout (what files hold). {} before the first step."""
+
+    @property
+    def optimizer_state_names(self) -> list[str]:
+        ...
 
     @property
     def output_shapes(self) -> list[list[int]]:
@@ -117,8 +121,18 @@ class Model:
     def relayout_buffer(self, buffer: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], from_device: str, to_device: str) -> numpy.ndarray:
         """A host copy of `buffer` (flat, aligned with the parameters: parameters, gradients, optimizer moments) converted from the layout the parameters have on from_device to the one on to_device: the conversion to() applies. A host computation: needs no GPU (for tests and tools)."""
 
+    @property
+    def seed(self) -> int:
+        ...
+
     def set_learning_rate_schedule(self, schedule: dict) -> None:
         """Lets a schedule (class_name and Keras' arguments) drive the learning rate from the next step on, evaluated at `iterations`."""
+
+    def set_optimizer_state(self, buffers: dict, iterations: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """Restores the optimizer: buffers {name: flat float32 array in Keras' layout} (all of state_names, or {} for a fresh state) and the step count. ValueError, nothing changed, when they do not fit."""
+
+    def set_rng_state(self, seed: typing.SupportsInt | typing.SupportsIndex, step: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """Restores the random state (seed and step counter) of a saved or backed-up model: its next training steps then draw the dropout masks of an uninterrupted run."""
 
     def set_trainable(self, per_layer: collections.abc.Sequence[bool]) -> None:
         """Which core layers the optimizer updates (Python calls it at compile)."""

@@ -50,8 +50,8 @@ class Loader:
     def decode_seconds(self) -> float:
         ...
 
-    def epoch(self, epoch: typing.SupportsInt | typing.SupportsIndex, prefetch: typing.SupportsInt | typing.SupportsIndex=4, device: str='cpu', stored_u8: bool=False) -> EpochIterator:
-        """Batches of one epoch, made ahead on a C++ thread: (x, y), or with stored_u8 (x, y, decode), where a uint8 dataset's x comes as stored with decode = (scale, shift) per channel, for a model that decodes on its GPU (decode None for float32 x)."""
+    def epoch(self, epoch: typing.SupportsInt | typing.SupportsIndex, prefetch: typing.SupportsInt | typing.SupportsIndex=4, device: str='cpu', stored_u8: bool=False, first_batch: typing.SupportsInt | typing.SupportsIndex=0) -> EpochIterator:
+        """Batches of one epoch, made ahead on a C++ thread: (x, y), or with stored_u8 (x, y, decode), where a uint8 dataset's x comes as stored with decode = (scale, shift) per channel, for a model that decodes on its GPU (decode None for float32 x). first_batch: start at this batch of the epoch (a resumed run)."""
 
     @property
     def has_labels(self) -> bool:
@@ -92,6 +92,13 @@ class Loader:
     @property
     def scatter_seconds(self) -> float:
         ...
+
+    @property
+    def seed(self) -> int:
+        ...
+
+    def set_seed(self, seed: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """Replaces the shuffle seed (a resumed run repeats the order of the run it continues)."""
 
     @property
     def window_blocks(self) -> int:
