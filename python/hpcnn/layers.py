@@ -814,8 +814,11 @@ class RandomTranslation(_Augmentation):
         if not isinstance(interpolation, str) or interpolation not in self._INTERPOLATIONS:
             raise ValueError(f"RandomTranslation: Unknown `interpolation` {interpolation!r}. Expected one of "
                              f"{self._INTERPOLATIONS}.")
-        self.height_factor = list(height_factor) if isinstance(height_factor, (tuple, list)) else float(height_factor)
-        self.width_factor = list(width_factor) if isinstance(width_factor, (tuple, list)) else float(width_factor)
+        # As given (a number or a pair, in config order), as plain floats: configs are JSON.
+        self.height_factor = ([float(v) for v in height_factor] if isinstance(height_factor, (tuple, list))
+                              else float(height_factor))
+        self.width_factor = ([float(v) for v in width_factor] if isinstance(width_factor, (tuple, list))
+                             else float(width_factor))
         self.fill_mode = fill_mode
         self.interpolation = interpolation
         self.fill_value = validation.number(fill_value, "fill_value", "RandomTranslation")
