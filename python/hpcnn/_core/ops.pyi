@@ -15,6 +15,9 @@ def activation_forward(x: object, activation: str, alpha: typing.SupportsFloat |
 def adam_step(params: object, grads: object, m: object, v: object, lr: typing.SupportsFloat | typing.SupportsIndex=0.001, beta_1: typing.SupportsFloat | typing.SupportsIndex=0.9, beta_2: typing.SupportsFloat | typing.SupportsIndex=0.999, epsilon: typing.SupportsFloat | typing.SupportsIndex=1e-07, t: typing.SupportsInt | typing.SupportsIndex=1, sizes: object=None, decay: object=None, weight_decay: typing.SupportsFloat | typing.SupportsIndex=0.0, clipvalue: typing.SupportsFloat | typing.SupportsIndex=0.0, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
     """Keras' Adam step; weight_decay: decoupled (w -= lr * weight_decay * w first), on the variables whose `decay` flag is set (all by default); clipvalue > 0 clamps the gradient. Returns (params, m, v)."""
 
+def augment(x: object, config: dict, training: bool=True, seed: typing.SupportsInt | typing.SupportsIndex=0, stream: typing.SupportsInt | typing.SupportsIndex=0, first_row: typing.SupportsInt | typing.SupportsIndex=0, rows: object=None, scale: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]=[], shift: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]=[], padding: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]=[], device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
+    ...
+
 def avgpool2d_backward(x_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dy: object, pool_size: object=2, strides: object=None, padding: str='valid', device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
     ...
 
