@@ -515,3 +515,29 @@ def test_core_uint8_with_many_distinct_channels(device):
         assert a._model().train_step((x8, y, None, decode)) == b._model().train_step((decoded(x8, *decode), y))
         np.testing.assert_array_equal(a._model().predict_step((x8, None, None, decode)),
                                       b._model().predict_step((decoded(x8, *decode),)))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_non_finite_input_reports_the_first_bad_value(threads):
+    """The input scan runs in parallel blocks; the message names the first non-finite value
+    wherever the others are (a later block's NaN scanned first must not win)."""
+    x, y = data(2048)  # 2048 * 128 floats: many scan blocks
+    flat = x.reshape(-1)
+    flat[200_000] = np.inf
+    flat[150_001] = np.nan
+    flat[250_000] = np.nan
+    m = small_model()
+    m.compile("adam", "sparse_categorical_crossentropy")
+    before = hpcnn.get_num_threads()
+    hpcnn.set_num_threads(threads)
+    try:
+        with pytest.raises(ValueError, match=r"input batch contains NaN \(first at flat index 150001 of shape "
+                                             r"\(2048, 8, 8, 2\)\)"):
+            m._model().train_step((x, y))
+        flat[150_001] = 1.0
+        with pytest.raises(ValueError, match=r"contains inf \(first at flat index 200000 "):
+            m._model().predict_step((x,))
+        flat[[200_000, 250_000]] = 0.5
+        assert m._model().predict_step((x,)).shape == (2048, 3)
+    finally:
+        hpcnn.set_num_threads(before)

@@ -9,6 +9,7 @@
 #include "ops/avgpool2d.h"
 #include "ops/decode.h"
 #include "ops/dropout.h"
+#include "ops/finite_check.h"
 #include "ops/param_norms.h"
 #include "ops/param_norms_body.h"
 #include "ops/scale_shift.h"
@@ -745,11 +746,10 @@ void augment_rows(const Tensor& x, const long long* rows, const float* scale, co
 void check_finite(const Tensor& t, const char* what) {
   if (!t.device().is_cpu() || t.dtype() != DType::F32) return;
   const float* p = t.f32();
-  long long n = t.numel();
-  for (long long i = 0; i < n; ++i)
-    if (!std::isfinite(p[i]))
-      throw ValueError(cat(what, " contains ", std::isnan(p[i]) ? "NaN" : "inf", " (first at flat index ", i,
-                           " of shape ", shape_str(t.shape()), ")"));
+  const long long i = cpu::first_non_finite(p, t.numel());
+  if (i >= 0)
+    throw ValueError(cat(what, " contains ", std::isnan(p[i]) ? "NaN" : "inf", " (first at flat index ", i,
+                         " of shape ", shape_str(t.shape()), ")"));
 }
 
 }  // namespace hpcnn::ops
