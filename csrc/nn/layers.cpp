@@ -74,26 +74,30 @@ void Conv2DLayer::backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor*
   ops::conv2d_backward(x, params_[0], y, dy, dx, grads_[0], db, sh_, sw_, padding_, relu_);
 }
 
-// ------------------------------------------------------------------ MaxPool2D
-MaxPool2DLayer::MaxPool2DLayer(int ph, int pw, int sh, int sw, Padding padding)
-    : ph_(ph), pw_(pw), sh_(sh), sw_(sw), padding_(padding) {
-  HPCNN_CHECK_ARG(ph > 0 && pw > 0 && sh > 0 && sw > 0, "MaxPooling2D: pool_size and strides must be positive");
+// ------------------------------------------------------------------ MaxPooling2D, AveragePooling2D
+Pool2DLayer::Pool2DLayer(bool max, int ph, int pw, int sh, int sw, Padding padding)
+    : max_(max), ph_(ph), pw_(pw), sh_(sh), sw_(sw), padding_(padding) {
+  HPCNN_CHECK_ARG(ph > 0 && pw > 0 && sh > 0 && sw > 0, kind(), ": pool_size and strides must be positive");
 }
 
-Shape MaxPool2DLayer::output_shape(const Shape& in) const {
-  HPCNN_CHECK_ARG(in.size() == 3, "MaxPooling2D expects inputs of shape (height, width, channels), got ",
-                  shape_str(in));
-  check_int_dims(in, "MaxPooling2D");
-  Pool2dGeometry g = Pool2dGeometry::make(1, (int)in[0], (int)in[1], (int)in[2], ph_, pw_, sh_, sw_, padding_);
+Shape Pool2DLayer::output_shape(const Shape& in) const {
+  const std::string k = kind();
+  HPCNN_CHECK_ARG(in.size() == 3, k, " expects inputs of shape (height, width, channels), got ", shape_str(in));
+  check_int_dims(in, k.c_str());
+  Pool2dGeometry g =
+      Pool2dGeometry::make(1, (int)in[0], (int)in[1], (int)in[2], ph_, pw_, sh_, sw_, padding_, k.c_str());
   return {g.oh, g.ow, in[2]};
 }
 
-void MaxPool2DLayer::forward(const Tensor& x, Tensor& y, const StepContext&) {
-  ops::maxpool2d_forward(x, y, ph_, pw_, sh_, sw_, padding_);
+void Pool2DLayer::forward(const Tensor& x, Tensor& y, const StepContext&) {
+  if (max_) ops::maxpool2d_forward(x, y, ph_, pw_, sh_, sw_, padding_);
+  else ops::avgpool2d_forward(x, y, ph_, pw_, sh_, sw_, padding_);
 }
 
-void MaxPool2DLayer::backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext&) {
-  if (dx) ops::maxpool2d_backward(x, y, dy, *dx, ph_, pw_, sh_, sw_, padding_);
+void Pool2DLayer::backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext&) {
+  if (!dx) return;
+  if (max_) ops::maxpool2d_backward(x, y, dy, *dx, ph_, pw_, sh_, sw_, padding_);
+  else ops::avgpool2d_backward(dy, *dx, ph_, pw_, sh_, sw_, padding_);
 }
 
 // ------------------------------------------------------------------ Flatten
@@ -156,29 +160,6 @@ void ActivationLayer::backward(const Tensor& x, const Tensor& y, Tensor& dy, Ten
   if (spec_.softmax) ops::softmax_backward(y, dy, *dx);
   else if (spec_.act == Act::ReLU) ops::relu_backward(y, dy, *dx);
   else ops::activation_backward(spec_.act, spec_.alpha, x, y, dy, *dx);
-}
-
-// ------------------------------------------------------------------ AveragePooling2D
-AvgPool2DLayer::AvgPool2DLayer(int ph, int pw, int sh, int sw, Padding padding)
-    : ph_(ph), pw_(pw), sh_(sh), sw_(sw), padding_(padding) {
-  HPCNN_CHECK_ARG(ph > 0 && pw > 0 && sh > 0 && sw > 0, "AveragePooling2D: pool_size and strides must be positive");
-}
-
-Shape AvgPool2DLayer::output_shape(const Shape& in) const {
-  HPCNN_CHECK_ARG(in.size() == 3, "AveragePooling2D expects inputs of shape (height, width, channels), got ",
-                  shape_str(in));
-  check_int_dims(in, "AveragePooling2D");
-  Pool2dGeometry g =
-      Pool2dGeometry::make(1, (int)in[0], (int)in[1], (int)in[2], ph_, pw_, sh_, sw_, padding_, "AveragePooling2D");
-  return {g.oh, g.ow, in[2]};
-}
-
-void AvgPool2DLayer::forward(const Tensor& x, Tensor& y, const StepContext&) {
-  ops::avgpool2d_forward(x, y, ph_, pw_, sh_, sw_, padding_);
-}
-
-void AvgPool2DLayer::backward(const Tensor&, const Tensor&, Tensor& dy, Tensor* dx, const StepContext&) {
-  if (dx) ops::avgpool2d_backward(dy, *dx, ph_, pw_, sh_, sw_, padding_);
 }
 
 // ------------------------------------------------------------------ GlobalAveragePooling2D / GlobalMaxPooling2D

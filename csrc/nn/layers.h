@@ -1,7 +1,7 @@
 // The layers of hpcnn. Each is thin: shape rules, parameter specs, and calls into ops/.
 //   Conv2D              conv2d (+ fused ReLU)                 kernel (kh,kw,in,out)*, bias (out) unless use_bias=False
-//   MaxPool2D           max pooling                           no params
-//   AvgPool2D           average pooling (padding not counted) no params
+//   Pool2D              max or average pooling (average:      no params
+//                       padding not counted)
 //   GlobalPool2D        global average or max pooling         no params; (h,w,c) -> (c) or (1,1,c)
 //   ZeroPadding2D       zeros around the spatial axes         no params
 //   Flatten             (H,W,C) -> (H*W*C) in H,W,C order     a view, no copy (Keras' NHWC order)
@@ -52,17 +52,28 @@ class Conv2DLayer : public Layer {
   bool relu_, use_bias_;
 };
 
-class MaxPool2DLayer : public Layer {
+// MaxPooling2D (max = true) and AveragePooling2D (max = false; padded positions are not counted):
+// a (ph, pw) window moved by strides (sh, sw) with Keras' padding (ops/pool2d.h).
+class Pool2DLayer : public Layer {
  public:
-  MaxPool2DLayer(int ph, int pw, int sh, int sw, Padding padding);
-  std::string kind() const override { return "MaxPooling2D"; }
+  Pool2DLayer(bool max, int ph, int pw, int sh, int sw, Padding padding);
+  std::string kind() const override { return max_ ? "MaxPooling2D" : "AveragePooling2D"; }
   Shape output_shape(const Shape& in) const override;
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
 
  private:
+  bool max_;
   int ph_, pw_, sh_, sw_;
   Padding padding_;
+};
+
+// The two pools by name (what the factory builds).
+struct MaxPool2DLayer : Pool2DLayer {
+  MaxPool2DLayer(int ph, int pw, int sh, int sw, Padding padding) : Pool2DLayer(true, ph, pw, sh, sw, padding) {}
+};
+struct AvgPool2DLayer : Pool2DLayer {
+  AvgPool2DLayer(int ph, int pw, int sh, int sw, Padding padding) : Pool2DLayer(false, ph, pw, sh, sw, padding) {}
 };
 
 class FlattenLayer : public Layer {
@@ -117,19 +128,6 @@ class ActivationLayer : public Layer {
  private:
   bool is_linear() const { return !spec_.softmax && spec_.act == Act::Linear; }
   ActivationSpec spec_;
-};
-
-class AvgPool2DLayer : public Layer {
- public:
-  AvgPool2DLayer(int ph, int pw, int sh, int sw, Padding padding);
-  std::string kind() const override { return "AveragePooling2D"; }
-  Shape output_shape(const Shape& in) const override;
-  void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
-  void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
-
- private:
-  int ph_, pw_, sh_, sw_;
-  Padding padding_;
 };
 
 // GlobalAveragePooling2D (max = false) and GlobalMaxPooling2D (max = true).

@@ -18,18 +18,19 @@ void check_finite(const char* schedule, const char* name, double v, bool positiv
 
 }  // namespace
 
-// ------------------------------------------------------------------ ExponentialDecay
-ExponentialDecay::ExponentialDecay(double initial, double decay_steps, double decay_rate, bool staircase)
-    : initial_(initial), decay_steps_(decay_steps), decay_rate_(decay_rate), staircase_(staircase) {
-  check_finite("ExponentialDecay", "initial_learning_rate", initial, false);
-  check_finite("ExponentialDecay", "decay_steps", decay_steps, true);
-  check_finite("ExponentialDecay", "decay_rate", decay_rate, false);
+// ------------------------------------------------------------------ ExponentialDecay, InverseTimeDecay
+StepDecay::StepDecay(bool inverse, double initial, double decay_steps, double decay_rate, bool staircase)
+    : inverse_(inverse), initial_(initial), decay_steps_(decay_steps), decay_rate_(decay_rate), staircase_(staircase) {
+  const std::string who = name();
+  check_finite(who.c_str(), "initial_learning_rate", initial, false);
+  check_finite(who.c_str(), "decay_steps", decay_steps, true);
+  check_finite(who.c_str(), "decay_rate", decay_rate, false);
 }
 
-double ExponentialDecay::at(long long step) const {
+double StepDecay::at(long long step) const {
   double p = static_cast<double>(step) / decay_steps_;
   if (staircase_) p = std::floor(p);
-  return initial_ * std::pow(decay_rate_, p);
+  return inverse_ ? initial_ / (1.0 + decay_rate_ * p) : initial_ * std::pow(decay_rate_, p);
 }
 
 // ------------------------------------------------------------------ PiecewiseConstantDecay
@@ -71,20 +72,6 @@ double PolynomialDecay::at(long long step) const {
     s = std::min(s, d);
   }
   return (initial_ - end_) * std::pow(1.0 - s / d, power_) + end_;
-}
-
-// ------------------------------------------------------------------ InverseTimeDecay
-InverseTimeDecay::InverseTimeDecay(double initial, double decay_steps, double decay_rate, bool staircase)
-    : initial_(initial), decay_steps_(decay_steps), decay_rate_(decay_rate), staircase_(staircase) {
-  check_finite("InverseTimeDecay", "initial_learning_rate", initial, false);
-  check_finite("InverseTimeDecay", "decay_steps", decay_steps, true);
-  check_finite("InverseTimeDecay", "decay_rate", decay_rate, false);
-}
-
-double InverseTimeDecay::at(long long step) const {
-  double p = static_cast<double>(step) / decay_steps_;
-  if (staircase_) p = std::floor(p);
-  return initial_ / (1.0 + decay_rate_ * p);
 }
 
 // ------------------------------------------------------------------ CosineDecay

@@ -38,15 +38,29 @@ class LearningRateSchedule {
   virtual double at(long long step) const = 0;
 };
 
-class ExponentialDecay : public LearningRateSchedule {
+// ExponentialDecay (inverse = false) and InverseTimeDecay (inverse = true): the same arguments
+// and checks, and the same exponent p = step / decay_steps (floored if staircase), in
+// initial * decay_rate^p or initial / (1 + decay_rate * p).
+class StepDecay : public LearningRateSchedule {
  public:
-  ExponentialDecay(double initial, double decay_steps, double decay_rate, bool staircase);
-  std::string name() const override { return "ExponentialDecay"; }
+  StepDecay(bool inverse, double initial, double decay_steps, double decay_rate, bool staircase);
+  std::string name() const override { return inverse_ ? "InverseTimeDecay" : "ExponentialDecay"; }
   double at(long long step) const override;
 
  private:
+  bool inverse_;
   double initial_, decay_steps_, decay_rate_;
   bool staircase_;
+};
+
+// The two by name (what the factory builds).
+struct ExponentialDecay : StepDecay {
+  ExponentialDecay(double initial, double decay_steps, double decay_rate, bool staircase)
+      : StepDecay(false, initial, decay_steps, decay_rate, staircase) {}
+};
+struct InverseTimeDecay : StepDecay {
+  InverseTimeDecay(double initial, double decay_steps, double decay_rate, bool staircase)
+      : StepDecay(true, initial, decay_steps, decay_rate, staircase) {}
 };
 
 class PiecewiseConstantDecay : public LearningRateSchedule {
@@ -68,17 +82,6 @@ class PolynomialDecay : public LearningRateSchedule {
  private:
   double initial_, decay_steps_, end_, power_;
   bool cycle_;
-};
-
-class InverseTimeDecay : public LearningRateSchedule {
- public:
-  InverseTimeDecay(double initial, double decay_steps, double decay_rate, bool staircase);
-  std::string name() const override { return "InverseTimeDecay"; }
-  double at(long long step) const override;
-
- private:
-  double initial_, decay_steps_, decay_rate_;
-  bool staircase_;
 };
 
 class CosineDecay : public LearningRateSchedule {

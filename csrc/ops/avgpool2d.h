@@ -1,5 +1,5 @@
 // 2-D average pooling, NHWC, Keras' padding rules (conv2d.h; geometry: Pool2dGeometry of
-// maxpool2d.h). Each output is the mean of the window's IN-BOUNDS positions: with 'same' padding
+// pool2d.h). Each output is the mean of the window's IN-BOUNDS positions: with 'same' padding
 // the padded positions are left out of the count, as Keras (TensorFlow's avg_pool) does, so a
 // corner window of 2x2 over a 1x1 image averages one value, not four with three zeros.
 //   forward : y[o] = (sum of x over the window, row-major order) / count(o)
@@ -8,7 +8,7 @@
 // CPU: avgpool2d_cpu.cpp; CUDA: avgpool2d_cuda.cu (bodies in avgpool2d_body.h).
 #pragma once
 
-#include "ops/maxpool2d.h"
+#include "ops/pool2d.h"
 
 namespace hpcnn {
 

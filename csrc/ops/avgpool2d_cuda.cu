@@ -11,35 +11,29 @@ namespace hpcnn::cuda {
 
 namespace {
 
-body::PoolArgs args_of(const Pool2dGeometry& g) {
-  return {g.n, g.h, g.w, g.c, g.ph, g.pw, g.sh, g.sw, g.oh, g.ow, g.pad_top, g.pad_left};
+__global__ void avgpool_forward_kernel(Pool2dGeometry g, const float* x, float* y) {
+  const long long count = g.output_count();
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
+    y[i] = body::avgpool_forward_at(g, x, i);
 }
 
-__global__ void avgpool_forward_kernel(body::PoolArgs a, const float* x, float* y) {
-  long long count = (long long)a.n * a.oh * a.ow * a.c;
+__global__ void avgpool_backward_kernel(Pool2dGeometry g, const float* dy, float* dx) {
+  const long long count = g.input_count();
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
-    y[i] = body::avgpool_forward_at(a, x, i);
-}
-
-__global__ void avgpool_backward_kernel(body::PoolArgs a, const float* dy, float* dx) {
-  long long count = (long long)a.n * a.h * a.w * a.c;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
-    dx[i] = body::avgpool_backward_at(a, dy, i);
+    dx[i] = body::avgpool_backward_at(g, dy, i);
 }
 
 }  // namespace
 
 void avgpool2d_forward(int device, const Pool2dGeometry& g, const float* x, float* y) {
   ContextLock ctx(device);
-  long long count = (long long)g.n * g.oh * g.ow * g.c;
-  avgpool_forward_kernel<<<blocks_for(count), 256, 0, ctx.stream()>>>(args_of(g), x, y);
+  avgpool_forward_kernel<<<blocks_for(g.output_count()), 256, 0, ctx.stream()>>>(g, x, y);
   HPCNN_CUDA_CHECK_LAUNCH();
 }
 
 void avgpool2d_backward(int device, const Pool2dGeometry& g, const float* dy, float* dx) {
   ContextLock ctx(device);
-  long long count = (long long)g.n * g.h * g.w * g.c;
-  avgpool_backward_kernel<<<blocks_for(count), 256, 0, ctx.stream()>>>(args_of(g), dy, dx);
+  avgpool_backward_kernel<<<blocks_for(g.input_count()), 256, 0, ctx.stream()>>>(g, dy, dx);
   HPCNN_CUDA_CHECK_LAUNCH();
 }
 

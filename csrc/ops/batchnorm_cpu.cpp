@@ -50,9 +50,11 @@ class ChannelSums {
   std::vector<double> partial_;
 };
 
-// Runs body(tid, r0, r1, sums_of_tid) over slices of the rows; returns the thread count used.
-template <typename Body>
-int reduce_rows(long long rows, int c, ChannelSums& sums, int max_threads, Body&& body) {
+// The two-level reduction: over each thread's slice of the rows, in blocks of at most kBlock
+// rows, block(r, re, b1, b2) adds rows [r, re) into the float sums b1, b2 (c each, zeroed first),
+// which are then added into the thread's double accumulators. Returns the thread count used.
+template <typename Block>
+int reduce_rows(long long rows, int c, ChannelSums& sums, int max_threads, Block&& block) {
   int used = 1;
   parallel_region([&](int tid, int nt) {
     if (tid == 0) used = nt;
@@ -60,7 +62,17 @@ int reduce_rows(long long rows, int c, ChannelSums& sums, int max_threads, Body&
     split_range(rows, tid, nt, r0, r1);
     double* acc = sums.of(tid);
     for (int j = 0; j < 2 * c; ++j) acc[j] = 0.0;
-    body(r0, r1, acc);
+    float* b1 = thread_scratch().floats(2 * static_cast<size_t>(c), 0);
+    float* b2 = b1 + c;
+    for (long long r = r0; r < r1; r += kBlock) {
+      const long long re = std::min(r + kBlock, r1);
+      for (int j = 0; j < c; ++j) b1[j] = b2[j] = 0.f;
+      block(r, re, b1, b2);
+      for (int j = 0; j < c; ++j) {
+        acc[j] += b1[j];
+        acc[c + j] += b2[j];
+      }
+    }
   }, max_threads);
   return used;
 }
@@ -69,6 +81,28 @@ int threads_for(long long rows) {
   const long long by_size = std::max(1LL, rows / kRowsPerThread);
   return static_cast<int>(std::min<long long>(get_num_threads(), by_size));
 }
+
+#if defined(__AVX2__) && defined(__FMA__)
+// The AVX reductions below: two accumulator sets of NV vectors (8 channels each) for b1 and for
+// b2, so that two rows are in flight (half the add-latency chain). row(q, s1, s2) adds row q into
+// the set s1, s2 it is given, for the rows [r0, r1) in order; then b1 += both sets of s1, b2 the same.
+template <int NV, typename Row>
+inline void sum_rows_two_in_flight(long long r0, long long r1, float* __restrict__ b1, float* __restrict__ b2,
+                                   Row&& row) {
+  __m256 a1[2][NV], a2[2][NV];
+  for (int v = 0; v < NV; ++v) a1[0][v] = a1[1][v] = a2[0][v] = a2[1][v] = _mm256_setzero_ps();
+  long long q = r0;
+  for (; q + 2 <= r1; q += 2) {
+    row(q, a1[0], a2[0]);
+    row(q + 1, a1[1], a2[1]);
+  }
+  for (; q < r1; ++q) row(q, a1[0], a2[0]);
+  for (int v = 0; v < NV; ++v) {
+    _mm256_storeu_ps(b1 + 8 * v, _mm256_add_ps(_mm256_loadu_ps(b1 + 8 * v), _mm256_add_ps(a1[0][v], a1[1][v])));
+    _mm256_storeu_ps(b2 + 8 * v, _mm256_add_ps(_mm256_loadu_ps(b2 + 8 * v), _mm256_add_ps(a2[0][v], a2[1][v])));
+  }
+}
+#endif
 
 // The per-row loops, as templates on the channel count W (0: the runtime count c): for the
 // usual widths (8, 16, 32, 64) every channel loop has a constant trip count and the loop overhead
@@ -84,29 +118,15 @@ struct Rows {
 #if defined(__AVX2__) && defined(__FMA__)
     if constexpr (W > 0 && W % 8 == 0) {
       constexpr int NV = W / 8;
-      __m256 sh[NV], a1[2][NV], a2[2][NV];  // two rows in flight: half the add-latency chain
-      for (int v = 0; v < NV; ++v) {
-        sh[v] = _mm256_loadu_ps(s + 8 * v);
-        a1[0][v] = a1[1][v] = a2[0][v] = a2[1][v] = _mm256_setzero_ps();
-      }
-      long long q = r0;
-      for (; q + 2 <= r1; q += 2)
-        for (int u = 0; u < 2; ++u)
-          for (int v = 0; v < NV; ++v) {
-            const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + (q + u) * W + 8 * v), sh[v]);
-            a1[u][v] = _mm256_add_ps(a1[u][v], d);
-            a2[u][v] = _mm256_fmadd_ps(d, d, a2[u][v]);
-          }
-      for (; q < r1; ++q)
+      __m256 sh[NV];
+      for (int v = 0; v < NV; ++v) sh[v] = _mm256_loadu_ps(s + 8 * v);
+      sum_rows_two_in_flight<NV>(r0, r1, b1, b2, [&](long long q, __m256* s1, __m256* s2) {
         for (int v = 0; v < NV; ++v) {
           const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + q * W + 8 * v), sh[v]);
-          a1[0][v] = _mm256_add_ps(a1[0][v], d);
-          a2[0][v] = _mm256_fmadd_ps(d, d, a2[0][v]);
+          s1[v] = _mm256_add_ps(s1[v], d);
+          s2[v] = _mm256_fmadd_ps(d, d, s2[v]);
         }
-      for (int v = 0; v < NV; ++v) {
-        _mm256_storeu_ps(b1 + 8 * v, _mm256_add_ps(_mm256_loadu_ps(b1 + 8 * v), _mm256_add_ps(a1[0][v], a1[1][v])));
-        _mm256_storeu_ps(b2 + 8 * v, _mm256_add_ps(_mm256_loadu_ps(b2 + 8 * v), _mm256_add_ps(a2[0][v], a2[1][v])));
-      }
+      });
       return;
     }
 #endif
@@ -127,30 +147,17 @@ struct Rows {
     if constexpr (W > 0 && W % 8 == 0) {
       constexpr int NV = W / 8;
       const __m256 zero = _mm256_setzero_ps();
-      __m256 mm[NV], a1[2][NV], a2[2][NV];
-      for (int v = 0; v < NV; ++v) {
-        mm[v] = _mm256_loadu_ps(m + 8 * v);
-        a1[0][v] = a1[1][v] = a2[0][v] = a2[1][v] = zero;
-      }
-      auto row = [&](long long q, int u) {
+      __m256 mm[NV];
+      for (int v = 0; v < NV; ++v) mm[v] = _mm256_loadu_ps(m + 8 * v);
+      sum_rows_two_in_flight<NV>(r0, r1, b1, b2, [&](long long q, __m256* s1, __m256* s2) {
         for (int v = 0; v < NV; ++v) {
           const long long i = q * W + 8 * v;
           __m256 g = _mm256_loadu_ps(dy + i);
           if (kRelu) g = _mm256_and_ps(g, _mm256_cmp_ps(_mm256_loadu_ps(y + i), zero, _CMP_GT_OQ));
-          a1[u][v] = _mm256_add_ps(a1[u][v], g);
-          a2[u][v] = _mm256_fmadd_ps(g, _mm256_sub_ps(_mm256_loadu_ps(x + i), mm[v]), a2[u][v]);
+          s1[v] = _mm256_add_ps(s1[v], g);
+          s2[v] = _mm256_fmadd_ps(g, _mm256_sub_ps(_mm256_loadu_ps(x + i), mm[v]), s2[v]);
         }
-      };
-      long long q = r0;
-      for (; q + 2 <= r1; q += 2) {
-        row(q, 0);
-        row(q + 1, 1);
-      }
-      for (; q < r1; ++q) row(q, 0);
-      for (int v = 0; v < NV; ++v) {
-        _mm256_storeu_ps(b1 + 8 * v, _mm256_add_ps(_mm256_loadu_ps(b1 + 8 * v), _mm256_add_ps(a1[0][v], a1[1][v])));
-        _mm256_storeu_ps(b2 + 8 * v, _mm256_add_ps(_mm256_loadu_ps(b2 + 8 * v), _mm256_add_ps(a2[0][v], a2[1][v])));
-      }
+      });
       return;
     }
 #endif
@@ -217,19 +224,8 @@ void batchnorm_forward_training(const BatchNormGeometry& g, const float* x, cons
   const float* shift = x;  // the first row: a value of each channel's own distribution
   const int max_threads = threads_for(R);
   ChannelSums sums(C, max_threads);
-  const int nt = reduce_rows(R, C, sums, max_threads, [&](long long r0, long long r1, double* acc) {
-    float* blk = thread_scratch().floats(2 * static_cast<size_t>(C), 0);
-    float* b1 = blk;
-    float* b2 = blk + C;
-    for (long long r = r0; r < r1; r += kBlock) {
-      const long long re = std::min(r + kBlock, r1);
-      for (int j = 0; j < C; ++j) b1[j] = b2[j] = 0.f;
-      HPCNN_BN_ROWS(C, shifted_sums(C, x, r, re, shift, b1, b2))
-      for (int j = 0; j < C; ++j) {
-        acc[j] += b1[j];
-        acc[C + j] += b2[j];
-      }
-    }
+  const int nt = reduce_rows(R, C, sums, max_threads, [&](long long r, long long re, float* b1, float* b2) {
+    HPCNN_BN_ROWS(C, shifted_sums(C, x, r, re, shift, b1, b2))
   });
   std::vector<double> s1(C), s2(C);
   sums.total(nt, s1.data(), s2.data());
@@ -267,20 +263,9 @@ void batchnorm_backward_training(const BatchNormGeometry& g, const float* x, con
   const int max_threads = threads_for(R);
   ChannelSums sums(C, max_threads);
   // sum g and sum g * (x - mean); the ReLU mask is applied on the fly (and again below).
-  const int nt = reduce_rows(R, C, sums, max_threads, [&](long long r0, long long r1, double* acc) {
-    float* blk = thread_scratch().floats(2 * static_cast<size_t>(C), 0);
-    float* b1 = blk;
-    float* b2 = blk + C;
-    for (long long r = r0; r < r1; r += kBlock) {
-      const long long re = std::min(r + kBlock, r1);
-      for (int j = 0; j < C; ++j) b1[j] = b2[j] = 0.f;
-      if (relu) HPCNN_BN_ROWS(C, template grad_sums<true>(C, x, y, dy, r, re, mean, b1, b2))
-      else HPCNN_BN_ROWS(C, template grad_sums<false>(C, x, y, dy, r, re, mean, b1, b2))
-      for (int j = 0; j < C; ++j) {
-        acc[j] += b1[j];
-        acc[C + j] += b2[j];
-      }
-    }
+  const int nt = reduce_rows(R, C, sums, max_threads, [&](long long r, long long re, float* b1, float* b2) {
+    if (relu) HPCNN_BN_ROWS(C, template grad_sums<true>(C, x, y, dy, r, re, mean, b1, b2))
+    else HPCNN_BN_ROWS(C, template grad_sums<false>(C, x, y, dy, r, re, mean, b1, b2))
   });
   std::vector<double> sg(C), sgx(C);
   sums.total(nt, sg.data(), sgx.data());

@@ -238,30 +238,40 @@ void tile_pointers(P* xi, int h, int w, int c, int y0, int x0, P* (&src)[R][C]) 
   }
 }
 
-// V[xi][r][:] for the tiles of images [n0, n0 + count), r = img * tiles + ty * tw + tx.
-template <class W>
-void input_transform(const Problem& p, const float* x, int n0, int count, float* v, long long plane) {
-  constexpr int A = W::a, M = W::m;
-  const int th = p.th(), tw = p.tw();
+// out[xi][r][:] (xi < A*A, planes `plane` floats apart) = the 2-D transform `f` (R x R -> A x A)
+// of the R x R tile of each tile position of the images [n0, n0 + count) of x (h x w x ch each),
+// r = img * tiles + ty * tw + tx: the tile of (ty, tx) starts at row M*ty - top, column
+// M*tx - left, and reads zero outside the image. The input transform (R = A, the padding as
+// top/left) and the output-gradient transform (R = M, no offset) are this loop.
+template <int R, int A, int M, class F>
+void tiles_to_planes(const float* x, int h, int w, int ch, int top, int left, int th, int tw, int n0, int count,
+                     float* out, long long plane, F f) {
   long long r = 0;
   for (int img = 0; img < count; ++img) {
-    const float* xi = x + (long long)(n0 + img) * p.h * p.w * p.c;
+    const float* xi = x + (long long)(n0 + img) * h * w * ch;
     for (int ty = 0; ty < th; ++ty) {
       for (int tx = 0; tx < tw; ++tx, ++r) {
-        const float* src[A][A];
-        tile_pointers<A, A>(xi, p.h, p.w, p.c, M * ty - p.pad_top, M * tx - p.pad_left, src);
-        float* dst = v + r * p.c;
-        for (int c0 = 0; c0 < p.c; c0 += L) {
-          const int nc = std::min(L, p.c - c0);
-          V8 d[A * A], o[A * A];
-          for (int i = 0; i < A; ++i)
-            for (int j = 0; j < A; ++j) d[i * A + j] = load_n(src[i][j] ? src[i][j] + c0 : nullptr, nc);
-          transform_2d<A, A, A, A>(d, o, [](const V8* in, V8* out) { W::input(in, out); });
+        const float* src[R][R];
+        tile_pointers<R, R>(xi, h, w, ch, M * ty - top, M * tx - left, src);
+        float* dst = out + r * ch;
+        for (int c0 = 0; c0 < ch; c0 += L) {
+          const int nc = std::min(L, ch - c0);
+          V8 d[R * R], o[A * A];
+          for (int i = 0; i < R; ++i)
+            for (int j = 0; j < R; ++j) d[i * R + j] = load_n(src[i][j] ? src[i][j] + c0 : nullptr, nc);
+          transform_2d<R, R, A, A>(d, o, f);
           for (int xi2 = 0; xi2 < A * A; ++xi2) store_n(o[xi2], dst + xi2 * plane + c0, nc);
         }
       }
     }
   }
+}
+
+// V[xi][r][:] for the tiles of images [n0, n0 + count), r = img * tiles + ty * tw + tx.
+template <class W>
+void input_transform(const Problem& p, const float* x, int n0, int count, float* v, long long plane) {
+  tiles_to_planes<W::a, W::a, W::m>(x, p.h, p.w, p.c, p.pad_top, p.pad_left, p.th(), p.tw(), n0, count, v, plane,
+                                    [](const V8* in, V8* out) { W::input(in, out); });
 }
 
 // y (images [n0, n0 + count)) <- act(A^T M A + bias); bias may be null.
@@ -300,27 +310,8 @@ void output_transform(const Problem& p, const float* m, long long plane, const f
 // of images [n0, n0 + count): the gradient of the Winograd-domain product U .* V.
 template <class W>
 void grad_output_transform(const Problem& p, const float* dy, int n0, int count, float* dm, long long plane) {
-  constexpr int A = W::a, M = W::m;
-  const int th = p.th(), tw = p.tw();
-  long long r = 0;
-  for (int img = 0; img < count; ++img) {
-    const float* di = dy + (long long)(n0 + img) * p.oh * p.ow * p.f;
-    for (int ty = 0; ty < th; ++ty) {
-      for (int tx = 0; tx < tw; ++tx, ++r) {
-        const float* src[M][M];
-        tile_pointers<M, M>(di, p.oh, p.ow, p.f, M * ty, M * tx, src);
-        float* dst = dm + r * p.f;
-        for (int f0 = 0; f0 < p.f; f0 += L) {
-          const int nf = std::min(L, p.f - f0);
-          V8 d[M * M], o[A * A];
-          for (int i = 0; i < M; ++i)
-            for (int j = 0; j < M; ++j) d[i * M + j] = load_n(src[i][j] ? src[i][j] + f0 : nullptr, nf);
-          transform_2d<M, M, A, A>(d, o, [](const V8* in, V8* out) { W::grad_output(in, out); });
-          for (int xi2 = 0; xi2 < A * A; ++xi2) store_n(o[xi2], dst + xi2 * plane + f0, nf);
-        }
-      }
-    }
-  }
+  tiles_to_planes<W::m, W::a, W::m>(dy, p.oh, p.ow, p.f, 0, 0, p.th(), p.tw(), n0, count, dm, plane,
+                                    [](const V8* in, V8* out) { W::grad_output(in, out); });
 }
 
 // Distance between the a*a planes of V, M, dM (tiles x channels each): one cache line more than
@@ -328,9 +319,12 @@ void grad_output_transform(const Problem& p, const float* dy, int n0, int count,
 // (rows * channels * 4 bytes is often a multiple of 4 KiB; measured: the transforms cost ~1.5x).
 long long plane_stride(long long rows, int channels) { return rows * channels + 16; }
 
-// y (images [n0, n0 + count)) = act(conv(x, U) + bias), in groups; scratch slots 0 (V), 1 (M).
-template <class W>
-void run(const Problem& p, const float* x, const float* u, const float* bias, bool relu, float* y, int n0, int count) {
+// The images [n0, n0 + count) in groups (images_per_group), each with its V planes (the input
+// transform of x; scratch slot 0) and room for as many M planes (slot 1):
+// step(g0, cnt, rows, v, vs, m, ms) for the group of cnt images from g0, rows = cnt * tiles,
+// vs and ms the plane strides.
+template <class W, class Step>
+void for_each_group(const Problem& p, const float* x, int n0, int count, Step&& step) {
   constexpr int AA = W::a * W::a;
   const int group = images_per_group(p);
   const long long tiles = p.tiles();
@@ -341,11 +335,20 @@ void run(const Problem& p, const float* x, const float* u, const float* bias, bo
     float* v = thread_scratch().floats(AA * vs, 0);
     float* m = thread_scratch().floats(AA * ms, 1);
     input_transform<W>(p, x, g0, cnt, v, vs);
-    for (int xi = 0; xi < AA; ++xi)
+    step(g0, cnt, rows, v, vs, m, ms);
+  }
+}
+
+// y (images [n0, n0 + count)) = act(conv(x, U) + bias), in groups: M = V * U, y from M.
+template <class W>
+void run(const Problem& p, const float* x, const float* u, const float* bias, bool relu, float* y, int n0, int count) {
+  for_each_group<W>(p, x, n0, count, [&](int g0, int cnt, long long rows, const float* v, long long vs, float* m,
+                                         long long ms) {
+    for (int xi = 0; xi < W::a * W::a; ++xi)
       blas::sgemm(false, false, static_cast<int>(rows), p.f, p.c, 1.f, v + xi * vs, p.c,
                   u + xi * kernel_plane(p.c, p.f), p.f, 0.f, m + xi * ms, p.f);
     output_transform<W>(p, m, ms, bias, relu, g0, cnt, y);
-  }
+  });
 }
 
 // The calling thread's buffer for the transformed kernel (grows only: no allocation per step).
@@ -401,22 +404,14 @@ const float* backward_kernel_impl(const Conv2dGeometry& g, const float* w) {
 
 template <class W>
 void filter_grad_impl(const Conv2dGeometry& g, const float* x, const float* dy, int n0, int count, float* du_acc) {
-  constexpr int AA = W::a * W::a;
   const Problem p = forward_problem(g, W::m);
-  const int group = images_per_group(p);
-  const long long tiles = p.tiles();
-  for (int g0 = n0; g0 < n0 + count; g0 += group) {
-    const int cnt = std::min(group, n0 + count - g0);
-    const long long rows = cnt * tiles;
-    const long long vs = plane_stride(rows, p.c), ms = plane_stride(rows, p.f);
-    float* v = thread_scratch().floats(AA * vs, 0);
-    float* dm = thread_scratch().floats(AA * ms, 1);
-    input_transform<W>(p, x, g0, cnt, v, vs);
+  for_each_group<W>(p, x, n0, count, [&](int g0, int cnt, long long rows, const float* v, long long vs, float* dm,
+                                         long long ms) {
     grad_output_transform<W>(p, dy, g0, cnt, dm, ms);
-    for (int xi = 0; xi < AA; ++xi)  // dU[xi] (C x F) += V[xi]^T (C x rows) * dM[xi] (rows x F)
+    for (int xi = 0; xi < W::a * W::a; ++xi)  // dU[xi] (C x F) += V[xi]^T (C x rows) * dM[xi] (rows x F)
       blas::sgemm(true, false, p.c, p.f, static_cast<int>(rows), 1.f, v + xi * vs, p.c, dm + xi * ms, p.f, 1.f,
                   du_acc + xi * kernel_plane(p.c, p.f), p.f);
-  }
+  });
 }
 
 template <class W>

@@ -156,17 +156,16 @@ void check_maxpool(std::vector<SelftestResult>& out) {
   double fwd_bad = 0, bwd_bad = 0;
   for (const Case& k : cases) {
     Pool2dGeometry g = Pool2dGeometry::make(k.n, k.h, k.w, k.c, k.p, k.p, k.s, k.s, k.pad);
-    body::PoolArgs a{g.n, g.h, g.w, g.c, g.ph, g.pw, g.sh, g.sw, g.oh, g.ow, g.pad_top, g.pad_left};
-    Vec x = random_vec((size_t)g.n * g.h * g.w * g.c, 7);
+    Vec x = random_vec((size_t)g.input_count(), 7);
     if (k.ties)
       for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 3 == 0) ? 0.f : std::max(x[i], 0.f);
-    Vec y_cpu((size_t)g.n * g.oh * g.ow * g.c), y_emu(y_cpu.size());
+    Vec y_cpu((size_t)g.output_count()), y_emu(y_cpu.size());
     cpu::maxpool2d_forward(g, x.data(), y_cpu.data());
-    for (size_t i = 0; i < y_emu.size(); ++i) y_emu[i] = body::maxpool_forward_at(a, x.data(), i);
+    for (size_t i = 0; i < y_emu.size(); ++i) y_emu[i] = body::maxpool_forward_at(g, x.data(), i);
     fwd_bad += mismatches(y_emu, y_cpu);
     Vec dy = random_vec(y_cpu.size(), 8), dx_cpu(x.size()), dx_emu(x.size());
     cpu::maxpool2d_backward(g, x.data(), y_cpu.data(), dy.data(), dx_cpu.data());
-    for (size_t i = 0; i < dx_emu.size(); ++i) dx_emu[i] = body::maxpool_backward_at(a, x.data(), y_cpu.data(), dy.data(), i);
+    for (size_t i = 0; i < dx_emu.size(); ++i) dx_emu[i] = body::maxpool_backward_at(g, x.data(), y_cpu.data(), dy.data(), i);
     bwd_bad += mismatches(dx_emu, dx_cpu);
   }
   out.push_back({"maxpool forward (bitwise mismatches)", fwd_bad, 0});
@@ -181,15 +180,14 @@ void check_avgpool(std::vector<SelftestResult>& out) {
   double fwd_bad = 0, bwd_bad = 0;
   for (const Case& k : cases) {
     Pool2dGeometry g = Pool2dGeometry::make(k.n, k.h, k.w, k.c, k.p, k.p, k.s, k.s, k.pad, "avg_pool2d");
-    body::PoolArgs a{g.n, g.h, g.w, g.c, g.ph, g.pw, g.sh, g.sw, g.oh, g.ow, g.pad_top, g.pad_left};
-    Vec x = random_vec((size_t)g.n * g.h * g.w * g.c, 17);
-    Vec y_cpu((size_t)g.n * g.oh * g.ow * g.c), y_emu(y_cpu.size());
+    Vec x = random_vec((size_t)g.input_count(), 17);
+    Vec y_cpu((size_t)g.output_count()), y_emu(y_cpu.size());
     cpu::avgpool2d_forward(g, x.data(), y_cpu.data());
-    for (size_t i = 0; i < y_emu.size(); ++i) y_emu[i] = body::avgpool_forward_at(a, x.data(), i);
+    for (size_t i = 0; i < y_emu.size(); ++i) y_emu[i] = body::avgpool_forward_at(g, x.data(), i);
     fwd_bad += mismatches(y_emu, y_cpu);
     Vec dy = random_vec(y_cpu.size(), 18), dx_cpu(x.size()), dx_emu(x.size());
     cpu::avgpool2d_backward(g, dy.data(), dx_cpu.data());
-    for (size_t i = 0; i < dx_emu.size(); ++i) dx_emu[i] = body::avgpool_backward_at(a, dy.data(), i);
+    for (size_t i = 0; i < dx_emu.size(); ++i) dx_emu[i] = body::avgpool_backward_at(g, dy.data(), i);
     bwd_bad += mismatches(dx_emu, dx_cpu);
   }
   out.push_back({"avgpool forward (bitwise mismatches)", fwd_bad, 0});

@@ -11,40 +11,19 @@
 #include "core/scratch.h"
 #include "core/thread_pool.h"
 #include "ops/maxpool2d.h"
+#include "ops/pool2d_cpu.h"
 
 namespace hpcnn::cpu {
 
-namespace {
-// The in-bounds window of output (oy, ox): [y0, y1) x [x0, x1).
-inline void window(const Pool2dGeometry& g, int oy, int ox, int& y0, int& y1, int& x0, int& x1) {
-  y0 = oy * g.sh - g.pad_top;
-  x0 = ox * g.sw - g.pad_left;
-  y1 = std::min(y0 + g.ph, g.h);
-  x1 = std::min(x0 + g.pw, g.w);
-  y0 = std::max(y0, 0);
-  x0 = std::max(x0, 0);
-}
-}  // namespace
-
 void maxpool2d_forward(const Pool2dGeometry& g, const float* x, float* y) {
-  const long long out_rows = (long long)g.n * g.oh;
-  parallel_for(out_rows, [&](long long r0, long long r1, int) {
-    for (long long r = r0; r < r1; ++r) {
-      int n = static_cast<int>(r / g.oh), oy = static_cast<int>(r % g.oh);
-      const float* xn = x + (long long)n * g.h * g.w * g.c;
-      for (int ox = 0; ox < g.ow; ++ox) {
-        float* out = y + ((r * g.ow) + ox) * g.c;
-        int y0, y1, x0, x1;
-        window(g, oy, ox, y0, y1, x0, x1);
-        std::fill(out, out + g.c, -std::numeric_limits<float>::infinity());
-        for (int iy = y0; iy < y1; ++iy)
-          for (int ix = x0; ix < x1; ++ix) {
-            const float* in = xn + ((long long)iy * g.w + ix) * g.c;
-            for (int ci = 0; ci < g.c; ++ci) out[ci] = in[ci] > out[ci] ? in[ci] : out[ci];
-          }
+  for_each_pool_window(g, x, y, [&](const float* xn, float* out, int y0, int y1, int x0, int x1) {
+    std::fill(out, out + g.c, -std::numeric_limits<float>::infinity());
+    for (int iy = y0; iy < y1; ++iy)
+      for (int ix = x0; ix < x1; ++ix) {
+        const float* in = xn + ((long long)iy * g.w + ix) * g.c;
+        for (int ci = 0; ci < g.c; ++ci) out[ci] = in[ci] > out[ci] ? in[ci] : out[ci];
       }
-    }
-  }, 4);
+  });
 }
 
 // Backward, vectorized across channels: the window's positions are visited in row-major order
@@ -68,7 +47,7 @@ void pool_backward_image(const Pool2dGeometry& g, const float* xn, const float* 
       const float* yo = yn + o;
       const float* dyo = dyn + o;
       int y0, y1, x0, x1;
-      window(g, oy, ox, y0, y1, x0, x1);
+      g.window(oy, ox, y0, y1, x0, x1);
       for (int ci = 0; ci < C; ++ci) taken[ci] = 0.f;
       for (int iy = y0; iy < y1; ++iy)
         for (int ix = x0; ix < x1; ++ix) {
@@ -96,7 +75,7 @@ void pool_backward_tiles_avx(const Pool2dGeometry& g, const float* xn, const flo
     for (int ox = 0; ox < g.ow; ++ox) {
       const long long o = ((long long)oy * g.ow + ox) * C;
       int y0, y1, x0, x1;
-      window(g, oy, ox, y0, y1, x0, x1);
+      g.window(oy, ox, y0, y1, x0, x1);
       for (int c0 = 0; c0 < C8; c0 += 8) {
         const __m256 yv = _mm256_loadu_ps(yn + o + c0), dv = _mm256_loadu_ps(dyn + o + c0);
         __m256 taken = _mm256_setzero_ps();

@@ -15,38 +15,30 @@ namespace hpcnn::cuda {
 
 namespace {
 
-using body::PoolArgs;
-
-PoolArgs args_of(const Pool2dGeometry& g) {
-  return {g.n, g.h, g.w, g.c, g.ph, g.pw, g.sh, g.sw, g.oh, g.ow, g.pad_top, g.pad_left};
+__global__ void maxpool_forward_kernel(Pool2dGeometry g, const float* x, float* y) {
+  const long long count = g.output_count();
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
+    y[i] = body::maxpool_forward_at(g, x, i);
 }
 
-__global__ void maxpool_forward_kernel(PoolArgs a, const float* x, float* y) {
-  long long count = (long long)a.n * a.oh * a.ow * a.c;
+__global__ void maxpool_backward_kernel(Pool2dGeometry g, const float* x, const float* y, const float* dy, float* dx) {
+  const long long count = g.input_count();
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
-    y[i] = body::maxpool_forward_at(a, x, i);
-}
-
-__global__ void maxpool_backward_kernel(PoolArgs a, const float* x, const float* y, const float* dy, float* dx) {
-  long long count = (long long)a.n * a.h * a.w * a.c;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
-    dx[i] = body::maxpool_backward_at(a, x, y, dy, i);
+    dx[i] = body::maxpool_backward_at(g, x, y, dy, i);
 }
 
 }  // namespace
 
 void maxpool2d_forward(int device, const Pool2dGeometry& g, const float* x, float* y) {
   ContextLock ctx(device);
-  long long count = (long long)g.n * g.oh * g.ow * g.c;
-  maxpool_forward_kernel<<<blocks_for(count), 256, 0, ctx.stream()>>>(args_of(g), x, y);
+  maxpool_forward_kernel<<<blocks_for(g.output_count()), 256, 0, ctx.stream()>>>(g, x, y);
   HPCNN_CUDA_CHECK_LAUNCH();
 }
 
 void maxpool2d_backward(int device, const Pool2dGeometry& g, const float* x, const float* y, const float* dy,
                         float* dx) {
   ContextLock ctx(device);
-  long long count = (long long)g.n * g.h * g.w * g.c;
-  maxpool_backward_kernel<<<blocks_for(count), 256, 0, ctx.stream()>>>(args_of(g), x, y, dy, dx);
+  maxpool_backward_kernel<<<blocks_for(g.input_count()), 256, 0, ctx.stream()>>>(g, x, y, dy, dx);
   HPCNN_CUDA_CHECK_LAUNCH();
 }
 

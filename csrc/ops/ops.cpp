@@ -120,13 +120,18 @@ void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& 
 }
 
 // ------------------------------------------------------------------ max-pool
-Pool2dGeometry maxpool2d_geometry(const Tensor& x, int ph, int pw, int sh, int sw, Padding pad) {
-  expect_f32("max_pool2d", "input", x);
-  HPCNN_CHECK_ARG(x.rank() == 4, "max_pool2d: input must be 4-D (batch, height, width, channels), got shape ",
+// The geometry of a window pool (op: "max_pool2d" or "avg_pool2d") over input x.
+static Pool2dGeometry pool2d_geometry(const char* op, const Tensor& x, int ph, int pw, int sh, int sw, Padding pad) {
+  expect_f32(op, "input", x);
+  HPCNN_CHECK_ARG(x.rank() == 4, op, ": input must be 4-D (batch, height, width, channels), got shape ",
                   shape_str(x.shape()));
-  HPCNN_CHECK_ARG(x.dim(0) > 0, "max_pool2d: batch size is 0 (input shape ", shape_str(x.shape()), ")");
-  return Pool2dGeometry::make(as_int(x.dim(0), "max_pool2d"), as_int(x.dim(1), "max_pool2d"),
-                              as_int(x.dim(2), "max_pool2d"), as_int(x.dim(3), "max_pool2d"), ph, pw, sh, sw, pad);
+  HPCNN_CHECK_ARG(x.dim(0) > 0, op, ": batch size is 0 (input shape ", shape_str(x.shape()), ")");
+  return Pool2dGeometry::make(as_int(x.dim(0), op), as_int(x.dim(1), op), as_int(x.dim(2), op), as_int(x.dim(3), op),
+                              ph, pw, sh, sw, pad, op);
+}
+
+Pool2dGeometry maxpool2d_geometry(const Tensor& x, int ph, int pw, int sh, int sw, Padding pad) {
+  return pool2d_geometry("max_pool2d", x, ph, pw, sh, sw, pad);
 }
 
 void maxpool2d_forward(const Tensor& x, Tensor& y, int ph, int pw, int sh, int sw, Padding pad) {
@@ -150,13 +155,7 @@ void maxpool2d_backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tens
 
 // ------------------------------------------------------------------ average pooling
 Pool2dGeometry avgpool2d_geometry(const Tensor& x, int ph, int pw, int sh, int sw, Padding pad) {
-  expect_f32("avg_pool2d", "input", x);
-  HPCNN_CHECK_ARG(x.rank() == 4, "avg_pool2d: input must be 4-D (batch, height, width, channels), got shape ",
-                  shape_str(x.shape()));
-  HPCNN_CHECK_ARG(x.dim(0) > 0, "avg_pool2d: batch size is 0 (input shape ", shape_str(x.shape()), ")");
-  return Pool2dGeometry::make(as_int(x.dim(0), "avg_pool2d"), as_int(x.dim(1), "avg_pool2d"),
-                              as_int(x.dim(2), "avg_pool2d"), as_int(x.dim(3), "avg_pool2d"), ph, pw, sh, sw, pad,
-                              "avg_pool2d");
+  return pool2d_geometry("avg_pool2d", x, ph, pw, sh, sw, pad);
 }
 
 void avgpool2d_forward(const Tensor& x, Tensor& y, int ph, int pw, int sh, int sw, Padding pad) {

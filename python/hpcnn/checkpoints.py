@@ -65,6 +65,17 @@ def _save_freq(value: Any, caller: str, allow_false: bool) -> Union[str, int, bo
                      f"Received: save_freq={value!r}")
 
 
+def _path(value: Any, argument: str, what: str, where: str) -> str:
+    """``value`` (a str or os.PathLike) as a non-empty path string; ValueError naming the argument."""
+    try:
+        path = os.fspath(value)
+    except TypeError:
+        path = None
+    if not isinstance(path, str) or not path:
+        raise ValueError(f"{where}: {argument} must be a {what} (a string), got {value!r}")
+    return path
+
+
 def _mode(monitor: str, mode: str) -> str:
     if mode == "auto":
         return "max" if "acc" in monitor or monitor.startswith("fmeasure") else "min"
@@ -153,12 +164,7 @@ class ModelCheckpoint(Callback):
         super().__init__()
         where = "ModelCheckpoint"
         validation.no_other_arguments(kwargs, where)
-        try:
-            path = os.fspath(filepath)
-        except TypeError:
-            path = None
-        if not isinstance(path, str) or not path:
-            raise ValueError(f"{where}: filepath must be a file name (a string), got {filepath!r}")
+        path = _path(filepath, "filepath", "file name", where)
         if not isinstance(monitor, str) or not monitor:
             raise ValueError(f"{where}: monitor must be a metric name such as 'val_loss', got {monitor!r}")
         self.filepath, self.monitor = path, monitor
@@ -292,13 +298,7 @@ class BackupAndRestore(Callback):
         super().__init__()
         where = "BackupAndRestore"
         validation.no_other_arguments(kwargs, where)
-        try:
-            d = os.fspath(backup_dir)
-        except TypeError:
-            d = None
-        if not isinstance(d, str) or not d:
-            raise ValueError(f"{where}: backup_dir must be a directory name (a string), got {backup_dir!r}")
-        self.backup_dir = d
+        self.backup_dir = _path(backup_dir, "backup_dir", "directory name", where)
         self.save_freq = _save_freq(save_freq, where, allow_false=True)
         self.double_checkpoint = validation.boolean(double_checkpoint, "double_checkpoint", where)
         self.delete_checkpoint = validation.boolean(delete_checkpoint, "delete_checkpoint", where)

@@ -261,15 +261,15 @@ class Conv2D(_WeightRegularizers, Layer):
         return kh * kw * input_shape[-1] * self.filters + (self.filters if self.use_bias else 0)
 
 
-class MaxPooling2D(Layer):
-    """Max pooling, NHWC; ``strides`` default to ``pool_size`` (Keras)."""
+class _Pooling2D(Layer):
+    """What MaxPooling2D and AveragePooling2D share: ``pool_size``, ``strides`` (default: ``pool_size``,
+    as Keras) and ``padding``, their checks and config."""
 
-    _keras_name = "max_pooling2d"
+    _core_class = ""
 
     def __init__(self, pool_size: IntPair = (2, 2), strides: Optional[IntPair] = None, padding: str = "valid",
                  name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
-        if kwargs.pop("data_format", None) not in (None, "channels_last"):
-            raise ValueError("hpcnn is NHWC only: data_format must be 'channels_last'")
+        _channels_last_only(kwargs)
         self.pool_size = validation.int_tuple(pool_size, 2, "pool_size")
         self.strides = validation.int_tuple(strides, 2, "strides") if strides is not None else self.pool_size
         self.padding = _padding(padding)
@@ -281,8 +281,15 @@ class MaxPooling2D(Layer):
         return cfg
 
     def _core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="MaxPooling2D", pool_size=list(self.pool_size), strides=list(self.strides),
+        return [dict(class_name=self._core_class, pool_size=list(self.pool_size), strides=list(self.strides),
                      padding=self.padding)]
+
+
+class MaxPooling2D(_Pooling2D):
+    """Max pooling, NHWC; ``strides`` default to ``pool_size`` (Keras)."""
+
+    _keras_name = "max_pooling2d"
+    _core_class = "MaxPooling2D"
 
 
 MaxPool2D = MaxPooling2D
@@ -503,28 +510,12 @@ def _channels_last_only(kwargs: Dict[str, Any]) -> None:
         raise ValueError("hpcnn is NHWC only: data_format must be 'channels_last'")
 
 
-class AveragePooling2D(Layer):
+class AveragePooling2D(_Pooling2D):
     """Average pooling, NHWC; ``strides`` default to ``pool_size`` (Keras). With ``padding='same'``
     each window averages its in-bounds positions only (padding is not counted), as Keras does."""
 
     _keras_name = "average_pooling2d"
-
-    def __init__(self, pool_size: IntPair = (2, 2), strides: Optional[IntPair] = None, padding: str = "valid",
-                 name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
-        _channels_last_only(kwargs)
-        self.pool_size = validation.int_tuple(pool_size, 2, "pool_size")
-        self.strides = validation.int_tuple(strides, 2, "strides") if strides is not None else self.pool_size
-        self.padding = _padding(padding)
-        super().__init__(name=name, input_shape=input_shape, **kwargs)
-
-    def get_config(self) -> Dict[str, Any]:
-        cfg = super().get_config()
-        cfg.update(pool_size=list(self.pool_size), strides=list(self.strides), padding=self.padding)
-        return cfg
-
-    def _core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="AveragePooling2D", pool_size=list(self.pool_size), strides=list(self.strides),
-                     padding=self.padding)]
+    _core_class = "AveragePooling2D"
 
 
 AvgPool2D = AveragePooling2D

@@ -18,6 +18,9 @@ from typing import Any, Dict, Optional, Union
 
 import numpy as np
 
+from . import _config_objects
+from ._config_objects import ConfigObject
+
 
 def _factor(value: Any, name: str) -> float:
     """Keras' validate_float_arg: a non-negative finite number (None: 0 for L1L2, handled by callers)."""
@@ -27,7 +30,7 @@ def _factor(value: Any, name: str) -> float:
     return float(value)
 
 
-class Regularizer:
+class Regularizer(ConfigObject):
     """Base class: ``regularizer(weights)`` is the penalty of an array (NumPy, float64)."""
 
     l1: float = 0.0
@@ -42,21 +45,8 @@ class Regularizer:
             penalty += self.l2 * float(np.square(w).sum())
         return penalty
 
-    def get_config(self) -> Dict[str, Any]:
-        raise NotImplementedError
-
-    @classmethod
-    def from_config(cls, config: Dict[str, Any]) -> "Regularizer":
-        return cls(**config)
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.get_config().items())})"
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.get_config() == self.get_config()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(repr(self))
 
 
 class L1(Regularizer):
@@ -100,19 +90,11 @@ REGISTRY = {"L1": L1, "L2": L2, "L1L2": L1L2, "l1": L1, "l2": L2, "l1_l2": L1L2}
 
 def serialize(regularizer: Regularizer) -> Dict[str, Any]:
     """``{'class_name': ..., 'config': {...}}``, Keras' serialized shape."""
-    return {"class_name": type(regularizer).__name__, "config": regularizer.get_config()}
+    return _config_objects.serialize(regularizer)
 
 
 def deserialize(config: Dict[str, Any]) -> Regularizer:
-    if not isinstance(config, dict) or not isinstance(config.get("config", {}), dict):
-        raise ValueError(f"a regularizer config is a dict with 'class_name' and 'config', got {config!r:.200}")
-    name = config.get("class_name")
-    if not isinstance(name, str) or name not in REGISTRY:
-        raise ValueError(f"unknown regularizer {name!r:.100}: hpcnn has L1, L2 and L1L2")
-    try:
-        return REGISTRY[name].from_config(dict(config.get("config", {})))
-    except TypeError as e:
-        raise ValueError(f"{name}: {e}") from None
+    return _config_objects.deserialize(config, REGISTRY, "regularizer", "L1, L2 and L1L2")
 
 
 def get(identifier: Union[None, str, Dict[str, Any], Regularizer], argument: str = "regularizer") -> Optional[Regularizer]:

@@ -20,10 +20,11 @@ from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 
-from .. import _core, validation
+from .. import _config_objects, _core, validation
+from .._config_objects import ConfigObject
 
 
-class LearningRateSchedule:
+class LearningRateSchedule(ConfigObject):
     """Base class of the schedules. ``schedule(step)`` is the learning rate of the step taken after
     ``step`` steps; ``get_config`` / ``from_config`` round-trip the arguments (Keras' keys)."""
 
@@ -42,13 +43,6 @@ class LearningRateSchedule:
                 cfg, validation.integer(s, "step", type(self).__name__, minimum=0, maximum=None))
         return out
 
-    def get_config(self) -> Dict[str, Any]:
-        raise NotImplementedError
-
-    @classmethod
-    def from_config(cls, config: Dict[str, Any]) -> "LearningRateSchedule":
-        return cls(**config)
-
     def _core_config(self) -> Dict[str, Any]:
         """What the core's factory reads (nn/factory.cpp make_schedule): the class name and the
         arguments, None (Keras' "not given") left out."""
@@ -59,12 +53,6 @@ class LearningRateSchedule:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items() if k != "name")
         return f"{type(self).__name__}({args})"
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.get_config() == self.get_config()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, repr(self)))
 
 
 def _rate(value: Any, name: str, caller: str) -> float:
@@ -88,22 +76,30 @@ def _name(value: Any, default: str, caller: str) -> str:
     return value
 
 
-class ExponentialDecay(LearningRateSchedule):
+class _StepDecay(LearningRateSchedule):
+    """ExponentialDecay and InverseTimeDecay: the same arguments, checks and config (the core
+    evaluates both with the exponent ``step / decay_steps``, floored when ``staircase``)."""
+
+    def __init__(self, caller: str, initial_learning_rate: float, decay_steps: Union[int, float],
+                 decay_rate: float, staircase: bool, name: str) -> None:
+        self.initial_learning_rate = _rate(initial_learning_rate, "initial_learning_rate", caller)
+        self.decay_steps = _steps(decay_steps, "decay_steps", caller)
+        self.decay_rate = _rate(decay_rate, "decay_rate", caller)
+        self.staircase = validation.boolean(staircase, "staircase", caller)
+        self.name = _name(name, caller, caller)
+
+    def get_config(self) -> Dict[str, Any]:
+        return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
+                "decay_rate": self.decay_rate, "staircase": self.staircase, "name": self.name}
+
+
+class ExponentialDecay(_StepDecay):
     """``initial_learning_rate * decay_rate ** (step / decay_steps)`` (an integer exponent when
     ``staircase``)."""
 
     def __init__(self, initial_learning_rate: float, decay_steps: Union[int, float], decay_rate: float,
                  staircase: bool = False, name: str = "ExponentialDecay") -> None:
-        c = "ExponentialDecay"
-        self.initial_learning_rate = _rate(initial_learning_rate, "initial_learning_rate", c)
-        self.decay_steps = _steps(decay_steps, "decay_steps", c)
-        self.decay_rate = _rate(decay_rate, "decay_rate", c)
-        self.staircase = validation.boolean(staircase, "staircase", c)
-        self.name = _name(name, "ExponentialDecay", c)
-
-    def get_config(self) -> Dict[str, Any]:
-        return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
-                "decay_rate": self.decay_rate, "staircase": self.staircase, "name": self.name}
+        super().__init__("ExponentialDecay", initial_learning_rate, decay_steps, decay_rate, staircase, name)
 
 
 class PiecewiseConstantDecay(LearningRateSchedule):
@@ -152,22 +148,13 @@ class PolynomialDecay(LearningRateSchedule):
                 "name": self.name}
 
 
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(_StepDecay):
     """``initial_learning_rate / (1 + decay_rate * step / decay_steps)`` (an integer quotient when
     ``staircase``)."""
 
     def __init__(self, initial_learning_rate: float, decay_steps: Union[int, float], decay_rate: float,
                  staircase: bool = False, name: str = "InverseTimeDecay") -> None:
-        c = "InverseTimeDecay"
-        self.initial_learning_rate = _rate(initial_learning_rate, "initial_learning_rate", c)
-        self.decay_steps = _steps(decay_steps, "decay_steps", c)
-        self.decay_rate = _rate(decay_rate, "decay_rate", c)
-        self.staircase = validation.boolean(staircase, "staircase", c)
-        self.name = _name(name, "InverseTimeDecay", c)
-
-    def get_config(self) -> Dict[str, Any]:
-        return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
-                "decay_rate": self.decay_rate, "staircase": self.staircase, "name": self.name}
+        super().__init__("InverseTimeDecay", initial_learning_rate, decay_steps, decay_rate, staircase, name)
 
 
 class CosineDecay(LearningRateSchedule):
@@ -232,21 +219,13 @@ def serialize(learning_rate_schedule: LearningRateSchedule) -> Dict[str, Any]:
     """``{'class_name': ..., 'config': {...}}``, Keras' serialized shape."""
     if not isinstance(learning_rate_schedule, LearningRateSchedule):
         raise ValueError(f"serialize: expected a LearningRateSchedule, got {learning_rate_schedule!r}")
-    return {"class_name": type(learning_rate_schedule).__name__, "config": learning_rate_schedule.get_config()}
+    return _config_objects.serialize(learning_rate_schedule)
 
 
 def deserialize(config: Dict[str, Any]) -> LearningRateSchedule:
     """The schedule ``serialize`` (or Keras' ``keras.optimizers.schedules.serialize``) described;
     ValueError for anything else."""
-    if not isinstance(config, dict) or not isinstance(config.get("config", {}), dict):
-        raise ValueError(f"a learning rate schedule config is a dict with 'class_name' and 'config', got {config!r:.200}")
-    name = config.get("class_name")
-    if not isinstance(name, str) or name not in REGISTRY:
-        raise ValueError(f"unknown learning rate schedule {name!r:.100}: hpcnn has {sorted(REGISTRY)}")
-    try:
-        return REGISTRY[name].from_config(dict(config.get("config", {})))
-    except TypeError as e:  # an argument the class does not take
-        raise ValueError(f"{name}: {e}") from None
+    return _config_objects.deserialize(config, REGISTRY, "learning rate schedule", str(sorted(REGISTRY)))
 
 
 __all__ = ["LearningRateSchedule", "ExponentialDecay", "PiecewiseConstantDecay", "PolynomialDecay", "InverseTimeDecay",
