@@ -10,6 +10,16 @@ reaches counting one read of every input and one write of every output (GB/s), a
 convolutions GFLOP/s. On a GPU (--device gpu:0) the times include the host's wait for the device.
 
     python bench/bench_layer_ops.py [--batch 128] [--threads N] [--device cpu] [--trials 5]
+
+With --step: where the time of one ResNet-20 training step goes instead. Every layer of
+hpcnn.applications.resnet20_cifar (shortcut 'B' as bench/bench_resnet.py, or --shortcut A) is
+timed at its own shapes, forward and backward, with the ops the core's step calls (BN+ReLU fused
+where the model fuses it, no input gradient for the first convolution), plus the loss and the
+SGD update; the times are summed per op type and set against the model's measured step (the
+remainder: what the step does besides the ops, e.g. gradient accumulation where a tensor has two
+readers, the regularizer, memory traffic between ops).
+
+    python bench/bench_layer_ops.py --step [--batch 128] [--threads N]
 """
 from __future__ import annotations
 
@@ -31,9 +41,15 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--min-time", type=float, default=0.15, help="seconds per timed call")
+    ap.add_argument("--step", action="store_true", help="the per-op-type breakdown of one ResNet-20 step")
+    ap.add_argument("--shortcut", default="B", choices=["A", "B"], help="ResNet-20's shortcut for --step")
+    ap.add_argument("--steps", type=int, default=10, help="--step: model steps timed for the comparison")
     args = ap.parse_args()
     if args.threads:
         hpcnn.set_num_threads(args.threads)
+    if args.step:
+        resnet_step(args)
+        return
     n, dev, T, P = args.batch, args.device, args.min_time, args.trials
     rng = np.random.default_rng(0)
     print(f"hpcnn {hpcnn.__version__}, device {dev}, {hpcnn.get_num_threads()} threads, batch {n}")
@@ -88,6 +104,137 @@ def main() -> None:
         row(f"{name} forward 32x32x16", t, f"{x.size / t / 1e9:.2f} Gelem/s")
         t = timed(lambda r: ops.activation_backward(x, y, dy, name, 0.2, device=dev, repeat=r), T, P)
         row(f"{name} backward 32x32x16", t, f"{x.size / t / 1e9:.2f} Gelem/s")
+
+
+def _repeat(fn):
+    """An op without `repeat`: called r times from Python (its conversions included)."""
+    return lambda r: [fn() for _ in range(r)]
+
+
+def resnet_step(args) -> None:
+    """Per-op-type forward/backward times of one ResNet-20 training step (see the docstring)."""
+    from collections import defaultdict
+
+    from hpcnn import bench, layers as L
+    from hpcnn.applications import resnet20_cifar
+    n, dev, T, P = args.batch, args.device, args.min_time, args.trials
+    rng = np.random.default_rng(0)
+    model = resnet20_cifar(shortcut=args.shortcut, seed=0)
+    nodes = model._graph_nodes()
+    fused = [cfg[0].get("activation") == "relu" and isinstance(layer, L.BatchNormalization)
+             for (layer, _), cfg in zip(nodes, L.core_configs([lay for lay, _ in nodes],
+                                                               [parents for _, parents in nodes]))]
+    fused_relu = {id(nodes[i + 0][0]._output) for i, f in enumerate(fused) if f}
+    fwd, bwd, count = defaultdict(float), defaultdict(float), defaultdict(int)
+
+    def arr(shape):
+        return rng.standard_normal((n,) + tuple(shape)).astype(np.float32)
+
+    first_conv = True
+    for layer, _ in nodes:
+        ins = [t._shape for t in layer._inbound]
+        out = layer._output._shape
+        x, dy = arr(ins[0]), arr(out)
+        if isinstance(layer, L.Conv2D):
+            k, s = layer.kernel_size[0], layer.strides[0]
+            w = (rng.standard_normal((k, k, ins[0][-1], layer.filters)) * 0.1).astype(np.float32)
+            y = ops.conv2d_forward(x, w, None, s, layer.padding, device=dev)
+            key = f"conv2d {k}x{k} stride {s}"
+            fwd[key] += timed(lambda r: ops.conv2d_forward(x, w, None, s, layer.padding, device=dev, repeat=r), T, P)
+            need_dx = not first_conv
+            bwd[key] += timed(lambda r: ops.conv2d_backward(x, w, y, dy, s, layer.padding, False, need_dx, device=dev,
+                                                            repeat=r, bias=False), T, P)
+            first_conv = False
+        elif isinstance(layer, L.BatchNormalization):
+            c = ins[0][-1]
+            g, b = np.ones(c, np.float32), np.zeros(c, np.float32)
+            relu = id(layer._output) in fused_relu
+            y, m, v, i = ops.batchnorm_forward_training(x, g, b, layer.epsilon, relu, device=dev)
+            key = "batch_norm + relu (fused)" if relu else "batch_norm"
+            fwd[key] += timed(lambda r: ops.batchnorm_forward_training(x, g, b, layer.epsilon, relu, device=dev,
+                                                                       repeat=r), T, P)
+            bwd[key] += timed(lambda r: ops.batchnorm_backward_training(x, y, dy, g, m, i, layer.epsilon, relu,
+                                                                        device=dev, repeat=r), T, P)
+        elif isinstance(layer, (L.ReLU, L.Activation)):
+            key = "relu"
+            if any(id(t) in fused_relu for t in layer._inbound):
+                count["relu (fused into batch_norm: no op)"] += 1
+                continue
+            y = ops.activation_forward(x, "relu", device=dev)
+            fwd[key] += timed(lambda r: ops.activation_forward(x, "relu", device=dev, repeat=r), T, P)
+            bwd[key] += timed(lambda r: ops.activation_backward(x, y, dy, "relu", device=dev, repeat=r), T, P)
+        elif isinstance(layer, L.Add):
+            key = "add* (backward: the gradient passes through)"
+            xs = [arr(sh) for sh in ins]
+            fwd[key] += timed(_repeat(lambda: ops.add(xs, device=dev)), T, P)
+            bwd["accumulate* (the block input is read twice)"] += timed(
+                _repeat(lambda: ops.accumulate(x, dy, device=dev)), T, P)
+            count["accumulate* (the block input is read twice)"] += 1
+        elif isinstance(layer, L.GlobalAveragePooling2D):
+            key = "global average pool*"
+            y = ops.global_pool2d_forward(x, "avg", device=dev)
+            fwd[key] += timed(_repeat(lambda: ops.global_pool2d_forward(x, "avg", device=dev)), T, P)
+            bwd[key] += timed(_repeat(lambda: ops.global_pool2d_backward(x, y, dy, "avg", device=dev)), T, P)
+        elif isinstance(layer, L.Dense):
+            key = "dense"
+            kw = (rng.standard_normal((ins[0][-1], layer.units)) * 0.1).astype(np.float32)
+            bias = np.zeros(layer.units, np.float32)
+            y = ops.dense_forward(x, kw, bias, device=dev)
+            fwd[key] += timed(lambda r: ops.dense_forward(x, kw, bias, device=dev, repeat=r), T, P)
+            bwd[key] += timed(lambda r: ops.dense_backward(x, kw, y, dy, device=dev, repeat=r), T, P)
+            labels = rng.integers(0, layer.units, n).astype(np.int32)
+            fwd["softmax + cross-entropy (forward and gradient)"] += timed(
+                lambda r: ops.softmax_cross_entropy(y, labels, device=dev, repeat=r), T, P)
+        elif isinstance(layer, L.MaxPooling2D):
+            key = "shortcut A: subsample (1x1 max-pool, stride 2)"
+            y = ops.maxpool2d_forward(x, layer.pool_size, layer.strides, device=dev)
+            fwd[key] += timed(lambda r: ops.maxpool2d_forward(x, layer.pool_size, layer.strides, device=dev,
+                                                              repeat=r), T, P)
+            bwd[key] += timed(lambda r: ops.maxpool2d_backward(x, y, dy, layer.pool_size, layer.strides, device=dev,
+                                                               repeat=r), T, P)
+        elif isinstance(layer, L.Rescaling):
+            key = "shortcut A: zero channels (Rescaling(0))*"
+            sc, off = np.zeros(ins[0][-1], np.float32), np.zeros(ins[0][-1], np.float32)
+            fwd[key] += timed(_repeat(lambda: ops.scale_shift_forward(x, sc, off, device=dev)), T, P)
+            bwd[key] += timed(_repeat(lambda: ops.scale_shift_backward(dy, sc, device=dev)), T, P)
+        elif isinstance(layer, L.Concatenate):
+            key = "shortcut A: concatenate*"
+            xs = [arr(sh) for sh in ins]
+            fwd[key] += timed(_repeat(lambda: ops.concatenate(xs, device=dev)), T, P)
+            sizes = [sh[-1] for sh in ins]
+            bwd[key] += timed(_repeat(lambda: ops.split(dy, sizes, device=dev)), T, P)
+        else:
+            raise RuntimeError(f"bench_layer_ops --step: no timing for {type(layer).__name__}")
+        count[key] += 1
+    params = model.count_params()
+    pw, pg, pv = (rng.standard_normal(params).astype(np.float32) for _ in range(3))
+    fwd["SGD update* (momentum 0.9), all weights"] += timed(
+        _repeat(lambda: ops.sgd_step(pw, pg, pv, 0.1, 0.9, device=dev)), T, P)
+    count["SGD update* (momentum 0.9), all weights"] = 1
+    count["softmax + cross-entropy (forward and gradient)"] = 1
+
+    # The whole step of the same model, as fit calls it per batch (SGD 0.1, momentum 0.9, weight decay 1e-4).
+    m = resnet20_cifar(shortcut=args.shortcut, weight_decay=1e-4, seed=0)
+    m.compile(hpcnn.optimizers.SGD(0.1, momentum=0.9), "sparse_categorical_crossentropy", ["accuracy"], device=dev)
+    core = m._model()
+    xb = rng.random((n, 32, 32, 3), dtype=np.float32)
+    yb = rng.integers(0, 10, n).astype(np.int32)
+    step = float(np.median(bench.time_steps(lambda: core.train_step((xb, yb)), args.steps, 2)))
+    pred = float(np.median(bench.time_steps(lambda: core.predict_step((xb,)), args.steps, 2)))
+    total = sum(fwd.values()) + sum(bwd.values())
+    print(f"== one ResNet-20 training step (shortcut {args.shortcut}), batch {n}, {dev}, "
+          f"{hpcnn.get_num_threads()} threads")
+    print(f"{'op type':52s} {'count':>5s} {'fwd ms':>8s} {'bwd ms':>8s} {'% of ops':>9s}")
+    for key in sorted(set(fwd) | set(bwd) | set(count), key=lambda k: -(fwd[k] + bwd[k])):
+        t = fwd[key] + bwd[key]
+        print(f"{key:52s} {count[key]:>5d} {fwd[key] * 1e3:8.2f} {bwd[key] * 1e3:8.2f} {100 * t / total:8.1f} %")
+    print(f"{'sum of the ops':52s} {'':>5s} {sum(fwd.values()) * 1e3:8.2f} {sum(bwd.values()) * 1e3:8.2f}")
+    print(f"measured training step (model.train_step, median of {args.steps}): {step * 1e3:.2f} ms "
+          f"({n / step:.0f} img/s); the ops' sum is {100 * total / step:.0f} % of it")
+    print(f"measured inference step (predict, median of {args.steps}): {pred * 1e3:.2f} ms ({n / pred:.0f} img/s)")
+    print("*: an op without a `repeat` argument, called from Python: its NumPy conversions are included (an "
+          "upper bound)")
+    print("(the ops run one at a time here, each on warm buffers; in the step they share the caches less)")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Training and inference speed of the tutorial CNN on the CPU: hpcnn vs PyTorch vs
-TensorFlow/Keras, measured side by side in one run (frameworks interleaved round by round, each
-in its own process so their thread pools and OpenMP runtimes never meet).
+"""Training and inference speed of the tutorial CNN (or, --model resnet20, ResNet-20: see
+bench/bench_resnet.py) on the CPU: hpcnn vs PyTorch vs TensorFlow/Keras, measured side by side in
+one run (frameworks interleaved round by round, each in its own process so their thread pools and
+OpenMP runtimes never meet). Every framework's trainable parameter count is printed and must agree.
 
     python bench/bench_train.py                      # hpcnn only, or whatever is importable
     python bench/bench_train.py --python /path/to/bench-venv/bin/python --rounds 3
@@ -20,17 +21,21 @@ import sys
 import time
 
 
-def main(argv=None):
+def main(argv=None, doc=None, model="tutorial", batch=250):
     import hpcnn
     from hpcnn import bench
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--batch", type=int, default=250)
+    p = argparse.ArgumentParser(description=doc or __doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default=model, choices=sorted(bench.MODELS), help=f"default {model}")
+    p.add_argument("--batch", type=int, default=batch)
     p.add_argument("--steps", type=int, default=12, help="timed steps per round")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds over the frameworks")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: hpcnn's default)")
     p.add_argument("--frameworks", default="hpcnn,torch,tensorflow")
     p.add_argument("--python", default=sys.executable, help="interpreter for the workers (a bench venv)")
+    p.add_argument("--hpcnn-python", default=None,
+                   help="interpreter for hpcnn's worker when hpcnn is not installed in --python's environment "
+                        "(default: --python)")
     p.add_argument("--csv", default=None, help="append one row per framework and mode to this CSV")
     p.add_argument("--baseline-python", action="append", default=[], metavar="[LABEL=]PYTHON",
                    help="also time the hpcnn importable by this interpreter (an older build in its own venv), "
@@ -41,11 +46,13 @@ def main(argv=None):
     unknown = [f for f in fws if f not in bench.WORKERS]
     if unknown:
         p.error(f"unknown frameworks {unknown}; known: {sorted(bench.WORKERS)}")
-    present = [f for f in fws if bench.importable(a.python, f)]
+    py_of = {f: (a.hpcnn_python or a.python) if f == "hpcnn" else a.python for f in fws}
+    present = [f for f in fws if bench.importable(py_of[f], f)]
     for f in fws:
         if f not in present:
-            print(f"# {f}: not importable by {a.python}; skipped")
+            print(f"# {f}: not importable by {py_of[f]}; skipped")
     peak = bench.peak_gflops(threads, 1.0)
+    print(f"# model: {a.model}: {bench.MODELS[a.model][3]}")
     print(f"# machine: {bench.machine_description()}")
     print(f"# threads: {threads}; batch {a.batch}; {a.rounds} rounds x {a.steps} steps (+{a.warmup} warm-up)")
     print(f"# FP32 peak (FMA loop, {threads} threads): " + (f"{peak:.1f} GFLOP/s" if peak else "not measured"))
@@ -53,15 +60,20 @@ def main(argv=None):
     for i, spec in enumerate(a.baseline_python):
         label, _, py = spec.rpartition("=")
         baselines[label or ("hpcnn-baseline" if i == 0 else f"hpcnn-baseline{i + 1}")] = py
-    results = bench.compare(present, a.batch, a.steps, a.warmup, threads, a.rounds, a.python, baselines)
-    rows = bench.comparison_rows(results, peak)
+    results = bench.compare(present, a.batch, a.steps, a.warmup, threads, a.rounds, a.python, baselines, a.model,
+                            a.hpcnn_python)
+    counts = {f: r["params"] for (f, mode), r in results.items() if mode == "train"}
+    print("# trainable parameters: " + ", ".join(f"{bench.FRAMEWORK_LABEL.get(f, f)} {c:,}" if c is not None else
+                                                   f"{bench.FRAMEWORK_LABEL.get(f, f)} ?" for f, c in counts.items()))
+    bench.check_same_params(results)  # a ValueError (exit 1) when the models differ
+    rows = bench.comparison_rows(results, peak, a.model)
     print()
     print(bench.format_comparison(rows))
-    print(f"# {bench.PEAK_NOTE}")
+    print(f"# {bench.peak_note(a.model)}")
     if a.csv:
         for r in rows:
             bench.append_csv(a.csv, {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": bench.machine_description(),
-                                     "threads": threads, "peak_gflops": peak or "", **r})
+                                     "model": a.model, "threads": threads, "peak_gflops": peak or "", **r})
     print(f"# hpcnn build: {hpcnn.build_info()['blas_config']}")
     return 0
 

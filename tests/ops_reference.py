@@ -204,6 +204,19 @@ def batchnorm_training(x, gamma, beta, eps=1e-3, relu=False):
     return (np.maximum(y, 0.0) if relu else y), mean, var
 
 
+def batchnorm_training_backward(x, gamma, dy, eps=1e-3):
+    """(dx, dgamma, dbeta) of batchnorm_training (no ReLU): the batch statistics depend on x too."""
+    x, dy = np.asarray(x, np.float64), np.asarray(dy, np.float64)
+    axes = tuple(range(x.ndim - 1))
+    m = x.size // x.shape[-1]
+    inv = 1.0 / np.sqrt(x.var(axis=axes) + eps)
+    xhat = (x - x.mean(axis=axes)) * inv
+    dbeta, dgamma = dy.sum(axis=axes), (dy * xhat).sum(axis=axes)
+    g = np.ones_like(inv) if gamma is None else np.asarray(gamma, np.float64)
+    dx = g * inv / m * (m * dy - dbeta - xhat * dgamma)
+    return dx, dgamma, dbeta
+
+
 def batchnorm_inference(x, gamma, beta, moving_mean, moving_var, eps=1e-3, relu=False):
     x = np.asarray(x, np.float64)
     g = 1.0 if gamma is None else np.asarray(gamma, np.float64)

@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 
 import hpcnn
-from hpcnn import callbacks, optimizers, regularizers
+from hpcnn import applications, callbacks, optimizers, regularizers
 from hpcnn.optimizers import schedules
 from hpcnn.data import HDF5Dataset, write_hdf5
-from hpcnn.layers import (ELU, Activation, AveragePooling2D, BatchNormalization, Conv2D, Dense, Dropout, Flatten,
-                          GlobalAveragePooling2D, GlobalMaxPooling2D, Input, InputLayer, LeakyReLU, MaxPooling2D, ReLU,
-                          RandomCrop, RandomFlip, RandomTranslation, Rescaling, Softmax, ZeroPadding2D)
+from hpcnn.layers import (ELU, Activation, Add, AveragePooling2D, BatchNormalization, Concatenate, Conv2D, Dense,
+                          Dropout, Flatten, GlobalAveragePooling2D, GlobalMaxPooling2D, Input, InputLayer, LeakyReLU,
+                          MaxPooling2D, RandomCrop, RandomFlip, RandomTranslation, ReLU, Rescaling, Softmax,
+                          ZeroPadding2D)
 from hpcnn.utils import set_random_seed, to_categorical
 from small_models import small_model
 
@@ -60,6 +61,13 @@ def invalid(name, value):
 
 
 V, T = ValueError, TypeError
+
+
+def _chain(**kw):
+    x = Input((4,))
+    return hpcnn.Model(x, Dense(2, activation="softmax")(x), **kw)
+
+
 CASES = [
     # ---------------------------------------------------------------- fit (issue: batch_size=0 became 32,
     # 16.7 became 16, steps_per_epoch=-1 ran an empty epoch)
@@ -330,6 +338,29 @@ CASES = [
     ("InputLayer dtype", lambda c: InputLayer(input_shape=(4,), dtype="int64"), V, r"dtype must be float32 or uint8"),
     ("InputLayer sparse", lambda c: InputLayer(input_shape=(4,), sparse=True), V, r"sparse inputs are not supported"),
     ("Input shape='x'", lambda c: Input(shape="x"), V, invalid("shape", "'x'")),
+    ("Input batch_size=0", lambda c: Input((4,), batch_size=0), V, invalid("batch_size", "0")),
+    ("Input dtype", lambda c: Input((4,), dtype="int64"), V, r"dtype must be float32 or uint8"),
+    ("Input tensor", lambda c: Input((4,), tensor=np.zeros(4)), V, r"Input: tensor=.* is not supported"),
+    ("Input unknown keyword", lambda c: Input((4,), ragged=True), T, r"Unrecognized keyword arguments"),
+    ("Add input_shape", lambda c: Add(input_shape=(4,)), V, r"Add: input_shape= is not taken"),
+    ("Add unknown keyword", lambda c: Add(axis=1), T, r"Unrecognized keyword arguments passed to Add"),
+    ("Concatenate axis=1.5", lambda c: Concatenate(axis=1.5), V, invalid("axis", "1.5")),
+    ("Concatenate axis='x'", lambda c: Concatenate(axis="x"), V, invalid("axis", "'x'")),
+    ("Concatenate axis=0", lambda c: Concatenate(axis=0), V, invalid("axis", "0")),
+    ("layer __call__ training", lambda c: Dense(2)(Input((4,)), training=False), V, r"training=False is not supported"),
+    ("layer __call__ unknown keyword", lambda c: Dense(2)(Input((4,)), foo=1), T,
+     r"Unrecognized keyword arguments passed to Dense.__call__"),
+    # ---------------------------------------------------------------- Model (functional)
+    ("Model inputs=3", lambda c: hpcnn.Model(3, Input((4,))), T, r"Model: inputs must be hpcnn tensors"),
+    ("Model outputs list of 0", lambda c: hpcnn.Model(Input((4,)), []), V, r"Model: outputs is empty"),
+    ("Model name=3", lambda c: _chain(name=3), V, r"Argument `name` must be a string"),
+    ("Model seed=-1", lambda c: _chain(seed=-1), V, invalid("seed", "-1")),
+    ("Model seed=1.5", lambda c: _chain(seed=1.5), V, invalid("seed", "1.5")),
+    ("Model trainable=2", lambda c: _chain(trainable=2), V, invalid("trainable", "2")),
+    ("Model unknown keyword", lambda c: _chain(inputs_shape=3), T, r"Unrecognized keyword arguments passed to Model"),
+    ("get_layer neither", lambda c: c.model.get_layer(), V, r"provide either a name or an index"),
+    ("get_layer index=1.5", lambda c: c.model.get_layer(index=1.5), V, invalid("index", "1.5")),
+    ("get_layer index=99", lambda c: c.model.get_layer(index=99), V, r"index 99 but model only has 7 layers"),
     # ---------------------------------------------------------------- Sequential
     ("Sequential layers='x'", lambda c: hpcnn.Sequential("abc"), V, r"Sequential: layers: expected a list"),
     ("Sequential add(int)", lambda c: hpcnn.Sequential().add(3), T, r"add\(\) takes an hpcnn layer"),
@@ -555,6 +586,27 @@ CASES = [
     ("set_random_seed('1')", lambda c: set_random_seed("1"), V, invalid("seed", "'1'")),
     ("set_num_threads(0)", lambda c: hpcnn.set_num_threads(0), V, invalid("n", "0")),
     ("set_num_threads(2.5)", lambda c: hpcnn.set_num_threads(2.5), V, invalid("n", "2.5")),
+    # ---------------------------------------------------------------- applications (the CIFAR ResNets)
+    ("resnet_cifar depth=21", lambda c: applications.resnet_cifar(21), V, r"Expected 6n \+ 2.*Received: depth=21"),
+    ("resnet_cifar depth=20.0", lambda c: applications.resnet_cifar(20.0), V, invalid("depth", "20.0")),
+    ("resnet_cifar input_shape=(32, 32)", lambda c: applications.resnet_cifar(8, input_shape=(32, 32)), V,
+     r"Expected \(height, width, channels\)"),
+    ("resnet_cifar classes=0", lambda c: applications.resnet_cifar(8, classes=0), V, invalid("classes", "0")),
+    ("resnet_cifar weight_decay=-1", lambda c: applications.resnet_cifar(8, weight_decay=-1), V,
+     invalid("weight_decay", "-1")),
+    ("resnet_cifar kernel_regularizer='l3'", lambda c: applications.resnet_cifar(8, kernel_regularizer="l3"), V,
+     r"Could not interpret regularizer identifier: 'l3'"),
+    ("resnet_cifar include_top='no'", lambda c: applications.resnet_cifar(8, include_top="no"), V,
+     invalid("include_top", "'no'")),
+    ("resnet_cifar pooling='sum'", lambda c: applications.resnet_cifar(8, pooling="sum"), V, r"`pooling`"),
+    ("resnet_cifar classifier_activation", lambda c: applications.resnet_cifar(8, classifier_activation="tanhh"),
+     V, r"unknown activation 'tanhh'"),
+    ("resnet_cifar input_tensor=array", lambda c: applications.resnet_cifar(8, input_tensor=c.x), T,
+     r"input_tensor must be an hpcnn tensor"),
+    ("resnet_cifar shortcut='C'", lambda c: applications.resnet_cifar(8, shortcut="C"), V, r"`shortcut`"),
+    ("resnet_cifar name='a/b'", lambda c: applications.resnet_cifar(8, name="a/b"), V, r"Argument `name`"),
+    ("resnet_cifar seed=-1", lambda c: applications.resnet_cifar(8, seed=-1), V, invalid("seed", "-1")),
+    ("resnet20_cifar unknown keyword", lambda c: applications.resnet20_cifar(depth=32), T, r"depth"),
 ]
 
 
@@ -577,13 +629,15 @@ def test_the_argument_table_covers_every_public_callable():
                  "BatchNormalization", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D",
                  "ZeroPadding2D", "Rescaling", "LeakyReLU", "ELU", "Softmax", "RandomFlip", "RandomTranslation",
                  "RandomCrop",
-                 "Input", "Sequential", "build", "set_weights", "Adam", "SGD", "EarlyStopping", "CSVLogger",
+                 "Input", "Sequential", "build", "set_weights", "Model", "Add", "Concatenate", "__call__", "get_layer",
+                 "Adam", "SGD", "EarlyStopping", "CSVLogger",
                  "LambdaCallback", "HDF5Dataset", "epoch_batches", "write_hdf5", "to_categorical", "set_random_seed",
                  "set_num_threads", "ModelCheckpoint", "BackupAndRestore", "save", "save_weights", "load_weights",
                  "RMSprop", "AdamW", "exclude_from_weight_decay", "ExponentialDecay",
                  "PiecewiseConstantDecay", "PolynomialDecay", "InverseTimeDecay", "CosineDecay",
                  "CosineDecayRestarts", "L1", "L2", "L1L2", "kernel_regularizer", "bias_regularizer",
-                 "LearningRateScheduler", "ReduceLROnPlateau", "TerminateOnNaN"):
+                 "LearningRateScheduler", "ReduceLROnPlateau", "TerminateOnNaN",
+                 "resnet_cifar", "resnet20_cifar"):
         assert name in covered, name
 
 

@@ -18,8 +18,8 @@ import pytest
 import hpcnn
 from hpcnn import _core, optimizers
 from hpcnn.training import prepare_inputs, prepare_targets
-from hpcnn.layers import (Conv2D, Dense, Flatten, InputLayer, RandomCrop, RandomFlip, RandomTranslation, Rescaling,
-                          ZeroPadding2D, core_configs)
+from hpcnn.layers import (Activation, Add, Concatenate, Conv2D, Dense, Flatten, InputLayer, RandomCrop, RandomFlip,
+                          RandomTranslation, Rescaling, ZeroPadding2D, core_configs)
 
 ops = _core.ops
 M32 = np.uint64(0xFFFFFFFF)
@@ -415,3 +415,95 @@ def test_a_batch_staged_for_another_step_is_refused():
     with pytest.raises(ValueError, match="augmented for training step 2"):
         core.test_step(None, None)
     core.train_step(batch, None)  # staging the batch afresh works
+
+
+# ------------------------------------------------------------------ in a functional model
+def node_stream(model, layer, step=1):
+    """The augmentation stream of `layer` in a functional model: step * 1024 + its core index."""
+    position = [l for l, _ in model._graph_nodes()].index(layer)
+    return step * 1024 + model._core_ranges()[position][0]
+
+
+def residual_head(inp, seed):
+    """Conv -> (Conv, identity) -> Add -> Flatten -> Dense: a graph with a branch and a merge."""
+    a = Conv2D(3, 3, padding="same", activation="relu")(inp)
+    b = Conv2D(3, 3, padding="same")(a)
+    out = Dense(3, activation="softmax")(Flatten()(Activation("relu")(Add()([a, b]))))
+    return out
+
+
+def test_functional_model_leading_augmentation_trains_on_the_ops_output():
+    # Input -> ZeroPadding2D(4) -> RandomCrop -> RandomFlip -> a residual head: the chain after the
+    # Input is the stager's (the crop reads the padded input in one pass); the step sees exactly
+    # the op's images.
+    x, y = data(n=8, shape=(6, 6, 2))
+    inp = hpcnn.Input(shape=(6, 6, 2))
+    crop, flip = RandomCrop(6, 6), RandomFlip("horizontal")
+    m = hpcnn.Model(inp, residual_head(flip(crop(ZeroPadding2D(4)(inp))), 0), seed=5)
+    m.build()
+    pinp = hpcnn.Input(shape=(6, 6, 2))
+    plain = hpcnn.Model(pinp, residual_head(pinp, 0), seed=5)
+    plain.build()
+    plain.set_weights(m.get_weights())
+    aug = ops.augment(x, crop._core_configs()[0], seed=m.seed, stream=node_stream(m, crop), padding=[4, 4, 4, 4])
+    aug = ops.augment(aug, flip._core_configs()[0], seed=m.seed, stream=node_stream(m, flip))
+    assert not np.array_equal(aug, x)
+    w0 = m.get_weights()
+    for a, b in zip(one_step_weights(m, x, y), one_step_weights(plain, aug, y)):
+        np.testing.assert_array_equal(a, b)
+    # Inference: the crop takes the centre of the padded image (the original), the flip is the identity.
+    np.testing.assert_array_equal(m.predict(x, verbose=0), plain.predict(x, verbose=0))
+    # Several steps and epochs, staged ahead: the same weights as stepping the op's batches by hand.
+    m2 = hpcnn.Model.from_config(m.get_config())
+    m2.build()
+    m2.set_weights(w0)
+    ref = hpcnn.Model.from_config(plain.get_config())
+    ref.build()
+    ref.set_weights(w0)
+    w_m2 = one_step_weights(m2, x, y, batch_size=4, epochs=2)
+    ref.compile(optimizers.SGD(0.1), "sparse_categorical_crossentropy")
+    crop2, flip2 = m2.get_layer(crop.name), m2.get_layer(flip.name)
+    for step in range(1, 5):
+        rows = slice(((step - 1) % 2) * 4, ((step - 1) % 2) * 4 + 4)
+        first_row = 0  # each step's batch starts the step's global batch
+        b = ops.augment(x[rows], crop2._core_configs()[0], seed=m2.seed, stream=node_stream(m2, crop2, step),
+                        first_row=first_row, padding=[4, 4, 4, 4])
+        b = ops.augment(b, flip2._core_configs()[0], seed=m2.seed, stream=node_stream(m2, flip2, step),
+                        first_row=first_row)
+        ref.train_on_batch(b, y[rows])
+    for a, b in zip(w_m2, ref.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    # The chain is the stager's (not ops of the step): a batch it augmented for training step 2
+    # is refused by an evaluation.
+    core = m2._model()
+    batch = (prepare_inputs(x), prepare_targets(m2, y))
+    core.train_step(batch, batch)
+    with pytest.raises(ValueError, match="augmented for training step"):
+        core.test_step(None, None)
+
+
+def test_functional_augmentation_on_a_branch_of_the_input_runs_as_an_op():
+    # The input also feeds a plain branch: the flip is not the stager's (it would change both
+    # branches' input) but an op of the step; the other branch sees the images as given.
+    x, y = data(n=8, shape=(6, 6, 2))
+    inp = hpcnn.Input(shape=(6, 6, 2))
+    flip = RandomFlip("horizontal_and_vertical")
+    both = Concatenate()([Flatten()(flip(inp)), Flatten()(inp)])
+    m = hpcnn.Model(inp, Dense(3, activation="softmax")(both), seed=2)
+    m.build()
+    flat = hpcnn.Sequential([InputLayer(input_shape=(144,)), Dense(3, activation="softmax")], seed=2)
+    flat.build()
+    flat.set_weights(m.get_weights())
+    aug = ops.augment(x, flip._core_configs()[0], seed=m.seed, stream=node_stream(m, flip))
+    assert not np.array_equal(aug, x)
+    joined = np.concatenate([aug.reshape(8, -1), x.reshape(8, -1)], axis=1)
+    for a, b in zip(one_step_weights(m, x, y), one_step_weights(flat, joined, y)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_functional_augmentation_after_weights_is_refused():
+    inp = hpcnn.Input(shape=(4, 4, 1))
+    c = Conv2D(1, 1)(inp)
+    out = Add()([RandomFlip()(c), inp])  # the flip is downstream of the Conv2D on one branch
+    with pytest.raises(ValueError, match="RandomFlip comes after Conv2D"):
+        hpcnn.Model(inp, Flatten()(out)).build()

@@ -438,3 +438,20 @@ def test_validation_split_initial_epoch_and_column_labels():
     no_metric = small_model()
     no_metric.compile("adam", "sparse_categorical_crossentropy")
     assert isinstance(no_metric.evaluate(x, y, verbose=0), float)
+
+
+def test_arrays_whose_dtype_came_back_from_pickle_are_taken():
+    """An unpickled float32 / int32 array has a dtype object of its own (pickle rebuilds it): the
+    bindings used to compare dtypes by identity and refused it ('unsupported dtype float32'), so
+    weights or data passed through pickle, multiprocessing or joblib could not be used."""
+    import pickle
+    x, y = data(16)
+    m = small_model()
+    m.compile("adam", "sparse_categorical_crossentropy", ["accuracy"])
+    xp, yp, wp = pickle.loads(pickle.dumps((x, y.astype(np.int32), m.get_weights())))
+    assert xp.dtype == np.float32 and xp.dtype is not np.dtype(np.float32)  # the case at hand
+    m.set_weights(wp)
+    np.testing.assert_array_equal(m.predict(xp), m.predict(x))
+    m.fit(xp, yp, batch_size=8, verbose=0)
+    swapped = x.astype(">f4")  # byte-swapped float32 is converted, not misread
+    np.testing.assert_array_equal(m.predict(swapped), m.predict(x))

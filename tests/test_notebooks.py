@@ -138,3 +138,32 @@ def test_notebook_02_runs(tmp_path, kernel):
     nb = execute(work / "02_mnist_benchmark.ipynb", "EPOCHS = 1\nTRAIN_ROWS = 1000\nTEST_ROWS = 500", work, kernel)
     assert "mean_speed" in all_text(cell_with(nb, "step_stats(timer.times[10:]"))
     assert (work / "deep_mnist_bench.csv").exists()
+
+
+def test_notebook_03_resnet_runs_on_synthetic_data(tmp_path, kernel, monkeypatch):
+    """ResNet-20 with augmentation and a schedule, one short epoch on generated data: trains,
+    skips the GPU part with the reason where there is none, draws the confusion matrix, saves and
+    reloads the model."""
+    import hpcnn
+    if not hasattr(hpcnn.layers, "RandomCrop"):
+        pytest.skip("notebook 03 augments with RandomFlip/RandomCrop: the augmentation layers (issue 13, "
+                    "branch augment) are not in this build yet")
+    data_dir, work = tmp_path / "data", tmp_path / "nb"
+    work.mkdir()
+    shutil.copy(NOTEBOOKS / "03_resnet_cifar10.ipynb", work)
+    monkeypatch.setenv("HPCNN_DATA_DIR", str(data_dir))
+    quick = "EPOCHS = 1\nWARMUP_EPOCHS = 0\nSYNTHETIC = True\nTRAIN_ROWS = 256"
+    nb = execute(work / "03_resnet_cifar10.ipynb", quick, work, kernel)
+    assert "Trainable params: 269,722" in all_text(cell_with(nb, "model.summary("))
+    fit = cell_with(nb, "history = model.fit(")
+    assert len([o for o in fit.outputs if o.output_type == "display_data"]) == 1   # one epoch's bar
+    gpu = all_text(cell_with(nb, "gpu_history = gpu_model.fit("))
+    if not hpcnn.list_physical_devices("GPU"):
+        assert "No GPU, the GPU run is skipped: " + hpcnn.gpu_unavailable_reason()[:30] in gpu
+    assert "CPU: " in all_text(cell_with(nb, "print('CPU: %.1f s/epoch"))
+    confusion = cell_with(nb, "np.add.at(confusion")
+    assert "test accuracy" in all_text(confusion) and "per-class accuracy" in all_text(confusion)
+    assert any("image/png" in o.get("data", {}) for o in confusion.outputs)        # the matrix is drawn
+    assert "reloaded; same predictions: True" in all_text(cell_with(nb, "hpcnn.load_model("))
+    assert (work / "resnet20_cifar10.h5").exists()
+    assert not [p for p in work.iterdir() if p.suffix in (".hdf5",)]               # data went to the data dir

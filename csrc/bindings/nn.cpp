@@ -1,6 +1,6 @@
 // The model as Python sees it: hpcnn._core.Model, built from layer configs (dicts made by
-// python/hpcnn/layers.py, turned into layers by nn/factory.h). Every call that computes releases
-// the GIL.
+// python/hpcnn/layers.py, turned into layers by nn/factory.h) and, for a graph, each layer's
+// inputs (python/hpcnn/models.py). Every call that computes releases the GIL.
 #include <pybind11/stl.h>
 
 #include <mutex>
@@ -10,7 +10,7 @@
 #include "bindings/numpy_tensor.h"
 #include "nn/config.h"
 #include "nn/factory.h"
-#include "nn/sequential.h"
+#include "nn/model.h"
 
 namespace hpcnn::bindings {
 
@@ -66,7 +66,7 @@ nn::Config to_config(const py::handle& obj, const char* what) {
 Tensor input_tensor(const py::handle& obj) {
   py::array a = py::array::ensure(obj);
   if (!a) throw ValueError("input is not array-like");
-  if (a.dtype().is(py::dtype::of<uint8_t>())) {
+  if (holds<uint8_t>(a)) {
     auto c = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>::ensure(a);
     return borrow_array(c, "input");
   }
@@ -87,7 +87,7 @@ void check_labels_before_cast(const py::array& a, long long classes) {
                            " outputs"));
 }
 
-Tensor target_tensor(const py::handle& obj, const nn::Sequential& model) {
+Tensor target_tensor(const py::handle& obj, const nn::Model& model) {
   py::array a = py::array::ensure(obj);
   if (!a) throw ValueError("targets are not array-like");
   if (model.loss() == nn::Loss::CategoricalCrossentropy) return borrow_array(as_f32(a), "targets");
@@ -95,7 +95,7 @@ Tensor target_tensor(const py::handle& obj, const nn::Sequential& model) {
     throw ValueError("sparse_categorical_crossentropy needs integer class indices, got floats "
                      "(convert with y.astype('int32'))");
   }
-  if (!a.dtype().is(py::dtype::of<int32_t>())) {
+  if (!holds<int32_t>(a)) {
     const long long classes = model.output_shapes().back().at(0);
     if (a.dtype().kind() == 'u') check_labels_before_cast<uint64_t>(a, classes);
     else if (a.dtype().kind() == 'i') check_labels_before_cast<int64_t>(a, classes);
@@ -124,7 +124,7 @@ std::vector<float> floats_of(const py::handle& v, const char* what) {
 // A step's batch from Python: a tuple (x, y[, rows[, decode]]), decode = (scale, shift) per
 // channel (or one value each) for uint8 x. `with_targets`: y is converted for the loss; without,
 // y is ignored (prediction).
-nn::Batch batch_of(const py::handle& obj, const nn::Sequential& model, bool with_targets) {
+nn::Batch batch_of(const py::handle& obj, const nn::Model& model, bool with_targets) {
   if (!py::isinstance<py::tuple>(obj) && !py::isinstance<py::list>(obj))
     throw ValueError("a batch is a tuple (x, y[, rows[, decode]])");
   py::sequence t = py::reinterpret_borrow<py::sequence>(obj);
@@ -146,7 +146,7 @@ nn::Batch batch_of(const py::handle& obj, const nn::Sequential& model, bool with
 
 // The batch a step is to stage ahead. One that cannot even be converted is staged as its error,
 // raised when its turn comes (as any other error of that batch).
-std::optional<nn::Batch> next_batch_of(const py::handle& obj, const nn::Sequential& model, bool with_targets) {
+std::optional<nn::Batch> next_batch_of(const py::handle& obj, const nn::Model& model, bool with_targets) {
   if (obj.is_none()) return std::nullopt;
   try {
     return batch_of(obj, model, with_targets);
@@ -161,7 +161,7 @@ std::optional<nn::Batch> next_batch_of(const py::handle& obj, const nn::Sequenti
 
 // The model plus a lock: calls run without the GIL, so two Python threads must not interleave.
 struct PyModel {
-  std::unique_ptr<nn::Sequential> model;
+  std::unique_ptr<nn::Model> model;
   std::mutex mu;
 };
 
@@ -233,16 +233,67 @@ void bind_nn(py::module_& m) {
      "The learning rate a schedule (config: class_name and Keras' arguments, as optimizers send it) gives the "
      "step taken after `step` steps: the C++ code a training step runs.");
 
+  m.def("layer_output_shape", [](py::list layer_configs, std::vector<std::vector<long long>> input_shapes) {
+    std::vector<LayerPtr> layers;
+    for (auto c : layer_configs) layers.push_back(nn::make_layer(to_config(c, "layer config")));
+    if (layers.empty()) throw ValueError("layer_output_shape: no layers");
+    Shape shape = nn::node_output_shape(*layers[0], input_shapes);
+    for (size_t i = 1; i < layers.size(); ++i) shape = nn::node_output_shape(*layers[i], {shape});
+    return shape;
+  }, py::arg("layers"), py::arg("input_shapes"),
+     "The per-sample output shape of core layers (configs) in a chain, the first taking every shape in "
+     "input_shapes (ValueError when they do not fit): a layer's output shape when called on symbolic tensors.");
 
   py::class_<PyModel>(m, "Model")
-      .def(py::init([](std::vector<long long> input_shape, py::list layer_configs, uint64_t seed) {
+      .def(py::init([](std::vector<long long> input_shape, py::list layer_configs, uint64_t seed,
+                       std::optional<std::vector<std::vector<int>>> inputs) {
              std::vector<LayerPtr> layers;
              for (auto c : layer_configs) layers.push_back(nn::make_layer(to_config(c, "layer config")));
              auto pm = std::make_unique<PyModel>();
-             pm->model = std::make_unique<nn::Sequential>(input_shape, std::move(layers), seed);
+             if (!inputs) {
+               pm->model = std::make_unique<nn::Model>(input_shape, std::move(layers), seed);
+               return pm;
+             }
+             if (inputs->size() != layers.size())
+               throw ValueError(cat("inputs: one list per layer, got ", inputs->size(), " for ", layers.size(),
+                                    " layers"));
+             std::vector<nn::Node> nodes;
+             for (size_t i = 0; i < layers.size(); ++i) nodes.push_back(nn::Node{std::move(layers[i]), (*inputs)[i]});
+             pm->model = std::make_unique<nn::Model>(input_shape, std::move(nodes), seed);
              return pm;
            }),
-           py::arg("input_shape"), py::arg("layers"), py::arg("seed"))
+           py::arg("input_shape"), py::arg("layers"), py::arg("seed"), py::arg("inputs") = py::none(),
+           "A model of `layers` (configs). inputs: per layer, the indices of the layers it reads (-1: the model's "
+           "input; each earlier in the list; the last layer is the output); None: a chain (Sequential).")
+      .def_property_readonly("node_inputs", [](PyModel& p) {
+        std::vector<std::vector<int>> out;
+        for (int i = 0; i < p.model->num_nodes(); ++i) out.push_back(p.model->graph().inputs(i));
+        return out;
+      }, "Per layer, the indices of the layers it reads (-1: the model's input).")
+      .def_property("memory_reuse", [](PyModel& p) { return p.model->memory_reuse(); },
+                    [](PyModel& p, bool on) {
+                      auto lk = lock_model(p);
+                      p.model->set_memory_reuse(on);
+                    },
+                    "Whether a step's buffers share memory once nothing later reads them (default). False, for "
+                    "tests: every buffer kept apart for the whole step; the results must be the same bits.")
+      .def("memory_report", [](PyModel& p, long long batch_size) {
+        auto lk = lock_model(p);
+        nn::MemoryReport r = p.model->memory_report(batch_size);
+        py::dict d;
+        d["batch_size"] = r.batch;
+        d["train"] = r.train;
+        d["test"] = r.test;
+        d["predict"] = r.predict;
+        d["train_keep_all"] = r.train_keep_all;
+        d["one_buffer_per_activation"] = r.one_buffer_per_activation;
+        d["allocated"] = p.model->arena_bytes();
+        return d;
+      }, py::arg("batch_size"),
+         "Bytes of a step's activations and gradients for batches of batch_size rows: the planned arena of each "
+         "step kind (train, test, predict), for comparison the training step's buffers each kept for the whole step "
+         "(train_keep_all: no reuse, memory_reuse=False) and the layout of one buffer per activation, and the arena "
+         "allocated now.")
       .def_property_readonly("num_params", [](PyModel& p) { return p.model->num_params(); })
       .def_property_readonly("num_trainable_params", [](PyModel& p) { return p.model->num_trainable_params(); })
       .def("set_trainable", [](PyModel& p, const std::vector<bool>& per_layer) {

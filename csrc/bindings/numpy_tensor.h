@@ -25,12 +25,21 @@ inline Shape shape_of(const py::array& a) {
   return s;
 }
 
+// Whether `a` holds T's in native byte order. Not dtype::is, which compares the dtype objects: a
+// dtype rebuilt by unpickling (arrays from pickle, multiprocessing, joblib) is float32 all the
+// same but another object. NumPy's own equivalence test (PyArray_EquivTypes) also tells a
+// byte-swapped '>f4' from float32.
+template <typename T>
+bool holds(const py::array& a) {
+  return py::array_t<T>::check_(a);
+}
+
 // Borrow a contiguous array of a supported dtype as a CPU tensor.
 inline Tensor borrow_array(const py::array& a, const char* what) {
   DType dt;
-  if (a.dtype().is(py::dtype::of<float>())) dt = DType::F32;
-  else if (a.dtype().is(py::dtype::of<uint8_t>())) dt = DType::U8;
-  else if (a.dtype().is(py::dtype::of<int32_t>())) dt = DType::I32;
+  if (holds<float>(a)) dt = DType::F32;
+  else if (holds<uint8_t>(a)) dt = DType::U8;
+  else if (holds<int32_t>(a)) dt = DType::I32;
   else throw ValueError(cat(what, ": unsupported dtype ", std::string(py::str(a.dtype()))));
   if (!(a.flags() & py::array::c_style)) throw ValueError(cat(what, ": array must be C-contiguous"));
   // The keep-alive may be released without the GIL (tensors die in C++ code); take it then.

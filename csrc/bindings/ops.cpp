@@ -252,6 +252,67 @@ void bind_ops(py::module_& m) {
     return activation_backward(y, dy, device, ops::softmax_backward);
   }, py::arg("y"), py::arg("dy"), py::arg("device") = "cpu");
 
+  // ---- the merging layers' ops and gradient accumulation (ops/add.h, ops/concat.h)
+  m.def("add", [](py::list xs, std::string device) {
+    Device d = resolve_device(device);
+    std::vector<Tensor> X;
+    for (auto x : xs) X.push_back(f32_on(x, d, "x"));
+    HPCNN_CHECK_ARG(!X.empty(), "add: no inputs");
+    Tensor Y = Tensor::empty(X[0].shape(), DType::F32, d);
+    ops::add_n(X, Y);
+    return to_numpy(Y);
+  }, py::arg("xs"), py::arg("device") = "cpu", "xs[0] + xs[1] + ... (two or more arrays of one shape).");
+  m.def("accumulate", [](py::object dst, py::object src, std::string device) {
+    Device d = resolve_device(device);
+    Tensor D = f32_on(dst, Device::cpu(), "dst").to(d), S = f32_on(src, d, "src");
+    ops::accumulate(D, S);
+    return to_numpy(D);
+  }, py::arg("dst"), py::arg("src"), py::arg("device") = "cpu", "dst + src, computed as the in-place dst += src.");
+  m.def("concatenate", [](py::list xs, int axis, std::string device) {
+    Device d = resolve_device(device);
+    std::vector<Tensor> X;
+    for (auto x : xs) X.push_back(f32_on(x, d, "x"));
+    HPCNN_CHECK_ARG(!X.empty(), "concatenate: no inputs");
+    Shape out = X[0].shape();
+    const int a = axis < 0 ? axis + static_cast<int>(out.size()) : axis;
+    HPCNN_CHECK_ARG(a >= 0 && a < static_cast<int>(out.size()), "concatenate: axis ", axis,
+                    " is out of range for shape ", shape_str(out));
+    out[a] = 0;
+    for (const Tensor& x : X) out[a] += x.rank() > a ? x.dim(a) : 0;
+    Tensor Y = Tensor::empty(out, DType::F32, d);
+    ops::concat(X, Y, axis);
+    return to_numpy(Y);
+  }, py::arg("xs"), py::arg("axis") = -1, py::arg("device") = "cpu",
+     "The arrays side by side along `axis` (not 0, the batch axis).");
+  m.def("split", [](py::object dy, std::vector<long long> sizes, int axis, std::vector<bool> need, std::string device) {
+    Device d = resolve_device(device);
+    Tensor DY = f32_on(dy, d, "dy");
+    const int a = axis < 0 ? axis + DY.rank() : axis;
+    HPCNN_CHECK_ARG(a >= 0 && a < DY.rank(), "split: axis ", axis, " is out of range for shape ", shape_str(DY.shape()));
+    if (need.empty()) need.assign(sizes.size(), true);
+    HPCNN_CHECK_ARG(need.size() == sizes.size(), "split: ", need.size(), " need flags for ", sizes.size(), " parts");
+    std::vector<Tensor> parts(sizes.size());
+    std::vector<Tensor*> ptrs(sizes.size(), nullptr);
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (!need[i]) continue;
+      Shape s = DY.shape();
+      s[a] = sizes[i];
+      parts[i] = Tensor::empty(s, DType::F32, d);
+      ptrs[i] = &parts[i];
+    }
+    ops::split(DY, sizes, ptrs, axis);
+    py::list out;
+    for (size_t i = 0; i < parts.size(); ++i) out.append(need[i] ? py::object(to_numpy(parts[i])) : py::none());
+    return out;
+  }, py::arg("dy"), py::arg("sizes"), py::arg("axis") = -1, py::arg("need") = std::vector<bool>{},
+     py::arg("device") = "cpu",
+     "concatenate's backward: the parts of dy, sizes[i] long along `axis` (None where need[i] is False).");
+  m.def("copy", [](py::object x, std::string device) {
+    Device d = resolve_device(device);
+    Tensor X = f32_on(x, d, "x"), Y = Tensor::empty(X.shape(), DType::F32, d);
+    ops::copy(X, Y);
+    return to_numpy(Y);
+  }, py::arg("x"), py::arg("device") = "cpu", "A copy of x made on the device (its compute stream on a GPU).");
   m.def("activation_forward", [](py::object x, std::string activation, float alpha, std::string device, int repeat) {
     Device d = resolve_device(device);
     const Act a = parse_act(activation);

@@ -141,7 +141,7 @@ void free_device(void* ptr, int device) noexcept {
   cudaSetDevice(device);
   // Work queued on any stream of the device (the compute stream's kernels, the copy stream's
   // uploads) may still use the block. Owners that free many buffers at once wait first
-  // themselves (nn/sequential.cpp); then this wait returns at once. Errors are ignored: a device
+  // themselves (nn/model.cpp); then this wait returns at once. Errors are ignored: a device
   // in an error state frees what it can, and a destructor has nobody to report to.
   cudaDeviceSynchronize();
   cudaFree(ptr);

@@ -88,15 +88,38 @@ LeadingAugmentation leading_augmentation(const std::vector<const Layer*>& layers
   return a;
 }
 
-void check_augmentation_placement(const std::vector<const Layer*>& layers,
-                                  const std::vector<std::vector<ParamSpec>>& specs) {
-  int first_weights = -1;
-  for (size_t i = 0; i < layers.size(); ++i) {
-    if (dynamic_cast<const AugmentationLayer*>(layers[i]) && first_weights >= 0)
-      throw ValueError(cat(layers[i]->kind(), " comes after ", layers[first_weights]->kind(), ", a layer with weights: "
-                           "augmentation layers must come before every layer with weights (put them at the start "
-                           "of the model)"));
-    if (first_weights < 0 && i < specs.size() && !specs[i].empty()) first_weights = static_cast<int>(i);
+// ------------------------------------------------------------------ graphs
+LeadingAugmentation leading_augmentation(const Graph& graph) {
+  // The model's input must have one reader (node 0): the stager changes it for every reader.
+  int input_readers = 0;
+  for (int i = 0; i < graph.size(); ++i)
+    for (int p : graph.inputs(i)) input_readers += p == kModelInput ? 1 : 0;
+  std::vector<const Layer*> chain;
+  if (input_readers == 1 && graph.size() > 0 && graph.inputs(0) == std::vector<int>{kModelInput}) {
+    chain.push_back(&graph.layer(0));
+    for (int i = 1; i < graph.size(); ++i) {
+      // Node i continues the chain when it reads only node i - 1 and is its only reader.
+      if (graph.inputs(i) != std::vector<int>{i - 1} || graph.consumers(i - 1).size() != 1) break;
+      chain.push_back(&graph.layer(i));
+    }
+  }
+  return leading_augmentation(chain, graph.input_shape());
+}
+
+void check_augmentation_placement(const Graph& graph, const std::vector<std::vector<ParamSpec>>& specs) {
+  // Per node: the first node with weights at or upstream of it (-1: none).
+  std::vector<int> weights_upstream(graph.size(), -1);
+  for (int i = 0; i < graph.size(); ++i) {
+    int first = -1;
+    for (int p : graph.inputs(i))
+      if (p != kModelInput && weights_upstream[p] >= 0 && (first < 0 || weights_upstream[p] < first))
+        first = weights_upstream[p];
+    if (dynamic_cast<const AugmentationLayer*>(&graph.layer(i)) && first >= 0)
+      throw ValueError(cat(graph.layer(i).kind(), " comes after ", graph.layer(first).kind(), ", a layer with weights (",
+                           graph.name(i), " after ", graph.name(first), "): augmentation layers must come before every "
+                           "layer with weights (put them at the start of the model)"));
+    if (first < 0 && i < static_cast<int>(specs.size()) && !specs[i].empty()) first = i;
+    weights_upstream[i] = first;
   }
 }
 

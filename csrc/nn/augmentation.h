@@ -8,8 +8,10 @@
 //                          one pass), are the batch stager's (nn/batch_stager.h): on the CPU it
 //                          augments while it gathers and decodes the batch's rows, on a GPU it
 //                          augments on the device after the upload. The step starts after them.
+//                          In a graph: of the chain of nodes right after the model's input (node 0
+//                          its only reader, each next node the only reader of the one before).
 //   after layers without weights (e.g. after a Rescaling): an op of the step's forward pass.
-//   after a layer with weights: a ValueError when the model is built (its backward pass would
+//   after a layer with weights (anywhere upstream, in a graph): a ValueError when the model is built (its backward pass would
 //                          have to go through the augmentation; Keras models put it first).
 // Both ways give the same images: the draws do not depend on where the layer runs.
 #pragma once
@@ -17,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/graph.h"
 #include "nn/layer.h"
 #include "ops/augment.h"
 
@@ -62,11 +65,17 @@ struct LeadingAugmentation {
   bool active(bool training) const;
 };
 
-// The leading augmentation of a chain of layers on per-sample input `input`.
+// The leading augmentation of a chain of layers on per-sample input `input` (a Sequential model).
 LeadingAugmentation leading_augmentation(const std::vector<const Layer*>& layers, const Shape& input);
 
-// ValueError when an augmentation layer comes after a layer with weights (`specs`: each layer's).
-void check_augmentation_placement(const std::vector<const Layer*>& layers,
-                                  const std::vector<std::vector<ParamSpec>>& specs);
+// The leading augmentation of a graph: of the chain of nodes the model's input starts with (node 0
+// reads the input and is its only reader, node i reads node i - 1 and is its only reader), before
+// the first branch or merge. Those layers are nodes 0 .. layers - 1; a later node reading node
+// layers - 1 reads the stager's output.
+LeadingAugmentation leading_augmentation(const Graph& graph);
+
+// ValueError when an augmentation node has a layer with weights anywhere upstream of it (`specs`:
+// each node's weights).
+void check_augmentation_placement(const Graph& graph, const std::vector<std::vector<ParamSpec>>& specs);
 
 }  // namespace hpcnn::nn

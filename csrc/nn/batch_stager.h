@@ -1,5 +1,5 @@
 // BatchStager: everything about getting a batch onto the model's device, so that the model
-// (nn/sequential.h) only runs steps on staged tensors.
+// (nn/model.h) only runs steps on staged tensors.
 //
 //   check      x: host, float32 or uint8, (N, *input_shape) (or (N, H, W) for an (H, W, 1)
 //              input), finite; rows in range; y (for training and evaluation) as the loss wants

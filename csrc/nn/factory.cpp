@@ -5,6 +5,7 @@
 #include "core/errors.h"
 #include "nn/augmentation.h"
 #include "nn/layers.h"
+#include "nn/merge_layers.h"
 
 namespace hpcnn::nn {
 
@@ -65,6 +66,8 @@ LayerPtr make_layer_of_kind(const Config& cfg) {
                                                              "BatchNormalization"));
   if (kind == "RandomFlip" || kind == "RandomTranslation" || kind == "RandomCrop")
     return std::make_unique<AugmentationLayer>(kind, make_augment_spec(cfg));
+  if (kind == "Add") return std::make_unique<AddLayer>();
+  if (kind == "Concatenate") return std::make_unique<ConcatenateLayer>(cfg.get_int("axis"));
   throw ValueError(cat("unknown layer class '", kind, "'"));
 }
 

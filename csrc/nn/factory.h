@@ -9,8 +9,9 @@
 //             a number or one per channel), BatchNormalization (axis, momentum, epsilon, center, scale,
 //             activation 'relu'|'linear' = 'linear': a fused ReLU), RandomFlip (mode),
 //             RandomTranslation (height_lo, height_hi, width_lo, width_hi, fill_mode, fill_value,
-//             interpolation), RandomCrop (height, width) (nn/augmentation.h); any layer: kernel_l1, kernel_l2,
-//             bias_l1, bias_l2 (Keras' kernel_regularizer / bias_regularizer factors, nn/regularization.h)
+//             interpolation), RandomCrop (height, width) (nn/augmentation.h); of several inputs (nn/
+//             merge_layers.h): Add, Concatenate (axis); any layer: kernel_l1, kernel_l2, bias_l1,
+//             bias_l2 (Keras' kernel_regularizer / bias_regularizer factors, nn/regularization.h)
 //   optimizer name: Adam (learning_rate, beta_1, beta_2, epsilon), AdamW (the same and
 //             weight_decay), SGD (learning_rate, momentum, nesterov), RMSprop (learning_rate, rho,
 //             momentum, epsilon, centered); any optimizer: weight_decay, clipnorm,
@@ -28,7 +29,7 @@
 #include "ops/augment.h"
 #include "nn/layer.h"
 #include "nn/optimizer.h"
-#include "nn/sequential.h"
+#include "nn/loss.h"
 
 namespace hpcnn::nn {
 

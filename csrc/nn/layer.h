@@ -1,7 +1,10 @@
-// A layer of a Sequential model. Layers hold configuration and views of their parameters in the
-// model's one parameter buffer; they compute by calling ops/ops.h only (never a backend).
-// Shapes given to layers are per-sample (no batch axis); tensors passed to forward/backward
-// carry the batch as their first axis.
+// A layer at one position of a model's graph (nn/graph.h; a Sequential model is a chain). Layers
+// hold configuration and views of their parameters in the model's one parameter buffer; they
+// compute by calling ops/ops.h only (never a backend). Shapes given to layers are per-sample (no
+// batch axis); tensors passed to forward/backward carry the batch as their first axis.
+//
+// Most layers take one input: they implement Layer. Layers of several inputs (Add, Concatenate)
+// derive from MergeLayer below, which adds the forms that take all inputs at once.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +36,7 @@ enum class ParamKind { Plain, Conv2DKernel };
 // a non-trainable weight (BatchNormalization's moving_mean and moving_variance) is state that the
 // layer itself updates while training. It is a weight like any other for get_weights/set_weights,
 // model files and device moves, but no optimizer ever steps it (it is outside the model's trainable
-// ranges, nn/sequential.h) and backward writes no gradient for it. Distinct from a layer being
+// ranges, nn/model.h) and backward writes no gradient for it. Distinct from a layer being
 // frozen (Layer::set_trainable(false)), which excludes all of that layer's weights.
 struct ParamSpec {
   std::string name;  // "kernel", "bias", "gamma", "moving_mean", ...
@@ -82,8 +85,17 @@ class Layer {
   // dy may be overwritten. dx is null for the first layer (its input gradient is not needed).
   // Parameter gradients are written (not accumulated) into the bound grads.
   virtual void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) = 0;
-  // A layer whose dx is dy reshaped (no compute) says so, and backward is not called.
+  // A layer whose dx is dy reshaped (no compute) says so, and backward is not called. For a
+  // MergeLayer: the gradient of every input is dy (Add).
   virtual bool backward_is_view() const { return false; }
+  // What backward reads besides dy, so that the model can reuse the memory of an activation as
+  // soon as no later step reads it (nn/step_plan.h). The defaults keep both: a layer that does not
+  // say otherwise is always given valid x and y. A layer that answers false may still be passed
+  // the tensor (for its shape) but must not read its values.
+  virtual bool backward_reads_input() const { return true; }
+  virtual bool backward_reads_output() const { return true; }
+  // Whether this is a MergeLayer (takes the forms below instead of forward/backward).
+  virtual bool is_merge() const { return false; }
 
   // Keras' kernel_regularizer / bias_regularizer: a penalty on the parameter named `param`
   // ("kernel", "bias"). The model refuses a name that is not among the layer's parameters.
@@ -112,5 +124,23 @@ class Layer {
 };
 
 using LayerPtr = std::unique_ptr<Layer>;
+
+// A layer of two or more inputs (Add, Concatenate). The model calls the *_merge forms with every
+// input; the one-input forms of Layer do not apply to it (they throw).
+class MergeLayer : public Layer {
+ public:
+  bool is_merge() const final { return true; }
+  // ValueError when the inputs do not fit together (the message names the layer and the shapes).
+  virtual Shape merged_shape(const std::vector<Shape>& inputs) const = 0;
+  virtual void forward_merge(const std::vector<Tensor>& xs, Tensor& y, const StepContext& ctx) = 0;
+  // dxs[i] null: input i's gradient is not needed. Writes (not accumulates) the gradients; dy may
+  // be overwritten.
+  virtual void backward_merge(const std::vector<Tensor>& xs, const Tensor& y, Tensor& dy,
+                              const std::vector<Tensor*>& dxs, const StepContext& ctx) = 0;
+
+  Shape output_shape(const Shape& input) const final;  // ValueError: the layer needs >= 2 inputs
+  void forward(const Tensor& x, Tensor& y, const StepContext& ctx) final;
+  void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) final;
+};
 
 }  // namespace hpcnn::nn

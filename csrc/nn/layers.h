@@ -45,6 +45,7 @@ class Conv2DLayer : public Layer {
   std::vector<ParamSpec> param_specs(const Shape& in) const override;
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
+  bool backward_reads_output() const override { return relu_; }  // the fused ReLU's mask
 
  private:
   int filters_, kh_, kw_, sh_, sw_;
@@ -61,6 +62,9 @@ class Pool2DLayer : public Layer {
   Shape output_shape(const Shape& in) const override;
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
+  // Max: the position of each window's max; average: dy spread over the windows, nothing else.
+  bool backward_reads_input() const override { return max_; }
+  bool backward_reads_output() const override { return max_; }
 
  private:
   bool max_;
@@ -82,6 +86,8 @@ class FlattenLayer : public Layer {
   Shape output_shape(const Shape& in) const override;
   bool forward_is_view(bool) const override { return true; }
   bool backward_is_view() const override { return true; }
+  bool backward_reads_input() const override { return false; }
+  bool backward_reads_output() const override { return false; }
   void forward(const Tensor&, Tensor&, const StepContext&) override {}
   void backward(const Tensor&, const Tensor&, Tensor&, Tensor*, const StepContext&) override {}
 };
@@ -94,6 +100,7 @@ class DenseLayer : public Layer {
   std::vector<ParamSpec> param_specs(const Shape& in) const override;
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
+  bool backward_reads_output() const override { return relu_; }  // the fused ReLU's mask
 
  private:
   int units_;
@@ -108,6 +115,8 @@ class DropoutLayer : public Layer {
   bool forward_is_view(bool training) const override { return !training || rate_ == 0.f; }
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
+  bool backward_reads_input() const override { return false; }  // the mask is recomputed
+  bool backward_reads_output() const override { return false; }
 
  private:
   float rate_;
@@ -124,6 +133,9 @@ class ActivationLayer : public Layer {
   bool backward_is_view() const override { return is_linear(); }
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
+  // ReLU and softmax differentiate from y alone; the other activations from x (and y).
+  bool backward_reads_input() const override { return !is_linear() && !spec_.softmax && spec_.act != Act::ReLU; }
+  bool backward_reads_output() const override { return !is_linear(); }
 
  private:
   bool is_linear() const { return !spec_.softmax && spec_.act == Act::Linear; }
@@ -138,6 +150,8 @@ class GlobalPool2DLayer : public Layer {
   Shape output_shape(const Shape& in) const override;
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
+  bool backward_reads_input() const override { return max_; }  // the max's position
+  bool backward_reads_output() const override { return max_; }
 
  private:
   bool max_, keepdims_;
@@ -153,6 +167,8 @@ class ZeroPadding2DLayer : public Layer {
   Shape output_shape(const Shape& in) const override;
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
+  bool backward_reads_input() const override { return false; }  // dy cropped
+  bool backward_reads_output() const override { return false; }
 
  private:
   int top_, bottom_, left_, right_;
@@ -166,6 +182,8 @@ class RescalingLayer : public Layer {
   Shape output_shape(const Shape& in) const override;
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
+  bool backward_reads_input() const override { return false; }  // dx = dy * scale
+  bool backward_reads_output() const override { return false; }
 
  private:
   void upload(Device d, int c);  // scale_/offset_ expanded to c channels, on d (once per device)
@@ -187,6 +205,8 @@ class BatchNormLayer : public Layer {
   std::vector<ParamSpec> param_specs(const Shape& in) const override;
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
+  // x (and the batch statistics) always; y only for the fused ReLU's mask.
+  bool backward_reads_output() const override { return relu_; }
   void commit_training_step(const StepContext& ctx) override;
 
  private:

@@ -11,6 +11,8 @@
 #include "ops/augment_body.h"
 #include "ops/avgpool2d.h"
 #include "ops/avgpool2d_body.h"
+#include "ops/concat.h"
+#include "ops/concat_body.h"
 #include "ops/conv2d.h"
 #include "ops/conv_algo_choice.h"
 #include "ops/conv2d_body.h"
@@ -293,6 +295,26 @@ void check_augment(std::vector<SelftestResult>& out) {
   out.push_back({"augmentation: flip, translation (4 fill modes x 2 interpolations), padded crop (mismatches)", bad, 0});
 }
 
+// Concatenating three NHWC tensors along channels and splitting them back: the CUDA row copy's
+// element body against the CPU's row copies.
+void check_concat(std::vector<SelftestResult>& out) {
+  const long long pixels = 2 * 5 * 3, widths[3] = {4, 1, 3}, pitch = 8;
+  Vec parts[3], emu(pixels * pitch), cpu_y(pixels * pitch);
+  long long offset = 0;
+  for (int k = 0; k < 3; ++k) {
+    parts[k] = random_vec(pixels * widths[k], 40 + k);
+    for (long long i = 0; i < pixels * widths[k]; ++i)
+      body::copy_rows_element(i, widths[k], parts[k].data(), widths[k], emu.data() + offset, pitch);
+    cpu::copy_rows(pixels, widths[k], parts[k].data(), widths[k], cpu_y.data() + offset, pitch);
+    offset += widths[k];
+  }
+  out.push_back({"concatenate (channels of NHWC): row copy body", mismatches(emu, cpu_y), 0});
+  Vec back(pixels * widths[1]);
+  for (long long i = 0; i < pixels * widths[1]; ++i)
+    body::copy_rows_element(i, widths[1], emu.data() + widths[0], pitch, back.data(), widths[1]);
+  out.push_back({"split (channels of NHWC): row copy body", mismatches(back, parts[1]), 0});
+}
+
 void check_dense(std::vector<SelftestResult>& out) {
   DenseGeometry g{7, 33, 10};
   Vec x = random_vec((size_t)g.n * g.in, 11), w = random_vec((size_t)g.in * g.out, 12), b(g.out, 0.f);
@@ -556,6 +578,7 @@ std::vector<SelftestResult> kernel_selftest() {
   check_kernel_layouts(out);
   check_pad_crop(out);
   check_augment(out);
+  check_concat(out);
   check_dense(out);
   check_conv(out);
   check_xent(out);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/tensor.h"
 #include "ops/activation.h"
@@ -126,6 +127,20 @@ void adam_step(Tensor& params, const Tensor& grads, Tensor& m, Tensor& v, const 
                const AdamParams& a, const UpdateOptions& o = {});
 void rmsprop_step(Tensor& params, const Tensor& grads, Tensor& velocity, Tensor* momentum, Tensor* average_gradient,
                   const SegmentTable& segs, const RmspropParams& r, const UpdateOptions& o = {});
+
+// Element-wise sums (ops/add.h): y = xs[0] + xs[1] + ... (two or more float32 tensors of one
+// shape, summed left to right), and dst += src. An output may be one of the inputs.
+void add_n(const std::vector<Tensor>& xs, Tensor& y);
+void accumulate(Tensor& dst, const Tensor& src);
+
+// Concatenation (ops/concat.h) of tensors along `axis` of the full shape (0 is the batch axis and
+// is refused; negative counts from the end): all dimensions but `axis` must agree, and y's `axis`
+// is their sum. split is its backward: dxs[i] (null: not needed) gets the part of dy that input i
+// gave, `sizes[i]` long along the axis.
+void concat(const std::vector<Tensor>& xs, Tensor& y, int axis);
+void split(const Tensor& dy, const std::vector<long long>& sizes, const std::vector<Tensor*>& dxs, int axis);
+// dst = src (the same element count, one device), on the device's compute stream.
+void copy(const Tensor& src, Tensor& dst);
 
 // uint8 (N, ..., C) -> float32 same shape; scale/shift: `C` host floats each.
 void decode_u8(const Tensor& x, Tensor& y, const float* scale, const float* shift);

@@ -39,7 +39,7 @@ from . import _core, interrupts, saving, validation
 from .callbacks import Callback
 
 if TYPE_CHECKING:
-    from .models import Sequential
+    from .models import Model
 
 BACKUP_FORMAT = "hpcnn-backup"
 BACKUP_FORMAT_VERSION = 1
@@ -401,7 +401,7 @@ class BackupAndRestore(Callback):
         self.write_seconds.append(time.perf_counter() - t0)
 
     # ---- reading (called by fit)
-    def _read(self, path: str, model: "Sequential", callbacks: List[Callback],
+    def _read(self, path: str, model: "Model", callbacks: List[Callback],
               signature: Dict[str, Any]) -> Dict[str, Any]:
         """Everything in the backup at `path`, checked against this fit; nothing is applied yet.
         _Damaged (or ValueError) when it cannot be used."""

@@ -12,6 +12,10 @@ default exact erf form), 'gelu_approximate' (the tanh form, Keras' ``gelu(x, app
 'tanh', 'sigmoid', 'hard_sigmoid' (Keras 3's relu6(x + 3) / 6), 'swish' / 'silu', 'softplus',
 'softsign', 'mish', 'softmax' (over the last axis, on any layer) and 'linear' / None. ReLU is fused
 into Conv2D and Dense; any other activation runs as its own step after them.
+
+Layers go into a ``Sequential`` model, or are called on symbolic tensors to build a graph for
+``hpcnn.Model`` (the functional API, functional.py): ``y = Conv2D(8, 3)(hpcnn.Input((32, 32, 3)))``.
+``Add`` and ``Concatenate`` take a list of tensors.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import regularizers, validation
+from .functional import KerasTensor, call_layer, layer_label
 
 IntPair = Union[int, Sequence[int]]
 
@@ -118,6 +123,7 @@ class Layer:
     """
 
     _keras_name = "layer"
+    _merges_inputs = False  # takes a list of tensors (Add, Concatenate)
 
     def __init__(self, name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None,
                  trainable: bool = True, dtype: Any = None, **kwargs: Any) -> None:
@@ -128,6 +134,32 @@ class Layer:
         self.name = validation.name(name, cls)
         self.input_shape = validation.shape(input_shape, "input_shape", cls) if input_shape is not None else None
         self.trainable = trainable
+        # Its one position in a graph (functional.py): the tensors it was called on, and its output.
+        self._inbound: Optional[List[KerasTensor]] = None
+        self._output: Optional[KerasTensor] = None
+
+    def __call__(self, inputs: Any, **kwargs: Any) -> KerasTensor:
+        """Apply the layer to a symbolic tensor (a list of them for ``Add``/``Concatenate``) and
+        return its output tensor; shapes are checked now. A layer is called once (one position
+        per layer)."""
+        return call_layer(self, inputs, kwargs)
+
+    @property
+    def output(self) -> KerasTensor:
+        """The tensor this layer output when called (Keras' ``layer.output``)."""
+        if getattr(self, "_output", None) is None:
+            raise AttributeError(f"layer {layer_label(self)} has never been called and thus has no defined output")
+        return self._output  # type: ignore[return-value]
+
+    @property
+    def input(self) -> Union[KerasTensor, List[KerasTensor]]:
+        """The tensor (a list for a merging layer) this layer was called on (Keras' ``layer.input``)."""
+        inbound = getattr(self, "_inbound", None)
+        if inbound is None or isinstance(self, InputLayer):
+            if isinstance(self, InputLayer):
+                return self.output
+            raise AttributeError(f"layer {layer_label(self)} is not connected, no input to return")
+        return list(inbound) if self._merges_inputs else inbound[0]
 
     @property
     def trainable(self) -> bool:
@@ -199,14 +231,26 @@ class InputLayer(Layer):
             if validation.shape(other, "shape", "InputLayer") != shp:
                 raise ValueError(f"InputLayer: input_shape, shape and batch_shape disagree: {given}")
         super().__init__(name=name, input_shape=shp, **kwargs)
+        self._inbound = []
+        self._output = KerasTensor(shp, self, dtype="uint8" if _is_float32(dtype, ("uint8",)) and
+                                   np.dtype(dtype).name == "uint8" else "float32")
 
     def get_config(self) -> Dict[str, Any]:
         return {"name": self.name, "input_shape": list(self.input_shape or ())}
 
 
-def Input(shape: Sequence[int], name: Optional[str] = None, **kwargs: Any) -> InputLayer:
-    """``hpcnn.layers.Input(shape=(32, 32, 3))`` (Keras' spelling for an input in a Sequential)."""
-    return InputLayer(shape=shape, name=name, **kwargs)
+def Input(shape: Optional[Sequence[int]] = None, batch_size: Optional[int] = None, dtype: Any = None,
+          sparse: Optional[bool] = None, batch_shape: Optional[Sequence[Optional[int]]] = None,
+          name: Optional[str] = None, **kwargs: Any) -> KerasTensor:
+    """``x = hpcnn.Input(shape=(32, 32, 3))``: the symbolic input of a functional model (Keras'
+    ``keras.Input``), per-sample shape without the batch axis. It may also start a Sequential
+    (``Sequential([hpcnn.Input((32, 32, 3)), ...])``). Arguments as ``InputLayer``."""
+    for k in ("tensor", "optional"):  # Keras' arguments, supported at their defaults only
+        v = kwargs.pop(k, None)
+        if v is not None and v is not False:
+            raise ValueError(f"Input: {k}={v!r:.100} is not supported")
+    return InputLayer(shape=shape, batch_size=batch_size, dtype=dtype, sparse=sparse, batch_shape=batch_shape,
+                      name=name, **kwargs).output
 
 
 class Conv2D(_WeightRegularizers, Layer):
@@ -855,28 +899,87 @@ class RandomCrop(_Augmentation):
         return [dict(class_name="RandomCrop", height=self.height, width=self.width)]
 
 
+# ------------------------------------------------------------------ merging layers (several inputs)
+class _Merge(Layer):
+    """A layer called on a list of at least two tensors."""
+
+    _merges_inputs = True
+
+    def __init__(self, name: Optional[str] = None, **kwargs: Any) -> None:
+        if kwargs.get("input_shape") is not None:
+            raise ValueError(f"{type(self).__name__}: input_shape= is not taken: the layer is called on tensors")
+        kwargs.pop("input_shape", None)
+        super().__init__(name=name, **kwargs)
+
+
+class Add(_Merge):
+    """``Add()([a, b, ...])``: the element-wise sum of tensors of one shape (a residual
+    connection). Its backward passes the gradient to every input unchanged."""
+
+    _keras_name = "add"
+
+    def _core_configs(self) -> List[Dict[str, Any]]:
+        return [dict(class_name="Add")]
+
+
+class Concatenate(_Merge):
+    """``Concatenate(axis=-1)([a, b, ...])``: tensors side by side along ``axis`` (Keras counts the
+    batch axis: -1, the default, is the channels of NHWC images); every other axis must agree."""
+
+    _keras_name = "concatenate"
+
+    def __init__(self, axis: int = -1, name: Optional[str] = None, **kwargs: Any) -> None:
+        if not validation.is_integer(axis):
+            raise ValueError(f"Invalid value for argument `axis`. Expected an integer. Received: axis={axis!r}")
+        if axis == 0:
+            raise ValueError("Invalid value for argument `axis`. Expected a per-sample axis (0 is the batch axis). "
+                             "Received: axis=0")
+        self.axis = int(axis)
+        super().__init__(name=name, **kwargs)
+
+    def get_config(self) -> Dict[str, Any]:
+        cfg = super().get_config()
+        cfg.update(axis=self.axis)
+        return cfg
+
+    def _core_configs(self) -> List[Dict[str, Any]]:
+        return [dict(class_name="Concatenate", axis=self.axis)]
+
+
 def _is_plain_relu(layer: Layer) -> bool:
     return ((isinstance(layer, Activation) and layer.activation == "relu")
             or (isinstance(layer, ReLU) and layer.max_value is None and layer.negative_slope == 0))
 
 
-def core_configs(layers: Sequence[Layer]) -> List[List[Dict[str, Any]]]:
-    """The core layers of each layer of a Sequential stack, with one fusion: a BatchNormalization
-    followed by a plain ReLU computes the ReLU itself (one pass over the activations instead of
-    two, forward and backward), and the ReLU becomes an identity view. Each layer keeps its count
-    of core layers, so shapes, weights and trainable flags map as without the fusion."""
+def core_configs(layers: Sequence[Layer], inputs: Optional[Sequence[Sequence[int]]] = None
+                 ) -> List[List[Dict[str, Any]]]:
+    """The core layers of each position of a model (layers[i] reads the positions inputs[i], -1
+    being the model's input; None: a chain, as a Sequential stack), with one fusion: a
+    BatchNormalization whose output only a plain ReLU reads computes the ReLU itself (one pass over
+    the activations instead of two, forward and backward), and the ReLU becomes an identity view.
+    Each position keeps its count of core layers, so shapes, weights and trainable flags map as
+    without the fusion."""
+    if inputs is None:
+        inputs = [[i - 1] for i in range(len(layers))]
+    readers: List[List[int]] = [[] for _ in layers]
+    for j, parents in enumerate(inputs):
+        for p in parents:
+            if p >= 0:
+                readers[p].append(j)
     out = [layer._core_configs() for layer in layers]
-    for i in range(len(layers) - 1):
-        if isinstance(layers[i], BatchNormalization) and _is_plain_relu(layers[i + 1]):
-            out[i] = layers[i]._core_configs(fused_relu=True)
-            out[i + 1] = [dict(class_name="Activation", activation="linear")]
+    for i, layer in enumerate(layers):
+        if isinstance(layer, BatchNormalization) and len(readers[i]) == 1:
+            j = readers[i][0]
+            if _is_plain_relu(layers[j]) and list(inputs[j]) == [i]:
+                out[i] = layer._core_configs(fused_relu=True)
+                out[j] = [dict(class_name="Activation", activation="linear")]
     return out
 
 
 _REGISTRY = {c.__name__: c for c in (InputLayer, Conv2D, MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
                                       GlobalMaxPooling2D, ZeroPadding2D, Flatten, Dense, Dropout, Activation, ReLU,
                                       LeakyReLU, ELU, Softmax, Rescaling, BatchNormalization, RandomFlip,
-                                      RandomTranslation, RandomCrop)}
+                                      RandomTranslation, RandomCrop, Add, Concatenate)}
 
 
 def deserialize(config: Dict[str, Any]) -> Layer:
@@ -903,5 +1006,5 @@ def serialize(layer: Layer) -> Dict[str, Any]:
 __all__ = ["Layer", "InputLayer", "Input", "Conv2D", "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D",
            "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPooling2D", "GlobalMaxPool2D", "ZeroPadding2D",
            "Flatten", "Dense", "Dropout", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "Rescaling",
-           "BatchNormalization", "RandomFlip", "RandomTranslation", "RandomCrop", "core_configs", "serialize",
-           "deserialize"]
+           "BatchNormalization", "RandomFlip", "RandomTranslation", "RandomCrop", "Add", "Concatenate", "KerasTensor",
+           "core_configs", "serialize", "deserialize"]

@@ -1,9 +1,18 @@
-"""``Sequential`` with Keras' API, trained by the C++ core (one call per batch, GIL released).
+"""``Model`` (Keras' functional model) and ``Sequential`` with Keras' API, trained by the C++ core
+(one call per batch, GIL released).
 
-This module holds the model's structure (layers, build, summary), weights, config, compile and
-device moves. The rest lives beside it, and every public name stays importable from here:
+This module holds the models' structure (layers, the graph, build, summary), weights, config,
+compile and device moves. A ``Sequential`` is the special case of a chain: both build the same C++
+model (csrc/nn/model.h), and everything below ``Model`` is shared. The rest lives beside it, and
+every public name stays importable from here: functional.py (symbolic tensors, the graph walk),
 training.py (the fit / evaluate / predict loops, which the methods below call), saving.py (save,
 ``load_model``) and applications.py (``tutorial_cnn``, ``deep_mnist``).
+
+    x = hpcnn.Input(shape=(32, 32, 3))
+    y = Conv2D(16, 3, padding='same', activation='relu')(x)
+    y = Add()([Conv2D(16, 3, padding='same')(y), x])
+    y = Dense(10, activation='softmax')(Flatten()(y))
+    model = hpcnn.Model(inputs=x, outputs=y)
 
     model = hpcnn.Sequential()
     model.add(InputLayer(input_shape=[32, 32, 3]))
@@ -18,62 +27,104 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _core, devices, layers as layers_mod, losses, optimizers, saving, training, validation
+from . import _core, devices, functional, layers as layers_mod, losses, optimizers, saving, training, validation
 from .callbacks import Callback, History
+from .functional import KerasTensor
 from .utils import next_model_seed
 
 ArrayLike = Any
 _ACCURACY_NAMES = ("accuracy", "acc", "categorical_accuracy", "sparse_categorical_accuracy")
 
+# A position of the model's graph: a layer and the positions it reads (-1: the model's input).
+_Node = Tuple[layers_mod.Layer, List[int]]
 
-class Sequential:
-    """A linear stack of layers (Keras' ``Sequential``)."""
 
-    def __init__(self, layers: Optional[Iterable[layers_mod.Layer]] = None, name: Optional[str] = None,
-                 seed: Optional[int] = None, trainable: bool = True) -> None:
-        self.name = validation.name(name, "Sequential") or "sequential"
-        self.layers: List[layers_mod.Layer] = []
+class Model:
+    """A model whose layers form a graph: Keras' functional ``Model(inputs, outputs)``.
+
+    ``inputs`` is the tensor of ``hpcnn.Input(shape=...)``, ``outputs`` the tensor that layers
+    called on it produce (a list of one of each is accepted; several inputs or outputs are not
+    supported yet). The model holds every layer between them, in Keras' order (``model.layers``
+    starts with the InputLayer), and names unnamed layers as Keras does ('conv2d', 'conv2d_1').
+    Compile, fit, evaluate, predict, weights, config, save and summary work as for ``Sequential``.
+    ``seed`` (hpcnn's) fixes the initial weights and the dropout masks.
+    """
+
+    def __init__(self, inputs: Any = None, outputs: Any = None, name: Optional[str] = None,
+                 seed: Optional[int] = None, trainable: bool = True, **kwargs: Any) -> None:
+        validation.no_other_arguments(kwargs, "Model")
+        if inputs is None or outputs is None:
+            raise NotImplementedError("hpcnn.Model(inputs, outputs) builds a model from tensors (the functional API); "
+                                      "subclassing Model with a call() method is not supported: use the functional "
+                                      "API or Sequential")
+        inp = functional.single(inputs, "inputs")
+        out = functional.single(outputs, "outputs")
+        if not isinstance(inp._layer, layers_mod.InputLayer):
+            raise ValueError(f"Model: inputs must be the tensor of hpcnn.Input(shape=...), got {inp!r} (the output "
+                             f"of layer {functional.layer_label(inp._layer)})")
+        if out is inp:
+            raise ValueError("Model: the output is the input itself: the model has no layers")
+        self._setup(name, "functional", seed, trainable)
+        ordered = functional.ordered_layers(inp, out)
+        _assign_names(ordered)
+        self.layers: List[layers_mod.Layer] = ordered
+        self._input_shape = inp._layer.input_shape
+        self._input_tensor, self._output_tensor = inp, out
+        index = {id(layer): i for i, layer in enumerate(ordered[1:])}
+        self._nodes: List[_Node] = [(layer, [-1 if t is inp else index[id(t._layer)] for t in layer._inbound or []])
+                                    for layer in ordered[1:]]
+
+    def _setup(self, name: Any, default_name: str, seed: Any, trainable: Any) -> None:
+        """What every model has: name, seed, trainable, the core model (built lazily), compile state."""
+        self.name = validation.name(name, type(self).__name__) or default_name
+        self._seed = validation.integer(seed, "seed", type(self).__name__, minimum=0, maximum=2**64 - 1,
+                                        allow_none=True)
+        self._trainable = validation.boolean(trainable, "trainable", type(self).__name__)
         self._input_shape: Optional[Tuple[int, ...]] = None
-        self._seed = validation.integer(seed, "seed", "Sequential", minimum=0, maximum=2**64 - 1, allow_none=True)
-        self._trainable = validation.boolean(trainable, "trainable", "Sequential")
         self._core: Optional[_core.Model] = None
         self._compiled: Optional[Dict[str, Any]] = None
         self.optimizer: Optional[optimizers.Optimizer] = None
         self.stop_training = False
         self.history: Optional[History] = None
-        for layer in validation.layer_list(layers, "Sequential: layers") or []:
-            self.add(layer)
 
     # ------------------------------------------------------------------ structure
-    def add(self, layer: layers_mod.Layer) -> None:
-        """Append a layer. Adding to a model that was already built rebuilds it with fresh weights."""
-        if not isinstance(layer, layers_mod.Layer):
-            raise TypeError(f"add() takes an hpcnn layer, got {type(layer).__name__}")
-        if isinstance(layer, layers_mod.InputLayer):
-            if self.layers or self._input_shape is not None:
-                raise ValueError("InputLayer must come first")
-            self._input_shape = layer.input_shape
-            return
-        if layer.input_shape is not None:
-            if self.layers or self._input_shape is not None:
-                if self._input_shape != layer.input_shape or self.layers:
-                    raise ValueError("input_shape= may only be given to the first layer")
-            self._input_shape = layer.input_shape
-        counts: Dict[str, int] = {}
-        for existing in self.layers:
-            counts[existing._keras_name] = counts.get(existing._keras_name, 0) + 1
-        if layer.name is None:
-            k = counts.get(layer._keras_name, 0)
-            layer.name = layer._keras_name + (f"_{k}" if k else "")
-        self.layers.append(layer)
-        if self._core is not None:
-            self._core = None
-            self._compiled = None
+    def _graph_nodes(self) -> List[_Node]:
+        """The model's positions in topological order: each a layer and the positions it reads."""
+        return self._nodes
 
-    def pop(self) -> layers_mod.Layer:
-        layer = self.layers.pop()
-        self._core, self._compiled = None, None
-        return layer
+    def _is_chain(self) -> bool:
+        return all(parents == [i - 1] for i, (_, parents) in enumerate(self._graph_nodes()))
+
+    @property
+    def inputs(self) -> List[KerasTensor]:
+        return [self._input_tensor]
+
+    @property
+    def outputs(self) -> List[KerasTensor]:
+        return [self._output_tensor]
+
+    @property
+    def input(self) -> KerasTensor:
+        return self._input_tensor
+
+    @property
+    def output(self) -> KerasTensor:
+        return self._output_tensor
+
+    def get_layer(self, name: Optional[str] = None, index: Optional[int] = None) -> layers_mod.Layer:
+        """A layer by name or by index in ``model.layers`` (Keras' ``get_layer``)."""
+        if (name is None) == (index is None):
+            raise ValueError("get_layer: provide either a name or an index (not both)")
+        if index is not None:
+            validation.integer(index, "index", "get_layer", minimum=-len(self.layers))
+            if index >= len(self.layers):
+                raise ValueError(f"get_layer: was asked to retrieve layer at index {index} but model only has "
+                                 f"{len(self.layers)} layers")
+            return self.layers[index]
+        for layer in self.layers:
+            if layer.name == name:
+                return layer
+        raise ValueError(f"No such layer: {name}. Existing layers are: {[la.name for la in self.layers]}")
 
     @property
     def input_shape(self) -> Tuple[Optional[int], ...]:
@@ -82,35 +133,42 @@ class Sequential:
         return (None,) + tuple(self._input_shape)
 
     def build(self, input_shape: Optional[Sequence[Optional[int]]] = None) -> None:
-        """Create the weights (done automatically by compile/fit/summary)."""
+        """Create the weights (done automatically by compile/fit/summary). A functional model's
+        input shape is its Input's; ``input_shape``, if given, must agree."""
         if input_shape is not None:
-            dims = list(input_shape) if isinstance(input_shape, (list, tuple)) else input_shape
-            if isinstance(dims, list) and dims and dims[0] is None:
-                dims = dims[1:]  # Keras' (None, h, w, c): the batch axis
-            shp = validation.shape(dims, "input_shape", "build")
-            if self._input_shape is not None and shp != self._input_shape:
-                self._core, self._compiled = None, None
-            self._input_shape = shp
+            shp = _input_shape_arg(input_shape)
+            if shp != self._input_shape:
+                raise ValueError(f"build: input_shape {(None,) + shp} differs from the model's input "
+                                 f"{self.input_shape}")
+        self._build_core()
+
+    def _build_core(self) -> None:
         if self._core is not None:
             return
         if self._input_shape is None:
             raise ValueError("the model has no input shape: add InputLayer(input_shape=(h, w, c)) first, "
                              "or pass input_shape= to the first layer")
-        if not self.layers:
+        nodes = self._graph_nodes()
+        if not nodes:
             raise ValueError("the model has no layers")
         cfgs: List[Dict[str, Any]] = []
-        for per_layer in layers_mod.core_configs(self.layers):  # with BatchNormalization+ReLU fused
-            cfgs.extend(per_layer)
+        inputs: List[List[int]] = []
+        last_core: List[int] = []  # per position: the core layer that outputs it
+        for (layer, parents), per_node in zip(nodes, self._node_core_configs()):
+            for j, c in enumerate(per_node):
+                cfgs.append(c)
+                inputs.append([-1 if p < 0 else last_core[p] for p in parents] if j == 0 else [len(cfgs) - 2])
+            last_core.append(len(cfgs) - 1)
         if self._seed is None:
             self._seed = next_model_seed()
-        self._core = _core.Model(list(self._input_shape), cfgs, self._seed)
+        self._core = _core.Model(list(self._input_shape), cfgs, self._seed, inputs)
 
     @property
     def built(self) -> bool:
         return self._core is not None
 
     def _model(self) -> _core.Model:
-        self.build()
+        self._build_core()
         assert self._core is not None
         return self._core
 
@@ -123,21 +181,35 @@ class Sequential:
         """Where the model lives: 'cpu' or 'gpu:N'."""
         return self._model().device
 
-    def to(self, device: str) -> "Sequential":
+    def to(self, device: str) -> "Model":
         """Move the model (weights and optimizer state) to 'cpu' or 'gpu[:N]'."""
         self._model().to(devices.normalize(device))
         return self
 
-    def _layer_outputs(self) -> List[Tuple[layers_mod.Layer, Tuple[int, ...], int]]:
-        """(layer, per-sample output shape, params) for each Keras-level layer."""
-        shapes = self._model().output_shapes
+    def _node_core_configs(self) -> List[List[Dict[str, Any]]]:
+        """Per position, the configs of the core layers it builds (one, or two for a layer with a
+        softmax activation), with layers.core_configs' fusion (a BatchNormalization whose output
+        only a ReLU reads), which keeps each position's count of core layers (the ranges below and
+        the trainable mask rely on it)."""
+        nodes = self._graph_nodes()
+        return layers_mod.core_configs([layer for layer, _ in nodes], [parents for _, parents in nodes])
+
+    def _core_ranges(self) -> List[Tuple[int, int]]:
+        """Per position: the [begin, end) of its core layers."""
         out, k = [], 0
-        cur: Tuple[int, ...] = tuple(self._input_shape or ())
-        for layer in self.layers:
-            n = len(layer._core_configs())
-            shape = tuple(shapes[k + n - 1])
-            out.append((layer, shape, layer.count_params(cur)))
-            cur, k = shape, k + n
+        for per_node in self._node_core_configs():
+            out.append((k, k + len(per_node)))
+            k += len(per_node)
+        return out
+
+    def _layer_outputs(self) -> List[Tuple[layers_mod.Layer, Tuple[int, ...], int]]:
+        """(layer, per-sample output shape, params) for each position of the graph."""
+        core = self._model()
+        shapes, weights = core.output_shapes, core.weight_shapes
+        out = []
+        for (layer, _), (b, e) in zip(self._graph_nodes(), self._core_ranges()):
+            params = sum(int(np.prod(shape)) for k in range(b, e) for _, shape in weights[k])
+            out.append((layer, tuple(shapes[e - 1]), params))
         return out
 
     def count_params(self) -> int:
@@ -151,15 +223,15 @@ class Sequential:
 
     @trainable.setter
     def trainable(self, value: bool) -> None:
-        self._trainable = validation.boolean(value, "trainable", "Sequential")
+        self._trainable = validation.boolean(value, "trainable", type(self).__name__)
         for layer in self.layers:
             layer.trainable = self._trainable
 
     def _trainable_mask(self) -> List[bool]:
         """One flag per core layer: whether the optimizer updates it, from the layers' trainable now."""
         mask: List[bool] = []
-        for layer in self.layers:
-            mask += [bool(self._trainable and layer.trainable)] * len(layer._core_configs())
+        for (layer, _), (b, e) in zip(self._graph_nodes(), self._core_ranges()):
+            mask += [bool(self._trainable and layer.trainable)] * (e - b)
         return mask
 
     def _trainable_changed_since_compile(self) -> bool:
@@ -169,30 +241,51 @@ class Sequential:
     def output_shape(self) -> Tuple[Optional[int], ...]:
         return (None,) + tuple(self._model().output_shapes[-1])
 
-    def summary(self, print_fn=print, line_length: int = 76) -> None:
-        """A Keras-style table: layer, output shape, parameters; totals; device."""
+    def summary(self, print_fn=print, line_length: Optional[int] = None) -> None:
+        """A Keras-style table: layer, output shape, parameters (and, for a graph that is not a
+        chain, Keras' "Connected to" column: the layers each one reads); totals; device."""
         rows = self._layer_outputs()
+        labels = [f" {layer.name} ({type(layer).__name__})" for layer, _, _ in rows]
+        if not isinstance(self, Sequential):
+            labels.append(f" {self.layers[0].name} ({type(self.layers[0]).__name__})")
         # The first column fits the longest " name (Type)" label (Keras' long class names).
-        c1 = max([34] + [len(f" {layer.name} ({type(layer).__name__})") + 2 for layer, _, _ in rows])
+        c1 = max([34] + [len(label) + 2 for label in labels])
         c2 = 26
-        line_length = max(line_length, c1 + c2 + 12)
+        wide = not self._is_chain()  # Keras shows "Connected to" when the layers are not a chain
+        line_length = max(line_length or (106 if wide else 76), c1 + c2 + (30 if wide else 12))
         sep = "_" * line_length
         print_fn(f'Model: "{self.name}"')
         print_fn(sep)
-        print_fn(f"{' Layer (type)':<{c1}}{'Output Shape':<{c2}}Param #")
-        print_fn("=" * line_length)
-        for layer, shape, params in rows:
-            label = f" {layer.name} ({type(layer).__name__})"
-            print_fn(f"{label:<{c1}}{str((None,) + shape):<{c2}}{params:,}")
+        table: List[Tuple[str, str, int, List[str]]] = []
+        if not isinstance(self, Sequential):
+            inp = self.layers[0]
+            table.append((f" {inp.name} ({type(inp).__name__})", str(self.input_shape), 0, ["-"]))
+        for (layer, parents), (_, shape, params) in zip(self._graph_nodes(), rows):
+            sources = [f"{(self.layers[0] if p < 0 else self._graph_nodes()[p][0]).name}[0][0]" for p in parents]
+            table.append((f" {layer.name} ({type(layer).__name__})", str((None,) + shape), params, sources))
+        if wide:
+            c3 = 12
+            print_fn(f"{' Layer (type)':<{c1}}{'Output Shape':<{c2}}{'Param #':<{c3}}Connected to")
+            print_fn("=" * line_length)
+            for label, shape, params, sources in table:
+                print_fn(f"{label:<{c1}}{shape:<{c2}}{params:<{c3},}{sources[0] if sources else ''}".rstrip())
+                for src in sources[1:]:
+                    print_fn(" " * (c1 + c2 + c3) + src)
+        else:
+            print_fn(f"{' Layer (type)':<{c1}}{'Output Shape':<{c2}}Param #")
+            print_fn("=" * line_length)
+            for label, shape, params, _ in table:
+                print_fn(f"{label:<{c1}}{shape:<{c2}}{params:,}")
         print_fn("=" * line_length)
         total = self.count_params()
         # Non-trainable: the weights of frozen layers, and the non-trainable weights by nature
         # (BatchNormalization's moving statistics) of every layer.
-        trainable, cur = 0, tuple(self._input_shape or ())
-        for layer, shape, params in rows:
+        trainable = 0
+        for (layer, parents), (_, _, params) in zip(self._graph_nodes(), rows):
             if self._trainable and layer.trainable:
-                trainable += params - layer._non_trainable_count(cur)
-            cur = shape
+                first = parents[0]  # the input whose shape sizes the layer's weights
+                in_shape = tuple(self._input_shape or ()) if first < 0 else rows[first][1]
+                trainable += params - layer._non_trainable_count(in_shape)
         print_fn(f"Total params: {total:,} ({total * 4 / 1024**2:.2f} MB)")
         print_fn(f"Trainable params: {trainable:,} ({trainable * 4 / 1024**2:.2f} MB)")
         print_fn(f"Non-trainable params: {total - trainable:,} ({(total - trainable) * 4 / 1024**2:.2f} MB)")
@@ -235,37 +328,37 @@ class Sequential:
         self._model().set_weights(arrays)
 
     def get_config(self) -> Dict[str, Any]:
+        """Keras' functional config: the layers (class, name, own config, inbound nodes: the
+        tensors each is called on, as ``{"args": [...], "kwargs": {}}`` with Keras'
+        ``__keras_tensor__`` records) and the input and output layers."""
+        def tensor(t: KerasTensor) -> Dict[str, Any]:
+            return {"class_name": "__keras_tensor__",
+                    "config": {"shape": list(t.shape), "dtype": t.dtype, "keras_history": [t._layer.name, 0, 0]}}
+
         cfg_layers = []
-        if self._input_shape is not None:
-            cfg_layers.append({"class_name": "InputLayer", "config": {"input_shape": list(self._input_shape)}})
-        cfg_layers += [layers_mod.serialize(layer) for layer in self.layers]
-        cfg: Dict[str, Any] = {"name": self.name, "layers": cfg_layers}
-        if not self._trainable:
-            cfg["trainable"] = False
-        return cfg
+        for layer in self.layers:
+            inbound: List[Dict[str, Any]] = []
+            if not isinstance(layer, layers_mod.InputLayer):
+                ts = [tensor(t) for t in layer._inbound or []]
+                inbound = [{"args": [ts if layer._merges_inputs else ts[0]], "kwargs": {}}]
+            cfg_layers.append({"class_name": type(layer).__name__, "name": layer.name, "config": layer.get_config(),
+                               "inbound_nodes": inbound})
+        return {"name": self.name, "trainable": self._trainable, "layers": cfg_layers,
+                "input_layers": [[self.layers[0].name, 0, 0]],
+                "output_layers": [[self._output_tensor._layer.name, 0, 0]]}
 
     @classmethod
-    def from_config(cls, config: Dict[str, Any]) -> "Sequential":
-        """The model get_config() described; ValueError for anything else."""
-        if not isinstance(config, dict) or not isinstance(config.get("layers"), list):
-            raise ValueError(f"a Sequential config is a dict with a 'layers' list, got {config!r:.200}")
-        model = cls(name=config.get("name"))
-        for lc in config["layers"]:
-            model.add(layers_mod.deserialize(lc))
-        if config.get("trainable", True) is not True:
-            model._trainable = validation.boolean(config["trainable"], "trainable", "Sequential")
-        return model
+    def from_config(cls, config: Dict[str, Any]) -> "Model":
+        """The model get_config() described (also Keras 2's inbound-node lists); ValueError for
+        anything else, naming what is wrong."""
+        return _functional_from_config(cls, config)
 
     def _weight_names(self) -> List[str]:
         """'conv2d/kernel', 'conv2d/bias', 'batch_normalization/gamma', ...: the get_weights() order,
         named by the core's weight specs."""
-        per_core = self._model().weight_shapes
-        names, k = [], 0
-        for layer in self.layers:
-            n = len(layer._core_configs())
-            names += [f"{layer.name}/{w}" for specs in per_core[k:k + n] for w, _ in specs]
-            k += n
-        return names
+        weights = self._model().weight_shapes
+        return [f"{layer.name}/{name}" for (layer, _), (b, e) in zip(self._graph_nodes(), self._core_ranges())
+                for k in range(b, e) for name, _ in weights[k]]
 
     def save(self, filepath: str, overwrite: bool = True, include_optimizer: bool = True) -> None:
         """Save the model (architecture, weights, compile settings, step counter and, with
@@ -399,12 +492,242 @@ class Sequential:
         return training.predict_on_batch(self, x)
 
     def __repr__(self) -> str:
+        return f"<hpcnn.Model {self.name!r}: {len(self.layers)} layers>"
+
+
+class Sequential(Model):
+    """A linear stack of layers (Keras' ``Sequential``): the graph in which each layer reads the
+    one before it."""
+
+    def __init__(self, layers: Optional[Iterable[Any]] = None, name: Optional[str] = None,
+                 seed: Optional[int] = None, trainable: bool = True) -> None:
+        self._setup(name, "sequential", seed, trainable)
+        self.layers: List[layers_mod.Layer] = []
+        for layer in validation.layer_list(layers, "Sequential: layers") or []:
+            self.add(layer)
+
+    def _graph_nodes(self) -> List[_Node]:
+        return [(layer, [i - 1]) for i, layer in enumerate(self.layers)]
+
+    @property
+    def inputs(self) -> List[KerasTensor]:
+        raise AttributeError("a Sequential model has no symbolic inputs; build a graph with hpcnn.Input and hpcnn.Model")
+
+    @property
+    def outputs(self) -> List[KerasTensor]:
+        raise AttributeError("a Sequential model has no symbolic outputs; build a graph with hpcnn.Input and hpcnn.Model")
+
+    input = inputs  # type: ignore[assignment]
+    output = outputs  # type: ignore[assignment]
+
+    # ------------------------------------------------------------------ structure
+    def add(self, layer: Union[layers_mod.Layer, KerasTensor]) -> None:
+        """Append a layer (or start with ``hpcnn.Input(shape=...)``). Adding to a model that was
+        already built rebuilds it with fresh weights."""
+        if isinstance(layer, KerasTensor):
+            if not isinstance(layer._layer, layers_mod.InputLayer):
+                raise TypeError("add() takes an hpcnn layer or the tensor of hpcnn.Input(); got the output of layer "
+                                f"{functional.layer_label(layer._layer)}")
+            layer = layer._layer
+        if not isinstance(layer, layers_mod.Layer):
+            raise TypeError(f"add() takes an hpcnn layer, got {type(layer).__name__}")
+        if isinstance(layer, layers_mod.InputLayer):
+            if self.layers or self._input_shape is not None:
+                raise ValueError("InputLayer must come first")
+            self._input_shape = layer.input_shape
+            return
+        if layer._merges_inputs:
+            raise ValueError(f"{type(layer).__name__} takes several inputs and cannot be part of a Sequential: "
+                             "build the model with hpcnn.Input and hpcnn.Model")
+        if layer.input_shape is not None:
+            if self.layers or self._input_shape is not None:
+                if self._input_shape != layer.input_shape or self.layers:
+                    raise ValueError("input_shape= may only be given to the first layer")
+            self._input_shape = layer.input_shape
+        counts: Dict[str, int] = {}
+        for existing in self.layers:
+            counts[existing._keras_name] = counts.get(existing._keras_name, 0) + 1
+        if layer.name is None:
+            k = counts.get(layer._keras_name, 0)
+            layer.name = layer._keras_name + (f"_{k}" if k else "")
+        self.layers.append(layer)
+        if self._core is not None:
+            self._core = None
+            self._compiled = None
+
+    def pop(self) -> layers_mod.Layer:
+        layer = self.layers.pop()
+        self._core, self._compiled = None, None
+        return layer
+
+    def build(self, input_shape: Optional[Sequence[Optional[int]]] = None) -> None:
+        """Create the weights (done automatically by compile/fit/summary)."""
+        if input_shape is not None:
+            shp = _input_shape_arg(input_shape)
+            if self._input_shape is not None and shp != self._input_shape:
+                self._core, self._compiled = None, None
+            self._input_shape = shp
+        self._build_core()
+
+    # ------------------------------------------------------------------ config
+    def get_config(self) -> Dict[str, Any]:
+        cfg_layers = []
+        if self._input_shape is not None:
+            cfg_layers.append({"class_name": "InputLayer", "config": {"input_shape": list(self._input_shape)}})
+        cfg_layers += [layers_mod.serialize(layer) for layer in self.layers]
+        cfg: Dict[str, Any] = {"name": self.name, "layers": cfg_layers}
+        if not self._trainable:
+            cfg["trainable"] = False
+        return cfg
+
+    @classmethod
+    def from_config(cls, config: Dict[str, Any]) -> "Sequential":
+        """The model get_config() described; ValueError for anything else."""
+        if not isinstance(config, dict) or not isinstance(config.get("layers"), list):
+            raise ValueError(f"a Sequential config is a dict with a 'layers' list, got {config!r:.200}")
+        model = cls(name=config.get("name"))
+        for lc in config["layers"]:
+            model.add(layers_mod.deserialize(lc))
+        if config.get("trainable", True) is not True:
+            model._trainable = validation.boolean(config["trainable"], "trainable", "Sequential")
+        return model
+
+    def __repr__(self) -> str:
         return f"<hpcnn.Sequential {self.name!r}: {len(self.layers)} layers>"
 
 
-def clone_model(model: Sequential) -> Sequential:
-    """A new model with the same layers and fresh weights (Keras' clone_model); compile it again."""
-    return Sequential.from_config(model.get_config())
+def _input_shape_arg(input_shape: Any) -> Tuple[int, ...]:
+    """build()'s input_shape: per sample, or Keras' (None, h, w, c) with the batch axis."""
+    dims = list(input_shape) if isinstance(input_shape, (list, tuple)) else input_shape
+    if isinstance(dims, list) and dims and dims[0] is None:
+        dims = dims[1:]  # Keras' (None, h, w, c): the batch axis
+    return validation.shape(dims, "input_shape", "build")
+
+
+def _assign_names(layers: List[layers_mod.Layer]) -> None:
+    """Names for the unnamed layers of a graph, Keras-style and unique in it ('conv2d',
+    'conv2d_1', ...), in the model's layer order; a name given twice is a ValueError."""
+    taken: Dict[str, int] = {}
+    for layer in layers:
+        if layer.name is not None:
+            taken[layer.name] = taken.get(layer.name, 0) + 1
+    for name, count in taken.items():
+        if count > 1:
+            raise ValueError(f'The name "{name}" is used {count} times in the model. All layer names should be unique '
+                             "(layers named by another model keep their names: pass name= to tell them apart)")
+    for layer in layers:
+        if layer.name is None:
+            base, k = layer._keras_name, 0
+            while (base + (f"_{k}" if k else "")) in taken:
+                k += 1
+            layer.name = base + (f"_{k}" if k else "")
+            taken[layer.name] = 1
+
+
+def _inbound_names(entry: Dict[str, Any], name: str) -> List[str]:
+    """The names of the layers an entry of a functional config reads: Keras 3's
+    ``[{"args": [tensor or [tensors]], "kwargs": {}}]`` or Keras 2's ``[[[name, 0, 0, {}], ...]]``."""
+    nodes = entry.get("inbound_nodes", [])
+    if not isinstance(nodes, list):
+        raise ValueError(f"layer '{name}': inbound_nodes must be a list, got {nodes!r:.200}")
+    if len(nodes) > 1:
+        raise NotImplementedError(f"layer '{name}' is used at {len(nodes)} positions of the graph: hpcnn does not share "
+                                  "a layer between positions")
+    if not nodes:
+        return []
+    node = nodes[0]
+    if isinstance(node, dict):  # Keras 3
+        kwargs = node.get("kwargs", {})
+        if not isinstance(kwargs, dict) or any(v is not None for k, v in kwargs.items() if k in ("training", "mask")) \
+                or set(kwargs) - {"training", "mask"}:
+            raise ValueError(f"layer '{name}': call arguments {kwargs!r:.200} are not supported")
+        args = node.get("args", [])
+        if not isinstance(args, list) or len(args) != 1:
+            raise ValueError(f"layer '{name}': an inbound node has one argument (a tensor or a list), got {args!r:.200}")
+        arg = args[0]
+        tensors = arg if isinstance(arg, list) else [arg]
+        names = []
+        for t in tensors:
+            hist = t.get("config", {}).get("keras_history") if isinstance(t, dict) else None
+            if not (isinstance(hist, list) and hist and isinstance(hist[0], str)):
+                raise ValueError(f"layer '{name}': an inbound tensor has no keras_history: {t!r:.200}")
+            if hist[1:3] not in ([0, 0], []):
+                raise NotImplementedError(f"layer '{name}' reads node {hist[1:3]} of '{hist[0]}': hpcnn layers have one "
+                                          "node and one output")
+            names.append(hist[0])
+        return names
+    if isinstance(node, list):  # Keras 2
+        names = []
+        for t in node:
+            if not (isinstance(t, list) and t and isinstance(t[0], str)):
+                raise ValueError(f"layer '{name}': an inbound tensor must be [name, node, index, kwargs], got {t!r:.200}")
+            names.append(t[0])
+        return names
+    raise ValueError(f"layer '{name}': an inbound node must be a dict or a list, got {node!r:.200}")
+
+
+def _functional_from_config(cls: type, config: Any) -> Model:
+    if not isinstance(config, dict) or not isinstance(config.get("layers"), list):
+        raise ValueError(f"a functional model's config is a dict with a 'layers' list, got {config!r:.200}")
+    for key in ("input_layers", "output_layers"):
+        if not isinstance(config.get(key), list) or not config[key]:
+            raise ValueError(f"a functional model's config needs '{key}' (a Sequential's config goes to "
+                             "Sequential.from_config)")
+    entries: List[Tuple[str, layers_mod.Layer, List[str]]] = []
+    seen = set()
+    for entry in config["layers"]:
+        if not isinstance(entry, dict):
+            raise ValueError(f"a layer entry must be a dict, got {entry!r:.200}")
+        layer = layers_mod.deserialize(entry)
+        name = entry.get("name", layer.name)
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a layer entry needs a name, got {name!r:.100}")
+        if name in seen:
+            raise ValueError(f'The name "{name}" is used 2 times in the model. All layer names should be unique.')
+        seen.add(name)
+        layer.name = name
+        entries.append((name, layer, _inbound_names(entry, name)))
+    tensors: Dict[str, KerasTensor] = {}
+    for name, layer, inbound in entries:
+        if isinstance(layer, layers_mod.InputLayer):
+            tensors[name] = layer.output
+    pending = [e for e in entries if not isinstance(e[1], layers_mod.InputLayer)]
+    while pending:  # any order the config lists them in: each layer once its inputs exist
+        ready = [e for e in pending if all(n in tensors for n in e[2])]
+        if not ready:
+            name, _, inbound = pending[0]
+            missing = [n for n in inbound if n not in tensors]
+            raise ValueError(f"layer '{name}' reads {missing}, which no layer of the config provides"
+                             if missing or not inbound else f"layer '{name}' has no inbound node")
+        for name, layer, inbound in ready:
+            if not inbound:
+                raise ValueError(f"layer '{name}' has no inbound node")
+            args = [tensors[n] for n in inbound]
+            if not layer._merges_inputs and len(args) != 1:
+                raise ValueError(f"layer '{name}' ({type(layer).__name__}) takes one input; the config gives {len(args)}")
+            tensors[name] = layer(args) if layer._merges_inputs else layer(args[0])
+        pending = [e for e in pending if e not in ready]
+
+    def endpoint(key: str) -> KerasTensor:
+        spec = config[key]
+        if len(spec) != 1:
+            raise NotImplementedError(f"hpcnn models have one input and one output for now; '{key}' lists {len(spec)}")
+        ref = spec[0]
+        name = ref[0] if isinstance(ref, list) and ref else ref
+        if not isinstance(name, str) or name not in tensors:
+            raise ValueError(f"'{key}' names {name!r:.100}, which is not a layer of the config")
+        return tensors[name]
+
+    model = cls(inputs=endpoint("input_layers"), outputs=endpoint("output_layers"), name=config.get("name"))
+    if config.get("trainable", True) is not True:
+        model._trainable = validation.boolean(config["trainable"], "trainable", "Model")
+    return model
+
+
+def clone_model(model: Model) -> Model:
+    """A new model with the same layers (new layer objects) and fresh weights (Keras'
+    clone_model); compile it again."""
+    return type(model).from_config(model.get_config())
 
 
 # Re-exported so that hpcnn.models.load_model / tutorial_cnn / deep_mnist keep working. Imported
@@ -412,4 +735,4 @@ def clone_model(model: Sequential) -> Sequential:
 from .saving import load_model  # noqa: E402
 from .applications import deep_mnist, tutorial_cnn  # noqa: E402
 
-__all__ = ["Sequential", "clone_model", "load_model", "tutorial_cnn", "deep_mnist"]
+__all__ = ["Model", "Sequential", "clone_model", "load_model", "tutorial_cnn", "deep_mnist"]

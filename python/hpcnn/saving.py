@@ -1,9 +1,10 @@
-"""Saving and loading models and weights: ``Sequential.save`` / ``load_model`` and
-``Sequential.save_weights`` / ``load_weights``.
+"""Saving and loading models and weights: ``Model.save`` / ``load_model`` and
+``Model.save_weights`` / ``load_weights`` (a ``Sequential`` is a ``Model``).
 
 A model file is HDF5: one dataset ``hpcnn_model_json`` (UTF-8 JSON bytes: format, version, the
-model's config, seed and step counter, weight names, compile settings and the optimizer state's
-description) and one dataset per weight array, ``weight_000``, ``weight_001``, ... in
+model's class ("Sequential", or "Functional" for ``hpcnn.Model``; files without it are
+Sequential), its config, seed and step counter, weight names, compile settings and the optimizer
+state's description) and one dataset per weight array, ``weight_000``, ``weight_001``, ... in
 ``get_weights()`` order (Keras layouts), plus, with ``include_optimizer=True`` (the default), one
 per optimizer state buffer, ``optimizer_000``, ... (each flat over all parameters, in Keras'
 layout: the concatenation of get_weights' arrays, flattened). format_version 1 files (hpcnn before
@@ -27,8 +28,8 @@ import numpy as np
 
 from . import _core, data, losses, optimizers, validation
 
-if TYPE_CHECKING:  # models.py imports this module; load_model imports Sequential when called
-    from .models import Sequential
+if TYPE_CHECKING:  # models.py imports this module; load_model imports the model classes when called
+    from .models import Model
 
 FORMAT = "hpcnn-model"
 FORMAT_VERSION = 2  # 2: the optimizer state (include_optimizer) and the step counter; 1 still loads
@@ -85,7 +86,7 @@ def write_file(path: str, arrays: Dict[str, np.ndarray], caller: str, compressio
 
 
 # ---------------------------------------------------------------------- the pieces of a model's state
-def compile_description(model: "Sequential") -> Optional[Dict[str, Any]]:
+def compile_description(model: "Model") -> Optional[Dict[str, Any]]:
     """The compile settings as files hold them (None when the model is not compiled)."""
     if model._compiled is None or model.optimizer is None:
         return None
@@ -103,7 +104,7 @@ def fixed_rate(optimizer: Any) -> bool:
     return not isinstance(getattr(optimizer, "_learning_rate", None), optimizers.LearningRateSchedule)
 
 
-def optimizer_state(model: "Sequential") -> Tuple[Optional[Dict[str, Any]], List[np.ndarray]]:
+def optimizer_state(model: "Model") -> Tuple[Optional[Dict[str, Any]], List[np.ndarray]]:
     """(description, buffers) of the compiled model's optimizer: its class, step count, learning
     rate and the names of its state buffers, and the buffers (flat, Keras' layout, in that order;
     none before the first step). (None, []) when the model is not compiled."""
@@ -118,7 +119,7 @@ def optimizer_state(model: "Sequential") -> Tuple[Optional[Dict[str, Any]], List
     return desc, [np.asarray(b) for b in buffers.values()]
 
 
-def restore_optimizer_state(model: "Sequential", desc: Dict[str, Any], buffers: List[np.ndarray]) -> None:
+def restore_optimizer_state(model: "Model", desc: Dict[str, Any], buffers: List[np.ndarray]) -> None:
     """Puts back what optimizer_state returned into the compiled model (same optimizer class):
     buffers, step count, learning rate. ValueError (_Damaged) when they do not fit it."""
     core = model._model()
@@ -150,13 +151,13 @@ def restore_optimizer_state(model: "Sequential", desc: Dict[str, Any], buffers: 
             core.learning_rate = core_lr
 
 
-def rng_state(model: "Sequential") -> Dict[str, int]:
+def rng_state(model: "Model") -> Dict[str, int]:
     """The model's random state: its seed and its step counter (dropout's key)."""
     core = model._model()
     return {"seed": int(core.seed), "step": int(core.step)}
 
 
-def restore_rng_state(model: "Sequential", state: Dict[str, Any]) -> None:
+def restore_rng_state(model: "Model", state: Dict[str, Any]) -> None:
     seed, step = state.get("seed"), state.get("step")
     for name, v in (("seed", seed), ("step", step)):
         if not validation.is_integer(v) or isinstance(v, bool) or not 0 <= v < 2**64:
@@ -189,7 +190,7 @@ def read_float_arrays(path: str, names: List[str], shapes: List[Tuple[int, ...]]
     return out
 
 
-def read_optimizer_buffers(path: str, model: "Sequential", desc: Dict[str, Any]) -> List[np.ndarray]:
+def read_optimizer_buffers(path: str, model: "Model", desc: Dict[str, Any]) -> List[np.ndarray]:
     names = desc.get("buffers")
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise _Damaged(f"its optimizer state names {names!r:.200} are not a list of names")
@@ -199,8 +200,8 @@ def read_optimizer_buffers(path: str, model: "Sequential", desc: Dict[str, Any])
 
 
 # ---------------------------------------------------------------------- model files
-def save_model(model: "Sequential", filepath: str, overwrite: bool = True, include_optimizer: bool = True) -> None:
-    """``Sequential.save``: architecture, weights, compile settings, the step counter and (with
+def save_model(model: "Model", filepath: str, overwrite: bool = True, include_optimizer: bool = True) -> None:
+    """``Model.save``: architecture, weights, compile settings, the step counter and (with
     ``include_optimizer``, the default) the optimizer's state (moments, step count, learning rate),
     so that fit after load_model continues exactly where this model is. Written atomically by
     ``data.write_hdf5`` (a temporary file flushed to disk and renamed into place).
@@ -212,7 +213,9 @@ def save_model(model: "Sequential", filepath: str, overwrite: bool = True, inclu
     path = check_target(filepath, overwrite, "save")
     include_optimizer = validation.boolean(include_optimizer, "include_optimizer", "save")
     weights = model.get_weights()
+    from .models import Sequential
     meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "hpcnn_version": _core.build_info()["version"],
+            "class_name": "Sequential" if isinstance(model, Sequential) else "Functional",
             "config": model.get_config(), "seed": model._seed, "weight_names": model._weight_names(),
             "compile": compile_description(model), "rng": rng_state(model), "optimizer_state": None}
     arrays: Dict[str, np.ndarray] = {}
@@ -264,7 +267,7 @@ def _read_meta(path: str) -> Dict[str, Any]:
     return meta
 
 
-def _read_weights(path: str, model: "Sequential") -> List[np.ndarray]:
+def _read_weights(path: str, model: "Model") -> List[np.ndarray]:
     """The weight arrays, each checked against the model before it is read: float32, the model's
     shape, finite values; exactly as many as the model has."""
     names = model._weight_names()
@@ -296,7 +299,7 @@ def _read_weights(path: str, model: "Sequential") -> List[np.ndarray]:
     raise _Damaged(f"it holds more weight arrays than the model's {len(shapes)} (found '{weight_dataset(len(shapes))}')")
 
 
-def _compile_from(model: "Sequential", comp: Dict[str, Any]) -> None:
+def _compile_from(model: "Model", comp: Dict[str, Any]) -> None:
     name = comp.get("optimizer")
     if not isinstance(name, str) or name not in optimizers.REGISTRY:  # an explicit registry, never getattr
         raise _Damaged(f"unknown optimizer {name!r:.100}: hpcnn has {sorted(optimizers.REGISTRY)}")
@@ -322,9 +325,9 @@ def _compile_from(model: "Sequential", comp: Dict[str, Any]) -> None:
     model.compile(opt, loss, metrics, device="cpu")
 
 
-def load_model(filepath: str, compile: bool = True) -> "Sequential":
-    """A model saved by ``Sequential.save``: same layers, weights and step counter, compiled as it
-    was with the optimizer state it had (moments, step count, learning rate), so that ``fit``
+def load_model(filepath: str, compile: bool = True) -> "Model":
+    """A model saved by ``save`` (a ``Sequential`` or a functional ``Model``): same layers, weights
+    and step counter, compiled as it was with the optimizer state it had (moments, step count, learning rate), so that ``fit``
     continues exactly as the saved model would have, unless ``compile=False``. Files saved with
     ``include_optimizer=False``, and files of hpcnn before the optimizer state was saved
     (format_version 1), compile with a fresh optimizer state. The model is on the CPU.
@@ -333,19 +336,23 @@ def load_model(filepath: str, compile: bool = True) -> "Sequential":
     JSON, an unknown layer class or optimizer, missing or extra weight arrays, weights or optimizer
     state of the wrong shape or dtype. Weights holding NaN or inf are refused (the message names
     the layer)."""
-    from .models import Sequential
+    from .models import Model, Sequential
     path = file_path(filepath, "load_model")
     compile = validation.boolean(compile, "compile", "load_model")
     try:
         meta = _read_meta(path)
+        classes = {"Sequential": Sequential, "Functional": Model}
+        class_name = meta.get("class_name", "Sequential")  # files of hpcnn before graphs: Sequential
+        if not isinstance(class_name, str) or class_name not in classes:
+            raise _Damaged(f"its model class {class_name!r:.100} is not one hpcnn has ({sorted(classes)})")
         try:
-            model = Sequential.from_config(meta["config"])
+            model = classes[class_name].from_config(meta["config"])
             seed = meta.get("seed")
             model._seed = validation.integer(seed, "seed", minimum=0, maximum=2**64 - 1, allow_none=True)
             model.build()
         except MemoryError as e:
             raise MemoryError(f"load_model: '{path}': the model it describes does not fit in memory ({e})") from None
-        except ValueError as e:
+        except (ValueError, NotImplementedError, TypeError) as e:
             raise _Damaged(f"its model description is not valid ({e})") from None
         model.set_weights(_read_weights(path, model))
         if meta.get("rng") is not None:  # format_version 2: the step counter that keys dropout
@@ -367,8 +374,8 @@ def load_model(filepath: str, compile: bool = True) -> "Sequential":
 
 
 # ---------------------------------------------------------------------- weights files
-def save_weights(model: "Sequential", filepath: str, overwrite: bool = True) -> None:
-    """``Sequential.save_weights``: the weight arrays (Keras order and layouts) with their names and
+def save_weights(model: "Model", filepath: str, overwrite: bool = True) -> None:
+    """``Model.save_weights``: the weight arrays (Keras order and layouts) with their names and
     shapes, written atomically as save() writes; read back by load_weights."""
     path = check_target(filepath, overwrite, "save_weights")
     weights = model.get_weights()
@@ -381,8 +388,8 @@ def save_weights(model: "Sequential", filepath: str, overwrite: bool = True) -> 
     write_file(path, arrays, "save_weights")
 
 
-def load_weights(model: "Sequential", filepath: str) -> None:
-    """``Sequential.load_weights``: the weights of a file written by save_weights, or of a model
+def load_weights(model: "Model", filepath: str) -> None:
+    """``Model.load_weights``: the weights of a file written by save_weights, or of a model
     file (save), into this model; matched by position, as Keras matches HDF5 weights. Each array
     is checked before anything is set (count, shape, float32, finite): a file that does not fit
     is a ValueError naming it, and the model keeps its weights."""

@@ -1,6 +1,7 @@
-"""The training, evaluation and prediction loops of ``Sequential`` and their data plumbing.
+"""The training, evaluation and prediction loops of ``Model`` (``Sequential`` too) and their data
+plumbing.
 
-``Sequential.fit`` / ``evaluate`` / ``predict`` / ``*_on_batch`` (models.py) own the public
+``Model.fit`` / ``evaluate`` / ``predict`` / ``*_on_batch`` (models.py) own the public
 signatures and defaults and call the functions here with the model as first argument. Each batch is
 one C++ call (``train_step``, ``test_step`` or ``predict_step``, GIL released) that runs the step
 on its batch and stages the next one (on a GPU the next batch's upload overlaps this step's
@@ -23,7 +24,7 @@ from . import _core, interrupts, progress, saving, threads, validation
 from .callbacks import BackupAndRestore, Callback, History, ModelCheckpoint
 
 if TYPE_CHECKING:  # models.py imports this module; the model is only passed in
-    from .models import Sequential
+    from .models import Model
 
 ArrayLike = Any
 
@@ -40,7 +41,7 @@ def is_dataset(obj: Any) -> bool:
 
 
 # ---------------------------------------------------------------------- data plumbing
-def prepare_targets(model: "Sequential", y: ArrayLike) -> np.ndarray:
+def prepare_targets(model: "Model", y: ArrayLike) -> np.ndarray:
     """Targets as the compiled loss wants them: float32 one-hot rows or int32 class indices. Class
     indices are range-checked on their own type before the cast to int32 (an int64 label 2**32+3
     must not become class 3)."""
@@ -102,7 +103,7 @@ def prepare_inputs(x: ArrayLike) -> np.ndarray:
 Batch = Tuple[Any, Any, Optional[np.ndarray], Optional[Tuple[Any, Any]]]  # (x, y, rows, decode)
 
 
-def array_batches(model: "Sequential", x: np.ndarray, y: Optional[np.ndarray], batch_size: int, shuffle: bool,
+def array_batches(model: "Model", x: np.ndarray, y: Optional[np.ndarray], batch_size: int, shuffle: bool,
                   epoch: int, first_batch: int = 0) -> Iterator[Batch]:
     """(x, y, rows, None) per batch: contiguous slices, or the full arrays plus row indices that
     the core gathers (no NumPy copy) when shuffling. The order is a pure function of the model's
@@ -117,7 +118,7 @@ def array_batches(model: "Sequential", x: np.ndarray, y: Optional[np.ndarray], b
             yield x[b:b + batch_size], (y[b:b + batch_size] if y is not None else None), None, None
 
 
-def dataset_batches(model: "Sequential", ds: Any, epoch: int, shuffle: bool, first_batch: int = 0) -> Iterator[Batch]:
+def dataset_batches(model: "Model", ds: Any, epoch: int, shuffle: bool, first_batch: int = 0) -> Iterator[Batch]:
     """(x, y, None, decode) per batch of a native dataset (made for the model's device: on a GPU a
     uint8 dataset's x as stored, with the decode the model applies there) or of a Sequence-style
     object (its items in order, or shuffled by the model's seed and the epoch; decode None).
@@ -143,7 +144,7 @@ def dataset_batches(model: "Sequential", ds: Any, epoch: int, shuffle: bool, fir
         ds.on_epoch_end()
 
 
-def fetch_batch(model: "Sequential", it: Iterator[Batch], is_ds: bool) -> Optional[Tuple[str, Any]]:
+def fetch_batch(model: "Model", it: Iterator[Batch], is_ds: bool) -> Optional[Tuple[str, Any]]:
     """The next batch of `it` for fit: ("ok", (x, y, rows, decode)) prepared for the core, None at
     the end, or the exception that fetching ("next_error") or preparing ("prepare_error") raised,
     kept to be raised at the batch's turn."""
@@ -165,7 +166,7 @@ def fetch_batch(model: "Sequential", it: Iterator[Batch], is_ds: bool) -> Option
 # ---------------------------------------------------------------------- early shape checks
 # fit checks the shapes of its data against the model before the first epoch, so a wrong shape
 # is one clear ValueError before anything is printed or trained, not an error at "batch 1".
-def check_shapes(model: "Sequential", where: str, x: Any, y: Any, x_name: str, y_name: str) -> None:
+def check_shapes(model: "Model", where: str, x: Any, y: Any, x_name: str, y_name: str) -> None:
     """ValueError naming `x_name`/`y_name` when x's per-sample shape is not the model's input
     shape, or y's shape does not fit the compiled loss. Arrays are checked fully; a dataset by
     its declared row shape (``x_shape``) when it has one."""
@@ -201,11 +202,11 @@ def check_shapes(model: "Sequential", where: str, x: Any, y: Any, x_name: str, y
 
 
 # ---------------------------------------------------------------------- training
-def fit(model: "Sequential", *, x: Any, y: Any, batch_size: Optional[int], epochs: int, verbose: Any,
+def fit(model: "Model", *, x: Any, y: Any, batch_size: Optional[int], epochs: int, verbose: Any,
         callbacks: Optional[Sequence[Callback]], validation_split: float, validation_data: Any, shuffle: bool,
         initial_epoch: int, steps_per_epoch: Optional[int], validation_batch_size: Optional[int],
         validation_freq: int, kwargs: Dict[str, Any]) -> History:
-    """``Sequential.fit``: checks the arguments, then runs the epochs (one ``train_step`` call per
+    """``Model.fit``: checks the arguments, then runs the epochs (one ``train_step`` call per
     batch, which also stages the next batch), the callbacks, the progress bar and validation."""
     check_unsupported(kwargs, "fit", ("class_weight", "sample_weight", "validation_steps"),
                       ("workers", "use_multiprocessing", "max_queue_size"))
@@ -322,7 +323,7 @@ class _Run:
     carries its running sums (loss, correct, rows seen, seconds), which backups save so that a
     resumed epoch logs what the uninterrupted one would."""
 
-    def __init__(self, model: "Sequential", cbs: List[Callback], history: History,
+    def __init__(self, model: "Model", cbs: List[Callback], history: History,
                  backup: Optional[BackupAndRestore], x: Any, y: Any, is_ds: bool, steps: int,
                  batch_size: Optional[int], shuffle: bool, epochs: int, initial_epoch: int, verbose: int,
                  validation_data: Any, validation_batch_size: Optional[int], validation_freq: int,
@@ -509,7 +510,7 @@ class _Run:
         return b, (loss_sum, correct, seen), logs, None, diverged
 
 
-def stop_on_non_finite(model: "Sequential", cbs: Sequence[Callback], batch: int, loss: float,
+def stop_on_non_finite(model: "Model", cbs: Sequence[Callback], batch: int, loss: float,
                        logs: Dict[str, float]) -> bool:
     """A batch's loss was NaN or inf (the core kept the weights): its logs, with that loss, go to the
     callbacks' on_train_batch_end as Keras gives them; True when one of them stopped training."""
@@ -520,7 +521,7 @@ def stop_on_non_finite(model: "Sequential", cbs: Sequence[Callback], batch: int,
     return bool(model.stop_training)
 
 
-def check_validation_data(model: "Sequential", validation_data: Any) -> Optional[Tuple[Any, Any]]:
+def check_validation_data(model: "Model", validation_data: Any) -> Optional[Tuple[Any, Any]]:
     """fit's validation_data as (x, y) ready for evaluate_loss_accuracy ((dataset, None) for a
     dataset), checked before the first epoch rather than after it."""
     if validation_data is None:
@@ -571,7 +572,7 @@ def run_steps(core: Any, step: Any, batches: Iterator[Batch]) -> Iterator[Any]:
             core.drop_staged()  # the loop was left early
 
 
-def evaluate_loss_accuracy(model: "Sequential", x: Any, y: Any, batch_size: int,
+def evaluate_loss_accuracy(model: "Model", x: Any, y: Any, batch_size: int,
                            verbose: int = 0, steps: Optional[int] = None,
                            should_stop: Optional[Any] = None) -> Tuple[float, float]:
     """(mean loss, accuracy) over arrays or a dataset (its first `steps` batches when given): one
@@ -615,9 +616,9 @@ def evaluate_loss_accuracy(model: "Sequential", x: Any, y: Any, batch_size: int,
     return result
 
 
-def evaluate(model: "Sequential", x: Any, y: Any, batch_size: Optional[int], verbose: Any, return_dict: bool,
+def evaluate(model: "Model", x: Any, y: Any, batch_size: Optional[int], verbose: Any, return_dict: bool,
              kwargs: Dict[str, Any]):
-    """``Sequential.evaluate``: [loss, accuracy], loss alone, or a dict."""
+    """``Model.evaluate``: [loss, accuracy], loss alone, or a dict."""
     steps = validation.integer(kwargs.pop("steps", None), "steps", "evaluate", maximum=None, allow_none=True)
     if check_callbacks(kwargs.pop("callbacks", None), "evaluate"):
         raise ValueError("evaluate: callbacks are not supported (fit's callbacks are)")
@@ -633,9 +634,9 @@ def evaluate(model: "Sequential", x: Any, y: Any, batch_size: Optional[int], ver
     return result(loss, acc, comp, return_dict)
 
 
-def predict(model: "Sequential", x: Any, batch_size: Optional[int], verbose: Any,
+def predict(model: "Model", x: Any, batch_size: Optional[int], verbose: Any,
             kwargs: Dict[str, Any]) -> np.ndarray:
-    """``Sequential.predict``: one ``predict_step`` call per batch (the first `steps` batches when
+    """``Model.predict``: one ``predict_step`` call per batch (the first `steps` batches when
     given), outputs concatenated; ``verbose=1``/``2`` shows progress."""
     steps = validation.integer(kwargs.pop("steps", None), "steps", "predict", maximum=None, allow_none=True)
     if check_callbacks(kwargs.pop("callbacks", None), "predict"):
@@ -673,7 +674,7 @@ def predict(model: "Sequential", x: Any, batch_size: Optional[int], verbose: Any
     return np.concatenate(outs, axis=0)
 
 
-def train_on_batch(model: "Sequential", x: ArrayLike, y: ArrayLike, return_dict: bool):
+def train_on_batch(model: "Model", x: ArrayLike, y: ArrayLike, return_dict: bool):
     return_dict = validation.boolean(return_dict, "return_dict", "train_on_batch")
     comp = model._require_compiled("train_on_batch")
     model._follow_device_scope()
@@ -682,7 +683,7 @@ def train_on_batch(model: "Sequential", x: ArrayLike, y: ArrayLike, return_dict:
     return result(ls / n, c / n, comp, return_dict)
 
 
-def test_on_batch(model: "Sequential", x: ArrayLike, y: ArrayLike, return_dict: bool):
+def test_on_batch(model: "Model", x: ArrayLike, y: ArrayLike, return_dict: bool):
     return_dict = validation.boolean(return_dict, "return_dict", "test_on_batch")
     comp = model._require_compiled("test_on_batch")
     model._follow_device_scope()
@@ -690,7 +691,7 @@ def test_on_batch(model: "Sequential", x: ArrayLike, y: ArrayLike, return_dict: 
     return result(ls / n, c / n, comp, return_dict)
 
 
-def predict_on_batch(model: "Sequential", x: ArrayLike) -> np.ndarray:
+def predict_on_batch(model: "Model", x: ArrayLike) -> np.ndarray:
     model._follow_device_scope()
     return model._model().predict_step((prepare_inputs(x),))
 

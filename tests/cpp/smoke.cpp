@@ -7,6 +7,9 @@
 //   4. errors: a bad config is an hpcnn::ValueError naming the key
 //   5. optimizers from configs: Keras 3's state-buffer names per configuration, set_state
 //      (refusing a wrong name), a learning-rate schedule driving the rate from `iterations`
+//   6. a graph: a residual block (Add; the stem read by two layers) learns the same rule
+//   7. the step's memory plan: buffers alive at the same time never share bytes
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -17,7 +20,8 @@
 #include "core/tensor.h"
 #include "nn/config.h"
 #include "nn/factory.h"
-#include "nn/sequential.h"
+#include "nn/memory_plan.h"
+#include "nn/model.h"
 #include "ops/blas.h"
 #include "ops/ops.h"
 
@@ -76,7 +80,7 @@ nn::Config conv_config() {
   return conv;
 }
 
-std::unique_ptr<nn::Sequential> tiny_model() {
+std::unique_ptr<nn::Model> tiny_model() {
   std::vector<nn::LayerPtr> layers;
   layers.push_back(nn::make_layer(conv_config()));
   nn::Config pool = layer("MaxPooling2D");
@@ -92,51 +96,123 @@ std::unique_ptr<nn::Sequential> tiny_model() {
   nn::Config softmax = layer("Activation");
   softmax.set("activation", std::string("softmax"));
   layers.push_back(nn::make_layer(softmax));
-  return std::make_unique<nn::Sequential>(Shape{6, 6, 1}, std::move(layers), 7);
+  return std::make_unique<nn::Model>(Shape{6, 6, 1}, std::move(layers), 7);
 }
 
-void model() {
-  auto m = tiny_model();
-  check(m->num_params() == (3 * 3 * 1 * 4 + 4) + (3 * 3 * 4 * 3 + 3), "parameter count of the tiny model");
-  check(m->output_shapes().back() == Shape{3}, "output shape (3,)");
-
+nn::Config adam_config() {
   nn::Config adam("optimizer config");
   adam.set("name", std::string("Adam"));
   adam.set("learning_rate", 0.02);
   adam.set("beta_1", 0.9);
   adam.set("beta_2", 0.999);
   adam.set("epsilon", 1e-7);
-  m->compile(nn::make_optimizer(adam), nn::parse_loss("sparse_categorical_crossentropy"), false);
+  return adam;
+}
 
-  // 48 images; the class is the third of the image (top, middle, bottom) that holds a bright bar.
-  const long long n = 48;
-  Tensor x = Tensor::empty({n, 6, 6, 1}), y = Tensor::empty({n}, DType::I32);
-  fill(x.f32(), x.numel(), 4);
-  for (long long i = 0; i < n; ++i) {
-    float* img = x.f32() + i * 36;
-    for (int k = 0; k < 36; ++k) img[k] *= 0.1f;
-    int c = static_cast<int>(i % 3);
-    for (int k = 0; k < 6; ++k) img[(2 * c) * 6 + k] += 1.f;
-    y.i32()[i] = c;
+// 48 images; the class is the third of the image (top, middle, bottom) that holds a bright bar.
+struct Bars {
+  Tensor x = Tensor::empty({48, 6, 6, 1}), y = Tensor::empty({48}, DType::I32);
+  Bars() {
+    fill(x.f32(), x.numel(), 4);
+    for (long long i = 0; i < 48; ++i) {
+      float* img = x.f32() + i * 36;
+      for (int k = 0; k < 36; ++k) img[k] *= 0.1f;
+      int c = static_cast<int>(i % 3);
+      for (int k = 0; k < 6; ++k) img[(2 * c) * 6 + k] += 1.f;
+      y.i32()[i] = c;
+    }
   }
-  nn::Batch batch{x, y};
+};
+
+// 40 Adam steps on the bars: every loss finite, the loss halved, the evaluation right.
+void train(nn::Model& m, const Bars& bars, const std::string& what) {
+  m.compile(nn::make_optimizer(adam_config()), nn::parse_loss("sparse_categorical_crossentropy"), false);
+  nn::Batch batch{bars.x, bars.y};
   double first = 0, last = 0;
   bool finite = true;
   for (int step = 0; step < 40; ++step) {
-    nn::BatchStats s = m->train_step(&batch);
+    nn::BatchStats s = m.train_step(&batch);
     double mean = s.loss_sum / s.n;
     finite = finite && std::isfinite(mean);
     if (step == 0) first = mean;
     last = mean;
   }
-  check(finite, "every training step's loss is finite");
+  check(finite, what + ": every training step's loss is finite");
   check(last < 0.5 * first,
-        "40 Adam steps halve the loss (" + std::to_string(first) + " -> " + std::to_string(last) + ")");
-  nn::BatchStats e = m->test_step(&batch);
-  check(e.n == n && e.correct >= 0.9 * n, "evaluation: " + std::to_string(e.correct) + " of 48 correct");
+        what + ": 40 Adam steps halve the loss (" + std::to_string(first) + " -> " + std::to_string(last) + ")");
+  nn::BatchStats e = m.test_step(&batch);
+  check(e.n == 48 && e.correct >= 0.9 * 48, what + ": evaluation: " + std::to_string(e.correct) + " of 48 correct");
+}
+
+void model() {
+  auto m = tiny_model();
+  check(m->num_params() == (3 * 3 * 1 * 4 + 4) + (3 * 3 * 4 * 3 + 3), "parameter count of the tiny model");
+  check(m->output_shapes().back() == Shape{3}, "output shape (3,)");
+  Bars bars;
+  train(*m, bars, "chain");
+  nn::Batch batch{bars.x, bars.y};
   Tensor p = m->predict_step(&batch);
-  check(p.shape() == Shape{n, 3}, "prediction shape (48, 3)");
+  check(p.shape() == Shape{48, 3}, "prediction shape (48, 3)");
   check(m->get_weights().size() == 4, "four weights: conv kernel and bias, dense kernel and bias");
+}
+
+void graph() {
+  nn::Config linear = conv_config();
+  linear.set("activation", std::string("linear"));
+  nn::Config pool = layer("MaxPooling2D");
+  pool.set("pool_size", std::vector<long long>{2, 2});
+  pool.set("strides", std::vector<long long>{2, 2});
+  pool.set("padding", std::string("valid"));
+  nn::Config dense = layer("Dense");
+  dense.set("units", 3LL);
+  dense.set("activation", std::string("linear"));
+  nn::Config softmax = layer("Activation");
+  softmax.set("activation", std::string("softmax"));
+  std::vector<nn::Node> nodes;
+  nodes.push_back({nn::make_layer(conv_config()), {nn::kModelInput}});  // 0: the stem, read by 1 and 3
+  nodes.push_back({nn::make_layer(conv_config()), {0}});
+  nodes.push_back({nn::make_layer(linear), {1}});
+  nodes.push_back({nn::make_layer(layer("Add")), {2, 0}});              // 3: the residual connection
+  nodes.push_back({nn::make_layer(pool), {3}});
+  nodes.push_back({nn::make_layer(layer("Flatten")), {4}});
+  nodes.push_back({nn::make_layer(dense), {5}});
+  nodes.push_back({nn::make_layer(softmax), {6}});
+  nn::Model m(Shape{6, 6, 1}, std::move(nodes), 7);
+  check(m.num_nodes() == 8 && m.graph().consumers(0).size() == 2, "a graph: 8 nodes, the stem read twice");
+  Bars bars;
+  train(m, bars, "residual graph");
+  nn::MemoryReport r = m.memory_report(48);
+  check(m.arena_bytes() == std::max({r.train, r.test, r.predict}) && r.train < r.one_buffer_per_activation,
+        "the step arena is the largest plan, smaller than one buffer per activation");
+}
+
+// Random lifetimes and sizes: every two buffers whose lifetimes overlap get disjoint, aligned bytes.
+void memory_plan() {
+  uint32_t s = 12345;
+  auto next = [&](int mod) {
+    s = s * 1664525u + 1013904223u;
+    return static_cast<int>((s >> 8) % static_cast<uint32_t>(mod));
+  };
+  bool ok = true;
+  for (int trial = 0; trial < 50 && ok; ++trial) {
+    std::vector<nn::BufferLife> bufs;
+    const int n = 1 + next(40);
+    for (int i = 0; i < n; ++i) {
+      const int first = next(30);
+      bufs.push_back({1 + next(5000), first, first + next(10)});
+    }
+    nn::ArenaLayout lay = nn::pack_buffers(bufs, 256);
+    for (int a = 0; a < n; ++a) {
+      ok = ok && lay.offsets[a] % 256 == 0 && lay.offsets[a] + bufs[a].bytes <= lay.bytes;
+      for (int b = a + 1; b < n; ++b) {
+        const bool live_together = bufs[a].first <= bufs[b].last && bufs[b].first <= bufs[a].last;
+        const bool disjoint = lay.offsets[a] + bufs[a].bytes <= lay.offsets[b] ||
+                              lay.offsets[b] + bufs[b].bytes <= lay.offsets[a];
+        ok = ok && (!live_together || disjoint);
+      }
+    }
+  }
+  check(ok, "memory plan: buffers alive at the same time never share bytes (50 random plans)");
 }
 
 void errors() {
@@ -208,6 +284,8 @@ int main() {
     model();
     errors();
     optimizer_state();
+    graph();
+    memory_plan();
   } catch (const std::exception& e) {
     std::printf("FAIL unexpected exception: %s\n", e.what());
     return 1;

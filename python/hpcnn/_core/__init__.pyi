@@ -58,8 +58,8 @@ class DeviceMemoryBlock:
 
 class Model:
 
-    def __init__(self, input_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], layers: list, seed: typing.SupportsInt | typing.SupportsIndex) -> None:
-        ...
+    def __init__(self, input_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], layers: list, seed: typing.SupportsInt | typing.SupportsIndex, inputs: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]] | None=None) -> None:
+        """A model of `layers` (configs). inputs: per layer, the indices of the layers it reads (-1: the model's input; each earlier in the list; the last layer is the output); None: a chain (Sequential)."""
 
     def compile(self, optimizer: dict, loss: str, from_logits: bool=False) -> None:
         ...
@@ -91,6 +91,21 @@ class Model:
 
     @learning_rate.setter
     def learning_rate(self, arg1: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+
+    def memory_report(self, batch_size: typing.SupportsInt | typing.SupportsIndex) -> dict:
+        """Bytes of a step's activations and gradients for batches of batch_size rows: the planned arena of each step kind (train, test, predict), for comparison the training step's buffers each kept for the whole step (train_keep_all: no reuse, memory_reuse=False) and the layout of one buffer per activation, and the arena allocated now."""
+
+    @property
+    def memory_reuse(self) -> bool:
+        ...
+
+    @memory_reuse.setter
+    def memory_reuse(self, arg1: bool) -> None:
+        ...
+
+    @property
+    def node_inputs(self) -> list[list[int]]:
         ...
 
     @property
@@ -238,6 +253,9 @@ def default_num_threads_source() -> str:
 
 def get_num_threads() -> int:
     ...
+
+def layer_output_shape(layers: list, input_shapes: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]]) -> list[int]:
+    """The per-sample output shape of core layers (configs) in a chain, the first taking every shape in input_shapes (ValueError when they do not fit): a layer's output shape when called on symbolic tensors."""
 
 def learning_rate_schedule_value(config: dict, step: typing.SupportsInt | typing.SupportsIndex) -> float:
     """The learning rate a schedule (config: class_name and Keras' arguments, as optimizers send it) gives the step taken after `step` steps: the C++ code a training step runs."""

@@ -6,6 +6,9 @@ import numpy
 import numpy.typing
 import typing
 
+def accumulate(dst: object, src: object, device: str='cpu') -> numpy.ndarray:
+    """dst + src, computed as the in-place dst += src."""
+
 def activation_backward(x: object, y: object, dy: object, activation: str, alpha: typing.SupportsFloat | typing.SupportsIndex=0.0, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
     """dx = dy * f'(x); y = f(x) from activation_forward."""
 
@@ -14,6 +17,9 @@ def activation_forward(x: object, activation: str, alpha: typing.SupportsFloat |
 
 def adam_step(params: object, grads: object, m: object, v: object, lr: typing.SupportsFloat | typing.SupportsIndex=0.001, beta_1: typing.SupportsFloat | typing.SupportsIndex=0.9, beta_2: typing.SupportsFloat | typing.SupportsIndex=0.999, epsilon: typing.SupportsFloat | typing.SupportsIndex=1e-07, t: typing.SupportsInt | typing.SupportsIndex=1, sizes: object=None, decay: object=None, weight_decay: typing.SupportsFloat | typing.SupportsIndex=0.0, clipvalue: typing.SupportsFloat | typing.SupportsIndex=0.0, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
     """Keras' Adam step; weight_decay: decoupled (w -= lr * weight_decay * w first), on the variables whose `decay` flag is set (all by default); clipvalue > 0 clamps the gradient. Returns (params, m, v)."""
+
+def add(xs: list, device: str='cpu') -> numpy.ndarray:
+    """xs[0] + xs[1] + ... (two or more arrays of one shape)."""
 
 def augment(x: object, config: dict, training: bool=True, seed: typing.SupportsInt | typing.SupportsIndex=0, stream: typing.SupportsInt | typing.SupportsIndex=0, first_row: typing.SupportsInt | typing.SupportsIndex=0, rows: object=None, scale: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]=[], shift: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]=[], padding: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]=[], device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
     ...
@@ -42,6 +48,9 @@ def batchnorm_update_moving(moving_mean: object, moving_variance: object, mean: 
 def clip_scales(grads: object, sizes: object=None, clipnorm: typing.SupportsFloat | typing.SupportsIndex=1.0, global_norm: bool=False, device: str='cpu') -> numpy.ndarray:
     """Keras' clipnorm (or global_clipnorm) factor of each variable's gradient."""
 
+def concatenate(xs: list, axis: typing.SupportsInt | typing.SupportsIndex=-1, device: str='cpu') -> numpy.ndarray:
+    """The arrays side by side along `axis` (not 0, the batch axis)."""
+
 def conv2d_backward(x: object, kernel: object, y: object, dy: object, strides: object=1, padding: str='valid', relu: bool=False, need_dx: bool=True, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1, bias: bool=True) -> tuple[object, numpy.ndarray, object]:
     """Returns (dx or None, dw, db or None); bias=False: a convolution without bias (no db)."""
 
@@ -53,6 +62,9 @@ def conv2d_kernel_layout(device: str) -> str:
 
 def convert_conv2d_kernel(kernel: object, from_layout: str, to_layout: str) -> numpy.ndarray:
     """A conv2d kernel converted between 'HWIO' and 'OHWI' on the host: the conversion a model applies in get_weights, set_weights and when it moves between the CPU and a GPU."""
+
+def copy(x: object, device: str='cpu') -> numpy.ndarray:
+    """A copy of x made on the device (its compute stream on a GPU)."""
 
 def decode_u8(x: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8], scale: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], shift: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], device: str='cpu') -> numpy.ndarray:
     ...
@@ -110,6 +122,9 @@ def softmax_cross_entropy(logits: object, target: object, grad_scale: typing.Sup
 
 def softmax_forward(x: object, device: str='cpu') -> numpy.ndarray:
     ...
+
+def split(dy: object, sizes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], axis: typing.SupportsInt | typing.SupportsIndex=-1, need: collections.abc.Sequence[bool]=[], device: str='cpu') -> list:
+    """concatenate's backward: the parts of dy, sizes[i] long along `axis` (None where need[i] is False)."""
 
 def variable_sums(x: object, sizes: object=None, device: str='cpu') -> numpy.typing.NDArray[numpy.float64]:
     """Per variable: (sum |x|, sum x^2) in float64, in the fixed order both backends use."""

@@ -1,0 +1,234 @@
+// A model: layers at the nodes of a graph (nn/graph.h; Sequential is the chain), and the spine of
+// a training step over it. Getting a batch onto the model's device is the batch stager's job
+// (nn/batch_stager.h); the model runs steps on staged tensors.
+//
+//   train_step(current, next):
+//     take this step's batch: `current` staged now, or (current == nullptr) the batch the previous
+//     call staged as its `next` (an error met while staging that one is raised now, at its turn)
+//     compute_gradients (the step of one replica: a function of the staged batch):
+//       forward through the nodes in topological order into the step's activation buffers
+//       fused softmax + cross-entropy on the logits -> loss sum, correct count, dlogits; the weight
+//       regularizers' penalty (nn/regularization.h) next to them; read back [loss_sum, correct,
+//       penalty] (the one device->host copy of a step); the reported loss is the mean + the penalty
+//       backward through the same nodes in reverse order, each gradient of an output that feeds
+//       several layers summed in a fixed order; parameter gradients written into the one
+//       gradient buffer, then the regularizers' gradients added: the buffer is complete when
+//       compute_gradients returns; layers commit their training-time state
+//       (BatchNormalization's moving statistics; only now, after the loss was found finite)
+//     one optimizer step over the one parameter buffer (its trainable ranges)
+//     stage `next` (if given) for the following call: on a GPU its upload runs on the copy stream
+//     while this step's backward pass and optimizer step still run on the GPU
+//
+//   test_step(current, next) and predict_step(current, next): the same, without the backward
+//   pass (predict: without targets, returning the outputs). All three share the staged batch: a
+//   batch staged by one may be taken by another (predict_step leaves its y unchecked).
+//
+// Memory: all weights live in one contiguous buffer (and their gradients in another), trainable
+// ones first, then the non-trainable ones (BatchNormalization's moving statistics: updated by their
+// layer after the backward pass of a finite step, never by the optimizer); layers hold views. The
+// activations and gradients of a step live in one arena, laid out by the step's plan
+// (nn/step_plan.h, nn/memory_plan.h): a buffer is reused as soon as nothing later in the step
+// reads it. Each step kind (train, test, predict) has its plan; the arena is sized for the largest
+// at the batch capacity seen so far and is allocated only when that grows (never per step).
+//
+// The device is the model's own property, set by to(). The buffers are in the device's layout
+// (conv kernels OHWI on a GPU, nn/param_layout.h), converted only by get_weights, set_weights and
+// to(). Before any device buffer of the model is freed or replaced, the model waits for the GPU's
+// queued work (a step returns with its backward pass still running).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nn/batch_stager.h"
+#include "nn/graph.h"
+#include "nn/layer.h"
+#include "nn/loss.h"
+#include "nn/memory_plan.h"
+#include "nn/optimizer.h"
+#include "nn/param_layout.h"
+#include "nn/regularization.h"
+#include "nn/step_plan.h"
+
+namespace hpcnn::nn {
+
+struct BatchStats {
+  double loss_sum = 0;  // sum over the batch (divide by n for the mean)
+  double correct = 0;
+  long long n = 0;
+};
+
+// The bytes of a step's activations and gradients for a batch size (Model::memory_report).
+struct MemoryReport {
+  long long batch = 0;
+  long long train = 0, test = 0, predict = 0;  // the planned arena of each step kind
+  // The training step's buffers each kept for the whole step (no memory shared): what the arena
+  // of a step that keeps every activation and gradient would be (set_memory_reuse(false)).
+  long long train_keep_all = 0;
+  // One buffer per activation for the whole step, plus two gradient buffers of the largest
+  // activation and the logits' gradient: how the model's memory was laid out before the plan.
+  long long one_buffer_per_activation = 0;
+};
+
+class Model {
+ public:
+  // A graph: nodes in topological order, the last one the output (ValueError otherwise).
+  Model(Shape input_shape, std::vector<Node> nodes, uint64_t seed);
+  // A chain of layers: a Sequential model.
+  Model(Shape input_shape, std::vector<LayerPtr> layers, uint64_t seed);
+  ~Model();  // waits for the GPU's queued work before the device buffers are freed
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const Graph& graph() const { return graph_; }
+  const Shape& input_shape() const { return graph_.input_shape(); }
+  const std::vector<Shape>& output_shapes() const { return graph_.output_shapes(); }  // per node, per sample
+  int num_nodes() const { return graph_.size(); }
+  const Layer& layer(int i) const { return graph_.layer(i); }
+  long long num_params() const { return params_.numel(); }
+  // Per node: each weight's spec (name, shape, trainable), Keras order (kernel, bias, ...).
+  std::vector<std::vector<ParamSpec>> weight_specs() const { return specs_; }
+
+  std::vector<Tensor> get_weights() const;            // host copies, Keras order and layouts
+  void set_weights(const std::vector<Tensor>& ws);    // ValueError on count/shape mismatch
+  // The flat buffers on the model's device, in that device's layout (param_layout()).
+  Tensor& parameter_buffer() { return params_; }
+  Tensor& gradient_buffer() { return grads_; }
+  const ParamLayout& param_layout() const { return layout_; }
+
+  void compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool from_logits);
+  // Which nodes the optimizer updates (one flag per node; all by default). A frozen node's
+  // parameters and optimizer state stay as they are, and backward skips every node before which
+  // nothing is trainable. Non-trainable weights (ParamSpec::trainable) are never in the
+  // optimizer's ranges. Each layer is told (Layer::set_trainable: a frozen BatchNormalization runs
+  // in inference mode). Python sets it at compile (Keras' rule: trainable takes effect at
+  // compile()).
+  void set_trainable(const std::vector<bool>& per_node);
+  long long num_trainable_params() const;
+  bool compiled() const { return optimizer_ != nullptr; }
+  Optimizer* optimizer() const { return optimizer_.get(); }
+  Loss loss() const { return loss_; }
+
+  Device device() const { return device_; }
+  void to(Device d);  // parameters and optimizer state, converted to d's layout
+
+  // The optimizer's state buffers as host copies (nn/optimizer.h), in the layout of the model's
+  // device or (keras_layout) in Keras' layout, the one files hold (the concatenation of
+  // get_weights' arrays, flattened). Empty before the first step. ValueError when not compiled.
+  std::vector<StateBuffer> optimizer_state(bool keras_layout) const;
+  // Restores the optimizer: `keras` are its state buffers in Keras' layout (any device; none at
+  // all for "no step taken yet"), converted here to the device's layout; `iterations` its step
+  // count. ValueError (and nothing changed) when a name, size or dtype does not match.
+  void set_optimizer_state(const std::vector<StateBuffer>& keras, long long iterations);
+
+  // The random state: the seed (initial weights, dropout masks) and the step counter that keys
+  // dropout (one per training step). Restoring both, with the weights and the optimizer state,
+  // makes the following steps those of an uninterrupted run.
+  uint64_t seed() const { return seed_; }
+  uint64_t step() const { return step_; }
+  void set_rng_state(uint64_t seed, uint64_t step) {
+    seed_ = seed;
+    step_ = step;
+  }
+
+  // One training step on `current`, or (nullptr) on the batch staged by the previous call's
+  // `next`; then stages `next` (nullptr: none) for the following call. Errors of this step's
+  // batch are raised here, including one met while staging it ahead; an error staging `next` is
+  // kept with it and raised by the call that takes it. ValueError when current is nullptr and no
+  // batch is staged. The batches' arrays must not change until the call that uses them returns.
+  BatchStats train_step(const Batch* current, const Batch* next = nullptr);
+  // Loss and accuracy without training; the same contract.
+  BatchStats test_step(const Batch* current, const Batch* next = nullptr);
+  // Outputs (n, *output_shape) on the host; the batches' targets are not needed (nor checked).
+  Tensor predict_step(const Batch* current, const Batch* next = nullptr);
+  bool has_staged() const { return stager_.has_ahead(); }
+  // Drops a staged batch (and releases its arrays).
+  void drop_staged() { stager_.drop_ahead(); }
+  const BatchStager& stager() const { return stager_; }  // for the tests of the slot bookkeeping
+
+  // The step of one replica on a staged batch: forward, loss, backward. When it returns, the
+  // gradient buffer holds this batch's complete gradients (the optimizer has not run).
+  BatchStats compute_gradients(const StagedBatch& b);
+  // The optimizer's step over the trainable parameters, from the gradient buffer.
+  void apply_gradients();
+
+  // The planned step memory for batches of n rows (plans as the model is now: compiled or not,
+  // trainable flags), and the arena allocated now.
+  MemoryReport memory_report(long long n) const;
+  long long arena_bytes() const { return arena_.defined() ? static_cast<long long>(arena_.nbytes()) : 0; }
+  // Off: every buffer of a step keeps its own memory for the whole step (no reuse). For tests: a
+  // step computes the same bits either way, unless a layer reads what it said it would not
+  // (Layer::backward_reads_input/output).
+  void set_memory_reuse(bool on);
+  bool memory_reuse() const { return memory_reuse_; }
+
+ private:
+  static constexpr int kModes = 3;  // StepMode: Train, Test, Predict
+  void bind_layers();
+  void ensure_buffers(long long n);
+  void make_plans();
+  // Per node: whether the optimizer steps some of its weights (the backward pass starts there).
+  std::vector<bool> nodes_with_trainable_weights() const;
+  void require_compiled(const char* purpose) const;
+  // The batch of this step: `current` staged now, or the one staged ahead; `training`: for a
+  // training step (the leading augmentation layers draw for it).
+  StagedBatch take_batch(const Batch* current, bool with_targets, bool training);
+  // Augmentation (nn/augmentation.h): ValueError for an augmentation layer after a layer with
+  // weights; hands the leading augmentation layers to the stager (staged_nodes_).
+  void set_up_augmentation();
+  // The step a batch staged now is for: the next training step (step_ + 1), or inference.
+  StepContext staging_step(bool training) const;
+  BatchStats train_on(const StagedBatch& b);
+  BatchStats test_on(const StagedBatch& b);
+  // Runs the plan's forward nodes on x and returns the output of node end - 1. The first
+  // staged_nodes_ nodes ran in the stager: x is the output of the last of them.
+  Tensor forward(const Tensor& x, StepMode mode, long long first_row);
+  void backward(const Tensor& x, long long first_row);
+  BatchStats loss_and_stats(const Tensor& logits, const Tensor& target, Tensor* dlogits);
+  int loss_end() const;  // nodes run before the loss (the fused softmax is skipped)
+  // Node p's output in this step (the batch for kModelInput).
+  const Tensor& value(int p, const Tensor& x) const { return p == kModelInput ? x : vals_[p]; }
+  Tensor arena_view(StepMode mode, int buffer, const Shape& shape) const;
+  void wait_device() const;  // blocks until queued GPU work has finished (before buffers go)
+
+  Graph graph_;
+  std::vector<std::vector<ParamSpec>> specs_;
+  uint64_t seed_;
+  uint64_t step_ = 0;
+  Device device_ = Device::cpu();
+
+  Tensor params_, grads_;                 // the one parameter buffer and its gradients
+  ParamLayout layout_;                    // where each parameter is in them, in which layout
+  std::vector<bool> trainable_;           // per node
+  std::vector<ParamRange> trainable_ranges_;  // the trainable nodes' parameters, merged runs
+
+  Regularization regularization_;        // kernel_regularizer / bias_regularizer of the layers
+  std::unique_ptr<Optimizer> optimizer_;
+  Loss loss_ = Loss::CategoricalCrossentropy;
+  bool fused_softmax_ = false;
+
+  BatchStager stager_;
+  int staged_nodes_ = 0;  // the leading augmentation nodes, which the stager runs (nn/augmentation.h)
+
+  // The step plans (one per StepMode) and their arena layouts for capacity_ rows; smaller
+  // batches use the leading rows of each buffer.
+  bool plans_current_ = false;
+  bool memory_reuse_ = true;
+  std::array<StepPlan, kModes> plans_;
+  std::array<ArenaLayout, kModes> arena_layouts_;
+  long long capacity_ = 0;
+  Tensor arena_;
+  Tensor stats_;
+  // This step's tensors (views): each node's output and each output's gradient.
+  std::vector<Tensor> vals_, grads_now_;
+  std::vector<Tensor> xs_;                // a merge layer's inputs
+  std::vector<Tensor> dx_targets_;        // a node's input gradients (or temporaries)
+  std::vector<Tensor*> dx_ptrs_;
+};
+
+}  // namespace hpcnn::nn

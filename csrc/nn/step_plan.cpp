@@ -1,0 +1,97 @@
+#include "nn/step_plan.h"
+
+#include <algorithm>
+
+namespace hpcnn::nn {
+
+StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<bool>& trains) {
+  const int n = g.size();
+  HPCNN_CHECK_BACKEND(end >= 1 && end <= n, "plan_step: end ", end, " outside [1, ", n, "]");
+  StepPlan plan;
+  plan.mode = mode;
+  plan.end = end;
+  plan.value_buffer.assign(n, kBatchBuffer);
+  plan.forward_view.assign(n, 0);
+  plan.runs_backward.assign(n, 0);
+  plan.grad_buffer.assign(n, -1);
+  plan.routes.assign(n, {});
+  plan.temps.assign(n, {});
+  auto add_buffer = [&](const Shape& per_sample, int t) {
+    plan.buffers.push_back({shape_numel(per_sample), t, t});
+    return static_cast<int>(plan.buffers.size()) - 1;
+  };
+  auto touch = [&](int b, int t) {
+    if (b < 0) return;  // the staged batch: not ours to plan
+    plan.buffers[b].first = std::min(plan.buffers[b].first, t);
+    plan.buffers[b].last = std::max(plan.buffers[b].last, t);
+  };
+  auto value_of = [&](int p) { return p == kModelInput ? kBatchBuffer : plan.value_buffer[p]; };
+
+  // ---- forward: each node's output, read by the nodes that take it
+  const bool training = mode == StepMode::Train;
+  for (int i = 0; i < end; ++i) {
+    const Layer& l = g.layer(i);
+    const std::vector<int>& in = g.inputs(i);
+    if (!l.is_merge() && l.forward_is_view(training)) {
+      plan.forward_view[i] = 1;
+      plan.value_buffer[i] = value_of(in[0]);
+    } else {
+      plan.value_buffer[i] = add_buffer(g.output_shape(i), i);
+    }
+    for (int p : in) touch(value_of(p), i);
+  }
+  touch(plan.value_buffer[end - 1], end);  // read by the loss (or copied out by predict)
+  if (mode != StepMode::Train) return plan;
+
+  // ---- backward: which nodes need the gradient of their output
+  std::vector<char> needs(n, 0);
+  for (int i = 0; i < end; ++i) {
+    needs[i] = trains.at(i);
+    for (int p : g.inputs(i))
+      if (p != kModelInput && needs[p]) needs[i] = 1;
+  }
+  if (needs[end - 1]) plan.grad_buffer[end - 1] = add_buffer(g.output_shape(end - 1), end);  // dlogits
+  for (int i = end - 1; i >= 0; --i) {
+    if (!needs[i]) continue;
+    plan.runs_backward[i] = 1;
+    const int t = 2 * end - i;
+    const Layer& l = g.layer(i);
+    const std::vector<int>& in = g.inputs(i);
+    touch(plan.grad_buffer[i], t);
+    if (l.backward_reads_input())
+      for (int p : in) touch(value_of(p), t);
+    if (l.backward_reads_output()) touch(plan.value_buffer[i], t);
+    const bool pass = l.backward_is_view();
+    bool donated = false;  // dy's buffer given to an input already
+    plan.routes[i].assign(in.size(), GradRoute::None);
+    plan.temps[i].assign(in.size(), -1);
+    for (size_t s = 0; s < in.size(); ++s) {
+      const int p = in[s];
+      if (p == kModelInput || !needs[p]) continue;
+      GradRoute& r = plan.routes[i][s];
+      if (plan.grad_buffer[p] < 0) {  // the first contribution to p's gradient
+        if (pass && !donated) {
+          r = GradRoute::Alias;
+          plan.grad_buffer[p] = plan.grad_buffer[i];
+          auto& b = plan.buffers[plan.grad_buffer[p]];
+          b.per_sample = std::max(b.per_sample, shape_numel(g.output_shape(p)));
+          donated = true;
+        } else {
+          r = pass ? GradRoute::Copy : GradRoute::Write;
+          plan.grad_buffer[p] = add_buffer(g.output_shape(p), t);
+        }
+      } else {
+        touch(plan.grad_buffer[p], t);
+        if (pass) {
+          r = GradRoute::Accumulate;
+        } else {
+          r = GradRoute::WriteTemp;
+          plan.temps[i][s] = add_buffer(g.output_shape(p), t);
+        }
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace hpcnn::nn

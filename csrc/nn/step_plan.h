@@ -1,0 +1,60 @@
+// What one step over a graph (nn/graph.h) computes, in which order, and which buffer holds each
+// activation and each gradient: the plan the model (nn/model.h) runs and sizes its memory by.
+//
+// Step times: forward of node i at time i (nodes [0, end)), the loss (or, for prediction, the
+// copy of the output) at `end`, backward of node i at 2 * end - i (from the last node down).
+// Each buffer records when it is first written and last read; nn/memory_plan.h packs them, so an
+// activation's memory is reused as soon as neither a later layer nor the backward pass reads it
+// (a layer says what its backward reads: Layer::backward_reads_input/output), and a gradient's
+// as soon as the layer it flows into is done.
+//
+// Forward: a layer whose output is a view of its input (Flatten; Dropout at inference) gets no
+// buffer: its value is the input's, reshaped.
+// Backward (training): node i runs backward if it has trainable parameters or any of its inputs
+// does, directly or further up (frozen layers before every trainable one are skipped, as are the
+// gradients of the model's input). The gradient of an output that feeds several layers is the
+// sum of their contributions, taken in a fixed order (the later layer first) so that the result
+// is the same every step. How a contribution reaches the gradient of input p (GradRoute):
+//   Write       the layer writes it into p's gradient buffer (p's first contribution)
+//   WriteTemp   the layer writes it into a temporary, then it is added to p's gradient
+//   Alias       a pass-through backward (Add, Flatten: dx = dy): p's gradient takes over dy's
+//               buffer (no copy); at most one input of a node does
+//   Copy        a pass-through to a further input with no gradient yet: a copy of dy
+//   Accumulate  a pass-through to an input that has a gradient already: added to it
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "nn/graph.h"
+
+namespace hpcnn::nn {
+
+enum class StepMode { Train, Test, Predict };
+enum class GradRoute : uint8_t { None, Write, WriteTemp, Alias, Copy, Accumulate };
+
+constexpr int kBatchBuffer = -1;  // a value that is (a view of) the staged batch itself
+
+struct StepPlan {
+  StepMode mode = StepMode::Predict;
+  int end = 0;                            // nodes [0, end) run forward; end - 1 feeds the loss
+  std::vector<int> value_buffer;          // per node < end: the buffer of its output (kBatchBuffer)
+  std::vector<char> forward_view;         // per node: its output is its input reshaped
+  std::vector<char> runs_backward;        // per node (training)
+  std::vector<int> grad_buffer;           // per node: the buffer of its output's gradient, or -1
+  std::vector<std::vector<GradRoute>> routes;  // per node, per input
+  std::vector<std::vector<int>> temps;         // per node, per input: the WriteTemp buffer, or -1
+
+  struct Buffer {
+    long long per_sample = 0;  // float32 elements per sample of the batch
+    int first = 0, last = 0;   // step times: first written, last read
+  };
+  std::vector<Buffer> buffers;
+};
+
+// The plan of one step kind. `end`: how many nodes run forward (the model's size, or one less
+// when the last node is a softmax fused into the loss); `trains`: per node, whether it has
+// parameters the optimizer updates (Train only).
+StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<bool>& trains);
+
+}  // namespace hpcnn::nn

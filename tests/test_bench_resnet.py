@@ -1,0 +1,85 @@
+"""The ResNet-20 benchmarks' machinery (bench/bench_resnet.py, bench_layer_ops.py --step,
+fashion_mnist_accuracy.py): they run (smoke runs with tiny sizes; no timings are asserted), the
+frameworks' models are checked to be the same size, and the FLOP count matches the model."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hpcnn import bench
+from hpcnn.applications import resnet20_cifar
+from hpcnn.layers import Conv2D
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def test_resnet20_flop_count_matches_the_model():
+    """bench's FLOP count (a peer worker cannot import hpcnn to count) against the model's layers."""
+    m = resnet20_cifar(shortcut="B")
+    macs = [layer.output.shape[1] * layer.output.shape[2] * layer.filters * layer.kernel_size[0] ** 2
+            * layer._inbound[0].shape[-1] for layer in m.layers if isinstance(layer, Conv2D)]
+    fwd = 2 * (sum(macs) + 64 * 10) / 1e6
+    train = fwd + 2 * (sum(macs[1:]) + sum(macs) + 2 * 64 * 10) / 1e6
+    assert bench.RESNET20_FWD_MFLOP == pytest.approx(fwd) and bench.RESNET20_TRAIN_MFLOP == pytest.approx(train)
+    assert 81 < bench.RESNET20_FWD_MFLOP < 83  # 40.8 M multiply-adds, the figure usually quoted
+
+
+def test_hpcnn_worker_times_resnet20_and_counts_its_parameters():
+    res = bench.run_worker(sys.executable, "hpcnn", 4, 2, 1, 1, "resnet20")
+    assert len(res["train"]) == 2 and len(res["infer"]) == 2 and min(res["train"]) > 0
+    assert res["params"] == 272_474  # shortcut B, as the peers build it
+
+
+def test_different_models_are_refused():
+    same = {("hpcnn", "train"): {"params": 10}, ("torch", "train"): {"params": 10},
+            ("hpcnn", "infer"): {"params": 10}, ("baseline", "train"): {"params": None}}
+    assert bench.check_same_params(same) == {"hpcnn": 10, "torch": 10}
+    with pytest.raises(ValueError, match="the frameworks' models differ"):
+        bench.check_same_params({("hpcnn", "train"): {"params": 10}, ("tensorflow", "train"): {"params": 11}})
+    with pytest.raises(ValueError, match="unknown model"):
+        bench.compare(["hpcnn"], 4, 1, 1, 1, 1, model="resnet21")
+
+
+@pytest.mark.parametrize("framework", ["torch", "tensorflow"])
+def test_peer_resnet20_has_the_same_parameters(framework):
+    """Where the peer is installed, its ResNet-20 is hpcnn's (272,474 trainable parameters)."""
+    if not bench.importable(sys.executable, framework):
+        pytest.skip(f"{framework} is not installed here (the bench venv has it)")
+    res = bench.run_worker(sys.executable, framework, 4, 1, 1, 1, "resnet20")
+    assert res["params"] == 272_474
+
+
+def test_bench_resnet_script_smoke(tmp_path):
+    r = subprocess.run([sys.executable, str(BENCH / "bench_resnet.py"), "--frameworks", "hpcnn", "--rounds", "1",
+                        "--steps", "1", "--warmup", "1", "--batch", "4", "--csv", str(tmp_path / "r.csv")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "# model: resnet20" in r.stdout and "trainable parameters: hpcnn 272,474" in r.stdout
+    assert "hpcnn      train" in r.stdout and "244.0 MFLOP per training image" in r.stdout
+    assert "resnet20" in (tmp_path / "r.csv").read_text()
+
+
+def test_step_breakdown_smoke():
+    r = subprocess.run([sys.executable, str(BENCH / "bench_layer_ops.py"), "--step", "--batch", "2", "--trials", "1",
+                        "--min-time", "0.0001", "--steps", "1"], capture_output=True, text=True, timeout=300,
+                       cwd=str(BENCH))
+    assert r.returncode == 0, r.stderr
+    for op in ("conv2d 3x3 stride 1", "conv2d 3x3 stride 2", "conv2d 1x1 stride 2", "batch_norm + relu (fused)",
+               "batch_norm ", "relu ", "add* ", "accumulate* ", "global average pool*", "dense", "SGD update*",
+               "sum of the ops",
+               "measured training step"):
+        assert op in r.stdout, (op, r.stdout)
+
+
+def test_fashion_mnist_accuracy_smoke():
+    if not Path("/usr/share/datasets/fashion-mnist").is_dir():
+        pytest.skip("Debian's dataset-fashion-mnist is not installed (README's apt-get line installs it)")
+    import hpcnn
+    if not hasattr(hpcnn.layers, "RandomTranslation"):
+        pytest.skip("the benchmark's model augments with RandomFlip/RandomTranslation: the augmentation layers "
+                    "(issue 13, branch augment) are not in this build yet")
+    r = subprocess.run([sys.executable, str(BENCH / "fashion_mnist_accuracy.py"), "--frameworks", "hpcnn",
+                        "--epochs", "1", "--rows", "600"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "hpcnn  seed 0:" in r.stdout and "mean final test accuracy" in r.stdout
