@@ -331,8 +331,8 @@ Tensor Model::forward(const Tensor& x, StepMode mode, long long first_row) {
   StepContext ctx{mode == StepMode::Train, seed_, step_, 0, first_row};
   const long long n = x.dim(0);
   vals_.assign(graph_.size(), Tensor());
-  // The leading augmentation nodes ran in the stager: x is their output (a chain: no other node
-  // reads theirs).
+  // The leading augmentation nodes ran in the stager: x is the last one's output (each earlier one
+  // is read only by the next, nn/augmentation.h; the last one's readers read x).
   const int start = std::min(staged_nodes_, plan.end);
   if (start > 0) vals_[start - 1] = x;
   for (int i = start; i < plan.end; ++i) {
