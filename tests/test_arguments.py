@@ -519,6 +519,20 @@ CASES = [
      invalid("overwrite", "'y'")),
     ("save_weights filepath=3", lambda c: c.model.save_weights(3), V, r"the file path must be a string"),
     ("load_weights filepath=3", lambda c: c.model.load_weights(3), V, r"the file path must be a string"),
+    ("save save_format='json'", lambda c: c.model.save("m.h5", save_format="json"), V,
+     r"save: save_format must be 'h5', 'keras' or None, got 'json'"),
+    ("save_weights max_shard_size", lambda c: c.model.save_weights("w.weights.h5", max_shard_size=1.0),
+     NotImplementedError, r"max_shard_size \(sharded weights files\) is not supported"),
+    ("load_weights skip_mismatch='y'", lambda c: c.model.load_weights("w.h5", skip_mismatch="y"), V,
+     invalid("skip_mismatch", "'y'")),
+    ("load_weights by_name=2", lambda c: c.model.load_weights("w.h5", by_name=2), V, invalid("by_name", "2")),
+    ("load_model filepath=3", lambda c: hpcnn.models.load_model(3), V, r"the file path must be a string"),
+    ("load_model compile='y'", lambda c: hpcnn.models.load_model("m.h5", compile="y"), V, invalid("compile", "'y'")),
+    ("load_model safe_mode=3", lambda c: hpcnn.models.load_model("m.h5", safe_mode=3), V, invalid("safe_mode", "3")),
+    ("load_model custom_objects", lambda c: hpcnn.models.load_model("m.h5", custom_objects={"L": object}),
+     NotImplementedError, r"custom_objects .* are not supported"),
+    ("model_from_json json_string=3", lambda c: hpcnn.models.model_from_json(3), V, r"expected a JSON string"),
+    ("to_json unknown keyword", lambda c: c.model.to_json(colour=1), T, r"unexpected keyword argument 'colour'"),
     ("LearningRateScheduler schedule=3", lambda c: callbacks.LearningRateScheduler(3), V,
      r"schedule must be a function \(epoch, lr\) -> lr"),
     ("LearningRateScheduler verbose=5", lambda c: callbacks.LearningRateScheduler(lambda e, lr: lr, verbose=5), V,
@@ -636,8 +650,8 @@ def test_the_argument_table_covers_every_public_callable():
                  "RMSprop", "AdamW", "exclude_from_weight_decay", "ExponentialDecay",
                  "PiecewiseConstantDecay", "PolynomialDecay", "InverseTimeDecay", "CosineDecay",
                  "CosineDecayRestarts", "L1", "L2", "L1L2", "kernel_regularizer", "bias_regularizer",
-                 "LearningRateScheduler", "ReduceLROnPlateau", "TerminateOnNaN",
-                 "resnet_cifar", "resnet20_cifar"):
+                 "LearningRateScheduler", "ReduceLROnPlateau", "TerminateOnNaN", "load_model", "model_from_json",
+                 "to_json", "save_format", "skip_mismatch", "by_name", "resnet_cifar", "resnet20_cifar"):
         assert name in covered, name
 
 

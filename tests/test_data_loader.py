@@ -473,3 +473,31 @@ def test_close_and_context_manager(tmp_path):
     with pytest.raises(ValueError, match="closed"):
         next(iter(ds.epoch_batches(0)))
     os.remove(p)  # the file is no longer held open
+
+
+@pytest.mark.parametrize("dtype,fill", [(np.float32, 7.5), (np.uint8, 3), (np.float32, float("nan")),
+                                        (">f4", -1.25)])
+@pytest.mark.parametrize("compression", ["gzip", None])
+@pytest.mark.parametrize("fill_time", ["ifset", "alloc", "never"])
+def test_unwritten_chunks_read_as_the_fill_value(tmp_path, dtype, fill, compression, fill_time):
+    """Issue 12, item 3: chunks never written read as the dataset's fill value, as h5py reads
+    them (the fill value when one was set, unless the fill time is 'never'; else zeros). Before
+    the fix hpcnn's own chunk reader filled them with zeros."""
+    p = str(tmp_path / "fill.h5")
+    written = np.arange(10 * 9, dtype=np.float64).reshape(10, 3, 3).astype(dtype)
+    with h5py.File(p, "w") as f:
+        d = f.create_dataset("x_train", shape=(40, 3, 3), dtype=dtype, chunks=(10, 3, 3), compression=compression,
+                             fillvalue=fill, fill_time=fill_time)
+        d[10:20] = written
+        y = f.create_dataset("y_train", shape=(40,), dtype=np.int16, chunks=(8,), fillvalue=2, fill_time=fill_time)
+        y[0:8] = np.arange(8) % 3
+        ref, yref = f["x_train"][()], f["y_train"][()]
+    got = data.read_dataset(p, "x_train")
+    np.testing.assert_array_equal(got, ref)  # NaN == NaN here
+    assert got.dtype == np.float32 or got.dtype == np.uint8
+    np.testing.assert_array_equal(data.read_dataset(p, "y_train"), yref)
+    for cache in ("memory", "none"):
+        ds = data.HDF5Dataset(p, batch_size=16, shuffle=False, cache=cache, memory_budget=1, scale=1.0)
+        xs, ys = zip(*[(a.copy(), b.copy()) for a, b in ds.epoch_batches(0)])
+        np.testing.assert_array_equal(np.concatenate(xs), ref[..., None].astype(np.float32))
+        np.testing.assert_array_equal(np.concatenate(ys), yref)

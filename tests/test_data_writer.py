@@ -125,3 +125,43 @@ def test_failure_midway_removes_the_temporary(tmp_path):
     with pytest.raises(ValueError, match=r"'a/b'"):
         data.write_hdf5(p, {"a": np.zeros((50, 3)), "a/b": np.ones(2)})
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("dtype", [">f4", ">i8", ">u2", ">f8", ">i4", "<f4", "=i2"])
+@pytest.mark.parametrize("compression", ["gzip", None])
+def test_any_byte_order_is_stored_as_its_values(tmp_path, dtype, compression):
+    """Issue 12, item 2: arrays in big-endian byte order ('>f4' from a FITS file or a network
+    stream, '>i8' from Java). Before the fix write_hdf5 copied their bytes under a native
+    (little-endian) type: h5py read byte-swapped garbage, silently."""
+    rng = np.random.default_rng(3)
+    v = (rng.standard_normal((30, 5)) * 1000).astype(np.dtype(dtype).newbyteorder("="))
+    a = v.astype(dtype)  # the same values, in the requested byte order
+    p = str(tmp_path / "be.h5")
+    data.write_hdf5(p, {"x": a, "y": a[:, 0].copy()}, compression=compression)
+    with h5py.File(p, "r") as f:
+        np.testing.assert_array_equal(f["x"][()], v)
+        np.testing.assert_array_equal(f["y"][()], v[:, 0])
+        assert f["x"].dtype == v.dtype  # stored in this machine's byte order: hpcnn's fast path
+    if v.dtype in (np.float32,):
+        np.testing.assert_array_equal(data.read_dataset(p, "x"), v)
+    if v.dtype.kind in "iu":
+        np.testing.assert_array_equal(data.read_dataset(p, "x"), v.astype(np.int64))
+
+
+def test_big_endian_file_written_by_h5py_reads_correctly(tmp_path):
+    """The other direction: a file h5py wrote in big-endian types ('>f4' images, '>i8' labels)
+    reads as its values, on hpcnn's own chunk reader (it swaps bytes after decoding)."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((50, 4, 4, 2)).astype(">f4")
+    y = rng.integers(0, 9, 50).astype(">i8")
+    p = str(tmp_path / "be2.h5")
+    with h5py.File(p, "w") as f:
+        f.create_dataset("x_train", data=x, chunks=(10, 4, 4, 2), compression="gzip", shuffle=True)
+        f.create_dataset("y_train", data=y, chunks=(25,), compression="gzip")
+    np.testing.assert_array_equal(data.read_dataset(p, "x_train"), x.astype(np.float32))
+    np.testing.assert_array_equal(data.read_dataset(p, "y_train"), y.astype(np.int64))
+    ds = data.HDF5Dataset(p, batch_size=20, shuffle=False, scale=1.0)
+    assert ds.stats["raw_chunk_path"]
+    xs, ys = zip(*[(a.copy(), b.copy()) for a, b in ds.epoch_batches(0)])
+    np.testing.assert_array_equal(np.concatenate(xs), x.astype(np.float32))
+    np.testing.assert_array_equal(np.concatenate(ys), y.astype(np.int32))

@@ -116,8 +116,9 @@ def test_model_file_holds_keras_layout(tmp_path):
     m.set_weights(w)
     path = tmp_path / "m.h5"
     m.save(path)
-    with h5py.File(path, "r") as f:  # read independently of hpcnn
-        stored = [f[f"weight_{i:03d}"][()] for i in range(len(w))]
+    with h5py.File(path, "r") as f:  # read independently of hpcnn, in Keras' legacy HDF5 layout
+        stored = [f["model_weights"][name.split("/")[0]][f"{name}:0"][()] for name in m._weight_names()]
+    assert len(stored) == len(w)
     for s, a in zip(stored, w):
         assert s.shape == a.shape and np.array_equal(s, a)
     assert stored[0].shape == (3, 2, 3, 5) and stored[2].shape == (2, 3, 5, 4)  # (kh, kw, in, out)

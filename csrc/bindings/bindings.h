@@ -15,6 +15,8 @@ void bind_ops(pybind11::module_& m);   // the operators on NumPy arrays         
 void bind_nn(pybind11::module_& m);    // layers, model, training step            (nn.cpp)
 void bind_data(pybind11::module_& m);  // HDF5 datasets, loaders, writers         (data.cpp)
 void bind_cuda(pybind11::module_& m);  // TF32 switch, GPU sync, per-layer timings (cuda.cpp)
+// The HDF5 tree reader and writer (Keras' file layouts), into hpcnn._core.data  (h5_tree.cpp)
+void bind_h5_tree(pybind11::module_& data);
 
 // Raises the warnings the core queued (core/warnings.h) as Python RuntimeWarnings; call with the
 // GIL held after a call into the core that may queue one (a training step, a convolution). A

@@ -9,6 +9,7 @@
 #include "data/inflate.h"
 #include "data/loader.h"
 #include "data/prefetcher.h"
+#include "data/size_checks.h"
 #include "data/writer.h"
 
 namespace hpcnn::bindings {
@@ -218,6 +219,8 @@ void bind_data(py::module_& root) {
     const DatasetInfo& i = d->info();
     std::vector<py::ssize_t> shape(i.shape.begin(), i.shape.end());
     if (i.kind == ElemKind::U8 || i.kind == ElemKind::F32) {
+      HPCNN_CHECK_ARG(!i.shape.empty(), d->where(), " is a scalar, expected an array");
+      require_memory(d->total_bytes(), cat("reading ", d->where(), " (shape ", shape_str(i.shape), ")"));
       py::array out = i.kind == ElemKind::U8 ? py::array(py::array_t<uint8_t>(shape)) : py::array(py::array_t<float>(shape));
       void* dst = out.mutable_data();
       py::gil_scoped_release nogil;
@@ -244,6 +247,10 @@ void bind_data(py::module_& root) {
     for (auto& [name, arr] : arrays) {
       py::array a = py::array::ensure(arr, py::array::c_style);
       if (!a) throw ValueError(cat("write_hdf5: '", name, "' is not convertible to a contiguous array"));
+      // The writer stores native values: a big-endian array ('>f4', '>i8') is converted first
+      // (its bytes written as they are would be stored byte-swapped).
+      if (!a.dtype().attr("isnative").cast<bool>())
+        a = py::array::ensure(a.attr("astype")(a.dtype().attr("newbyteorder")("=")), py::array::c_style);
       w.push_back(to_write(name, a));
       keep.push_back(a);
     }
@@ -256,6 +263,8 @@ void bind_data(py::module_& root) {
     write_hdf5(path, w, o);
   }, py::arg("path"), py::arg("arrays"), py::arg("chunk_rows") = 0, py::arg("compression") = "gzip",
      py::arg("level") = 4, py::arg("shuffle") = true);
+
+  bind_h5_tree(m);
 }
 
 }  // namespace hpcnn::bindings

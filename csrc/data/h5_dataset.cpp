@@ -1,16 +1,22 @@
 #include "data/h5_dataset.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
-#include <future>
 #include <cstring>
+#include <future>
+#include <limits>
 
 #include "core/dynamic_for.h"
 #include "core/errors.h"
 #include "core/thread_pool.h"
+#include "data/header_check.h"
 #include "data/inflate.h"
+#include "data/size_checks.h"
 
 namespace hpcnn::data {
 
@@ -56,6 +62,29 @@ std::string type_name(hid_t type) {
   }
 }
 
+// hpcnn reads integers and IEEE floats in their standard layouts (the bytes of the element, all
+// of its bits): what NumPy, h5py and every writer produce. HDF5 can describe others (12-bit
+// integers at a bit offset, custom float formats), and a damaged type message does: HDF5 1.10
+// converts those to garbage or zeros without an error. Empty when `type` is standard, else why not.
+std::string nonstandard_number(hid_t type, H5T_class_t cls, size_t size) {
+  size_t precision = H5Tget_precision(type);
+  int offset = H5Tget_offset(type);
+  if (precision != size * 8 || offset != 0)
+    return cat("uses ", precision, " bits at bit offset ", offset, " of its ", size, " bytes");
+  if (cls != H5T_FLOAT) return {};
+  size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+  if (H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize) < 0) return "has unreadable float fields";
+  size_t ebias = H5Tget_ebias(type);
+  H5T_norm_t norm = H5Tget_norm(type);
+  bool ieee32 = size == 4 && spos == 31 && epos == 23 && esize == 8 && mpos == 0 && msize == 23 && ebias == 127;
+  bool ieee64 = size == 8 && spos == 63 && epos == 52 && esize == 11 && mpos == 0 && msize == 52 && ebias == 1023;
+  bool ieee16 = size == 2 && spos == 15 && epos == 10 && esize == 5 && mpos == 0 && msize == 10 && ebias == 15;
+  if (!(ieee32 || ieee64 || ieee16) || norm != H5T_NORM_IMPLIED)
+    return cat("is not an IEEE float (sign bit ", spos, ", exponent ", esize, " bits at ", epos, ", mantissa ", msize,
+               " bits at ", mpos, ", bias ", ebias, ")");
+  return {};
+}
+
 }  // namespace
 
 long long DatasetInfo::row_elems() const {
@@ -87,6 +116,18 @@ H5Id open_file_readonly(const std::string& file) {
   struct stat st;
   if (::stat(file.c_str(), &st) != 0) throw ValueError(cat("HDF5 file not found: '", file, "'"));
   if (S_ISDIR(st.st_mode)) throw ValueError(cat("'", file, "' is a directory, not an HDF5 file"));
+  // Only regular files: HDF5's signature check reads a FIFO (or a terminal, a socket) and waits
+  // for a writer forever, and a device is no HDF5 file either.
+  if (!S_ISREG(st.st_mode)) {
+    const char* what = S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)" : S_ISCHR(st.st_mode) ? "a character device"
+                       : S_ISBLK(st.st_mode) ? "a block device" : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
+    throw ValueError(cat("'", file, "' is ", what, ", not an HDF5 file: hpcnn reads HDF5 data from regular files only"));
+  }
+  {
+    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw ValueError(cat("cannot read HDF5 file '", file, "': ", std::strerror(errno)));
+    ::close(fd);
+  }
   htri_t is = H5Fis_hdf5(file.c_str());
   if (is <= 0) {
     std::string why = h5_error_text();
@@ -146,46 +187,108 @@ bool dataset_exists(hid_t file, const std::string& name) {
   return true;
 }
 
+namespace {
+
+// The native memory type that holds one stored element unchanged (integers and floats of 1, 2,
+// 4 or 8 bytes); -1 for anything else.
+hid_t native_mem_type(const DatasetInfo& i) {
+  if (!i.is_number) return -1;
+  if (i.is_float) return i.elem_size == 4 ? H5T_NATIVE_FLOAT : i.elem_size == 8 ? H5T_NATIVE_DOUBLE : -1;
+  switch (i.elem_size) {
+    case 1: return i.is_signed ? H5T_NATIVE_INT8 : H5T_NATIVE_UINT8;
+    case 2: return i.is_signed ? H5T_NATIVE_INT16 : H5T_NATIVE_UINT16;
+    case 4: return i.is_signed ? H5T_NATIVE_INT32 : H5T_NATIVE_UINT32;
+    case 8: return i.is_signed ? H5T_NATIVE_INT64 : H5T_NATIVE_UINT64;
+    default: return -1;
+  }
+}
+
+}  // namespace
+
 H5Dataset::H5Dataset(const std::string& file, const std::string& name) {
   H5Lock lock(h5_mutex());
   info_.file = file;
   info_.name = name;
   file_ = open_file_readonly(file);
+  raw_ = RawFile(file_.get(), file);
   if (name.empty() || !dataset_exists(file_.get(), name))
     throw ValueError(cat("no dataset '", name, "' in HDF5 file '", file, "'; it holds ",
                          top_level_names(file_.get())));
+  check_dataset_header(file_.get(), raw_, name, where());  // before HDF5 decodes it (header_check.h)
   dset_ = h5_own(H5Dopen2(file_.get(), name.c_str(), H5P_DEFAULT), H5Dclose,
                  cat("cannot open ", where(), " (is it a group, or is the file damaged?)"));
 
   H5Id type = h5_own(H5Dget_type(dset_.get()), H5Tclose, cat("cannot read the type of ", where()));
   H5T_class_t cls = H5Tget_class(type.get());
   info_.elem_size = H5Tget_size(type.get());
+  HPCNN_CHECK_ARG(cls != H5T_NO_CLASS && info_.elem_size > 0, "cannot read the type of ", where(),
+                  " (damaged file?)");
   info_.dtype = type_name(type.get());
-  bool native_order = H5Tget_order(type.get()) == H5T_ORDER_LE;
-  if (cls == H5T_INTEGER && info_.elem_size == 1 && H5Tget_sign(type.get()) == H5T_SGN_NONE)
+  if (cls == H5T_INTEGER || cls == H5T_FLOAT) {
+    H5T_order_t order = H5Tget_order(type.get());
+    HPCNN_CHECK_ARG(order == H5T_ORDER_LE || order == H5T_ORDER_BE || info_.elem_size == 1, where(),
+                    " has a ", info_.dtype, " type of unknown byte order (damaged file?)");
+    std::string odd = nonstandard_number(type.get(), cls, info_.elem_size);
+    h5_error_text();
+    HPCNN_CHECK_ARG(odd.empty(), where(), " has a ", info_.dtype, " type that ", odd,
+                    ": hpcnn reads standard integers and IEEE floats only (a damaged file?)");
+    info_.big_endian = order == H5T_ORDER_BE && info_.elem_size > 1;
+    info_.is_number = true;
+    info_.is_float = cls == H5T_FLOAT;
+    info_.is_signed = cls == H5T_INTEGER && H5Tget_sign(type.get()) != H5T_SGN_NONE;
+  }
+  if (cls == H5T_INTEGER && info_.elem_size == 1 && !info_.is_signed)
     info_.kind = ElemKind::U8;
   else if (cls == H5T_FLOAT && info_.elem_size == 4)
     info_.kind = ElemKind::F32;
   else if (cls == H5T_INTEGER)
     info_.kind = ElemKind::Int;
+  h5_error_text();  // clear whatever the type queries left
 
+  // The declared shape: every dimension within its maximum (HDF5 1.10 does not check; 2.x does)
+  // and a size in bytes that fits 63 bits.
   H5Id space = h5_own(H5Dget_space(dset_.get()), H5Sclose, cat("cannot read the shape of ", where()));
   int rank = H5Sget_simple_extent_ndims(space.get());
   h5_check(rank, cat("cannot read the shape of ", where()));
-  std::vector<hsize_t> dims(rank);
-  if (rank > 0) h5_check(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr), cat("shape of ", where()));
+  std::vector<hsize_t> dims(rank), maxdims(rank);
+  if (rank > 0)
+    h5_check(H5Sget_simple_extent_dims(space.get(), dims.data(), maxdims.data()), cat("shape of ", where()));
+  // A row's size is checked on its own too: a dataset with 0 rows still declares its rows.
+  uint64_t row_size = info_.elem_size;
+  bool fits = true;
+  for (int d = 0; d < rank; ++d) {
+    if (maxdims[d] != H5S_UNLIMITED && dims[d] > maxdims[d])
+      throw ValueError(cat(where(), " is damaged: dimension ", d, " is ", dims[d], ", above its maximum ",
+                           maxdims[d], " (corrupted file?)"));
+    fits = fits && dims[d] <= static_cast<hsize_t>(std::numeric_limits<long long>::max());
+    if (d >= 1) fits = fits && checked_mul(row_size, dims[d], row_size);
+  }
+  fits = fits && checked_mul(rank > 0 ? dims[0] : 1, row_size, total_bytes_);
+  if (!fits) {
+    std::string shape;
+    for (int d = 0; d < rank; ++d) shape += cat(d ? ", " : "", dims[d]);
+    throw ValueError(cat(where(), " declares shape (", shape, rank == 1 ? ",)" : ")", " of ", info_.dtype,
+                         ", whose size does not fit in 64 bits: a damaged or hostile file"));
+  }
   for (auto d : dims) info_.shape.push_back(static_cast<long long>(d));
 
   H5Id dcpl = h5_own(H5Dget_create_plist(dset_.get()), H5Pclose, cat("cannot read the layout of ", where()));
-  info_.chunked = H5Pget_layout(dcpl.get()) == H5D_CHUNKED;
+  H5D_layout_t layout = H5Pget_layout(dcpl.get());
+  info_.chunked = layout == H5D_CHUNKED;
   if (info_.chunked && rank > 0) {
     std::vector<hsize_t> c(rank);
     h5_check(H5Pget_chunk(dcpl.get(), rank, c.data()), cat("cannot read the chunk shape of ", where()));
-    for (auto d : c) info_.chunk.push_back(static_cast<long long>(d));
+    uint64_t cbytes = info_.elem_size;
+    for (auto d : c) {
+      // HDF5 limits a chunk to 4 GiB; larger comes from a damaged layout message.
+      if (d == 0 || !checked_mul(cbytes, d, cbytes) || cbytes > (uint64_t(4) << 30))
+        throw ValueError(cat(where(), " is damaged: its chunk shape is invalid (corrupted file?)"));
+      info_.chunk.push_back(static_cast<long long>(d));
+    }
   }
   int nf = H5Pget_nfilters(dcpl.get());
   h5_check(nf, cat("cannot read the filters of ", where()));
-  bool only_deflate_shuffle = true;
+  bool own_pipeline = true;
   for (int i = 0; i < nf; ++i) {
     unsigned flags = 0, cfg = 0;
     size_t nelem = 0;
@@ -202,13 +305,19 @@ H5Dataset::H5Dataset(const std::string& file, const std::string& name) {
       throw ValueError(cat(where(), " is compressed with the unsupported filter '", f.name, "' (id ", f.id,
                            "), which this HDF5 library cannot decode; rewrite the file with gzip (e.g. "
                            "hpcnn.data.write_hdf5 or `python -m hpcnn.convert`)"));
-    if (id == H5Z_FILTER_DEFLATE && deflate_index_ < 0) deflate_index_ = i;
-    else if (id == H5Z_FILTER_SHUFFLE && shuffle_index_ < 0) shuffle_index_ = i;
-    else only_deflate_shuffle = false;
+    bool repeated = std::find(pipeline_.filters.begin(), pipeline_.filters.end(), f.id) != pipeline_.filters.end();
+    own_pipeline = own_pipeline && ChunkPipeline::supported(f.id) && !repeated;
+    pipeline_.filters.push_back(f.id);
     info_.filters.push_back(f);
   }
-  raw_path_ = info_.chunked && only_deflate_shuffle && native_order && rank >= 1 &&
-              (info_.kind == ElemKind::U8 || info_.kind == ElemKind::F32);
+  raw_path_ = info_.chunked && own_pipeline && rank >= 1 && native_mem_type(info_) >= 0 && raw_.direct();
+  pipeline_.elem_size = info_.elem_size;
+  pipeline_.swap_bytes = info_.big_endian;
+
+  check_declared_size(dcpl.get());
+  if (raw_path_) read_fill_value(dcpl.get());
+  if (info_.chunked && rank > 0)
+    index_ = ChunkIndex(dset_.get(), info_.shape, info_.chunk, raw_.expected_size(), raw_.chunk_address_base(), where());
 
   if (info_.chunked && !info_.chunk.empty()) {
     block_rows_ = std::max<long long>(1, info_.chunk[0]);
@@ -217,7 +326,44 @@ H5Dataset::H5Dataset(const std::string& file, const std::string& name) {
     block_rows_ = std::max<long long>(1, (4LL << 20) / rb);
   }
   if (info_.rows() > 0) block_rows_ = std::min(block_rows_, info_.rows());
-  if (raw_path_) init_raw_geometry();
+}
+
+void H5Dataset::check_declared_size(hid_t dcpl) {
+  H5D_layout_t layout = H5Pget_layout(dcpl);
+  if (layout != H5D_CONTIGUOUS && layout != H5D_COMPACT) return;
+  // Contiguous data not yet written (no address) and empty datasets read as the fill value.
+  haddr_t offset = layout == H5D_CONTIGUOUS ? H5Dget_offset(dset_.get()) : 0;
+  h5_error_text();
+  if (offset == HADDR_UNDEF) return;
+  // HDF5 allocates exactly the declared size (2.x checks it; 1.10 does not, and reads a damaged
+  // shape's data from past the stored bytes).
+  uint64_t stored = H5Dget_storage_size(dset_.get());
+  h5_error_text();
+  if (stored != total_bytes_ || (layout == H5D_CONTIGUOUS && total_bytes_ == 0))  // empty: no address either
+    throw ValueError(cat(where(), " declares shape ", shape_str(info_.shape), " of ", info_.dtype, " (",
+                         bytes_str(total_bytes_), ") but stores ", stored, " bytes (corrupted file?)"));
+  uint64_t end = 0;
+  if (layout == H5D_CONTIGUOUS && raw_.expected_size() > 0 &&
+      (!checked_add(offset, total_bytes_, end) || end > raw_.expected_size()))
+    throw ValueError(cat(where(), " declares shape ", shape_str(info_.shape), " of ", info_.dtype, " (",
+                         bytes_str(total_bytes_), ") starting at byte ", offset, ", past the end of the file (",
+                         raw_.expected_size(), " bytes): truncated or corrupted file?"));
+}
+
+void H5Dataset::read_fill_value(hid_t dcpl) {
+  // What HDF5 reads for a chunk never written: the user's fill value when one was set, unless
+  // the fill time is "never" (then HDF5 leaves the buffer alone and h5py's reads hold zeros);
+  // otherwise zeros.
+  fill_elem_.assign(info_.elem_size, 0);
+  H5D_fill_value_t status = H5D_FILL_VALUE_ERROR;
+  H5D_fill_time_t when = H5D_FILL_TIME_ERROR;
+  if (H5Pfill_value_defined(dcpl, &status) < 0 || H5Pget_fill_time(dcpl, &when) < 0) {
+    h5_error_text();
+    throw ValueError(cat("cannot read the fill value of ", where(), " (damaged file?)"));
+  }
+  if (status != H5D_FILL_VALUE_USER_DEFINED || when == H5D_FILL_TIME_NEVER) return;
+  h5_check(H5Pget_fill_value(dcpl, native_mem_type(info_), fill_elem_.data()),
+           cat("cannot read the fill value of ", where(), " (damaged file?)"));
 }
 
 std::string H5Dataset::where() const { return cat("dataset '", info_.name, "' in file '", info_.file, "'"); }
@@ -228,9 +374,13 @@ long long H5Dataset::rows_in_block(long long b) const {
 }
 
 void H5Dataset::read_blocks(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst) {
-  HPCNN_CHECK_BACKEND(blocks.size() == dst.size(), "read_blocks: ", blocks.size(), " blocks, ", dst.size(), " buffers");
   HPCNN_CHECK_ARG(info_.kind == ElemKind::U8 || info_.kind == ElemKind::F32, where(), " has dtype ", info_.dtype,
                   ": images must be uint8 or float32");
+  read_blocks_any(blocks, dst);
+}
+
+void H5Dataset::read_blocks_any(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst) {
+  HPCNN_CHECK_BACKEND(blocks.size() == dst.size(), "read_blocks: ", blocks.size(), " blocks, ", dst.size(), " buffers");
   if (blocks.empty()) return;
   h5_quiet();
   double t0 = now_s();
@@ -243,7 +393,8 @@ void H5Dataset::read_blocks_hyperslab(const std::vector<long long>& blocks, cons
   H5Lock lock(h5_mutex());
   h5_quiet();
   const int rank = static_cast<int>(info_.shape.size());
-  hid_t memtype = info_.kind == ElemKind::U8 ? H5T_NATIVE_UINT8 : H5T_NATIVE_FLOAT;
+  hid_t memtype = native_mem_type(info_);
+  HPCNN_CHECK_ARG(memtype >= 0, where(), " has dtype ", info_.dtype, ", which hpcnn does not read");
   H5Id fspace = h5_own(H5Dget_space(dset_.get()), H5Sclose, cat("H5Dget_space on ", where()));
   for (size_t i = 0; i < blocks.size(); ++i) {
     long long n = rows_in_block(blocks[i]);
@@ -251,16 +402,30 @@ void H5Dataset::read_blocks_hyperslab(const std::vector<long long>& blocks, cons
     std::vector<hsize_t> start(rank, 0), count(info_.shape.begin(), info_.shape.end());
     start[0] = static_cast<hsize_t>(blocks[i] * block_rows_);
     count[0] = static_cast<hsize_t>(n);
+    if (info_.chunked) {
+      // Chunks HDF5 decodes itself (filters hpcnn does not): check the index finds each of them.
+      std::vector<hsize_t> off(rank, 0);
+      off[0] = start[0];
+      while (true) {
+        index_.locate(dset_.get(), off);
+        int d = rank - 1;
+        while (d >= 1 && (off[d] += static_cast<hsize_t>(info_.chunk[d])) >= static_cast<hsize_t>(info_.shape[d]))
+          off[d--] = 0;
+        if (d < 1) break;
+      }
+    }
     h5_check(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
              cat("selecting rows of ", where()));
     H5Id mspace = h5_own(H5Screate_simple(rank, count.data(), nullptr), H5Sclose, "H5Screate_simple");
     h5_check(H5Dread(dset_.get(), memtype, mspace.get(), fspace.get(), H5P_DEFAULT, dst[i]),
              cat("cannot read rows ", start[0], "..", start[0] + count[0], " of ", where(),
                  " (truncated or corrupted file?)"));
+    raw_.check(cat("reading rows ", start[0], "..", start[0] + count[0], " of ", where()));
   }
 }
 
 void H5Dataset::init_raw_geometry() {
+  if (geo_ready_) return;
   RawGeometry& g = geo_;
   const int r = static_cast<int>(info_.shape.size());
   const Shape& c = info_.chunk;
@@ -269,10 +434,25 @@ void H5Dataset::init_raw_geometry() {
   g.per_block = 1;
   for (int d = 1; d < r; ++d) {
     grid[d] = (info_.shape[d] + c[d] - 1) / c[d];
-    g.per_block *= grid[d];
+    g.per_block *= grid[d];  // <= the elements of a row: fits (checked at open)
   }
-  g.chunk_bytes = static_cast<size_t>(shape_numel(c)) * esz;
+  g.chunk_bytes = static_cast<size_t>(shape_numel(c)) * esz;  // <= 4 GiB (checked at open)
   g.chunk_row_bytes = g.chunk_bytes / static_cast<size_t>(c[0]);
+  // The plan below, and the decoded chunks of one block: refuse what cannot fit, naming the file.
+  // The plan: per chunk its grid offsets and its patches (one per index of the dimensions before a
+  // patch's loops: one for ranks up to 4; see below).
+  const int loop_lo = std::max(1, r - 3);  // dims [loop_lo, r-2] are a patch's loops, [1, loop_lo) outer
+  uint64_t plan = 0, scratch = 0, need = 0, patches_per_chunk = 1, per_chunk = 0;
+  bool fits = true;
+  for (int d = 1; d < loop_lo && fits; ++d)
+    fits = checked_mul(patches_per_chunk, static_cast<uint64_t>(std::min(c[d], info_.shape[d])), patches_per_chunk);
+  if (!fits || !checked_mul(patches_per_chunk, sizeof(RawGeometry::Patch), per_chunk) ||
+      !checked_add(per_chunk, r * sizeof(long long), per_chunk) ||
+      !checked_mul(static_cast<uint64_t>(g.per_block), per_chunk, plan) ||
+      !checked_mul(static_cast<uint64_t>(g.per_block), g.chunk_bytes, scratch) || !checked_add(plan, scratch, need))
+    need = std::numeric_limits<uint64_t>::max();
+  require_memory(need, cat("reading one block of ", block_rows_, " rows of ", where(), " (", g.per_block,
+                           " chunks of shape ", shape_str(c), ")"));
   // Offsets (dimensions 1..r-1) of the chunks of one block, in row-major grid order.
   g.grid_off.assign(g.per_block, Shape(r, 0));
   for (long long k = 0; k < g.per_block; ++k) {
@@ -294,7 +474,6 @@ void H5Dataset::init_raw_geometry() {
     ds[d] = ds[d + 1] * info_.shape[d + 1];
   }
   g.patches.clear();
-  const int loop_lo = std::max(1, r - 3);  // dims [loop_lo, r-2] are a patch's loops, [1, loop_lo) outer
   for (long long k = 0; k < g.per_block; ++k) {
     Shape ext(r, 1);
     for (int d = 1; d < r; ++d) ext[d] = std::min(c[d], info_.shape[d] - g.grid_off[k][d]);
@@ -330,9 +509,12 @@ void H5Dataset::init_raw_geometry() {
       if (d < 1) break;
     }
   }
+  pipeline_.chunk_bytes = g.chunk_bytes;
+  geo_ready_ = true;
 }
 
 void H5Dataset::read_blocks_raw(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst) {
+  init_raw_geometry();
   // Groups of blocks whose decoded chunks take at most ~16 MiB of scratch at a time (and whose
   // pool regions stay short, so a training step running beside the producer is not held up).
   // The raw reads of group g + 1 (HDF5, serial, one helper thread) overlap the inflate and
@@ -383,26 +565,22 @@ void H5Dataset::fetch_group(const std::vector<long long>& blocks, RawSet& set) {
       size_t t = bi * geo_.per_block + k;
       off[0] = static_cast<hsize_t>(blocks[bi] * block_rows_);
       for (int d = 1; d < r; ++d) off[d] = static_cast<hsize_t>(geo_.grid_off[k][d]);
-      auto where_chunk = [&] {
-        Shape o(off.begin(), off.end());
-        return cat("the chunk at ", shape_str(o), " of ", where());
-      };
-      // By coordinate: an unallocated chunk (never written) reports no address and size 0,
-      // where H5Dget_chunk_storage_size fails in HDF5 1.10.
-      hsize_t nbytes = 0;
-      haddr_t addr = HADDR_UNDEF;
-      unsigned fmask = 0;
-      h5_check(H5Dget_chunk_info_by_coord(dset_.get(), off.data(), &fmask, &addr, &nbytes),
-               cat("cannot locate ", where_chunk(), " (truncated or damaged file?)"));
-      if (addr == HADDR_UNDEF || nbytes == 0) {
+      // The index checks what HDF5 1.10 does not (chunk_index.h).
+      ChunkIndex::Chunk c = index_.locate(dset_.get(), off);
+      if (!c.stored) {
         set.fill[t] = 1;
         continue;
       }
-      set.raw[t].resize(nbytes);
-      h5_check(H5Dread_chunk(dset_.get(), H5P_DEFAULT, off.data(), &set.mask[t], set.raw[t].data()),
-               cat("cannot read ", where_chunk(), " (truncated or damaged file?)"));
+      // The lookup checked the chunk ends inside the file: its size is bounded by the file's.
+      set.raw[t].resize(c.size);
+      set.mask[t] = c.filter_mask;
+      raw_.read(c.addr, c.size, set.raw[t].data(),
+                cat("the chunk at ", shape_str(Shape(off.begin(), off.end())), " of ", where()));
     }
   }
+  Shape first(off.begin(), off.end());
+  first[0] = blocks.front() * block_rows_;
+  raw_.check(cat("reading the chunks of rows ", first[0], "... of ", where()));
 }
 
 namespace {
@@ -447,60 +625,39 @@ inline void copy_patch_runs(const Patch& p, const uint8_t* src, uint8_t* dst) {
 
 void H5Dataset::decode_group(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst, RawSet& set) {
   const int r = static_cast<int>(info_.shape.size());
-  const size_t esz = info_.elem_size;
   const long long per_block = geo_.per_block;
   const size_t chunk_bytes = geo_.chunk_bytes;
+  const size_t esz = info_.elem_size;
   const size_t ntasks = blocks.size() * static_cast<size_t>(per_block);
   if (decoded_.size() < ntasks) decoded_.resize(ntasks);
 
-  // 1) Decode each chunk in parallel on hpcnn's pool. Filters are undone in reverse pipeline
-  // order; a set bit i in the chunk's mask means filter i was skipped for it (HDF5 stores a chunk
-  // unfiltered when deflate would not shrink it).
+  // 1) Decode each chunk in parallel on hpcnn's pool (chunk_pipeline.h): filters undone in
+  // reverse pipeline order, skipping those the chunk's mask says were skipped when it was written
+  // (HDF5 stores a chunk unfiltered when deflate would not shrink it), then the byte order.
   double t1 = now_s();
-  const int di = deflate_index_, si = shuffle_index_;
-  std::vector<int> order;
-  for (int i : {di, si})
-    if (i >= 0) order.push_back(i);
-  std::sort(order.rbegin(), order.rend());
   std::vector<const uint8_t*> dec(ntasks);
   dynamic_for(static_cast<long long>(ntasks), 1, [&](long long t0_, long long t1_) {
     std::vector<uint8_t> tmp;
     for (long long t = t0_; t < t1_; ++t) {
       std::vector<uint8_t>& out = decoded_[t];
       if (set.fill[t]) {
-        out.assign(chunk_bytes, 0);
+        out.resize(chunk_bytes);
+        if (std::all_of(fill_elem_.begin(), fill_elem_.end(), [](uint8_t b) { return b == 0; }))
+          std::fill(out.begin(), out.end(), uint8_t(0));
+        else
+          for (size_t o = 0; o + esz <= chunk_bytes; o += esz) std::memcpy(out.data() + o, fill_elem_.data(), esz);
         dec[t] = out.data();
         continue;
       }
-      const uint8_t* cur = set.raw[t].data();
-      size_t cur_size = set.raw[t].size();
-      std::vector<int> todo;
-      for (int fi : order)
-        if (!(set.mask[t] & (1u << fi))) todo.push_back(fi);
-      for (size_t s = 0; s < todo.size(); ++s) {
-        // The last step writes into `out`, an earlier one into `tmp`.
-        std::vector<uint8_t>& o = (s + 1 == todo.size()) ? out : tmp;
-        if (todo[s] == di) {
-          o.resize(chunk_bytes);
-          std::string err = inflate_zlib(cur, cur_size, o.data(), chunk_bytes);
-          if (!err.empty()) {
-            Shape co(r);
-            co[0] = blocks[t / per_block] * block_rows_;
-            for (int d = 1; d < r; ++d) co[d] = geo_.grid_off[t % per_block][d];
-            throw ValueError(cat("cannot decompress the chunk at ", shape_str(co), " of ", where(), ": ", err,
-                                 " (corrupted file?)"));
-          }
-          cur_size = chunk_bytes;
-        } else {
-          o.resize(cur_size);
-          unshuffle(cur, cur_size, esz, o.data());
-        }
-        cur = o.data();
+      std::string err = pipeline_.decode(set.raw[t].data(), set.raw[t].size(), set.mask[t], out, tmp);
+      if (!err.empty()) {
+        Shape co(r);
+        co[0] = blocks[t / per_block] * block_rows_;
+        for (int d = 1; d < r; ++d) co[d] = geo_.grid_off[t % per_block][d];
+        throw ValueError(cat("cannot decompress the chunk at ", shape_str(co), " of ", where(), ": ", err,
+                             " (corrupted file?)"));
       }
-      if (cur_size != chunk_bytes)
-        throw ValueError(cat("a chunk of ", where(), " holds ", cur_size, " bytes after decoding, expected ",
-                             chunk_bytes, " (corrupted file?)"));
-      dec[t] = cur;
+      dec[t] = out.data();
     }
   });
   double t2 = now_s();
@@ -542,26 +699,94 @@ void H5Dataset::decode_group(const std::vector<long long>& blocks, const std::ve
   add(scatter_seconds_, now_s() - t2);
 }
 
-void H5Dataset::read_all(void* dst) {
+void H5Dataset::read_all(void* dst_bytes) {
   HPCNN_CHECK_ARG(!info_.shape.empty(), where(), " is a scalar, expected an array");
+  auto* dst = static_cast<uint8_t*>(dst_bytes);
+  const long long slice = 4096;
   std::vector<long long> blocks;
-  std::vector<uint8_t*> dsts;
-  for (long long b = 0; b < num_blocks(); ++b) {
-    blocks.push_back(b);
-    dsts.push_back(static_cast<uint8_t*>(dst) + static_cast<size_t>(b * block_rows()) * row_bytes());
+  std::vector<uint8_t*> out;
+  for (long long b0 = 0; b0 < num_blocks(); b0 += slice) {
+    blocks.clear();
+    out.clear();
+    for (long long b = b0; b < std::min(num_blocks(), b0 + slice); ++b) {
+      blocks.push_back(b);
+      out.push_back(dst + static_cast<size_t>(b * block_rows_) * row_bytes());
+    }
+    read_blocks_any(blocks, out);
   }
-  read_blocks(blocks, dsts);
 }
 
+namespace {
+
+template <typename T>
+void widen(const uint8_t* src, size_t n, int64_t* out) {
+  for (size_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, src + i * sizeof(T), sizeof(T));
+    out[i] = static_cast<int64_t>(v);  // uint64: the caller checks the values above 2^63 - 1 first
+  }
+}
+
+// Unsigned 64-bit values above 2^63 - 1 have no int64 value: a clipped or wrapped value would be
+// a silently wrong label (issue 12, item 7), so the first one is named.
+void check_fits_int64(const uint8_t* src, size_t n, const std::string& where) {
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t v;
+    std::memcpy(&v, src + i * sizeof(v), sizeof(v));
+    HPCNN_CHECK_ARG(v <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), where, " holds ", v,
+                    " at element ", i, ": larger than 2^63-1, the largest integer hpcnn reads");
+  }
+}
+
+}  // namespace
+
 std::vector<int64_t> H5Dataset::read_all_int64() {
-  H5Lock lock(h5_mutex());
-  h5_quiet();
   HPCNN_CHECK_ARG(info_.kind == ElemKind::U8 || info_.kind == ElemKind::Int, where(), " has dtype ", info_.dtype,
                   ": labels must be integers");
-  std::vector<int64_t> out(static_cast<size_t>(shape_numel(info_.shape)));
+  const uint64_t n = total_bytes_ / info_.elem_size;
+  // The int64 result, and the stored values when hpcnn decodes the chunks itself.
+  uint64_t need = 0, stored = raw_path_ ? total_bytes_ : 0;
+  if (!checked_mul(n, sizeof(int64_t), need) || !checked_add(need, stored, need))
+    need = std::numeric_limits<uint64_t>::max();
+  require_memory(need, cat("reading ", where(), " (", n, " labels)"));
+  std::vector<int64_t> out(static_cast<size_t>(n));
   if (out.empty()) return out;
-  h5_check(H5Dread(dset_.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()),
+  if (raw_path_) {
+    std::vector<uint8_t> buf(static_cast<size_t>(total_bytes_));
+    read_all(buf.data());
+    const bool s = info_.is_signed;
+    switch (info_.elem_size) {
+      case 1: s ? widen<int8_t>(buf.data(), n, out.data()) : widen<uint8_t>(buf.data(), n, out.data()); break;
+      case 2: s ? widen<int16_t>(buf.data(), n, out.data()) : widen<uint16_t>(buf.data(), n, out.data()); break;
+      case 4: s ? widen<int32_t>(buf.data(), n, out.data()) : widen<uint32_t>(buf.data(), n, out.data()); break;
+      default:
+        if (!s) check_fits_int64(buf.data(), n, where());
+        s ? widen<int64_t>(buf.data(), n, out.data()) : widen<uint64_t>(buf.data(), n, out.data());
+        break;
+    }
+    return out;
+  }
+  H5Lock lock(h5_mutex());
+  h5_quiet();
+  if (info_.chunked && !info_.shape.empty()) {
+    // Chunks HDF5 decodes itself: check the index finds each of them.
+    const int rank = static_cast<int>(info_.shape.size());
+    std::vector<hsize_t> off(rank, 0);
+    while (true) {
+      index_.locate(dset_.get(), off);
+      int d = rank - 1;
+      while (d >= 0 && (off[d] += static_cast<hsize_t>(info_.chunk[d])) >= static_cast<hsize_t>(info_.shape[d]))
+        off[d--] = 0;
+      if (d < 0) break;
+    }
+  }
+  // Unsigned 64-bit values are read as they are (HDF5's conversion to int64 would clip them) and
+  // checked; every other integer type converts to int64 exactly.
+  const bool u64 = !info_.is_signed && info_.elem_size == 8;
+  h5_check(H5Dread(dset_.get(), u64 ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()),
            cat("cannot read ", where(), " (truncated or corrupted file?)"));
+  raw_.check(cat("reading ", where()));
+  if (u64) check_fits_int64(reinterpret_cast<const uint8_t*>(out.data()), n, where());
   return out;
 }
 

@@ -4,10 +4,17 @@
 // is exactly the set of chunks that share a first coordinate, whatever the chunk shape: h5py's
 // automatic (6250, 4, 4, 1) included) and about 4 MiB of rows for contiguous data.
 //
-// Deflate-compressed data (with or without the shuffle filter) is read with H5Dread_chunk, one
-// HDF5 call at a time on the calling thread (the thread-safe HDF5 is one global lock anyway), and
-// inflated, unshuffled and scattered into row-major blocks on hpcnn's thread pool. Any other
-// layout or filter HDF5 can decode falls back to hyperslab H5Dread calls.
+// Chunked data whose filters are gzip, shuffle and Fletcher-32 (any subset: the files users
+// meet), of any integer or float type in either byte order, is located one HDF5 call at a time
+// on the calling thread (the thread-safe HDF5 is one global lock anyway), its bytes read by
+// hpcnn (raw_file.h) and decoded (chunk_pipeline.h), scattered into row-major blocks on hpcnn's thread pool; chunks never
+// written read as the dataset's fill value. Contiguous and compact data, and chunks with any other
+// filter HDF5 can decode, are read with hyperslab H5Dread calls.
+//
+// A file's header is untrusted: the constructor checks the declared shape (no dimension above
+// its maximum, a size that fits 63 bits, contiguous data inside the file), counts the chunk index
+// (chunk_index.h), and every read checks that the file did not change since it was opened
+// (raw_file.h). Every message names the file and the dataset.
 #pragma once
 
 #include <atomic>
@@ -16,7 +23,10 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "data/chunk_index.h"
+#include "data/chunk_pipeline.h"
 #include "data/h5.h"
+#include "data/raw_file.h"
 
 namespace hpcnn::data {
 
@@ -34,6 +44,9 @@ struct DatasetInfo {
   std::string dtype;           // NumPy-style name: "uint8", "float32", "int64", "float64", ...
   ElemKind kind = ElemKind::Other;
   size_t elem_size = 0;
+  bool is_number = false;                   // an integer or float type (in a standard layout)
+  bool is_float = false, is_signed = false;
+  bool big_endian = false;
   bool chunked = false;
   Shape chunk;                 // empty unless chunked
   std::vector<FilterInfo> filters;
@@ -46,7 +59,7 @@ struct DatasetInfo {
 class H5Dataset {
  public:
   // Opens `name` in `file` (ValueError naming both for a missing file, a non-HDF5 file, a missing
-  // dataset or an unreadable one).
+  // dataset, an unreadable one, or a declared shape the file cannot hold).
   H5Dataset(const std::string& file, const std::string& name);
 
   const DatasetInfo& info() const { return info_; }
@@ -57,15 +70,21 @@ class H5Dataset {
   bool raw_chunk_path() const { return raw_path_; }
 
   // Reads blocks `blocks[i]` into `dst[i]` (each at least rows_in_block * row_bytes bytes), as
-  // native little-endian values of the stored type (uint8 or float32). Only for U8/F32 data.
+  // native values of the stored type (uint8 or float32). Only for U8/F32 data.
   void read_blocks(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst);
 
-  // The whole dataset (U8/F32, not a scalar) into `dst`, rows * row_bytes bytes, through
-  // read_blocks (parallel inflate).
+  // The whole dataset (U8/F32, not a scalar) into dst (total_bytes() bytes), as native values of
+  // the stored type, through read_blocks (parallel inflate); read in slices of blocks, so that the
+  // bookkeeping stays small whatever the block count.
   void read_all(void* dst);
 
-  // The whole dataset converted by HDF5 to int64 (labels). ValueError unless integer-typed.
+  // The whole dataset as int64 (labels). ValueError unless integer-typed, or for an unsigned
+  // 64-bit value above 2^63 - 1 (named, never clipped); MemoryError naming the dataset when the
+  // memory for it is not available.
   std::vector<int64_t> read_all_int64();
+
+  // Bytes of the whole dataset as stored (rows * row_bytes; fits 63 bits: checked at open).
+  uint64_t total_bytes() const { return total_bytes_; }
 
   std::string where() const;  // "dataset 'x_train' in file 'path'"
 
@@ -99,10 +118,13 @@ class H5Dataset {
   struct RawSet {
     std::vector<std::vector<uint8_t>> raw;
     std::vector<uint32_t> mask;  // filters skipped per chunk
-    std::vector<char> fill;      // chunk never written: HDF5's fill value (0)
+    std::vector<char> fill;      // chunk never written: reads as the fill value
   };
 
-  void init_raw_geometry();
+  void check_declared_size(hid_t dcpl);
+  void read_fill_value(hid_t dcpl);
+  void init_raw_geometry();  // once, at the first raw read (with a memory check)
+  void read_blocks_any(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst);
   void read_blocks_raw(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst);
   void fetch_group(const std::vector<long long>& blocks, RawSet& set);  // HDF5 reads, serial
   void decode_group(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst, RawSet& set);
@@ -110,9 +132,14 @@ class H5Dataset {
 
   DatasetInfo info_;
   H5Id file_, dset_;
+  RawFile raw_;
+  ChunkIndex index_;        // chunked data only
   long long block_rows_ = 1;
-  bool raw_path_ = false;   // deflate/shuffle-only chunked data in native byte order
-  int deflate_index_ = -1, shuffle_index_ = -1;  // positions in the filter pipeline
+  uint64_t total_bytes_ = 0;
+  bool raw_path_ = false;   // chunked data with gzip/shuffle/Fletcher-32 filters only
+  ChunkPipeline pipeline_;
+  std::vector<uint8_t> fill_elem_;  // one element of the fill value, native byte order
+  bool geo_ready_ = false;
   RawGeometry geo_;
   RawSet sets_[2];                               // double-buffered: reading one, decoding the other
   std::vector<std::vector<uint8_t>> decoded_;   // decoded chunks, reused between calls

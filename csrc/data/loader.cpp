@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "core/pixel.h"
 #include "core/thread_pool.h"
+#include "data/size_checks.h"
 
 namespace hpcnn::data {
 
@@ -34,7 +35,11 @@ Loader::Loader(LoaderOptions opt) : opt_(std::move(opt)) {
   HPCNN_CHECK_ARG(xi.rows() > 0, x_->where(), " is empty (shape ", shape_str(xi.shape), ")");
   HPCNN_CHECK_ARG(xi.row_elems() > 0, x_->where(), " has empty rows (shape ", shape_str(xi.shape), ")");
   rows_ = xi.rows();
-  channels_ = rank == 4 ? static_cast<int>(xi.shape[3]) : rank == 3 ? 1 : static_cast<int>(xi.shape[1]);
+  const long long ch = rank == 4 ? xi.shape[3] : rank == 3 ? 1 : xi.shape[1];
+  HPCNN_CHECK_ARG(ch <= std::numeric_limits<int>::max(), x_->where(), " has shape ", shape_str(xi.shape),
+                  ": more channels than hpcnn handles");
+  channels_ = static_cast<int>(ch);
+  plan_memory();
 
   auto expand = [&](const std::vector<float>& v, const char* what) {
     HPCNN_CHECK_ARG(v.size() == 1 || v.size() == static_cast<size_t>(channels_), what, " has ", v.size(),
@@ -83,20 +88,54 @@ Loader::Loader(LoaderOptions opt) : opt_(std::move(opt)) {
     HPCNN_CHECK_ARG(!opt_.one_hot, "one_hot needs labels, but no y dataset was given");
     num_classes_ = opt_.num_classes;
   }
+  warm_async(0);  // epoch 0's first window loads while the caller builds its model
+}
 
-  const size_t block_bytes = static_cast<size_t>(x_->block_rows()) * x_->row_bytes();
-  const size_t total = static_cast<size_t>(rows_) * x_->row_bytes();
-  in_memory_ = opt_.cache == CacheMode::Memory || (opt_.cache == CacheMode::Auto && total <= opt_.memory_budget);
+void Loader::plan_memory() {
+  // Before anything is allocated from sizes the file declares (a damaged header can declare 2^62
+  // rows in a small file), the memory the loader needs up front: the labels (stored, int64 and
+  // int32 copies), the epoch's order (and its shuffle scratch), the per-row scale and shift, a
+  // block as read and decoded, two batches; plus every row with the memory cache. Sizes fit 63
+  // bits (checked when the dataset was opened), but their sums and products are checked too.
+  const uint64_t rows = static_cast<uint64_t>(rows_), row_bytes = x_->row_bytes();
+  const uint64_t row_elems = static_cast<uint64_t>(x_->info().row_elems());
+  const uint64_t block_bytes = static_cast<uint64_t>(x_->block_rows()) * row_bytes;  // <= the dataset
+  const uint64_t total = x_->total_bytes();
+  const uint64_t batch = std::min<uint64_t>(static_cast<uint64_t>(opt_.batch_size), rows);
+  const uint64_t kTooMuch = std::numeric_limits<uint64_t>::max();
+  const uint64_t kPerCachedBlock = 128;  // the cache's map node and vector, per block
+  uint64_t need = 0;
+  auto add = [&](uint64_t a, uint64_t b) {
+    uint64_t p = 0;
+    if (need == kTooMuch || !checked_mul(a, b, p) || !checked_add(need, p, need)) need = kTooMuch;
+  };
+  if (!opt_.y_name.empty()) add(rows, 8 + 8 + 4);
+  add(rows, 2 * sizeof(long long));                            // the order, its shuffle scratch
+  add(static_cast<uint64_t>(x_->num_blocks()), 2 * sizeof(long long));  // block order, windows
+  add(row_elems, 2 * sizeof(float));
+  add(block_bytes, 2);
+  add(batch * 2, row_elems * sizeof(float));
+  const uint64_t base = need;
+  const uint64_t avail = available_memory();
+
+  in_memory_ = opt_.cache == CacheMode::Memory ||
+               (opt_.cache == CacheMode::Auto && total <= opt_.memory_budget && base != kTooMuch &&
+                total <= avail && base <= avail - total);
   if (in_memory_) {
     window_blocks_ = x_->num_blocks();
     cache_capacity_ = window_blocks_;
+    add(total, 1);
+    add(static_cast<uint64_t>(cache_capacity_), kPerCachedBlock);
   } else {
     // Two windows fit the budget: a batch can straddle a window boundary.
-    window_blocks_ = std::max<long long>(1, static_cast<long long>(opt_.memory_budget / 2 / std::max<size_t>(1, block_bytes)));
+    window_blocks_ = std::max<long long>(1, static_cast<long long>(opt_.memory_budget / 2 / std::max<uint64_t>(1, block_bytes)));
     window_blocks_ = std::min(window_blocks_, x_->num_blocks());
     cache_capacity_ = 2 * window_blocks_;
+    add(static_cast<uint64_t>(cache_capacity_), block_bytes + kPerCachedBlock);
   }
-  warm_async(0);  // epoch 0's first window loads while the caller builds its model
+  require_memory(need, cat("reading ", x_->where(), opt_.y_name.empty() ? "" : cat(" with labels '", opt_.y_name, "'"),
+                           " (", rows_, " rows of ", bytes_str(row_bytes), ", cache='",
+                           in_memory_ ? "memory" : "none", "')"));
 }
 
 Loader::~Loader() {

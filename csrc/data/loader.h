@@ -101,6 +101,9 @@ class Loader {
   double decode_seconds() const { return decode_seconds_; }
 
  private:
+  // Chooses the cache mode and window, and checks the memory they need (MemoryError naming the
+  // file and dataset) before anything sized by the file is allocated.
+  void plan_memory();
   const EpochPlan& plan(long long epoch);
   // Drops a block from the cache, keeping its buffer for reuse (spare_); returns the next entry.
   std::unordered_map<long long, std::vector<uint8_t>>::iterator drop_block(

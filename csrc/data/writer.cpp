@@ -25,8 +25,6 @@ long long default_chunk_rows(long long rows, size_t row_bytes) {
   return std::max(1LL, std::min(r, rows));
 }
 
-namespace {
-
 hid_t native_type(const ArrayToWrite& a) {
   switch (a.kind) {
     case ScalarKind::Float:
@@ -49,6 +47,8 @@ hid_t native_type(const ArrayToWrite& a) {
   throw ValueError(cat("write_hdf5: array '", a.name, "' has an unsupported element type (", a.elem_size,
                        "-byte)"));
 }
+
+namespace {
 
 // Gzip chunks compressed in parallel on hpcnn's pool, written with H5Dwrite_chunk on this thread
 // (HDF5's own H5Dwrite would compress them one by one). A chunk is whole rows, so its bytes are

@@ -4,6 +4,8 @@
 // error. A failed or interrupted write never leaves a half-written output file.
 #pragma once
 
+#include <hdf5.h>
+
 #include <string>
 #include <vector>
 
@@ -30,6 +32,9 @@ struct WriteOptions {
 
 // The chunk rows write_hdf5 picks for rows of `row_bytes` bytes (at least 1, at most `rows`).
 long long default_chunk_rows(long long rows, size_t row_bytes);
+
+// The HDF5 native type of `a`'s elements (ValueError naming the array for an unsupported size).
+hid_t native_type(const ArrayToWrite& a);
 
 void write_hdf5(const std::string& path, const std::vector<ArrayToWrite>& arrays, const WriteOptions& opt);
 

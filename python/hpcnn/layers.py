@@ -362,10 +362,11 @@ class Dense(_WeightRegularizers, Layer):
 
     def __init__(self, units: int, activation: Optional[str] = None, use_bias: bool = True,
                  name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
-        for k in ("kernel_initializer", "bias_initializer"):
+        for k, default in (("kernel_initializer", "glorot_uniform"), ("bias_initializer", "zeros")):
             v = kwargs.pop(k, None)
-            if v not in (None, "glorot_uniform", "zeros"):
-                raise ValueError(f"Dense: only Keras' default initializers are supported ({k}={v!r})")
+            if v not in (None, default):
+                raise ValueError(f"Dense: only Keras' default initializers are supported ({k}={v!r}; hpcnn "
+                                 f"initializes with {k}='{default}')")
         _keras_defaults_only(kwargs, "Dense", _NO_REGULARIZERS)
         self._take_regularizers(kwargs)
         self.use_bias = validation.boolean(use_bias, "use_bias", "Dense")

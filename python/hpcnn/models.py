@@ -27,7 +27,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _core, devices, functional, layers as layers_mod, losses, optimizers, saving, training, validation
+from . import _core, devices, functional, keras_config, layers as layers_mod, losses, optimizers, saving, training, validation
 from .callbacks import Callback, History
 from .functional import KerasTensor
 from .utils import next_model_seed
@@ -360,24 +360,33 @@ class Model:
         return [f"{layer.name}/{name}" for (layer, _), (b, e) in zip(self._graph_nodes(), self._core_ranges())
                 for k in range(b, e) for name, _ in weights[k]]
 
-    def save(self, filepath: str, overwrite: bool = True, include_optimizer: bool = True) -> None:
+    def save(self, filepath: str, overwrite: bool = True, include_optimizer: bool = True,
+             save_format: Optional[str] = None) -> None:
         """Save the model (architecture, weights, compile settings, step counter and, with
         ``include_optimizer`` (Keras' default), the optimizer's state: moments, step count,
-        learning rate) to an HDF5 file, atomically (a temporary file flushed and renamed into
-        place: never a half-written model). ``load_model`` then gives a model whose ``fit``
-        continues exactly as this one's would."""
-        saving.save_model(self, filepath, overwrite, include_optimizer)
+        learning rate) in Keras' format for the file's name: ``.keras`` a Keras 3 archive, anything
+        else (``.h5``) a legacy Keras HDF5 model file; both open in Keras
+        (``keras.models.load_model``) and in hpcnn, whose ``load_model`` then gives a model whose
+        ``fit`` continues exactly as this one's would. Written atomically (a temporary file flushed
+        and renamed into place: never a half-written model)."""
+        saving.save_model(self, filepath, overwrite, include_optimizer, save_format)
 
-    def save_weights(self, filepath: str, overwrite: bool = True) -> None:
-        """Save the weights only (Keras order and layouts, with their names and shapes) to an
-        hpcnn HDF5 weights file, atomically; ``load_weights`` reads it back."""
-        saving.save_weights(self, filepath, overwrite)
+    def save_weights(self, filepath: str, overwrite: bool = True, max_shard_size: Optional[float] = None) -> None:
+        """Save the weights: ``*.weights.h5`` in Keras 3's layout, any other name (``.h5``) in the
+        legacy Keras HDF5 layout; Keras' ``load_weights`` and hpcnn's read both. Written atomically."""
+        saving.save_weights(self, filepath, overwrite, max_shard_size)
 
-    def load_weights(self, filepath: str) -> None:
-        """Load weights saved by ``save_weights`` (or the weights of a model file written by
-        ``save``) into this model, by position; every array is checked first, so a file that does
-        not fit raises ValueError and leaves the weights as they were."""
-        saving.load_weights(self, filepath)
+    def load_weights(self, filepath: str, skip_mismatch: bool = False, by_name: bool = False) -> None:
+        """Load weights saved by Keras or hpcnn (``.weights.h5``, legacy ``.h5``, ``.keras``, hpcnn
+        model files). Each array is checked first: a file that does not fit raises ValueError and
+        the model keeps its weights (``skip_mismatch=True``: layers that do not fit keep theirs,
+        with a warning). ``by_name=True`` (legacy ``.h5``): match layers by name."""
+        saving.load_weights(self, filepath, skip_mismatch, by_name)
+
+    def to_json(self, **kwargs: Any) -> str:
+        """The model's config as Keras 3's JSON (``keras.models.model_from_json`` and
+        ``hpcnn.models.model_from_json`` read it); ``json.dumps`` arguments pass through."""
+        return keras_config.to_json(self, **kwargs)
 
     # ------------------------------------------------------------------ compile
     def compile(self, optimizer: Union[str, optimizers.Optimizer] = "rmsprop", loss: Any = None,
@@ -733,6 +742,7 @@ def clone_model(model: Model) -> Model:
 # Re-exported so that hpcnn.models.load_model / tutorial_cnn / deep_mnist keep working. Imported
 # here, after Sequential exists, because both modules use Sequential.
 from .saving import load_model  # noqa: E402
+from .keras_config import model_from_json  # noqa: E402
 from .applications import deep_mnist, tutorial_cnn  # noqa: E402
 
-__all__ = ["Model", "Sequential", "clone_model", "load_model", "tutorial_cnn", "deep_mnist"]
+__all__ = ["Model", "Sequential", "clone_model", "load_model", "model_from_json", "tutorial_cnn", "deep_mnist"]

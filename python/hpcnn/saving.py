@@ -1,46 +1,65 @@
 """Saving and loading models and weights: ``Model.save`` / ``load_model`` and
-``Model.save_weights`` / ``load_weights`` (a ``Sequential`` is a ``Model``).
+``Model.save_weights`` / ``load_weights`` (a ``Sequential`` is a ``Model``), in Keras' file formats (keras_files.py holds the
+layouts; keras_config.py the configs) with hpcnn's own description and state beside them.
 
-A model file is HDF5: one dataset ``hpcnn_model_json`` (UTF-8 JSON bytes: format, version, the
-model's class ("Sequential", or "Functional" for ``hpcnn.Model``; files without it are
-Sequential), its config, seed and step counter, weight names, compile settings and the optimizer
-state's description) and one dataset per weight array, ``weight_000``, ``weight_001``, ... in
-``get_weights()`` order (Keras layouts), plus, with ``include_optimizer=True`` (the default), one
-per optimizer state buffer, ``optimizer_000``, ... (each flat over all parameters, in Keras'
-layout: the concatenation of get_weights' arrays, flattened). format_version 1 files (hpcnn before
-the optimizer state was saved) load with a fresh optimizer state and step counter 0.
+``save(path)`` writes, by the name's ending (or ``save_format``):
 
-A weights file (``save_weights``) is the same without config and compile settings:
-``hpcnn_weights_json`` (format ``hpcnn-weights``, weight names and shapes) and the weight arrays.
-``load_weights`` reads weights files and model files.
+- ``.keras``: a Keras 3 archive (config.json, metadata.json, model.weights.h5) that
+  ``keras.models.load_model`` opens, plus two members Keras does not read: ``hpcnn.json``,
+  hpcnn's own description, and ``hpcnn_state.h5``, the optimizer state buffers;
+- anything else (``.h5``, ``.hdf5``, ...): a legacy Keras HDF5 model file (the ``model_config`` and
+  ``training_config`` attributes, the weights under ``model_weights``: what ``tf.keras`` 2 wrote and
+  what Keras 2 and 3 open) plus datasets Keras does not read: ``hpcnn_model_json`` (UTF-8 JSON
+  bytes: format, version, hpcnn's config, seed and step counter, weight names, compile settings and
+  the optimizer state's description) and, with ``include_optimizer=True`` (the default), one per
+  optimizer state buffer, ``optimizer_000``, ... (each flat over all parameters, in Keras' layout:
+  the concatenation of get_weights' arrays, flattened).
+
+hpcnn reads its own description when a file has one (exactly what it saved, so that ``fit`` after
+``load_model`` continues exactly where the saved model was), and otherwise builds the model from
+Keras' config (with a fresh optimizer state). ``load_model`` tells the formats apart by content, not
+by name. Files of earlier hpcnn versions still load: format_version 1 (``hpcnn_model_json`` and one
+dataset per weight array, ``weight_000``, ... in ``get_weights()`` order; a fresh optimizer state)
+and format_version 2 (the same plus the optimizer state and the step counter).
+
+``save_weights(path)``: ``*.weights.h5`` in Keras 3's layout, any other name in the legacy Keras
+HDF5 weights layout (tf.keras 2's ``save_weights('x.h5')``). ``load_weights`` reads both,
+``.keras`` archives, hpcnn's model files and the weights files of earlier hpcnn versions
+(``hpcnn_weights_json``, format ``hpcnn-weights``, and ``weight_000``, ...).
 
 The same pieces (weights, optimizer state, random state) make the backups of
-``callbacks.BackupAndRestore`` (checkpoints.py).
+``callbacks.BackupAndRestore`` (checkpoints.py), which keep hpcnn's own layout.
 """
 from __future__ import annotations
 
 import json
 import math
 import os
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import _core, data, losses, optimizers, validation
+from . import _core, data, keras_config, keras_files, losses, optimizers, validation
 
 if TYPE_CHECKING:  # models.py imports this module; load_model imports the model classes when called
     from .models import Model
 
 FORMAT = "hpcnn-model"
-FORMAT_VERSION = 2  # 2: the optimizer state (include_optimizer) and the step counter; 1 still loads
+# 1: weight_000, ...; 2: + the optimizer state and the step counter; 3: the weights in Keras' layout
+# beside Keras' config (meta["weights"] == "keras"). All three load.
+FORMAT_VERSION = 3
 META_DATASET = "hpcnn_model_json"
+WEIGHTS_IN_KERAS_LAYOUT = "keras"  # meta["weights"]: the weights are in Keras' layout, not weight_000, ...
+MAX_META_BYTES = 64 << 20
+# The weights files of hpcnn before the Keras layouts (read by load_weights, no longer written).
 WEIGHTS_FORMAT = "hpcnn-weights"
 WEIGHTS_FORMAT_VERSION = 1
 WEIGHTS_META_DATASET = "hpcnn_weights_json"
 
 
 def weight_dataset(i: int) -> str:
-    """The HDF5 dataset that holds the i-th array of get_weights()."""
+    """The HDF5 dataset that holds the i-th array of get_weights() (format_version 1 and 2 files,
+    BackupAndRestore's backups)."""
     return f"weight_{i:03d}"
 
 
@@ -166,20 +185,23 @@ def restore_rng_state(model: "Model", state: Dict[str, Any]) -> None:
     model._model().set_rng_state(int(seed), int(step))
 
 
-def read_float_arrays(path: str, names: List[str], shapes: List[Tuple[int, ...]], labels: List[str]) -> List[np.ndarray]:
-    """Datasets `names` of the file, each checked before it is read: float32, the given shape,
-    finite values (the errors name `labels`)."""
+def _checked_float_arrays(names: List[str], shapes: List[Tuple[int, ...]], labels: List[str],
+                          info: Callable[[str], Optional[Tuple[str, Tuple[int, ...]]]],
+                          read: Callable[[str], Any]) -> List[np.ndarray]:
+    """Datasets `names`, each checked before it is read: float32, the given shape, finite values
+    (the errors name `labels`). `info(name)` is (dtype, shape), or None for a missing dataset;
+    `read(name)` its values."""
     out = []
     for ds, shape, label in zip(names, shapes, labels):
-        try:
-            info = data.dataset_info(path, ds)
-        except ValueError:
-            raise _Damaged(f"'{ds}' ({label}) is missing") from None
-        if info["dtype"] != "float32":
-            raise _Damaged(f"'{ds}' ({label}) has dtype {info['dtype']}; hpcnn files hold float32")
-        if tuple(info["shape"]) != shape:
-            raise _Damaged(f"'{ds}' ({label}) has shape {tuple(info['shape'])}, the model needs {shape}")
-        a = np.asarray(data.read_dataset(path, ds))
+        found = info(ds)
+        if found is None:
+            raise _Damaged(f"'{ds}' ({label}) is missing")
+        dtype, have = found
+        if dtype != "float32":
+            raise _Damaged(f"'{ds}' ({label}) has dtype {dtype}; hpcnn files hold float32")
+        if tuple(have) != shape:
+            raise _Damaged(f"'{ds}' ({label}) has shape {tuple(have)}, the model needs {shape}")
+        a = np.asarray(read(ds))
         if a.dtype != np.float32 or a.shape != shape:
             raise _Damaged(f"'{ds}' ({label}) reads as {a.dtype} {a.shape}, the model needs float32 {shape}")
         if not np.isfinite(a).all():
@@ -190,44 +212,105 @@ def read_float_arrays(path: str, names: List[str], shapes: List[Tuple[int, ...]]
     return out
 
 
-def read_optimizer_buffers(path: str, model: "Model", desc: Dict[str, Any]) -> List[np.ndarray]:
+def read_float_arrays(path: str, names: List[str], shapes: List[Tuple[int, ...]], labels: List[str]) -> List[np.ndarray]:
+    """Datasets `names` of the file at `path`, checked as _checked_float_arrays says."""
+    def info(ds: str) -> Optional[Tuple[str, Tuple[int, ...]]]:
+        try:
+            i = data.dataset_info(path, ds)
+        except ValueError:
+            return None
+        return i["dtype"], tuple(i["shape"])
+
+    return _checked_float_arrays(names, shapes, labels, info, lambda ds: data.read_dataset(path, ds))
+
+
+def _optimizer_buffer_names(model: "Model", desc: Dict[str, Any]) -> Tuple[List[str], List[Tuple[int, ...]], List[str]]:
+    """The datasets, shapes and labels of the optimizer state that `desc` describes."""
     names = desc.get("buffers")
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise _Damaged(f"its optimizer state names {names!r:.200} are not a list of names")
     n = int(model._model().num_params)
-    return read_float_arrays(path, [optimizer_dataset(i) for i in range(len(names))], [(n,)] * len(names),
-                             [f"optimizer state '{name}'" for name in names])
+    return ([optimizer_dataset(i) for i in range(len(names))], [(n,)] * len(names),
+            [f"optimizer state '{name}'" for name in names])
+
+
+def read_optimizer_buffers(path: str, model: "Model", desc: Dict[str, Any]) -> List[np.ndarray]:
+    return read_float_arrays(path, *_optimizer_buffer_names(model, desc))
+
+
+def read_optimizer_buffers_tree(tree: "keras_files.H5Tree", model: "Model", desc: Dict[str, Any]) -> List[np.ndarray]:
+    """read_optimizer_buffers for an opened HDF5 tree (a model file, or an archive's hpcnn_state.h5):
+    the same checks and messages."""
+    def info(ds: str) -> Optional[Tuple[str, Tuple[int, ...]]]:
+        o = tree.objects.get("/" + ds)
+        return None if o is None or o["kind"] != "dataset" else (o["dtype"], tuple(o["shape"]))
+
+    return _checked_float_arrays(*_optimizer_buffer_names(model, desc), info, lambda ds: tree.reader.read("/" + ds))
 
 
 # ---------------------------------------------------------------------- model files
-def save_model(model: "Model", filepath: str, overwrite: bool = True, include_optimizer: bool = True) -> None:
-    """``Model.save``: architecture, weights, compile settings, the step counter and (with
-    ``include_optimizer``, the default) the optimizer's state (moments, step count, learning rate),
-    so that fit after load_model continues exactly where this model is. Written atomically by
-    ``data.write_hdf5`` (a temporary file flushed to disk and renamed into place).
-
-    The target must be a new name or an existing writable regular file: a symbolic link (never
-    followed or replaced), a directory, a FIFO or device, or a read-only file is refused with a
-    ValueError and left untouched. A temporary file left by a killed earlier save to the same name
-    is removed."""
-    path = check_target(filepath, overwrite, "save")
-    include_optimizer = validation.boolean(include_optimizer, "include_optimizer", "save")
-    weights = model.get_weights()
+def description(model: "Model", include_optimizer: bool = True) -> Tuple[Dict[str, Any], List[np.ndarray]]:
+    """hpcnn's own description of a model, saved beside Keras' layout, and the optimizer state
+    buffers it describes (none with include_optimizer=False or before the first step). Its
+    ``class_name`` ("Sequential", or "Functional" for ``hpcnn.Model``; files without it are
+    Sequential) says which class ``load_model`` builds."""
     from .models import Sequential
     meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "hpcnn_version": _core.build_info()["version"],
             "class_name": "Sequential" if isinstance(model, Sequential) else "Functional",
             "config": model.get_config(), "seed": model._seed, "weight_names": model._weight_names(),
-            "compile": compile_description(model), "rng": rng_state(model), "optimizer_state": None}
-    arrays: Dict[str, np.ndarray] = {}
-    for i, w in enumerate(weights):
-        arrays[weight_dataset(i)] = w
+            "compile": compile_description(model), "rng": rng_state(model), "optimizer_state": None,
+            "weights": WEIGHTS_IN_KERAS_LAYOUT}
+    buffers: List[np.ndarray] = []
     if include_optimizer:
-        desc, buffers = optimizer_state(model)
-        meta["optimizer_state"] = desc
-        for i, b in enumerate(buffers):
-            arrays[optimizer_dataset(i)] = b
-    arrays[META_DATASET] = json_bytes(meta)
-    write_file(path, arrays, "save")
+        meta["optimizer_state"], buffers = optimizer_state(model)
+    return meta, buffers
+
+
+def _rename_error(e: ValueError, caller: str) -> ValueError:
+    text = str(e)
+    for prefix in ("write_hdf5: ", "write_h5_tree: "):
+        text = text.replace(prefix, f"{caller}: ", 1)
+    return ValueError(text)
+
+
+def save_model(model: "Model", filepath: Any, overwrite: bool = True, include_optimizer: bool = True,
+               save_format: Optional[str] = None) -> None:
+    """``Sequential.save``: architecture, weights and compile settings in Keras' format for the
+    name (``.keras``: a Keras 3 archive; anything else: a legacy Keras HDF5 model file; or
+    ``save_format='h5'`` / ``'keras'``), with hpcnn's own description beside them: the step counter
+    and (with ``include_optimizer``, the default) the optimizer's state (moments, step count,
+    learning rate), so that fit after load_model continues exactly where this model is. Written
+    atomically: a temporary file flushed to disk and renamed into place.
+
+    ``overwrite=False`` refuses an existing file (FileExistsError)."""
+    path = check_target(filepath, overwrite, "save")
+    include_optimizer = validation.boolean(include_optimizer, "include_optimizer", "save")
+    if save_format not in (None, "h5", "keras"):
+        if save_format == "tf":
+            raise NotImplementedError("save: save_format='tf' (TensorFlow's SavedModel) is not supported: save to a "
+                                      "'.keras' or '.h5' file")
+        raise ValueError(f"save: save_format must be 'h5', 'keras' or None, got {save_format!r}")
+    archive = save_format == "keras" or (save_format is None and path.endswith(".keras"))
+    model.build()
+    meta, buffers = description(model, include_optimizer)
+    state_items = [(f"/{optimizer_dataset(i)}", b, {}) for i, b in enumerate(buffers)]
+    try:
+        if archive:
+            keras_files.write_archive(path, model, meta, "save", state_items)
+            return
+        root: Dict[str, Any] = {"keras_version": keras_config.KERAS_VERSION, "backend": "hpcnn"}
+        try:
+            root["model_config"] = json.dumps(keras_config.model_to_keras(model, legacy=True))
+        except NotImplementedError:
+            pass  # a model Keras' config cannot describe yet: hpcnn's description still does
+        if model._compiled is not None:
+            root["training_config"] = json.dumps(keras_config.compile_to_keras(model, legacy=True))
+        items = [("/", None, root)] + keras_files.legacy_weight_items(model, "/model_weights")
+        items.append(("/" + META_DATASET, json_bytes(meta), {}))
+        items += state_items
+        _core.data.write_h5_tree(path, items, "save")
+    except ValueError as e:
+        raise _rename_error(e, "save") from None
 
 
 class _Damaged(ValueError):
@@ -245,8 +328,13 @@ def read_description(path: str, dataset: str, fmt: str, max_version: int, caller
     raw = np.asarray(raw)
     if raw.dtype != np.uint8 or raw.ndim != 1:
         raise _Damaged(f"its {what} description '{dataset}' is {raw.dtype} {raw.shape}, not UTF-8 bytes")
+    return _parse_description(raw.tobytes(), fmt, max_version, what)
+
+
+def _parse_description(raw: bytes, fmt: str, max_version: int, what: str) -> Dict[str, Any]:
+    """UTF-8 JSON bytes -> a dict of format `fmt` with a format_version in 1..max_version (else _Damaged)."""
     try:
-        meta = json.loads(raw.tobytes().decode("utf-8"))
+        meta = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise _Damaged(f"its {what} description is not valid JSON ({type(e).__name__}: {str(e)[:200]})") from None
     if not isinstance(meta, dict) or meta.get("format") != fmt:
@@ -258,12 +346,28 @@ def read_description(path: str, dataset: str, fmt: str, max_version: int, caller
     return meta
 
 
-def _read_meta(path: str) -> Dict[str, Any]:
-    meta = read_description(path, META_DATASET, FORMAT, FORMAT_VERSION, "load_model", "model")
+def _read_meta(tree: "keras_files.H5Tree", path: str) -> Dict[str, Any]:
+    """hpcnn's description in an HDF5 model file, checked (its size before it is read)."""
+    obj = tree.objects.get("/" + META_DATASET)
+    if obj is None or obj["kind"] != "dataset":
+        raise ValueError(f"load_model: '{path}' is not an hpcnn model file (no '{META_DATASET}')")
+    if obj["dtype"] != "uint8" or len(obj["shape"]) != 1:
+        raise _Damaged(f"its model description '{META_DATASET}' is {obj['dtype']} {tuple(obj['shape'])}, not UTF-8 bytes")
+    if obj["shape"][0] > MAX_META_BYTES:
+        raise _Damaged(f"its model description is {obj['shape'][0]} bytes (more than hpcnn reads: {MAX_META_BYTES})")
+    raw = np.asarray(tree.reader.read("/" + META_DATASET)).astype(np.uint8)
+    return _check_meta(raw.tobytes())
+
+
+def _check_meta(raw: bytes) -> Dict[str, Any]:
+    meta = _parse_description(raw, FORMAT, FORMAT_VERSION, "model")
     for key, kind in (("config", dict), ("compile", (dict, type(None))), ("rng", (dict, type(None))),
                       ("optimizer_state", (dict, type(None)))):
         if not isinstance(meta.get(key), kind):
             raise _Damaged(f"its model description has no valid '{key}'")
+    # Absent: weight_000, ... (format_version 1 and 2); "keras": Keras' layout (format_version 3).
+    if meta.get("weights") not in (WEIGHTS_IN_KERAS_LAYOUT, None):
+        raise _Damaged(f"its model description names an unknown weights layout {meta.get('weights')!r:.60}")
     return meta
 
 
@@ -325,89 +429,233 @@ def _compile_from(model: "Model", comp: Dict[str, Any]) -> None:
     model.compile(opt, loss, metrics, device="cpu")
 
 
-def load_model(filepath: str, compile: bool = True) -> "Model":
-    """A model saved by ``save`` (a ``Sequential`` or a functional ``Model``): same layers, weights
-    and step counter, compiled as it was with the optimizer state it had (moments, step count, learning rate), so that ``fit``
-    continues exactly as the saved model would have, unless ``compile=False``. Files saved with
-    ``include_optimizer=False``, and files of hpcnn before the optimizer state was saved
-    (format_version 1), compile with a fresh optimizer state. The model is on the CPU.
-
-    A damaged or foreign file is a ValueError that names the file and what is wrong: malformed
-    JSON, an unknown layer class or optimizer, missing or extra weight arrays, weights or optimizer
-    state of the wrong shape or dtype. Weights holding NaN or inf are refused (the message names
-    the layer)."""
+def _model_from_meta(meta: Dict[str, Any], path: str) -> "Model":
     from .models import Model, Sequential
-    path = file_path(filepath, "load_model")
-    compile = validation.boolean(compile, "compile", "load_model")
+    classes = {"Sequential": Sequential, "Functional": Model}
+    class_name = meta.get("class_name", "Sequential")  # files of hpcnn before graphs: Sequential
+    if not isinstance(class_name, str) or class_name not in classes:
+        raise _Damaged(f"its model class {class_name!r:.100} is not one hpcnn has ({sorted(classes)})")
     try:
-        meta = _read_meta(path)
-        classes = {"Sequential": Sequential, "Functional": Model}
-        class_name = meta.get("class_name", "Sequential")  # files of hpcnn before graphs: Sequential
-        if not isinstance(class_name, str) or class_name not in classes:
-            raise _Damaged(f"its model class {class_name!r:.100} is not one hpcnn has ({sorted(classes)})")
-        try:
-            model = classes[class_name].from_config(meta["config"])
-            seed = meta.get("seed")
-            model._seed = validation.integer(seed, "seed", minimum=0, maximum=2**64 - 1, allow_none=True)
-            model.build()
-        except MemoryError as e:
-            raise MemoryError(f"load_model: '{path}': the model it describes does not fit in memory ({e})") from None
-        except (ValueError, NotImplementedError, TypeError) as e:
-            raise _Damaged(f"its model description is not valid ({e})") from None
-        model.set_weights(_read_weights(path, model))
-        if meta.get("rng") is not None:  # format_version 2: the step counter that keys dropout
-            restore_rng_state(model, meta["rng"])
-        comp = meta.get("compile")
-        if compile and comp:
-            try:
-                _compile_from(model, comp)
-            except _Damaged:
-                raise
-            except (ValueError, TypeError) as e:
-                raise _Damaged(f"its compile settings are not valid ({e})") from None
-            desc = meta.get("optimizer_state")
-            if desc is not None:
-                restore_optimizer_state(model, desc, read_optimizer_buffers(path, model, desc))
-    except _Damaged as e:
-        raise ValueError(f"load_model: '{path}' is damaged: {e}") from None
+        model = classes[class_name].from_config(meta["config"])
+        seed = meta.get("seed")
+        model._seed = validation.integer(seed, "seed", minimum=0, maximum=2**64 - 1, allow_none=True)
+        model.build()
+    except MemoryError as e:
+        raise MemoryError(f"load_model: '{path}': the model it describes does not fit in memory ({e})") from None
+    except (ValueError, NotImplementedError, TypeError) as e:
+        raise _Damaged(f"its model description is not valid ({e})") from None
     return model
 
 
-# ---------------------------------------------------------------------- weights files
-def save_weights(model: "Model", filepath: str, overwrite: bool = True) -> None:
-    """``Model.save_weights``: the weight arrays (Keras order and layouts) with their names and
-    shapes, written atomically as save() writes; read back by load_weights."""
-    path = check_target(filepath, overwrite, "save_weights")
-    weights = model.get_weights()
-    meta = {"format": WEIGHTS_FORMAT, "format_version": WEIGHTS_FORMAT_VERSION,
-            "hpcnn_version": _core.build_info()["version"], "weight_names": model._weight_names(),
-            "weight_shapes": [list(w.shape) for w in weights]}
-    arrays: Dict[str, np.ndarray] = {WEIGHTS_META_DATASET: json_bytes(meta)}
-    for i, w in enumerate(weights):
-        arrays[weight_dataset(i)] = w
-    write_file(path, arrays, "save_weights")
-
-
-def load_weights(model: "Model", filepath: str) -> None:
-    """``Model.load_weights``: the weights of a file written by save_weights, or of a model
-    file (save), into this model; matched by position, as Keras matches HDF5 weights. Each array
-    is checked before anything is set (count, shape, float32, finite): a file that does not fit
-    is a ValueError naming it, and the model keeps its weights."""
-    path = file_path(filepath, "load_weights")
-    try:
+def _compile_hpcnn(model: "Model", comp: Optional[Dict[str, Any]]) -> None:
+    if comp:
         try:
-            read_description(path, WEIGHTS_META_DATASET, WEIGHTS_FORMAT, WEIGHTS_FORMAT_VERSION, "load_weights",
-                             "weights")
-        except ValueError as not_weights:
-            if isinstance(not_weights, _Damaged):
-                raise
-            try:  # a model file holds weights too
-                read_description(path, META_DATASET, FORMAT, FORMAT_VERSION, "load_weights", "model")
-            except _Damaged:
-                raise
-            except ValueError:
-                raise ValueError(f"load_weights: '{path}' is neither an hpcnn weights file (save_weights) nor an "
-                                 "hpcnn model file (save)") from None
-        model.set_weights(_read_weights(path, model))
-    except _Damaged as e:
+            _compile_from(model, comp)
+        except _Damaged:
+            raise
+        except (ValueError, TypeError) as e:
+            raise _Damaged(f"its compile settings are not valid ({e})") from None
+
+
+def _restore_hpcnn_state(model: "Model", meta: Dict[str, Any], compile: bool,
+                         read_buffers: Any) -> None:
+    """After the weights: the random state (format_version >= 2), then, with `compile`, the compile
+    settings and the optimizer state (`read_buffers(desc)` reads its buffers from the file)."""
+    if meta.get("rng") is not None:  # the step counter that keys dropout
+        restore_rng_state(model, meta["rng"])
+    if not compile:
+        return
+    comp = meta.get("compile")
+    _compile_hpcnn(model, comp)
+    desc = meta.get("optimizer_state")
+    if comp and desc is not None:  # (no buffers before the first step: nothing to read)
+        restore_optimizer_state(model, desc, read_buffers(desc) if desc.get("buffers") != [] else [])
+
+
+def _compile_keras(model: Any, config: Any, path: str) -> None:
+    keras_config.compile_or_warn(model, config, f"load_model: '{path}'")
+
+
+def _keras_json_attr(tree: "keras_files.H5Tree", name: str) -> Any:
+    text = tree.text("/", name)
+    if text is None:
+        return None
+    if len(text) > MAX_META_BYTES:
+        raise _Damaged(f"its '{name}' attribute is {len(text)} bytes long")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise _Damaged(f"its '{name}' attribute is not valid JSON ({type(e).__name__}: {str(e)[:200]})") from None
+
+
+def _load_hdf5(path: str, compile: bool) -> "Model":
+    try:
+        tree = keras_files.H5Tree.open(path)
+    except ValueError as e:
+        raise ValueError(f"load_model: {e}") from None
+    with tree:
+        if "/" + META_DATASET in tree.objects:  # written by hpcnn: its own description
+            meta = _read_meta(tree, path)
+            model = _model_from_meta(meta, path)
+            if meta.get("weights") == WEIGHTS_IN_KERAS_LAYOUT:
+                model.set_weights(keras_files.read_legacy_weights(tree, model))
+            else:
+                model.set_weights(_read_weights(path, model))  # format_version 1 and 2: weight_000, ...
+            _restore_hpcnn_state(model, meta, compile, lambda desc: read_optimizer_buffers_tree(tree, model, desc))
+            return model
+        config = _keras_json_attr(tree, "model_config")
+        if config is None:
+            if keras_files.legacy_weights_root(tree) is not None or tree.is_group("/layers"):
+                raise ValueError(f"load_model: '{path}' is not an hpcnn model file: it holds weights only (a "
+                                 "save_weights file), not a model: build the model and call model.load_weights()")
+            raise ValueError(f"load_model: '{path}' is not an hpcnn model file, nor a Keras HDF5 model file (it has "
+                             "no 'model_config' attribute)")
+        model = keras_config.model_from_keras(config, weights_follow=True, where="its model_config")
+        model.build()
+        model.set_weights(keras_files.read_legacy_weights(tree, model))
+        if compile:
+            _compile_keras(model, _keras_json_attr(tree, "training_config"), path)
+        return model
+
+
+def _load_archive(path: str, compile: bool) -> "Model":
+    with keras_files.Archive(path) as archive:
+        meta_raw = archive.json(keras_files.ARCHIVE_HPCNN)
+        config = archive.json(keras_files.ARCHIVE_CONFIG)
+        if meta_raw is None and config is None:
+            raise _Damaged("it has no 'config.json': not a Keras model archive")
+        if meta_raw is not None:  # written by hpcnn
+            with archive.weights(path) as tree:
+                meta = _check_meta(json.dumps(meta_raw).encode("utf-8"))
+                model = _model_from_meta(meta, path)
+                model.set_weights(keras_files.read_keras3_weights(tree, model))
+
+                def buffers(desc: Dict[str, Any]) -> List[np.ndarray]:
+                    with archive.tree(keras_files.ARCHIVE_STATE, path) as state:
+                        return read_optimizer_buffers_tree(state, model, desc)
+
+                _restore_hpcnn_state(model, meta, compile, buffers)
+                return model
+        # Written by Keras: the model from its config first (a class hpcnn lacks is named before the
+        # weights are read), then its weights.
+        model = keras_config.model_from_keras(config, weights_follow=True, where="its config.json")
+        model.build()
+        with archive.weights(path) as tree:
+            model.set_weights(keras_files.read_keras3_weights(tree, model))
+    if compile and isinstance(config, dict):
+        _compile_keras(model, config.get("compile_config"), path)
+    return model
+
+
+def load_model(filepath: Any, compile: bool = True, custom_objects: Optional[Dict[str, Any]] = None,
+               safe_mode: bool = True) -> "Model":
+    """A model from a file: saved by hpcnn (same layers, weights, seed and step counter, compiled
+    as it was with the optimizer state it had: moments, step count, learning rate; so ``fit``
+    continues exactly as the saved model would have), or by Keras: a ``.keras`` archive (Keras 3)
+    or a legacy HDF5 model file (``model.save('x.h5')`` of Keras 2 / tf.keras or Keras 3), whose
+    layers hpcnn has (compiled as Keras' compile settings say, with a fresh optimizer state).
+    Files saved with ``include_optimizer=False``, and files of hpcnn before the optimizer state
+    was saved (format_version 1), compile with a fresh optimizer state. The format is told from
+    the contents, not the name. ``compile=False`` skips the compile settings. The model is on the
+    CPU.
+
+    A Keras model that uses layer classes hpcnn lacks is a ValueError listing them. Keras compile
+    settings hpcnn lacks (a loss or metric) leave the model uncompiled, with a warning. A damaged
+    or foreign file is a ValueError that names the file and what is wrong: malformed JSON, an
+    unknown layer class or optimizer, missing or extra weight arrays, weights of the wrong shape
+    or type, an optimizer state that does not fit. Weights holding NaN or inf are refused (the
+    message names the layer). ``custom_objects`` (custom layers) are not supported; ``safe_mode`` has nothing to guard
+    (hpcnn never runs code from a file)."""
+    path = file_path(filepath, "load_model")
+    compile = validation.boolean(compile, "compile", "load_model")
+    validation.boolean(safe_mode, "safe_mode", "load_model")
+    if custom_objects:
+        raise NotImplementedError("load_model: custom_objects (custom layers, losses, ...) are not supported by hpcnn")
+    kind = keras_files.file_kind(path, "load_model")
+    try:
+        if kind == "zip":
+            return _load_archive(path, compile)
+        if kind == "hdf5":
+            return _load_hdf5(path, compile)
+        raise ValueError(f"load_model: '{path}' is not an hpcnn model file: neither HDF5 (.h5) nor a Keras archive "
+                         "(.keras)")
+    except (_Damaged, keras_files.FileProblem) as e:
+        raise ValueError(f"load_model: '{path}' is damaged: {e}") from None
+    except keras_config.KerasConfigError as e:
+        raise ValueError(f"load_model: '{path}': {e}") from None
+    except NotImplementedError as e:  # a functional model, before hpcnn has the functional API
+        raise NotImplementedError(f"load_model: '{path}': {e}") from None
+
+
+# ---------------------------------------------------------------------- weights files
+def save_weights(model: "Model", filepath: Any, overwrite: bool = True,
+                 max_shard_size: Optional[float] = None) -> None:
+    """``Sequential.save_weights``: ``*.weights.h5`` in Keras 3's layout (what Keras 3's
+    ``load_weights`` reads), any other name in the legacy Keras HDF5 weights layout (tf.keras 2's
+    ``save_weights('x.h5')``, which Keras 2 and 3 read). Written atomically."""
+    path = check_target(filepath, overwrite, "save_weights")
+    if max_shard_size is not None:
+        raise NotImplementedError("save_weights: max_shard_size (sharded weights files) is not supported by hpcnn")
+    if path.endswith(".keras"):
+        raise ValueError(f"save_weights: '{path}' names a .keras archive, which holds a whole model: use "
+                         "model.save() for it, or a name ending in '.weights.h5'")
+    model.build()
+    try:
+        if path.endswith(".weights.h5"):
+            items = keras_files.keras3_weight_items(model)
+        else:
+            items = keras_files.legacy_weight_items(model, "")
+        _core.data.write_h5_tree(path, items, "save_weights")
+    except ValueError as e:
+        raise _rename_error(e, "save_weights") from None
+
+
+def load_weights(model: "Model", filepath: Any, skip_mismatch: bool = False, by_name: bool = False) -> None:
+    """``Sequential.load_weights``: from a Keras 3 weights file (``.weights.h5``), a legacy Keras
+    HDF5 weights or model file (``.h5``: by the order of the layers that hold weights, or with
+    ``by_name=True`` by layer name), a ``.keras`` archive, or an hpcnn model file; told apart by
+    content. Every array is checked before anything is set (present, the model's shape, floats,
+    finite): a file that does not fit is a ValueError naming the layer, and the model keeps its
+    weights. ``skip_mismatch=True`` keeps the current weights of the layers that do not fit, with
+    a warning for each, as Keras does."""
+    path = file_path(filepath, "load_weights")
+    skip_mismatch = validation.boolean(skip_mismatch, "skip_mismatch", "load_weights")
+    by_name = validation.boolean(by_name, "by_name", "load_weights")
+    kind = keras_files.file_kind(path, "load_weights")
+    model.build()
+    try:
+        if kind == "zip":
+            if by_name:
+                raise ValueError("load_weights: `by_name` only supports loading legacy '.h5' or '.hdf5' files")
+            with keras_files.Archive(path) as archive, archive.weights(path) as tree:
+                weights = keras_files.read_keras3_weights(tree, model, skip_mismatch)
+        elif kind == "hdf5":
+            try:
+                tree = keras_files.H5Tree.open(path)
+            except ValueError as e:
+                raise ValueError(f"load_weights: {e}") from None
+            with tree:
+                if keras_files.legacy_weights_root(tree) is not None:
+                    weights = keras_files.read_legacy_weights(tree, model, by_name, skip_mismatch)
+                elif tree.is_group("/layers") or tree.is_group("/_layer_checkpoint_dependencies"):
+                    if by_name:
+                        raise ValueError("load_weights: `by_name` only supports loading legacy '.h5' or '.hdf5' files")
+                    weights = keras_files.read_keras3_weights(tree, model, skip_mismatch)
+                elif "/" + META_DATASET in tree.objects:  # an hpcnn model file of format_version 1 or 2
+                    _read_meta(tree, path)
+                    weights = _read_weights(path, model)
+                elif "/" + WEIGHTS_META_DATASET in tree.objects:  # an hpcnn weights file before Keras' layouts
+                    read_description(path, WEIGHTS_META_DATASET, WEIGHTS_FORMAT, WEIGHTS_FORMAT_VERSION,
+                                     "load_weights", "weights")
+                    weights = _read_weights(path, model)
+                else:
+                    raise ValueError(f"load_weights: '{path}' holds no weights hpcnn recognizes (neither Keras' "
+                                     "layouts nor an hpcnn model or weights file)")
+        else:
+            raise ValueError(f"load_weights: '{path}' is neither an hpcnn weights file nor a Keras weights or model "
+                             "file (HDF5 '.h5', or a '.keras' archive)")
+    except keras_files.Mismatch as e:
         raise ValueError(f"load_weights: '{path}' does not fit this model: {e}") from None
+    except (_Damaged, keras_files.FileProblem) as e:
+        raise ValueError(f"load_weights: '{path}' is damaged: {e}") from None
+    model.set_weights(weights)

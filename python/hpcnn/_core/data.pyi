@@ -20,6 +20,35 @@ class EpochIterator:
     def pinned(self) -> bool:
         ...
 
+class H5Reader:
+    """An HDF5 file opened read-only, listed and read as a tree (Keras' layouts)."""
+
+    def __enter__(self) -> object:
+        ...
+
+    def __exit__(self, *args) -> None:
+        ...
+
+    def __init__(self, path: str) -> None:
+        ...
+
+    def close(self) -> None:
+        ...
+
+    @staticmethod
+    def from_bytes(data: bytes, label: str) -> H5Reader:
+        """An HDF5 file held in memory; `label` names it in messages."""
+
+    @property
+    def label(self) -> str:
+        ...
+
+    def list(self, max_objects: typing.SupportsInt | typing.SupportsIndex=1000000) -> list:
+        """Every group and dataset reached by hard links, the root first: dicts of path, kind ('group' or 'dataset'), shape and dtype (datasets) and attrs (str, list of str, float or float64 array; None for a type hpcnn does not read)."""
+
+    def read(self, path: str) -> numpy.ndarray:
+        """Dataset `path` as float32 (any float type) or int64 (any integer type)."""
+
 class Loader:
 
     def __init__(self, path: str, x: str, y: str, batch_size: typing.SupportsInt | typing.SupportsIndex, shuffle: bool, seed: object, scale: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], shift: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], num_classes: typing.SupportsInt | typing.SupportsIndex, one_hot: bool, drop_remainder: bool, cache: str, memory_budget: typing.SupportsInt | typing.SupportsIndex) -> None:
@@ -118,11 +147,20 @@ def dataset_info(path: str, name: str) -> dict:
 def default_chunk_rows(rows: typing.SupportsInt | typing.SupportsIndex, row_bytes: typing.SupportsInt | typing.SupportsIndex) -> int:
     ...
 
+def h5_tree_image(items: list, caller: str='h5_tree_image') -> bytes:
+    """The HDF5 file write_h5_tree would write, as bytes."""
+
 def inflate_library() -> str:
     ...
 
 def read_dataset(path: str, name: str) -> numpy.ndarray:
     ...
+
+def write_file_atomically(path: str, data: bytes, caller: str='write_file_atomically') -> None:
+    """Writes bytes to `path` through a temporary file renamed into place (the rules of write_hdf5's target)."""
+
+def write_h5_tree(path: str, items: list, caller: str='write_h5_tree') -> None:
+    """Writes items (path, array or None for a group, attributes dict) to a new HDF5 file, atomically."""
 
 def write_hdf5(path: str, arrays: collections.abc.Sequence[tuple[str, numpy.ndarray]], chunk_rows: typing.SupportsInt | typing.SupportsIndex=0, compression: str='gzip', level: typing.SupportsInt | typing.SupportsIndex=4, shuffle: bool=True) -> None:
     ...

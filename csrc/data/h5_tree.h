@@ -1,0 +1,99 @@
+// HDF5 files as trees of groups, attributes and datasets, read and written with the C API: what
+// model and weights files in Keras' layouts need (Keras 3's `.weights.h5`, the legacy Keras HDF5
+// layout with `layer_names` / `weight_names` attributes, the weights inside a `.keras` archive).
+// A file is read or written once per save or load: simplicity over speed here.
+//
+// Reading: a file by path, or an HDF5 image held in memory (a `.keras` archive's member). The
+// listing follows hard links only (soft and external links are never followed: an external link
+// could open any file), at most kMaxDepth groups deep and `max_objects` objects in all, so that a
+// hostile file (a group linked into itself, millions of objects) is a ValueError, not a hang.
+// Attribute values are texts (fixed or variable-length strings), lists of texts, or numbers. A
+// dataset is read only when asked for (after the caller checked its shape), converted to float32
+// (any float type) or int64 (any integer type).
+//
+// Writing: groups, attributes (variable-length UTF-8 strings, as h5py stores a Python str, and
+// float64 numbers) and uncompressed datasets, either to a temporary file renamed onto the target
+// (write_target.h: never a half-written file) or to an image in memory.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+#include "data/h5.h"
+#include "data/writer.h"
+
+namespace hpcnn::data {
+
+// One attribute's value.
+struct H5Value {
+  enum class Kind { Text, Texts, Numbers, Unsupported };
+  Kind kind = Kind::Text;
+  std::vector<std::string> texts;  // Text: exactly one; Texts: one per element, row-major
+  std::vector<double> numbers;     // Numbers: row-major
+  Shape shape;                     // Texts and Numbers: the attribute's shape ({} for a scalar)
+  std::string type;                // Unsupported: what it holds ("compound", "reference", ...)
+};
+using H5Attributes = std::vector<std::pair<std::string, H5Value>>;
+
+// A group or dataset of a file, as the listing reports it.
+struct H5Object {
+  std::string path;  // "/" for the root group, then "/model_weights", "/model_weights/dense", ...
+  bool is_dataset = false;
+  Shape shape;        // datasets ({} for a scalar)
+  std::string dtype;  // datasets, NumPy-style: "float32", "float64", "int64", "uint8", "string", ...
+  H5Attributes attributes;
+};
+
+// A dataset's values: float32 for any float type, int64 for any integer type.
+struct H5Array {
+  bool is_float = true;
+  Shape shape;
+  std::vector<float> f32;
+  std::vector<int64_t> i64;
+};
+
+class H5Reader {
+ public:
+  static constexpr int kMaxDepth = 64;
+
+  // ValueError naming `path` when it is missing, not a regular file, not HDF5, or damaged.
+  static std::unique_ptr<H5Reader> open_file(const std::string& path);
+  // An HDF5 file held in memory (copied); `label` names it in messages.
+  static std::unique_ptr<H5Reader> open_image(const std::vector<uint8_t>& bytes, const std::string& label);
+
+  // Every group and dataset under the root, depth-first in name order, the root first.
+  std::vector<H5Object> list(long long max_objects) const;
+  // Dataset `path` ("/layers/dense/vars/0"): ValueError when it is missing, not a dataset, of a
+  // type other than float or integer, or unreadable; MemoryError when it does not fit in memory.
+  H5Array read(const std::string& path) const;
+  const std::string& label() const { return label_; }
+  void close();
+
+ private:
+  H5Reader(H5Id file, std::string label) : file_(std::move(file)), label_(std::move(label)) {}
+  H5Id file_;
+  std::string label_;
+};
+
+// One thing to write: a group (with attributes; "/" is the root) or a dataset.
+struct H5Item {
+  std::string path;
+  bool is_dataset = false;
+  ArrayToWrite data;  // datasets: C-contiguous native values; shape {} for a scalar
+  H5Attributes attributes;
+};
+
+// Writes `items` in order (groups are created where missing, intermediate ones included) to a
+// new file at `path`, atomically; ValueError naming `caller` for an unwritable target or items.
+void write_h5_tree(const std::string& path, const std::vector<H5Item>& items, const std::string& caller);
+// The same file as bytes in memory (for an archive member).
+std::vector<uint8_t> h5_tree_image(const std::vector<H5Item>& items, const std::string& caller);
+
+// Writes `bytes` to `path` atomically, with the same target rules as write_h5_tree.
+void write_file_atomically(const std::string& path, const std::vector<uint8_t>& bytes, const std::string& caller);
+
+}  // namespace hpcnn::data

@@ -1,0 +1,25 @@
+"""``keras.models`` on hpcnn: Sequential, Model (the functional API, when hpcnn has it),
+load_model (hpcnn's and Keras' files), save_model, model_from_json, clone_model."""
+from __future__ import annotations
+
+from typing import Any
+
+from ._compat import install
+
+
+def save_model(model: Any, filepath: Any, overwrite: bool = True, **kwargs: Any) -> None:
+    """``keras.models.save_model(model, filepath)``: the same as ``model.save(filepath)``."""
+    model.save(filepath, overwrite=overwrite, **kwargs)
+
+
+def model_from_config(config: Any, custom_objects: Any = None) -> Any:
+    """A new model from a Keras model config (a dict: ``{'class_name': 'Sequential', 'config': ...}``)."""
+    import json
+    from .. import keras_config
+    return keras_config.model_from_json(json.dumps(config), custom_objects)
+
+
+_ADVICE = {"Model": "the functional API (Model(inputs, outputs)) is not in this hpcnn yet: use Sequential for a "
+                   "stack of layers; subclassing Model (a Python call()) is not supported",
+          "model_from_yaml": "Keras removed YAML configs: use model.to_json() / model_from_json()"}
+install(__name__, "models", sources=["hpcnn.models"], advice=_ADVICE)

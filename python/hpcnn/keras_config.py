@@ -1,0 +1,534 @@
+"""Model configs in Keras' shapes, both ways: hpcnn's ``get_config()`` to Keras 3's serialized
+config (``.keras`` archives, ``to_json``) or Keras 2's legacy config (``.h5`` files), and either
+Keras shape back to an hpcnn model.
+
+hpcnn's layers take Keras' argument names, so a layer's config moves nearly as it is. What this
+module adds on the way to Keras: the arguments hpcnn leaves at Keras' defaults (initializers,
+``data_format``, constraints, ...), dtype policies, Keras' wrapping (``module``,
+``registered_name``, ``build_config``). On the way back: it accepts both Keras shapes (Keras 3's
+``batch_shape`` and DTypePolicy, Keras 2's ``batch_input_shape`` and dtype strings), drops what
+has no effect on the computation hpcnn does (dtype policies: hpcnn computes in float32;
+initializers when weights follow from a file), and refuses, naming the layer, anything hpcnn
+would otherwise compute differently. A model that uses layer classes hpcnn lacks is refused with
+the list of those classes before anything is built.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from . import layers as layers_mod
+from . import losses, optimizers
+
+#: The Keras version whose shapes this module writes (and that the tests compare against).
+KERAS_VERSION = "3.15.1"
+
+_FLOAT_POLICIES = ("float32", "float64", "float16", "bfloat16", "mixed_float16", "mixed_bfloat16")
+# Keras class names that mean the same layer as another name.
+_CLASS_ALIASES = {"Convolution2D": "Conv2D", "MaxPool2D": "MaxPooling2D", "AvgPool2D": "AveragePooling2D",
+                  "GlobalAvgPool2D": "GlobalAveragePooling2D", "GlobalMaxPool2D": "GlobalMaxPooling2D"}
+# Keras arguments that change nothing at these values and that hpcnn's layers do not take.
+_NO_EFFECT = {"quantization_config": None, "lora_rank": None, "lora_alpha": None, "sparse": False,
+              "ragged": False, "optional": False, "input_tensor": None}
+_MODEL_CLASSES = ("Sequential", "Functional", "Model")
+# Keras 3 layers without a build() of their own: built when constructed, so their configs carry no
+# build_config.
+_BUILT_AT_INIT = ("Dropout", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D",
+                  "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax")
+
+
+class KerasConfigError(ValueError):
+    """A Keras config hpcnn cannot build (the message says what and where)."""
+
+
+# ---------------------------------------------------------------------- small pieces
+def _policy(legacy: bool) -> Any:
+    if legacy:
+        return "float32"
+    return {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}, "registered_name": None}
+
+
+def _wrap(kind: str, class_name: str, config: Dict[str, Any], legacy: bool) -> Dict[str, Any]:
+    """Keras' serialized object: {'class_name', 'config'} (+ module and registered_name for Keras 3)."""
+    if legacy:
+        return {"class_name": class_name, "config": config}
+    return {"module": kind, "class_name": class_name, "config": config, "registered_name": None}
+
+
+def _initializer(name: str, legacy: bool) -> Dict[str, Any]:
+    if name == "glorot_uniform":
+        cfg: Dict[str, Any] = {"seed": None} if legacy else {"seed": None, "input_axes": None, "output_axes": None}
+        return _wrap("keras.initializers", "GlorotUniform", cfg, legacy)
+    if name == "ones":
+        return _wrap("keras.initializers", "Ones", {}, legacy)
+    return _wrap("keras.initializers", "Zeros", {}, legacy)
+
+
+def _regularizer(value: Any, legacy: bool) -> Any:
+    if value is None:
+        return None
+    return _wrap("keras.regularizers", value["class_name"], dict(value.get("config", {})), legacy)
+
+
+def keras_class_name(layer_or_class: Any) -> str:
+    cls = layer_or_class if isinstance(layer_or_class, type) else type(layer_or_class)
+    return cls.__name__
+
+
+def snake_case(name: str) -> str:
+    """Keras' naming.to_snake_case (how Keras 3 names a layer's group in a weights file)."""
+    import re
+    name = re.sub(r"\W+", "", name)
+    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+# ---------------------------------------------------------------------- hpcnn -> Keras
+def _layer_to_keras(class_name: str, cfg: Dict[str, Any], legacy: bool) -> Dict[str, Any]:
+    """One hpcnn layer config (get_config) as the Keras layer config of the same class."""
+    cfg = dict(cfg)
+    cfg.pop("input_shape", None)  # the model's InputLayer carries it
+    out: Dict[str, Any] = {"name": cfg.pop("name"), "trainable": cfg.pop("trainable", True), "dtype": _policy(legacy)}
+    if class_name == "Conv2D":
+        out.update(filters=cfg.pop("filters"), kernel_size=cfg.pop("kernel_size"), strides=cfg.pop("strides", [1, 1]),
+                   padding=cfg.pop("padding", "valid"), data_format="channels_last", dilation_rate=[1, 1], groups=1,
+                   activation=cfg.pop("activation", "linear"), use_bias=cfg.pop("use_bias", True))
+    elif class_name == "Dense":
+        out.update(units=cfg.pop("units"), activation=cfg.pop("activation", "linear"), use_bias=cfg.pop("use_bias", True))
+    elif class_name in ("MaxPooling2D", "AveragePooling2D"):
+        out.update(pool_size=cfg.pop("pool_size"), padding=cfg.pop("padding", "valid"),
+                   strides=cfg.pop("strides", None), data_format="channels_last")
+    elif class_name == "Flatten":
+        out.update(data_format="channels_last")
+    elif class_name == "Dropout":
+        out.update(rate=cfg.pop("rate"), noise_shape=None, seed=None)
+    elif class_name == "ReLU":
+        out.update(max_value=None, negative_slope=0.0, threshold=0.0)
+    elif class_name == "BatchNormalization":
+        out.update(axis=cfg.pop("axis", -1), momentum=cfg.pop("momentum", 0.99), epsilon=cfg.pop("epsilon", 1e-3),
+                   center=cfg.pop("center", True), scale=cfg.pop("scale", True),
+                   beta_initializer=_initializer("zeros", legacy), gamma_initializer=_initializer("ones", legacy),
+                   moving_mean_initializer=_initializer("zeros", legacy),
+                   moving_variance_initializer=_initializer("ones", legacy), beta_regularizer=None,
+                   gamma_regularizer=None, beta_constraint=None, gamma_constraint=None)
+        if not legacy:  # (Keras 3.15's renorm arguments are left out: older Keras 3 versions do not take them)
+            out.update(synchronized=False)
+    elif class_name in ("GlobalAveragePooling2D", "GlobalMaxPooling2D"):
+        out.update(data_format="channels_last", keepdims=cfg.pop("keepdims", False))
+    elif class_name == "ZeroPadding2D":
+        out.update(padding=cfg.pop("padding"), data_format="channels_last")
+    elif class_name == "LeakyReLU" and legacy:
+        out.update(alpha=cfg.pop("negative_slope"))  # Keras 2's name; Keras 3 takes it too
+    if class_name in ("Conv2D", "Dense"):
+        out.update(kernel_initializer=_initializer("glorot_uniform", legacy), bias_initializer=_initializer("zeros", legacy),
+                   kernel_regularizer=_regularizer(cfg.pop("kernel_regularizer", None), legacy),
+                   bias_regularizer=_regularizer(cfg.pop("bias_regularizer", None), legacy),
+                   activity_regularizer=None, kernel_constraint=None, bias_constraint=None)
+    for key, value in cfg.items():  # a layer class this module has no template for: its own Keras arguments
+        out[key] = _regularizer(value, legacy) if key.endswith("_regularizer") else value
+    return out
+
+
+def _input_layer(shape: Sequence[int], legacy: bool, name: str = "input_layer") -> Dict[str, Any]:
+    batch = [None] + list(shape)
+    if legacy:
+        return _wrap("keras.layers", "InputLayer", {"batch_input_shape": batch, "dtype": "float32", "sparse": False,
+                                                    "ragged": False, "name": name}, legacy)
+    return _wrap("keras.layers", "InputLayer", {"batch_shape": batch, "dtype": "float32", "sparse": False,
+                                                "ragged": False, "name": name, "optional": False}, legacy)
+
+
+def model_to_keras(model: Any, legacy: bool = False, include_compile: bool = True) -> Dict[str, Any]:
+    """The model's config as Keras serializes it: Keras 3's shape (``.keras``, ``to_json``), or
+    with ``legacy`` Keras 2's (the ``model_config`` attribute of ``.h5`` files, which both Keras 2
+    and Keras 3 read)."""
+    cfg = model.get_config()
+    if type(model).__name__ != "Sequential" or not isinstance(cfg.get("layers"), list):
+        raise NotImplementedError(f"{type(model).__name__}: only Sequential models are written in Keras' formats "
+                                  "by this hpcnn version")
+    input_shape = list(model.input_shape[1:]) if model._input_shape is not None else None
+    layers: List[Dict[str, Any]] = []
+    shapes = {}
+    if model.built:  # each layer's input shape, for Keras 3's build_config
+        cur: Tuple[Any, ...] = tuple(input_shape or ())
+        for layer, out_shape, _ in model._layer_outputs():
+            shapes[layer.name] = [None] + list(cur)
+            cur = out_shape
+    for entry in cfg["layers"]:
+        cls, lcfg = entry["class_name"], entry["config"]
+        if cls == "InputLayer":
+            layers.append(_input_layer(lcfg["input_shape"], legacy, lcfg.get("name") or "input_layer"))
+            continue
+        keras_layer = _wrap("keras.layers", cls, _layer_to_keras(cls, lcfg, legacy), legacy)
+        if not legacy and lcfg.get("name") in shapes and cls not in _BUILT_AT_INIT:
+            keras_layer["build_config"] = {"input_shape": shapes[lcfg["name"]]}
+        layers.append(keras_layer)
+    model_cfg: Dict[str, Any] = {"name": cfg["name"], "layers": layers}
+    if not legacy:
+        model_cfg = {"name": cfg["name"], "trainable": cfg.get("trainable", True), "dtype": _policy(False),
+                     "layers": layers}
+        if input_shape is not None:
+            model_cfg["build_input_shape"] = [None] + input_shape
+    elif cfg.get("trainable", True) is False:
+        model_cfg["trainable"] = False
+    out = _wrap("keras", "Sequential", model_cfg, legacy)
+    if not legacy:
+        if input_shape is not None:
+            out["build_config"] = {"input_shape": [None] + input_shape}
+        if include_compile and model._compiled is not None:
+            out["compile_config"] = compile_to_keras(model, legacy=False)
+    return out
+
+
+def compile_to_keras(model: Any, legacy: bool) -> Dict[str, Any]:
+    """The compile settings as Keras 3's ``compile_config`` or Keras 2's ``training_config``."""
+    comp = model._compiled
+    opt = model.optimizer
+    opt_cfg = opt.get_config()
+    for key in ("weight_decay", "clipnorm", "global_clipnorm", "clipvalue"):
+        if opt_cfg.get(key) is None and legacy:
+            opt_cfg.pop(key, None)  # Keras 2's optimizers know fewer of these; unset means absent
+    if isinstance(opt_cfg.get("learning_rate"), dict):
+        sched = opt_cfg["learning_rate"]
+        # With its module even in Keras 2's shape: Keras 3 finds a schedule of a legacy .h5 file by it.
+        opt_cfg["learning_rate"] = _wrap("keras.optimizers.schedules", sched["class_name"], sched["config"], False)
+    optimizer = _wrap("keras.optimizers", type(opt).__name__, opt_cfg, legacy)
+    loss: Any = comp["loss"]
+    if comp.get("from_logits"):
+        cls = "CategoricalCrossentropy" if loss == "categorical_crossentropy" else "SparseCategoricalCrossentropy"
+        lcfg: Dict[str, Any] = {"name": loss, "reduction": "sum_over_batch_size" if not legacy else "auto",
+                                "from_logits": True}
+        if cls == "CategoricalCrossentropy":
+            lcfg.update(label_smoothing=0.0, axis=-1)
+        else:
+            lcfg.update(ignore_class=None)
+        loss = _wrap("keras.losses", cls, lcfg, legacy)
+    metrics = ["accuracy"] if comp.get("accuracy") else None
+    if legacy:
+        return {"loss": loss, "metrics": metrics, "weighted_metrics": None, "loss_weights": None,
+                "optimizer_config": optimizer}
+    return {"optimizer": optimizer, "loss": loss, "loss_weights": None, "metrics": metrics, "weighted_metrics": None,
+            "run_eagerly": False, "steps_per_execution": 1, "jit_compile": False}
+
+
+# ---------------------------------------------------------------------- Keras -> hpcnn
+def _unwrap_dtype(value: Any, where: str) -> None:
+    name = value
+    if isinstance(value, dict):
+        cfg = value.get("config")
+        name = cfg.get("name") if isinstance(cfg, dict) else None
+    if name is not None and name not in _FLOAT_POLICIES:
+        raise KerasConfigError(f"{where}: dtype {name!r:.60} is not a float type (hpcnn computes in float32)")
+
+
+def _plain(value: Any) -> Any:
+    """A serialized Keras object without Keras 3's wrapping keys."""
+    if isinstance(value, dict) and "class_name" in value:
+        return {"class_name": value["class_name"], "config": value.get("config", {})}
+    return value
+
+
+def _initializer_name(value: Any) -> Optional[str]:
+    """'glorot_uniform', 'zeros' or 'ones' for those initializers at their defaults, else None."""
+    if isinstance(value, str):
+        return value.lower() if value.lower() in ("glorot_uniform", "zeros", "ones") else None
+    if isinstance(value, dict):
+        cls, cfg = value.get("class_name"), value.get("config") or {}
+        if not isinstance(cfg, dict):
+            return None
+        if cls == "GlorotUniform" and cfg.get("seed") is None:
+            return "glorot_uniform"
+        if cls in ("Zeros", "Ones") and not cfg:
+            return cls.lower()
+    return None
+
+
+def _batch_shape(value: Any, where: str) -> List[int]:
+    if not isinstance(value, (list, tuple)) or len(value) < 2:
+        raise KerasConfigError(f"{where}: an input shape (batch, ...) was expected, got {value!r:.100}")
+    dims = list(value[1:])
+    if any(d is None for d in dims):
+        raise KerasConfigError(f"{where}: input shape {tuple(value)} has unknown dimensions; hpcnn builds models "
+                               "for one fixed input shape")
+    return dims
+
+
+def _layer_from_keras(entry: Dict[str, Any], weights_follow: bool, index: int) -> Tuple[str, Dict[str, Any]]:
+    """(hpcnn class name, hpcnn layer config) for one Keras layer entry."""
+    cls = _CLASS_ALIASES.get(entry["class_name"], entry["class_name"])
+    raw = entry.get("config", {})
+    if not isinstance(raw, dict):
+        raise KerasConfigError(f"layer #{index} ({cls}): its config must be a dict, got {raw!r:.100}")
+    cfg = copy.deepcopy(raw)
+    where = f"layer '{cfg.get('name', f'#{index}')}' ({cls})"
+    if "dtype" in cfg:
+        _unwrap_dtype(cfg.pop("dtype"), where)
+    for key in ("batch_input_shape", "batch_shape"):
+        if key in cfg:
+            value = cfg.pop(key)
+            if value is not None:
+                cfg["input_shape"] = _batch_shape(value, where)
+    if cls == "InputLayer":
+        shape = cfg.get("input_shape")
+        if shape is None:
+            raise KerasConfigError(f"{where}: no input shape")
+        out = {"input_shape": shape}
+        if cfg.get("name"):
+            out["name"] = cfg["name"]
+        for key, value in cfg.items():
+            if key not in ("input_shape", "name") and _NO_EFFECT.get(key, object()) != value and key != "batch_size":
+                raise KerasConfigError(f"{where}: {key}={value!r:.60} is not supported")
+        return cls, out
+    for key in list(cfg):
+        value = cfg[key]
+        if key in _NO_EFFECT and value == _NO_EFFECT[key]:
+            del cfg[key]
+        elif key.endswith("_initializer"):
+            name = _initializer_name(value)
+            if weights_follow:
+                del cfg[key]  # with weights from the file the initializer never runs
+            elif name is not None:
+                cfg[key] = name  # the layer takes Keras' default for it and refuses others, naming them
+            else:
+                raise KerasConfigError(f"{where}: {key}={_plain(value)!r:.100} is not supported (hpcnn initializes "
+                                       "with Keras' default initializers: glorot_uniform kernels, zeros biases, "
+                                       "BatchNormalization's ones and zeros; load weights to use others)")
+        elif key.endswith("_constraint") or key == "activity_regularizer":
+            if value is not None:
+                raise KerasConfigError(f"{where}: {key}={_plain(value)!r:.100} is not supported by hpcnn")
+            del cfg[key]
+        elif key.endswith("_regularizer"):
+            cfg[key] = _plain(value)
+        elif key == "seed" and cls == "Dropout":
+            del cfg[key]  # hpcnn draws dropout masks from the model's seed
+        elif isinstance(value, dict) and "class_name" in value:
+            cfg[key] = _plain(value)
+    if cls == "LeakyReLU" and "alpha" in cfg and "negative_slope" not in cfg:  # Keras 2's name
+        cfg["negative_slope"] = cfg.pop("alpha")
+    if cls == "BatchNormalization" and isinstance(cfg.get("axis"), list) and len(cfg["axis"]) == 1:
+        cfg["axis"] = cfg["axis"][0]  # tf.keras 2 saves the built layer's axis as a list, [3] for images
+    return cls, cfg
+
+
+def _layer_entries(config: Any, where: str) -> Tuple[str, Dict[str, Any], List[Dict[str, Any]]]:
+    """(model class, model config, layer entries) of a Keras model config, either shape."""
+    if not isinstance(config, dict) or not isinstance(config.get("class_name"), str):
+        raise KerasConfigError(f"{where}: a Keras model config is a dict with 'class_name' and 'config', "
+                               f"got {str(config)[:200]}")
+    cls = config["class_name"]
+    inner = config.get("config")
+    if isinstance(inner, list):  # Keras 1 / early Keras 2 Sequential: the config is the layer list
+        inner = {"layers": inner}
+    if cls not in _MODEL_CLASSES:
+        raise KerasConfigError(f"{where}: the config describes a {cls!r:.60}, not a model (Sequential or Functional)")
+    if not isinstance(inner, dict) or not isinstance(inner.get("layers"), list):
+        raise KerasConfigError(f"{where}: the {cls} config has no 'layers' list")
+    for i, entry in enumerate(inner["layers"]):
+        if not isinstance(entry, dict) or not isinstance(entry.get("class_name"), str):
+            raise KerasConfigError(f"{where}: layer #{i} is not a dict with a 'class_name', got {str(entry)[:200]}")
+    return cls, inner, inner["layers"]
+
+
+def missing_layer_classes(config: Any, where: str) -> List[str]:
+    """The layer classes of a Keras model config that hpcnn does not have, sorted."""
+    _, _, entries = _layer_entries(config, where)
+    have = set(layers_mod._REGISTRY)
+    missing = set()
+    for entry in entries:
+        cls = _CLASS_ALIASES.get(entry["class_name"], entry["class_name"])
+        if entry.get("registered_name") not in (None, cls) and "keras.layers" not in str(entry.get("module", "keras.layers")):
+            missing.add(f"{cls} (custom: {entry.get('registered_name')})")
+        elif cls in _MODEL_CLASSES:
+            missing.add(f"{cls} (a model nested as a layer)")
+        elif cls not in have:
+            missing.add(cls)
+    return sorted(missing)
+
+
+def model_from_keras(config: Any, weights_follow: bool, where: str) -> Any:
+    """An hpcnn model (not built) from a Keras model config of either shape. ``weights_follow``:
+    weights are loaded next (initializers are then irrelevant). KerasConfigError (a ValueError)
+    naming `where` and the layer for anything hpcnn cannot build the same way."""
+    from . import models
+    cls, inner, entries = _layer_entries(config, where)
+    missing = missing_layer_classes(config, where)
+    if missing:
+        raise KerasConfigError(f"{where}: the model uses layer classes hpcnn does not have: {', '.join(missing)} "
+                               f"(hpcnn has {', '.join(sorted(layers_mod._REGISTRY))}; docs/keras.md lists what each "
+                               "supports)")
+    translated = []
+    for i, entry in enumerate(entries):
+        try:
+            name, cfg = _layer_from_keras(entry, weights_follow, i)
+        except KerasConfigError as e:
+            raise KerasConfigError(f"{where}: {e}") from None
+        item: Dict[str, Any] = {"class_name": name, "config": cfg}
+        for key in ("name", "inbound_nodes"):
+            if key in entry:
+                item[key] = entry[key]
+        translated.append(item)
+    if cls == "Sequential":
+        layer_list = translated
+        has_input = any(t["class_name"] == "InputLayer" for t in layer_list) or any(
+            "input_shape" in t["config"] for t in layer_list[:1])
+        build_shape = inner.get("build_input_shape")
+        if not has_input and build_shape is not None:
+            layer_list = [{"class_name": "InputLayer", "config": {"input_shape": _batch_shape(build_shape, where)}}] + layer_list
+        hp_cfg: Dict[str, Any] = {"name": inner.get("name"), "layers": layer_list}
+        if inner.get("trainable", True) is False:
+            hp_cfg["trainable"] = False
+        try:
+            return models.Sequential.from_config(hp_cfg)
+        except ValueError as e:
+            raise KerasConfigError(f"{where}: {e}") from None
+    model_cls = getattr(models, "Model", None)
+    if model_cls is None or not hasattr(model_cls, "from_config"):
+        raise NotImplementedError(f"{where}: a functional ({cls}) model needs hpcnn's functional API "
+                                  "(hpcnn.Model), which this hpcnn version does not have yet; rebuild it as a Sequential")
+    hp_cfg = {k: v for k, v in inner.items() if k not in ("layers", "dtype")}
+    hp_cfg["layers"] = translated
+    try:
+        return model_cls.from_config(hp_cfg)
+    except ValueError as e:
+        raise KerasConfigError(f"{where}: {e}") from None
+
+
+def _optimizer_from_keras(value: Any, where: str) -> Any:
+    if isinstance(value, str):
+        return optimizers.get(value)
+    if not isinstance(value, dict) or not isinstance(value.get("class_name"), str):
+        raise KerasConfigError(f"{where}: the optimizer {str(value)[:100]} is not a Keras optimizer config")
+    name = value["class_name"]
+    if name.startswith("Custom>") and name[len("Custom>"):] in optimizers.REGISTRY:
+        name = name[len("Custom>"):]  # tf.keras 2.11-2.15 registered its built-in optimizers so
+    if name not in optimizers.REGISTRY:  # an explicit registry, never getattr
+        raise KerasConfigError(f"{where}: optimizer {name!r:.60} is not one hpcnn has ({', '.join(sorted(optimizers.REGISTRY))})")
+    cfg = dict(value.get("config") or {})
+    for key, default in (("jit_compile", None), ("is_legacy_optimizer", None), ("decay", 0.0), ("amsgrad", False)):
+        if key in cfg:
+            v = cfg.pop(key)
+            if default is not None and v != default:
+                raise KerasConfigError(f"{where}: {name}({key}={v!r:.40}) is not supported by hpcnn")
+    if not cfg.get("use_ema") and "ema_overwrite_frequency" in cfg:
+        del cfg["ema_overwrite_frequency"]  # no effect without use_ema (tf.keras 2's RMSprop writes 100)
+    if "lr" in cfg and "learning_rate" not in cfg:  # Keras 2's early name
+        cfg["learning_rate"] = cfg.pop("lr")
+    if isinstance(cfg.get("learning_rate"), dict):
+        cfg["learning_rate"] = _plain(cfg["learning_rate"])
+    try:
+        return optimizers.REGISTRY[name].from_config(cfg)
+    except (TypeError, ValueError) as e:
+        raise KerasConfigError(f"{where}: the {name} optimizer's config is not one hpcnn can use ({e})") from None
+
+
+_LOSS_CLASSES = {"CategoricalCrossentropy": "categorical_crossentropy",
+                 "SparseCategoricalCrossentropy": "sparse_categorical_crossentropy"}
+
+
+def _loss_from_keras(value: Any, where: str) -> Any:
+    if isinstance(value, str):
+        name = {"CategoricalCrossentropy": "categorical_crossentropy",
+                "SparseCategoricalCrossentropy": "sparse_categorical_crossentropy"}.get(value, value)
+        try:
+            losses.resolve(name)
+        except ValueError as e:  # a loss hpcnn does not have (yet)
+            raise KerasConfigError(f"{where}: {e}") from None
+        return name
+    if isinstance(value, dict) and value.get("class_name") in _LOSS_CLASSES:
+        cfg = dict(value.get("config") or {})
+        from_logits = bool(cfg.pop("from_logits", False))
+        for key, default in (("label_smoothing", 0.0), ("axis", -1), ("ignore_class", None)):
+            if key in cfg and cfg[key] != default:
+                raise KerasConfigError(f"{where}: {value['class_name']}({key}={cfg[key]!r:.40}) is not supported yet")
+        cls = getattr(losses, value["class_name"])
+        return cls(from_logits=from_logits)
+    raise KerasConfigError(f"{where}: loss {str(_plain(value))[:100]} is not one hpcnn has yet "
+                           "(categorical_crossentropy, sparse_categorical_crossentropy)")
+
+
+def _metrics_from_keras(value: Any, where: str) -> List[str]:
+    if value is None:
+        return []
+    if isinstance(value, dict):  # Keras 2 could key metrics by output
+        value = [m for ms in value.values() for m in (ms if isinstance(ms, list) else [ms])]
+    if not isinstance(value, list):
+        raise KerasConfigError(f"{where}: metrics {str(value)[:100]} is not a list")
+    out = []
+    for m in value:
+        if isinstance(m, list):  # Keras 3 nests a list per output
+            out.extend(_metrics_from_keras(m, where))
+        elif isinstance(m, str):
+            out.append(m)
+        elif isinstance(m, dict) and isinstance(m.get("config"), dict) and isinstance(m["config"].get("name"), str):
+            out.append(m["config"]["name"])
+        else:
+            raise KerasConfigError(f"{where}: metric {str(m)[:100]} is not one hpcnn reads")
+    return out
+
+
+def compile_from_keras(model: Any, config: Dict[str, Any], where: str) -> bool:
+    """Compiles `model` as Keras' compile_config (Keras 3) or training_config (Keras 2) says;
+    False when they name no loss (Keras records an uncompiled model so). KerasConfigError naming
+    what hpcnn does not have."""
+    if not isinstance(config, dict):
+        raise KerasConfigError(f"{where}: the compile settings are not a dict")
+    if config.get("loss") is None:
+        return False
+    opt_value = config.get("optimizer", config.get("optimizer_config"))
+    optimizer = _optimizer_from_keras(opt_value if opt_value is not None else "rmsprop", where)
+    loss = _loss_from_keras(config.get("loss"), where)
+    metrics = _metrics_from_keras(config.get("metrics"), where)
+    for key in ("loss_weights", "weighted_metrics"):
+        if config.get(key) not in (None, [], {}):
+            raise KerasConfigError(f"{where}: compile({key}=...) is not supported by hpcnn")
+    try:
+        model.compile(optimizer=optimizer, loss=loss, metrics=metrics or None, device="cpu")
+    except (TypeError, ValueError) as e:
+        raise KerasConfigError(f"{where}: {e}") from None
+    return True
+
+
+def compile_or_warn(model: Any, config: Any, caller: str) -> None:
+    """Compiles as Keras' compile settings say; settings hpcnn does not have leave the model
+    uncompiled with a warning (its architecture and weights are there), as Keras does for a
+    compile it cannot restore."""
+    if config is None:
+        return
+    try:
+        compile_from_keras(model, config, "compile settings")
+    except (KerasConfigError, NotImplementedError) as e:
+        import warnings
+        warnings.warn(f"{caller}: the model is loaded but not compiled: {e}. Call model.compile() before fit or "
+                      "evaluate.", UserWarning, stacklevel=3)
+
+
+def to_json(model: Any, **kwargs: Any) -> str:
+    """``model.to_json()``: Keras 3's serialized config as a JSON string (``json.dumps`` arguments
+    such as ``indent`` pass through)."""
+    return json.dumps(model_to_keras(model, legacy=False), **kwargs)
+
+
+def model_from_json(json_string: str, custom_objects: Optional[Dict[str, Any]] = None) -> Any:
+    """A new model (fresh weights) from ``to_json()`` text, Keras 3's or Keras 2's
+    ``model.to_json()``, or hpcnn's own ``get_config()`` as JSON. Compiled when the JSON holds
+    compile settings hpcnn has (Keras 3 writes them when the model was compiled)."""
+    if custom_objects:
+        raise NotImplementedError("model_from_json: custom_objects (custom layers) are not supported by hpcnn")
+    if not isinstance(json_string, (str, bytes)):
+        raise ValueError(f"model_from_json: expected a JSON string, got {type(json_string).__name__}")
+    try:
+        config = json.loads(json_string)
+    except (ValueError, RecursionError) as e:
+        raise ValueError(f"model_from_json: not valid JSON ({type(e).__name__}: {str(e)[:200]})") from None
+    from . import models
+    if isinstance(config, dict) and "class_name" not in config and isinstance(config.get("layers"), list):
+        return models.Sequential.from_config(config)  # hpcnn's own get_config()
+    model = model_from_keras(config, weights_follow=False, where="model_from_json")
+    if isinstance(config, dict) and config.get("compile_config") is not None:
+        compile_or_warn(model, config["compile_config"], "model_from_json")
+    return model
+
+
+__all__ = ["KERAS_VERSION", "KerasConfigError", "model_to_keras", "compile_to_keras", "model_from_keras",
+           "compile_from_keras", "missing_layer_classes", "to_json", "model_from_json", "snake_case"]
