@@ -600,6 +600,22 @@ CASES = [
     ("set_random_seed('1')", lambda c: set_random_seed("1"), V, invalid("seed", "'1'")),
     ("set_num_threads(0)", lambda c: hpcnn.set_num_threads(0), V, invalid("n", "0")),
     ("set_num_threads(2.5)", lambda c: hpcnn.set_num_threads(2.5), V, invalid("n", "2.5")),
+    # ---------------------------------------------------------------- hpcnn.distribute
+    ("MirroredStrategy devices='cpu'", lambda c: hpcnn.distribute.MirroredStrategy("cpu"), V,
+     r"devices must be a list such as"),
+    ("MirroredStrategy devices=[]", lambda c: hpcnn.distribute.MirroredStrategy([]), V, r"devices is empty"),
+    ("MirroredStrategy communication_options={}", lambda c: hpcnn.distribute.MirroredStrategy(
+        ["cpu"], communication_options={}), V, r"communication_options must be a CommunicationOptions"),
+    ("MultiWorkerMirroredStrategy cluster_resolver", lambda c: hpcnn.distribute.MultiWorkerMirroredStrategy(
+        cluster_resolver="x"), V, r"cluster_resolver is not supported"),
+    ("CommunicationOptions bytes_per_pack=-1", lambda c: hpcnn.distribute.CommunicationOptions(bytes_per_pack=-1), V,
+     invalid("bytes_per_pack", "-1")),
+    ("CommunicationOptions bytes_per_pack=1.5", lambda c: hpcnn.distribute.CommunicationOptions(bytes_per_pack=1.5),
+     V, invalid("bytes_per_pack", "1.5")),
+    ("CommunicationOptions timeout_seconds=0", lambda c: hpcnn.distribute.CommunicationOptions(timeout_seconds=0), V,
+     invalid("timeout_seconds", "0")),
+    ("CommunicationOptions implementation", lambda c: hpcnn.distribute.CommunicationOptions(implementation="ring"),
+     V, r"implementation must be one of"),
     # ---------------------------------------------------------------- applications (the CIFAR ResNets)
     ("resnet_cifar depth=21", lambda c: applications.resnet_cifar(21), V, r"Expected 6n \+ 2.*Received: depth=21"),
     ("resnet_cifar depth=20.0", lambda c: applications.resnet_cifar(20.0), V, invalid("depth", "20.0")),
@@ -650,7 +666,8 @@ def test_the_argument_table_covers_every_public_callable():
                  "RMSprop", "AdamW", "exclude_from_weight_decay", "ExponentialDecay",
                  "PiecewiseConstantDecay", "PolynomialDecay", "InverseTimeDecay", "CosineDecay",
                  "CosineDecayRestarts", "L1", "L2", "L1L2", "kernel_regularizer", "bias_regularizer",
-                 "LearningRateScheduler", "ReduceLROnPlateau", "TerminateOnNaN", "load_model", "model_from_json",
+                 "LearningRateScheduler", "ReduceLROnPlateau", "TerminateOnNaN", "MirroredStrategy",
+                 "MultiWorkerMirroredStrategy", "CommunicationOptions", "load_model", "model_from_json",
                  "to_json", "save_format", "skip_mismatch", "by_name", "resnet_cifar", "resnet20_cifar"):
         assert name in covered, name
 

@@ -3,12 +3,14 @@ import csv
 import io
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import hpcnn
 from hpcnn import bench
 
 
@@ -108,3 +110,24 @@ def test_cli_bench_gpu_without_gpu_fails_clearly():
     r = run("bench", "--device", "gpu", "--steps", "1")
     assert r.returncode != 0
     assert "RuntimeError" in r.stderr and hpcnn.gpu_unavailable_reason()[:30] in r.stderr
+
+
+def test_cli_bench_with_a_strategy_reports_its_replicas(tmp_path):
+    # MirroredStrategy() on a machine without a GPU: one CPU replica; the row says how many.
+    out = tmp_path / "b.csv"
+    r = run("bench", "--strategy", "mirrored", "--batch", "8", "--steps", "1", "--warmup", "0", "--csv", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "MirroredStrategy(replicas=" in r.stdout and "global batch 8" in r.stdout
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert {row["mode"] for row in rows} == {"train", "infer"}
+    assert int(rows[0]["replicas"]) == max(1, len(hpcnn.list_physical_devices("GPU")))
+
+
+def test_bench_distribute_model_only():
+    # The GPU / node model: bytes per step from the models' parameter counts.
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "bench_distribute.py")
+    r = subprocess.run([sys.executable, script, "--model-only"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    cnn = hpcnn.applications.tutorial_cnn(seed=0).count_params() * 4 / 1e6
+    assert f"tutorial_cnn    {round(cnn, 2)}" in r.stdout and "deep_mnist" in r.stdout
+    assert "InfiniBand" in r.stdout and "NVLink" in r.stdout

@@ -1,7 +1,7 @@
 """The include rule of csrc/ (csrc/README.md): each folder may include only the folders below it.
 
     core -> nothing else; ops -> core; nn -> ops, core; data -> core;
-    diagnostics -> ops, core; bindings -> all
+    diagnostics -> ops, core; distribute -> nn, ops, core; bindings -> all
 
 Scans the #include lines of every source under csrc/ (no compiler needed): a file that includes a
 folder it may not, a header that does not exist, a folder without a rule, or pybind11 outside
@@ -17,7 +17,8 @@ ALLOWED = {
     "nn": {"nn", "ops", "core"},
     "data": {"data", "core"},
     "diagnostics": {"diagnostics", "ops", "core"},
-    "bindings": {"bindings", "diagnostics", "nn", "data", "ops", "core"},
+    "distribute": {"distribute", "nn", "ops", "core"},
+    "bindings": {"bindings", "diagnostics", "distribute", "nn", "data", "ops", "core"},
 }
 SOURCE_SUFFIXES = {".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

@@ -192,3 +192,61 @@ def test_hpcnn_batch_normalization_models_load_in_keras(tmp_path, optimizer):
     fresh = keras_bn_cnn()
     fresh.load_weights(tmp_path / "h.weights.h5")
     assert np.abs(fresh.predict(xt, verbose=0) - expected).max() <= TOL
+
+
+# ------------------------------------------------------------------ functional models (hpcnn.Model)
+def keras_resnet_block():
+    """tests/data/keras/make_fixtures.py's resnet_block, in Keras."""
+    L = keras.layers
+    x_in = keras.Input((8, 8, 3))
+    x = L.ReLU()(L.BatchNormalization(momentum=0.5)(L.Conv2D(4, 3, padding="same", use_bias=False)(x_in)))
+    y = L.BatchNormalization(momentum=0.5)(L.Conv2D(6, 3, strides=2, padding="same", use_bias=False)(x))
+    y = L.BatchNormalization(momentum=0.5)(L.Conv2D(6, 3, padding="same", use_bias=False)(L.Activation("relu")(y)))
+    shortcut = L.BatchNormalization(momentum=0.5)(L.Conv2D(6, 1, strides=2, use_bias=False)(x))
+    z = L.ReLU()(L.Add()([y, shortcut]))
+    z = L.Concatenate()([z, L.Conv2D(2, 1, activation="relu")(z)])
+    return keras.Model(x_in, L.Dense(3, activation="softmax")(L.GlobalAveragePooling2D()(z)), name="resnet_block")
+
+
+def test_hpcnn_functional_models_load_in_keras(tmp_path):
+    from test_keras_functional import trained_block
+    x, _, xt = bn_data()
+    m = trained_block()
+    expected = m.predict(xt)
+    m.save(tmp_path / "h.keras")
+    m.save(tmp_path / "h.h5")
+    m.save_weights(tmp_path / "h.weights.h5")
+    for name in ("h.keras", "h.h5"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")  # Keras' notice that it finds no optimizer variables of its own
+            k = keras.models.load_model(tmp_path / name)
+        assert type(k).__name__ == "Functional", name
+        got = k.predict(xt, verbose=0)
+        assert isinstance(got, np.ndarray) and got.shape == expected.shape, name  # one output, not a list of one
+        assert np.abs(got - expected).max() <= TOL, name
+        assert [layer.name for layer in k.layers] == [layer.name for layer in m.layers], name
+        assert type(k.optimizer).__name__ == "Adam", name
+    k = keras.models.model_from_json(m.to_json())
+    assert [type(layer).__name__ for layer in k.layers] == [type(layer).__name__ for layer in m.layers]
+    assert k.count_params() == m.count_params()
+    keras.utils.set_random_seed(12)
+    fresh = keras_resnet_block()
+    fresh.load_weights(tmp_path / "h.weights.h5")
+    assert np.abs(fresh.predict(xt, verbose=0) - expected).max() <= TOL
+
+
+def test_keras_functional_models_load_in_hpcnn(tmp_path):
+    x, y, xt = bn_data()
+    keras.utils.set_random_seed(2)
+    k = keras_resnet_block()
+    k.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    k.fit(x, y, epochs=2, batch_size=4, verbose=0)
+    expected = k.predict(xt, verbose=0)
+    k.save(tmp_path / "k.keras")
+    k.save(tmp_path / "k.h5")
+    for name in ("k.keras", "k.h5"):
+        m = load_model(tmp_path / name)
+        assert type(m) is hpcnn.Model, name
+        assert np.abs(m.predict(xt) - expected).max() <= TOL, name
+    back = model_from_json(k.to_json())
+    assert [type(a).__name__ for a in back.layers] == [type(b).__name__ for b in k.layers]

@@ -304,3 +304,23 @@ def test_train_scripts_ask_for_the_signal_and_requeue(script):
     for line in ("#SBATCH --signal=B:USR1@120", "#SBATCH --requeue", "#SBATCH --open-mode=append",
                  "trap 'on_signal USR1' USR1", "--backup \"$OUT/backup\""):
         assert line in text, line
+
+
+def test_dist_bench_sweep_without_slurm_runs_one_rank_here(tmp_path):
+    # No sbatch: the sweep runs slurm/multi-gpu.sbatch once here (one rank; the GPU if usable, else
+    # the CPU), whose `hpcnn dist-train` appends a timing row with the replica count.
+    r = run_script(ROOT / "slurm" / "dist-bench-sweep.sh", tmp_path, plain_path())
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "sbatch not found: one configuration here" in r.stdout
+    assert "srun not found: one rank here" in r.stdout
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "results" / "dist-all.csv").read_text())))
+    assert len(rows) == 1 and rows[0]["mode"] == "dist-train" and rows[0]["replicas"] == "1"
+    assert rows[0]["label"] == "local-1rank" and float(rows[0]["mean_speed"]) > 0
+
+
+def test_multi_node_cpu_without_slurm_runs_one_rank_here(tmp_path):
+    r = run_script(ROOT / "slurm" / "multi-node.sbatch", tmp_path, plain_path(), KIND="cpu")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "srun not found: one rank here" in r.stdout
+    assert "MirroredStrategy(replicas=1, devices=['cpu']" in r.stdout
+    assert (tmp_path / "results" / "multinode-local" / "training_log.csv").exists()

@@ -15,6 +15,7 @@ void bind_ops(pybind11::module_& m);   // the operators on NumPy arrays         
 void bind_nn(pybind11::module_& m);    // layers, model, training step            (nn.cpp)
 void bind_data(pybind11::module_& m);  // HDF5 datasets, loaders, writers         (data.cpp)
 void bind_cuda(pybind11::module_& m);  // TF32 switch, GPU sync, per-layer timings (cuda.cpp)
+void bind_distribute(pybind11::module_& m);  // data parallelism: groups, MPI, NCCL      (distribute.cpp)
 // The HDF5 tree reader and writer (Keras' file layouts), into hpcnn._core.data  (h5_tree.cpp)
 void bind_h5_tree(pybind11::module_& data);
 

@@ -10,6 +10,8 @@
 #include "core/thread_pool.h"
 #include "core/transfer_stats.h"
 #include "core/warnings.h"
+#include "distribute/mpi.h"
+#include "distribute/nccl.h"
 #include "ops/blas.h"
 
 #ifdef HPCNN_WITH_CUDA
@@ -56,6 +58,12 @@ static py::dict build_info() {
 #else
   d["inflate"] = "zlib";
 #endif
+  // Data parallelism (hpcnn.distribute): the MPI library this build talks to, and NCCL.
+  d["mpi"] = distribute::mpi::compiled();
+  d["mpi_library"] = distribute::mpi::compiled() ? py::object(py::str(distribute::mpi::library_version())) : py::none();
+  d["mpi_standard"] = distribute::mpi::compiled() ? py::object(py::str(distribute::mpi::standard_version())) : py::none();
+  d["nccl"] = distribute::nccl::compiled();
+  d["nccl_version"] = distribute::nccl::compiled() ? py::object(py::str(distribute::nccl::version())) : py::none();
   d["cuda"] = cuda::compiled();
 #ifdef HPCNN_WITH_CUDA
   d["cuda_version"] = HPCNN_CUDA_VERSION_STR;

@@ -41,13 +41,13 @@ py::dict info_dict(const DatasetInfo& i) {
 class EpochIterator {
  public:
   EpochIterator(std::shared_ptr<Loader> loader, long long epoch, int depth, const std::string& device,
-                bool stored_u8, long long first_batch)
+                bool stored_u8, long long first_batch, Shard shard)
       : with_decode_(stored_u8) {
     Device dev = parse_device(device);
     if (stored_u8 && loader->stores_u8())
       decode_ = py::make_tuple(loader->decode_scale(), loader->decode_shift());
     py::gil_scoped_release nogil;
-    pf_ = std::make_unique<Prefetcher>(std::move(loader), epoch, depth, dev, stored_u8, first_batch);
+    pf_ = std::make_unique<Prefetcher>(std::move(loader), epoch, depth, dev, stored_u8, first_batch, shard);
   }
   ~EpochIterator() { close(); }
 
@@ -177,18 +177,23 @@ void bind_data(py::module_& root) {
         return py::make_tuple(to_numpy(x), y.defined() ? py::object(to_numpy(y)) : py::object(py::none()));
       }, py::arg("epoch"), py::arg("index"))
       .def("epoch", [](std::shared_ptr<Loader> l, long long epoch, int prefetch, const std::string& device,
-                       bool stored_u8, long long first_batch) {
-        return std::make_unique<EpochIterator>(std::move(l), epoch, prefetch, device, stored_u8, first_batch);
+                       bool stored_u8, long long first_batch, long long shard_rank, long long shard_ranks) {
+        return std::make_unique<EpochIterator>(std::move(l), epoch, prefetch, device, stored_u8, first_batch,
+                                               Shard{shard_rank, shard_ranks});
       }, py::arg("epoch"), py::arg("prefetch") = 4, py::arg("device") = "cpu", py::arg("stored_u8") = false,
-         py::arg("first_batch") = 0,
+         py::arg("first_batch") = 0, py::arg("shard_rank") = 0, py::arg("shard_ranks") = 1,
          "Batches of one epoch, made ahead on a C++ thread: (x, y), or with stored_u8 (x, y, decode), where a "
          "uint8 dataset's x comes as stored with decode = (scale, shift) per channel, for a model that decodes on "
-         "its GPU (decode None for float32 x). first_batch: start at this batch of the epoch (a resumed run).")
+         "its GPU (decode None for float32 x). first_batch: start at this batch of the epoch (a resumed run). "
+         "shard_rank of shard_ranks: each batch holds only that rank's share of the global batch (0 rows when "
+         "the share of a small last batch is empty).")
+      .def("batch_rows", &Loader::batch_rows, py::arg("index"), "Rows of batch `index` (of the global batch).")
       .def_property_readonly("seed", &Loader::seed, "The shuffle seed (given, or drawn at construction).")
       .def("set_seed", [](Loader& l, uint64_t seed) {
         py::gil_scoped_release nogil;
         l.set_seed(seed);
-      }, py::arg("seed"), "Replaces the shuffle seed (a resumed run repeats the order of the run it continues).")
+      }, py::arg("seed"), "Replaces the shuffle seed (a resumed run repeats the order of the run it continues; a "
+         "data-parallel run gives every rank rank 0's).")
       .def_property_readonly("decode", [](const Loader& l) {
         return py::make_tuple(l.decode_scale(), l.decode_shift());
       }, "(scale, shift) per channel: x = stored * scale + shift");

@@ -11,4 +11,6 @@ PYBIND11_MODULE(_core, m) {
   hpcnn::bindings::bind_nn(m);
   hpcnn::bindings::bind_data(m);
   hpcnn::bindings::bind_cuda(m);
+  auto distribute = m.def_submodule("distribute", "data parallelism: replica groups over MPI, NCCL or threads (hpcnn.distribute)");
+  hpcnn::bindings::bind_distribute(distribute);
 }

@@ -8,6 +8,7 @@
 
 #include "bindings/bindings.h"
 #include "bindings/numpy_tensor.h"
+#include "distribute/replica_set.h"
 #include "nn/config.h"
 #include "nn/factory.h"
 #include "nn/model.h"
@@ -129,7 +130,8 @@ nn::Batch batch_of(const py::handle& obj, const nn::Model& model, bool with_targ
     throw ValueError("a batch is a tuple (x, y[, rows[, decode]])");
   py::sequence t = py::reinterpret_borrow<py::sequence>(obj);
   const size_t k = t.size();
-  if (k < 1 || k > 4) throw ValueError(cat("a batch is a tuple (x, y[, rows[, decode]]), got ", k, " items"));
+  if (k < 1 || k > 6)
+    throw ValueError(cat("a batch is a tuple (x, y[, rows[, decode[, first_row, global_rows]]]), got ", k, " items"));
   nn::Batch b;
   b.x = input_tensor(t[0]);
   if (with_targets && k >= 2 && !t[1].is_none()) b.y = target_tensor(t[1], model);
@@ -140,6 +142,17 @@ nn::Batch batch_of(const py::handle& obj, const nn::Model& model, bool with_targ
       throw ValueError("decode must be a (scale, shift) pair");
     b.decode.scale = floats_of(d[0], "scale");
     b.decode.shift = floats_of(d[1], "shift");
+  }
+  if (k == 5) throw ValueError("a batch's first_row comes with global_rows (6 items)");
+  if (k == 6) {
+    // This process's share of a global batch (an HDF5 loader that reads only this rank's rows).
+    const long long first = t[4].cast<long long>(), global = t[5].cast<long long>();
+    const long long n = b.rows ? static_cast<long long>(b.rows->size()) : (b.x.rank() >= 1 ? b.x.dim(0) : 0);
+    if (first < 0 || global < 0 || first + n > global)
+      throw ValueError(cat("a batch share of ", n, " rows starting at row ", first, " does not fit in a global batch of ",
+                           global, " rows"));
+    b.first_row = first;
+    b.global_rows = global;
   }
   return b;
 }
@@ -160,10 +173,46 @@ std::optional<nn::Batch> next_batch_of(const py::handle& obj, const nn::Model& m
 }
 
 // The model plus a lock: calls run without the GIL, so two Python threads must not interleave.
+// With a strategy (hpcnn.distribute) it also holds the model's other replicas of this process and
+// the replica set that trains them all: `model` is replica 0, the one Python reads weights from;
+// calls that change what a step computes (weights, trainable flags, learning rate) reach every
+// replica. What the replicas are built from is kept here for that.
 struct PyModel {
   std::unique_ptr<nn::Model> model;
   std::mutex mu;
+  // How the model was built and compiled (for its replicas).
+  Shape input_shape;
+  std::vector<nn::Config> layer_configs;
+  std::optional<std::vector<std::vector<int>>> node_inputs;  // a graph's node inputs (none: a chain)
+  std::optional<nn::Config> optimizer_config;
+  nn::Loss loss = nn::Loss::CategoricalCrossentropy;
+  bool from_logits = false;
+  std::vector<bool> trainable;
+  // Data parallelism: replicas 1.. of this process (replica 0 is `model`) and their driver.
+  std::vector<std::unique_ptr<nn::Model>> others;
+  std::unique_ptr<distribute::ReplicaSet> replicas;
+
+  std::vector<nn::Model*> all() {
+    std::vector<nn::Model*> v{model.get()};
+    for (auto& o : others) v.push_back(o.get());
+    return v;
+  }
+  void undistribute() {
+    replicas.reset();  // detaches the reducers before the replicas go
+    others.clear();
+  }
 };
+
+// A chain of layers (inputs none: a Sequential model) or a graph (per layer, the layers it reads).
+std::unique_ptr<nn::Model> make_model(const Shape& input_shape, std::vector<LayerPtr> layers,
+                                      const std::optional<std::vector<std::vector<int>>>& inputs, uint64_t seed) {
+  if (!inputs) return std::make_unique<nn::Model>(input_shape, std::move(layers), seed);
+  if (inputs->size() != layers.size())
+    throw ValueError(cat("inputs: one list per layer, got ", inputs->size(), " for ", layers.size(), " layers"));
+  std::vector<nn::Node> nodes;
+  for (size_t i = 0; i < layers.size(); ++i) nodes.push_back(nn::Node{std::move(layers[i]), (*inputs)[i]});
+  return std::make_unique<nn::Model>(input_shape, std::move(nodes), seed);
+}
 
 // Takes the model's lock WITHOUT holding the GIL. A call in progress holds the lock with the GIL
 // released and may need the GIL itself (dropping a staged batch releases the NumPy arrays it
@@ -190,7 +239,8 @@ py::tuple run_step(PyModel& p, const py::object& batch, const py::object& next, 
     py::gil_scoped_release nogil;
     const nn::Batch* c = current ? &*current : nullptr;
     const nn::Batch* n = ahead ? &*ahead : nullptr;
-    st = train ? p.model->train_step(c, n) : p.model->test_step(c, n);
+    if (p.replicas) st = train ? p.replicas->train_step(c, n) : p.replicas->test_step(c, n);
+    else st = train ? p.model->train_step(c, n) : p.model->test_step(c, n);
     current.reset();  // the arrays, released without the GIL: their keep-alive takes it
     ahead.reset();
   }
@@ -247,19 +297,16 @@ void bind_nn(py::module_& m) {
   py::class_<PyModel>(m, "Model")
       .def(py::init([](std::vector<long long> input_shape, py::list layer_configs, uint64_t seed,
                        std::optional<std::vector<std::vector<int>>> inputs) {
-             std::vector<LayerPtr> layers;
-             for (auto c : layer_configs) layers.push_back(nn::make_layer(to_config(c, "layer config")));
              auto pm = std::make_unique<PyModel>();
-             if (!inputs) {
-               pm->model = std::make_unique<nn::Model>(input_shape, std::move(layers), seed);
-               return pm;
+             std::vector<LayerPtr> layers;
+             for (auto c : layer_configs) {
+               pm->layer_configs.push_back(to_config(c, "layer config"));
+               layers.push_back(nn::make_layer(pm->layer_configs.back()));
              }
-             if (inputs->size() != layers.size())
-               throw ValueError(cat("inputs: one list per layer, got ", inputs->size(), " for ", layers.size(),
-                                    " layers"));
-             std::vector<nn::Node> nodes;
-             for (size_t i = 0; i < layers.size(); ++i) nodes.push_back(nn::Node{std::move(layers[i]), (*inputs)[i]});
-             pm->model = std::make_unique<nn::Model>(input_shape, std::move(nodes), seed);
+             pm->input_shape = input_shape;
+             pm->node_inputs = inputs;
+             pm->model = make_model(input_shape, std::move(layers), inputs, seed);
+             pm->trainable.assign(static_cast<size_t>(pm->model->num_nodes()), true);
              return pm;
            }),
            py::arg("input_shape"), py::arg("layers"), py::arg("seed"), py::arg("inputs") = py::none(),
@@ -273,7 +320,7 @@ void bind_nn(py::module_& m) {
       .def_property("memory_reuse", [](PyModel& p) { return p.model->memory_reuse(); },
                     [](PyModel& p, bool on) {
                       auto lk = lock_model(p);
-                      p.model->set_memory_reuse(on);
+                      for (nn::Model* m : p.all()) m->set_memory_reuse(on);
                     },
                     "Whether a step's buffers share memory once nothing later reads them (default). False, for "
                     "tests: every buffer kept apart for the whole step; the results must be the same bits.")
@@ -298,7 +345,8 @@ void bind_nn(py::module_& m) {
       .def_property_readonly("num_trainable_params", [](PyModel& p) { return p.model->num_trainable_params(); })
       .def("set_trainable", [](PyModel& p, const std::vector<bool>& per_layer) {
         auto lk = lock_model(p);
-        p.model->set_trainable(per_layer);
+        for (nn::Model* m : p.all()) m->set_trainable(per_layer);
+        p.trainable = per_layer;
       }, py::arg("per_layer"), "Which core layers the optimizer updates (Python calls it at compile).")
       .def_property_readonly("output_shapes", [](PyModel& p) { return p.model->output_shapes(); })
       .def_property_readonly("weight_shapes", [](PyModel& p) {
@@ -316,20 +364,30 @@ void bind_nn(py::module_& m) {
       .def_property_readonly("seed", [](PyModel& p) { return p.model->seed(); })
       .def("set_rng_state", [](PyModel& p, uint64_t seed, uint64_t step) {
         auto lk = lock_model(p);
-        p.model->set_rng_state(seed, step);
+        for (nn::Model* m : p.all()) m->set_rng_state(seed, step);
       }, py::arg("seed"), py::arg("step"),
          "Restores the random state (seed and step counter) of a saved or backed-up model: its next training "
          "steps then draw the dropout masks of an uninterrupted run.")
       .def("to", [](PyModel& p, const std::string& dev) {
         auto lk = lock_model(p);
         Device d = parse_device(dev);
+        if (p.replicas && d != p.model->device())
+          throw ValueError(cat("the model trains with a distribution strategy on ",
+                               p.replicas->group().devices().size(), " replica(s) starting at ",
+                               p.model->device().str(), ": its devices are the strategy's (create the model in "
+                               "another strategy's scope to use other devices)"));
         py::gil_scoped_release nogil;
         p.model->to(d);
       })
       .def("compile", [](PyModel& p, py::dict opt, const std::string& loss, bool from_logits) {
         auto lk = lock_model(p);
-        std::unique_ptr<nn::Optimizer> o = nn::make_optimizer(to_config(opt, "optimizer config"));
+        nn::Config cfg = to_config(opt, "optimizer config");
+        std::unique_ptr<nn::Optimizer> o = nn::make_optimizer(cfg);
+        p.undistribute();  // a strategy distributes the model again after compile (fresh optimizers)
         p.model->compile(std::move(o), nn::parse_loss(loss), from_logits);
+        p.optimizer_config = cfg;
+        p.loss = nn::parse_loss(loss);
+        p.from_logits = from_logits;
       }, py::arg("optimizer"), py::arg("loss"), py::arg("from_logits") = false)
       .def_property("learning_rate",
                     [](PyModel& p) {
@@ -340,7 +398,7 @@ void bind_nn(py::module_& m) {
                     [](PyModel& p, double lr) {
                       auto lk = lock_model(p);
                       if (!p.model->optimizer()) throw ValueError("the model is not compiled");
-                      p.model->optimizer()->set_learning_rate(lr);
+                      for (nn::Model* m : p.all()) m->optimizer()->set_learning_rate(lr);
                     },
                     "The learning rate of the next step: a schedule's value at `iterations`, or the fixed rate "
                     "(settable only without a schedule).")
@@ -348,7 +406,7 @@ void bind_nn(py::module_& m) {
         nn::Config cfg = to_config(schedule, "schedule config");
         auto lk = lock_model(p);
         if (!p.model->optimizer()) throw ValueError("the model is not compiled");
-        p.model->optimizer()->set_schedule(nn::make_learning_rate_schedule(cfg));
+        for (nn::Model* m : p.all()) m->optimizer()->set_schedule(nn::make_learning_rate_schedule(cfg));
       }, py::arg("schedule"), "Lets a schedule (class_name and Keras' arguments) drive the learning rate from the next "
          "step on, evaluated at `iterations`.")
       .def("optimizer_state", [](PyModel& p, bool keras_layout) {
@@ -377,7 +435,8 @@ void bind_nn(py::module_& m) {
         }
         auto lk = lock_model(p);
         py::gil_scoped_release nogil;
-        p.model->set_optimizer_state(state, iterations);
+        // Every replica of this process (each rank restores the same file: a resumed data-parallel run).
+        for (nn::Model* m : p.all()) m->set_optimizer_state(state, iterations);
       }, py::arg("buffers"), py::arg("iterations"),
          "Restores the optimizer: buffers {name: flat float32 array in Keras' layout} (all of state_names, or {} "
          "for a fresh state) and the step count. ValueError, nothing changed, when they do not fit.")
@@ -407,7 +466,9 @@ void bind_nn(py::module_& m) {
         {
           auto lk = lock_model(p);
           py::gil_scoped_release nogil;
-          out = p.model->predict_step(current ? &*current : nullptr, ahead ? &*ahead : nullptr);
+          const nn::Batch* c = current ? &*current : nullptr;
+          const nn::Batch* n = ahead ? &*ahead : nullptr;
+          out = p.replicas ? p.replicas->predict_step(c, n) : p.model->predict_step(c, n);
           current.reset();
           ahead.reset();
         }
@@ -417,12 +478,13 @@ void bind_nn(py::module_& m) {
          "Outputs for batch (x[, y[, rows[, decode]]]) (y is ignored), or None for the staged batch; stages next.")
       .def_property_readonly("has_staged", [](PyModel& p) {
         auto lk = lock_model(p);
-        return p.model->has_staged();
+        return p.replicas ? p.replicas->has_staged() : p.model->has_staged();
       }, "Whether a batch is staged (by the last step's `next`) and not yet taken.")
       .def("drop_staged", [](PyModel& p) {
         auto lk = lock_model(p);
         py::gil_scoped_release nogil;
-        p.model->drop_staged();
+        if (p.replicas) p.replicas->drop_staged();
+        else p.model->drop_staged();
       }, "Drops a staged batch (and releases its arrays).")
       .def_property_readonly("staging_slots", [](PyModel& p) {
         auto lk = lock_model(p);
@@ -440,7 +502,7 @@ void bind_nn(py::module_& m) {
         std::vector<Tensor> ts;
         for (auto w : ws) ts.push_back(borrow_array(as_f32(w), "weight"));
         auto lk = lock_model(p);
-        p.model->set_weights(ts);
+        for (nn::Model* m : p.all()) m->set_weights(ts);
       })
       // ---- the flat buffers, in the layout of the model's device (nn/param_layout.h)
       .def("parameter_buffer", [](PyModel& p, bool keras_layout) {
@@ -455,6 +517,69 @@ void bind_nn(py::module_& m) {
       }, py::arg("keras_layout") = false,
          "The gradients of the last training step, aligned with parameter_buffer(keras_layout) element for "
          "element (the device's layout unless keras_layout=True).")
+      // ---- data parallelism (hpcnn.distribute)
+      .def("distribute", [](PyModel& p, std::shared_ptr<distribute::Group> group, long long bucket_bytes) {
+        auto lk = lock_model(p);
+        if (!p.model->compiled() || !p.optimizer_config)
+          throw ValueError("distribute: the model must be compiled first");
+        if (p.model->optimizer()->iterations != 0)
+          throw ValueError("distribute: the model has trained since compile(); a strategy takes a model at "
+                           "compile() (build and compile it inside strategy.scope())");
+        py::gil_scoped_release nogil;
+        p.undistribute();
+        p.model->drop_staged();
+        const std::vector<Device>& devices = group->devices();
+        p.model->to(devices[0]);
+        for (size_t i = 1; i < devices.size(); ++i) {
+          std::vector<LayerPtr> layers;
+          for (const nn::Config& c : p.layer_configs) layers.push_back(nn::make_layer(c));
+          auto m = make_model(p.input_shape, std::move(layers), p.node_inputs, p.model->seed());
+          m->set_memory_reuse(p.model->memory_reuse());
+          m->set_rng_state(p.model->seed(), p.model->step());
+          m->to(devices[i]);
+          m->compile(nn::make_optimizer(*p.optimizer_config), p.loss, p.from_logits);
+          m->set_trainable(p.trainable);
+          p.others.push_back(std::move(m));
+        }
+        p.replicas = std::make_unique<distribute::ReplicaSet>(group, p.all(), bucket_bytes);
+        p.replicas->broadcast_parameters();  // the same initial weights everywhere: replica 0 of rank 0's
+      }, py::arg("group"), py::arg("bucket_bytes"),
+         "Trains this (compiled) model data-parallel with `group`: makes this process's other replicas (same "
+         "layers, seed and optimizer, on the group's devices), broadcasts replica 0 of rank 0's weights, and "
+         "sums gradients in buckets of bucket_bytes (0: one bucket).")
+      .def("undistribute", [](PyModel& p) {
+        auto lk = lock_model(p);
+        py::gil_scoped_release nogil;
+        p.undistribute();
+      }, "Back to one replica (this process's replica 0 keeps its weights and device).")
+      .def("sync_replicas", [](PyModel& p) {
+        auto lk = lock_model(p);
+        if (!p.replicas) return;
+        py::gil_scoped_release nogil;
+        p.replicas->broadcast_parameters();
+      }, "Replica 0 of rank 0's weights to every replica (collective: every rank calls it).")
+      .def_property_readonly("distributed", [](PyModel& p) { return p.replicas != nullptr; })
+      .def_property_readonly("replica_devices", [](PyModel& p) {
+        std::vector<std::string> out;
+        for (nn::Model* m : p.all()) out.push_back(m->device().str());
+        return out;
+      }, "The devices of this process's replicas (just the model's without a strategy).")
+      .def("replica_weights", [](PyModel& p, int i) {
+        auto lk = lock_model(p);
+        std::vector<nn::Model*> ms = p.all();
+        if (i < 0 || i >= static_cast<int>(ms.size())) throw ValueError(cat("no replica ", i));
+        py::list out;
+        for (auto& t : ms[static_cast<size_t>(i)]->get_weights()) out.append(to_numpy(t));
+        return out;
+      }, py::arg("replica"), "get_weights() of this process's replica `replica` (for tests).")
+      .def_property_readonly("step_collectives", [](PyModel& p) {
+        auto lk = lock_model(p);
+        if (!p.replicas) return py::tuple(py::make_tuple(0, 0, 0));
+        const distribute::GradientReducer& r = p.replicas->reducer(0);
+        return py::tuple(
+            py::make_tuple(r.step_collectives(), r.step_bytes(), static_cast<long long>(r.buckets().size())));
+      }, "(collectives, bytes, buckets) of the gradient sums of the last training step (0s without a strategy); "
+         "the statistics' small host sum is not counted.")
       .def("relayout_buffer", [](PyModel& p, py::array_t<float, py::array::c_style | py::array::forcecast> flat,
                                  const std::string& from_device, const std::string& to_device) {
         Tensor host = borrow_array(flat, "buffer");

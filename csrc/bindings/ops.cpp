@@ -480,21 +480,23 @@ void bind_ops(py::module_& m) {
   }, py::arg("dy"), py::arg("scale"), py::arg("device") = "cpu");
 
   m.def("dropout_forward", [](py::object x, float rate, uint64_t seed, uint64_t stream, std::string device,
-                              int repeat) {
+                              int repeat, uint64_t offset) {
     Device d = resolve_device(device);
     Tensor X = f32_on(x, d, "x"), Y = Tensor::empty(X.shape(), DType::F32, d);
-    run_repeat(repeat, [&] { ops::dropout_forward(X, Y, rate, seed, stream); });
+    run_repeat(repeat, [&] { ops::dropout_forward(X, Y, rate, seed, stream, offset); });
     return to_numpy(Y);
   }, py::arg("x"), py::arg("rate"), py::arg("seed") = 0, py::arg("stream") = 0, py::arg("device") = "cpu",
-     py::arg("repeat") = 1);
+     py::arg("repeat") = 1, py::arg("offset") = 0,
+     "Inverted dropout; element i's mask is the draw of counter offset + i (a replica's first global row "
+     "times the elements per row).");
   m.def("dropout_backward", [](py::object dy, float rate, uint64_t seed, uint64_t stream, std::string device,
-                               int repeat) {
+                               int repeat, uint64_t offset) {
     Device d = resolve_device(device);
     Tensor DY = f32_on(dy, d, "dy"), DX = Tensor::empty(DY.shape(), DType::F32, d);
-    run_repeat(repeat, [&] { ops::dropout_backward(DY, DX, rate, seed, stream); });
+    run_repeat(repeat, [&] { ops::dropout_backward(DY, DX, rate, seed, stream, offset); });
     return to_numpy(DX);
   }, py::arg("dy"), py::arg("rate"), py::arg("seed") = 0, py::arg("stream") = 0, py::arg("device") = "cpu",
-     py::arg("repeat") = 1);
+     py::arg("repeat") = 1, py::arg("offset") = 0);
 
   m.def("softmax_cross_entropy", [](py::object logits, py::object target, float grad_scale, std::string device,
                                     int repeat) {

@@ -6,6 +6,7 @@
 #include <limits>
 #include <random>
 
+#include "core/batch_shares.h"
 #include "core/dynamic_for.h"
 #include "core/errors.h"
 #include "core/pixel.h"
@@ -182,6 +183,14 @@ long long Loader::batch_rows(long long i) const {
   return std::max(0LL, std::min(opt_.batch_size, rows_ - i * opt_.batch_size));
 }
 
+void Loader::shard_rows(long long i, const Shard& shard, long long& first, long long& count) const {
+  HPCNN_CHECK_ARG(shard.ranks >= 1 && shard.rank >= 0 && shard.rank < shard.ranks, "shard: rank ", shard.rank,
+                  " of ", shard.ranks, " ranks");
+  const long long n = batch_rows(i);
+  first = share_begin(n, shard.ranks, shard.rank);
+  count = share_end(n, shard.ranks, shard.rank) - first;
+}
+
 Shape Loader::batch_x_shape(long long rows) const {
   Shape s = x_->info().shape;
   s[0] = rows;
@@ -279,27 +288,35 @@ bool Loader::read_ahead(long long epoch, long long next_batch) {
   return true;
 }
 
-void Loader::fill_batch(long long epoch, long long i, float* x_out, void* y_out) {
-  fill(epoch, i, x_out, true, y_out);
+void Loader::fill_batch(long long epoch, long long i, float* x_out, void* y_out, const Shard& shard) {
+  fill(epoch, i, x_out, true, y_out, shard);
 }
 
-void Loader::fill_batch_stored(long long epoch, long long i, uint8_t* x_out, void* y_out) {
+void Loader::fill_batch_stored(long long epoch, long long i, uint8_t* x_out, void* y_out, const Shard& shard) {
   HPCNN_CHECK_ARG(stores_u8(), x_->where(), " is not uint8: only uint8 rows are delivered as stored");
-  fill(epoch, i, x_out, false, y_out);
+  fill(epoch, i, x_out, false, y_out, shard);
 }
 
-void Loader::fill(long long epoch, long long i, void* x_out, bool decode, void* y_out) {
+void Loader::fill(long long epoch, long long i, void* x_out, bool decode, void* y_out, const Shard& shard) {
   HPCNN_CHECK_ARG(i >= 0 && i < num_batches(), "batch index ", i, " out of range for ", num_batches(),
                   " batches per epoch");
   HPCNN_CHECK_ARG(epoch >= 0, "epoch must be >= 0, got ", epoch);
+  long long first = 0, n = 0;
+  shard_rows(i, shard, first, n);
   std::lock_guard<std::mutex> lock(mutex_);
   const EpochPlan& p = plan(epoch);
   filled_epoch_ = epoch;
-  const long long b = opt_.batch_size, p0 = i * b, n = batch_rows(i);
+  if (n == 0) return;  // a rank's empty share of a small last batch
+  const long long b = opt_.batch_size, p0 = i * b + first;
   const long long br = x_->block_rows();
   std::vector<long long> needed;
-  for (long long w = p.window_of(p0); w <= p.window_of(p0 + n - 1); ++w)
-    needed.insert(needed.end(), p.windows[w].begin(), p.windows[w].end());
+  if (shard.ranks > 1 && !opt_.shuffle) {
+    // Rows in file order: only the blocks of this rank's rows.
+    for (long long blk = p.order[p0] / br; blk <= p.order[p0 + n - 1] / br; ++blk) needed.push_back(blk);
+  } else {
+    for (long long w = p.window_of(p0); w <= p.window_of(p0 + n - 1); ++w)
+      needed.insert(needed.end(), p.windows[w].begin(), p.windows[w].end());
+  }
   ensure_blocks(needed);
 
   std::vector<const uint8_t*> src(n);

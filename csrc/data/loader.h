@@ -3,6 +3,14 @@
 // and fill_batch, which turns the rows of batch i of epoch e into float32 x and int32 (or one-hot
 // float32) y (fill_batch_stored: x left as stored uint8, for a model that decodes on its GPU). Both the prefetcher's producer thread and random access (ds[i]) call fill_batch;
 // a mutex keeps one caller at a time (the heavy work inside runs on hpcnn's pool).
+//
+// Data parallelism (a Shard): each rank fills only its share of every global batch, the rows
+// [share_begin(n, ranks, rank), share_end(n, ranks, rank)) of batch i's n rows (core/batch_shares.h):
+// disjoint over the ranks, their union the epoch, the global batches the same for any rank count
+// (the plan is a function of (seed, epoch) only, and every rank must use the same seed). A rank
+// whose share of a small last batch is empty gets a batch of 0 rows. Without shuffling (validation),
+// a rank reads only the blocks that hold its rows; with shuffling, rows are mixed within a window,
+// so each rank reads the windows its rows fall in (as one rank would).
 #pragma once
 
 #include <atomic>
@@ -24,6 +32,11 @@ namespace hpcnn::data {
 
 enum class CacheMode { Auto, Memory, None };
 CacheMode parse_cache_mode(const std::string& s);
+
+// Which share of every batch a rank fills (rank 0 of 1: the whole batch).
+struct Shard {
+  long long rank = 0, ranks = 1;
+};
 
 struct LoaderOptions {
   std::string path, x_name = "x_train", y_name = "y_train";  // y_name "" = no labels
@@ -52,7 +65,8 @@ class Loader {
   void warm_async(long long epoch);
 
   const LoaderOptions& options() const { return opt_; }
-  // The shuffle seed (the one given, or the one drawn at construction). set_seed replaces it, as
+  // The shuffle seed (the one given, or the one drawn at construction). A data-parallel run gives
+  // every rank rank 0's, so that all ranks follow the same plan. set_seed replaces it, as
   // a resumed training run does to repeat the shuffle order of the run it continues; epoch plans
   // made with the old seed are dropped (cached rows stay: they do not depend on the order).
   uint64_t seed() const { return *opt_.seed; }
@@ -62,6 +76,8 @@ class Loader {
   long long num_rows() const { return rows_; }
   long long num_batches() const;
   long long batch_rows(long long i) const;  // rows in batch i
+  // The rows [first, first + count) of batch i that `shard` fills.
+  void shard_rows(long long i, const Shard& shard, long long& first, long long& count) const;
   Shape batch_x_shape(long long rows) const;  // (B, H, W, C) / (B, H, W, 1) / (B, F)
   Shape row_shape() const {
     Shape s = batch_x_shape(1);
@@ -83,10 +99,11 @@ class Loader {
   // Fills batch i of `epoch`: x_out holds batch_rows(i) * row elements, decoded to float
   // (x * scale + shift per channel); y_out batch_rows(i) int32 labels, or batch_rows(i) *
   // num_classes floats when one_hot (ignored without labels).
-  void fill_batch(long long epoch, long long i, float* x_out, void* y_out);
+  // With a shard: only its rows of the batch (shard_rows), x_out and y_out sized for them.
+  void fill_batch(long long epoch, long long i, float* x_out, void* y_out, const Shard& shard = {});
   // The same batch with x as stored, uint8 (stores_u8() only): for a consumer that decodes on its
   // own device with decode_scale()/decode_shift() (a GPU model: a quarter of the bytes cross PCIe).
-  void fill_batch_stored(long long epoch, long long i, uint8_t* x_out, void* y_out);
+  void fill_batch_stored(long long epoch, long long i, uint8_t* x_out, void* y_out, const Shard& shard = {});
   bool stores_u8() const { return x_->info().kind == ElemKind::U8; }
   // The decode as one value per channel (the last axis of a delivered row).
   const std::vector<float>& decode_scale() const { return scale_; }
@@ -109,7 +126,7 @@ class Loader {
   std::unordered_map<long long, std::vector<uint8_t>>::iterator drop_block(
       std::unordered_map<long long, std::vector<uint8_t>>::iterator it);
   void ensure_blocks(const std::vector<long long>& needed);
-  void fill(long long epoch, long long i, void* x_out, bool decode, void* y_out);
+  void fill(long long epoch, long long i, void* x_out, bool decode, void* y_out, const Shard& shard);
 
   LoaderOptions opt_;
   std::unique_ptr<H5Dataset> x_, y_;

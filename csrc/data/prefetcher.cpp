@@ -33,13 +33,16 @@ void BufferPool::put(std::unique_ptr<HostBuffer> b) {
 }
 
 Prefetcher::Prefetcher(std::shared_ptr<Loader> loader, long long epoch, int depth, Device target, bool stored_u8,
-                       long long first_batch)
+                       long long first_batch, Shard shard)
     : loader_(std::move(loader)),
       epoch_(epoch),
       first_batch_(first_batch),
       depth_(static_cast<size_t>(std::max(1, depth))),
-      stored_u8_(stored_u8 && loader_->stores_u8()) {
+      stored_u8_(stored_u8 && loader_->stores_u8()),
+      shard_(shard) {
   HPCNN_CHECK_ARG(epoch >= 0, "epoch must be >= 0, got ", epoch);
+  long long first = 0, count = 0;
+  if (loader_->num_batches() > 0) loader_->shard_rows(0, shard_, first, count);  // checks the shard
   HPCNN_CHECK_ARG(depth >= 1, "prefetch must be >= 1, got ", depth);
   HPCNN_CHECK_ARG(first_batch >= 0 && first_batch <= loader_->num_batches(), "first batch ", first_batch,
                   " is outside [0, ", loader_->num_batches(), "] for ", loader_->num_batches(), " batches per epoch");
@@ -81,19 +84,21 @@ void Prefetcher::produce() {
         }
         if (stop_) break;
       }
-      const long long n = loader_->batch_rows(i);
+      long long first = 0, n = 0;
+      loader_->shard_rows(i, shard_, first, n);
       Batch b;
       const DType x_type = stored_u8_ ? DType::U8 : DType::F32;
-      auto xb = x_pool_->get(static_cast<size_t>(n * row_elems) * dtype_size(x_type));
+      // (at least one byte: a rank's empty share of a small last batch is a batch of 0 rows)
+      auto xb = x_pool_->get(std::max<size_t>(1, static_cast<size_t>(n * row_elems) * dtype_size(x_type)));
       b.x = host_tensor(xb, loader_->batch_x_shape(n), x_type);
       std::shared_ptr<HostBuffer> yb;
       if (labels) {
-        size_t ybytes = static_cast<size_t>(one_hot ? n * classes : n) * 4;
+        size_t ybytes = std::max<size_t>(1, static_cast<size_t>(one_hot ? n * classes : n) * 4);
         yb = y_pool_->get(ybytes);
         b.y = one_hot ? host_tensor(yb, {n, classes}, DType::F32) : host_tensor(yb, {n}, DType::I32);
       }
-      if (stored_u8_) loader_->fill_batch_stored(epoch_, i, b.x.u8(), yb ? yb->data() : nullptr);
-      else loader_->fill_batch(epoch_, i, b.x.f32(), yb ? yb->data() : nullptr);
+      if (stored_u8_) loader_->fill_batch_stored(epoch_, i, b.x.u8(), yb ? yb->data() : nullptr, shard_);
+      else loader_->fill_batch(epoch_, i, b.x.f32(), yb ? yb->data() : nullptr, shard_);
       {
         std::lock_guard<std::mutex> lk(mutex_);
         if (stop_) break;

@@ -51,9 +51,10 @@ class Prefetcher {
   // `target`: the device the batches are for (pinned buffers for a usable GPU). `stored_u8`: a
   // uint8 dataset's x is delivered as stored (Loader::fill_batch_stored), for a consumer that
   // decodes it on its own device; float32 x is delivered decoded either way. `first_batch`: the
-  // epoch's batches from this one on (a training run resumed in the middle of an epoch).
+  // epoch's batches from this one on (a training run resumed in the middle of an epoch). `shard`:
+  // each batch holds only that rank's share of the global batch (Loader::shard_rows).
   Prefetcher(std::shared_ptr<Loader> loader, long long epoch, int depth, Device target, bool stored_u8 = false,
-             long long first_batch = 0);
+             long long first_batch = 0, Shard shard = {});
   ~Prefetcher();
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
@@ -74,6 +75,7 @@ class Prefetcher {
   long long first_batch_;
   size_t depth_;
   bool stored_u8_;
+  Shard shard_;
   std::shared_ptr<BufferPool> x_pool_, y_pool_;  // separate: x and y buffers differ in size
   std::mutex mutex_;
   std::condition_variable cv_;

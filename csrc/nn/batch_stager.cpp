@@ -203,10 +203,14 @@ StagedBatch BatchStager::stage_into(const Batch& b, bool with_targets, StagingSl
   HPCNN_CHECK_ARG(n > 0, "empty batch: input has shape ", shape_str(b.x.shape()));
   wait_copies();  // before any host staging buffer is refilled (normally done already)
   SlotBuffers& s = slot(slot_id);
+  HPCNN_CHECK_ARG(b.global_rows == 0 || (b.first_row >= 0 && b.first_row + n <= b.global_rows),
+                  "a share of rows [", b.first_row, ", ", b.first_row + n, ") does not fit a global batch of ",
+                  b.global_rows, " rows");
   StagedBatch out;
+  out.first_row = b.global_rows ? b.first_row : 0;
+  out.global_rows = b.global_rows ? b.global_rows : n;
   try {
     out.x = stage_input(b, n, s, when, step);
-    out.first_row = b.first_row;
     if (with_targets) out.y = stage_targets(b, n, s, when);
   } catch (...) {
     // Bad targets after the input's upload was enqueued: let that upload finish before its
@@ -233,7 +237,7 @@ Tensor BatchStager::stage_input(const Batch& b, long long n, SlotBuffers& s, Upl
   const ChannelDecode cd = u8 ? channel_decode(b.decode, channels) : ChannelDecode{};
   const bool augment = aug_.active(step.training);
   StepContext at = step;
-  at.first_row = b.first_row;
+  at.first_row = b.global_rows ? b.first_row : 0;  // as StagedBatch::first_row
 
   if (device_.is_cpu()) {
     if (augment) return augment_on_host(b, n, s, at);

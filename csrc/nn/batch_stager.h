@@ -60,19 +60,22 @@ struct Batch {
   // rows of its share of a global batch the same way.
   std::optional<std::vector<long long>> rows;
   InputDecode decode;  // for uint8 x
-  // The global row of the batch's first sample (0 on one device; a data-parallel replica's share
-  // of a global batch starts at its first row there): augmentation draws per global row.
-  long long first_row = 0;
   // A batch its producer could not prepare (set instead of x and y): staging it ahead keeps this
   // error, and take_ahead raises it at the batch's turn.
   std::exception_ptr error;
+  // Data parallelism: these rows are rows [first_row, first_row + n) of a global batch of
+  // global_rows rows (one replica's share, core/batch_shares.h). global_rows 0: the batch is a
+  // whole batch (first_row 0). Augmentation, like dropout, draws per global row.
+  long long first_row = 0;
+  long long global_rows = 0;
 };
 
 // A batch on the model's device, ready for a step.
 struct StagedBatch {
   Tensor x;  // float32 (n, *shape after the leading augmentation), augmented for its step
   Tensor y;  // the targets as checked (undefined without targets)
-  long long first_row = 0;  // Batch::first_row
+  long long first_row = 0;    // as Batch: where these rows sit in the global batch
+  long long global_rows = 0;  // rows of the global batch (n for a whole batch)
 };
 
 enum class StagingSlot { First, Second };

@@ -60,10 +60,17 @@ struct StepContext {
   uint64_t seed = 0;
   uint64_t step = 0;      // training step counter: a fresh dropout mask per step
   int layer_index = 0;    // set by the model before each layer's call
-  // The global row of the batch's first sample (its row in the global batch: a data-parallel
-  // replica's share starts there): augmentation draws per sample by its global row.
+  // The row of the global batch that this batch's row 0 is: 0 on one device; a data-parallel
+  // replica's first row of its share (core/batch_shares.h). Random draws per sample are keyed by
+  // the global row, so the replica count does not change them.
   long long first_row = 0;
   uint64_t dropout_stream() const { return step * 1024u + static_cast<uint64_t>(layer_index); }
+  // The counter offset of a batch tensor t (rows first) in the global batch: first_row rows of
+  // t's per-row size.
+  uint64_t element_offset(const Tensor& t) const {
+    const long long rows = t.rank() ? t.dim(0) : 0;
+    return rows > 0 ? static_cast<uint64_t>(first_row) * static_cast<uint64_t>(t.numel() / rows) : 0;
+  }
 };
 
 class Layer {

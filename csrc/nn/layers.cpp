@@ -138,12 +138,14 @@ DropoutLayer::DropoutLayer(float rate) : rate_(rate) {
   HPCNN_CHECK_ARG(rate >= 0.f && rate < 1.f, "Dropout: rate must be in [0, 1), got ", rate);
 }
 
+// The mask of a sample is keyed by its row in the global batch (ctx.first_row + local row), so a
+// data-parallel replica draws exactly the masks one device would draw for the same rows.
 void DropoutLayer::forward(const Tensor& x, Tensor& y, const StepContext& ctx) {
-  ops::dropout_forward(x, y, rate_, ctx.seed, ctx.dropout_stream());
+  ops::dropout_forward(x, y, rate_, ctx.seed, ctx.dropout_stream(), ctx.element_offset(x));
 }
 
 void DropoutLayer::backward(const Tensor&, const Tensor&, Tensor& dy, Tensor* dx, const StepContext& ctx) {
-  if (dx) ops::dropout_backward(dy, *dx, rate_, ctx.seed, ctx.dropout_stream());
+  if (dx) ops::dropout_backward(dy, *dx, rate_, ctx.seed, ctx.dropout_stream(), ctx.element_offset(dy));
 }
 
 // ------------------------------------------------------------------ Activation

@@ -326,9 +326,10 @@ void Model::ensure_buffers(long long n) {
 }
 
 // ------------------------------------------------------------------ the step
-Tensor Model::forward(const Tensor& x, StepMode mode, long long first_row) {
+Tensor Model::forward(const Tensor& x, StepMode mode) {
   const StepPlan& plan = plans_[static_cast<int>(mode)];
-  StepContext ctx{mode == StepMode::Train, seed_, step_, 0, first_row};
+  StepContext ctx{mode == StepMode::Train, seed_, step_, 0};
+  ctx.first_row = mode == StepMode::Train ? step_first_row_ : 0;  // the global row of x's row 0
   const long long n = x.dim(0);
   vals_.assign(graph_.size(), Tensor());
   // The leading augmentation nodes ran in the stager: x is the last one's output (each earlier one
@@ -359,56 +360,68 @@ Tensor Model::forward(const Tensor& x, StepMode mode, long long first_row) {
 
 // Backward over the training plan, from the gradient of node end - 1 (written by the loss) to the
 // first node that needs one; every route of nn/step_plan.h.
-void Model::backward(const Tensor& x, long long first_row) {
+void Model::backward(const Tensor& x) {
   const StepPlan& plan = plans_[static_cast<int>(StepMode::Train)];
   const long long n = x.dim(0);
   grads_now_.assign(graph_.size(), Tensor());
   for (int i = 0; i < plan.end; ++i)
     if (plan.grad_buffer[i] >= 0)
       grads_now_[i] = arena_view(StepMode::Train, plan.grad_buffer[i], with_batch(n, graph_.output_shape(i)));
-  StepContext ctx{true, seed_, step_, 0, first_row};
+  StepContext ctx{true, seed_, step_, 0};
+  ctx.first_row = step_first_row_;
   for (int i = plan.end - 1; i >= 0; --i) {
-    if (!plan.runs_backward[i]) continue;
-    ctx.layer_index = i;
-    Layer& l = graph_.layer(i);
-    const std::vector<int>& in = graph_.inputs(i);
-    const std::vector<GradRoute>& routes = plan.routes[i];
-    Tensor& dy = grads_now_[i];
-    if (l.backward_is_view()) {  // dx = dy for every input
-      for (size_t s = 0; s < in.size(); ++s) {
-        if (routes[s] == GradRoute::Copy) ops::copy(dy, grads_now_[in[s]]);
-        else if (routes[s] == GradRoute::Accumulate) ops::accumulate(grads_now_[in[s]], dy);
-        // Alias: the input's gradient is dy's buffer already; None: not needed
-      }
-      continue;
+    if (plan.runs_backward[i]) {
+      ctx.layer_index = i;
+      backward_node(i, x, ctx);
     }
-    dx_targets_.assign(in.size(), Tensor());
-    dx_ptrs_.assign(in.size(), nullptr);
-    for (size_t s = 0; s < in.size(); ++s) {
-      if (routes[s] == GradRoute::Write) {
-        dx_ptrs_[s] = &grads_now_[in[s]];
-      } else if (routes[s] == GradRoute::WriteTemp) {
-        dx_targets_[s] = arena_view(StepMode::Train, plan.temps[i][s], with_batch(n, graph_.output_shape(in[s])));
-        dx_ptrs_[s] = &dx_targets_[s];
-      }
-    }
-    if (l.is_merge()) {
-      xs_.clear();
-      for (int p : in) xs_.push_back(value(p, x));
-      static_cast<MergeLayer&>(l).backward_merge(xs_, vals_[i], dy, dx_ptrs_, ctx);
-    } else {
-      l.backward(value(in[0], x), vals_[i], dy, dx_ptrs_[0], ctx);
-    }
-    for (size_t s = 0; s < in.size(); ++s)
-      if (routes[s] == GradRoute::WriteTemp) ops::accumulate(grads_now_[in[s]], dx_targets_[s]);
+    // Node i's parameter gradients are written (on a GPU: enqueued): a data-parallel sync may
+    // start summing them while the earlier nodes' backward runs. Every node is announced, also
+    // one without a backward, so that every replica starts the same sums.
+    if (sync_) sync_->gradients_ready(i);
   }
 }
 
-BatchStats Model::loss_and_stats(const Tensor& logits, const Tensor& target, Tensor* dlogits) {
+void Model::backward_node(int i, const Tensor& x, const StepContext& ctx) {
+  const StepPlan& plan = plans_[static_cast<int>(StepMode::Train)];
+  const long long n = x.dim(0);
+  Layer& l = graph_.layer(i);
+  const std::vector<int>& in = graph_.inputs(i);
+  const std::vector<GradRoute>& routes = plan.routes[i];
+  Tensor& dy = grads_now_[i];
+  if (l.backward_is_view()) {  // dx = dy for every input
+    for (size_t s = 0; s < in.size(); ++s) {
+      if (routes[s] == GradRoute::Copy) ops::copy(dy, grads_now_[in[s]]);
+      else if (routes[s] == GradRoute::Accumulate) ops::accumulate(grads_now_[in[s]], dy);
+      // Alias: the input's gradient is dy's buffer already; None: not needed
+    }
+    return;
+  }
+  dx_targets_.assign(in.size(), Tensor());
+  dx_ptrs_.assign(in.size(), nullptr);
+  for (size_t s = 0; s < in.size(); ++s) {
+    if (routes[s] == GradRoute::Write) {
+      dx_ptrs_[s] = &grads_now_[in[s]];
+    } else if (routes[s] == GradRoute::WriteTemp) {
+      dx_targets_[s] = arena_view(StepMode::Train, plan.temps[i][s], with_batch(n, graph_.output_shape(in[s])));
+      dx_ptrs_[s] = &dx_targets_[s];
+    }
+  }
+  if (l.is_merge()) {
+    xs_.clear();
+    for (int p : in) xs_.push_back(value(p, x));
+    static_cast<MergeLayer&>(l).backward_merge(xs_, vals_[i], dy, dx_ptrs_, ctx);
+  } else {
+    l.backward(value(in[0], x), vals_[i], dy, dx_ptrs_[0], ctx);
+  }
+  for (size_t s = 0; s < in.size(); ++s)
+    if (routes[s] == GradRoute::WriteTemp) ops::accumulate(grads_now_[in[s]], dx_targets_[s]);
+}
+
+BatchStats Model::loss_and_stats(const Tensor& logits, const Tensor& target, Tensor* dlogits, float grad_scale) {
   stats_.fill_zero();
   double* s = reinterpret_cast<double*>(stats_.raw());
   const long long n = logits.dim(0);
-  ops::softmax_xent(logits, target, dlogits, 1.0f / static_cast<float>(n), s);
+  ops::softmax_xent(logits, target, dlogits, grad_scale, s);
   regularization_.add_penalty(params_, s + 2);
   Tensor host = device_.is_cpu() ? stats_ : stats_.to(Device::cpu());
   const double* h = reinterpret_cast<const double*>(host.raw());
@@ -451,53 +464,123 @@ BatchStats Model::test_step(const Batch* current, const Batch* next) {
 
 Tensor Model::predict_step(const Batch* current, const Batch* next) {
   StagedBatch b = take_batch(current, false, false);
-  Tensor out = forward(b.x, StepMode::Predict, b.first_row).to(Device::cpu());  // a copy: buffers are reused
+  Tensor out = forward(b.x, StepMode::Predict).to(Device::cpu());  // a copy: buffers are reused
   if (next) stager_.stage_ahead(*next, false, staging_step(false));
   return out;
 }
 
+// ------------------------------------------------------------------ the step's two halves
+// (data parallelism: nn/gradient_sync.h; on one device sync_ is null and the halves run back to
+// back in train_on)
+BatchStats Model::reduce_stats(BatchStats st) {
+  if (!sync_) return st;
+  double v[3] = {st.loss_sum, st.correct, static_cast<double>(st.n)};
+  sync_->reduce_stats(v, 3);
+  return BatchStats{v[0], v[1], static_cast<long long>(v[2])};
+}
+
 BatchStats Model::compute_gradients(const StagedBatch& b) {
   require_compiled("training");
-  ensure_buffers(b.x.dim(0));
+  const long long n = b.x.defined() && b.x.rank() >= 1 ? b.x.dim(0) : 0;
+  const long long global = b.global_rows > 0 ? b.global_rows : n;
   ++step_;
-  const StepPlan& plan = plans_[static_cast<int>(StepMode::Train)];
-  Tensor logits = forward(b.x, StepMode::Train, b.first_row);
-  const int out = plan.end - 1;
-  Tensor dlogits;
-  if (plan.grad_buffer[out] >= 0) dlogits = arena_view(StepMode::Train, plan.grad_buffer[out], logits.shape());
-  BatchStats st = loss_and_stats(logits, b.y, dlogits.defined() ? &dlogits : nullptr);
+  step_had_rows_ = false;  // set once the loss is finite: nothing to commit before
+  step_first_row_ = b.first_row;
+  BatchStats st;
+  if (n > 0) {
+    ensure_buffers(n);
+    const StepPlan& plan = plans_[static_cast<int>(StepMode::Train)];
+    Tensor logits = forward(b.x, StepMode::Train);
+    const int out = plan.end - 1;
+    Tensor dlogits;
+    if (plan.grad_buffer[out] >= 0) dlogits = arena_view(StepMode::Train, plan.grad_buffer[out], logits.shape());
+    st = loss_and_stats(logits, b.y, dlogits.defined() ? &dlogits : nullptr, 1.0f / static_cast<float>(global));
+  }
+  // Over every replica before the check: all of them see the same sums and stop at the same step.
+  st = reduce_stats(st);
   if (!std::isfinite(st.loss_sum))
     throw NonFiniteLoss(cat("the loss is ", std::isnan(st.loss_sum) ? "NaN" : "inf",
                             ": training diverged (try a smaller learning rate); the weights were not updated"),
-                        st.loss_sum / static_cast<double>(st.n));
-  backward(b.x, b.first_row);
-  regularization_.add_gradients(params_, grads_);
-  // Training-time state (BatchNormalization's moving statistics) commits with the step: only now,
-  // after the loss was found finite.
-  StepContext ctx{true, seed_, step_, 0, b.first_row};
-  for (int i = 0; i < loss_end(); ++i) {
-    ctx.layer_index = i;
-    graph_.layer(i).commit_training_step(ctx);
+                        st.loss_sum / static_cast<double>(std::max(1LL, st.n)));
+  step_had_rows_ = n > 0;
+  if (sync_) sync_->begin_gradients();
+  if (n > 0) {
+    backward(b.x);
+  } else {
+    grads_.fill_zero();  // this replica adds nothing, but takes part in every sum
+    if (sync_)
+      for (int i = loss_end() - 1; i >= 0; --i) sync_->gradients_ready(i);
   }
+  if (sync_) sync_->finish_gradients();
   return st;
 }
 
 void Model::apply_gradients() {
   require_compiled("training");
+  regularization_.add_gradients(params_, grads_);
+  // Training-time state (BatchNormalization's moving statistics) commits with the step: only now,
+  // after the loss was found finite; a replica that had no rows in this step has none to commit.
+  if (step_had_rows_) {
+    StepContext ctx{true, seed_, step_, 0};
+    ctx.first_row = step_first_row_;
+    for (int i = 0; i < loss_end(); ++i) {
+      ctx.layer_index = i;
+      graph_.layer(i).commit_training_step(ctx);
+    }
+  }
+  // Data parallelism: that state becomes the mean over the replicas (nn/gradient_sync.h), so the
+  // replicas stay identical. Every replica calls it, with rows or without (it is collective).
+  if (sync_) {
+    const ParamRange st = state_range();
+    if (st.end > st.begin) sync_->average_state(params_.view(st.begin, {st.end - st.begin}), step_had_rows_);
+  }
   optimizer_->step(params_, grads_, trainable_ranges_);
 }
 
 BatchStats Model::train_on(const StagedBatch& b) {
   BatchStats st = compute_gradients(b);
-  // (Here, between the complete gradients and the optimizer: what acts on the gradients of the
-  // whole batch, e.g. their all-reduce over data-parallel replicas.)
   apply_gradients();
   return st;
 }
 
 BatchStats Model::test_on(const StagedBatch& b) {
-  Tensor logits = forward(b.x, StepMode::Test, b.first_row);
-  return loss_and_stats(logits, b.y, nullptr);
+  Tensor logits = forward(b.x, StepMode::Test);
+  const long long n = logits.dim(0);
+  return reduce_stats(loss_and_stats(logits, b.y, nullptr, 1.0f / static_cast<float>(n)));
+}
+
+BatchStats Model::evaluate_staged(const StagedBatch& b) {
+  require_compiled("evaluation");
+  const long long n = b.x.defined() && b.x.rank() >= 1 ? b.x.dim(0) : 0;
+  if (n > 0) {
+    ensure_buffers(n);
+    return test_on(b);
+  }
+  return reduce_stats(BatchStats{});
+}
+
+std::vector<ParamRange> Model::layer_gradient_ranges() const {
+  // Per node, its trainable weights' span (adjacent: trainable weights are packed first, in the
+  // model's order, nn/param_layout.h).
+  std::vector<ParamRange> out(static_cast<size_t>(graph_.size()));
+  size_t k = 0;
+  for (int i = 0; i < graph_.size(); ++i)
+    for (size_t j = 0; j < specs_[i].size(); ++j, ++k)
+      if (trainable_[i] && layout_.spec(k).trainable) {
+        const ParamRange w{layout_.offset(k), layout_.offset(k) + shape_numel(layout_.spec(k).shape)};
+        ParamRange& l = out[static_cast<size_t>(i)];
+        if (l.end == l.begin) l = w;
+        else l = {std::min(l.begin, w.begin), std::max(l.end, w.end)};
+      }
+  return out;
+}
+
+ParamRange Model::state_range() const {
+  // Non-trainable weights are packed after all trainable ones (nn/param_layout.h): one range.
+  ParamRange r{layout_.numel(), layout_.numel()};
+  for (size_t k = 0; k < layout_.size(); ++k)
+    if (!layout_.spec(k).trainable) r.begin = std::min(r.begin, layout_.offset(k));
+  return r;
 }
 
 }  // namespace hpcnn::nn

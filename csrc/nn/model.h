@@ -7,15 +7,21 @@
 //     call staged as its `next` (an error met while staging that one is raised now, at its turn)
 //     compute_gradients (the step of one replica: a function of the staged batch):
 //       forward through the nodes in topological order into the step's activation buffers
-//       fused softmax + cross-entropy on the logits -> loss sum, correct count, dlogits; the weight
-//       regularizers' penalty (nn/regularization.h) next to them; read back [loss_sum, correct,
-//       penalty] (the one device->host copy of a step); the reported loss is the mean + the penalty
+//       fused softmax + cross-entropy on the logits -> loss sum, correct count, dlogits (scaled by
+//       1 / rows of the global batch); the weight regularizers' penalty (nn/regularization.h) next
+//       to them; read back [loss_sum, correct, penalty] (the one device->host copy of a step); the
+//       reported loss is the mean + the penalty
 //       backward through the same nodes in reverse order, each gradient of an output that feeds
 //       several layers summed in a fixed order; parameter gradients written into the one
-//       gradient buffer, then the regularizers' gradients added: the buffer is complete when
-//       compute_gradients returns; layers commit their training-time state
-//       (BatchNormalization's moving statistics; only now, after the loss was found finite)
-//     one optimizer step over the one parameter buffer (its trainable ranges)
+//       gradient buffer
+//       [data parallelism: the statistics and the gradient buffer summed over the replicas by the
+//        model's GradientSync (nn/gradient_sync.h), the gradients in buckets while the backward
+//        pass still runs; compute_gradients is everything up to here]
+//     apply_gradients:
+//       the regularizers' gradients added to the buffer (once, after the sum over replicas)
+//       layers commit their training-time state (BatchNormalization's moving statistics; only
+//       now, after the loss was found finite) [data parallelism: then averaged over the replicas]
+//       one optimizer step over the one parameter buffer (its trainable ranges)
 //     stage `next` (if given) for the following call: on a GPU its upload runs on the copy stream
 //     while this step's backward pass and optimizer step still run on the GPU
 //
@@ -46,6 +52,7 @@
 #include <vector>
 
 #include "nn/batch_stager.h"
+#include "nn/gradient_sync.h"
 #include "nn/graph.h"
 #include "nn/layer.h"
 #include "nn/loss.h"
@@ -151,11 +158,31 @@ class Model {
   void drop_staged() { stager_.drop_ahead(); }
   const BatchStager& stager() const { return stager_; }  // for the tests of the slot bookkeeping
 
-  // The step of one replica on a staged batch: forward, loss, backward. When it returns, the
-  // gradient buffer holds this batch's complete gradients (the optimizer has not run).
+  // ---- the training step in two halves, for data parallelism (distribute/replica_set.h) ----
+  // One replica's half on a staged batch (forward, loss, backward, and the GradientSync's calls
+  // when one is set): when it returns, the gradient buffer holds the gradients of the whole
+  // global batch; the optimizer has not run. The loss gradient is scaled by 1 / b.global_rows and
+  // random draws per sample (dropout) are keyed by the rows' global positions (b.first_row + i,
+  // StepContext::first_row), so the result does not depend on how many replicas share the batch.
+  // A batch without rows (x undefined: a replica whose share of a small last batch is empty) adds
+  // nothing and still makes every call of the sync.
   BatchStats compute_gradients(const StagedBatch& b);
-  // The optimizer's step over the trainable parameters, from the gradient buffer.
+  // The other half: the regularizers' gradients (once, after the sum over replicas: they depend
+  // only on the weights), the layers' training-time state (averaged over the replicas with a
+  // sync), then the optimizer's step over the trainable parameters.
   void apply_gradients();
+  // test_step's work on a staged batch (statistics summed over the replicas with a sync); a batch
+  // without rows adds nothing.
+  BatchStats evaluate_staged(const StagedBatch& b);
+  // The data-parallel hook (not owned; null: one device, the default).
+  void set_gradient_sync(GradientSync* sync) { sync_ = sync; }
+  GradientSync* gradient_sync() const { return sync_; }
+  // Per node: the part of the gradient buffer its trainable parameters fill (empty when it has
+  // none or is frozen), so that a sync can sum a node's gradients as soon as they are written.
+  std::vector<ParamRange> layer_gradient_ranges() const;
+  // The non-trainable weights' span of the parameter buffer (BatchNormalization's moving
+  // statistics; empty when there are none): the state replicas average after each step.
+  ParamRange state_range() const;
 
   // The planned step memory for batches of n rows (plans as the model is now: compiled or not,
   // trainable flags), and the arena allocated now.
@@ -187,9 +214,13 @@ class Model {
   BatchStats test_on(const StagedBatch& b);
   // Runs the plan's forward nodes on x and returns the output of node end - 1. The first
   // staged_nodes_ nodes ran in the stager: x is the output of the last of them.
-  Tensor forward(const Tensor& x, StepMode mode, long long first_row);
-  void backward(const Tensor& x, long long first_row);
-  BatchStats loss_and_stats(const Tensor& logits, const Tensor& target, Tensor* dlogits);
+  Tensor forward(const Tensor& x, StepMode mode);
+  void backward(const Tensor& x);
+  // One node's backward (the body of backward()).
+  void backward_node(int i, const Tensor& x, const StepContext& ctx);
+  // grad_scale: the factor of dlogits (1 / rows of the global batch).
+  BatchStats loss_and_stats(const Tensor& logits, const Tensor& target, Tensor* dlogits, float grad_scale);
+  BatchStats reduce_stats(BatchStats st);  // summed over the replicas (with a sync)
   int loss_end() const;  // nodes run before the loss (the fused softmax is skipped)
   // Node p's output in this step (the batch for kModelInput).
   const Tensor& value(int p, const Tensor& x) const { return p == kModelInput ? x : vals_[p]; }
@@ -206,6 +237,13 @@ class Model {
   ParamLayout layout_;                    // where each parameter is in them, in which layout
   std::vector<bool> trainable_;           // per node
   std::vector<ParamRange> trainable_ranges_;  // the trainable nodes' parameters, merged runs
+
+  // Data parallelism (nn/gradient_sync.h): the sync (not owned; null on one device), and the step
+  // compute_gradients ran, for apply_gradients and the layers' StepContext: whether it had rows
+  // (then layers have training-time state to commit) and its first global row.
+  GradientSync* sync_ = nullptr;
+  bool step_had_rows_ = false;
+  long long step_first_row_ = 0;
 
   Regularization regularization_;        // kernel_regularizer / bias_regularizer of the layers
   std::unique_ptr<Optimizer> optimizer_;

@@ -92,8 +92,11 @@ void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx);
 void activation_forward(Act a, float alpha, const Tensor& x, Tensor& y);
 void activation_backward(Act a, float alpha, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx);
 
-void dropout_forward(const Tensor& x, Tensor& y, float rate, uint64_t seed, uint64_t stream);
-void dropout_backward(const Tensor& dy, Tensor& dx, float rate, uint64_t seed, uint64_t stream);
+// The mask of element i is the draw of counter offset + i (ops/dropout.h): a data-parallel replica
+// passes its first global row times the elements per row, so a sample's mask is the same on any
+// number of replicas.
+void dropout_forward(const Tensor& x, Tensor& y, float rate, uint64_t seed, uint64_t stream, uint64_t offset = 0);
+void dropout_backward(const Tensor& dy, Tensor& dx, float rate, uint64_t seed, uint64_t stream, uint64_t offset = 0);
 
 // logits (N,K); target: float (N,K) one-hot or int32 (N,) class indices (range-checked here when
 // on the host). stats: 2 doubles owned by the caller on the logits' device, accumulated into:

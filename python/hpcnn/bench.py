@@ -183,24 +183,31 @@ def trainable_params_hpcnn(m) -> int:
     return int(m.count_params())  # an older hpcnn's summary: every weight is trainable
 
 
-def tutorial_cnn_step_times(device: str = "cpu", batch_size: int = 250, steps: int = 20, warmup: int = 3):
+def tutorial_cnn_step_times(device: str = "cpu", batch_size: int = 250, steps: int = 20, warmup: int = 3,
+                            strategy=None):
     """Per-step seconds of training and of inference for the tutorial CNN on `device`, on random
-    data already in memory (the model's own step, exactly as fit calls it per batch)."""
-    train, infer, _ = model_step_times("tutorial", device, batch_size, steps, warmup)
+    data already in memory (the model's own step, exactly as fit calls it per batch). `strategy`
+    (hpcnn.distribute): the model trains on its replicas instead, batch_size the global batch."""
+    train, infer, _ = model_step_times("tutorial", device, batch_size, steps, warmup, strategy=strategy)
     return train, infer
 
 
 def model_step_times(model: str = "tutorial", device: str = "cpu", batch_size: int = 250, steps: int = 20,
-                     warmup: int = 3):
+                     warmup: int = 3, strategy=None):
     """(training seconds per step, inference seconds per step, trainable parameters) of `model`
     (a key of MODELS) on `device`, on random data already in memory (the model's own step,
-    exactly as fit calls it per batch)."""
+    exactly as fit calls it per batch). `strategy` (hpcnn.distribute): compiled in its scope, the
+    model trains on its replicas instead, batch_size the global batch."""
     import numpy as np
     rng = np.random.default_rng(0)
     x = rng.random((batch_size,) + MODELS[model][2], dtype=np.float32)
     y = rng.integers(0, 10, batch_size).astype(np.int32)
     m, opt = _hpcnn_model(model)
-    m.compile(opt, "sparse_categorical_crossentropy", ["accuracy"], device=device)
+    if strategy is not None:
+        with strategy.scope():
+            m.compile(opt, "sparse_categorical_crossentropy", ["accuracy"])
+    else:
+        m.compile(opt, "sparse_categorical_crossentropy", ["accuracy"], device=device)
     core = m._model()
     if hasattr(core, "train_step"):
         train = time_steps(lambda: core.train_step((x, y)), steps, warmup)

@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
-from . import validation
+from . import distribute, validation
 
 
 class Callback:
@@ -184,6 +184,8 @@ class CSVLogger(Callback):
 
     def on_epoch_end(self, epoch: int, logs: Optional[Dict[str, float]] = None) -> None:
         logs = logs or {}
+        if self.model is not None and not distribute.writes_files(self.model):
+            return  # a multi-process run: the chief writes the log
         if self._start_anew:
             if os.path.exists(self.filename):
                 os.remove(self.filename)

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from . import _core, interrupts, saving, validation
+from . import _core, distribute, interrupts, saving, validation
 from .callbacks import Callback
 
 if TYPE_CHECKING:
@@ -221,6 +221,8 @@ class ModelCheckpoint(Callback):
                            f"{sorted(fields)}") from None
 
     def _write(self, path: str) -> None:
+        if not distribute.writes_files(self.model):
+            return  # a multi-process run: the chief writes the checkpoints
         folder = os.path.dirname(path)
         if folder:
             os.makedirs(folder, exist_ok=True)
@@ -231,6 +233,8 @@ class ModelCheckpoint(Callback):
                 self.model.save(path, overwrite=True)
 
     def _save(self, epoch: int, batch: Optional[int], logs: Dict[str, float]) -> None:
+        if not distribute.writes_files(self.model):
+            return  # a multi-process run: the chief saves (and says so)
         path = self._file_path(epoch, batch, logs)
         what = "weights" if self.save_weights_only else "model"
         where = f"Epoch {epoch + 1}" + (f", batch {batch + 1}" if batch is not None else "")
@@ -364,7 +368,12 @@ class BackupAndRestore(Callback):
 
     def _write(self, callbacks: List[Callback], signature: Dict[str, Any], position: Dict[str, Any]) -> None:
         """Writes a backup of the model, its optimizer, the random state, the callbacks' states and
-        the training position (epoch, batch, partial sums)."""
+        the training position (epoch, batch, partial sums). In a multi-process run only the
+        chief writes (every rank restores the same backup)."""
+        if not distribute.writes_files(self.model):
+            self._batches_since_save = 0
+            self._last_position = (int(position["epoch"]), int(position["batch"]))
+            return
         t0 = time.perf_counter()
         model = self.model
         desc, buffers = saving.optimizer_state(model)
@@ -525,7 +534,7 @@ class BackupAndRestore(Callback):
 
     def _training_finished(self) -> None:
         """Training ran to its end (not stopped by a signal or an error)."""
-        if self.delete_checkpoint:
+        if self.delete_checkpoint and distribute.writes_files(self.model):
             self._delete()
 
 

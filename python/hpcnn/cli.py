@@ -6,6 +6,7 @@
                                    (--peers: PyTorch and TensorFlow in the same run, when importable)
     hpcnn collect OUT IN...        merge benchmark CSVs from many jobs (and plot them)
     hpcnn tutorial [...]           the CIFAR-10 CPU-vs-GPU tutorial end to end
+    hpcnn dist-train [...]         the tutorial CNN data-parallel (srun/mpirun ranks, several GPUs), timed
     hpcnn convert ...              datasets to the tutorial's HDF5 layout (--download: fetch them)
 
 `hpcnn COMMAND --help` describes each command.
@@ -55,7 +56,19 @@ def _cmd_bench(a) -> int:
               + (f"{peak:.1f} GFLOP/s" if peak else "not measured (this build lacks the probe)"))
     if a.peers:
         return _bench_peers(a, threads, peak)
-    train, infer = bench.tutorial_cnn_step_times(dev, a.batch, a.steps, a.warmup)
+    strategy, replicas, chief = None, 1, True
+    if a.strategy == "mirrored":  # every GPU of this process (or the CPU)
+        strategy = hpcnn.distribute.MirroredStrategy()
+    elif a.strategy == "multiworker":  # one rank per GPU (or CPU rank), started by srun / mpirun
+        strategy = hpcnn.distribute.MultiWorkerMirroredStrategy(device="cpu" if dev == "cpu" else None)
+    if strategy is not None:
+        replicas, chief = strategy.num_replicas_in_sync, strategy.is_chief
+        dev = ",".join(strategy.local_devices)
+        if chief:
+            print(f"# {strategy!r}: global batch {a.batch}, {a.batch // replicas} per replica")
+    train, infer = bench.tutorial_cnn_step_times(dev, a.batch, a.steps, a.warmup, strategy)
+    if not chief:
+        return 0  # the chief reports
     for mode, times, mflop in (("train", train, bench.TUTORIAL_TRAIN_MFLOP), ("infer", infer, bench.TUTORIAL_FWD_MFLOP)):
         s = bench.step_stats(times, a.batch)
         gf = s["mean_speed"] * mflop / 1e3
@@ -66,7 +79,8 @@ def _cmd_bench(a) -> int:
             bench.append_csv(a.csv, {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": bench.machine_description(),
                                      "device": dev, "mode": mode, "threads": threads,
                                      "label": a.label or "", **s, "gflops": gf, "peak_gflops": peak or "",
-                                     "percent_of_peak": 100 * gf / peak if peak else ""})
+                                     "percent_of_peak": 100 * gf / peak if peak else "",
+                                     "replicas": replicas})  # last: older CSVs keep their columns
     if peak:
         print(f"# {bench.PEAK_NOTE}")
     return 0
@@ -140,6 +154,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     b.add_argument("--rounds", type=int, default=2, help="with --peers: interleaved rounds (default 2)")
     b.add_argument("--csv", default=None, help="append the results to this CSV file")
     b.add_argument("--label", default=None, help="a free-form label for the CSV rows (partition, staging dir, ...)")
+    b.add_argument("--strategy", choices=("none", "mirrored", "multiworker"), default="none",
+                   help="data parallelism: mirrored (this process's GPUs), multiworker (one rank per GPU or CPU "
+                        "rank, under srun/mpirun); --batch is then the global batch")
     b.set_defaults(fn=_cmd_bench)
     c = sub.add_parser("collect", help="merge benchmark CSVs")
     c.add_argument("output")
@@ -150,6 +167,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     from hpcnn.tutorial import add_arguments
     add_arguments(t)
     t.set_defaults(fn=_cmd_tutorial)
+    d = sub.add_parser("dist-train", help="the tutorial CNN trained data-parallel (srun / mpirun / several GPUs), "
+                                          "timed into a CSV row")
+    from hpcnn import dist_train
+    dist_train.add_arguments(d)
+    d.set_defaults(fn=dist_train.main)
     sub.add_parser("convert", help="convert datasets to HDF5 (see `hpcnn convert --help`)")
     a = p.parse_args(argv)
     try:

@@ -23,6 +23,7 @@ __all__ = ["HDF5Dataset", "write_hdf5", "read_dataset", "dataset_info", "DEFAULT
 DEFAULT_MEMORY_BUDGET = 1 << 30
 
 _C = _core.data
+_C_dist = _core.distribute
 
 
 def _scale_shift(scale):
@@ -187,21 +188,29 @@ class HDF5Dataset:
         finally:
             it.close()
 
-    def _model_batches(self, epoch: int, device: str,
-                       first_batch: int = 0) -> Iterator[Tuple[np.ndarray, Optional[np.ndarray], Any]]:
+    def _model_batches(self, epoch: int, device: str, first_batch: int = 0,
+                       shard: Optional[Tuple[int, int]] = None) -> Iterator[Tuple[Any, ...]]:
         """(x, y, decode) batches for a model on `device` (what fit, evaluate and predict use). On
         a GPU a uint8 dataset's x comes as stored, with decode = (scale, shift) per channel, and
         the model decodes it on the device: a quarter of float32's bytes cross PCIe. Elsewhere x
         comes decoded to float32 on the loader's threads (overlapped with training), decode None.
         `first_batch`: the epoch's batches from that one on (a run resumed mid-epoch; the ones
-        before are not read)."""
+        before are not read). `shard` = (rank, ranks): a data-parallel process's share of every
+        batch (only its rows are read), as (x, y, decode, first_row, global_rows): rows
+        [first_row, first_row + len(x)) of a global batch of global_rows rows."""
         if int(epoch) < 0:
             raise ValueError(f"epoch must be >= 0, got {epoch}")
         stored_u8 = str(device) != "cpu"
-        it = self._live().epoch(int(epoch), self._prefetch, str(device), stored_u8, int(first_batch))
+        rank, ranks = shard if shard is not None else (0, 1)
+        loader = self._live()
+        it = loader.epoch(int(epoch), self._prefetch, str(device), stored_u8, int(first_batch), int(rank), int(ranks))
         try:
-            for batch in it:
-                yield batch if stored_u8 else (batch[0], batch[1], None)
+            for i, batch in enumerate(it, start=int(first_batch)):
+                out = batch if stored_u8 else (batch[0], batch[1], None)
+                if shard is not None:
+                    rows = int(loader.batch_rows(i))
+                    out = tuple(out) + (int(_C_dist.share_range(rows, ranks, rank)[0]), rows)
+                yield out
         finally:
             it.close()
 

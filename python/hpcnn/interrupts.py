@@ -35,6 +35,9 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
+ELSEWHERE = -1  # in StopRequests.received: a signal another rank received (note_elsewhere)
+
+
 class StopRequests:
     """The stop signals received while a ``fit`` runs: ``with StopRequests() as stop:`` installs
     the handlers, ``stop.requested`` is the first signal's name (None when none came),
@@ -93,10 +96,18 @@ class StopRequests:
                 and self.received.count(signum) >= 2):
             raise KeyboardInterrupt  # a second Ctrl-C: stop now, as Ctrl-C always did
 
+    def note_elsewhere(self) -> None:
+        """Another rank of a data-parallel run received a stop signal: this one stops at the same
+        batch boundary (hpcnn.distribute), as if it had received one."""
+        if not self.received:
+            self.received.append(ELSEWHERE)
+
     @property
     def requested(self) -> Optional[str]:
         """The name of the first stop signal received ('SIGTERM', 'SIGUSR1', 'SIGINT'), or None."""
-        return signal_name(self.received[0]) if self.received else None
+        if not self.received:
+            return None
+        return "a stop signal to another rank" if self.received[0] == ELSEWHERE else signal_name(self.received[0])
 
     def writing(self) -> "_Writing":
         """``with stop.writing():`` around a checkpoint write: signals are only recorded meanwhile."""

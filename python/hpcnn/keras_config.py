@@ -143,10 +143,10 @@ def model_to_keras(model: Any, legacy: bool = False, include_compile: bool = Tru
     """The model's config as Keras serializes it: Keras 3's shape (``.keras``, ``to_json``), or
     with ``legacy`` Keras 2's (the ``model_config`` attribute of ``.h5`` files, which both Keras 2
     and Keras 3 read)."""
+    from .models import Sequential
+    if not isinstance(model, Sequential):
+        return _functional_to_keras(model, legacy, include_compile)
     cfg = model.get_config()
-    if type(model).__name__ != "Sequential" or not isinstance(cfg.get("layers"), list):
-        raise NotImplementedError(f"{type(model).__name__}: only Sequential models are written in Keras' formats "
-                                  "by this hpcnn version")
     input_shape = list(model.input_shape[1:]) if model._input_shape is not None else None
     layers: List[Dict[str, Any]] = []
     shapes = {}
@@ -178,6 +178,48 @@ def model_to_keras(model: Any, legacy: bool = False, include_compile: bool = Tru
             out["build_config"] = {"input_shape": [None] + input_shape}
         if include_compile and model._compiled is not None:
             out["compile_config"] = compile_to_keras(model, legacy=False)
+    return out
+
+
+def _legacy_inbound(layer: Any) -> List[Any]:
+    """Keras 2's inbound nodes: [[[layer name, node, tensor, call kwargs], ...]] (one node)."""
+    return [[[t._layer.name, 0, 0, {}] for t in layer._inbound or []]]
+
+
+def _functional_to_keras(model: Any, legacy: bool, include_compile: bool) -> Dict[str, Any]:
+    """A functional ``hpcnn.Model`` as Keras' ``Functional`` config: each layer with its name and
+    inbound nodes (Keras 3's ``__keras_tensor__`` records, or Keras 2's name lists with
+    ``legacy``), and the input and output layers."""
+    cfg = model.get_config()
+    by_name = {layer.name: layer for layer in model.layers}
+    layers: List[Dict[str, Any]] = []
+    for entry in cfg["layers"]:
+        cls, lcfg, name = entry["class_name"], entry["config"], entry["name"]
+        layer = by_name[name]
+        if cls == "InputLayer":
+            keras_layer = _input_layer(lcfg["input_shape"], legacy, name)
+            keras_layer.update(name=name, inbound_nodes=[])
+            layers.append(keras_layer)
+            continue
+        keras_layer = _wrap("keras.layers", cls, _layer_to_keras(cls, lcfg, legacy), legacy)
+        if not legacy and cls not in _BUILT_AT_INIT:
+            shapes = [list(t.shape) for t in layer._inbound or []]
+            keras_layer["build_config"] = {"input_shape": shapes if layer._merges_inputs else shapes[0]}
+        keras_layer["name"] = name
+        keras_layer["inbound_nodes"] = _legacy_inbound(layer) if legacy else copy.deepcopy(entry["inbound_nodes"])
+        layers.append(keras_layer)
+    # Keras 3 writes a single input or output as one [name, node, tensor] record, Keras 2 as a list
+    # of them (Keras 3 reads both; tf.keras 2 only the list).
+    inputs, outputs = cfg["input_layers"][0], cfg["output_layers"][0]
+    model_cfg: Dict[str, Any] = {"name": cfg["name"], "trainable": cfg.get("trainable", True), "layers": layers,
+                                 "input_layers": [inputs] if legacy else inputs,
+                                 "output_layers": [outputs] if legacy else outputs}
+    if legacy:
+        return _wrap("keras", "Functional", model_cfg, legacy)
+    out = {"module": "keras.src.models.functional", "class_name": "Functional", "config": model_cfg,
+           "registered_name": "Functional", "build_config": {"input_shape": None}}
+    if include_compile and model._compiled is not None:
+        out["compile_config"] = compile_to_keras(model, legacy=False)
     return out
 
 
@@ -382,12 +424,13 @@ def model_from_keras(config: Any, weights_follow: bool, where: str) -> Any:
             return models.Sequential.from_config(hp_cfg)
         except ValueError as e:
             raise KerasConfigError(f"{where}: {e}") from None
-    model_cls = getattr(models, "Model", None)
-    if model_cls is None or not hasattr(model_cls, "from_config"):
-        raise NotImplementedError(f"{where}: a functional ({cls}) model needs hpcnn's functional API "
-                                  "(hpcnn.Model), which this hpcnn version does not have yet; rebuild it as a Sequential")
+    model_cls = models.Model
     hp_cfg = {k: v for k, v in inner.items() if k not in ("layers", "dtype")}
     hp_cfg["layers"] = translated
+    for key in ("input_layers", "output_layers"):
+        ref = hp_cfg.get(key)
+        if isinstance(ref, list) and len(ref) == 3 and isinstance(ref[0], str):
+            hp_cfg[key] = [ref]  # Keras 3 writes one input (output) as one record, not a list of them
     try:
         return model_cls.from_config(hp_cfg)
     except ValueError as e:
@@ -523,7 +566,8 @@ def model_from_json(json_string: str, custom_objects: Optional[Dict[str, Any]] =
         raise ValueError(f"model_from_json: not valid JSON ({type(e).__name__}: {str(e)[:200]})") from None
     from . import models
     if isinstance(config, dict) and "class_name" not in config and isinstance(config.get("layers"), list):
-        return models.Sequential.from_config(config)  # hpcnn's own get_config()
+        cls = models.Model if "input_layers" in config else models.Sequential
+        return cls.from_config(config)  # hpcnn's own get_config()
     model = model_from_keras(config, weights_follow=False, where="model_from_json")
     if isinstance(config, dict) and config.get("compile_config") is not None:
         compile_or_warn(model, config["compile_config"], "model_from_json")

@@ -248,6 +248,11 @@ def keras3_weight_items(model: Any) -> List[Tuple[str, Optional[np.ndarray], Dic
     layout = weight_layout(model)
     weights = dict(zip(model._weight_names(), model.get_weights()))
     items: List[Tuple[str, Optional[np.ndarray], Dict[str, Any]]] = [("/vars", None, {"name": model.name})]
+    from .models import Sequential
+    first = model.layers[0] if model.layers else None
+    if type(first).__name__ == "InputLayer" and not isinstance(model, Sequential):
+        # Keras 3's functional models list their InputLayer among their layers: a group without weights
+        items.append((f"/layers/{keras_config.snake_case('InputLayer')}/vars", None, {"name": first.name}))
     for lw, path in zip(layout, keras3_paths(layout)):
         items.append((f"/{path}/vars", None, {"name": lw.name}))
         for i, kind in enumerate(lw.kinds):

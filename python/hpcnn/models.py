@@ -27,7 +27,8 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _core, devices, functional, keras_config, layers as layers_mod, losses, optimizers, saving, training, validation
+from . import (_core, devices, distribute, functional, keras_config, layers as layers_mod, losses, optimizers, saving,
+               training, utils, validation)
 from .callbacks import Callback, History
 from .functional import KerasTensor
 from .utils import next_model_seed
@@ -86,6 +87,10 @@ class Model:
         self.optimizer: Optional[optimizers.Optimizer] = None
         self.stop_training = False
         self.history: Optional[History] = None
+        # Data parallelism: the strategy whose scope() the model was created in (compile in a
+        # scope also sets it); its replicas are made at compile.
+        self._strategy: Optional[distribute.Strategy] = distribute.current_strategy()
+        self._seed_drawn = False  # the seed was drawn at random (no seed, no set_random_seed)
 
     # ------------------------------------------------------------------ structure
     def _graph_nodes(self) -> List[_Node]:
@@ -160,6 +165,7 @@ class Model:
                 inputs.append([-1 if p < 0 else last_core[p] for p in parents] if j == 0 else [len(cfgs) - 2])
             last_core.append(len(cfgs) - 1)
         if self._seed is None:
+            self._seed_drawn = not utils.seeded()
             self._seed = next_model_seed()
         self._core = _core.Model(list(self._input_shape), cfgs, self._seed, inputs)
 
@@ -395,6 +401,8 @@ class Model:
         ('categorical_crossentropy' or 'sparse_categorical_crossentropy'), metrics (['accuracy']) and,
         optionally, the device
         ('cpu', 'gpu', 'gpu:N'; default: the enclosing ``hpcnn.device`` block, else the CPU).
+        A model created or compiled in a ``strategy.scope()`` (hpcnn.distribute) trains on the
+        strategy's replicas instead.
 
         The layers' ``trainable`` flags are taken now (Keras' rule): changing them later takes
         effect at the next compile(). Keras' execution hints ``run_eagerly``, ``jit_compile`` and
@@ -423,9 +431,13 @@ class Model:
         for m in metrics:
             if not isinstance(m, str) or m not in _ACCURACY_NAMES:
                 raise ValueError(f"compile: unknown metric {m!r}; hpcnn reports 'accuracy'")
+        strategy = distribute.current_strategy() or self._strategy
+        if strategy is not None and device is not None:
+            raise ValueError("compile: device= cannot be combined with a distribution strategy: the model's devices "
+                             f"are the strategy's ({strategy.local_devices})")
         target = device if device is not None else devices.current_scope()
         core = self._model()
-        if target is not None:
+        if target is not None and strategy is None:
             core.to(devices.normalize(target))
         mask = self._trainable_mask()
         core.compile(opt._core_config(self._weight_names()), loss_name, from_logits)
@@ -434,6 +446,13 @@ class Model:
         opt._attach(self)  # optimizer.learning_rate / iterations read this model's core from now on
         self._compiled = {"loss": loss_name, "accuracy": bool(metrics), "from_logits": from_logits,
                           "trainable": mask}
+        self._strategy = None
+        if strategy is not None:
+            try:
+                strategy._distribute(self)  # this process's replicas, rank 0's weights everywhere
+            except BaseException:
+                self._compiled = None  # not half distributed: compile again
+                raise
 
     @property
     def compiled(self) -> bool:

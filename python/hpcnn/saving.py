@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import _core, data, keras_config, keras_files, losses, optimizers, validation
+from . import _core, data, distribute, keras_config, keras_files, losses, optimizers, validation
 
 if TYPE_CHECKING:  # models.py imports this module; load_model imports the model classes when called
     from .models import Model
@@ -282,7 +282,10 @@ def save_model(model: "Model", filepath: Any, overwrite: bool = True, include_op
     learning rate), so that fit after load_model continues exactly where this model is. Written
     atomically: a temporary file flushed to disk and renamed into place.
 
-    ``overwrite=False`` refuses an existing file (FileExistsError)."""
+    ``overwrite=False`` refuses an existing file (FileExistsError). With a multi-process strategy
+    only the chief (rank 0) writes; the other ranks return at once."""
+    if not distribute.writes_files(model):
+        return
     path = check_target(filepath, overwrite, "save")
     include_optimizer = validation.boolean(include_optimizer, "include_optimizer", "save")
     if save_format not in (None, "h5", "keras"):
@@ -299,10 +302,7 @@ def save_model(model: "Model", filepath: Any, overwrite: bool = True, include_op
             keras_files.write_archive(path, model, meta, "save", state_items)
             return
         root: Dict[str, Any] = {"keras_version": keras_config.KERAS_VERSION, "backend": "hpcnn"}
-        try:
-            root["model_config"] = json.dumps(keras_config.model_to_keras(model, legacy=True))
-        except NotImplementedError:
-            pass  # a model Keras' config cannot describe yet: hpcnn's description still does
+        root["model_config"] = json.dumps(keras_config.model_to_keras(model, legacy=True))
         if model._compiled is not None:
             root["training_config"] = json.dumps(keras_config.compile_to_keras(model, legacy=True))
         items = [("/", None, root)] + keras_files.legacy_weight_items(model, "/model_weights")
@@ -583,7 +583,7 @@ def load_model(filepath: Any, compile: bool = True, custom_objects: Optional[Dic
         raise ValueError(f"load_model: '{path}' is damaged: {e}") from None
     except keras_config.KerasConfigError as e:
         raise ValueError(f"load_model: '{path}': {e}") from None
-    except NotImplementedError as e:  # a functional model, before hpcnn has the functional API
+    except NotImplementedError as e:  # a graph hpcnn cannot build yet (several inputs, a shared layer)
         raise NotImplementedError(f"load_model: '{path}': {e}") from None
 
 
@@ -592,7 +592,10 @@ def save_weights(model: "Model", filepath: Any, overwrite: bool = True,
                  max_shard_size: Optional[float] = None) -> None:
     """``Sequential.save_weights``: ``*.weights.h5`` in Keras 3's layout (what Keras 3's
     ``load_weights`` reads), any other name in the legacy Keras HDF5 weights layout (tf.keras 2's
-    ``save_weights('x.h5')``, which Keras 2 and 3 read). Written atomically."""
+    ``save_weights('x.h5')``, which Keras 2 and 3 read). Written atomically. Only the chief writes
+    under a multi-process strategy."""
+    if not distribute.writes_files(model):
+        return
     path = check_target(filepath, overwrite, "save_weights")
     if max_shard_size is not None:
         raise NotImplementedError("save_weights: max_shard_size (sharded weights files) is not supported by hpcnn")

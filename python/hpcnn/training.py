@@ -118,15 +118,22 @@ def array_batches(model: "Model", x: np.ndarray, y: Optional[np.ndarray], batch_
             yield x[b:b + batch_size], (y[b:b + batch_size] if y is not None else None), None, None
 
 
-def dataset_batches(model: "Model", ds: Any, epoch: int, shuffle: bool, first_batch: int = 0) -> Iterator[Batch]:
+def dataset_batches(model: "Model", ds: Any, epoch: int, shuffle: bool, first_batch: int = 0,
+                    shard: bool = True) -> Iterator[Batch]:
     """(x, y, None, decode) per batch of a native dataset (made for the model's device: on a GPU a
     uint8 dataset's x as stored, with the decode the model applies there) or of a Sequence-style
     object (its items in order, or shuffled by the model's seed and the epoch; decode None).
     `first_batch` starts the epoch there (a resumed run): an HDF5Dataset does not read the batches
-    before it; other datasets with ``epoch_batches`` are iterated past them."""
+    before it; other datasets with ``epoch_batches`` are iterated past them. `shard` (fit,
+    evaluate): with a multi-process strategy an HDF5Dataset reads only this rank's share of each
+    batch, yielded as (x, y, None, decode, first_row, global_rows); other data is passed whole and
+    the core takes this rank's rows."""
     if hasattr(ds, "_model_batches"):
-        for xb, yb, decode in ds._model_batches(epoch, device=model._model().device, first_batch=first_batch):
-            yield xb, yb, None, decode
+        strategy = getattr(model, "_strategy", None)
+        rank_share = strategy._shard() if shard and strategy is not None else None
+        for item in ds._model_batches(epoch, device=model._model().device, first_batch=first_batch,
+                                      shard=rank_share):
+            yield (item[0], item[1], None, item[2]) + tuple(item[3:])
         return
     if hasattr(ds, "epoch_batches"):
         for xb, yb in itertools.islice(ds.epoch_batches(epoch, device=model._model().device), first_batch, None):
@@ -149,18 +156,20 @@ def fetch_batch(model: "Model", it: Iterator[Batch], is_ds: bool) -> Optional[Tu
     the end, or the exception that fetching ("next_error") or preparing ("prepare_error") raised,
     kept to be raised at the batch's turn."""
     try:
-        xb, yb, rows, decode = next(it)
+        item = next(it)
     except StopIteration:
         return None
     except Exception as err:  # Ctrl-C (KeyboardInterrupt) is not caught: it stops fit as before
         return ("next_error", err)
+    xb, yb, rows, decode = item[:4]
+    share = tuple(item[4:])  # (first_row, global_rows): this rank's share of a global batch
     if is_ds:
         try:
             xb = prepare_inputs(xb)
             yb = prepare_targets(model, yb)
         except Exception as err:  # raised (and a ValueError numbered) at the batch's turn
             return ("prepare_error", err)
-    return ("ok", (xb, yb, rows, decode))
+    return ("ok", (xb, yb, rows, decode) + share)
 
 
 # ---------------------------------------------------------------------- early shape checks
@@ -202,12 +211,25 @@ def check_shapes(model: "Model", where: str, x: Any, y: Any, x_name: str, y_name
 
 
 # ---------------------------------------------------------------------- training
-def fit(model: "Model", *, x: Any, y: Any, batch_size: Optional[int], epochs: int, verbose: Any,
-        callbacks: Optional[Sequence[Callback]], validation_split: float, validation_data: Any, shuffle: bool,
-        initial_epoch: int, steps_per_epoch: Optional[int], validation_batch_size: Optional[int],
-        validation_freq: int, kwargs: Dict[str, Any]) -> History:
-    """``Model.fit``: checks the arguments, then runs the epochs (one ``train_step`` call per
-    batch, which also stages the next batch), the callbacks, the progress bar and validation."""
+def fit(model: "Model", **arguments: Any) -> History:
+    """``Model.fit`` (arguments as ``_fit``). With a multi-process strategy, an error on this
+    rank (a bad batch, a callback that raises, Ctrl-C) stops the other ranks at once, with an error
+    naming this one, instead of leaving them waiting in their next collective."""
+    strategy = getattr(model, "_strategy", None)
+    try:
+        return _fit(model, **arguments)
+    except BaseException as err:
+        if strategy is not None:
+            strategy._abort(f"{type(err).__name__}: {err}")
+        raise
+
+
+def _fit(model: "Model", *, x: Any, y: Any, batch_size: Optional[int], epochs: int, verbose: Any,
+         callbacks: Optional[Sequence[Callback]], validation_split: float, validation_data: Any, shuffle: bool,
+         initial_epoch: int, steps_per_epoch: Optional[int], validation_batch_size: Optional[int],
+         validation_freq: int, kwargs: Dict[str, Any]) -> History:
+    """Checks the arguments, then runs the epochs (one ``train_step`` call per batch, which also
+    stages the next batch), the callbacks, the progress bar and validation."""
     check_unsupported(kwargs, "fit", ("class_weight", "sample_weight", "validation_steps"),
                       ("workers", "use_multiprocessing", "max_queue_size"))
     batch_size = validation.integer(batch_size, "batch_size", "fit", allow_none=True)
@@ -231,6 +253,9 @@ def fit(model: "Model", *, x: Any, y: Any, batch_size: Optional[int], epochs: in
     model._follow_device_scope()
     core = model._model()
     verbose = progress.resolve_verbose(verbose)
+    strategy = model._strategy if core.distributed else None
+    if strategy is not None and strategy._multi_process and not strategy.is_chief:
+        verbose = 0  # only the chief prints progress
 
     if x is None:
         raise ValueError("fit: no training data (x)")
@@ -269,6 +294,12 @@ def fit(model: "Model", *, x: Any, y: Any, batch_size: Optional[int], epochs: in
         steps = min(steps, steps_per_epoch)
     if steps == 0:
         raise ValueError("fit: the training data has no batches")
+    if strategy is not None:
+        check_global_batch(strategy, x, batch_size, is_ds, "fit")
+        if strategy._multi_process and is_ds and hasattr(x, "_set_seed"):
+            seed = strategy._broadcast_int(x.seed)  # every rank follows rank 0's shuffle
+            if seed != x.seed:
+                x._set_seed(seed)
     check_shapes(model, "fit", x, y, "x", "y")
     if validation_data is not None and is_dataset(validation_data) and not isinstance(validation_data, tuple):
         check_shapes(model, "fit", validation_data, None, "validation_data", "")
@@ -334,6 +365,9 @@ class _Run:
         self.epochs, self.initial_epoch, self.verbose = epochs, initial_epoch, verbose
         self.validation_data, self.validation_batch_size = validation_data, validation_batch_size
         self.validation_freq, self.want_acc = validation_freq, comp["accuracy"]
+        strategy = getattr(model, "_strategy", None)
+        # A multi-process run: stop signals and stop_training must end every rank at the same batch.
+        self.strategy = strategy if strategy is not None and strategy._multi_process else None
         self.stop: interrupts.StopRequests = interrupts.StopRequests()
         self.bar: Any = None
         # What the data looked like: a backup is resumed only by a fit over the same batches.
@@ -498,6 +532,11 @@ class _Run:
                 if self.backup is not None and self.backup._due_after_batch():
                     with self.stop.writing():
                         self.write_backup(here)
+                if self.strategy is not None:
+                    signal, stopping = self.strategy._any(self.stop.requested is not None, model.stop_training)
+                    if signal:
+                        self.stop.note_elsewhere()
+                    model.stop_training = stopping
                 if self.stop.requested:
                     return b, (loss_sum, correct, seen), logs, here, None
                 if model.stop_training:
@@ -519,6 +558,17 @@ def stop_on_non_finite(model: "Model", cbs: Sequence[Callback], batch: int, loss
     for cb in cbs:
         cb.on_train_batch_end(batch, batch_logs)
     return bool(model.stop_training)
+
+
+def check_global_batch(strategy: Any, x: Any, batch_size: Optional[int], is_ds: bool, caller: str) -> None:
+    """A global batch must split evenly among the replicas (only the last batch of an epoch may be
+    smaller): ValueError before anything trains."""
+    size = getattr(x, "batch_size", None) if is_ds else batch_size
+    replicas = strategy.num_replicas_in_sync
+    if validation.is_integer(size) and int(size) % replicas:
+        what = "the dataset's batch_size" if is_ds else "batch_size"
+        raise ValueError(f"{caller}: {what} {size} is the global batch and must be divisible by the "
+                         f"{replicas} replicas of {type(strategy).__name__} (e.g. {replicas * max(1, int(size) // replicas)})")
 
 
 def check_validation_data(model: "Model", validation_data: Any) -> Optional[Tuple[Any, Any]]:
@@ -601,8 +651,7 @@ def evaluate_loss_accuracy(model: "Model", x: Any, y: Any, batch_size: int,
     if steps is not None:
         total = min(total, steps)
     if is_dataset(x):
-        batches = ((prepare_inputs(xb), prepare_targets(model, yb), rows, decode)
-                   for xb, yb, rows, decode in batches)
+        batches = ((prepare_inputs(b[0]), prepare_targets(model, b[1])) + tuple(b[2:]) for b in batches)
     bar = progress.ProgressBar(total, verbose)
     for b, (ls, c, n) in enumerate(run_steps(core, core.test_step, first_batches(batches, total))):
         loss_sum, correct, seen = loss_sum + ls, correct + c, seen + n
@@ -630,7 +679,16 @@ def evaluate(model: "Model", x: Any, y: Any, batch_size: Optional[int], verbose:
         raise ValueError("evaluate: the `batch_size` argument must not be specified when x is a dataset")
     model._follow_device_scope()
     comp = model._require_compiled("evaluate")
-    loss, acc = evaluate_loss_accuracy(model, x, y, batch_size or 32, progress.resolve_verbose(verbose), steps)
+    verbose = progress.resolve_verbose(verbose)
+    strategy = getattr(model, "_strategy", None)
+    if strategy is not None and strategy._multi_process and not strategy.is_chief:
+        verbose = 0  # every rank gets the same numbers; only the chief prints them
+    try:
+        loss, acc = evaluate_loss_accuracy(model, x, y, batch_size or 32, verbose, steps)
+    except BaseException as err:
+        if strategy is not None:
+            strategy._abort(f"{type(err).__name__}: {err}")
+        raise
     return result(loss, acc, comp, return_dict)
 
 
@@ -656,7 +714,7 @@ def predict(model: "Model", x: Any, batch_size: Optional[int], verbose: Any,
                              "shuffled order; create it with shuffle=False for prediction")
         total = len(x) if steps is None else min(len(x), steps)
         batches: Iterator[Batch] = ((prepare_inputs(xb), None, None, decode)
-                                    for xb, _, _, decode in dataset_batches(model, x, 0, False))
+                                    for xb, _, _, decode in dataset_batches(model, x, 0, False, shard=False))
     else:
         x = prepare_inputs(x)
         if len(x) == 0:

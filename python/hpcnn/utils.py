@@ -67,6 +67,11 @@ def set_random_seed(seed: int) -> None:
     np.random.seed(seed % (2**32))
 
 
+def seeded() -> bool:
+    """Whether set_random_seed() was called (models without a seed then get reproducible ones)."""
+    return _seed_state["seed"] is not None
+
+
 def next_model_seed() -> int:
     """The seed for the next model built without an explicit one."""
     if _seed_state["seed"] is None:

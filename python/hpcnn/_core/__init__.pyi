@@ -2,10 +2,12 @@
 # After changing csrc/bindings/ and reinstalling, regenerate with: python tools/gen_core_stubs.py
 """hpcnn's C++/CUDA core (use the `hpcnn` package, not this module directly)"""
 import collections.abc
+import hpcnn._core.distribute
 import numpy
 import numpy.typing
 import typing
 from . import data as data
+from . import distribute as distribute
 from . import ops as ops
 
 class CudaDeviceInfo:
@@ -66,6 +68,13 @@ class Model:
 
     @property
     def device(self) -> str:
+        ...
+
+    def distribute(self, group: hpcnn._core.distribute.Group, bucket_bytes: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """Trains this (compiled) model data-parallel with `group`: makes this process's other replicas (same layers, seed and optimizer, on the group's devices), broadcasts replica 0 of rank 0's weights, and sums gradients in buckets of bucket_bytes (0: one bucket)."""
+
+    @property
+    def distributed(self) -> bool:
         ...
 
     def drop_staged(self) -> None:
@@ -137,6 +146,13 @@ class Model:
         """A host copy of `buffer` (flat, aligned with the parameters: parameters, gradients, optimizer moments) converted from the layout the parameters have on from_device to the one on to_device: the conversion to() applies. A host computation: needs no GPU (for tests and tools)."""
 
     @property
+    def replica_devices(self) -> list[str]:
+        ...
+
+    def replica_weights(self, replica: typing.SupportsInt | typing.SupportsIndex) -> list:
+        """get_weights() of this process's replica `replica` (for tests)."""
+
+    @property
     def seed(self) -> int:
         ...
 
@@ -163,6 +179,13 @@ class Model:
     def step(self) -> int:
         ...
 
+    @property
+    def step_collectives(self) -> tuple:
+        ...
+
+    def sync_replicas(self) -> None:
+        """Replica 0 of rank 0's weights to every replica (collective: every rank calls it)."""
+
     def test_step(self, batch: object, next: object=None) -> tuple:
         """Loss and accuracy without training: (loss_sum, correct, n); batch and next as for train_step."""
 
@@ -171,6 +194,9 @@ class Model:
 
     def train_step(self, batch: object, next: object=None) -> tuple:
         """One training step; returns (loss_sum, correct, n). batch: (x, y[, rows[, decode]]), or None for the batch staged by the previous call's `next`. next: the following batch, staged now (on a GPU its upload overlaps this step's backward pass); an error staging it is raised by the call that takes it."""
+
+    def undistribute(self) -> None:
+        """Back to one replica (this process's replica 0 keeps its weights and device)."""
 
     @property
     def weight_shapes(self) -> list:

@@ -63,6 +63,9 @@ class Loader:
     def batch(self, epoch: typing.SupportsInt | typing.SupportsIndex, index: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.ndarray, object]:
         ...
 
+    def batch_rows(self, index: typing.SupportsInt | typing.SupportsIndex) -> int:
+        """Rows of batch `index` (of the global batch)."""
+
     @property
     def block_rows(self) -> int:
         ...
@@ -79,8 +82,8 @@ class Loader:
     def decode_seconds(self) -> float:
         ...
 
-    def epoch(self, epoch: typing.SupportsInt | typing.SupportsIndex, prefetch: typing.SupportsInt | typing.SupportsIndex=4, device: str='cpu', stored_u8: bool=False, first_batch: typing.SupportsInt | typing.SupportsIndex=0) -> EpochIterator:
-        """Batches of one epoch, made ahead on a C++ thread: (x, y), or with stored_u8 (x, y, decode), where a uint8 dataset's x comes as stored with decode = (scale, shift) per channel, for a model that decodes on its GPU (decode None for float32 x). first_batch: start at this batch of the epoch (a resumed run)."""
+    def epoch(self, epoch: typing.SupportsInt | typing.SupportsIndex, prefetch: typing.SupportsInt | typing.SupportsIndex=4, device: str='cpu', stored_u8: bool=False, first_batch: typing.SupportsInt | typing.SupportsIndex=0, shard_rank: typing.SupportsInt | typing.SupportsIndex=0, shard_ranks: typing.SupportsInt | typing.SupportsIndex=1) -> EpochIterator:
+        """Batches of one epoch, made ahead on a C++ thread: (x, y), or with stored_u8 (x, y, decode), where a uint8 dataset's x comes as stored with decode = (scale, shift) per channel, for a model that decodes on its GPU (decode None for float32 x). first_batch: start at this batch of the epoch (a resumed run). shard_rank of shard_ranks: each batch holds only that rank's share of the global batch (0 rows when the share of a small last batch is empty)."""
 
     @property
     def has_labels(self) -> bool:
@@ -127,7 +130,7 @@ class Loader:
         ...
 
     def set_seed(self, seed: typing.SupportsInt | typing.SupportsIndex) -> None:
-        """Replaces the shuffle seed (a resumed run repeats the order of the run it continues)."""
+        """Replaces the shuffle seed (a resumed run repeats the order of the run it continues; a data-parallel run gives every rank rank 0's)."""
 
     @property
     def window_blocks(self) -> int:

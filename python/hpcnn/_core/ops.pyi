@@ -75,11 +75,11 @@ def dense_backward(x: object, kernel: object, y: object, dy: object, relu: bool=
 def dense_forward(x: object, kernel: object, bias: object, relu: bool=False, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
     ...
 
-def dropout_backward(dy: object, rate: typing.SupportsFloat | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex=0, stream: typing.SupportsInt | typing.SupportsIndex=0, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
+def dropout_backward(dy: object, rate: typing.SupportsFloat | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex=0, stream: typing.SupportsInt | typing.SupportsIndex=0, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1, offset: typing.SupportsInt | typing.SupportsIndex=0) -> numpy.ndarray:
     ...
 
-def dropout_forward(x: object, rate: typing.SupportsFloat | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex=0, stream: typing.SupportsInt | typing.SupportsIndex=0, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
-    ...
+def dropout_forward(x: object, rate: typing.SupportsFloat | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex=0, stream: typing.SupportsInt | typing.SupportsIndex=0, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1, offset: typing.SupportsInt | typing.SupportsIndex=0) -> numpy.ndarray:
+    """Inverted dropout; element i's mask is the draw of counter offset + i (a replica's first global row times the elements per row)."""
 
 def global_pool2d_backward(x: object, y: object, dy: object, mode: str='avg', device: str='cpu') -> numpy.ndarray:
     """dx of global_pool2d_forward (y is read by 'max' only)."""

@@ -9,7 +9,12 @@
   Conv2D without bias, BatchNormalization with trained moving statistics, ReLU, AveragePooling2D,
   LeakyReLU, GlobalAveragePooling2D, ELU, Softmax) compiled with the other optimizers (tf.keras 2:
   RMSprop with momentum; Keras 3: AdamW on an ExponentialDecay schedule), as `.h5` (tf.keras 2) and
-  `.keras` (Keras 3).
+  `.keras` (Keras 3);
+- Keras 3, functional API (`keras3_functional`, any backend): a ResNet basic block (Conv2D,
+  BatchNormalization, ReLU, a 1x1 projection shortcut, Add, Concatenate,
+  GlobalAveragePooling2D, Dense) as `.keras` and legacy `.h5`, with its predictions in
+  expected_k3_func.npz (written by its own command so the other fixtures stay as they are);
+  `tf2_functional`: the same block saved by tf.keras 2 as legacy `.h5` (expected_tfk2_func.npz).
 
 expected.npz holds the inputs and each family's predictions. CI needs neither TensorFlow nor
 Keras for those tests (tests/test_keras_interop.py runs live Keras 3 where it is installed).
@@ -18,6 +23,8 @@ Keras for those tests (tests/test_keras_interop.py runs live Keras 3 where it is
     TF_USE_LEGACY_KERAS=1 python tests/data/keras/make_fixtures.py tf2
     # Keras 3 (pip install keras 'jax[cpu]')
     KERAS_BACKEND=jax python tests/data/keras/make_fixtures.py keras3
+    python tests/data/keras/make_fixtures.py keras3_functional
+    TF_USE_LEGACY_KERAS=1 python tests/data/keras/make_fixtures.py tf2_functional
 """
 import os
 import sys
@@ -131,5 +138,53 @@ def keras3():
                 "keras_version": np.array(k.__version__)})
 
 
+def resnet_block(k):
+    """A functional model: a ResNet basic block (two conv/BN, a strided 1x1 projection shortcut,
+    Add) followed by a Concatenate of two branches, global pooling and a softmax Dense."""
+    L = k.layers
+    x_in = k.Input((8, 8, 3))
+    x = L.Conv2D(4, 3, padding="same", use_bias=False)(x_in)
+    x = L.BatchNormalization(momentum=0.5)(x)
+    x = L.ReLU()(x)
+    y = L.Conv2D(6, 3, strides=2, padding="same", use_bias=False)(x)
+    y = L.BatchNormalization(momentum=0.5)(y)
+    y = L.Activation("relu")(y)
+    y = L.Conv2D(6, 3, padding="same", use_bias=False)(y)
+    y = L.BatchNormalization(momentum=0.5)(y)
+    shortcut = L.Conv2D(6, 1, strides=2, use_bias=False)(x)
+    shortcut = L.BatchNormalization(momentum=0.5)(shortcut)
+    z = L.ReLU()(L.Add()([y, shortcut]))
+    branch = L.Conv2D(2, 1, activation="relu")(z)
+    z = L.Concatenate()([z, branch])
+    z = L.GlobalAveragePooling2D()(z)
+    out = L.Dense(3, activation="softmax")(z)
+    return k.Model(x_in, out, name="resnet_block")
+
+
+def keras3_functional():
+    import keras as k
+    k.utils.set_random_seed(1)
+    m = resnet_block(k)
+    m.compile(optimizer=k.optimizers.Adam(learning_rate=0.001), loss="sparse_categorical_crossentropy",
+              metrics=["accuracy"])
+    pred = fit_bn(k, m)
+    m.save(os.path.join(HERE, "k3_resblock.keras"))
+    m.save(os.path.join(HERE, "k3_resblock.h5"))
+    save("k3_func", {"x_cnn": X_CNN, "resblock": pred, "keras_version": np.array(k.__version__),
+                     "backend": np.array(k.backend.backend())})
+
+
+def tf2_functional():
+    import tf_keras as k
+    k.utils.set_random_seed(1)
+    m = resnet_block(k)
+    m.compile(optimizer=k.optimizers.Adam(learning_rate=0.001), loss="sparse_categorical_crossentropy",
+              metrics=["accuracy"])
+    pred = fit_bn(k, m)
+    m.save(os.path.join(HERE, "tfk2_resblock.h5"))
+    save("tfk2_func", {"x_cnn": X_CNN, "resblock": pred, "keras_version": np.array(k.__version__)})
+
+
 if __name__ == "__main__":
-    {"tf2": tf2, "keras3": keras3}[sys.argv[1]]()
+    {"tf2": tf2, "keras3": keras3, "keras3_functional": keras3_functional,
+     "tf2_functional": tf2_functional}[sys.argv[1]]()

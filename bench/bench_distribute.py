@@ -1,0 +1,190 @@
+"""Data-parallel scaling: measured on this machine's CPUs, modelled for GPUs and nodes (issue 10).
+
+    python bench/bench_distribute.py                  # the CPU comparison + the model, one table
+    python bench/bench_distribute.py --model-only     # just the predicted GPU/node speedups
+    python bench/bench_distribute.py --csv results/dist.csv --label mynode
+
+Measured (the tutorial CNN, global batch 256, synthetic data, same run):
+    1 rank  x 1 thread      the baseline
+    1 rank  x 2 threads     the same cores used by threads
+    2 ranks x 1 thread      MultiWorkerMirroredStrategy under `mpirun -np 2` (each rank 128 rows)
+targets: 2x1 / 1x1 >= 1.8 and 2x1 vs 1x2 >= 0.95. Each configuration reports the median time per
+step, the interquartile range (its uncertainty) and max/median (jitter). Skipped, with the reason,
+where mpirun or an MPI build is missing.
+
+Modelled (a ring allreduce over all GPUs at the slowest link's bandwidth; NCCL's hierarchical
+rings over NVLink inside a node do better, so node figures are pessimistic): the bytes a step allreduces (every trainable gradient, float32) for the tutorial CNN and
+DeepMNIST, a ring allreduce's time 2 (N-1)/N * bytes / bandwidth + latency per collective over
+NVLink, PCIe and InfiniBand, against a GPU step time (measured with --gpu-step-ms, else an
+estimate): the predicted speedup at 1/2/4/8 GPUs and 2/4 nodes, and the batch per GPU below which
+communication outweighs compute (the efficiency drops under 80 %).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+# ---------------------------------------------------------------------- one measured configuration
+def worker(args: argparse.Namespace) -> None:
+    import hpcnn
+    hpcnn.set_num_threads(args.threads)
+    multi = int(os.environ.get("OMPI_COMM_WORLD_SIZE", os.environ.get("PMI_SIZE", "1"))) > 1
+    strategy = hpcnn.distribute.MultiWorkerMirroredStrategy(device="cpu") if multi else None
+    rng = np.random.default_rng(0)
+    x = rng.random((args.batch, 32, 32, 3), dtype=np.float32)
+    y = rng.integers(0, 10, args.batch).astype(np.int32)
+    if strategy is not None:
+        with strategy.scope():
+            model = hpcnn.applications.tutorial_cnn(seed=1)
+            model.compile("adam", "sparse_categorical_crossentropy")
+    else:
+        model = hpcnn.applications.tutorial_cnn(seed=1)
+        model.compile("adam", "sparse_categorical_crossentropy")
+    times = []
+    for i in range(args.warmup + args.steps):
+        t0 = time.perf_counter()
+        model.train_on_batch(x, y)
+        if i >= args.warmup:
+            times.append(time.perf_counter() - t0)
+    if strategy is None or strategy.is_chief:
+        t = np.array(times)
+        q1, med, q3 = np.percentile(t, [25, 50, 75])
+        collectives = model._model().step_collectives
+        print(json.dumps({"median_s": med, "iqr_s": q3 - q1, "jitter": float(t.max() / med),
+                          "ranks": strategy.num_replicas_in_sync if strategy else 1, "threads": args.threads,
+                          "collectives": collectives[0], "bytes": collectives[1]}))
+
+
+def run_config(ranks: int, threads: int, args: argparse.Namespace) -> dict:
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--threads", str(threads), "--batch",
+           str(args.batch), "--steps", str(args.steps), "--warmup", str(args.warmup)]
+    env = dict(os.environ)
+    if ranks > 1:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none"] + cmd
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------------- the model for GPUs and nodes
+LINKS = {  # (bandwidth in GB/s per direction, latency per collective in microseconds)
+    "NVLink (A100, 1 node)": (200.0, 15.0),
+    "PCIe 4.0 x16 (1 node)": (20.0, 25.0),
+    "InfiniBand HDR 200 Gb/s (nodes)": (22.0, 40.0),
+    "InfiniBand EDR 100 Gb/s (nodes)": (11.0, 40.0),
+}
+
+
+def allreduce_ms(nbytes: float, gpus: int, link: tuple, collectives: int) -> float:
+    bw, lat_us = link
+    if gpus <= 1:
+        return 0.0
+    return 2.0 * (gpus - 1) / gpus * nbytes / (bw * 1e9) * 1e3 + collectives * lat_us / 1e3
+
+
+def model_rows(step_ms_per_image: dict, batch_per_gpu: int) -> list:
+    import hpcnn
+    rows = []
+    for name, build in (("tutorial_cnn", hpcnn.applications.tutorial_cnn), ("deep_mnist", hpcnn.applications.deep_mnist)):
+        m = build(seed=1)
+        nbytes = 4 * m.count_params()
+        collectives = max(1, -(-nbytes // (2 << 20)))  # the default 2 MiB buckets
+        compute = step_ms_per_image[name] * batch_per_gpu
+        for link_name, link in LINKS.items():
+            nodes = "nodes" in link_name
+            for gpus in ((2, 4) if nodes else (1, 2, 4, 8)):
+                total = gpus * 4 if nodes else gpus  # nodes of 4 GPUs
+                comm = allreduce_ms(nbytes, total, link, collectives)
+                # Buckets overlap the backward pass (about 2/3 of a step); what does not fit is exposed.
+                exposed = max(0.0, comm - 0.66 * compute) if collectives > 1 else comm
+                speedup = total * compute / (compute + exposed)
+                # The batch per GPU below which efficiency drops under 80 %: exposed <= compute / 4,
+                # i.e. compute >= comm / 0.91 with overlap (buckets), >= 4 x comm without (one bucket).
+                need = comm / 0.91 if collectives > 1 else 4 * comm
+                b80 = int(np.ceil(need / step_ms_per_image[name])) if total > 1 else 0
+                rows.append({"model": name, "MB_per_step": round(nbytes / 1e6, 2), "link": link_name,
+                             "gpus": total, "step_ms": round(compute + exposed, 3),
+                             "allreduce_ms": round(comm, 3), "speedup": round(speedup, 2),
+                             "efficiency": round(speedup / total, 3), "batch_per_gpu_for_80pct": b80})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=256, help="the global batch (default 256)")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--model-only", action="store_true", help="only the predicted GPU/node speedups")
+    ap.add_argument("--gpu-step-ms", type=float, default=None,
+                    help="measured GPU step time of the tutorial CNN at --gpu-batch images (else an estimate)")
+    ap.add_argument("--gpu-batch", type=int, default=256)
+    ap.add_argument("--csv", default=None, help="append the measured rows here")
+    ap.add_argument("--label", default=os.environ.get("SLURM_JOB_PARTITION", "local"))
+    args = ap.parse_args()
+    if args.worker:
+        return worker(args)
+
+    if not args.model_only:
+        import hpcnn
+        why = ""
+        if not hpcnn.build_info().get("mpi"):
+            why = "this build has no MPI"
+        elif shutil.which("mpirun") is None:
+            why = "no mpirun on PATH"
+        configs = [(1, 1), (1, 2)] + ([(2, 1)] if not why else [])
+        res = {}
+        print(f"CPU, tutorial CNN, global batch {args.batch}, {args.steps} steps after {args.warmup} warm-up, "
+              f"{os.cpu_count()} CPUs visible")
+        print(f"{'config':<18}{'ms/step':>10}{'IQR ms':>10}{'jitter':>8}{'img/s':>10}{'collectives':>13}")
+        for ranks, threads in configs:
+            r = res[(ranks, threads)] = run_config(ranks, threads, args)
+            print(f"{ranks} rank x {threads} thr".ljust(18) + f"{r['median_s'] * 1e3:>10.1f}{r['iqr_s'] * 1e3:>10.1f}"
+                  f"{r['jitter']:>8.2f}{args.batch / r['median_s']:>10.0f}{r['collectives']:>13}")
+            if args.csv:
+                new = not os.path.exists(args.csv)
+                os.makedirs(os.path.dirname(os.path.abspath(args.csv)), exist_ok=True)
+                with open(args.csv, "a", newline="") as f:
+                    w = csv.writer(f)
+                    if new:
+                        w.writerow(["label", "kind", "replicas", "threads", "batch", "ms_per_step", "iqr_ms",
+                                    "jitter", "images_per_second"])
+                    w.writerow([args.label, "cpu-dist", ranks, threads, args.batch, r["median_s"] * 1e3,
+                                r["iqr_s"] * 1e3, r["jitter"], args.batch / r["median_s"]])
+        if why:
+            print(f"2 ranks x 1 thread: skipped ({why})")
+        else:
+            base, thr, dist = res[(1, 1)]["median_s"], res[(1, 2)]["median_s"], res[(2, 1)]["median_s"]
+            print(f"2 ranks x 1 thread vs 1 x 1: {base / dist:.2f}x (target >= 1.8); "
+                  f"vs 1 rank x 2 threads: {thr / dist:.2f}x (target >= 0.95)")
+        print()
+
+    # The GPU model. Per-image step times: --gpu-step-ms, else an estimate for a V100-class GPU
+    # (tutorial CNN ~ 2.0 us/image of forward+backward at batch 256; DeepMNIST ~ 1.2 us/image).
+    per_image = {"tutorial_cnn": (args.gpu_step_ms / args.gpu_batch) if args.gpu_step_ms else 0.0020,
+                 "deep_mnist": 0.0012}
+    print(f"Modelled data-parallel GPU scaling (batch {args.gpu_batch} per GPU; step ms per image "
+          f"{per_image}; {'measured' if args.gpu_step_ms else 'estimated'})")
+    print(f"{'model':<14}{'MB':>6}  {'link':<34}{'GPUs':>5}{'step ms':>9}{'allred ms':>10}{'speedup':>9}"
+          f"{'eff':>6}{'b/GPU@80%':>10}")
+    for r in model_rows(per_image, args.gpu_batch):
+        print(f"{r['model']:<14}{r['MB_per_step']:>6}  {r['link']:<34}{r['gpus']:>5}{r['step_ms']:>9}"
+              f"{r['allreduce_ms']:>10}{r['speedup']:>9}{r['efficiency']:>6}{r['batch_per_gpu_for_80pct']:>10}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,332 @@
+"""Data-parallel training with TensorFlow's ``tf.distribute`` names.
+
+    strategy = hpcnn.distribute.MirroredStrategy()             # this process, all visible GPUs
+    strategy = hpcnn.distribute.MultiWorkerMirroredStrategy()  # one process per rank (srun / mpirun)
+    with strategy.scope():
+        model = hpcnn.Sequential([...])
+        model.compile('adam', 'categorical_crossentropy', ['accuracy'])
+    model.fit(x, y, epochs=10, batch_size=512)                 # batch_size is the global batch
+
+Every replica holds the whole model. Each global batch is split into one contiguous share per
+replica (replica r of R takes rows [r*B//R, (r+1)*B//R)); each replica runs forward and backward on
+its share, the gradients are summed over the replicas (in buckets, started while the backward pass
+of earlier layers still runs) and every replica takes the same optimizer step. The loss gradient of
+each replica is scaled by 1 / (global batch rows), and dropout's masks are keyed by a sample's row
+in the global batch, so R replicas x B/R rows compute what one device computes for B rows, up to
+the order of float sums: the numbers do not depend on the replica count.
+
+Transports (the engines of HPC centres, never a home-made network protocol): NCCL between GPUs,
+MPI between processes (``MPI_Allreduce`` in place for CPU ranks; NCCL bootstrapped over MPI for GPU
+ranks), and a rendezvous of threads for CPU replicas of one process
+(``MirroredStrategy(["cpu", "cpu"])``, which tests the split and sum logic on any machine).
+
+BatchNormalization: each replica normalizes its own share of the batch with that share's
+statistics, as Keras' ``MirroredStrategy`` does (not a synchronized batch norm); the moving
+statistics are averaged over the replicas after every step, so every replica (and every saved
+file) holds the same weights.
+
+Multi-process runs: only the chief (rank 0) prints progress and writes files (``model.save``,
+``save_weights``, ModelCheckpoint, BackupAndRestore, CSVLogger do nothing on the other ranks);
+every rank reads (a resumed run restores the same backup on every rank). A rank that fails stops the
+others with an error naming it (``HPCNN_DIST_TIMEOUT`` seconds, default 600, bounds any wait).
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import contextvars
+import json
+from typing import Any, Dict, Iterator, List, Optional, Sequence
+
+import numpy as np
+
+from . import _core
+from . import validation
+
+_dist = _core.distribute
+
+_scope: contextvars.ContextVar[Optional["Strategy"]] = contextvars.ContextVar("hpcnn_strategy", default=None)
+
+#: Gradient bucket size when none is given: the tutorial CNN's 3.2 MB of gradients then take two
+#: collectives per step, the first started while the first convolutions' backward still runs.
+DEFAULT_BYTES_PER_PACK = int(_core.distribute.default_bucket_bytes)
+
+_IMPLEMENTATIONS = ("auto", "host", "mpi", "nccl")
+
+
+class CommunicationOptions:
+    """How replicas sum their gradients (``tf.distribute.experimental.CommunicationOptions``).
+
+    bytes_per_pack: gradient bucket size in bytes (None: 2 MiB; 0: one bucket for the whole
+    model, no overlap with the backward pass). timeout_seconds: how long any collective may wait
+    before it is an error (None: ``HPCNN_DIST_TIMEOUT`` or 600). implementation: 'auto' (NCCL for
+    GPUs when built, MPI between CPU processes, threads within one), 'host', 'mpi' or 'nccl'."""
+
+    def __init__(self, bytes_per_pack: Optional[int] = None, timeout_seconds: Optional[float] = None,
+                 implementation: str = "auto") -> None:
+        self.bytes_per_pack = validation.integer(bytes_per_pack, "bytes_per_pack", "CommunicationOptions",
+                                                 minimum=0, maximum=None, allow_none=True)
+        if timeout_seconds is not None:
+            timeout_seconds = validation.number(timeout_seconds, "timeout_seconds", "CommunicationOptions",
+                                                low=0.0, low_open=True, expected="a number of seconds > 0")
+        self.timeout_seconds = timeout_seconds
+        if not isinstance(implementation, str) or implementation.lower() not in _IMPLEMENTATIONS:
+            raise ValueError(f"CommunicationOptions: implementation must be one of {list(_IMPLEMENTATIONS)}, "
+                             f"got {implementation!r}")
+        self.implementation = implementation.lower()
+
+    def __repr__(self) -> str:
+        return (f"CommunicationOptions(bytes_per_pack={self.bytes_per_pack!r}, "
+                f"timeout_seconds={self.timeout_seconds!r}, implementation={self.implementation!r})")
+
+
+def _options(options: Optional[CommunicationOptions], caller: str) -> CommunicationOptions:
+    if options is None:
+        return CommunicationOptions()
+    if not isinstance(options, CommunicationOptions):
+        raise ValueError(f"{caller}: communication_options must be a CommunicationOptions, got "
+                         f"{type(options).__name__}")
+    return options
+
+
+class Strategy:
+    """What the strategies share: the replica group, ``scope()``, and who the chief is."""
+
+    def __init__(self, group: Any, options: CommunicationOptions, world: Optional[Dict[str, Any]]) -> None:
+        self._group = group
+        self._options = options
+        self._world = world  # MPI's rank, size, local rank, host (multi-process only)
+        self._bytes_per_pack = DEFAULT_BYTES_PER_PACK if options.bytes_per_pack is None else options.bytes_per_pack
+
+    # ---- Keras / TensorFlow names
+    @property
+    def num_replicas_in_sync(self) -> int:
+        """Replicas that take a share of every global batch, over all processes."""
+        return int(self._group.size)
+
+    @contextlib.contextmanager
+    def scope(self) -> Iterator["Strategy"]:
+        """Models created or compiled in this block train with this strategy."""
+        token = _scope.set(self)
+        try:
+            yield self
+        finally:
+            _scope.reset(token)
+
+    # ---- where this process stands
+    @property
+    def worker_index(self) -> int:
+        """This process's rank (0 for a single-process strategy)."""
+        return int(self._world["rank"]) if self._world else 0
+
+    @property
+    def num_workers(self) -> int:
+        """Processes taking part (1 for a single-process strategy)."""
+        return int(self._world["size"]) if self._world else 1
+
+    @property
+    def is_chief(self) -> bool:
+        """Whether this process is rank 0: the one that prints progress and writes files."""
+        return self.worker_index == 0
+
+    @property
+    def local_devices(self) -> List[str]:
+        """The devices of this process's replicas."""
+        return list(self._group.devices)
+
+    @property
+    def implementation(self) -> str:
+        """The transport that sums gradients: 'host', 'mpi' or 'nccl'."""
+        return str(self._group.transport)
+
+    @property
+    def bytes_per_pack(self) -> int:
+        return self._bytes_per_pack
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(replicas={self.num_replicas_in_sync}, devices={self.local_devices}, "
+                f"implementation={self.implementation!r}"
+                + (f", rank={self.worker_index} of {self.num_workers}" if self._world else "") + ")")
+
+    # ---- used by models, fit and the callbacks
+    @property
+    def _multi_process(self) -> bool:
+        return bool(self._group.multi_process)
+
+    def _distribute(self, model: Any) -> None:
+        """Makes the compiled `model` train with this strategy (called by compile)."""
+        core = model._model()
+        if self._multi_process:
+            self._agree(model)
+        core.distribute(self._group, self._bytes_per_pack)
+        model._strategy = self
+
+    def _agree(self, model: Any) -> None:
+        """Every rank must build the same model and compile it the same way (ValueError naming the
+        ranks that differ from rank 0, on every rank, before anything trains). A seed drawn at
+        random (none given) is rank 0's on every rank; seeds given must agree."""
+        from . import saving  # here: saving imports models, which imports this module
+        desc = {"config": model.get_config(), "compile": saving.compile_description(model),
+                "seed": None if getattr(model, "_seed_drawn", False) else int(model._seed)}
+        mine = json.dumps(desc, sort_keys=True, default=str).encode()
+        chief = self._group.broadcast_host(mine, 0)
+        flags = np.zeros(self.num_workers)
+        flags[self.worker_index] = 0.0 if chief == mine else 1.0
+        flags = self._group.allreduce_host(flags)
+        bad = [r for r in range(self.num_workers) if flags[r] > 0]
+        if bad:
+            what = "rank" if len(bad) == 1 else "ranks"
+            raise ValueError(f"{type(self).__name__}: {what} {', '.join(map(str, bad))} built or compiled another "
+                             "model than rank 0 (layers, optimizer, loss or seed differ): every rank must run the same "
+                             "script with the same arguments")
+        seed = int.from_bytes(self._group.broadcast_host(int(model._seed).to_bytes(8, "little"), 0), "little")
+        if seed != model._seed:
+            model._seed = seed
+            model._model().set_rng_state(seed, 0)
+
+    def _broadcast_int(self, value: int) -> int:
+        """Rank 0's `value` (an unsigned 64-bit integer) on every rank (collective)."""
+        if not self._multi_process:
+            return int(value)
+        return int.from_bytes(self._group.broadcast_host(int(value).to_bytes(8, "little"), 0), "little")
+
+    def _any(self, *flags: bool) -> List[bool]:
+        """Per flag, whether it is set on any rank (collective; the flags themselves otherwise)."""
+        if not self._multi_process:
+            return [bool(f) for f in flags]
+        sums = self._group.allreduce_host(np.array([1.0 if f else 0.0 for f in flags]))
+        return [bool(v > 0) for v in sums]
+
+    def _abort(self, why: str) -> None:
+        """This rank failed: the others' collectives raise, naming it."""
+        if self._multi_process and not self._group.failed:
+            self._group.abort(why)  # the transport names this rank ("rank 1 failed: ...")
+
+    def _shard(self) -> Optional[tuple]:
+        """(rank, ranks) for a dataset that reads only this process's rows, or None."""
+        return (self.worker_index, self.num_workers) if self._multi_process else None
+
+
+class MirroredStrategy(Strategy):
+    """Replicas on the devices of this process (TensorFlow's ``MirroredStrategy``).
+
+    devices: None for one replica per visible GPU (``CUDA_VISIBLE_DEVICES``, what Slurm's
+    ``--gres`` grants), or one CPU replica where no GPU is usable (as TensorFlow does); or a list
+    such as ``["gpu:0", "gpu:1"]`` or ``["cpu", "cpu"]`` (CPU replicas share the machine's cores and
+    are summed by the host transport: for tests, and machines without GPUs). GPUs are summed with
+    NCCL (``ncclCommInitAll``) when this build has it. Works in Jupyter: no launcher needed."""
+
+    def __init__(self, devices: Optional[Sequence[str]] = None,
+                 communication_options: Optional[CommunicationOptions] = None) -> None:
+        from . import devices as devices_mod
+        options = _options(communication_options, "MirroredStrategy")
+        if devices is None:
+            gpus = [f"gpu:{d.index}" for d in _core.cuda_devices()]
+            names = gpus or ["cpu"]
+        else:
+            if isinstance(devices, (str, bytes)) or not isinstance(devices, (list, tuple)):
+                raise ValueError(f"MirroredStrategy: devices must be a list such as ['gpu:0', 'gpu:1'], got "
+                                 f"{devices!r}")
+            if not devices:
+                raise ValueError("MirroredStrategy: devices is empty")
+            names = [devices_mod.normalize(d) for d in devices]
+            gpus = [n for n in names if n != "cpu"]
+            if len(set(gpus)) != len(gpus):
+                raise ValueError(f"MirroredStrategy: a GPU appears twice in {list(devices)}")
+        timeout = options.timeout_seconds or _dist.default_timeout_seconds()
+        group = _dist.Group.in_process(names, options.implementation, timeout)
+        super().__init__(group, options, None)
+
+
+_mpi_shutdown_registered = False
+
+
+class MultiWorkerMirroredStrategy(Strategy):
+    """One replica per process, the processes started by ``srun`` or ``mpirun`` (TensorFlow's
+    ``MultiWorkerMirroredStrategy``; ranks come from MPI, not from ``TF_CONFIG``).
+
+    hpcnn initialises MPI itself, or uses it as ``mpi4py`` initialised it. Each rank takes the GPU
+    of its node-local rank (or the only GPU it sees, as under ``--gpus-per-task=1``), or the CPU
+    where no GPU is visible; ``device='cpu'`` asks for CPU ranks explicitly. GPU ranks sum with
+    NCCL (its id broadcast over MPI), CPU ranks with ``MPI_Allreduce`` in place. Every rank runs
+    the same script; the global batch is split among all ranks."""
+
+    def __init__(self, cluster_resolver: Any = None, communication_options: Optional[CommunicationOptions] = None,
+                 device: Optional[str] = None) -> None:
+        global _mpi_shutdown_registered
+        if cluster_resolver is not None:
+            raise ValueError("MultiWorkerMirroredStrategy: cluster_resolver is not supported: hpcnn takes the ranks "
+                             "from MPI (start the processes with srun or mpirun)")
+        options = _options(communication_options, "MultiWorkerMirroredStrategy")
+        reason = _dist.mpi_unavailable_reason()
+        if reason:
+            raise RuntimeError(f"MultiWorkerMirroredStrategy needs MPI: {reason}")
+        world = dict(_dist.mpi_init())
+        if not _mpi_shutdown_registered:
+            atexit.register(_dist.mpi_shutdown)
+            _mpi_shutdown_registered = True
+        if device is not None:
+            from . import devices as devices_mod
+            name = devices_mod.normalize(device)
+        else:
+            gpus = _core.cuda_devices()
+            if not gpus:
+                name = "cpu"
+            elif len(gpus) == 1:
+                name = f"gpu:{gpus[0].index}"
+            elif world["local_rank"] < len(gpus):
+                name = f"gpu:{gpus[world['local_rank']].index}"
+            else:
+                raise ValueError(f"MultiWorkerMirroredStrategy: rank {world['rank']} (local rank "
+                                 f"{world['local_rank']} on {world['host']}) has no GPU of its own: {len(gpus)} GPUs "
+                                 f"are visible for {world['local_size']} ranks on this node; start one rank per GPU "
+                                 "(srun --ntasks-per-node=<GPUs>) or pass device='cpu'")
+        timeout = options.timeout_seconds or _dist.default_timeout_seconds()
+        group = _dist.Group.across_processes(name, options.implementation, timeout)
+        super().__init__(group, options, world)
+
+
+class _DefaultStrategy:
+    """What ``get_strategy()`` returns outside any ``scope()``: one replica, this process."""
+
+    num_replicas_in_sync = 1
+    worker_index = 0
+    num_workers = 1
+    is_chief = True
+
+    @contextlib.contextmanager
+    def scope(self) -> Iterator["_DefaultStrategy"]:
+        yield self
+
+    def __repr__(self) -> str:
+        return "DefaultStrategy()"
+
+
+_DEFAULT = _DefaultStrategy()
+
+
+def get_strategy() -> Any:
+    """The strategy of the innermost ``strategy.scope()``, or a default one-replica strategy."""
+    s = _scope.get()
+    return s if s is not None else _DEFAULT
+
+
+def has_strategy() -> bool:
+    """Whether a ``strategy.scope()`` block is active."""
+    return _scope.get() is not None
+
+
+def current_strategy() -> Optional[Strategy]:
+    """The strategy of the innermost ``scope()`` block, or None."""
+    return _scope.get()
+
+
+def writes_files(model: Any) -> bool:
+    """Whether this process writes `model`'s files: False on the ranks other than the chief of a
+    multi-process strategy (saves, checkpoints, backups and CSV logs are the chief's)."""
+    s = getattr(model, "_strategy", None)
+    return s is None or not s._multi_process or s.is_chief
+
+
+__all__ = ["MirroredStrategy", "MultiWorkerMirroredStrategy", "CommunicationOptions", "Strategy", "get_strategy",
+           "has_strategy"]

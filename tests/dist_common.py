@@ -1,0 +1,59 @@
+"""Data and model shared by the data-parallel tests and their MPI worker (tests/dist_worker.py)."""
+import numpy as np
+
+import hpcnn
+from hpcnn.layers import Add, Concatenate, Conv2D, Dense, Dropout, Flatten, InputLayer, MaxPooling2D, ReLU
+
+ROWS = 80   # 5 global batches of 16
+BATCH = 16  # the global batch
+
+
+def make_arrays(rows=ROWS, seed=5):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((rows, 8, 8, 2)).astype(np.float32)
+    y = rng.integers(0, 4, rows).astype(np.int32)
+    return x, y
+
+
+def make_model(seed=21, dropout=0.25, optimizer="adam"):
+    """A small CNN with dropout (its masks must be keyed by the sample's global row)."""
+    model = hpcnn.Sequential([
+        InputLayer(input_shape=[8, 8, 2]),
+        Conv2D(6, 3, padding="same", activation="relu"),
+        MaxPooling2D(2),
+        Flatten(),
+        Dense(16, activation="relu"),
+        Dropout(dropout),
+        Dense(4, activation="softmax"),
+    ], seed=seed)
+    model.compile(optimizer, "sparse_categorical_crossentropy", ["accuracy"])
+    return model
+
+
+def residual_model(seed=21, dropout=0.25, optimizer="adam"):
+    """A functional model with a residual block (Conv-ReLU-Conv + the identity, Add, ReLU), a
+    Concatenate of two branches and dropout: the gradient of an output read by several layers
+    is summed in the backward pass, and dropout's masks are keyed by the sample's global row."""
+    x = hpcnn.Input(shape=(8, 8, 2))
+    a = Conv2D(6, 3, padding="same", activation="relu")(x)
+    b = Conv2D(6, 3, padding="same")(a)
+    r = MaxPooling2D(2)(ReLU()(Add()([a, b])))
+    f = Flatten()(r)
+    h = Concatenate()([Dense(8, activation="relu")(f), Dense(8, activation="relu")(f)])
+    out = Dense(4, activation="softmax")(Dropout(dropout)(h))
+    model = hpcnn.Model(x, out, seed=seed)
+    model.compile(optimizer, "sparse_categorical_crossentropy", ["accuracy"])
+    return model
+
+
+def write_h5(path, x, y):
+    hpcnn.data.write_hdf5(path, {"x_train": x, "y_train": y}, chunk_rows=8)
+
+
+def flat(weights):
+    return np.concatenate([np.asarray(w, dtype=np.float64).ravel() for w in weights])
+
+
+def rel_err(a, b):
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))

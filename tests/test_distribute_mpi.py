@@ -1,0 +1,160 @@
+"""MultiWorkerMirroredStrategy: `mpirun -np 2` on loopback against one process (tests/dist_worker.py).
+
+Skipped, with the reason, where the build has no MPI or no mpirun is on PATH; HPCNN_EXPECT_MPI=1
+(set by .ci/run) turns that skip into a failure.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import hpcnn
+from hpcnn import _core
+from dist_common import BATCH, make_arrays, make_model, rel_err, residual_model, write_h5
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _mpi_missing():
+    if not _core.distribute.mpi_compiled():
+        return "this build has no MPI (HPCNN_MPI; Debian: libopenmpi-dev openmpi-bin)"
+    if shutil.which("mpirun") is None:
+        return "no mpirun on PATH (Debian: openmpi-bin)"
+    return ""
+
+
+_MISSING = _mpi_missing()
+if _MISSING and os.environ.get("HPCNN_EXPECT_MPI") == "1":
+    raise RuntimeError(f"HPCNN_EXPECT_MPI=1 but {_MISSING}")
+pytestmark = pytest.mark.skipif(bool(_MISSING), reason=_MISSING)
+
+
+def mpirun(scenario, out, ranks=2, timeout=240):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl="self,tcp", OMPI_MCA_btl_tcp_if_include="lo", OMPI_MCA_oob_tcp_if_include="lo",
+               OMPI_MCA_rmaps_base_oversubscribe="1", HPCNN_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               HPCNN_DIST_TIMEOUT="120")
+    cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", sys.executable, os.path.join(HERE, "dist_worker.py"),
+           scenario, str(out)]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def ranks(out, scenario, n=2):
+    res = []
+    for r in range(n):
+        with np.load(os.path.join(out, f"{scenario}_rank{r}.npz")) as f:
+            res.append({k: f[k] for k in f.files})
+    return res
+
+
+def checked(proc):
+    assert proc.returncode == 0, f"mpirun failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+
+
+def one_process_weights(fit):
+    model = make_model()
+    fit(model)
+    return model, np.concatenate([w.ravel() for w in model.get_weights()])
+
+
+def test_two_ranks_arrays_match_one_process(tmp_path):
+    checked(mpirun("arrays", tmp_path))
+    r0, r1 = ranks(tmp_path, "arrays")
+    assert int(r0["replicas"]) == 2 and int(r1["rank"]) == 1
+    # Both ranks hold the same weights, bit for bit, and the same evaluate numbers.
+    np.testing.assert_array_equal(r0["weights"], r1["weights"])
+    np.testing.assert_array_equal(r0["evaluate"], r1["evaluate"])
+    # 2 ranks x 8 rows = 1 process x 16 rows (5 steps, dropout on, shuffled), up to float sums.
+    x, y = make_arrays()
+    ref = make_model()
+    ref.fit(x, y, batch_size=BATCH, epochs=1, shuffle=True, verbose=0)
+    ev = ref.evaluate(x, y, batch_size=BATCH, verbose=0)
+    np.testing.assert_allclose(r0["evaluate"], ev, rtol=1e-5)
+    ref.fit(x, y, batch_size=BATCH, epochs=1, shuffle=True, verbose=0)
+    w = np.concatenate([a.ravel() for a in ref.get_weights()])
+    assert rel_err(r0["weights"], w) <= 1e-5
+    assert int(r0["iterations"]) == 10
+    # Only the chief wrote files (CSVLogger, save).
+    assert (tmp_path / "log_rank0.csv").exists() and not (tmp_path / "log_rank1.csv").exists()
+    assert (tmp_path / "model_rank0.h5").exists() and not (tmp_path / "model_rank1.h5").exists()
+    loaded = hpcnn.saving.load_model(str(tmp_path / "model_rank0.h5"))
+    assert rel_err(np.concatenate([a.ravel() for a in loaded.get_weights()]), r0["weights"]) == 0
+
+
+def test_two_ranks_functional_model_match_one_process(tmp_path):
+    checked(mpirun("functional", tmp_path))
+    r0, r1 = ranks(tmp_path, "functional")
+    np.testing.assert_array_equal(r0["weights"], r1["weights"])
+    np.testing.assert_array_equal(r0["evaluate"], r1["evaluate"])
+    x, y = make_arrays()
+    ref = residual_model()
+    ref.fit(x, y, batch_size=BATCH, epochs=1, shuffle=True, verbose=0)
+    assert rel_err(r0["weights"], np.concatenate([a.ravel() for a in ref.get_weights()])) <= 1e-5
+    np.testing.assert_allclose(r0["evaluate"], ref.evaluate(x, y, batch_size=BATCH, verbose=0), rtol=1e-5)
+    assert int(r0["iterations"]) == 5
+
+
+def test_two_ranks_hdf5_shards_match_one_process(tmp_path):
+    checked(mpirun("hdf5", tmp_path))
+    r0, r1 = ranks(tmp_path, "hdf5")
+    np.testing.assert_array_equal(r0["weights"], r1["weights"])
+    np.testing.assert_array_equal(r0["evaluate"], r1["evaluate"])
+    x, y = make_arrays()
+    path = str(tmp_path / "ref.h5")
+    write_h5(path, x, y)
+    ref = make_model()
+    with hpcnn.data.HDF5Dataset(path, batch_size=BATCH, shuffle=True, seed=7) as ds:
+        ref.fit(ds, epochs=1, verbose=0)
+        ev = ref.evaluate(ds, verbose=0)
+    w = np.concatenate([a.ravel() for a in ref.get_weights()])
+    assert rel_err(r0["weights"], w) <= 1e-5
+    np.testing.assert_allclose(r0["evaluate"], ev, rtol=1e-5)
+
+
+def test_a_failing_rank_stops_the_other_naming_it(tmp_path):
+    # Rank 1 raises after its 3rd step; rank 0 is then waiting in step 4's collective. It must stop
+    # with an error naming rank 1 (well within HPCNN_DIST_TIMEOUT=120 s: the subprocess limit below
+    # is what a hang would hit).
+    proc = mpirun("fail", tmp_path, timeout=100)
+    assert proc.returncode != 0
+    text = proc.stdout + proc.stderr
+    assert "boom at step 3" in text
+    # Rank 0's error names rank 1 and its cause.
+    assert re.search(r"rank 0 \(host [^)]*\) stops: rank 1 \(host [^)]*\) failed: RuntimeError: boom at step 3", text)
+    assert "no answer" not in text  # stopped by the notice, not by the timeout
+
+
+def test_resume_under_two_ranks_restores_on_every_rank(tmp_path):
+    checked(mpirun("resume1", tmp_path))
+    assert os.listdir(tmp_path / "backup")  # the chief's backup after epoch 1
+    checked(mpirun("resume2", tmp_path))
+    r0, r1 = ranks(tmp_path, "resume2")
+    np.testing.assert_array_equal(r0["weights"], r1["weights"])
+    assert int(r0["iterations"]) == int(r1["iterations"]) == 10
+    x, y = make_arrays()
+    ref = make_model()
+    ref.fit(x, y, batch_size=BATCH, epochs=2, shuffle=True, verbose=0)
+    w = np.concatenate([a.ravel() for a in ref.get_weights()])
+    assert rel_err(r0["weights"], w) <= 1e-5
+
+
+def test_ranks_with_different_models_are_refused_before_training(tmp_path):
+    proc = mpirun("mismatch", tmp_path)
+    checked(proc)
+    for r in range(2):  # every rank raises, naming rank 1
+        assert (tmp_path / f"mismatch_rank{r}.npz").exists()
+        assert f"rank {r}: ValueError: MultiWorkerMirroredStrategy: rank 1 built or compiled another model" in proc.stdout
+
+
+def test_a_stop_signal_to_one_rank_stops_every_rank_at_the_same_batch(tmp_path):
+    # SIGUSR1 (Slurm's warning before the time limit) reaches rank 0 after batch 2 only; fit stops
+    # at that batch boundary on both ranks (else rank 1 would wait in a collective nobody joins).
+    checked(mpirun("signal", tmp_path))
+    r0, r1 = ranks(tmp_path, "signal")
+    assert bool(r0["interrupted"]) and bool(r1["interrupted"])
+    assert int(r0["iterations"]) == int(r1["iterations"]) == 2
+    np.testing.assert_array_equal(r0["weights"], r1["weights"])
