@@ -49,6 +49,9 @@ class Ctx:
     def ds(self, **kw):
         return HDF5Dataset(self.h5, x="x", y="y", **kw)
 
+    def sigmoid_model(self):
+        return hpcnn.Sequential([InputLayer(input_shape=(8, 8, 2)), Flatten(), Dense(1, activation="sigmoid")])
+
     def scheduled(self):
         """The model compiled with an optimizer whose rate follows a schedule."""
         self.model.compile(optimizers.SGD(schedules.CosineDecay(0.1, 100)), "sparse_categorical_crossentropy")
@@ -106,11 +109,30 @@ CASES = [
     ("fit callbacks=callable", lambda c: c.fit(callbacks=[print]), V, r"callbacks must be hpcnn.callbacks.Callback"),
     ("fit callbacks='x'", lambda c: c.fit(callbacks="x"), V, r"callbacks must be a list"),
     ("fit validation_data=array", lambda c: c.fit(validation_data=c.x), V, r"validation_data must be a tuple"),
-    ("fit validation_data with weights", lambda c: c.fit(validation_data=(c.x, c.y, np.ones(32))), V,
-     r"sample weights in validation_data are not supported"),
+    ("fit validation_data with negative sample_weight", lambda c: c.fit(validation_data=(c.x, c.y, -np.ones(32))), V,
+     r"validation_data's sample_weight must be finite numbers >= 0; row 0"),
     ("fit validation_data bad labels", lambda c: c.fit(validation_data=(c.x, c.y + 5)), V, r"label \d+ \(row 0\)"),
-    ("fit sample_weight", lambda c: c.fit(sample_weight=np.ones(32)), V, r"sample_weight is not supported"),
-    ("fit validation_steps", lambda c: c.fit(validation_steps=2), V, r"validation_steps is not supported"),
+    ("fit sample_weight wrong length", lambda c: c.fit(sample_weight=np.ones(31)), V,
+     r"sample_weight must have shape \(32,\)"),
+    ("fit sample_weight NaN", lambda c: c.fit(sample_weight=np.r_[np.ones(31), np.nan]), V,
+     r"sample_weight must be finite numbers >= 0; row 31"),
+    ("fit sample_weight strings", lambda c: c.fit(sample_weight=np.array(["a"] * 32)), V, r"sample_weight has dtype"),
+    ("fit sample_weight with a dataset", lambda c: c.model.fit(c.ds(batch_size=8), sample_weight=np.ones(32),
+                                                               verbose=0), V,
+     r"`sample_weight` argument is not supported when x is a dataset"),
+    ("fit class_weight=list", lambda c: c.fit(class_weight=[1.0, 2.0]), V, r"class_weight must be a dict"),
+    ("fit class_weight key 7", lambda c: c.fit(class_weight={7: 1.0}), V, r"class_weight has the key 7"),
+    ("fit class_weight key '0'", lambda c: c.fit(class_weight={"0": 1.0}), V, r"class_weight has the key '0'"),
+    ("fit class_weight value -1", lambda c: c.fit(class_weight={0: -1.0}), V,
+     invalid(r"class_weight\[0\]", "-1.0")),
+    ("fit class_weight and sample_weight", lambda c: c.fit(class_weight={0: 2.0}, sample_weight=np.ones(32)), V,
+     r"cannot use `class_weight` and `sample_weight` at the same time"),
+    ("fit validation_steps=0", lambda c: c.fit(validation_steps=0), V, invalid("validation_steps", "0")),
+    ("fit generator without steps_per_epoch", lambda c: c.model.fit(iter([(c.x, c.y)]), verbose=0), V,
+     r"a Python generator has no length: pass steps_per_epoch"),
+    ("fit generator validation without validation_steps",
+     lambda c: c.model.fit(c.x, c.y, validation_data=iter([(c.x, c.y)]), verbose=0), V,
+     r"pass validation_steps"),
     ("fit unknown keyword", lambda c: c.fit(batchsize=8), T, r"Unrecognized keyword arguments passed to fit"),
     # ---------------------------------------------------------------- evaluate / predict / *_on_batch
     ("evaluate batch_size=0", lambda c: c.model.evaluate(c.x, c.y, batch_size=0), V, invalid("batch_size", "0")),
@@ -121,8 +143,12 @@ CASES = [
      invalid("return_dict", "'yes'")),
     ("evaluate callbacks", lambda c: c.model.evaluate(c.x, c.y, callbacks=[callbacks.Callback()]), V,
      r"evaluate: callbacks are not supported"),
-    ("evaluate sample_weight", lambda c: c.model.evaluate(c.x, c.y, sample_weight=np.ones(32)), V,
-     r"sample_weight is not supported"),
+    ("evaluate sample_weight wrong shape", lambda c: c.model.evaluate(c.x, c.y, sample_weight=np.ones((32, 2))), V,
+     r"evaluate: sample_weight must have shape \(32,\)"),
+    ("evaluate sample_weight inf", lambda c: c.model.evaluate(c.x, c.y, sample_weight=np.full(32, np.inf)), V,
+     r"sample_weight must be finite numbers >= 0"),
+    ("evaluate generator without steps", lambda c: c.model.evaluate(iter([(c.x, c.y)])), V,
+     r"pass steps=\.\.\."),
     ("evaluate unknown keyword", lambda c: c.model.evaluate(c.x, c.y, workers=2), T,
      r"Unrecognized keyword arguments passed to evaluate"),
     ("evaluate batch_size with a dataset", lambda c: c.model.evaluate(c.ds(), batch_size=4), V,
@@ -139,6 +165,12 @@ CASES = [
      invalid("batch_size", "0")),
     ("train_on_batch return_dict=2", lambda c: c.model.train_on_batch(c.x, c.y, return_dict=2), V,
      invalid("return_dict", "2")),
+    ("train_on_batch sample_weight wrong length", lambda c: c.model.train_on_batch(c.x, c.y, sample_weight=[1.0]), V,
+     r"train_on_batch: sample_weight must have shape \(32,\)"),
+    ("train_on_batch class_weight key", lambda c: c.model.train_on_batch(c.x, c.y, class_weight={-1: 1.0}), V,
+     r"class_weight has the key -1"),
+    ("test_on_batch sample_weight negative", lambda c: c.model.test_on_batch(c.x, c.y, sample_weight=-np.ones(32)), V,
+     r"sample_weight must be finite numbers >= 0"),
     ("test_on_batch return_dict=None", lambda c: c.model.test_on_batch(c.x, c.y, return_dict=None), V,
      invalid("return_dict", "None")),
     # ---------------------------------------------------------------- compile
@@ -146,7 +178,34 @@ CASES = [
      r"unknown optimizer 'adagrad'"),
     ("compile optimizer=3", lambda c: c.model.compile(3, "categorical_crossentropy"), V, r"unknown optimizer 3"),
     ("compile no loss", lambda c: c.model.compile("adam"), V, r"a loss is required"),
-    ("compile unknown loss", lambda c: c.model.compile("adam", "mse"), V, r"unknown loss 'mse'"),
+    ("compile unknown loss", lambda c: c.model.compile("adam", "hinge"), V, r"unknown loss 'hinge'"),
+    ("compile custom loss function", lambda c: c.model.compile("adam", lambda t, p: (t - p) ** 2), V,
+     r"custom loss functions are not supported"),
+    ("compile mse metric with sparse labels", lambda c: c.model.compile("adam", "sparse_categorical_crossentropy",
+                                                                       ["mse"]), V,
+     r"the metric 'mse' compares the outputs with targets of their shape"),
+    ("compile sparse_categorical_accuracy with one-hot", lambda c: c.model.compile(
+        "adam", "categorical_crossentropy", ["sparse_categorical_accuracy"]), V, r"needs class indices"),
+    ("compile metric names twice", lambda c: c.model.compile("adam", "categorical_crossentropy", ["mae", "mae"]), V,
+     r"the metric name 'mae' is used twice"),
+    ("compile binary_crossentropy from_logits with sigmoid", lambda c: c.sigmoid_model().compile(
+        "adam", hpcnn.losses.BinaryCrossentropy(from_logits=True)), V, r"already applies sigmoid"),
+    ("BinaryCrossentropy label_smoothing=2", lambda c: hpcnn.losses.BinaryCrossentropy(label_smoothing=2), V,
+     invalid("label_smoothing", "2")),
+    ("CategoricalCrossentropy label_smoothing=-0.1",
+     lambda c: hpcnn.losses.CategoricalCrossentropy(label_smoothing=-0.1), V, invalid("label_smoothing", "-0.1")),
+    ("SparseCategoricalCrossentropy from_logits='yes'",
+     lambda c: hpcnn.losses.SparseCategoricalCrossentropy(from_logits="yes"), V, invalid("from_logits", "'yes'")),
+    ("MeanSquaredError reduction='sum'", lambda c: hpcnn.losses.MeanSquaredError(reduction="sum"), V,
+     r"only reduction='sum_over_batch_size'"),
+    ("TopKCategoricalAccuracy k=0", lambda c: hpcnn.metrics.TopKCategoricalAccuracy(k=0), V, invalid("k", "0")),
+    ("BinaryAccuracy threshold='x'", lambda c: hpcnn.metrics.BinaryAccuracy(threshold="x"), V,
+     invalid("threshold", "'x'")),
+    ("CategoricalAccuracy dtype='float16'", lambda c: hpcnn.metrics.CategoricalAccuracy(dtype="float16"), V,
+     r"only dtype='float32'"),
+    ("PyDataset workers=0", lambda c: hpcnn.utils.PyDataset(workers=0), V, invalid("workers", "0")),
+    ("PyDataset use_multiprocessing='no'", lambda c: hpcnn.utils.PyDataset(use_multiprocessing="no"), V,
+     invalid("use_multiprocessing", "'no'")),
     ("compile metrics='accuracy'", lambda c: c.model.compile("adam", "categorical_crossentropy", metrics="accuracy"),
      V, r"metrics must be a list"),
     ("compile unknown metric", lambda c: c.model.compile("adam", "categorical_crossentropy", ["auc"]), V,
@@ -666,9 +725,12 @@ def test_the_argument_table_covers_every_public_callable():
                  "RMSprop", "AdamW", "exclude_from_weight_decay", "ExponentialDecay",
                  "PiecewiseConstantDecay", "PolynomialDecay", "InverseTimeDecay", "CosineDecay",
                  "CosineDecayRestarts", "L1", "L2", "L1L2", "kernel_regularizer", "bias_regularizer",
-                 "LearningRateScheduler", "ReduceLROnPlateau", "TerminateOnNaN", "MirroredStrategy",
-                 "MultiWorkerMirroredStrategy", "CommunicationOptions", "load_model", "model_from_json",
-                 "to_json", "save_format", "skip_mismatch", "by_name", "resnet_cifar", "resnet20_cifar"):
+                 "LearningRateScheduler", "ReduceLROnPlateau", "TerminateOnNaN", "sample_weight", "class_weight",
+                 "validation_steps", "BinaryCrossentropy", "CategoricalCrossentropy", "SparseCategoricalCrossentropy",
+                 "MeanSquaredError", "TopKCategoricalAccuracy", "BinaryAccuracy", "CategoricalAccuracy",
+                 "PyDataset", "MirroredStrategy", "MultiWorkerMirroredStrategy", "CommunicationOptions", "load_model",
+                 "model_from_json", "to_json", "save_format", "skip_mismatch", "by_name", "resnet_cifar",
+                 "resnet20_cifar"):
         assert name in covered, name
 
 
@@ -706,6 +768,17 @@ def test_good_arguments_still_work(tmp_path):
     ds = c.ds(batch_size=np.int64(8), seed=np.uint64(2**64 - 1), one_hot=None)
     assert len(ds) == 4 and ds.batch_size == 8
     assert hpcnn.Sequential([Dense(2)], seed=2**64 - 1).seed == 2**64 - 1
+    # issue 14: weights, losses and metrics as Keras spells them
+    c.model.compile("adam", "sparse_categorical_crossentropy", ["accuracy"])
+    c.model.fit(c.x, c.y, sample_weight=np.arange(32) % 3, epochs=1, verbose=0)
+    c.model.fit(c.x, c.y, class_weight={np.int64(0): 2, 1: np.float32(0.5)}, epochs=1, verbose=0)
+    c.model.evaluate(c.x, c.y, sample_weight=np.ones((32, 1), np.float64), verbose=0)
+    c.model.train_on_batch(c.x, c.y, sample_weight=None, class_weight=None)
+    hpcnn.losses.BinaryCrossentropy(from_logits=np.bool_(True), label_smoothing=np.float32(0.1))
+    hpcnn.losses.CategoricalCrossentropy(label_smoothing=1, name="cce")
+    hpcnn.metrics.TopKCategoricalAccuracy(k=np.int64(2), name="top2")
+    hpcnn.metrics.BinaryAccuracy(threshold=np.float64(0.3))
+    hpcnn.utils.PyDataset(workers=np.int64(4), use_multiprocessing=False, max_queue_size=2)
 
 
 # ------------------------------------------------------------------ item 7: labels that wrap around

@@ -220,7 +220,7 @@ def test_a_stop_during_validation_resumes_with_the_validation(tmp_path, monkeypa
     ref = compiled()
     ref_h = train(ref, x, y, validation_data=val, validation_batch_size=8)
     calls = {"n": 0}
-    real = hpcnn.training.evaluate_loss_accuracy
+    real = hpcnn.training.evaluate_loss_metrics
 
     def evaluate_and_signal(*args, **kw):  # a SIGTERM arriving in the middle of epoch 2's validation
         calls["n"] += 1
@@ -230,7 +230,7 @@ def test_a_stop_during_validation_resumes_with_the_validation(tmp_path, monkeypa
 
     d = tmp_path / "b"
     first = compiled()
-    monkeypatch.setattr(hpcnn.training, "evaluate_loss_accuracy", evaluate_and_signal)
+    monkeypatch.setattr(hpcnn.training, "evaluate_loss_metrics", evaluate_and_signal)
     h = train(first, x, y, BackupAndRestore(d), validation_data=val, validation_batch_size=8)
     monkeypatch.undo()
     assert h.interrupted and len(h.epoch) == 1

@@ -7,7 +7,7 @@ import hpcnn
 from hpcnn import _core
 from hpcnn.distribute import CommunicationOptions, MirroredStrategy, MultiWorkerMirroredStrategy
 from hpcnn.layers import BatchNormalization, Dense, Flatten, InputLayer
-from dist_common import BATCH, make_arrays, make_model, rel_err, residual_model, write_h5
+from dist_common import BATCH, augmented_model, make_arrays, make_model, rel_err, residual_model, write_h5
 
 
 def weights(model):
@@ -55,6 +55,28 @@ def test_cpu_replicas_from_hdf5_match_one_device(tmp_path):
         ev = model.evaluate(ds, verbose=0)
     assert rel_err(weights(model), weights(ref)) <= 1e-5
     np.testing.assert_allclose(ev, ref_eval, rtol=1e-5)
+
+
+@pytest.mark.parametrize("replicas", [2, 4])
+@pytest.mark.parametrize("dtype", ["float32", "uint8"])
+def test_augmentation_on_replicas_matches_one_device(replicas, dtype):
+    """Flip, padded crop (staged) and translation (an op) draw per global row: N replicas x B/N
+    see the same images as one device x B, so the weights agree up to float summation order."""
+    x, y = make_arrays()
+    if dtype == "uint8":
+        x = np.clip(x * 40 + 128, 0, 255).astype(np.uint8)
+    ref = augmented_model()
+    ref.fit(x, y, batch_size=BATCH, epochs=2, shuffle=True, verbose=0)
+    with mirrored(replicas).scope():
+        model = augmented_model()
+    model.fit(x, y, batch_size=BATCH, epochs=2, shuffle=True, verbose=0)
+    assert rel_err(weights(model), weights(ref)) <= 1e-5
+    # The augmentation really acts: the same model without it (the same initial weights, the same
+    # data and dropout) ends elsewhere.
+    plain = make_model()
+    assert rel_err(weights(plain), weights(augmented_model())) == 0
+    plain.fit(x, y, batch_size=BATCH, epochs=2, shuffle=True, verbose=0)
+    assert rel_err(weights(plain), weights(ref)) > 1e-3
 
 
 def test_last_batch_smaller_than_the_replica_count():
@@ -288,3 +310,124 @@ def test_functional_resnet_block_with_batch_normalization_on_cpu_replicas():
     core = model._model()
     for a, b in zip(core.replica_weights(0), core.replica_weights(1)):
         np.testing.assert_array_equal(a, b)
+
+
+# ---- compile's losses, metrics and weights on replicas (keras-api merged with dist)
+def binary_model(seed=21, dropout=0.25):
+    """A one-unit sigmoid output (fused with binary cross-entropy in the step) with dropout."""
+    model = hpcnn.Sequential([
+        InputLayer(input_shape=[8, 8, 2]),
+        Flatten(),
+        Dense(16, activation="relu"),
+        hpcnn.layers.Dropout(dropout),
+        Dense(1, activation="sigmoid"),
+    ], seed=seed)
+    model.compile("adam", hpcnn.losses.BinaryCrossentropy(label_smoothing=0.1), ["binary_accuracy", "mae"])
+    return model
+
+
+def binary_data(rows=80):
+    x, labels = make_arrays(rows=rows)
+    y = (labels % 2).astype(np.float32).reshape(-1, 1)
+    w = np.random.default_rng(9).uniform(0.0, 2.0, rows).astype(np.float32)
+    w[::7] = 0.0  # zero-weighted rows count in the batch size but not in the loss
+    return x, y, w
+
+
+@pytest.mark.parametrize("replicas", [2, 4])
+def test_binary_crossentropy_sample_weight_and_two_metrics_on_replicas_match_one_device(replicas):
+    # 50 rows, global batch 12: with 4 replicas the last batch (2 rows) leaves two replicas without
+    # rows; they still send their (zero) loss and metric sums.
+    x, y, w = binary_data(rows=50)
+    vx, vy, vw = binary_data(rows=20)
+    ref = binary_model()
+    h_ref = ref.fit(x, y, sample_weight=w, batch_size=12, epochs=2, shuffle=True, verbose=0,
+                    validation_data=(vx, vy, vw))
+    with mirrored(replicas).scope():
+        model = binary_model()
+    assert model._model().replica_devices == ["cpu"] * replicas
+    h = model.fit(x, y, sample_weight=w, batch_size=12, epochs=2, shuffle=True, verbose=0,
+                  validation_data=(vx, vy, vw))
+    assert rel_err(weights(model), weights(ref)) <= 1e-5
+    keys = ["loss", "binary_accuracy", "mae", "val_loss", "val_binary_accuracy", "val_mae"]
+    for k in keys:
+        np.testing.assert_allclose(h.history[k], h_ref.history[k], rtol=1e-5, atol=1e-7, err_msg=k)
+    # The sample weights really weigh: unweighted training ends elsewhere.
+    other = binary_model()
+    other.fit(x, y, batch_size=12, epochs=2, shuffle=True, verbose=0)
+    assert rel_err(weights(other), weights(ref)) > 1e-3
+    # evaluate with sample weights: the loss and both metrics reduced over the replicas.
+    ev = model.evaluate(vx, vy, sample_weight=vw, batch_size=8, verbose=0, return_dict=True)
+    ev_ref = ref.evaluate(vx, vy, sample_weight=vw, batch_size=8, verbose=0, return_dict=True)
+    assert set(ev) == {"loss", "binary_accuracy", "mae"}
+    for k in ev:
+        np.testing.assert_allclose(ev[k], ev_ref[k], rtol=1e-5, err_msg=k)
+    # The metric sums of the last step are every replica's rows, not replica 0's share.
+    core, ref_core = model._model(), ref._model()
+    assert len(core.last_metric_sums) == 2
+    np.testing.assert_allclose(core.last_metric_sums, ref_core.last_metric_sums, rtol=1e-5)
+
+
+def test_class_weight_and_generator_sample_weights_on_replicas_match_one_device():
+    x, y, w = binary_data()
+
+    def gen():
+        while True:
+            for b in range(0, len(x), 16):
+                yield x[b:b + 16], y[b:b + 16], w[b:b + 16]
+
+    ref = binary_model(dropout=0.0)
+    with mirrored(2).scope():
+        model = binary_model(dropout=0.0)
+    for m in (ref, model):
+        m.fit(x, y, class_weight={0: 0.5, 1: 2.0}, batch_size=16, epochs=1, shuffle=False, verbose=0)
+    assert rel_err(weights(model), weights(ref)) <= 1e-5
+    h_ref = ref.fit(gen(), steps_per_epoch=5, epochs=1, verbose=0)
+    h = model.fit(gen(), steps_per_epoch=5, epochs=1, verbose=0)
+    assert rel_err(weights(model), weights(ref)) <= 1e-5
+    for k in ("loss", "binary_accuracy", "mae"):
+        np.testing.assert_allclose(h.history[k], h_ref.history[k], rtol=1e-5, err_msg=k)
+    # train_on_batch: the replicas get the class weights and report the same logs.
+    logs = model.train_on_batch(x[:16], y[:16], class_weight={0: 3.0, 1: 1.0}, return_dict=True)
+    logs_ref = ref.train_on_batch(x[:16], y[:16], class_weight={0: 3.0, 1: 1.0}, return_dict=True)
+    for k in logs_ref:
+        np.testing.assert_allclose(logs[k], logs_ref[k], rtol=1e-5, err_msg=k)
+    assert rel_err(weights(model), weights(ref)) <= 1e-5
+
+
+def test_recompile_in_scope_gives_replicas_the_new_loss_and_metrics():
+    x, y, w = binary_data()
+    strategy = mirrored(2)
+    with strategy.scope():
+        model = binary_model()
+        model.compile("sgd", "mse", ["mae"])
+    ref = binary_model()
+    ref.compile("sgd", "mse", ["mae"])
+    h = model.fit(x, y, sample_weight=w, batch_size=16, epochs=1, verbose=0)
+    h_ref = ref.fit(x, y, sample_weight=w, batch_size=16, epochs=1, verbose=0)
+    assert model._model().distributed
+    assert sorted(h.history) == sorted(h_ref.history)
+    for k in ("loss", "mae"):
+        np.testing.assert_allclose(h.history[k], h_ref.history[k], rtol=1e-5, err_msg=k)
+    assert rel_err(weights(model), weights(ref)) <= 1e-5
+
+
+def test_core_batch_tuple_carries_sample_weights_and_a_share():
+    # (x, y, rows, decode, sample_weight, first_row, global_rows): one tuple for both features.
+    x, y, w = binary_data(rows=16)
+    a, b = binary_model(dropout=0.0)._model(), binary_model(dropout=0.0)._model()
+    la = a.test_step((x, y, None, None, w))
+    lb = b.test_step((x, y, None, None, w, 0, 16))  # the whole global batch, said explicitly
+    np.testing.assert_allclose(lb, la, rtol=1e-6)
+    np.testing.assert_allclose(b.last_metric_sums, a.last_metric_sums, rtol=1e-6)
+    unweighted = a.test_step((x, y, None, None, None, 0, 16))
+    assert abs(unweighted[0] - la[0]) > 1e-4 * abs(la[0])  # the weights were used above
+    a.train_step((x, y, None, None, w))
+    b.train_step((x, y, None, None, w, 0, 16))
+    np.testing.assert_allclose(b.parameter_buffer(), a.parameter_buffer(), rtol=1e-6)
+    with pytest.raises(ValueError, match=r"first_row comes with global_rows \(7 items\)"):
+        a.train_step((x, y, None, None, w, 0))
+    with pytest.raises(ValueError, match=r"sample_weight\[, first_row, global_rows\]\]\]\]\), got 8 items"):
+        a.train_step((x, y, None, None, w, 0, 16, 1))
+    with pytest.raises(ValueError, match="does not fit in a global batch of 10 rows"):
+        a.train_step((x, y, None, None, w, 0, 10))

@@ -102,3 +102,23 @@ def test_two_epoch_curve_matches_cpu(name):
     p_c = cpu.predict(x[:32], verbose=0)
     p_g = gpu.predict(x[:32], verbose=0)
     np.testing.assert_allclose(p_g, p_c, atol=0.05)
+
+
+@pytest.mark.parametrize("loss,activation,units", [("mse", "linear", 3), ("binary_crossentropy", "sigmoid", 2),
+                                                   ("categorical_crossentropy", "softmax", 4)])
+def test_keras_losses_metrics_and_weights_match_the_cpu(loss, activation, units):
+    """Issue 14: a loss, several metrics and sample weights give the CPU's numbers on the GPU."""
+    from hpcnn.layers import Dense, InputLayer
+    rng = np.random.default_rng(30)
+    x = rng.standard_normal((40, 6)).astype(np.float32)
+    y = (np.eye(units, dtype=np.float32)[rng.integers(0, units, 40)] if loss == "categorical_crossentropy"
+         else rng.integers(0, 2, (40, units)).astype(np.float32))
+    w = rng.uniform(0, 2, 40)
+    res = []
+    for device in ("cpu", "gpu:0"):
+        m = hpcnn.Sequential([InputLayer(input_shape=(6,)), Dense(units, activation=activation)], seed=4)
+        m.compile("sgd", loss, ["accuracy", "mae"], device=device)
+        h = m.fit(x, y, sample_weight=w, batch_size=8, epochs=2, validation_data=(x, y, w), verbose=0)
+        res.append(h.history)
+    for k in ("loss", "accuracy", "mae", "val_loss", "val_accuracy", "val_mae"):
+        np.testing.assert_allclose(res[1][k], res[0][k], rtol=1e-4, err_msg=k)

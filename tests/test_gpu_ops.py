@@ -243,3 +243,45 @@ def test_prefetch_path_orders_copy_before_compute():
     for _ in range(3):
         assert np.array_equal(_core.cuda_prefetch_check(x, 0), np.maximum(x, 0))
     assert _core.transfer_stats()["h2d_count"] >= before + 3
+
+
+# ---------------------------------------------------------------- issue 14: the other losses, weights, metrics
+@pytest.mark.parametrize("kind,from_logits,smoothing", [("mean_squared_error", False, 0.0),
+                                                        ("mean_absolute_error", False, 0.0),
+                                                        ("binary_crossentropy", False, 0.1),
+                                                        ("binary_crossentropy", True, 0.0)])
+def test_row_loss(kind, from_logits, smoothing):
+    r = rng(21)
+    p = (r.standard_normal((300, 5)) if kind != "binary_crossentropy" or from_logits
+         else r.uniform(0.01, 0.99, (300, 5))).astype(np.float32)
+    t = (r.integers(0, 2, (300, 5)) if kind == "binary_crossentropy" else r.standard_normal((300, 5))).astype(np.float32)
+    w = r.uniform(0, 2, 300).astype(np.float32)
+    l_cpu, g_cpu = ops.row_loss(p, t, kind, from_logits, smoothing, w, 1 / 300, device="cpu")
+    l_gpu, g_gpu = ops.row_loss(p, t, kind, from_logits, smoothing, w, 1 / 300, device=GPU)
+    assert l_gpu == pytest.approx(l_cpu, rel=1e-6)
+    np.testing.assert_allclose(g_gpu, g_cpu, rtol=1e-5, atol=1e-9)
+
+
+def test_softmax_cross_entropy_weighted_and_smoothed():
+    r = rng(22)
+    logits = r.standard_normal((250, 10)).astype(np.float32)
+    onehot = np.eye(10, dtype=np.float32)[r.integers(0, 10, 250)]
+    w = r.uniform(0, 2, 250).astype(np.float32)
+    l_cpu, c_cpu, g_cpu = ops.softmax_cross_entropy(logits, onehot, 1 / 250, "cpu", 1, w, 0.1)
+    l_gpu, c_gpu, g_gpu = ops.softmax_cross_entropy(logits, onehot, 1 / 250, GPU, 1, w, 0.1)
+    assert l_gpu == pytest.approx(l_cpu, rel=1e-6) and c_gpu == c_cpu
+    np.testing.assert_allclose(g_gpu, g_cpu, rtol=1e-5, atol=1e-9)
+
+
+def test_row_weights_and_metrics():
+    r = rng(23)
+    p = r.random((200, 6)).astype(np.float32)
+    labels = r.integers(0, 6, 200)
+    onehot = np.eye(6, dtype=np.float32)[labels]
+    sw, cw = r.uniform(0, 2, 200).astype(np.float32), r.uniform(0, 2, 6).astype(np.float32)
+    np.testing.assert_array_equal(ops.row_weights(labels, sw, cw, device=GPU), ops.row_weights(labels, sw, cw))
+    np.testing.assert_array_equal(ops.row_weights(onehot, sw, cw, device=GPU), ops.row_weights(onehot, sw, cw))
+    for name, target in [("categorical_accuracy", labels), ("top_k_categorical_accuracy", onehot),
+                         ("binary_accuracy", onehot), ("mean_squared_error", onehot), ("mean_absolute_error", onehot)]:
+        assert ops.metric_rows(p, target, name, 3, device=GPU) == pytest.approx(
+            ops.metric_rows(p, target, name, 3), rel=1e-12), name

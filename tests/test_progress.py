@@ -102,3 +102,16 @@ def test_verbose_auto_in_a_file_is_one_line_per_epoch(tmp_path):
         subprocess.run([sys.executable, "-c", script], stdout=f, stderr=subprocess.STDOUT, timeout=300, check=True)
     text = log.read_text()
     assert "\r" not in text and len([l for l in text.splitlines() if re.match(r"\d+/\d+ ", l)]) == EPOCHS
+
+
+def test_the_last_bar_of_an_epoch_is_drawn_once_on_a_terminal():
+    """Issue 14: the complete bar was drawn by the last batch's update and again by finish; now
+    finish alone draws it (with the epoch's final logs)."""
+    out = run_in_pty(FIT_SCRIPT)
+    assert len(re.findall(rf"\r *{STEPS}/{STEPS} \[", out)) == EPOCHS, out
+
+
+def test_verbose_auto_is_one_as_in_keras(monkeypatch):
+    for kind in (progress.TERMINAL, progress.FILE, progress.JUPYTER):
+        monkeypatch.setattr(progress, "output_kind", lambda stream=None, k=kind: k)
+        assert progress.resolve_verbose("auto") == 1 and progress.resolve_verbose(None) == 1

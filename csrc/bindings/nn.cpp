@@ -5,6 +5,7 @@
 
 #include <mutex>
 #include <optional>
+#include <tuple>
 
 #include "bindings/bindings.h"
 #include "bindings/numpy_tensor.h"
@@ -91,7 +92,11 @@ void check_labels_before_cast(const py::array& a, long long classes) {
 Tensor target_tensor(const py::handle& obj, const nn::Model& model) {
   py::array a = py::array::ensure(obj);
   if (!a) throw ValueError("targets are not array-like");
-  if (model.loss() == nn::Loss::CategoricalCrossentropy) return borrow_array(as_f32(a), "targets");
+  if (!nn::takes_class_indices(model.loss())) {
+    if (a.dtype().kind() != 'f' && a.dtype().kind() != 'i' && a.dtype().kind() != 'u' && a.dtype().kind() != 'b')
+      throw ValueError(cat("targets have dtype ", std::string(py::str(a.dtype())), "; expected numbers"));
+    return borrow_array(as_f32(a), "targets");
+  }
   if (a.dtype().kind() == 'f') {
     throw ValueError("sparse_categorical_crossentropy needs integer class indices, got floats "
                      "(convert with y.astype('int32'))");
@@ -122,16 +127,19 @@ std::vector<float> floats_of(const py::handle& v, const char* what) {
   }
 }
 
-// A step's batch from Python: a tuple (x, y[, rows[, decode]]), decode = (scale, shift) per
-// channel (or one value each) for uint8 x. `with_targets`: y is converted for the loss; without,
-// y is ignored (prediction).
+// A step's batch from Python: a tuple (x, y[, rows[, decode[, sample_weight[, first_row,
+// global_rows]]]]), decode = (scale, shift) per channel (or one value each) for uint8 x or None,
+// sample_weight float (N,) or None, first_row/global_rows: this process's share of a global batch.
+// `with_targets`: y (and the sample weights) are converted for the loss; without, they are ignored
+// (prediction).
 nn::Batch batch_of(const py::handle& obj, const nn::Model& model, bool with_targets) {
   if (!py::isinstance<py::tuple>(obj) && !py::isinstance<py::list>(obj))
-    throw ValueError("a batch is a tuple (x, y[, rows[, decode]])");
+    throw ValueError("a batch is a tuple (x, y[, rows[, decode[, sample_weight[, first_row, global_rows]]]])");
   py::sequence t = py::reinterpret_borrow<py::sequence>(obj);
   const size_t k = t.size();
-  if (k < 1 || k > 6)
-    throw ValueError(cat("a batch is a tuple (x, y[, rows[, decode[, first_row, global_rows]]]), got ", k, " items"));
+  if (k < 1 || k > 7)
+    throw ValueError(cat("a batch is a tuple (x, y[, rows[, decode[, sample_weight[, first_row, global_rows]]]]), got ",
+                         k, " items"));
   nn::Batch b;
   b.x = input_tensor(t[0]);
   if (with_targets && k >= 2 && !t[1].is_none()) b.y = target_tensor(t[1], model);
@@ -143,10 +151,17 @@ nn::Batch batch_of(const py::handle& obj, const nn::Model& model, bool with_targ
     b.decode.scale = floats_of(d[0], "scale");
     b.decode.shift = floats_of(d[1], "shift");
   }
-  if (k == 5) throw ValueError("a batch's first_row comes with global_rows (6 items)");
-  if (k == 6) {
+  if (with_targets && k >= 5 && !t[4].is_none()) {
+    py::array w = py::array::ensure(t[4]);
+    if (!w || (w.dtype().kind() != 'f' && w.dtype().kind() != 'i' && w.dtype().kind() != 'u' &&
+               w.dtype().kind() != 'b'))
+      throw ValueError("sample weights must be an array of numbers");
+    b.w = borrow_array(as_f32(w), "sample weights");
+  }
+  if (k == 6) throw ValueError("a batch's first_row comes with global_rows (7 items)");
+  if (k == 7) {
     // This process's share of a global batch (an HDF5 loader that reads only this rank's rows).
-    const long long first = t[4].cast<long long>(), global = t[5].cast<long long>();
+    const long long first = t[5].cast<long long>(), global = t[6].cast<long long>();
     const long long n = b.rows ? static_cast<long long>(b.rows->size()) : (b.x.rank() >= 1 ? b.x.dim(0) : 0);
     if (first < 0 || global < 0 || first + n > global)
       throw ValueError(cat("a batch share of ", n, " rows starting at row ", first, " does not fit in a global batch of ",
@@ -180,13 +195,15 @@ std::optional<nn::Batch> next_batch_of(const py::handle& obj, const nn::Model& m
 struct PyModel {
   std::unique_ptr<nn::Model> model;
   std::mutex mu;
+  std::vector<double> last_metrics;  // the last train/test step's metric sums (set_metrics' order)
   // How the model was built and compiled (for its replicas).
   Shape input_shape;
   std::vector<nn::Config> layer_configs;
   std::optional<std::vector<std::vector<int>>> node_inputs;  // a graph's node inputs (none: a chain)
   std::optional<nn::Config> optimizer_config;
-  nn::Loss loss = nn::Loss::CategoricalCrossentropy;
-  bool from_logits = false;
+  nn::LossSpec loss;                   // compile's loss (kind, from_logits, label_smoothing)
+  std::vector<nn::MetricSpec> metrics;  // set_metrics'
+  std::vector<float> class_weights;     // set_class_weights' ([]: none)
   std::vector<bool> trainable;
   // Data parallelism: replicas 1.. of this process (replica 0 is `model`) and their driver.
   std::vector<std::unique_ptr<nn::Model>> others;
@@ -244,6 +261,7 @@ py::tuple run_step(PyModel& p, const py::object& batch, const py::object& next, 
     current.reset();  // the arrays, released without the GIL: their keep-alive takes it
     ahead.reset();
   }
+  p.last_metrics = std::move(st.metrics);
   raise_core_warnings();
   return py::make_tuple(st.loss_sum, st.correct, st.n);
 }
@@ -379,16 +397,35 @@ void bind_nn(py::module_& m) {
         py::gil_scoped_release nogil;
         p.model->to(d);
       })
-      .def("compile", [](PyModel& p, py::dict opt, const std::string& loss, bool from_logits) {
+      .def("compile", [](PyModel& p, py::dict opt, const std::string& loss, bool from_logits, float label_smoothing) {
         auto lk = lock_model(p);
         nn::Config cfg = to_config(opt, "optimizer config");
         std::unique_ptr<nn::Optimizer> o = nn::make_optimizer(cfg);
+        const nn::LossSpec spec{nn::parse_loss(loss), from_logits, label_smoothing};
         p.undistribute();  // a strategy distributes the model again after compile (fresh optimizers)
-        p.model->compile(std::move(o), nn::parse_loss(loss), from_logits);
+        p.model->compile(std::move(o), spec);
         p.optimizer_config = cfg;
-        p.loss = nn::parse_loss(loss);
-        p.from_logits = from_logits;
-      }, py::arg("optimizer"), py::arg("loss"), py::arg("from_logits") = false)
+        p.loss = spec;
+        p.metrics.clear();  // compile clears the model's metrics (set_metrics follows)
+      }, py::arg("optimizer"), py::arg("loss"), py::arg("from_logits") = false, py::arg("label_smoothing") = 0.0f)
+      .def("set_metrics", [](PyModel& p, const std::vector<std::tuple<std::string, int, float>>& metrics) {
+        std::vector<nn::MetricSpec> specs;
+        for (const auto& [name, k, threshold] : metrics) specs.push_back({nn::parse_metric(name), k, threshold});
+        auto lk = lock_model(p);
+        for (nn::Model* m : p.all()) m->set_metrics(specs);  // every replica: reduce_stats sums the same count
+        p.metrics = specs;
+        p.last_metrics.clear();
+      }, py::arg("metrics"),
+         "The metrics each train/test step computes on the outputs: (core name, k, threshold) each; their sums "
+         "over the last step's rows (of every replica under a strategy) are last_metric_sums.")
+      .def("set_class_weights", [](PyModel& p, const std::vector<float>& weights) {
+        auto lk = lock_model(p);
+        for (nn::Model* m : p.all()) m->set_class_weights(weights);
+        p.class_weights = weights;
+      }, py::arg("weights"), "Per-class loss weights indexed by the target's class ([]: none).")
+      .def_property_readonly("last_metric_sums", [](PyModel& p) { return p.last_metrics; },
+                             "The last train/test step's sum over its rows (of every replica under a strategy) of "
+                             "each metric of set_metrics.")
       .def_property("learning_rate",
                     [](PyModel& p) {
                       auto lk = lock_model(p);
@@ -451,8 +488,9 @@ void bind_nn(py::module_& m) {
       .def("train_step", [](PyModel& p, py::object batch, py::object next) {
         return run_step(p, batch, next, StepKind::Train);
       }, py::arg("batch"), py::arg("next") = py::none(),
-         "One training step; returns (loss_sum, correct, n). batch: (x, y[, rows[, decode]]), or None for the "
-         "batch staged by the previous call's `next`. next: the following batch, staged now (on a GPU its upload "
+         "One training step; returns (loss_sum, correct, n) (the compiled metrics' sums: last_metric_sums). batch: "
+         "(x, y[, rows[, decode[, sample_weight[, first_row, global_rows]]]]) (first_row, global_rows: these rows' "
+         "place in a global batch, for a rank's share), or None for the batch staged by the previous call's `next`. next: the following batch, staged now (on a GPU its upload "
          "overlaps this step's backward pass); an error staging it is raised by the call that takes it.")
       .def("test_step", [](PyModel& p, py::object batch, py::object next) {
         return run_step(p, batch, next, StepKind::Test);
@@ -537,7 +575,9 @@ void bind_nn(py::module_& m) {
           m->set_memory_reuse(p.model->memory_reuse());
           m->set_rng_state(p.model->seed(), p.model->step());
           m->to(devices[i]);
-          m->compile(nn::make_optimizer(*p.optimizer_config), p.loss, p.from_logits);
+          m->compile(nn::make_optimizer(*p.optimizer_config), p.loss);
+          m->set_metrics(p.metrics);
+          m->set_class_weights(p.class_weights);
           m->set_trainable(p.trainable);
           p.others.push_back(std::move(m));
         }

@@ -499,18 +499,72 @@ void bind_ops(py::module_& m) {
      py::arg("repeat") = 1, py::arg("offset") = 0);
 
   m.def("softmax_cross_entropy", [](py::object logits, py::object target, float grad_scale, std::string device,
-                                    int repeat) {
+                                    int repeat, py::object row_weights, float label_smoothing) {
     Device d = resolve_device(device);
     Tensor L = f32_on(logits, d, "logits");
     Tensor T = target_on(target, d);
+    Tensor W;
+    if (!row_weights.is_none()) W = f32_on(row_weights, d, "row_weights");
     Tensor G = Tensor::empty(L.shape(), DType::F32, d);
     Tensor S = Tensor::zeros({4}, DType::F32, d);  // 2 doubles
-    run_repeat(repeat, [&] { ops::softmax_xent(L, T, &G, grad_scale, reinterpret_cast<double*>(S.raw())); });
+    run_repeat(repeat, [&] {
+      ops::softmax_xent(L, T, &G, grad_scale, reinterpret_cast<double*>(S.raw()), W.defined() ? &W : nullptr,
+                        label_smoothing);
+    });
     Tensor Sh = S.device().is_cpu() ? S : S.to(Device::cpu());
     const double* s = reinterpret_cast<const double*>(Sh.raw());
     return py::make_tuple(s[0] / repeat, s[1] / repeat, to_numpy(G));  // stats accumulate over repeats
   }, py::arg("logits"), py::arg("target"), py::arg("grad_scale") = 1.0f, py::arg("device") = "cpu",
-     py::arg("repeat") = 1, "Returns (loss_sum, correct, dlogits).");
+     py::arg("repeat") = 1, py::arg("row_weights") = py::none(), py::arg("label_smoothing") = 0.0f,
+     "Returns (loss_sum, correct, dlogits); row_weights (N,) weigh each row's loss and gradient.");
+
+  m.def("row_loss", [](py::object pred, py::object target, std::string kind, bool from_logits, float label_smoothing,
+                       py::object row_weights, float grad_scale, std::string device) {
+    Device d = resolve_device(device);
+    RowLossParams p;
+    const nn::Loss l = nn::parse_loss(kind);
+    if (l == nn::Loss::MeanSquaredError) p.kind = RowLoss::MeanSquaredError;
+    else if (l == nn::Loss::MeanAbsoluteError) p.kind = RowLoss::MeanAbsoluteError;
+    else if (l == nn::Loss::BinaryCrossentropy) p.kind = RowLoss::BinaryCrossentropy;
+    else throw ValueError("row_loss: kind must be 'mean_squared_error', 'mean_absolute_error' or 'binary_crossentropy'");
+    p.from_logits = from_logits;
+    p.label_smoothing = label_smoothing;
+    Tensor P = f32_on(pred, d, "pred"), T = f32_on(target, d, "target");
+    Tensor W;
+    if (!row_weights.is_none()) W = f32_on(row_weights, d, "row_weights");
+    Tensor G = Tensor::empty(P.shape(), DType::F32, d);
+    Tensor S = Tensor::zeros({2}, DType::F32, d);  // 1 double
+    ops::row_loss(p, P, T, W.defined() ? &W : nullptr, &G, grad_scale, reinterpret_cast<double*>(S.raw()));
+    Tensor Sh = S.device().is_cpu() ? S : S.to(Device::cpu());
+    return py::make_tuple(*reinterpret_cast<const double*>(Sh.raw()), to_numpy(G));
+  }, py::arg("pred"), py::arg("target"), py::arg("kind"), py::arg("from_logits") = false,
+     py::arg("label_smoothing") = 0.0f, py::arg("row_weights") = py::none(), py::arg("grad_scale") = 1.0f,
+     py::arg("device") = "cpu",
+     "A per-row loss (mean over the last axis): returns (sum over rows of weight * loss, dloss/dpred * grad_scale).");
+
+  m.def("row_weights", [](py::object target, py::object sample_weight, py::object class_weight, std::string device) {
+    Device d = resolve_device(device);
+    Tensor T = target_on(target, d);
+    if (T.dtype() == DType::F32 && T.rank() == 1) T = T.reshape({T.dim(0), 1});
+    Tensor SW, CW;
+    if (!sample_weight.is_none()) SW = f32_on(sample_weight, d, "sample_weight");
+    if (!class_weight.is_none()) CW = f32_on(class_weight, d, "class_weight");
+    Tensor W = Tensor::empty({T.dim(0)}, DType::F32, d);
+    ops::row_weights(T, SW.defined() ? &SW : nullptr, CW.defined() ? &CW : nullptr, W);
+    return to_numpy(W);
+  }, py::arg("target"), py::arg("sample_weight") = py::none(), py::arg("class_weight") = py::none(),
+     py::arg("device") = "cpu", "Per-row loss weights: sample_weight[r] * class_weight[class of row r].");
+
+  m.def("metric_rows", [](py::object pred, py::object target, std::string name, int k, float threshold,
+                          std::string device) {
+    Device d = resolve_device(device);
+    Tensor P = f32_on(pred, d, "pred"), T = target_on(target, d);
+    Tensor S = Tensor::zeros({2}, DType::F32, d);
+    ops::metric_rows({nn::parse_metric(name), k, threshold}, P, T, reinterpret_cast<double*>(S.raw()));
+    Tensor Sh = S.device().is_cpu() ? S : S.to(Device::cpu());
+    return *reinterpret_cast<const double*>(Sh.raw());
+  }, py::arg("pred"), py::arg("target"), py::arg("name"), py::arg("k") = 5, py::arg("threshold") = 0.5f,
+     py::arg("device") = "cpu", "The sum over rows of a metric (Keras' function name) of pred against target.");
 
   // ---- over a model's variables. A flat buffer of n elements is split into variables by `sizes`
   // (element counts in order; None: one variable of all n).

@@ -187,14 +187,17 @@ std::vector<ReplicaSet::Share> ReplicaSet::split(const nn::Batch& b, bool global
     sb.first_row = global ? lo : 0;
     sb.global_rows = global ? total : 0;
     const long long a = lo - first, e = hi - first;
-    if (b.rows) {
+    if (b.rows) {  // the sample weights are indexed like x and y: by the rows
       sb.x = b.x;
       sb.y = b.y;
+      sb.w = b.w;
       sb.rows = std::vector<long long>(b.rows->begin() + a, b.rows->begin() + e);
     } else {
       sb.x = rows_view(b.x, a, e);
       if (b.y.defined() && b.y.rank() >= 1 && b.y.dim(0) == n) sb.y = rows_view(b.y, a, e);
       else sb.y = b.y;  // a mismatch: the stager reports it
+      if (b.w.defined() && b.w.rank() == 1 && b.w.dim(0) == n) sb.w = rows_view(b.w, a, e);
+      else sb.w = b.w;  // a mismatch: the stager reports it
     }
   }
   return out;

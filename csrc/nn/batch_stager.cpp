@@ -212,6 +212,7 @@ StagedBatch BatchStager::stage_into(const Batch& b, bool with_targets, StagingSl
   try {
     out.x = stage_input(b, n, s, when, step);
     if (with_targets) out.y = stage_targets(b, n, s, when);
+    if (with_targets && b.w.defined()) out.w = stage_weights(b, n, s, when);
   } catch (...) {
     // Bad targets after the input's upload was enqueued: let that upload finish before its
     // buffers can be refilled or freed (the next staging would wait too; this is explicit).
@@ -339,11 +340,15 @@ Tensor BatchStager::stage_targets(const Batch& b, long long n, SlotBuffers& s, U
   if (b.rows) check_rows(b.rows, ny, "targets'");
   else HPCNN_CHECK_ARG(ny == n, "inputs have ", n, " rows but targets have ", ny);
   Tensor staged;
-  if (loss_ == Loss::CategoricalCrossentropy) {
-    HPCNN_CHECK_ARG(y.dtype() == DType::F32 && y.rank() == 2 && y.dim(1) == classes,
-                    "categorical_crossentropy needs one-hot targets of shape (n, ", classes, "), got ", y.str(),
-                    ": use hpcnn.utils.to_categorical(y, ", classes, ") (or HDF5Dataset(..., one_hot=", classes,
-                    ")), or loss='sparse_categorical_crossentropy' for class indices");
+  if (!takes_class_indices(loss_)) {
+    if (loss_ == Loss::CategoricalCrossentropy)
+      HPCNN_CHECK_ARG(y.dtype() == DType::F32 && y.rank() == 2 && y.dim(1) == classes,
+                      "categorical_crossentropy needs one-hot targets of shape (n, ", classes, "), got ", y.str(),
+                      ": use hpcnn.utils.to_categorical(y, ", classes, ") (or HDF5Dataset(..., one_hot=", classes,
+                      ")), or loss='sparse_categorical_crossentropy' for class indices");
+    else
+      HPCNN_CHECK_ARG(y.dtype() == DType::F32 && y.rank() == 2 && y.dim(1) == classes,
+                      "the loss needs float targets of the outputs' shape (n, ", classes, "), got ", y.str());
     ops::check_finite(y, "targets");
     if (!b.rows && device_.is_cpu()) return y;  // in place
     if (!b.rows && pinned(y)) return upload(y, s.dev_y, when);  // the caller's pinned rows: in place
@@ -365,6 +370,25 @@ Tensor BatchStager::stage_targets(const Batch& b, long long n, SlotBuffers& s, U
   }
   if (device_.is_cpu()) return staged;
   return upload(staged, s.dev_y, when);
+}
+
+Tensor BatchStager::stage_weights(const Batch& b, long long n, SlotBuffers& s, Upload when) {
+  const Tensor& w = b.w;
+  HPCNN_CHECK_ARG(w.device().is_cpu(), "sample weights must be a host array");
+  HPCNN_CHECK_ARG(w.dtype() == DType::F32 && w.rank() == 1, "sample weights must be float32 of shape (n,), got ",
+                  w.str());
+  if (b.rows) check_rows(b.rows, w.dim(0), "sample weights'");
+  else HPCNN_CHECK_ARG(w.dim(0) == n, "inputs have ", n, " rows but sample weights have ", w.dim(0));
+  Tensor staged = host_buffer(s.host_w, {n}, DType::F32);
+  for (long long i = 0; i < n; ++i) {
+    const long long r = source_row(b, i);
+    const float v = w.f32()[r];
+    HPCNN_CHECK_ARG(std::isfinite(v) && v >= 0.f, "sample weight ", v, " (row ", r,
+                    ") must be a finite number >= 0");
+    staged.f32()[i] = v;
+  }
+  if (device_.is_cpu()) return staged;
+  return upload(staged, s.dev_w, when);
 }
 
 // ------------------------------------------------------------------ buffers and copies
@@ -415,8 +439,8 @@ void BatchStager::wait_device() {
   if (!device_.is_cuda()) return;
   bool any = false;  // device buffers of ours that queued kernels may read
   for (const SlotBuffers& s : slots_)
-    any = any || s.dev_x.defined() || s.dev_x_u8.defined() || s.dev_y.defined() || s.dev_aug[0].defined() ||
-          s.dev_aug[1].defined();
+    any = any || s.dev_x.defined() || s.dev_x_u8.defined() || s.dev_y.defined() || s.dev_w.defined() ||
+          s.dev_aug[0].defined() || s.dev_aug[1].defined();
   if (any) cuda::synchronize_compute(device_.index);
 }
 

@@ -3,7 +3,8 @@
 //
 //   check      x: host, float32 or uint8, (N, *input_shape) (or (N, H, W) for an (H, W, 1)
 //              input), finite; rows in range; y (for training and evaluation) as the loss wants
-//              it: float32 one-hot (n, classes), finite, or int32 class indices in [0, classes)
+//              it: float32 (n, outputs), finite (one-hot for categorical_crossentropy), or int32
+//              class indices in [0, classes); sample weights (when given): float32 (n,), finite, >= 0
 //   gather     the batch's rows (Batch::rows) into a host staging buffer; on the CPU float32 rows
 //              in order are used in place (zero-copy) and uint8 is decoded on the host
 //   upload     on a GPU: from pinned host memory (the staging buffer, or the caller's own array
@@ -54,7 +55,8 @@ struct InputDecode {
 // One batch as its producer holds it, on the host.
 struct Batch {
   Tensor x;  // float32 or uint8 (N, *input_shape), or (N, H, W) for an (H, W, 1) input
-  Tensor y;  // float32 one-hot (N, classes) or int32 (N,) / (N, 1); undefined for prediction
+  Tensor y;  // float32 (N, outputs) (one-hot for categorical_crossentropy) or int32 (N,) / (N, 1); undefined for prediction
+  Tensor w;  // sample weights: float32 (N,), finite, >= 0; undefined: every sample weighs 1
   // The rows of x (and y) that make the batch, in this order; absent: all N rows in order. A
   // shuffled epoch over arrays in memory is batches of rows; a data-parallel replica gets the
   // rows of its share of a global batch the same way.
@@ -74,6 +76,7 @@ struct Batch {
 struct StagedBatch {
   Tensor x;  // float32 (n, *shape after the leading augmentation), augmented for its step
   Tensor y;  // the targets as checked (undefined without targets)
+  Tensor w;  // the sample weights (undefined when the batch has none)
   long long first_row = 0;    // as Batch: where these rows sit in the global batch
   long long global_rows = 0;  // rows of the global batch (n for a whole batch)
 };
@@ -122,10 +125,10 @@ class BatchStager {
 
  private:
   struct SlotBuffers {
-    std::shared_ptr<HostBuffer> host_x, host_y;  // pinned when the device is a GPU
-    std::shared_ptr<HostBuffer> host_aug;        // the CPU's second buffer for a further augmentation
-    Tensor dev_x, dev_x_u8, dev_y;               // bytes on the device (typed views are taken)
-    Tensor dev_aug[2];                           // the augmentation's outputs on a GPU
+    std::shared_ptr<HostBuffer> host_x, host_y, host_w;  // pinned when the device is a GPU
+    std::shared_ptr<HostBuffer> host_aug;                // the CPU's second buffer for a further augmentation
+    Tensor dev_x, dev_x_u8, dev_y, dev_w;                // bytes on the device (typed views are taken)
+    Tensor dev_aug[2];                                   // the augmentation's outputs on a GPU
   };
   struct Ahead {
     StagedBatch batch;
@@ -150,6 +153,7 @@ class BatchStager {
   Tensor augment_on_host(const Batch& b, long long n, SlotBuffers& s, const StepContext& step);
   Tensor augment_on_device(const Tensor& x, SlotBuffers& s, const StepContext& step);
   Tensor stage_targets(const Batch& b, long long n, SlotBuffers& s, Upload when);
+  Tensor stage_weights(const Batch& b, long long n, SlotBuffers& s, Upload when);
   // A staging buffer viewed as `shape` and `dtype`: host (pinned on a GPU) or device bytes, made
   // or grown as needed (a device block only after the compute stream has finished with it).
   Tensor host_buffer(std::shared_ptr<HostBuffer>& buf, const Shape& shape, DType dtype);

@@ -199,8 +199,23 @@ std::unique_ptr<LearningRateSchedule> make_learning_rate_schedule(const Config& 
 Loss parse_loss(const std::string& name) {
   if (name == "categorical_crossentropy") return Loss::CategoricalCrossentropy;
   if (name == "sparse_categorical_crossentropy") return Loss::SparseCategoricalCrossentropy;
-  throw ValueError(
-      cat("unknown loss '", name, "': use 'categorical_crossentropy' or 'sparse_categorical_crossentropy'"));
+  if (name == "binary_crossentropy") return Loss::BinaryCrossentropy;
+  if (name == "mean_squared_error") return Loss::MeanSquaredError;
+  if (name == "mean_absolute_error") return Loss::MeanAbsoluteError;
+  throw ValueError(cat("unknown loss '", name, "': use 'categorical_crossentropy', 'sparse_categorical_crossentropy', "
+                       "'binary_crossentropy', 'mean_squared_error' or 'mean_absolute_error'"));
+}
+
+RowMetric parse_metric(const std::string& name) {
+  if (name == "categorical_accuracy") return RowMetric::CategoricalAccuracy;
+  if (name == "sparse_categorical_accuracy") return RowMetric::SparseCategoricalAccuracy;
+  if (name == "binary_accuracy") return RowMetric::BinaryAccuracy;
+  if (name == "top_k_categorical_accuracy") return RowMetric::TopKCategoricalAccuracy;
+  if (name == "mean_squared_error") return RowMetric::MeanSquaredError;
+  if (name == "mean_absolute_error") return RowMetric::MeanAbsoluteError;
+  throw ValueError(cat("unknown metric '", name, "': use 'categorical_accuracy', 'sparse_categorical_accuracy', "
+                       "'binary_accuracy', 'top_k_categorical_accuracy', 'mean_squared_error' or "
+                       "'mean_absolute_error'"));
 }
 
 }  // namespace hpcnn::nn

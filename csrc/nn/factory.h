@@ -39,5 +39,7 @@ AugmentSpec make_augment_spec(const Config& cfg);
 std::unique_ptr<Optimizer> make_optimizer(const Config& cfg);
 std::unique_ptr<LearningRateSchedule> make_learning_rate_schedule(const Config& cfg);
 Loss parse_loss(const std::string& name);
+// A metric's core name (Keras' function name: 'categorical_accuracy', ...); ValueError otherwise.
+RowMetric parse_metric(const std::string& name);
 
 }  // namespace hpcnn::nn

@@ -1,17 +1,37 @@
-// The losses a model is compiled with. Both are softmax cross-entropy (fused in
-// ops::softmax_xent); they differ in what the targets are, which is what the batch stager checks.
+// The losses and metrics a model is compiled with. The two categorical cross-entropies are
+// softmax cross-entropy (fused with a final softmax in ops::softmax_xent); the others are the
+// per-row losses of ops/loss_metrics.h (binary cross-entropy fused with a final sigmoid). The
+// targets each takes are what the batch stager checks.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/errors.h"
+#include "ops/loss_metrics.h"
 
 namespace hpcnn::nn {
 
 enum class Loss {
   CategoricalCrossentropy,        // targets: float32 one-hot (n, classes)
   SparseCategoricalCrossentropy,  // targets: int32 class indices (n,) or (n, 1)
+  BinaryCrossentropy,             // targets: float32 (n, units), values in [0, 1]
+  MeanSquaredError,               // targets: float32 (n, units)
+  MeanAbsoluteError,              // targets: float32 (n, units)
 };
+
+// Whether the loss takes class indices (int32) rather than float rows like the outputs.
+inline bool takes_class_indices(Loss l) { return l == Loss::SparseCategoricalCrossentropy; }
+
+// How a model's loss is computed (compile's arguments).
+struct LossSpec {
+  Loss kind = Loss::CategoricalCrossentropy;
+  bool from_logits = false;
+  float label_smoothing = 0.f;  // categorical and binary cross-entropy
+};
+
+// A compiled metric: reported per batch as a sum over its rows (nn::BatchStats::metrics).
+using MetricSpec = RowMetricParams;
 
 // A training step whose loss is NaN or inf: raised before the backward pass, so the weights and
 // the optimizer are not updated. A ValueError (Python: hpcnn._core.NonFiniteLossError, a

@@ -111,24 +111,69 @@ void Model::set_weights(const std::vector<Tensor>& ws) {
 }
 
 // ------------------------------------------------------------------ compile and device
-void Model::compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool from_logits) {
+// ---- compile's loss, metrics and class weights (the loss part of the step)
+void Model::compile(std::unique_ptr<Optimizer> optimizer, const LossSpec& loss) {
   HPCNN_CHECK_ARG(optimizer != nullptr, "compile: an optimizer is required");
   const Shape& out = graph_.output_shapes().back();
   HPCNN_CHECK_ARG(out.size() == 1, "compile: the model output ", shape_str(out),
-                  " is not (classes,): add Flatten() and a Dense output layer");
+                  " is not (units,): add Flatten() and a Dense output layer");
+  HPCNN_CHECK_ARG(loss.label_smoothing >= 0.f && loss.label_smoothing <= 1.f,
+                  "compile: label_smoothing must be in [0, 1], got ", loss.label_smoothing);
   auto* last = dynamic_cast<const ActivationLayer*>(&graph_.layer(graph_.size() - 1));
-  bool softmax_last = last && last->is_softmax();
-  if (!from_logits)
-    HPCNN_CHECK_ARG(softmax_last, "compile: cross-entropy expects probabilities, but the last layer has no "
-                    "softmax: use activation='softmax' on the last layer, or a loss with from_logits=True");
-  HPCNN_CHECK_ARG(!(softmax_last && from_logits), "compile: from_logits=True but the last layer already applies "
-                  "softmax; drop one of the two");
+  const bool softmax_last = last && last->is_softmax();
+  const bool sigmoid_last = last && !last->is_softmax() && last->spec().act == Act::Sigmoid;
+  const bool categorical = loss.kind == Loss::CategoricalCrossentropy || loss.kind == Loss::SparseCategoricalCrossentropy;
+  bool fused = false;
+  if (categorical) {
+    if (!loss.from_logits)
+      HPCNN_CHECK_ARG(softmax_last, "compile: cross-entropy expects probabilities, but the last layer has no "
+                      "softmax: use activation='softmax' on the last layer, or a loss with from_logits=True");
+    HPCNN_CHECK_ARG(!(softmax_last && loss.from_logits), "compile: from_logits=True but the last layer already "
+                    "applies softmax; drop one of the two");
+    fused = softmax_last && !loss.from_logits;
+  } else if (loss.kind == Loss::BinaryCrossentropy) {
+    HPCNN_CHECK_ARG(!(sigmoid_last && loss.from_logits), "compile: from_logits=True but the last layer already "
+                    "applies sigmoid; drop one of the two");
+    fused = sigmoid_last;  // from the logits: exact where the probabilities round to 0 or 1
+  }
   optimizer->to(device_, layout_);
   optimizer_ = std::move(optimizer);
-  fused_softmax_ = softmax_last && !from_logits;
   loss_ = loss;
-  stager_.set_targets(loss, out.at(0));
-  plans_current_ = false;  // the fused softmax changes what runs
+  fused_output_ = fused;
+  metrics_.clear();
+  stager_.set_targets(loss.kind, out.at(0));
+  plans_current_ = false;  // the fused softmax / sigmoid changes what runs
+}
+
+void Model::set_metrics(const std::vector<MetricSpec>& metrics) {
+  require_compiled("setting its metrics");
+  const long long units = graph_.output_shapes().back().at(0);
+  for (const MetricSpec& m : metrics) {
+    const bool accuracy = m.kind == RowMetric::CategoricalAccuracy || m.kind == RowMetric::SparseCategoricalAccuracy ||
+                          m.kind == RowMetric::TopKCategoricalAccuracy;
+    HPCNN_CHECK_ARG(accuracy || !takes_class_indices(loss_.kind), "compile: this metric compares the outputs with "
+                    "float targets, but sparse_categorical_crossentropy takes class indices");
+    HPCNN_CHECK_ARG(m.kind != RowMetric::SparseCategoricalAccuracy || takes_class_indices(loss_.kind) || units == 1,
+                    "compile: sparse_categorical_accuracy needs class indices (loss='sparse_categorical_crossentropy')");
+    HPCNN_CHECK_ARG(m.k >= 1, "compile: top-k accuracy needs k >= 1, got ", m.k);
+  }
+  wait_device();  // a queued step may still write the old stats buffer
+  metrics_ = metrics;
+  stats_ = metric_out_ = Tensor();  // re-made for the new count at the next step
+  capacity_ = 0;
+}
+
+void Model::set_class_weights(const std::vector<float>& weights) {
+  for (size_t c = 0; c < weights.size(); ++c)
+    HPCNN_CHECK_ARG(std::isfinite(weights[c]) && weights[c] >= 0.f, "class_weight: the weight of class ", c,
+                    " must be a finite number >= 0, got ", weights[c]);
+  wait_device();  // a queued step may still read the old table
+  class_weights_host_ = weights;
+  class_weights_ = Tensor();
+  if (weights.empty()) return;
+  Tensor host = Tensor::empty({static_cast<long long>(weights.size())});
+  std::copy(weights.begin(), weights.end(), host.f32());
+  class_weights_ = device_.is_cpu() ? host : host.to(device_);
 }
 
 void Model::set_trainable(const std::vector<bool>& per_node) {
@@ -183,8 +228,9 @@ void Model::to(Device d) {
   grads_now_.clear();
   xs_.clear();
   dx_targets_.clear();
-  arena_ = stats_ = Tensor();
+  arena_ = stats_ = row_w_ = metric_out_ = Tensor();
   stager_.to(d);  // staging buffers, too, are made again on the new device
+  set_class_weights(std::vector<float>(class_weights_host_));  // the class-weight table, on the new device
 }
 
 // ------------------------------------------------------------------ optimizer state
@@ -219,7 +265,7 @@ void Model::set_optimizer_state(const std::vector<StateBuffer>& keras, long long
 }
 
 // ------------------------------------------------------------------ plans and buffers
-int Model::loss_end() const { return graph_.size() - (fused_softmax_ ? 1 : 0); }
+int Model::loss_end() const { return graph_.size() - (fused_output_ ? 1 : 0); }
 
 namespace {
 
@@ -305,6 +351,7 @@ void Model::ensure_buffers(long long n) {
     // The arena is big enough: only the layouts change. Work still queued on the GPU uses the
     // old layout's offsets, and every later op runs after it on the same stream.
     arena_layouts_ = std::move(layouts);
+    ensure_loss_buffers(cap);
     capacity_ = cap;
     return;
   }
@@ -314,15 +361,31 @@ void Model::ensure_buffers(long long n) {
   // exists. After an OutOfMemory ("try a smaller batch_size") the next call then allocates afresh
   // for its own size instead of reusing a half-made set of the failed size.
   capacity_ = 0;
-  stats_ = arena_ = Tensor();
+  stats_ = arena_ = row_w_ = metric_out_ = Tensor();
   vals_.clear();
   grads_now_.clear();
   xs_.clear();
   dx_targets_.clear();
   arena_ = Tensor::empty({need / 4}, DType::F32, device_);
-  stats_ = Tensor::zeros({6}, DType::F32, device_);  // three doubles: loss sum, correct, penalty
+  // doubles: loss sum, correct, penalty, then one per metric
+  stats_ = Tensor::zeros({2 * (3 + static_cast<long long>(metrics_.size()))}, DType::F32, device_);
+  ensure_loss_buffers(cap);
   arena_layouts_ = std::move(layouts);
   capacity_ = cap;
+}
+
+// The loss's own buffers next to the arena: the per-row weights and (with a fused activation and
+// metrics) the outputs the metrics read, for `cap` rows.
+void Model::ensure_loss_buffers(long long cap) {
+  const long long units = graph_.output_shapes().back().at(0);
+  const bool need_out = fused_output_ && !metrics_.empty();
+  const bool rows_ok = row_w_.defined() && row_w_.numel() >= cap;
+  const bool out_ok = !need_out || (metric_out_.defined() && metric_out_.numel() >= cap * units);
+  if (rows_ok && out_ok) return;
+  wait_device();  // queued work may still read the buffers about to be replaced
+  row_w_ = metric_out_ = Tensor();
+  row_w_ = Tensor::empty({cap}, DType::F32, device_);
+  if (need_out) metric_out_ = Tensor::empty({cap * units}, DType::F32, device_);
 }
 
 // ------------------------------------------------------------------ the step
@@ -417,16 +480,62 @@ void Model::backward_node(int i, const Tensor& x, const StepContext& ctx) {
     if (routes[s] == GradRoute::WriteTemp) ops::accumulate(grads_now_[in[s]], dx_targets_[s]);
 }
 
-BatchStats Model::loss_and_stats(const Tensor& logits, const Tensor& target, Tensor* dlogits, float grad_scale) {
+// ---- the loss part of the step: loss, its gradient, sample/class weights and metrics
+Tensor Model::row_weights(const StagedBatch& b, bool training) {
+  // Per-row weights only when the batch has sample weights or class weights apply: the default
+  // path passes none. Class weights weigh training steps only (fit's class_weight; Keras leaves
+  // validation and evaluate unweighted).
+  const bool class_weighted = class_weights_.defined() && training;
+  if (!b.w.defined() && !class_weighted) return Tensor();
+  Tensor w = row_w_.view(0, {b.y.dim(0)});
+  ops::row_weights(b.y, b.w.defined() ? &b.w : nullptr, class_weighted ? &class_weights_ : nullptr, w);
+  return w;
+}
+
+Tensor Model::metric_outputs(const Tensor& logits, bool training) {
+  if (!fused_output_) return logits;
+  // Metrics see the model's outputs: the fused softmax / sigmoid (the last node) runs here for them.
+  const int last = graph_.size() - 1;
+  Tensor out = metric_out_.view(0, logits.shape());
+  graph_.layer(last).forward(logits, out, StepContext{training, seed_, step_, last});
+  return out;
+}
+
+// grad_scale: the factor of dlogits, 1 / rows of the global batch (the mean over every replica's rows).
+BatchStats Model::loss_and_stats(const Tensor& logits, const StagedBatch& b, Tensor* dlogits, bool training,
+                                 float grad_scale) {
   stats_.fill_zero();
   double* s = reinterpret_cast<double*>(stats_.raw());
   const long long n = logits.dim(0);
-  ops::softmax_xent(logits, target, dlogits, grad_scale, s);
+  const Tensor w = row_weights(b, training);
+  const Tensor* wp = w.defined() ? &w : nullptr;
+  switch (loss_.kind) {
+    case Loss::CategoricalCrossentropy:
+    case Loss::SparseCategoricalCrossentropy:
+      ops::softmax_xent(logits, b.y, dlogits, grad_scale, s, wp, loss_.label_smoothing);
+      break;
+    case Loss::BinaryCrossentropy:
+      ops::row_loss({RowLoss::BinaryCrossentropy, loss_.from_logits || fused_output_, loss_.label_smoothing}, logits,
+                    b.y, wp, dlogits, grad_scale, s);
+      break;
+    case Loss::MeanSquaredError:
+      ops::row_loss({RowLoss::MeanSquaredError, false, 0.f}, logits, b.y, wp, dlogits, grad_scale, s);
+      break;
+    case Loss::MeanAbsoluteError:
+      ops::row_loss({RowLoss::MeanAbsoluteError, false, 0.f}, logits, b.y, wp, dlogits, grad_scale, s);
+      break;
+  }
+  if (!metrics_.empty()) {
+    const Tensor out = metric_outputs(logits, training);
+    for (size_t i = 0; i < metrics_.size(); ++i) ops::metric_rows(metrics_[i], out, b.y, s + 3 + i);
+  }
   regularization_.add_penalty(params_, s + 2);
   Tensor host = device_.is_cpu() ? stats_ : stats_.to(Device::cpu());
   const double* h = reinterpret_cast<const double*>(host.raw());
   // Keras' loss: the batch mean plus the penalty; loss_sum is per sample, so the penalty counts n times.
-  return BatchStats{h[0] + static_cast<double>(n) * h[2], h[1], n};
+  BatchStats st{h[0] + static_cast<double>(n) * h[2], h[1], n, {}};
+  st.metrics.assign(h + 3, h + 3 + metrics_.size());
+  return st;
 }
 
 void Model::require_compiled(const char* purpose) const {
@@ -474,9 +583,15 @@ Tensor Model::predict_step(const Batch* current, const Batch* next) {
 // back in train_on)
 BatchStats Model::reduce_stats(BatchStats st) {
   if (!sync_) return st;
-  double v[3] = {st.loss_sum, st.correct, static_cast<double>(st.n)};
-  sync_->reduce_stats(v, 3);
-  return BatchStats{v[0], v[1], static_cast<long long>(v[2])};
+  // [loss_sum, correct, n, metrics...]: every replica sends the same count (a replica without rows
+  // this step has no metric sums yet: zeros).
+  st.metrics.resize(metrics_.size(), 0.0);
+  std::vector<double> v{st.loss_sum, st.correct, static_cast<double>(st.n)};
+  v.insert(v.end(), st.metrics.begin(), st.metrics.end());
+  sync_->reduce_stats(v.data(), static_cast<int>(v.size()));
+  BatchStats out{v[0], v[1], static_cast<long long>(v[2]), {}};
+  out.metrics.assign(v.begin() + 3, v.end());
+  return out;
 }
 
 BatchStats Model::compute_gradients(const StagedBatch& b) {
@@ -494,7 +609,7 @@ BatchStats Model::compute_gradients(const StagedBatch& b) {
     const int out = plan.end - 1;
     Tensor dlogits;
     if (plan.grad_buffer[out] >= 0) dlogits = arena_view(StepMode::Train, plan.grad_buffer[out], logits.shape());
-    st = loss_and_stats(logits, b.y, dlogits.defined() ? &dlogits : nullptr, 1.0f / static_cast<float>(global));
+    st = loss_and_stats(logits, b, dlogits.defined() ? &dlogits : nullptr, true, 1.0f / static_cast<float>(global));
   }
   // Over every replica before the check: all of them see the same sums and stop at the same step.
   st = reduce_stats(st);
@@ -546,7 +661,7 @@ BatchStats Model::train_on(const StagedBatch& b) {
 BatchStats Model::test_on(const StagedBatch& b) {
   Tensor logits = forward(b.x, StepMode::Test);
   const long long n = logits.dim(0);
-  return reduce_stats(loss_and_stats(logits, b.y, nullptr, 1.0f / static_cast<float>(n)));
+  return reduce_stats(loss_and_stats(logits, b, nullptr, false, 1.0f / static_cast<float>(n)));
 }
 
 BatchStats Model::evaluate_staged(const StagedBatch& b) {

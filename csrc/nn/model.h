@@ -7,9 +7,11 @@
 //     call staged as its `next` (an error met while staging that one is raised now, at its turn)
 //     compute_gradients (the step of one replica: a function of the staged batch):
 //       forward through the nodes in topological order into the step's activation buffers
-//       fused softmax + cross-entropy on the logits -> loss sum, correct count, dlogits (scaled by
-//       1 / rows of the global batch); the weight regularizers' penalty (nn/regularization.h) next
-//       to them; read back [loss_sum, correct, penalty] (the one device->host copy of a step); the
+//       the loss (nn/loss.h: a fused softmax + cross-entropy, or a fused sigmoid + binary
+//       cross-entropy, mse, mae; weighted per row by sample_weight x class_weight) -> loss sum,
+//       correct count, dlogits (scaled by 1 / rows of the global batch); the compiled metrics on
+//       the outputs; the weight regularizers' penalty (nn/regularization.h) next to them; read
+//       back [loss_sum, correct, penalty, metrics...] (the one device->host copy of a step); the
 //       reported loss is the mean + the penalty
 //       backward through the same nodes in reverse order, each gradient of an output that feeds
 //       several layers summed in a fixed order; parameter gradients written into the one
@@ -65,9 +67,10 @@
 namespace hpcnn::nn {
 
 struct BatchStats {
-  double loss_sum = 0;  // sum over the batch (divide by n for the mean)
-  double correct = 0;
+  double loss_sum = 0;  // sum over the batch (divide by n for the mean); weighted by the sample weights
+  double correct = 0;   // categorical cross-entropies: rows whose argmax is the target's (else 0)
   long long n = 0;
+  std::vector<double> metrics;  // per compiled metric (set_metrics): its sum over the batch's rows
 };
 
 // The bytes of a step's activations and gradients for a batch size (Model::memory_report).
@@ -108,7 +111,18 @@ class Model {
   Tensor& gradient_buffer() { return grads_; }
   const ParamLayout& param_layout() const { return layout_; }
 
-  void compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool from_logits);
+  // The loss: the categorical cross-entropies need a final softmax (fused with the loss) unless
+  // from_logits; binary cross-entropy fuses a final sigmoid the same way (from the logits, stable)
+  // or takes probabilities from any other last layer; mse / mae take the outputs as they are.
+  void compile(std::unique_ptr<Optimizer> optimizer, const LossSpec& loss);
+  void compile(std::unique_ptr<Optimizer> optimizer, Loss loss, bool from_logits) {
+    compile(std::move(optimizer), LossSpec{loss, from_logits, 0.f});
+  }
+  // The metrics each step reports (BatchStats::metrics, in this order), on the model's outputs.
+  // ValueError for a metric the loss's targets cannot serve (a float metric with class indices).
+  void set_metrics(const std::vector<MetricSpec>& metrics);
+  // Per-class weights of the loss (fit's class_weight), indexed by the target's class; empty: none.
+  void set_class_weights(const std::vector<float>& weights);
   // Which nodes the optimizer updates (one flag per node; all by default). A frozen node's
   // parameters and optimizer state stay as they are, and backward skips every node before which
   // nothing is trainable. Non-trainable weights (ParamSpec::trainable) are never in the
@@ -119,7 +133,8 @@ class Model {
   long long num_trainable_params() const;
   bool compiled() const { return optimizer_ != nullptr; }
   Optimizer* optimizer() const { return optimizer_.get(); }
-  Loss loss() const { return loss_; }
+  Loss loss() const { return loss_.kind; }
+  const LossSpec& loss_spec() const { return loss_; }
 
   Device device() const { return device_; }
   void to(Device d);  // parameters and optimizer state, converted to d's layout
@@ -218,10 +233,20 @@ class Model {
   void backward(const Tensor& x);
   // One node's backward (the body of backward()).
   void backward_node(int i, const Tensor& x, const StepContext& ctx);
-  // grad_scale: the factor of dlogits (1 / rows of the global batch).
-  BatchStats loss_and_stats(const Tensor& logits, const Tensor& target, Tensor* dlogits, float grad_scale);
-  BatchStats reduce_stats(BatchStats st);  // summed over the replicas (with a sync)
-  int loss_end() const;  // nodes run before the loss (the fused softmax is skipped)
+  // ---- the loss part of the step (compile's LossSpec, metrics, sample and class weights)
+  // The loss, its gradient (dlogits, may be null) and the metrics of a batch whose nodes ran up
+  // to loss_end(): `logits` is that output (the last node's input when its activation is fused).
+  // grad_scale: the factor of dlogits (1 / rows of the global batch; 1 / n in test_on).
+  BatchStats loss_and_stats(const Tensor& logits, const StagedBatch& b, Tensor* dlogits, bool training,
+                            float grad_scale);
+  // [loss_sum, correct, n, metrics...] summed over the replicas (with a sync; as is without one).
+  BatchStats reduce_stats(BatchStats st);
+  // The per-row loss weights of a batch (sample_weight x class_weight), or undefined for none.
+  Tensor row_weights(const StagedBatch& b, bool training);
+  // The model's outputs for the metrics: the fused softmax / sigmoid applied to `logits`.
+  Tensor metric_outputs(const Tensor& logits, bool training);
+  void ensure_loss_buffers(long long cap);
+  int loss_end() const;  // nodes run before the loss (a fused softmax / sigmoid is skipped)
   // Node p's output in this step (the batch for kModelInput).
   const Tensor& value(int p, const Tensor& x) const { return p == kModelInput ? x : vals_[p]; }
   Tensor arena_view(StepMode mode, int buffer, const Shape& shape) const;
@@ -247,8 +272,11 @@ class Model {
 
   Regularization regularization_;        // kernel_regularizer / bias_regularizer of the layers
   std::unique_ptr<Optimizer> optimizer_;
-  Loss loss_ = Loss::CategoricalCrossentropy;
-  bool fused_softmax_ = false;
+  LossSpec loss_;
+  bool fused_output_ = false;             // the last node's softmax / sigmoid runs inside the loss
+  std::vector<MetricSpec> metrics_;
+  Tensor class_weights_;                  // float32 (classes,) on the device, or undefined
+  std::vector<float> class_weights_host_;
 
   BatchStager stager_;
   int staged_nodes_ = 0;  // the leading augmentation nodes, which the stager runs (nn/augmentation.h)
@@ -262,6 +290,8 @@ class Model {
   long long capacity_ = 0;
   Tensor arena_;
   Tensor stats_;
+  Tensor row_w_;                          // per-row loss weights (sample_weight x class_weight)
+  Tensor metric_out_;                     // the outputs the metrics read when the activation is fused
   // This step's tensors (views): each node's output and each output's gradient.
   std::vector<Tensor> vals_, grads_now_;
   std::vector<Tensor> xs_;                // a merge layer's inputs

@@ -1,6 +1,7 @@
 // Dispatch: validate, then call the backend of the tensors' device.
 #include "ops/ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -12,6 +13,7 @@
 #include "ops/decode.h"
 #include "ops/dropout.h"
 #include "ops/finite_check.h"
+#include "ops/loss_metrics.h"
 #include "ops/param_norms.h"
 #include "ops/param_norms_body.h"
 #include "ops/scale_shift.h"
@@ -546,7 +548,18 @@ static void check_target(const char* op, const Tensor& logits, const Tensor& tar
   }
 }
 
-void softmax_xent(const Tensor& logits, const Tensor& target, Tensor* dlogits, float grad_scale, double* stats) {
+namespace {
+// An optional float32 (rows,) per-row vector on `like`'s device (weights), or null.
+const float* row_vector(const char* op, const char* name, const Tensor* v, const Tensor& like, int rows) {
+  if (!v || !v->defined()) return nullptr;
+  expect_shape(op, name, *v, {rows});
+  same_device(op, {&like, v});
+  return v->f32();
+}
+}  // namespace
+
+void softmax_xent(const Tensor& logits, const Tensor& target, Tensor* dlogits, float grad_scale, double* stats,
+                  const Tensor* row_w, float label_smoothing) {
   int rows, cols;
   rows_cols("softmax_cross_entropy", logits, rows, cols);
   HPCNN_CHECK_ARG(logits.rank() == 2, "softmax_cross_entropy: predictions must be 2-D (batch, classes), got ",
@@ -554,11 +567,83 @@ void softmax_xent(const Tensor& logits, const Tensor& target, Tensor* dlogits, f
   check_target("softmax_cross_entropy", logits, target, rows, cols);
   if (dlogits) expect_shape("softmax_cross_entropy", "gradient", *dlogits, logits.shape());
   same_device("softmax_cross_entropy", {&logits, &target, dlogits});
+  HPCNN_CHECK_ARG(label_smoothing >= 0.f && label_smoothing <= 1.f,
+                  "softmax_cross_entropy: label_smoothing must be in [0, 1], got ", label_smoothing);
   const float* oh = target.dtype() == DType::F32 ? target.f32() : nullptr;
   const int32_t* lb = target.dtype() == DType::I32 ? target.i32() : nullptr;
   float* dl = dlogits ? dlogits->f32() : nullptr;
-  HPCNN_DISPATCH(logits.device(), cpu::softmax_xent(rows, cols, logits.f32(), oh, lb, dl, grad_scale, stats),
-                 cuda::softmax_xent(device_index, rows, cols, logits.f32(), oh, lb, dl, grad_scale, stats));
+  const float* w = row_vector("softmax_cross_entropy", "row weights", row_w, logits, rows);
+  const float ls = oh ? label_smoothing : 0.f;
+  HPCNN_DISPATCH(logits.device(), cpu::softmax_xent(rows, cols, logits.f32(), oh, lb, dl, grad_scale, stats, w, ls),
+                 cuda::softmax_xent(device_index, rows, cols, logits.f32(), oh, lb, dl, grad_scale, stats, w, ls));
+}
+
+void row_loss(const RowLossParams& p, const Tensor& pred, const Tensor& target, const Tensor* w, Tensor* dpred,
+              float grad_scale, double* stats) {
+  const char* op = "loss";
+  int rows, cols;
+  rows_cols(op, pred, rows, cols);
+  expect_f32(op, "targets", target);
+  HPCNN_CHECK_ARG(target.shape() == pred.shape(), op, ": targets have shape ", shape_str(target.shape()),
+                  ", predictions ", shape_str(pred.shape()));
+  if (dpred) expect_shape(op, "gradient", *dpred, pred.shape());
+  same_device(op, {&pred, &target, dpred});
+  HPCNN_CHECK_ARG(p.label_smoothing >= 0.f && p.label_smoothing <= 1.f, op, ": label_smoothing must be in [0, 1], got ",
+                  p.label_smoothing);
+  const float* wp = row_vector(op, "row weights", w, pred, rows);
+  float* d = dpred ? dpred->f32() : nullptr;
+  HPCNN_DISPATCH(pred.device(), cpu::row_loss(p, rows, cols, pred.f32(), target.f32(), wp, d, grad_scale, stats),
+                 cuda::row_loss(device_index, p, rows, cols, pred.f32(), target.f32(), wp, d, grad_scale, stats));
+}
+
+void row_weights(const Tensor& target, const Tensor* sample_weight, const Tensor* class_weight, Tensor& w) {
+  const char* op = "row_weights";
+  HPCNN_CHECK_ARG(target.defined() && target.rank() >= 1, op, ": targets are missing");
+  const int rows = as_int(target.dim(0), op);
+  const int cols = target.dtype() == DType::I32 ? 1 : as_int(target.numel() / std::max<long long>(rows, 1), op);
+  HPCNN_CHECK_ARG(target.dtype() == DType::F32 || target.dtype() == DType::I32, op,
+                  ": targets must be float32 or int32, got ", target.str());
+  expect_shape(op, "weights", w, {rows});
+  same_device(op, {&target, &w});
+  const float* sw = row_vector(op, "sample weights", sample_weight, target, rows);
+  const float* cw = nullptr;
+  int ncw = 0;
+  if (class_weight && class_weight->defined()) {
+    expect_f32(op, "class weights", *class_weight);
+    same_device(op, {&target, class_weight});
+    cw = class_weight->f32();
+    ncw = as_int(class_weight->numel(), op);
+  }
+  const float* tf = target.dtype() == DType::F32 ? target.f32() : nullptr;
+  const int32_t* lb = target.dtype() == DType::I32 ? target.i32() : nullptr;
+  HPCNN_DISPATCH(target.device(), cpu::row_weights(rows, cols, sw, cw, ncw, tf, lb, w.f32()),
+                 cuda::row_weights(device_index, rows, cols, sw, cw, ncw, tf, lb, w.f32()));
+}
+
+void metric_rows(const RowMetricParams& p, const Tensor& pred, const Tensor& target, double* out) {
+  const char* op = "metric";
+  int rows, cols;
+  rows_cols(op, pred, rows, cols);
+  HPCNN_CHECK_ARG(target.defined(), op, ": targets are missing");
+  same_device(op, {&pred, &target});
+  const bool labels = target.dtype() == DType::I32;
+  if (labels) {
+    HPCNN_CHECK_ARG(target.numel() == rows, op, ": ", target.numel(), " class indices for ", rows, " predictions");
+    HPCNN_CHECK_ARG(p.kind == RowMetric::CategoricalAccuracy || p.kind == RowMetric::SparseCategoricalAccuracy ||
+                        p.kind == RowMetric::TopKCategoricalAccuracy,
+                    op, ": this metric needs float targets of the predictions' shape, not class indices");
+  } else {
+    expect_f32(op, "targets", target);
+    HPCNN_CHECK_ARG(target.shape() == pred.shape(), op, ": targets have shape ", shape_str(target.shape()),
+                    ", predictions ", shape_str(pred.shape()));
+    HPCNN_CHECK_ARG(p.kind != RowMetric::SparseCategoricalAccuracy || cols == 1, op,
+                    ": sparse_categorical_accuracy needs int32 class indices");
+  }
+  HPCNN_CHECK_ARG(p.k >= 1, op, ": k must be >= 1, got ", p.k);
+  const float* tf = labels ? nullptr : target.f32();
+  const int32_t* lb = labels ? target.i32() : nullptr;
+  HPCNN_DISPATCH(pred.device(), cpu::metric_rows(p, rows, cols, pred.f32(), tf, lb, out),
+                 cuda::metric_rows(device_index, p, rows, cols, pred.f32(), tf, lb, out));
 }
 
 // ------------------------------------------------------------------ over a model's variables

@@ -17,6 +17,7 @@
 #include "ops/conv2d.h"
 #include "ops/dense.h"
 #include "ops/global_pool2d.h"
+#include "ops/loss_metrics.h"
 #include "ops/maxpool2d.h"
 #include "ops/optimizer_step.h"
 #include "ops/param_segments.h"
@@ -100,8 +101,19 @@ void dropout_backward(const Tensor& dy, Tensor& dx, float rate, uint64_t seed, u
 
 // logits (N,K); target: float (N,K) one-hot or int32 (N,) class indices (range-checked here when
 // on the host). stats: 2 doubles owned by the caller on the logits' device, accumulated into:
-// [loss_sum, correct]. dlogits may be null.
-void softmax_xent(const Tensor& logits, const Tensor& target, Tensor* dlogits, float grad_scale, double* stats);
+// [loss_sum, correct]. dlogits may be null. row_w (may be null): float32 (N,) per-row weights of
+// the loss and gradient (not of `correct`); label_smoothing: one-hot targets only.
+void softmax_xent(const Tensor& logits, const Tensor& target, Tensor* dlogits, float grad_scale, double* stats,
+                  const Tensor* row_w = nullptr, float label_smoothing = 0.f);
+
+// The other losses and the metrics (ops/loss_metrics.h). pred (N,K) float32; target float32 (N,K)
+// (row_loss, and the metrics) or int32 (N,) class indices (the accuracies, row_weights).
+// w, sample_weight: float32 (N,) or null; class_weight: float32 (C,) or null; stats / out: a
+// double on pred's device, accumulated into; dpred may be null.
+void row_loss(const RowLossParams& p, const Tensor& pred, const Tensor& target, const Tensor* w, Tensor* dpred,
+              float grad_scale, double* stats);
+void row_weights(const Tensor& target, const Tensor* sample_weight, const Tensor* class_weight, Tensor& w);
+void metric_rows(const RowMetricParams& p, const Tensor& pred, const Tensor& target, double* out);
 
 // ---- over a model's variables: a segment table (ops/param_segments.h) on the tensors' device names
 // the elements of the flat buffers each op touches (the trainable variables) and groups them into

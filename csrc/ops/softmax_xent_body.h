@@ -23,7 +23,8 @@ HPCNN_HD int argmax_row(const float* r, int cols) {
 // A class index outside [0, cols) gives a NaN loss and gradient (device labels are not
 // range-checked).
 HPCNN_HD void xent_row(int r, int cols, const float* logits, const float* onehot, const int32_t* labels,
-                       float* dlogits, float grad_scale, double* loss_out, double* hit_out) {
+                       float* dlogits, float grad_scale, double* loss_out, double* hit_out,
+                       const float* row_w = nullptr, float label_smoothing = 0.f) {
   const float* lr = logits + (long long)r * cols;
   const float* t = onehot ? onehot + (long long)r * cols : nullptr;
   int target = labels ? labels[r] : argmax_row(t, cols);
@@ -40,15 +41,21 @@ HPCNN_HD void xent_row(int r, int cols, const float* logits, const float* onehot
   } else if (labels) {
     l = ew::xent_term(lr[target], mx, lse);
   } else {
-    for (int j = 0; j < cols; ++j)
-      if (t[j] != 0.f) l += (double)t[j] * ew::xent_term(lr[j], mx, lse);
+    const float keep = 1.f - label_smoothing, spread = label_smoothing / (float)cols;
+    for (int j = 0; j < cols; ++j) {
+      const float tj = label_smoothing != 0.f ? t[j] * keep + spread : t[j];
+      if (tj != 0.f) l += (double)tj * ew::xent_term(lr[j], mx, lse);
+    }
   }
-  loss_out[r] = l;
+  const float w = row_w ? row_w[r] : 1.f;
+  loss_out[r] = l * w;
   if (dlogits) {
     float* d = dlogits + (long long)r * cols;
+    const float keep = 1.f - label_smoothing, spread = label_smoothing / (float)cols;
     for (int j = 0; j < cols; ++j) {
       float tj = labels ? (j == target ? 1.f : 0.f) : t[j];
-      d[j] = bad ? NAN : (ew::softmax_prob(lr[j], mx, lse) - tj) * grad_scale;
+      if (!labels && label_smoothing != 0.f) tj = tj * keep + spread;
+      d[j] = bad ? NAN : (ew::softmax_prob(lr[j], mx, lse) - tj) * grad_scale * w;
     }
   }
 }

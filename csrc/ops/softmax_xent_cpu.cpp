@@ -20,7 +20,8 @@ int target_class(int row, int cols, const float* onehot, const int32_t* labels) 
 }  // namespace
 
 void softmax_xent(int rows, int cols, const float* logits, const float* onehot, const int32_t* labels,
-                  float* dlogits, float grad_scale, double* stats) {
+                  float* dlogits, float grad_scale, double* stats, const float* row_w, float label_smoothing) {
+  const float keep = 1.f - label_smoothing, spread = label_smoothing / static_cast<float>(cols);
   const int max_threads = get_num_threads();
   std::vector<double> loss(max_threads, 0.0), correct(max_threads, 0.0);
   parallel_for(rows, [&](long long r0, long long r1, int tid) {
@@ -31,19 +32,25 @@ void softmax_xent(int rows, int cols, const float* logits, const float* onehot, 
       float sum = 0.f;
       for (int j = 0; j < cols; ++j) sum += std::exp(lr[j] - mx);
       float lse = std::log(sum);
+      const float w = row_w ? row_w[r] : 1.f;  // sample_weight * class_weight (null: 1)
+      double l = 0.0;
       if (labels) {
-        l_sum += ew::xent_term(lr[labels[r]], mx, lse);
+        l = ew::xent_term(lr[labels[r]], mx, lse);
       } else {
         const float* t = onehot + r * cols;
-        for (int j = 0; j < cols; ++j)
-          if (t[j] != 0.f) l_sum += (double)t[j] * ew::xent_term(lr[j], mx, lse);
+        for (int j = 0; j < cols; ++j) {
+          const float tj = label_smoothing != 0.f ? t[j] * keep + spread : t[j];
+          if (tj != 0.f) l += (double)tj * ew::xent_term(lr[j], mx, lse);
+        }
       }
+      l_sum += row_w ? l * w : l;
       c_sum += argmax_row(lr, cols) == target_class(static_cast<int>(r), cols, onehot, labels) ? 1.0 : 0.0;
       if (dlogits) {
         float* d = dlogits + r * cols;
         for (int j = 0; j < cols; ++j) {
           float t = labels ? (j == labels[r] ? 1.f : 0.f) : onehot[r * cols + j];
-          d[j] = (ew::softmax_prob(lr[j], mx, lse) - t) * grad_scale;
+          if (!labels && label_smoothing != 0.f) t = t * keep + spread;
+          d[j] = (ew::softmax_prob(lr[j], mx, lse) - t) * (grad_scale * w);
         }
       }
     }

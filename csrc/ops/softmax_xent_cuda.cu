@@ -20,9 +20,11 @@ constexpr int kReduceThreads = 256;
 
 // dlogits may be null (evaluation). The row's arithmetic: body::xent_row.
 __global__ void xent_rows_kernel(int rows, int cols, const float* logits, const float* onehot, const int32_t* labels,
-                                 float* dlogits, float grad_scale, double* loss_out, double* hit_out) {
+                                 float* dlogits, float grad_scale, double* loss_out, double* hit_out,
+                                 const float* row_w, float label_smoothing) {
   int r = blockIdx.x * blockDim.x + threadIdx.x;
-  if (r < rows) body::xent_row(r, cols, logits, onehot, labels, dlogits, grad_scale, loss_out, hit_out);
+  if (r < rows)
+    body::xent_row(r, cols, logits, onehot, labels, dlogits, grad_scale, loss_out, hit_out, row_w, label_smoothing);
 }
 
 // One block of kReduceThreads: stats[0] += sum(loss), stats[1] += sum(hit).
@@ -52,7 +54,7 @@ __global__ void reduce_stats_kernel(int rows, const double* loss, const double* 
 }  // namespace
 
 void softmax_xent(int device, int rows, int cols, const float* logits, const float* onehot, const int32_t* labels,
-                  float* dlogits, float grad_scale, double* stats) {
+                  float* dlogits, float grad_scale, double* stats, const float* row_w, float label_smoothing) {
   ContextLock ctx(device);
   if (rows == 0) return;
   ScratchPlan plan;
@@ -62,7 +64,8 @@ void softmax_xent(int device, int rows, int cols, const float* logits, const flo
   double* loss = ScratchPlan::at<double>(base, o_loss);
   double* hit = ScratchPlan::at<double>(base, o_hit);
   xent_rows_kernel<<<(rows + 127) / 128, 128, 0, ctx.stream()>>>(rows, cols, logits, onehot, labels, dlogits,
-                                                                 grad_scale, loss, hit);
+                                                                 grad_scale, loss, hit, row_w,
+                                                                 label_smoothing);
   HPCNN_CUDA_CHECK_LAUNCH();
   reduce_stats_kernel<<<1, kReduceThreads, 0, ctx.stream()>>>(rows, loss, hit, stats);
   HPCNN_CUDA_CHECK_LAUNCH();

@@ -19,7 +19,7 @@ import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import layers as layers_mod
-from . import losses, optimizers
+from . import losses, metrics as metrics_mod, optimizers
 
 #: The Keras version whose shapes this module writes (and that the tests compare against).
 KERAS_VERSION = "3.15.1"
@@ -237,16 +237,23 @@ def compile_to_keras(model: Any, legacy: bool) -> Dict[str, Any]:
         opt_cfg["learning_rate"] = _wrap("keras.optimizers.schedules", sched["class_name"], sched["config"], False)
     optimizer = _wrap("keras.optimizers", type(opt).__name__, opt_cfg, legacy)
     loss: Any = comp["loss"]
-    if comp.get("from_logits"):
-        cls = "CategoricalCrossentropy" if loss == "categorical_crossentropy" else "SparseCategoricalCrossentropy"
-        lcfg: Dict[str, Any] = {"name": loss, "reduction": "sum_over_batch_size" if not legacy else "auto",
-                                "from_logits": True}
-        if cls == "CategoricalCrossentropy":
-            lcfg.update(label_smoothing=0.0, axis=-1)
-        else:
+    if comp.get("from_logits") or comp.get("label_smoothing"):
+        # the loss object: a name alone would lose from_logits / label_smoothing
+        obj = comp.get("loss_object") or losses.get(loss)
+        cls = type(obj).__name__
+        lcfg: Dict[str, Any] = dict(obj.get_config())
+        lcfg.update(name=loss, reduction="sum_over_batch_size" if not legacy else "auto")
+        if cls in ("CategoricalCrossentropy", "BinaryCrossentropy"):
+            lcfg.setdefault("axis", -1)
+        elif cls == "SparseCategoricalCrossentropy":
             lcfg.update(ignore_class=None)
         loss = _wrap("keras.losses", cls, lcfg, legacy)
-    metrics = ["accuracy"] if comp.get("accuracy") else None
+    given = comp.get("metrics_given")
+    if given is None:  # compiled before metric objects existed
+        metrics = ["accuracy"] if comp.get("accuracy") else None
+    else:
+        metrics = [m if isinstance(m, str) else _wrap("keras.metrics", m["class_name"], dict(m["config"]), legacy)
+                   for m in given] or None
     if legacy:
         return {"loss": loss, "metrics": metrics, "weighted_metrics": None, "loss_weights": None,
                 "optimizer_config": optimizer}
@@ -466,13 +473,18 @@ def _optimizer_from_keras(value: Any, where: str) -> Any:
 
 
 _LOSS_CLASSES = {"CategoricalCrossentropy": "categorical_crossentropy",
-                 "SparseCategoricalCrossentropy": "sparse_categorical_crossentropy"}
+                 "SparseCategoricalCrossentropy": "sparse_categorical_crossentropy",
+                 "BinaryCrossentropy": "binary_crossentropy", "MeanSquaredError": "mean_squared_error",
+                 "MeanAbsoluteError": "mean_absolute_error"}
+# What hpcnn's loss classes take of a Keras loss config (the rest must be at Keras' default).
+_LOSS_ARGS = {"CategoricalCrossentropy": ("from_logits", "label_smoothing"),
+              "BinaryCrossentropy": ("from_logits", "label_smoothing"),
+              "SparseCategoricalCrossentropy": ("from_logits",)}
 
 
 def _loss_from_keras(value: Any, where: str) -> Any:
     if isinstance(value, str):
-        name = {"CategoricalCrossentropy": "categorical_crossentropy",
-                "SparseCategoricalCrossentropy": "sparse_categorical_crossentropy"}.get(value, value)
+        name = _LOSS_CLASSES.get(value, value)
         try:
             losses.resolve(name)
         except ValueError as e:  # a loss hpcnn does not have (yet)
@@ -480,17 +492,20 @@ def _loss_from_keras(value: Any, where: str) -> Any:
         return name
     if isinstance(value, dict) and value.get("class_name") in _LOSS_CLASSES:
         cfg = dict(value.get("config") or {})
-        from_logits = bool(cfg.pop("from_logits", False))
+        taken = _LOSS_ARGS.get(value["class_name"], ())
+        args = {key: cfg.pop(key) for key in taken if key in cfg}
         for key, default in (("label_smoothing", 0.0), ("axis", -1), ("ignore_class", None)):
             if key in cfg and cfg[key] != default:
                 raise KerasConfigError(f"{where}: {value['class_name']}({key}={cfg[key]!r:.40}) is not supported yet")
-        cls = getattr(losses, value["class_name"])
-        return cls(from_logits=from_logits)
+        try:
+            return getattr(losses, value["class_name"])(**args)
+        except (TypeError, ValueError) as e:
+            raise KerasConfigError(f"{where}: {e}") from None
     raise KerasConfigError(f"{where}: loss {str(_plain(value))[:100]} is not one hpcnn has yet "
-                           "(categorical_crossentropy, sparse_categorical_crossentropy)")
+                           "(categorical_crossentropy, sparse_categorical_crossentropy, binary_crossentropy, mse, mae)")
 
 
-def _metrics_from_keras(value: Any, where: str) -> List[str]:
+def _metrics_from_keras(value: Any, where: str) -> List[Any]:
     if value is None:
         return []
     if isinstance(value, dict):  # Keras 2 could key metrics by output
@@ -503,6 +518,13 @@ def _metrics_from_keras(value: Any, where: str) -> List[str]:
             out.extend(_metrics_from_keras(m, where))
         elif isinstance(m, str):
             out.append(m)
+        elif isinstance(m, dict) and m.get("class_name") in metrics_mod._CLASSES and isinstance(m.get("config"), dict):
+            # a metric object hpcnn has: its arguments (k, threshold) and name kept
+            cfg = {k: v for k, v in m["config"].items() if k in ("name", "k", "threshold")}
+            try:
+                out.append(metrics_mod._CLASSES[m["class_name"]](**cfg))
+            except (TypeError, ValueError) as e:
+                raise KerasConfigError(f"{where}: metric {m['class_name']}: {e}") from None
         elif isinstance(m, dict) and isinstance(m.get("config"), dict) and isinstance(m["config"].get("name"), str):
             out.append(m["config"]["name"])
         else:

@@ -27,14 +27,13 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import (_core, devices, distribute, functional, keras_config, layers as layers_mod, losses, optimizers, saving,
-               training, utils, validation)
+from . import (_core, devices, distribute, functional, keras_config, layers as layers_mod, losses, metrics as metrics_mod,
+               optimizers, saving, training, utils, validation)
 from .callbacks import Callback, History
 from .functional import KerasTensor
 from .utils import next_model_seed
 
 ArrayLike = Any
-_ACCURACY_NAMES = ("accuracy", "acc", "categorical_accuracy", "sparse_categorical_accuracy")
 
 # A position of the model's graph: a layer and the positions it reads (-1: the model's input).
 _Node = Tuple[layers_mod.Layer, List[int]]
@@ -396,11 +395,13 @@ class Model:
 
     # ------------------------------------------------------------------ compile
     def compile(self, optimizer: Union[str, optimizers.Optimizer] = "rmsprop", loss: Any = None,
-                metrics: Optional[Sequence[str]] = None, device: Optional[str] = None, **kwargs: Any) -> None:
+                metrics: Optional[Sequence[Any]] = None, device: Optional[str] = None, **kwargs: Any) -> None:
         """Choose optimizer ('rmsprop', Keras' default; 'adam', 'adamw', 'sgd' or an instance), loss
-        ('categorical_crossentropy' or 'sparse_categorical_crossentropy'), metrics (['accuracy']) and,
-        optionally, the device
-        ('cpu', 'gpu', 'gpu:N'; default: the enclosing ``hpcnn.device`` block, else the CPU).
+        (a name: 'categorical_crossentropy', 'sparse_categorical_crossentropy', 'binary_crossentropy',
+        'mse', 'mae'; or an hpcnn.losses object such as CategoricalCrossentropy(label_smoothing=0.1)),
+        metrics (names such as ['accuracy', 'top_k_categorical_accuracy', 'mae'] or hpcnn.metrics
+        objects; logged under Keras' names) and, optionally, the device ('cpu', 'gpu', 'gpu:N';
+        default: the enclosing ``hpcnn.device`` block, else the CPU).
         A model created or compiled in a ``strategy.scope()`` (hpcnn.distribute) trains on the
         strategy's replicas instead.
 
@@ -421,30 +422,33 @@ class Model:
             validation.integer(kwargs.pop("steps_per_execution"), "steps_per_execution", "compile")
         validation.no_other_arguments(kwargs, "compile")
         if loss is None:
-            raise ValueError("compile: a loss is required ('categorical_crossentropy' or "
-                             "'sparse_categorical_crossentropy')")
+            raise ValueError("compile: a loss is required ('categorical_crossentropy', "
+                             "'sparse_categorical_crossentropy', 'binary_crossentropy', 'mse' or 'mae')")
         opt = optimizers.get(optimizer)
-        loss_name, from_logits = losses.resolve(loss)
-        if metrics is not None and (isinstance(metrics, (str, bytes)) or not isinstance(metrics, (list, tuple))):
-            raise ValueError(f"compile: metrics must be a list such as ['accuracy'], got {metrics!r}")
-        metrics = list(metrics or [])
-        for m in metrics:
-            if not isinstance(m, str) or m not in _ACCURACY_NAMES:
-                raise ValueError(f"compile: unknown metric {m!r}; hpcnn reports 'accuracy'")
+        spec = losses.resolve(loss)
+        core = self._model()
+        units = int(core.output_shapes[-1][-1])
+        metric_objs = metrics_mod.resolve(metrics, spec["loss"], units)
+        core_metrics, where = metrics_mod.core_specs(metric_objs, spec["loss"])
         strategy = distribute.current_strategy() or self._strategy
         if strategy is not None and device is not None:
             raise ValueError("compile: device= cannot be combined with a distribution strategy: the model's devices "
                              f"are the strategy's ({strategy.local_devices})")
         target = device if device is not None else devices.current_scope()
-        core = self._model()
         if target is not None and strategy is None:
             core.to(devices.normalize(target))
         mask = self._trainable_mask()
-        core.compile(opt._core_config(self._weight_names()), loss_name, from_logits)
+        core.compile(opt._core_config(self._weight_names()), spec["loss"], spec["from_logits"],
+                     spec["label_smoothing"])
+        core.set_metrics(core_metrics)
         core.set_trainable(mask)
         self.optimizer = opt
         opt._attach(self)  # optimizer.learning_rate / iterations read this model's core from now on
-        self._compiled = {"loss": loss_name, "accuracy": bool(metrics), "from_logits": from_logits,
+        # "accuracy": whether any metric is reported (files written before metrics objects read it)
+        self._compiled = {"loss": spec["loss"], "accuracy": bool(metric_objs), "from_logits": spec["from_logits"],
+                          "label_smoothing": spec["label_smoothing"], "loss_object": spec["object"],
+                          "metrics": [m.name for m in metric_objs], "metric_sources": where,
+                          "metrics_given": [metrics_mod.serialize(m) for m in (metrics or [])],
                           "trainable": mask}
         self._strategy = None
         if strategy is not None:
@@ -484,9 +488,12 @@ class Model:
             validation_split: float = 0.0, validation_data: Any = None, shuffle: bool = True,
             initial_epoch: int = 0, steps_per_epoch: Optional[int] = None, validation_batch_size: Optional[int] = None,
             validation_freq: int = 1, **kwargs: Any) -> History:
-        """Train for ``epochs`` epochs on arrays ``(x, y)`` or a dataset (an hpcnn HDF5Dataset, or a
-        keras.utils.Sequence-style object whose items are ``(x, y)`` batches). Returns a History with
-        loss, accuracy, val_loss, val_accuracy, seconds and images_per_second per epoch.
+        """Train for ``epochs`` epochs on arrays ``(x, y)`` or a dataset: an hpcnn HDF5Dataset, an
+        hpcnn.utils.PyDataset (keras.utils.Sequence-style) whose items are ``(x, y)`` or
+        ``(x, y, sample_weight)`` batches, or a Python generator of such batches with
+        ``steps_per_epoch``. ``sample_weight=`` (arrays) or ``class_weight={class: weight}`` weigh
+        each sample's loss. Returns a History with loss, the compiled metrics, their ``val_``
+        values, seconds and images_per_second per epoch.
         Ctrl-C stops at the next batch boundary and returns the History so far."""
         return training.fit(self, x=x, y=y, batch_size=batch_size, epochs=epochs, verbose=verbose,
                             callbacks=callbacks, validation_split=validation_split,
@@ -497,7 +504,8 @@ class Model:
     # ------------------------------------------------------------------ evaluation and prediction (training.py)
     def evaluate(self, x: Any = None, y: Any = None, batch_size: Optional[int] = None,
                  verbose: Union[int, str] = "auto", return_dict: bool = False, **kwargs: Any):
-        """``[loss, accuracy]`` (or ``loss`` alone when compiled without metrics)."""
+        """``[loss, metrics...]`` in compile's order (``loss`` alone when compiled without metrics);
+        ``sample_weight=`` (arrays) weighs each sample's loss."""
         return training.evaluate(self, x, y, batch_size, verbose, return_dict, kwargs)
 
     def predict(self, x: Any, batch_size: Optional[int] = None, verbose: Union[int, str] = 0,
@@ -509,12 +517,13 @@ class Model:
         """Class indices (``argmax`` of predict), the call Keras removed and the tutorial uses."""
         return np.argmax(self.predict(x, batch_size=batch_size), axis=-1)
 
-    def train_on_batch(self, x: ArrayLike, y: ArrayLike, return_dict: bool = False):
-        """One training step on one batch; returns loss (and accuracy if compiled with it)."""
-        return training.train_on_batch(self, x, y, return_dict)
+    def train_on_batch(self, x: ArrayLike, y: ArrayLike, sample_weight: Any = None, class_weight: Any = None,
+                       return_dict: bool = False):
+        """One training step on one batch; returns the loss (and the metrics if compiled with them)."""
+        return training.train_on_batch(self, x, y, sample_weight, class_weight, return_dict)
 
-    def test_on_batch(self, x: ArrayLike, y: ArrayLike, return_dict: bool = False):
-        return training.test_on_batch(self, x, y, return_dict)
+    def test_on_batch(self, x: ArrayLike, y: ArrayLike, sample_weight: Any = None, return_dict: bool = False):
+        return training.test_on_batch(self, x, y, sample_weight, return_dict)
 
     def predict_on_batch(self, x: ArrayLike) -> np.ndarray:
         return training.predict_on_batch(self, x)

@@ -8,7 +8,9 @@ Where the output goes decides how a bar is drawn (``output_kind``):
 - anything else (a file, a pipe: sbatch logs): nothing while the bar runs, one line when it ends.
 
 verbose=1: a bar per epoch with ETA, loss and accuracy (one line per epoch in a file).
-verbose=2: one line per epoch everywhere. verbose='auto': 1 on a terminal or in Jupyter, else 2.
+verbose=2: one line per epoch everywhere. verbose='auto' (fit's and evaluate's default): 1, as in Keras
+(in a file that is one line per epoch too). The last batch's bar is drawn once, by ``finish`` (with
+the epoch's final logs), not by the last ``update`` and again by ``finish``.
 """
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ def output_kind(stream: Optional[TextIO] = None) -> str:
 
 def resolve_verbose(verbose) -> int:
     if verbose == "auto" or verbose is None:
-        return 1 if output_kind() in (TERMINAL, JUPYTER) else 2
+        return 1  # Keras: 'auto' is 1 (a file gets one line per epoch from a verbose=1 bar)
     v = int(verbose)
     if v not in (0, 1, 2):
         raise ValueError(f"verbose must be 0, 1, 2 or 'auto', got {verbose!r}")
@@ -153,8 +155,10 @@ class ProgressBar:
     def update(self, done: int, logs: Dict[str, float]) -> None:
         if self.verbose != 1 or self.live.kind == FILE:
             return
+        if done >= self.total:
+            return  # the complete bar is drawn once, by finish(), with the final logs
         now = time.perf_counter()
-        if done < self.total and now - self._last_draw < self.min_interval:
+        if now - self._last_draw < self.min_interval:
             return
         self._last_draw = now
         self.live.show(self._text(self._bar_line(done, logs)))

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import _core, data, distribute, keras_config, keras_files, losses, optimizers, validation
+from . import _core, data, distribute, keras_config, keras_files, losses, metrics as metrics_mod, optimizers, validation
 
 if TYPE_CHECKING:  # models.py imports this module; load_model imports the model classes when called
     from .models import Model
@@ -111,7 +111,9 @@ def compile_description(model: "Model") -> Optional[Dict[str, Any]]:
         return None
     comp = {"optimizer": type(model.optimizer).__name__, "optimizer_config": model.optimizer.get_config(),
             "loss": model._compiled["loss"], "from_logits": model._compiled.get("from_logits", False),
-            "metrics": ["accuracy"] if model._compiled["accuracy"] else []}
+            "metrics": list(model._compiled.get("metrics_given", ["accuracy"] if model._compiled["accuracy"] else []))}
+    if model._compiled.get("label_smoothing"):
+        comp["label_smoothing"] = model._compiled["label_smoothing"]
     if model.optimizer._exclude_names:  # not in Keras' optimizer config: kept beside it
         comp["exclude_from_weight_decay"] = list(model.optimizer._exclude_names)
     return comp
@@ -411,14 +413,23 @@ def _compile_from(model: "Model", comp: Dict[str, Any]) -> None:
     if not isinstance(opt_cfg, dict):
         raise _Damaged(f"the optimizer config is not a dict: {opt_cfg!r:.200}")
     loss: Any = comp.get("loss")
-    if loss not in (losses.CategoricalCrossentropy.name, losses.SparseCategoricalCrossentropy.name):
+    if not isinstance(loss, str) or loss not in ("categorical_crossentropy", "sparse_categorical_crossentropy",
+                                                 "binary_crossentropy", "mean_squared_error", "mean_absolute_error"):
         raise _Damaged(f"unknown loss {loss!r:.100}")
     metrics = comp.get("metrics", [])
     if not isinstance(metrics, list):
         raise _Damaged(f"metrics is not a list: {metrics!r:.200}")
-    if comp.get("from_logits"):
-        loss = (losses.CategoricalCrossentropy if loss == "categorical_crossentropy"
-                else losses.SparseCategoricalCrossentropy)(from_logits=True)
+    try:
+        metrics = [metrics_mod.deserialize(m) for m in metrics]
+        loss_cls = type(losses.get(loss))
+        loss_args: Dict[str, Any] = {}
+        if comp.get("from_logits"):
+            loss_args["from_logits"] = True
+        if comp.get("label_smoothing"):
+            loss_args["label_smoothing"] = float(comp["label_smoothing"])
+        loss = loss_cls(**loss_args) if loss_args else loss
+    except (ValueError, TypeError) as e:
+        raise _Damaged(f"the compile settings are not valid ({e})") from None
     try:
         opt = optimizers.REGISTRY[name].from_config(opt_cfg)  # a serialized schedule as learning_rate too
     except TypeError as e:

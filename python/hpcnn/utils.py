@@ -1,4 +1,4 @@
-"""Helpers with Keras names: ``to_categorical``, ``Sequence``, ``set_random_seed``."""
+"""Helpers with Keras names: ``to_categorical``, ``PyDataset`` (and ``Sequence``), ``set_random_seed``."""
 from __future__ import annotations
 
 import os
@@ -43,19 +43,41 @@ def to_categorical(y: Any, num_classes: Optional[int] = None, dtype: str = "floa
     return out.reshape(shape + (num_classes,))
 
 
-class Sequence:
-    """Base class for batch generators, as ``keras.utils.Sequence``: implement ``__len__`` (batches
-    per epoch) and ``__getitem__(i)`` returning ``(x, y)``; ``on_epoch_end`` is called after each
-    epoch. ``model.fit`` also takes any object with those two methods."""
+class PyDataset:
+    """Base class for a dataset of batches, as ``keras.utils.PyDataset``: implement ``__len__``
+    (batches per epoch) and ``__getitem__(i)`` returning batch i as ``(x, y)`` or
+    ``(x, y, sample_weight)`` arrays (for ``predict`` also ``x`` alone); ``on_epoch_end`` is called
+    after each epoch. ``fit`` takes its batches in a shuffled order (``shuffle=True``, keyed by the
+    model's seed and the epoch) and hands each batch to the core whole: nothing is done per sample
+    in Python.
+
+    ``workers``, ``use_multiprocessing`` and ``max_queue_size`` are accepted for Keras
+    compatibility and checked; batches are fetched in the training thread, one ahead of the step
+    (the next batch is staged while the current one trains). For large data from disk,
+    ``hpcnn.data.HDF5Dataset`` reads and decodes in native threads."""
+
+    def __init__(self, workers: int = 1, use_multiprocessing: bool = False, max_queue_size: int = 10) -> None:
+        self.workers = validation.integer(workers, "workers", "PyDataset")
+        self.use_multiprocessing = validation.boolean(use_multiprocessing, "use_multiprocessing", "PyDataset")
+        self.max_queue_size = validation.integer(max_queue_size, "max_queue_size", "PyDataset")
 
     def __len__(self) -> int:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement __len__ (the number of batches)")
 
     def __getitem__(self, index: int):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement __getitem__ (batch `index` as (x, y))")
+
+    @property
+    def num_batches(self) -> Optional[int]:
+        """The number of batches (Keras' property): ``len(self)``."""
+        return len(self)
 
     def on_epoch_end(self) -> None:
         pass
+
+
+class Sequence(PyDataset):
+    """``keras.utils.Sequence``, the older name of ``PyDataset``."""
 
 
 def set_random_seed(seed: int) -> None:
@@ -80,4 +102,4 @@ def next_model_seed() -> int:
     return (_seed_state["seed"] * 1_000_003 + _seed_state["count"]) % (2**63)
 
 
-__all__ = ["to_categorical", "Sequence", "set_random_seed"]
+__all__ = ["to_categorical", "PyDataset", "Sequence", "set_random_seed"]

@@ -63,7 +63,7 @@ class Model:
     def __init__(self, input_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], layers: list, seed: typing.SupportsInt | typing.SupportsIndex, inputs: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]] | None=None) -> None:
         """A model of `layers` (configs). inputs: per layer, the indices of the layers it reads (-1: the model's input; each earlier in the list; the last layer is the output); None: a chain (Sequential)."""
 
-    def compile(self, optimizer: dict, loss: str, from_logits: bool=False) -> None:
+    def compile(self, optimizer: dict, loss: str, from_logits: bool=False, label_smoothing: typing.SupportsFloat | typing.SupportsIndex=0.0) -> None:
         ...
 
     @property
@@ -92,6 +92,10 @@ class Model:
 
     @property
     def iterations(self) -> int:
+        ...
+
+    @property
+    def last_metric_sums(self) -> list[float]:
         ...
 
     @property
@@ -156,8 +160,14 @@ class Model:
     def seed(self) -> int:
         ...
 
+    def set_class_weights(self, weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> None:
+        """Per-class loss weights indexed by the target's class ([]: none)."""
+
     def set_learning_rate_schedule(self, schedule: dict) -> None:
         """Lets a schedule (class_name and Keras' arguments) drive the learning rate from the next step on, evaluated at `iterations`."""
+
+    def set_metrics(self, metrics: collections.abc.Sequence[tuple[str, typing.SupportsInt | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]]) -> None:
+        """The metrics each train/test step computes on the outputs: (core name, k, threshold) each; their sums over the last step's rows (of every replica under a strategy) are last_metric_sums."""
 
     def set_optimizer_state(self, buffers: dict, iterations: typing.SupportsInt | typing.SupportsIndex) -> None:
         """Restores the optimizer: buffers {name: flat float32 array in Keras' layout} (all of state_names, or {} for a fresh state) and the step count. ValueError, nothing changed, when they do not fit."""
@@ -193,7 +203,7 @@ class Model:
         ...
 
     def train_step(self, batch: object, next: object=None) -> tuple:
-        """One training step; returns (loss_sum, correct, n). batch: (x, y[, rows[, decode]]), or None for the batch staged by the previous call's `next`. next: the following batch, staged now (on a GPU its upload overlaps this step's backward pass); an error staging it is raised by the call that takes it."""
+        """One training step; returns (loss_sum, correct, n) (the compiled metrics' sums: last_metric_sums). batch: (x, y[, rows[, decode[, sample_weight[, first_row, global_rows]]]]) (first_row, global_rows: these rows' place in a global batch, for a rank's share), or None for the batch staged by the previous call's `next`. next: the following batch, staged now (on a GPU its upload overlaps this step's backward pass); an error staging it is raised by the call that takes it."""
 
     def undistribute(self) -> None:
         """Back to one replica (this process's replica 0 keeps its weights and device)."""

@@ -96,6 +96,9 @@ def maxpool2d_forward(x: object, pool_size: object=2, strides: object=None, padd
 def measure_peak_gflops(threads: typing.SupportsInt | typing.SupportsIndex, seconds: typing.SupportsFloat | typing.SupportsIndex=1.0) -> float:
     """FP32 peak GFLOP/s measured by an FMA loop on min(threads, get_num_threads()) threads."""
 
+def metric_rows(pred: object, target: object, name: str, k: typing.SupportsInt | typing.SupportsIndex=5, threshold: typing.SupportsFloat | typing.SupportsIndex=0.5, device: str='cpu') -> float:
+    """The sum over rows of a metric (Keras' function name) of pred against target."""
+
 def relu_backward(y: object, dy: object, device: str='cpu') -> numpy.ndarray:
     ...
 
@@ -104,6 +107,12 @@ def relu_forward(x: object, device: str='cpu') -> numpy.ndarray:
 
 def rmsprop_step(params: object, grads: object, velocity: object, momentum_buffer: object, average_gradient: object, lr: typing.SupportsFloat | typing.SupportsIndex=0.001, rho: typing.SupportsFloat | typing.SupportsIndex=0.9, momentum: typing.SupportsFloat | typing.SupportsIndex=0.0, epsilon: typing.SupportsFloat | typing.SupportsIndex=1e-07, centered: bool=False, sizes: object=None, decay: object=None, weight_decay: typing.SupportsFloat | typing.SupportsIndex=0.0, clipvalue: typing.SupportsFloat | typing.SupportsIndex=0.0, device: str='cpu') -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray]:
     """Keras' RMSprop step. Returns (params, velocity, momentum_buffer, average_gradient); the momentum buffer is used only with momentum > 0, the average gradient only when centered."""
+
+def row_loss(pred: object, target: object, kind: str, from_logits: bool=False, label_smoothing: typing.SupportsFloat | typing.SupportsIndex=0.0, row_weights: object=None, grad_scale: typing.SupportsFloat | typing.SupportsIndex=1.0, device: str='cpu') -> tuple[float, numpy.ndarray]:
+    """A per-row loss (mean over the last axis): returns (sum over rows of weight * loss, dloss/dpred * grad_scale)."""
+
+def row_weights(target: object, sample_weight: object=None, class_weight: object=None, device: str='cpu') -> numpy.ndarray:
+    """Per-row loss weights: sample_weight[r] * class_weight[class of row r]."""
 
 def scale_shift_backward(dy: object, scale: object, device: str='cpu') -> numpy.ndarray:
     ...
@@ -117,8 +126,8 @@ def sgd_step(params: object, grads: object, velocity: object, lr: typing.Support
 def softmax_backward(y: object, dy: object, device: str='cpu') -> numpy.ndarray:
     ...
 
-def softmax_cross_entropy(logits: object, target: object, grad_scale: typing.SupportsFloat | typing.SupportsIndex=1.0, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> tuple[float, float, numpy.ndarray]:
-    """Returns (loss_sum, correct, dlogits)."""
+def softmax_cross_entropy(logits: object, target: object, grad_scale: typing.SupportsFloat | typing.SupportsIndex=1.0, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1, row_weights: object=None, label_smoothing: typing.SupportsFloat | typing.SupportsIndex=0.0) -> tuple[float, float, numpy.ndarray]:
+    """Returns (loss_sum, correct, dlogits); row_weights (N,) weigh each row's loss and gradient."""
 
 def softmax_forward(x: object, device: str='cpu') -> numpy.ndarray:
     ...
