@@ -2,10 +2,13 @@
 """Does loading show in a training step? The tutorial CNN trained with model.fit for one epoch
 (batch 250) from: (1) NumPy arrays already in memory, (2) the tutorial's own HDF5 file (h5py
 `chunks=True`, gzip) streamed with cache='none', (3) a file written by hpcnn.data.write_hdf5,
-streamed, (4) the tutorial's file cached in memory. Prints img/s and the step-time ratio to (1).
+streamed, (4) the tutorial's file cached in memory; with --augment also (5) the arrays and (6) the
+tutorial's file streamed into the same CNN led by the CIFAR augmentation (RandomFlip("horizontal"),
+ZeroPadding2D(4), RandomCrop(32, 32): run by the batch stager, fused into the gather and decode).
+Prints img/s and the step-time ratio to (1) and, for (6), to (2): what augmentation adds to a step.
 Modes are interleaved over --rounds to spread machine noise.
 
-    python bench/bench_fit_overlap.py --rows 10000 --rounds 2
+    python bench/bench_fit_overlap.py --rows 10000 --rounds 2 [--augment]
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ def main(argv=None) -> int:
     p.add_argument("--rows", type=int, default=10000)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--dir", default=tempfile.gettempdir())
+    p.add_argument("--augment", action="store_true", help="also the CNN led by flip + padded crop")
     a = p.parse_args(argv)
     import h5py  # only to write the tutorial's file exactly as the tutorial does
     rng = np.random.default_rng(0)
@@ -42,11 +46,21 @@ def main(argv=None) -> int:
     xf = x.astype(np.float32) / 255.0
     yi = y.ravel().astype(np.int32)
 
+    def model(augment: bool) -> hpcnn.Sequential:
+        if not augment:
+            return hpcnn.models.tutorial_cnn(seed=0)
+        from hpcnn.layers import InputLayer, RandomCrop, RandomFlip, ZeroPadding2D
+        m = hpcnn.Sequential([InputLayer(input_shape=[32, 32, 3]), RandomFlip("horizontal"), ZeroPadding2D(4),
+                              RandomCrop(32, 32)], name="tutorial_cnn_augmented", seed=0)
+        for layer in hpcnn.models.tutorial_cnn(seed=0).layers:
+            m.add(type(layer).from_config(layer.get_config()))
+        return m
+
     def run(mode: str) -> float:
-        m = hpcnn.models.tutorial_cnn(seed=0)
+        m = model("augmented" in mode)
         m.compile("adam", "sparse_categorical_crossentropy", ["accuracy"])
         m.train_on_batch(xf[:250], yi[:250])  # warm the buffers
-        if mode == "memory arrays":
+        if mode.startswith("memory arrays"):
             h = m.fit(xf, yi, batch_size=250, epochs=1, verbose=0)
         else:
             path = tut if "tutorial" in mode else mine
@@ -56,6 +70,8 @@ def main(argv=None) -> int:
         return h.history["images_per_second"][0]
 
     modes = ["memory arrays", "tutorial file, streamed", "write_hdf5 file, streamed", "tutorial file, memory cache"]
+    if a.augment:
+        modes += ["memory arrays, augmented", "tutorial file, streamed, augmented"]
     res = {m: [] for m in modes}
     for _ in range(a.rounds):
         for m in modes:
@@ -63,10 +79,14 @@ def main(argv=None) -> int:
     base = statistics.median(res[modes[0]])
     print(f"# tutorial CNN, model.fit, batch 250, {a.rows} rows, {hpcnn.get_num_threads()} threads, "
           f"{a.rounds} interleaved rounds (median)")
-    print(f"{'input':<30}{'img/s':>9}{'step time vs arrays':>22}")
+    print(f"{'input':<36}{'img/s':>9}{'step time vs arrays':>22}")
     for m in modes:
         v = statistics.median(res[m])
-        print(f"{m:<30}{v:>9.0f}{base / v:>21.3f}x")
+        print(f"{m:<36}{v:>9.0f}{base / v:>21.3f}x")
+    if a.augment:
+        for plain in ("memory arrays", "tutorial file, streamed"):
+            ratio = statistics.median(res[plain]) / statistics.median(res[plain + ", augmented"])
+            print(f"augmentation's cost, {plain}: step time x{ratio:.3f}")
     for f in (tut, mine):
         os.remove(f)
     return 0

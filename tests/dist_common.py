@@ -2,7 +2,8 @@
 import numpy as np
 
 import hpcnn
-from hpcnn.layers import Add, Concatenate, Conv2D, Dense, Dropout, Flatten, InputLayer, MaxPooling2D, ReLU
+from hpcnn.layers import (Add, Concatenate, Conv2D, Dense, Dropout, Flatten, InputLayer, MaxPooling2D, RandomCrop,
+                          RandomFlip, RandomTranslation, ReLU, Rescaling, ZeroPadding2D)
 
 ROWS = 80   # 5 global batches of 16
 BATCH = 16  # the global batch
@@ -42,6 +43,28 @@ def residual_model(seed=21, dropout=0.25, optimizer="adam"):
     h = Concatenate()([Dense(8, activation="relu")(f), Dense(8, activation="relu")(f)])
     out = Dense(4, activation="softmax")(Dropout(dropout)(h))
     model = hpcnn.Model(x, out, seed=seed)
+    model.compile(optimizer, "sparse_categorical_crossentropy", ["accuracy"])
+    return model
+
+
+def augmented_model(seed=21, dropout=0.25, optimizer="adam"):
+    """A CNN that augments: leading RandomFlip, ZeroPadding2D + RandomCrop (run by the batch
+    stager, fused into the gather) and a RandomTranslation after a Rescaling (run as an op in the
+    model). Every draw is keyed by the sample's global row, so replicas must agree with one device."""
+    model = hpcnn.Sequential([
+        InputLayer(input_shape=[8, 8, 2]),
+        RandomFlip("horizontal"),
+        ZeroPadding2D(2),
+        RandomCrop(8, 8),
+        Rescaling(0.5),
+        RandomTranslation(0.25, 0.25, fill_mode="constant"),
+        Conv2D(6, 3, padding="same", activation="relu"),
+        MaxPooling2D(2),
+        Flatten(),
+        Dense(16, activation="relu"),
+        Dropout(dropout),
+        Dense(4, activation="softmax"),
+    ], seed=seed)
     model.compile(optimizer, "sparse_categorical_crossentropy", ["accuracy"])
     return model
 

@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 
 import hpcnn  # noqa: E402
-from dist_common import BATCH, make_arrays, make_model, residual_model, write_h5  # noqa: E402
+from dist_common import BATCH, augmented_model, make_arrays, make_model, residual_model, write_h5  # noqa: E402
 
 
 def main() -> None:
@@ -33,8 +33,8 @@ def main() -> None:
             np.savez(os.path.join(out, f"mismatch_rank{rank}.npz"), refused=np.array(1))
         return
     with strategy.scope():
-        model = residual_model() if scenario == "functional" else make_model()
-    if scenario == "functional":  # a graph model (residual Add, Concatenate, dropout)
+        model = {"functional": residual_model, "augment": augmented_model}.get(scenario, make_model)()
+    if scenario in ("functional", "augment"):  # a graph model; a model that augments  # a graph model (residual Add, Concatenate, dropout)
         model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=True, verbose=0)
         result["evaluate"] = np.array(model.evaluate(x, y, batch_size=BATCH, verbose=0))
     elif scenario == "arrays":

@@ -11,7 +11,8 @@ from hpcnn.optimizers import schedules
 from hpcnn.data import HDF5Dataset, write_hdf5
 from hpcnn.layers import (ELU, Activation, Add, AveragePooling2D, BatchNormalization, Concatenate, Conv2D, Dense,
                           Dropout, Flatten, GlobalAveragePooling2D, GlobalMaxPooling2D, Input, InputLayer, LeakyReLU,
-                          MaxPooling2D, ReLU, Rescaling, Softmax, ZeroPadding2D)
+                          MaxPooling2D, RandomCrop, RandomFlip, RandomTranslation, ReLU, Rescaling, Softmax,
+                          ZeroPadding2D)
 from hpcnn.utils import set_random_seed, to_categorical
 from small_models import small_model
 
@@ -356,6 +357,34 @@ CASES = [
     ("Rescaling per-channel mismatch", lambda c: hpcnn.Sequential([InputLayer(input_shape=(2, 2, 3)),
                                                                    Rescaling([1.0, 2.0])]).build(), V,
      r"Rescaling: 2 scale values for 3 channels"),
+    ("RandomFlip mode='diagonal'", lambda c: RandomFlip("diagonal"), V, r"RandomFlip.*unknown mode.*'diagonal'"),
+    ("RandomFlip mode=None", lambda c: RandomFlip(None), V, r"RandomFlip.*unknown mode"),
+    ("RandomFlip seed=1", lambda c: RandomFlip(seed=1), V, r"RandomFlip: seed= is not supported"),
+    ("RandomFlip data_format", lambda c: RandomFlip(data_format="channels_first"), V, r"NHWC only"),
+    ("RandomTranslation height_factor=1.5", lambda c: RandomTranslation(1.5, 0.1), V,
+     r"RandomTranslation: The `factor` argument.*Received: height_factor=1.5"),
+    ("RandomTranslation width_factor=(0.1,)", lambda c: RandomTranslation(0.1, (0.1,)), V,
+     r"Received: width_factor=\(0.1,\)"),
+    ("RandomTranslation width_factor='x'", lambda c: RandomTranslation(0.1, "x"), V, r"Received: width_factor='x'"),
+    ("RandomTranslation height_factor=nan", lambda c: RandomTranslation(float("nan"), 0.1), V,
+     r"Received: height_factor=nan"),
+    ("RandomTranslation fill_mode='mirror'", lambda c: RandomTranslation(0.1, 0.1, fill_mode="mirror"), V,
+     r"Unknown `fill_mode` 'mirror'"),
+    ("RandomTranslation interpolation='bicubic'", lambda c: RandomTranslation(0.1, 0.1, interpolation="bicubic"), V,
+     r"Unknown `interpolation` 'bicubic'"),
+    ("RandomTranslation fill_value=inf", lambda c: RandomTranslation(0.1, 0.1, fill_value=float("inf")), V,
+     r"`fill_value`.*Received: fill_value=inf"),
+    ("RandomTranslation seed=1", lambda c: RandomTranslation(0.1, 0.1, seed=1), V, r"seed= is not supported"),
+    ("RandomCrop height=0", lambda c: RandomCrop(0, 4), V, invalid("height", "0")),
+    ("RandomCrop width=2.5", lambda c: RandomCrop(4, 2.5), V, invalid("width", "2.5")),
+    ("RandomCrop larger than the input", lambda c: hpcnn.Sequential([InputLayer(input_shape=(4, 4, 1)),
+                                                                     RandomCrop(5, 4)]).build(), V,
+     r"RandomCrop\(5, 4\): the input is 4x4, smaller than the crop"),
+    ("RandomFlip after Conv2D", lambda c: hpcnn.Sequential([InputLayer(input_shape=(4, 4, 1)), Conv2D(2, 1),
+                                                            RandomFlip()]).build(), V,
+     r"RandomFlip comes after Conv2D.*before every layer with weights"),
+    ("RandomFlip on features", lambda c: hpcnn.Sequential([InputLayer(input_shape=(4,)), RandomFlip()]).build(), V,
+     r"RandomFlip expects images of shape \(height, width, channels\)"),
     ("Flatten data_format", lambda c: Flatten(data_format="channels_first"), V, r"NHWC only"),
     ("InputLayer no shape", lambda c: InputLayer(), V, r"needs input_shape"),
     ("InputLayer shape=(0, 4)", lambda c: InputLayer(input_shape=(0, 4)), V, invalid("input_shape", r"\(0, 4\)")),
@@ -687,7 +716,8 @@ def test_the_argument_table_covers_every_public_callable():
     for name in ("fit", "evaluate", "predict", "predict_classes", "train_on_batch", "test_on_batch", "compile",
                  "Dense", "Conv2D", "MaxPooling2D", "Dropout", "Activation", "ReLU", "Flatten", "InputLayer",
                  "BatchNormalization", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D",
-                 "ZeroPadding2D", "Rescaling", "LeakyReLU", "ELU", "Softmax",
+                 "ZeroPadding2D", "Rescaling", "LeakyReLU", "ELU", "Softmax", "RandomFlip", "RandomTranslation",
+                 "RandomCrop",
                  "Input", "Sequential", "build", "set_weights", "Model", "Add", "Concatenate", "__call__", "get_layer",
                  "Adam", "SGD", "EarlyStopping", "CSVLogger",
                  "LambdaCallback", "HDF5Dataset", "epoch_batches", "write_hdf5", "to_categorical", "set_random_seed",
@@ -731,6 +761,9 @@ def test_good_arguments_still_work(tmp_path):
     Softmax(axis=-1)
     ELU(np.float32(0.5))
     Dropout(0)
+    RandomFlip("horizontal", seed=None, data_format="channels_last")
+    RandomTranslation(np.float32(0.1), [np.int64(-1), 0.5], fill_value=np.int64(2))
+    RandomCrop(np.int64(4), np.int32(4))
     InputLayer(batch_shape=(None, 4, 4, 1), batch_size=None, dtype="uint8")
     ds = c.ds(batch_size=np.int64(8), seed=np.uint64(2**64 - 1), one_hot=None)
     assert len(ds) == 4 and ds.batch_size == 8

@@ -7,7 +7,7 @@ import hpcnn
 from hpcnn import _core
 from hpcnn.distribute import CommunicationOptions, MirroredStrategy, MultiWorkerMirroredStrategy
 from hpcnn.layers import BatchNormalization, Dense, Flatten, InputLayer
-from dist_common import BATCH, make_arrays, make_model, rel_err, residual_model, write_h5
+from dist_common import BATCH, augmented_model, make_arrays, make_model, rel_err, residual_model, write_h5
 
 
 def weights(model):
@@ -55,6 +55,28 @@ def test_cpu_replicas_from_hdf5_match_one_device(tmp_path):
         ev = model.evaluate(ds, verbose=0)
     assert rel_err(weights(model), weights(ref)) <= 1e-5
     np.testing.assert_allclose(ev, ref_eval, rtol=1e-5)
+
+
+@pytest.mark.parametrize("replicas", [2, 4])
+@pytest.mark.parametrize("dtype", ["float32", "uint8"])
+def test_augmentation_on_replicas_matches_one_device(replicas, dtype):
+    """Flip, padded crop (staged) and translation (an op) draw per global row: N replicas x B/N
+    see the same images as one device x B, so the weights agree up to float summation order."""
+    x, y = make_arrays()
+    if dtype == "uint8":
+        x = np.clip(x * 40 + 128, 0, 255).astype(np.uint8)
+    ref = augmented_model()
+    ref.fit(x, y, batch_size=BATCH, epochs=2, shuffle=True, verbose=0)
+    with mirrored(replicas).scope():
+        model = augmented_model()
+    model.fit(x, y, batch_size=BATCH, epochs=2, shuffle=True, verbose=0)
+    assert rel_err(weights(model), weights(ref)) <= 1e-5
+    # The augmentation really acts: the same model without it (the same initial weights, the same
+    # data and dropout) ends elsewhere.
+    plain = make_model()
+    assert rel_err(weights(plain), weights(augmented_model())) == 0
+    plain.fit(x, y, batch_size=BATCH, epochs=2, shuffle=True, verbose=0)
+    assert rel_err(weights(plain), weights(ref)) > 1e-3
 
 
 def test_last_batch_smaller_than_the_replica_count():

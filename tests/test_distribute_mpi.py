@@ -14,7 +14,7 @@ import pytest
 
 import hpcnn
 from hpcnn import _core
-from dist_common import BATCH, make_arrays, make_model, rel_err, residual_model, write_h5
+from dist_common import BATCH, augmented_model, make_arrays, make_model, rel_err, residual_model, write_h5
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -99,6 +99,19 @@ def test_two_ranks_functional_model_match_one_process(tmp_path):
     assert rel_err(r0["weights"], np.concatenate([a.ravel() for a in ref.get_weights()])) <= 1e-5
     np.testing.assert_allclose(r0["evaluate"], ref.evaluate(x, y, batch_size=BATCH, verbose=0), rtol=1e-5)
     assert int(r0["iterations"]) == 5
+
+
+def test_two_ranks_augmentation_match_one_process(tmp_path):
+    """Augmentation (staged flip + padded crop, a translation op) keyed by global rows under MPI."""
+    checked(mpirun("augment", tmp_path))
+    r0, r1 = ranks(tmp_path, "augment")
+    np.testing.assert_array_equal(r0["weights"], r1["weights"])
+    np.testing.assert_array_equal(r0["evaluate"], r1["evaluate"])
+    x, y = make_arrays()
+    ref = augmented_model()
+    ref.fit(x, y, batch_size=BATCH, epochs=1, shuffle=True, verbose=0)
+    assert rel_err(r0["weights"], np.concatenate([a.ravel() for a in ref.get_weights()])) <= 1e-5
+    np.testing.assert_allclose(r0["evaluate"], ref.evaluate(x, y, batch_size=BATCH, verbose=0), rtol=1e-5)
 
 
 def test_two_ranks_hdf5_shards_match_one_process(tmp_path):

@@ -162,7 +162,7 @@ def test_notebook_03_resnet_runs_on_synthetic_data(tmp_path, kernel, monkeypatch
         assert "No GPU, the GPU run is skipped: " + hpcnn.gpu_unavailable_reason()[:30] in gpu
     assert "CPU: " in all_text(cell_with(nb, "print('CPU: %.1f s/epoch"))
     confusion = cell_with(nb, "np.add.at(confusion")
-    assert "Test accuracy" in all_text(confusion) and "per-class accuracy" in all_text(confusion)
+    assert "test accuracy" in all_text(confusion) and "per-class accuracy" in all_text(confusion)
     assert any("image/png" in o.get("data", {}) for o in confusion.outputs)        # the matrix is drawn
     assert "reloaded; same predictions: True" in all_text(cell_with(nb, "hpcnn.load_model("))
     assert (work / "resnet20_cifar10.h5").exists()

@@ -10,6 +10,7 @@
 #include "bindings/bindings.h"
 #include "bindings/numpy_tensor.h"
 #include "diagnostics/peak_flops.h"
+#include "nn/config.h"
 #include "nn/factory.h"
 #include "ops/ops.h"
 
@@ -674,6 +675,64 @@ void bind_ops(py::module_& m) {
     ops::decode_u8(X, Y, scale.data(), shift.data());
     return to_numpy(Y);
   }, py::arg("x"), py::arg("scale"), py::arg("shift"), py::arg("device") = "cpu");
+
+  // The augmentation of one layer (ops/augment.h), its spec from the layer's core config (what
+  // layers.py sends: class_name RandomFlip, RandomTranslation or RandomCrop and their keys), a
+  // crop optionally from the input with `padding` (top, bottom, left, right) zeros around it.
+  // float32 x on any device; `rows`, or a uint8 x (decoded with scale, shift per channel), take
+  // the stager's host pass (ops::augment_rows).
+  m.def("augment", [](py::object x, py::dict config, bool training, uint64_t seed, uint64_t stream,
+                      long long first_row, py::object rows, std::vector<float> scale, std::vector<float> shift,
+                      std::vector<int> padding, std::string device, int repeat) {
+    nn::Config cfg("augment config");
+    for (auto [k, v] : config) {
+      const std::string key = k.cast<std::string>();
+      if (py::isinstance<py::str>(v)) cfg.set(key, v.cast<std::string>());
+      else if (py::isinstance<py::bool_>(v)) cfg.set(key, v.cast<bool>());
+      else if (py::isinstance<py::int_>(v)) cfg.set(key, v.cast<long long>());
+      else cfg.set(key, v.cast<double>());
+    }
+    AugmentSpec spec = nn::make_augment_spec(cfg);
+    if (!padding.empty()) {
+      HPCNN_CHECK_ARG(padding.size() == 4, "augment: padding is (top, bottom, left, right)");
+      spec.pad_top = padding[0];
+      spec.pad_bottom = padding[1];
+      spec.pad_left = padding[2];
+      spec.pad_right = padding[3];
+    }
+    const AugmentDraw draw{training, seed, stream, first_row};
+    Device d = resolve_device(device);
+    py::array a = py::array::ensure(x);
+    HPCNN_CHECK_ARG(a && a.ndim() == 4, "augment: x must be 4-D (n, height, width, channels)");
+    const bool u8 = a.dtype().is(py::dtype::of<uint8_t>());
+    std::vector<long long> row_list;
+    if (!rows.is_none()) row_list = rows.cast<std::vector<long long>>();
+    if (u8 || !rows.is_none()) {
+      HPCNN_CHECK_ARG(d.is_cpu(), "augment: rows and uint8 input take the host pass (device='cpu')");
+      Tensor X = u8 ? borrow_array(py::array_t<uint8_t, py::array::c_style | py::array::forcecast>::ensure(a), "x")
+                    : f32_on(a, d, "x");
+      HPCNN_CHECK_ARG(!u8 || ((long long)scale.size() == X.dim(3) && scale.size() == shift.size()),
+                      "augment: a uint8 x needs scale and shift, one per channel");
+      const long long n = rows.is_none() ? X.dim(0) : static_cast<long long>(row_list.size());
+      int oh = 0, ow = 0;
+      augment_output_hw(spec, static_cast<int>(X.dim(1)), static_cast<int>(X.dim(2)), oh, ow);
+      Tensor Y = Tensor::empty({n, oh, ow, X.dim(3)}, DType::F32, d);
+      run_repeat(repeat, [&] {
+        ops::augment_rows(X, rows.is_none() ? nullptr : row_list.data(), u8 ? scale.data() : nullptr,
+                          u8 ? shift.data() : nullptr, Y, spec, draw);
+      });
+      return to_numpy(Y);
+    }
+    Tensor X = f32_on(a, d, "x");
+    int oh = 0, ow = 0;
+    augment_output_hw(spec, static_cast<int>(X.dim(1)), static_cast<int>(X.dim(2)), oh, ow);
+    Tensor Y = Tensor::empty({X.dim(0), oh, ow, X.dim(3)}, DType::F32, d);
+    run_repeat(repeat, [&] { ops::augment(X, Y, spec, draw); });
+    return to_numpy(Y);
+  }, py::arg("x"), py::arg("config"), py::arg("training") = true, py::arg("seed") = 0, py::arg("stream") = 0,
+     py::arg("first_row") = 0, py::arg("rows") = py::none(), py::arg("scale") = std::vector<float>(),
+     py::arg("shift") = std::vector<float>(), py::arg("padding") = std::vector<int>(), py::arg("device") = "cpu",
+     py::arg("repeat") = 1);
 }
 
 }  // namespace hpcnn::bindings

@@ -421,8 +421,16 @@ void H5Dataset::init_raw_geometry() {
   g.chunk_bytes = static_cast<size_t>(shape_numel(c)) * esz;  // <= 4 GiB (checked at open)
   g.chunk_row_bytes = g.chunk_bytes / static_cast<size_t>(c[0]);
   // The plan below, and the decoded chunks of one block: refuse what cannot fit, naming the file.
-  uint64_t plan = 0, scratch = 0, need = 0;
-  if (!checked_mul(static_cast<uint64_t>(g.per_block), r * sizeof(long long) + 2 * sizeof(RawGeometry::Run), plan) ||
+  // The plan: per chunk its grid offsets and its patches (one per index of the dimensions before a
+  // patch's loops: one for ranks up to 4; see below).
+  const int loop_lo = std::max(1, r - 3);  // dims [loop_lo, r-2] are a patch's loops, [1, loop_lo) outer
+  uint64_t plan = 0, scratch = 0, need = 0, patches_per_chunk = 1, per_chunk = 0;
+  bool fits = true;
+  for (int d = 1; d < loop_lo && fits; ++d)
+    fits = checked_mul(patches_per_chunk, static_cast<uint64_t>(std::min(c[d], info_.shape[d])), patches_per_chunk);
+  if (!fits || !checked_mul(patches_per_chunk, sizeof(RawGeometry::Patch), per_chunk) ||
+      !checked_add(per_chunk, r * sizeof(long long), per_chunk) ||
+      !checked_mul(static_cast<uint64_t>(g.per_block), per_chunk, plan) ||
       !checked_mul(static_cast<uint64_t>(g.per_block), g.chunk_bytes, scratch) || !checked_add(plan, scratch, need))
     need = std::numeric_limits<uint64_t>::max();
   require_memory(need, cat("reading one block of ", block_rows_, " rows of ", where(), " (", g.per_block,
@@ -436,33 +444,49 @@ void H5Dataset::init_raw_geometry() {
       rem /= grid[d];
     }
   }
-  // One row's copy plan: (chunk, source offset within the chunk's row, destination offset within
-  // the row, bytes), merged where contiguous. It is the same for every row of every block.
+  // One row's copy plan, the same for every row of every block: per chunk a Patch, a contiguous
+  // run of the chunk's last dimension inside up to two strided loops (the dimensions before it),
+  // runs merged along a dimension where the chunk spans it whole. Dimensions before those three
+  // (datasets of rank 5 and more) give one patch per index. The tutorial's chunks (6250, 4, 4, 1)
+  // of (N, 32, 32, 3) uint8 are 192 patches of 4 x 4 single bytes per row: a fixed-stride loop
+  // each, where a plan entry per byte (3,072 per row) cost more than the bytes it moved.
   std::vector<long long> cs(r, 1), ds(r, 1);
   for (int d = r - 2; d >= 0; --d) {
     cs[d] = cs[d + 1] * c[d + 1];
     ds[d] = ds[d + 1] * info_.shape[d + 1];
   }
-  g.runs.clear();
+  g.patches.clear();
   for (long long k = 0; k < g.per_block; ++k) {
     Shape ext(r, 1);
     for (int d = 1; d < r; ++d) ext[d] = std::min(c[d], info_.shape[d] - g.grid_off[k][d]);
-    std::vector<long long> idx(r, 0);  // odometer over dims 1..r-2; dim r-1 is one run
+    std::vector<long long> idx(r, 0);  // odometer over the outer dims
     while (true) {
       long long so = 0, dof = 0;
       for (int d = 1; d < r; ++d) {
         so += idx[d] * cs[d];
         dof += (g.grid_off[k][d] + idx[d]) * ds[d];
       }
-      size_t len = r >= 2 ? static_cast<size_t>(ext[r - 1]) * esz : esz;
-      RawGeometry::Run run{k, static_cast<size_t>(so) * esz, static_cast<size_t>(dof) * esz, len};
-      auto& last = g.runs;
-      if (!last.empty() && last.back().chunk == k && last.back().src + last.back().len == run.src &&
-          last.back().dst + last.back().len == run.dst)
-        last.back().len += len;
-      else
-        last.push_back(run);
-      int d = r - 2;
+      RawGeometry::Patch p;
+      p.chunk = k;
+      p.src = static_cast<size_t>(so) * esz;
+      p.dst = static_cast<size_t>(dof) * esz;
+      p.len = r >= 2 ? static_cast<size_t>(ext[r - 1]) * esz : esz;
+      bool merge = true;  // still contiguous in both: the next dimension may extend the run
+      int loops = 0;
+      for (int d = r - 2; d >= loop_lo; --d) {
+        const size_t sst = static_cast<size_t>(cs[d]) * esz, dst = static_cast<size_t>(ds[d]) * esz;
+        if (ext[d] == 1) continue;
+        if (merge && p.len == sst && p.len == dst) {
+          p.len *= static_cast<size_t>(ext[d]);
+          continue;
+        }
+        merge = false;
+        RawGeometry::Loop& l = loops == 0 ? p.inner : p.outer;
+        l = RawGeometry::Loop{ext[d], sst, dst};
+        ++loops;
+      }
+      g.patches.push_back(p);
+      int d = loop_lo - 1;
       while (d >= 1 && ++idx[d] == ext[d]) idx[d--] = 0;
       if (d < 1) break;
     }
@@ -541,6 +565,46 @@ void H5Dataset::fetch_group(const std::vector<long long>& blocks, RawSet& set) {
   raw_.check(cat("reading the chunks of rows ", first[0], "... of ", where()));
 }
 
+namespace {
+
+// One patch of one row (RawGeometry::Patch): single bytes (a chunk one element of a uint8 last
+// dimension wide, as the tutorial's (..., 1) chunks), and runs of any length.
+template <typename Patch>
+inline void copy_patch_bytes(const Patch& p, const uint8_t* __restrict__ src, uint8_t* __restrict__ dst) {
+  if (p.outer.count == 4 && p.inner.count == 4 && p.inner.src == 1 && p.outer.src == 4) {
+    // h5py's chunks=True guess for (N, 32, 32, 3) uint8, (6250, 4, 4, 1): one 16-byte load, 16
+    // stores at fixed strides (a loop of runtime counts here cost as much as the bytes).
+    uint8_t v[16];
+    std::memcpy(v, src, 16);
+    const size_t di = p.inner.dst, dr = p.outer.dst;
+    for (int a = 0; a < 4; ++a) {
+      uint8_t* d = dst + static_cast<size_t>(a) * dr;
+      d[0] = v[4 * a];
+      d[di] = v[4 * a + 1];
+      d[2 * di] = v[4 * a + 2];
+      d[3 * di] = v[4 * a + 3];
+    }
+    return;
+  }
+  for (long long a = 0; a < p.outer.count; ++a) {
+    const uint8_t* s = src + static_cast<size_t>(a) * p.outer.src;
+    uint8_t* d = dst + static_cast<size_t>(a) * p.outer.dst;
+    for (long long b = 0; b < p.inner.count; ++b) d[static_cast<size_t>(b) * p.inner.dst] = s[static_cast<size_t>(b) * p.inner.src];
+  }
+}
+
+template <typename Patch>
+inline void copy_patch_runs(const Patch& p, const uint8_t* src, uint8_t* dst) {
+  for (long long a = 0; a < p.outer.count; ++a) {
+    const uint8_t* s = src + static_cast<size_t>(a) * p.outer.src;
+    uint8_t* d = dst + static_cast<size_t>(a) * p.outer.dst;
+    for (long long b = 0; b < p.inner.count; ++b)
+      std::memcpy(d + static_cast<size_t>(b) * p.inner.dst, s + static_cast<size_t>(b) * p.inner.src, p.len);
+  }
+}
+
+}  // namespace
+
 void H5Dataset::decode_group(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst, RawSet& set) {
   const int r = static_cast<int>(info_.shape.size());
   const long long per_block = geo_.per_block;
@@ -585,9 +649,15 @@ void H5Dataset::decode_group(const std::vector<long long>& blocks, const std::ve
   // gathering its pieces from the block's chunks with the precomputed copy plan.
   const size_t rb = row_bytes();
   const size_t chunk_row_bytes = geo_.chunk_row_bytes;
-  const std::vector<RawGeometry::Run>& runs = geo_.runs;
+  const std::vector<RawGeometry::Patch>& patches = geo_.patches;
   std::vector<long long> row_start(blocks.size() + 1, 0);
   for (size_t bi = 0; bi < blocks.size(); ++bi) row_start[bi + 1] = row_start[bi] + rows_in_block(blocks[bi]);
+  // Narrow chunk rows (the tutorial's: 16 bytes) make a row read a few bytes from each of many
+  // chunks (192): more streams than the hardware prefetcher follows, so every cache line was a
+  // demand miss. Prefetch each chunk's line about 512 bytes ahead, once per line.
+  const long long ahead = chunk_row_bytes < 64 ? static_cast<long long>(512 / std::max<size_t>(1, chunk_row_bytes)) : 0;
+  const long long rows_per_line = chunk_row_bytes < 64 ? static_cast<long long>(64 / std::max<size_t>(1, chunk_row_bytes)) : 1;
+  const long long chunk_rows = static_cast<long long>(info_.chunk[0]);
   dynamic_for(row_start.back(), 64, [&](long long q0, long long q1) {
     size_t bi = std::upper_bound(row_start.begin(), row_start.end(), q0) - row_start.begin() - 1;
     for (long long q = q0; q < q1; ++q) {
@@ -596,10 +666,15 @@ void H5Dataset::decode_group(const std::vector<long long>& blocks, const std::ve
       uint8_t* out = dst[bi] + static_cast<size_t>(i) * rb;
       const uint8_t* const* chunks = dec.data() + bi * per_block;
       const size_t src_row = static_cast<size_t>(i) * chunk_row_bytes;
-      for (const auto& u : runs) {
-        const uint8_t* src = chunks[u.chunk] + src_row + u.src;
-        if (u.len == 1) out[u.dst] = *src;
-        else std::memcpy(out + u.dst, src, u.len);
+      if (ahead > 0 && i % rows_per_line == 0 && i + ahead < chunk_rows) {
+        const size_t at = static_cast<size_t>(i + ahead) * chunk_row_bytes;
+        for (long long k = 0; k < per_block; ++k) __builtin_prefetch(chunks[k] + at);
+      }
+      for (const RawGeometry::Patch& p : patches) {
+        const uint8_t* src = chunks[p.chunk] + src_row + p.src;
+        uint8_t* d = out + p.dst;
+        if (p.len == 1) copy_patch_bytes(p, src, d);
+        else copy_patch_runs(p, src, d);
       }
     }
   });

@@ -96,14 +96,23 @@ class H5Dataset {
  private:
   // What the raw-chunk path precomputes once: the chunks of a block and one row's copy plan.
   struct RawGeometry {
-    struct Run {
-      long long chunk;  // index of the chunk within its block
-      size_t src, dst, len;  // byte offsets within the chunk's row and the output row, bytes
+    // A strided loop of a patch: `count` steps of `src` bytes in the chunk's row and `dst` bytes
+    // in the output row (count 1: no loop).
+    struct Loop {
+      long long count = 1;
+      size_t src = 0, dst = 0;
+    };
+    // What one chunk contributes to one row: `len` contiguous bytes at byte offsets src (in the
+    // chunk's row) and dst (in the output row), repeated by the inner loop within the outer one.
+    struct Patch {
+      long long chunk = 0;  // index of the chunk within its block
+      size_t src = 0, dst = 0, len = 0;
+      Loop inner, outer;
     };
     long long per_block = 1;   // chunks per block
     size_t chunk_bytes = 0, chunk_row_bytes = 0;
     std::vector<Shape> grid_off;  // offsets of a block's chunks in dims 1..r-1
-    std::vector<Run> runs;
+    std::vector<Patch> patches;
   };
   // Compressed chunks of one group of blocks, as read from the file.
   struct RawSet {

@@ -212,9 +212,16 @@ const EpochPlan& Loader::plan(long long epoch) {
   if (epoch != plan_epoch_) {
     plan_ = make_epoch_plan(rows_, x_->block_rows(), window_blocks_, opt_.shuffle, *opt_.seed, epoch);
     plan_epoch_ = epoch;
-    if (!in_memory_) cache_.clear();  // streaming: every epoch reads the file again
+    if (!in_memory_)  // streaming: every epoch reads the file again
+      for (auto it = cache_.begin(); it != cache_.end();) it = drop_block(it);
   }
   return plan_;
+}
+
+std::unordered_map<long long, std::vector<uint8_t>>::iterator Loader::drop_block(
+    std::unordered_map<long long, std::vector<uint8_t>>::iterator it) {
+  spare_.push_back(std::move(it->second));
+  return cache_.erase(it);
 }
 
 void Loader::ensure_blocks(const std::vector<long long>& needed) {
@@ -229,13 +236,17 @@ void Loader::ensure_blocks(const std::vector<long long>& needed) {
     std::sort(keep.begin(), keep.end());
     long long room = cache_capacity_ - static_cast<long long>(missing.size());
     for (auto it = cache_.begin(); it != cache_.end() && static_cast<long long>(cache_.size()) > std::max(0LL, room);) {
-      if (!std::binary_search(keep.begin(), keep.end(), it->first)) it = cache_.erase(it);
+      if (!std::binary_search(keep.begin(), keep.end(), it->first)) it = drop_block(it);
       else ++it;
     }
   }
   std::vector<uint8_t*> dst;
   for (long long b : missing) {
     auto& buf = cache_[b];
+    if (!spare_.empty()) {  // a dropped block's buffer: already faulted in, no zero fill at its size
+      buf = std::move(spare_.back());
+      spare_.pop_back();
+    }
     buf.resize(static_cast<size_t>(x_->rows_in_block(b)) * x_->row_bytes());
     dst.push_back(buf.data());
   }
@@ -247,7 +258,8 @@ void Loader::ensure_blocks(const std::vector<long long>& needed) {
   }
   blocks_read_ += static_cast<long long>(missing.size());
   size_t bytes = 0;
-  for (auto& kv : cache_) bytes += kv.second.size();
+  for (auto& kv : cache_) bytes += kv.second.capacity();
+  for (auto& v : spare_) bytes += v.capacity();  // held too
   peak_cached_ = std::max(peak_cached_.load(), bytes);
 }
 
@@ -268,7 +280,7 @@ bool Loader::read_ahead(long long epoch, long long next_batch) {
   keep.insert(keep.end(), p.windows[w - 1].begin(), p.windows[w - 1].end());
   std::sort(keep.begin(), keep.end());
   for (auto it = cache_.begin(); it != cache_.end();) {
-    if (!std::binary_search(keep.begin(), keep.end(), it->first)) it = cache_.erase(it);
+    if (!std::binary_search(keep.begin(), keep.end(), it->first)) it = drop_block(it);
     else ++it;
   }
   if (static_cast<long long>(cache_.size() + todo.size()) > cache_capacity_) return false;

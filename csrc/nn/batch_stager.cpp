@@ -116,11 +116,11 @@ std::optional<StagingSlot> BatchStager::ahead_slot() const {
 }
 
 // ------------------------------------------------------------------ the three entry points
-StagedBatch BatchStager::stage(const Batch& b, bool with_targets) {
+StagedBatch BatchStager::stage(const Batch& b, bool with_targets, const StepContext& step) {
   drop_ahead();
   if (b.error) std::rethrow_exception(b.error);
   const StagingSlot s = other(last_slot_);
-  StagedBatch out = stage_into(b, with_targets, s, Upload::AfterQueuedWork);
+  StagedBatch out = stage_into(b, with_targets, s, Upload::AfterQueuedWork, step);
   // Only a completely staged batch moves the last step's slot: after an error the last step may
   // still have work queued that reads its slot, so the next batch must again avoid it.
   last_slot_ = s;
@@ -141,14 +141,15 @@ StagedBatch BatchStager::stage(const Batch& b, bool with_targets) {
 // is freed only after wait_device(). A batch staged for the step about to run (stage()) makes no
 // such claim: the call before may have failed after enqueuing work that reads either slot, so its
 // upload starts after the queued work (the step's own work has to wait for that anyway).
-void BatchStager::stage_ahead(const Batch& b, bool with_targets) noexcept {
+void BatchStager::stage_ahead(const Batch& b, bool with_targets, const StepContext& step) noexcept {
   Ahead a;
   a.slot = other(last_slot_);
   a.with_targets = with_targets;
+  a.step = step;
   try {
     drop_ahead();
     if (b.error) std::rethrow_exception(b.error);
-    a.batch = stage_into(b, with_targets, a.slot, Upload::AlongsideQueuedWork);
+    a.batch = stage_into(b, with_targets, a.slot, Upload::AlongsideQueuedWork, step);
   } catch (...) {
     a.batch = StagedBatch();
     a.error = std::current_exception();  // raised at the batch's turn, by take_ahead
@@ -158,7 +159,7 @@ void BatchStager::stage_ahead(const Batch& b, bool with_targets) noexcept {
   ahead_ = std::move(a);
 }
 
-StagedBatch BatchStager::take_ahead(bool with_targets) {
+StagedBatch BatchStager::take_ahead(bool with_targets, const StepContext& step) {
   HPCNN_CHECK_ARG(ahead_.has_value(), "no batch is staged: pass this step's batch, or stage it with the "
                   "previous step's `next`");
   Ahead a = std::move(*ahead_);
@@ -172,6 +173,17 @@ StagedBatch BatchStager::take_ahead(bool with_targets) {
     throw ValueError("the staged batch has no targets (it was staged by a prediction step), but this step needs "
                      "them: pass the batch with its targets");
   }
+  // The leading augmentation made the batch for one step: a training step's images are not an
+  // evaluation's, nor another training step's.
+  const bool augmented = aug_.active(a.step.training) || aug_.active(step.training);
+  if (augmented && (a.step.training != step.training || (step.training && a.step.step != step.step))) {
+    wait_copies();
+    throw ValueError(cat("the staged batch was augmented for ", a.step.training ? "training step " : "inference",
+                         a.step.training ? std::to_string(a.step.step) : std::string(), ", but this is ",
+                         step.training ? "training step " : "an inference step",
+                         step.training ? std::to_string(step.step) : std::string(),
+                         " (the model starts with augmentation layers): pass this step's batch itself"));
+  }
   last_slot_ = a.slot;  // only now is it the slot of the last step
   return std::move(a.batch);
 }
@@ -183,7 +195,8 @@ void BatchStager::drop_ahead() {
 }
 
 // ------------------------------------------------------------------ staging one batch
-StagedBatch BatchStager::stage_into(const Batch& b, bool with_targets, StagingSlot slot_id, Upload when) {
+StagedBatch BatchStager::stage_into(const Batch& b, bool with_targets, StagingSlot slot_id, Upload when,
+                                    const StepContext& step) {
   HPCNN_CHECK_ARG(b.x.defined(), "the batch has no input (x)");
   HPCNN_CHECK_ARG(b.x.rank() >= 1, "input must have a batch axis, got a scalar");
   const long long n = b.rows ? static_cast<long long>(b.rows->size()) : b.x.dim(0);
@@ -197,7 +210,7 @@ StagedBatch BatchStager::stage_into(const Batch& b, bool with_targets, StagingSl
   out.first_row = b.global_rows ? b.first_row : 0;
   out.global_rows = b.global_rows ? b.global_rows : n;
   try {
-    out.x = stage_input(b, n, s, when);
+    out.x = stage_input(b, n, s, when, step);
     if (with_targets) out.y = stage_targets(b, n, s, when);
     if (with_targets && b.w.defined()) out.w = stage_weights(b, n, s, when);
   } catch (...) {
@@ -209,7 +222,7 @@ StagedBatch BatchStager::stage_into(const Batch& b, bool with_targets, StagingSl
   return out;
 }
 
-Tensor BatchStager::stage_input(const Batch& b, long long n, SlotBuffers& s, Upload when) {
+Tensor BatchStager::stage_input(const Batch& b, long long n, SlotBuffers& s, Upload when, const StepContext& step) {
   const Tensor& x = b.x;
   check_input_shape(x, input_shape_);
   HPCNN_CHECK_ARG(x.device().is_cpu(), "input must be a host array");
@@ -223,8 +236,12 @@ Tensor BatchStager::stage_input(const Batch& b, long long n, SlotBuffers& s, Upl
   const long long channels = input_shape_.back();
   const Shape full = with_batch(n, input_shape_);
   const ChannelDecode cd = u8 ? channel_decode(b.decode, channels) : ChannelDecode{};
+  const bool augment = aug_.active(step.training);
+  StepContext at = step;
+  at.first_row = b.global_rows ? b.first_row : 0;  // as StagedBatch::first_row
 
   if (device_.is_cpu()) {
+    if (augment) return augment_on_host(b, n, s, at);
     if (!u8 && !b.rows) {
       Tensor X = x.reshape(full);  // the caller's rows in order: used in place
       ops::check_finite(X, "input batch");
@@ -239,9 +256,19 @@ Tensor BatchStager::stage_input(const Batch& b, long long n, SlotBuffers& s, Upl
     }
     return X;
   }
+  const Tensor X = upload_input(b, n, s, when);
+  return augment ? augment_on_device(X, s, at) : X;
+}
 
-  // On a GPU. uint8 crosses as uint8 and is decoded there, when the kernel can take the decode:
-  // one value for all channels (then the batch is viewed as one channel), or few channels.
+Tensor BatchStager::upload_input(const Batch& b, long long n, SlotBuffers& s, Upload when) {
+  const Tensor& x = b.x;
+  const bool u8 = x.dtype() == DType::U8;
+  const long long per = shape_numel(input_shape_);
+  const long long channels = input_shape_.back();
+  const Shape full = with_batch(n, input_shape_);
+  const ChannelDecode cd = u8 ? channel_decode(b.decode, channels) : ChannelDecode{};
+  // uint8 crosses as uint8 and is decoded on the GPU, when the kernel can take the decode: one
+  // value for all channels (then the batch is viewed as one channel), or few channels.
   if (u8 && (cd.uniform || channels <= cuda::kDecodeMaxChannels)) {
     const Shape as_decoded = cd.uniform ? Shape{n * per, 1} : full;
     const bool in_place = !b.rows && pinned(x);
@@ -259,6 +286,49 @@ Tensor BatchStager::stage_input(const Batch& b, long long n, SlotBuffers& s, Upl
   else if (!in_place) gather_rows(b, n, x.raw(), src.raw(), sizeof(float) * per);
   if (!u8) ops::check_finite(src, "input batch");
   return upload(src, s.dev_x, when);
+}
+
+// One pass per stage: the first reads the batch's rows where they are (uint8 decoded on the way),
+// each further one the previous output (the slot's two host buffers in turn). In inference only
+// the active stages run (a crop that is not the identity); the first pass always runs, as the
+// gather.
+Tensor BatchStager::augment_on_host(const Batch& b, long long n, SlotBuffers& s, const StepContext& step) {
+  const bool u8 = b.x.dtype() == DType::U8;
+  const Tensor x = b.x.reshape(with_batch(b.x.dim(0), input_shape_));  // (N, H, W) -> (N, H, W, 1)
+  const ChannelDecode cd = u8 ? channel_decode(b.decode, input_shape_.back()) : ChannelDecode{};
+  std::shared_ptr<HostBuffer>* bufs[2] = {&s.host_x, &s.host_aug};
+  int next = 0;
+  Tensor cur;  // undefined: still the caller's rows
+  for (const AugmentStage& st : aug_.stages) {
+    if (cur.defined() && !st.active(step.training)) continue;
+    Tensor out = host_buffer(*bufs[next], with_batch(n, st.out), DType::F32);
+    next ^= 1;
+    const AugmentDraw d = augment_draw(step, st.layer);
+    if (cur.defined()) {
+      ops::augment(cur, out, st.spec, d);
+    } else {
+      ops::augment_rows(x, b.rows ? b.rows->data() : nullptr, u8 ? cd.scale.data() : nullptr,
+                        u8 ? cd.shift.data() : nullptr, out, st.spec, d);
+    }
+    cur = out;
+  }
+  if (!u8) ops::check_finite(cur, "input batch");  // what the model reads of it
+  return cur;
+}
+
+// On the compute stream after the upload and decode; the slot's two device buffers in turn.
+Tensor BatchStager::augment_on_device(const Tensor& x, SlotBuffers& s, const StepContext& step) {
+  const long long n = x.dim(0);
+  Tensor cur = x.reshape(with_batch(n, input_shape_));
+  int next = 0;
+  for (const AugmentStage& st : aug_.stages) {
+    if (!st.active(step.training)) continue;
+    Tensor out = device_buffer(s.dev_aug[next], with_batch(n, st.out), DType::F32);
+    next ^= 1;
+    ops::augment(cur, out, st.spec, augment_draw(step, st.layer));
+    cur = out;
+  }
+  return cur;
 }
 
 Tensor BatchStager::stage_targets(const Batch& b, long long n, SlotBuffers& s, Upload when) {
@@ -368,7 +438,9 @@ void BatchStager::wait_device() {
   wait_copies();
   if (!device_.is_cuda()) return;
   bool any = false;  // device buffers of ours that queued kernels may read
-  for (const SlotBuffers& s : slots_) any = any || s.dev_x.defined() || s.dev_x_u8.defined() || s.dev_y.defined() || s.dev_w.defined();
+  for (const SlotBuffers& s : slots_)
+    any = any || s.dev_x.defined() || s.dev_x_u8.defined() || s.dev_y.defined() || s.dev_w.defined() ||
+          s.dev_aug[0].defined() || s.dev_aug[1].defined();
   if (any) cuda::synchronize_compute(device_.index);
 }
 

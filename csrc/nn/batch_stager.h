@@ -12,6 +12,12 @@
 //              (cuda::copy_h2d_async); every op enqueued afterwards waits for it on the device,
 //              the host does not. uint8 crosses as uint8 and is decoded on the device
 //              (ops::decode_u8 on the compute stream): a quarter of float32's bytes.
+//   augment    the model's leading augmentation layers (nn/augmentation.h), for the step the batch
+//              is staged for (StepContext: training or not, seed, step): on the CPU fused into the
+//              gather and decode (ops::augment_rows reads the batch's rows where they are), one
+//              pass over the batch per further layer; on a GPU on the device after the upload and
+//              decode (ops::augment on the compute stream). In inference they are the identity
+//              (skipped: the zero-copy paths stay) except a crop, which takes the centre.
 //
 // Two staging slots (StagingSlot), each with its own host and device buffers. Every batch is
 // staged into the slot the last step did not use. A batch staged ahead is uploaded while the step
@@ -32,6 +38,8 @@
 
 #include "core/host_buffer.h"
 #include "core/tensor.h"
+#include "nn/augmentation.h"
+#include "nn/layer.h"
 #include "nn/loss.h"
 
 namespace hpcnn::nn {
@@ -59,14 +67,14 @@ struct Batch {
   std::exception_ptr error;
   // Data parallelism: these rows are rows [first_row, first_row + n) of a global batch of
   // global_rows rows (one replica's share, core/batch_shares.h). global_rows 0: the batch is a
-  // whole batch (first_row 0).
+  // whole batch (first_row 0). Augmentation, like dropout, draws per global row.
   long long first_row = 0;
   long long global_rows = 0;
 };
 
 // A batch on the model's device, ready for a step.
 struct StagedBatch {
-  Tensor x;  // float32 (n, *input_shape)
+  Tensor x;  // float32 (n, *shape after the leading augmentation), augmented for its step
   Tensor y;  // the targets as checked (undefined without targets)
   Tensor w;  // the sample weights (undefined when the batch has none)
   long long first_row = 0;    // as Batch: where these rows sit in the global batch
@@ -89,18 +97,24 @@ class BatchStager {
   Device device() const { return device_; }
   // What the targets must look like (set by compile).
   void set_targets(Loss loss, long long classes);
+  // The model's leading augmentation layers (set when the model is built); staged batches have
+  // its output shape.
+  void set_augmentation(LeadingAugmentation a) { aug_ = std::move(a); }
 
   // Stages `b` for the step about to run (into the slot the last step did not use, which becomes
   // the last step's slot). Drops a batch staged ahead first. Errors are raised here.
   // `with_targets`: b.y is required and checked; otherwise it is ignored (prediction).
-  StagedBatch stage(const Batch& b, bool with_targets);
+  // `step`: the step the batch is for (training or not, seed, step number: the augmentation's
+  // draws; its layer_index and first_row are not read).
+  StagedBatch stage(const Batch& b, bool with_targets, const StepContext& step = StepContext());
   // Stages `b` ahead, for the step after the one just enqueued, into the slot that step does not
   // read. Never throws: an error is kept with the batch and raised by take_ahead.
-  void stage_ahead(const Batch& b, bool with_targets) noexcept;
+  void stage_ahead(const Batch& b, bool with_targets, const StepContext& step = StepContext()) noexcept;
   // The batch staged ahead, for the step about to run (its slot becomes the last step's slot).
-  // Raises the error met while staging it; ValueError when nothing is staged, or when the step
-  // needs targets and the batch was staged without (by a prediction).
-  StagedBatch take_ahead(bool with_targets);
+  // Raises the error met while staging it; ValueError when nothing is staged, when the step
+  // needs targets and the batch was staged without (by a prediction), or when the leading
+  // augmentation made it for another step (training vs. inference, or another step number).
+  StagedBatch take_ahead(bool with_targets, const StepContext& step = StepContext());
   // Drops a batch staged ahead (waiting for its copy, so that its buffers can be reused).
   void drop_ahead();
   bool has_ahead() const { return ahead_.has_value(); }
@@ -112,12 +126,15 @@ class BatchStager {
  private:
   struct SlotBuffers {
     std::shared_ptr<HostBuffer> host_x, host_y, host_w;  // pinned when the device is a GPU
+    std::shared_ptr<HostBuffer> host_aug;                // the CPU's second buffer for a further augmentation
     Tensor dev_x, dev_x_u8, dev_y, dev_w;                // bytes on the device (typed views are taken)
+    Tensor dev_aug[2];                                   // the augmentation's outputs on a GPU
   };
   struct Ahead {
     StagedBatch batch;
     StagingSlot slot = StagingSlot::First;
     bool with_targets = false;
+    StepContext step;  // the step it was staged for
     std::exception_ptr error;
   };
 
@@ -127,8 +144,14 @@ class BatchStager {
   // stage_ahead in batch_stager.cpp).
   enum class Upload { AfterQueuedWork, AlongsideQueuedWork };
 
-  StagedBatch stage_into(const Batch& b, bool with_targets, StagingSlot slot, Upload when);
-  Tensor stage_input(const Batch& b, long long n, SlotBuffers& s, Upload when);
+  StagedBatch stage_into(const Batch& b, bool with_targets, StagingSlot slot, Upload when, const StepContext& step);
+  Tensor stage_input(const Batch& b, long long n, SlotBuffers& s, Upload when, const StepContext& step);
+  // The input on the GPU, before augmentation: uploaded, decoded (x of the model's input shape).
+  Tensor upload_input(const Batch& b, long long n, SlotBuffers& s, Upload when);
+  // The leading augmentation on the host, from the batch's rows (gather, decode, augment in one
+  // pass), and on the device, from the uploaded batch.
+  Tensor augment_on_host(const Batch& b, long long n, SlotBuffers& s, const StepContext& step);
+  Tensor augment_on_device(const Tensor& x, SlotBuffers& s, const StepContext& step);
   Tensor stage_targets(const Batch& b, long long n, SlotBuffers& s, Upload when);
   Tensor stage_weights(const Batch& b, long long n, SlotBuffers& s, Upload when);
   // A staging buffer viewed as `shape` and `dtype`: host (pinned on a GPU) or device bytes, made
@@ -148,6 +171,7 @@ class BatchStager {
   SlotBuffers& slot(StagingSlot s) { return slots_[s == StagingSlot::First ? 0 : 1]; }
 
   Shape input_shape_;
+  LeadingAugmentation aug_;  // none unless the model starts with augmentation layers
   Device device_ = Device::cpu();
   Loss loss_ = Loss::CategoricalCrossentropy;
   long long classes_ = 0;

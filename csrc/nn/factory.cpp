@@ -3,12 +3,28 @@
 #include <cmath>
 
 #include "core/errors.h"
+#include "nn/augmentation.h"
 #include "nn/layers.h"
 #include "nn/merge_layers.h"
 
 namespace hpcnn::nn {
 
 namespace {
+
+FillMode parse_fill_mode(const std::string& m) {
+  if (m == "constant") return FillMode::Constant;
+  if (m == "reflect") return FillMode::Reflect;
+  if (m == "wrap") return FillMode::Wrap;
+  if (m == "nearest") return FillMode::Nearest;
+  throw ValueError(cat("RandomTranslation: unknown fill_mode '", m, "': use 'constant', 'reflect', 'wrap' or "
+                       "'nearest'"));
+}
+
+Interpolation parse_interpolation(const std::string& m) {
+  if (m == "nearest") return Interpolation::Nearest;
+  if (m == "bilinear") return Interpolation::Bilinear;
+  throw ValueError(cat("RandomTranslation: unknown interpolation '", m, "': use 'nearest' or 'bilinear'"));
+}
 
 LayerPtr make_layer_of_kind(const Config& cfg) {
   const std::string kind = cfg.get_string("class_name");
@@ -48,6 +64,8 @@ LayerPtr make_layer_of_kind(const Config& cfg) {
                                             cfg.get_bool("center"), cfg.get_bool("scale"),
                                             parse_fused_relu(cfg.get_string_or("activation", "linear"),
                                                              "BatchNormalization"));
+  if (kind == "RandomFlip" || kind == "RandomTranslation" || kind == "RandomCrop")
+    return std::make_unique<AugmentationLayer>(kind, make_augment_spec(cfg));
   if (kind == "Add") return std::make_unique<AddLayer>();
   if (kind == "Concatenate") return std::make_unique<ConcatenateLayer>(cfg.get_int("axis"));
   throw ValueError(cat("unknown layer class '", kind, "'"));
@@ -115,6 +133,36 @@ OptimizerOptions options_of(const Config& cfg) {
 }
 
 }  // namespace
+
+AugmentSpec make_augment_spec(const Config& cfg) {
+  const std::string kind = cfg.get_string("class_name");
+  AugmentSpec s;
+  if (kind == "RandomFlip") {
+    s.kind = AugmentKind::Flip;
+    const std::string mode = cfg.get_string("mode");
+    HPCNN_CHECK_ARG(mode == "horizontal" || mode == "vertical" || mode == "horizontal_and_vertical",
+                    "RandomFlip: unknown mode '", mode, "': use 'horizontal', 'vertical' or 'horizontal_and_vertical'");
+    s.flip_cols = mode != "vertical";
+    s.flip_rows = mode != "horizontal";
+  } else if (kind == "RandomTranslation") {
+    s.kind = AugmentKind::Translate;
+    s.height_lo = cfg.get_float("height_lo");
+    s.height_hi = cfg.get_float("height_hi");
+    s.width_lo = cfg.get_float("width_lo");
+    s.width_hi = cfg.get_float("width_hi");
+    s.fill_mode = parse_fill_mode(cfg.get_string("fill_mode"));
+    s.fill_value = cfg.get_float_or("fill_value", 0.f);
+    s.interpolation = parse_interpolation(cfg.get_string("interpolation"));
+  } else if (kind == "RandomCrop") {
+    s.kind = AugmentKind::Crop;
+    s.crop_h = cfg.get_int("height");
+    s.crop_w = cfg.get_int("width");
+  } else {
+    throw ValueError(cat("unknown augmentation layer class '", kind, "'"));
+  }
+  check_augment_spec(s);
+  return s;
+}
 
 LayerPtr make_layer(const Config& cfg) {
   LayerPtr layer = make_layer_of_kind(cfg);

@@ -7,7 +7,9 @@
 //             use_bias = True), Dropout (rate), Activation (activation: 'softmax' or a name of
 //             ops/activation.h; alpha = 0: leaky_relu's slope, elu's alpha), Rescaling (scale, offset:
 //             a number or one per channel), BatchNormalization (axis, momentum, epsilon, center, scale,
-//             activation 'relu'|'linear' = 'linear': a fused ReLU); of several inputs (nn/
+//             activation 'relu'|'linear' = 'linear': a fused ReLU), RandomFlip (mode),
+//             RandomTranslation (height_lo, height_hi, width_lo, width_hi, fill_mode, fill_value,
+//             interpolation), RandomCrop (height, width) (nn/augmentation.h); of several inputs (nn/
 //             merge_layers.h): Add, Concatenate (axis); any layer: kernel_l1, kernel_l2, bias_l1,
 //             bias_l2 (Keras' kernel_regularizer / bias_regularizer factors, nn/regularization.h)
 //   optimizer name: Adam (learning_rate, beta_1, beta_2, epsilon), AdamW (the same and
@@ -24,6 +26,7 @@
 #include <string>
 
 #include "nn/config.h"
+#include "ops/augment.h"
 #include "nn/layer.h"
 #include "nn/optimizer.h"
 #include "nn/loss.h"
@@ -31,6 +34,8 @@
 namespace hpcnn::nn {
 
 LayerPtr make_layer(const Config& cfg);
+// An augmentation layer's spec (class_name RandomFlip, RandomTranslation or RandomCrop).
+AugmentSpec make_augment_spec(const Config& cfg);
 std::unique_ptr<Optimizer> make_optimizer(const Config& cfg);
 std::unique_ptr<LearningRateSchedule> make_learning_rate_schedule(const Config& cfg);
 Loss parse_loss(const std::string& name);

@@ -161,6 +161,9 @@ class ZeroPadding2DLayer : public Layer {
  public:
   ZeroPadding2DLayer(int top, int bottom, int left, int right);
   std::string kind() const override { return "ZeroPadding2D"; }
+  void padding(int& top, int& bottom, int& left, int& right) const {
+    top = top_, bottom = bottom_, left = left_, right = right_;
+  }
   Shape output_shape(const Shape& in) const override;
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;

@@ -7,6 +7,7 @@
 #include "core/cuda_async.h"
 #include "core/cuda_runtime.h"
 #include "core/rng.h"
+#include "nn/augmentation.h"
 #include "nn/layers.h"
 #include "ops/ops.h"
 
@@ -42,6 +43,7 @@ Model::Model(Shape input_shape, std::vector<Node> nodes, uint64_t seed)
   std::vector<const Layer*> plain;
   for (int i = 0; i < graph_.size(); ++i) plain.push_back(&graph_.layer(i));
   regularization_ = Regularization(layout_, regularizers_of(plain, specs_));
+  set_up_augmentation();
   params_ = Tensor::empty({layout_.numel()});
   grads_ = Tensor::zeros({layout_.numel()});
   set_trainable(std::vector<bool>(graph_.size(), true));
@@ -51,6 +53,13 @@ Model::Model(Shape input_shape, std::vector<Node> nodes, uint64_t seed)
   for (size_t k = 0; k < layout_.size(); ++k)
     initialize(params_.f32() + layout_.offset(k), shape_numel(layout_.spec(k).shape), layout_.spec(k), seed_, k + 1);
   bind_layers();
+}
+
+void Model::set_up_augmentation() {
+  check_augmentation_placement(graph_, specs_);
+  LeadingAugmentation aug = leading_augmentation(graph_);
+  staged_nodes_ = aug.layers;
+  stager_.set_augmentation(std::move(aug));
 }
 
 Model::~Model() {
@@ -386,7 +395,11 @@ Tensor Model::forward(const Tensor& x, StepMode mode) {
   ctx.first_row = mode == StepMode::Train ? step_first_row_ : 0;  // the global row of x's row 0
   const long long n = x.dim(0);
   vals_.assign(graph_.size(), Tensor());
-  for (int i = 0; i < plan.end; ++i) {
+  // The leading augmentation nodes ran in the stager: x is the last one's output (each earlier one
+  // is read only by the next, nn/augmentation.h; the last one's readers read x).
+  const int start = std::min(staged_nodes_, plan.end);
+  if (start > 0) vals_[start - 1] = x;
+  for (int i = start; i < plan.end; ++i) {
     ctx.layer_index = i;
     Layer& l = graph_.layer(i);
     const std::vector<int>& in = graph_.inputs(i);
@@ -529,35 +542,39 @@ void Model::require_compiled(const char* purpose) const {
   HPCNN_CHECK_ARG(compiled(), "the model must be compiled before ", purpose, ": call model.compile(...)");
 }
 
-StagedBatch Model::take_batch(const Batch* current, bool with_targets) {
+StepContext Model::staging_step(bool training) const { return StepContext{training, seed_, step_ + 1, 0, 0}; }
+
+StagedBatch Model::take_batch(const Batch* current, bool with_targets, bool training) {
   // The step's buffers first: a batch too big for the memory fails before its rows are gathered.
   if (current && !current->error && current->x.defined() && current->x.rank() >= 1) {
     const long long n = current->rows ? static_cast<long long>(current->rows->size()) : current->x.dim(0);
     if (n > 0) ensure_buffers(n);
   }
-  StagedBatch b = current ? stager_.stage(*current, with_targets) : stager_.take_ahead(with_targets);
+  const StepContext step = staging_step(training);
+  StagedBatch b = current ? stager_.stage(*current, with_targets, step) : stager_.take_ahead(with_targets, step);
   ensure_buffers(b.x.dim(0));
   return b;
 }
 
 BatchStats Model::train_step(const Batch* current, const Batch* next) {
   require_compiled("training");
-  BatchStats st = train_on(take_batch(current, true));
-  if (next) stager_.stage_ahead(*next, true);  // uploads while this step's backward runs
+  BatchStats st = train_on(take_batch(current, true, true));
+  // For the next training step (train_on counted this one); uploads while this step's backward runs.
+  if (next) stager_.stage_ahead(*next, true, staging_step(true));
   return st;
 }
 
 BatchStats Model::test_step(const Batch* current, const Batch* next) {
   require_compiled("evaluation");
-  BatchStats st = test_on(take_batch(current, true));
-  if (next) stager_.stage_ahead(*next, true);
+  BatchStats st = test_on(take_batch(current, true, false));
+  if (next) stager_.stage_ahead(*next, true, staging_step(false));
   return st;
 }
 
 Tensor Model::predict_step(const Batch* current, const Batch* next) {
-  StagedBatch b = take_batch(current, false);
-  Tensor out = forward(b.x, StepMode::Predict).to(Device::cpu());  // a copy: the buffers are reused
-  if (next) stager_.stage_ahead(*next, false);
+  StagedBatch b = take_batch(current, false, false);
+  Tensor out = forward(b.x, StepMode::Predict).to(Device::cpu());  // a copy: buffers are reused
+  if (next) stager_.stage_ahead(*next, false, staging_step(false));
   return out;
 }
 

@@ -217,11 +217,18 @@ class Model {
   // Per node: whether the optimizer steps some of its weights (the backward pass starts there).
   std::vector<bool> nodes_with_trainable_weights() const;
   void require_compiled(const char* purpose) const;
-  // The batch of this step: `current` staged now, or the one staged ahead.
-  StagedBatch take_batch(const Batch* current, bool with_targets);
+  // The batch of this step: `current` staged now, or the one staged ahead; `training`: for a
+  // training step (the leading augmentation layers draw for it).
+  StagedBatch take_batch(const Batch* current, bool with_targets, bool training);
+  // Augmentation (nn/augmentation.h): ValueError for an augmentation layer after a layer with
+  // weights; hands the leading augmentation layers to the stager (staged_nodes_).
+  void set_up_augmentation();
+  // The step a batch staged now is for: the next training step (step_ + 1), or inference.
+  StepContext staging_step(bool training) const;
   BatchStats train_on(const StagedBatch& b);
   BatchStats test_on(const StagedBatch& b);
-  // Runs the plan's forward nodes on x and returns the output of node end - 1.
+  // Runs the plan's forward nodes on x and returns the output of node end - 1. The first
+  // staged_nodes_ nodes ran in the stager: x is the output of the last of them.
   Tensor forward(const Tensor& x, StepMode mode);
   void backward(const Tensor& x);
   // One node's backward (the body of backward()).
@@ -272,6 +279,7 @@ class Model {
   std::vector<float> class_weights_host_;
 
   BatchStager stager_;
+  int staged_nodes_ = 0;  // the leading augmentation nodes, which the stager runs (nn/augmentation.h)
 
   // The step plans (one per StepMode) and their arena layouts for capacity_ rows; smaller
   // batches use the leading rows of each buffer.

@@ -7,6 +7,8 @@
 #include <random>
 
 #include "core/errors.h"
+#include "ops/augment.h"
+#include "ops/augment_body.h"
 #include "ops/avgpool2d.h"
 #include "ops/avgpool2d_body.h"
 #include "ops/concat.h"
@@ -251,6 +253,46 @@ void check_pad_crop(std::vector<SelftestResult>& out) {
   for (float v : xp) sum_p += v;
   zeros_ok = std::fabs(sum_x - sum_p) > 1e-4 ? 1 : 0;  // the padding added only zeros
   out.push_back({"pad + crop round trip (mismatches)", mismatches(back, x) + zeros_ok, 0});
+}
+
+// The augmentation kernel's element function against the CPU op (tables, copies, the gather
+// from rows) bit for bit: every kind, fill mode and interpolation, training and inference.
+void check_augment(std::vector<SelftestResult>& out) {
+  const int n = 5, h = 7, w = 6, c = 3;
+  Vec x = random_vec((size_t)n * h * w * c, 21);
+  std::vector<AugmentSpec> specs;
+  AugmentSpec flip;
+  flip.kind = AugmentKind::Flip;
+  flip.flip_cols = flip.flip_rows = true;
+  specs.push_back(flip);
+  for (FillMode m : {FillMode::Constant, FillMode::Reflect, FillMode::Wrap, FillMode::Nearest})
+    for (Interpolation in : {Interpolation::Nearest, Interpolation::Bilinear}) {
+      AugmentSpec t;
+      t.kind = AugmentKind::Translate;
+      t.height_lo = -0.9f, t.height_hi = 0.6f, t.width_lo = -0.3f, t.width_hi = 1.f;
+      t.fill_mode = m, t.fill_value = 0.25f, t.interpolation = in;
+      specs.push_back(t);
+    }
+  AugmentSpec crop;
+  crop.kind = AugmentKind::Crop;
+  crop.crop_h = 6, crop.crop_w = 5, crop.pad_top = 2, crop.pad_bottom = 1, crop.pad_left = 0, crop.pad_right = 3;
+  specs.push_back(crop);
+  double bad = 0;
+  for (const AugmentSpec& s : specs)
+    for (bool training : {true, false}) {
+      body::AugmentArgs a;
+      a.s = s;
+      a.d = AugmentDraw{training, 0x1234567890ull, 77, 1000};
+      a.g.n = n, a.g.h = h, a.g.w = w, a.g.c = c;
+      augment_output_hw(s, h, w, a.g.oh, a.g.ow);
+      Vec cpu_y((size_t)n * a.g.oh * a.g.ow * c), emu(cpu_y.size());
+      cpu::AugmentSource src;
+      src.f32 = x.data();
+      cpu::augment(a.g, s, a.d, src, cpu_y.data());
+      for (size_t i = 0; i < emu.size(); ++i) emu[i] = body::augment_at(a, x.data(), (long long)i);
+      bad += mismatches(emu, cpu_y);
+    }
+  out.push_back({"augmentation: flip, translation (4 fill modes x 2 interpolations), padded crop (mismatches)", bad, 0});
 }
 
 // Concatenating three NHWC tensors along channels and splitting them back: the CUDA row copy's
@@ -535,6 +577,7 @@ std::vector<SelftestResult> kernel_selftest() {
   check_column_sums(out);
   check_kernel_layouts(out);
   check_pad_crop(out);
+  check_augment(out);
   check_concat(out);
   check_dense(out);
   check_conv(out);

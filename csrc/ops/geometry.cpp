@@ -1,7 +1,10 @@
 // Output sizes and padding under Keras rules, shared by both backends.
 #include <algorithm>
 
+#include <cmath>
+
 #include "core/errors.h"
+#include "ops/augment.h"
 #include "ops/conv2d.h"
 #include "ops/maxpool2d.h"
 
@@ -51,6 +54,40 @@ Pool2dGeometry Pool2dGeometry::make(int n, int h, int w, int c, int ph, int pw, 
   HPCNN_CHECK_ARG(g.oh > 0 && g.ow > 0, op, ": a ", ph, "x", pw, " pool with 'valid' padding does not fit a ",
                   h, "x", w, " input");
   return g;
+}
+
+// The augmentation's parameters (the layers check them with Keras' messages first; this guards
+// every other caller).
+void check_augment_spec(const AugmentSpec& s) {
+  if (s.kind == AugmentKind::Translate) {
+    for (float f : {s.height_lo, s.height_hi, s.width_lo, s.width_hi})
+      HPCNN_CHECK_ARG(std::isfinite(f) && f >= -1.f && f <= 1.f, "RandomTranslation: factors must be in [-1, 1], got ",
+                      f);
+    HPCNN_CHECK_ARG(s.height_lo <= s.height_hi && s.width_lo <= s.width_hi,
+                    "RandomTranslation: a factor's lower bound exceeds its upper bound");
+    HPCNN_CHECK_ARG(std::isfinite(s.fill_value), "RandomTranslation: fill_value must be finite, got ", s.fill_value);
+  } else if (s.kind == AugmentKind::Crop) {
+    HPCNN_CHECK_ARG(s.crop_h > 0 && s.crop_w > 0, "RandomCrop: height and width must be > 0, got ", s.crop_h, "x",
+                    s.crop_w);
+    HPCNN_CHECK_ARG(s.pad_top >= 0 && s.pad_bottom >= 0 && s.pad_left >= 0 && s.pad_right >= 0,
+                    "RandomCrop: padding must be >= 0");
+  }
+}
+
+void augment_output_hw(const AugmentSpec& s, int h, int w, int& oh, int& ow) {
+  check_augment_spec(s);
+  HPCNN_CHECK_ARG(h > 0 && w > 0, "augmentation: the input's height and width must be > 0, got ", h, "x", w);
+  oh = h;
+  ow = w;
+  if (s.kind == AugmentKind::Crop) {
+    const long long ph = static_cast<long long>(h) + s.pad_top + s.pad_bottom;
+    const long long pw = static_cast<long long>(w) + s.pad_left + s.pad_right;
+    HPCNN_CHECK_ARG(s.crop_h <= ph && s.crop_w <= pw, "RandomCrop(", s.crop_h, ", ", s.crop_w, "): the input is ",
+                    ph, "x", pw, ", smaller than the crop (hpcnn crops, it does not resize: pad the input first, "
+                    "e.g. with ZeroPadding2D)");
+    oh = s.crop_h;
+    ow = s.crop_w;
+  }
 }
 
 }  // namespace hpcnn

@@ -12,6 +12,7 @@
 
 #include "core/tensor.h"
 #include "ops/activation.h"
+#include "ops/augment.h"
 #include "ops/batchnorm.h"
 #include "ops/conv2d.h"
 #include "ops/dense.h"
@@ -158,6 +159,15 @@ void copy(const Tensor& src, Tensor& dst);
 
 // uint8 (N, ..., C) -> float32 same shape; scale/shift: `C` host floats each.
 void decode_u8(const Tensor& x, Tensor& y, const float* scale, const float* shift);
+
+// Image augmentation (augment.h: Keras' RandomFlip, RandomTranslation, RandomCrop):
+// x (n, h, w, c) float32 -> y (n, oh, ow, c) float32 on x's device.
+void augment(const Tensor& x, Tensor& y, const AugmentSpec& s, const AugmentDraw& d);
+// The batch stager's pass on the host: sample i is row rows[i] of x (N, h, w, c) (rows null: row
+// i), float32, or uint8 decoded with scale/shift (one host float per channel each) -> y (n, oh,
+// ow, c) float32 host. Gather, decode and augmentation in one pass.
+void augment_rows(const Tensor& x, const long long* rows, const float* scale, const float* shift, Tensor& y,
+                  const AugmentSpec& s, const AugmentDraw& d);
 
 // Throws ValueError when a float tensor holds NaN or inf (CPU tensors only; a no-op on the GPU).
 void check_finite(const Tensor& t, const char* what);

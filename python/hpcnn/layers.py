@@ -751,6 +751,155 @@ class BatchNormalization(Layer):
         return 2 * input_shape[-1]
 
 
+# ---------------------------------------------------------------------- augmentation
+def _no_layer_seed(seed: Any, cls: str) -> None:
+    if seed is not None:
+        raise ValueError(f"{cls}: seed= is not supported: augmentation draws come from the model's seed "
+                         "(Sequential(..., seed=N) or hpcnn.utils.set_random_seed(N)), per step and per sample")
+
+
+_FACTOR_ERROR = "The `factor` argument should be a number (or a list of two numbers) in the range [-1.0, 1.0]. "
+
+
+def _factor_range(factor: Any, name: str, cls: str) -> Tuple[float, float]:
+    """Keras 3's factor: a number f (the range [-|f|, |f|]) or two numbers (sorted), all in [-1, 1]."""
+    def one(v: Any) -> float:
+        ok = (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+              and np.isfinite(v) and -1.0 <= float(v) <= 1.0)
+        if not ok:
+            raise ValueError(f"{cls}: {_FACTOR_ERROR}Received: {name}={factor!r}")
+        return float(v)
+
+    if isinstance(factor, (tuple, list)):
+        if len(factor) != 2:
+            raise ValueError(f"{cls}: {_FACTOR_ERROR}Received: {name}={factor!r}")
+        lo, hi = sorted((one(factor[0]), one(factor[1])))
+        return lo, hi
+    f = abs(one(factor))
+    return -f, f
+
+
+class _Augmentation(Layer):
+    """Base of the augmentation layers: active in ``fit`` only (``evaluate``/``predict``: the
+    identity; RandomCrop: the centre), no weights. See RandomFlip for where they run and how they
+    draw."""
+
+
+class RandomFlip(_Augmentation):
+    """``RandomFlip(mode="horizontal_and_vertical")``: in training, each image is flipped with
+    probability 1/2 (Keras 3: "horizontal_and_vertical" flips the chosen images along both axes).
+
+    The augmentation layers (RandomFlip, RandomTranslation, RandomCrop) change the images during
+    ``fit`` only; ``evaluate`` and ``predict`` see them unchanged (RandomCrop: its centre). At the
+    start of a model (a ZeroPadding2D right before a RandomCrop included) they run in the native
+    batch pipeline, not as model ops: on the CPU while the batch's rows are gathered and decoded,
+    on a GPU on the device after the upload. Placed after other layers without weights (such as
+    Rescaling) they run as ops of the step; after a layer with weights they are an error. The
+    draws are per image, keyed by the model's seed, the training step and the image's row in the
+    global batch (not by threads, devices or replicas): the same seed gives the same images on any
+    thread count, on the CPU and the GPU, and in a resumed or data-parallel run. There is no
+    per-layer ``seed``.
+    """
+
+    _keras_name = "random_flip"
+    _MODES = ("horizontal", "vertical", "horizontal_and_vertical")
+
+    def __init__(self, mode: str = "horizontal_and_vertical", seed: Optional[int] = None,
+                 name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
+        _channels_last_only(kwargs)
+        _no_layer_seed(seed, "RandomFlip")
+        if not isinstance(mode, str) or mode not in self._MODES:
+            raise ValueError(f"RandomFlip layer {name or 'random_flip'} received an unknown mode argument {mode!r}: "
+                             f"use one of {', '.join(repr(m) for m in self._MODES)}")
+        self.mode = mode
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
+
+    def get_config(self) -> Dict[str, Any]:
+        cfg = super().get_config()
+        cfg.update(mode=self.mode)
+        return cfg
+
+    def _core_configs(self) -> List[Dict[str, Any]]:
+        return [dict(class_name="RandomFlip", mode=self.mode)]
+
+
+class RandomTranslation(_Augmentation):
+    """``RandomTranslation(height_factor, width_factor, fill_mode="reflect", interpolation="bilinear",
+    fill_value=0.0)``, Keras 3's: in training each image is shifted by a fraction of its height and
+    of its width, each drawn uniformly from the factor's range (a number f: [-f, f]; a pair: its
+    range; all in [-1, 1]); positive moves the image down / right. Pixels from outside the image
+    are filled by ``fill_mode``: 'constant' (``fill_value``), 'reflect' (d c b a | a b c d | d c b
+    a), 'wrap' (a b c d | a b c d) or 'nearest' (a a a a | a b c d | d d d d); ``interpolation``
+    'bilinear' (fractional shifts blend neighbours) or 'nearest' (whole pixels). See RandomFlip
+    for when and where augmentation runs."""
+
+    _keras_name = "random_translation"
+    _FILL_MODES = ("reflect", "wrap", "constant", "nearest")
+    _INTERPOLATIONS = ("nearest", "bilinear")
+
+    def __init__(self, height_factor: Any, width_factor: Any, fill_mode: str = "reflect",
+                 interpolation: str = "bilinear", seed: Optional[int] = None, fill_value: float = 0.0,
+                 name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
+        _channels_last_only(kwargs)
+        _no_layer_seed(seed, "RandomTranslation")
+        self.height_lower, self.height_upper = _factor_range(height_factor, "height_factor", "RandomTranslation")
+        self.width_lower, self.width_upper = _factor_range(width_factor, "width_factor", "RandomTranslation")
+        if not isinstance(fill_mode, str) or fill_mode not in self._FILL_MODES:
+            raise ValueError(f"RandomTranslation: Unknown `fill_mode` {fill_mode!r}. Expected one of "
+                             f"{self._FILL_MODES}.")
+        if not isinstance(interpolation, str) or interpolation not in self._INTERPOLATIONS:
+            raise ValueError(f"RandomTranslation: Unknown `interpolation` {interpolation!r}. Expected one of "
+                             f"{self._INTERPOLATIONS}.")
+        # As given (a number or a pair, in config order), as plain floats: configs are JSON.
+        self.height_factor = ([float(v) for v in height_factor] if isinstance(height_factor, (tuple, list))
+                              else float(height_factor))
+        self.width_factor = ([float(v) for v in width_factor] if isinstance(width_factor, (tuple, list))
+                             else float(width_factor))
+        self.fill_mode = fill_mode
+        self.interpolation = interpolation
+        self.fill_value = validation.number(fill_value, "fill_value", "RandomTranslation")
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
+
+    def get_config(self) -> Dict[str, Any]:
+        cfg = super().get_config()
+        cfg.update(height_factor=self.height_factor, width_factor=self.width_factor, fill_mode=self.fill_mode,
+                   interpolation=self.interpolation, fill_value=self.fill_value)
+        return cfg
+
+    def _core_configs(self) -> List[Dict[str, Any]]:
+        return [dict(class_name="RandomTranslation", height_lo=self.height_lower, height_hi=self.height_upper,
+                     width_lo=self.width_lower, width_hi=self.width_upper, fill_mode=self.fill_mode,
+                     fill_value=self.fill_value, interpolation=self.interpolation)]
+
+
+class RandomCrop(_Augmentation):
+    """``RandomCrop(height, width)``: in training a (height, width) window at a random position of
+    each image (drawn per image; Keras 3 draws one position per batch); in ``evaluate``/``predict``
+    the centre window (Keras resizes there instead; hpcnn crops, so an input smaller than the crop
+    is an error). The CIFAR recipe "pad by 4, crop 32 at random" is ``ZeroPadding2D(4)`` followed by
+    ``RandomCrop(32, 32)`` at the model's start: the batch pipeline then crops from the padded
+    image in one pass (the padding is never materialized), and inference sees the original image.
+    See RandomFlip for when and where augmentation runs."""
+
+    _keras_name = "random_crop"
+
+    def __init__(self, height: int, width: int, seed: Optional[int] = None, name: Optional[str] = None,
+                 input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
+        _channels_last_only(kwargs)
+        _no_layer_seed(seed, "RandomCrop")
+        self.height = validation.integer(height, "height", "RandomCrop")
+        self.width = validation.integer(width, "width", "RandomCrop")
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
+
+    def get_config(self) -> Dict[str, Any]:
+        cfg = super().get_config()
+        cfg.update(height=self.height, width=self.width)
+        return cfg
+
+    def _core_configs(self) -> List[Dict[str, Any]]:
+        return [dict(class_name="RandomCrop", height=self.height, width=self.width)]
+
+
 # ------------------------------------------------------------------ merging layers (several inputs)
 class _Merge(Layer):
     """A layer called on a list of at least two tensors."""
@@ -830,7 +979,8 @@ def core_configs(layers: Sequence[Layer], inputs: Optional[Sequence[Sequence[int
 
 _REGISTRY = {c.__name__: c for c in (InputLayer, Conv2D, MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
                                       GlobalMaxPooling2D, ZeroPadding2D, Flatten, Dense, Dropout, Activation, ReLU,
-                                      LeakyReLU, ELU, Softmax, Rescaling, BatchNormalization, Add, Concatenate)}
+                                      LeakyReLU, ELU, Softmax, Rescaling, BatchNormalization, RandomFlip,
+                                      RandomTranslation, RandomCrop, Add, Concatenate)}
 
 
 def deserialize(config: Dict[str, Any]) -> Layer:
@@ -857,4 +1007,5 @@ def serialize(layer: Layer) -> Dict[str, Any]:
 __all__ = ["Layer", "InputLayer", "Input", "Conv2D", "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D",
            "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPooling2D", "GlobalMaxPool2D", "ZeroPadding2D",
            "Flatten", "Dense", "Dropout", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "Rescaling",
-           "BatchNormalization", "Add", "Concatenate", "KerasTensor", "core_configs", "serialize", "deserialize"]
+           "BatchNormalization", "RandomFlip", "RandomTranslation", "RandomCrop", "Add", "Concatenate", "KerasTensor",
+           "core_configs", "serialize", "deserialize"]

@@ -21,6 +21,9 @@ def adam_step(params: object, grads: object, m: object, v: object, lr: typing.Su
 def add(xs: list, device: str='cpu') -> numpy.ndarray:
     """xs[0] + xs[1] + ... (two or more arrays of one shape)."""
 
+def augment(x: object, config: dict, training: bool=True, seed: typing.SupportsInt | typing.SupportsIndex=0, stream: typing.SupportsInt | typing.SupportsIndex=0, first_row: typing.SupportsInt | typing.SupportsIndex=0, rows: object=None, scale: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]=[], shift: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]=[], padding: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]=[], device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
+    ...
+
 def avgpool2d_backward(x_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dy: object, pool_size: object=2, strides: object=None, padding: str='valid', device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
     ...
 

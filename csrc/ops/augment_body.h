@@ -1,0 +1,158 @@
+// The arithmetic of the augmentation (augment.h) as HPCNN_HD functions: a sample's random draw,
+// one axis' source indices and weights, and the value of one output element. augment_cuda.cu's
+// kernel is a loop around augment_at; augment_cpu.cpp builds per-sample tables from the same
+// sample_map and axis_taps and combines taps with the same combine(), so the two give the same
+// bits; the host self-test (cuda_kernel_selftest.cpp) compares augment_at with the CPU op.
+//
+// Rounding is explicit (fmaf where a product meets a sum), so that no compiler's choice to fuse
+// or not changes a coordinate or a weight between the host and the device.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "core/hd.h"
+#include "core/rng.h"
+#include "ops/augment.h"
+
+namespace hpcnn::cuda::body {
+
+// One axis of one sample: output index o reads the source coordinate fmaf(coef, size, base + dir * o).
+struct AxisMap {
+  int base = 0, dir = 1;
+  float coef = 0.f;
+};
+struct SampleMap {
+  AxisMap rows, cols;
+};
+
+// A uniform integer in [0, range] from a 32-bit word (its top 24 bits).
+HPCNN_HD int uniform_offset(uint32_t word, int range) {
+  return static_cast<int>((static_cast<uint64_t>(word >> 8) * static_cast<uint64_t>(range + 1)) >> 24);
+}
+
+// The fill mode and interpolation the kind uses (a crop reads zeros outside its padded input, at
+// integer coordinates).
+HPCNN_HD FillMode fill_mode_of(const AugmentSpec& s) {
+  return s.kind == AugmentKind::Crop ? FillMode::Constant : s.fill_mode;
+}
+HPCNN_HD float fill_value_of(const AugmentSpec& s) { return s.kind == AugmentKind::Crop ? 0.f : s.fill_value; }
+HPCNN_HD Interpolation interpolation_of(const AugmentSpec& s) {
+  return s.kind == AugmentKind::Translate ? s.interpolation : Interpolation::Nearest;
+}
+
+// Sample i of the batch (global row d.first_row + i): where each output axis reads its input
+// (h, w: the input's height and width).
+HPCNN_HD SampleMap sample_map(const AugmentSpec& s, const AugmentDraw& d, int h, int w, long long i) {
+  SampleMap m;
+  const bool crop = s.kind == AugmentKind::Crop;
+  if (!d.training && !crop) return m;  // flip, translation: the identity in inference
+  rng::U32x4 r{{0u, 0u, 0u, 0u}};
+  if (d.training) r = rng::bits4(d.seed, d.stream, static_cast<uint64_t>(d.first_row + i));
+  if (crop) {
+    const int range_h = h + s.pad_top + s.pad_bottom - s.crop_h;
+    const int range_w = w + s.pad_left + s.pad_right - s.crop_w;
+    const int oy = d.training ? uniform_offset(r.v[0], range_h) : range_h / 2;
+    const int ox = d.training ? uniform_offset(r.v[1], range_w) : range_w / 2;
+    m.rows.base = oy - s.pad_top;
+    m.cols.base = ox - s.pad_left;
+  } else if (s.kind == AugmentKind::Flip) {
+    if (rng::to_unit_float(r.v[0]) <= 0.5f) {
+      if (s.flip_rows) m.rows = AxisMap{h - 1, -1, 0.f};
+      if (s.flip_cols) m.cols = AxisMap{w - 1, -1, 0.f};
+    }
+  } else {  // Translate: src = o - fraction * size
+    m.rows.coef = -fmaf(rng::to_unit_float(r.v[0]), s.height_hi - s.height_lo, s.height_lo);
+    m.cols.coef = -fmaf(rng::to_unit_float(r.v[1]), s.width_hi - s.width_lo, s.width_lo);
+  }
+  return m;
+}
+
+// An integer index of an axis of `size`, fixed by the fill mode: an index in [0, size), or -1
+// for the fill value (constant).
+HPCNN_HD int fix_index(int i, int size, FillMode mode) {
+  if (i >= 0 && i < size) return i;
+  switch (mode) {
+    case FillMode::Nearest:
+      return i < 0 ? 0 : size - 1;
+    case FillMode::Wrap: {
+      const int k = i % size;
+      return k < 0 ? k + size : k;
+    }
+    case FillMode::Reflect: {  // d c b a | a b c d | d c b a: period 2 * size
+      const long long p = 2LL * size;
+      long long k = i % p;
+      if (k < 0) k += p;
+      return static_cast<int>(k >= size ? p - 1 - k : k);
+    }
+    default:
+      return -1;
+  }
+}
+
+// Output index o of an axis: the input indices it reads (i1 = -1 when w1 == 0: i0 alone) and
+// their weights.
+struct Taps {
+  int i0 = -1, i1 = -1;
+  float w0 = 1.f, w1 = 0.f;
+};
+
+HPCNN_HD Taps axis_taps(const AxisMap& m, int size, int o, FillMode mode, Interpolation interp) {
+  const float src = fmaf(m.coef, static_cast<float>(size), static_cast<float>(m.base + m.dir * o));
+  Taps t;
+  if (interp == Interpolation::Nearest) {
+    t.i0 = fix_index(static_cast<int>(roundf(src)), size, mode);  // halves away from zero
+    return t;
+  }
+  const float lower = floorf(src);
+  const float frac = src - lower;  // exact
+  const int i = static_cast<int>(lower);
+  t.i0 = fix_index(i, size, mode);
+  if (frac != 0.f) {
+    t.w0 = 1.f - frac;
+    t.w1 = frac;
+    t.i1 = fix_index(i + 1, size, mode);
+  }
+  return t;
+}
+
+// Two taps' values combined: a alone when w1 is 0, else w0 * a + w1 * b rounded as written here.
+HPCNN_HD float combine(float a, float b, float w0, float w1) { return w1 == 0.f ? a : fmaf(w1, b, w0 * a); }
+
+// The value at input pixel (iy, ix) of one channel plane (x points at the sample's channel),
+// or the fill value where an index is -1.
+HPCNN_HD float tap_value(const float* x, int w, int c, int iy, int ix, float fill) {
+  return iy < 0 || ix < 0 ? fill : x[(static_cast<long long>(iy) * w + ix) * c];
+}
+
+// What a kernel takes (by value).
+struct AugmentArgs {
+  AugmentGeometry g;
+  AugmentSpec s;
+  AugmentDraw d;
+};
+
+// Output element i (flat NHWC index into y) from the float input x (n, h, w, c).
+HPCNN_HD float augment_at(const AugmentArgs& a, const float* x, long long i) {
+  const AugmentGeometry& g = a.g;
+  long long t = i;
+  const int ch = static_cast<int>(t % g.c); t /= g.c;
+  const int ox = static_cast<int>(t % g.ow); t /= g.ow;
+  const int oy = static_cast<int>(t % g.oh);
+  const long long n = t / g.oh;
+  const SampleMap m = sample_map(a.s, a.d, g.h, g.w, n);
+  const FillMode mode = fill_mode_of(a.s);
+  const Interpolation interp = interpolation_of(a.s);
+  const float fill = fill_value_of(a.s);
+  const Taps ty = axis_taps(m.rows, g.h, oy, mode, interp);
+  const Taps tx = axis_taps(m.cols, g.w, ox, mode, interp);
+  const float* xs = x + n * g.h * g.w * g.c + ch;
+  const float r0 = combine(tap_value(xs, g.w, g.c, ty.i0, tx.i0, fill), tap_value(xs, g.w, g.c, ty.i0, tx.i1, fill),
+                           tx.w0, tx.w1);
+  if (ty.w1 == 0.f) return r0;
+  const float r1 = combine(tap_value(xs, g.w, g.c, ty.i1, tx.i0, fill), tap_value(xs, g.w, g.c, ty.i1, tx.i1, fill),
+                           tx.w0, tx.w1);
+  return combine(r0, r1, ty.w0, ty.w1);
+}
+
+}  // namespace hpcnn::cuda::body

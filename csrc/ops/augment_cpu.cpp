@@ -1,0 +1,111 @@
+// Augmentation on the CPU (augment.h): threads over samples. Per sample, the two axes' taps are
+// tabulated once (augment_body.h's sample_map and axis_taps, the GPU kernel's functions), then
+// every output pixel is a table look-up: a copy when every weight is 1 (flips, crops, a
+// translation with nearest interpolation or a whole-pixel shift), else the bilinear combination
+// written as body::combine. The source is read where it is (the batch's rows of the caller's
+// array) and uint8 is decoded on the way, so for the batch stager this is the gather, the decode
+// and the augmentation in one pass over the batch.
+#include <algorithm>
+#include <vector>
+
+#include "core/pixel.h"
+#include "core/thread_pool.h"
+#include "ops/augment.h"
+#include "ops/augment_body.h"
+
+namespace hpcnn::cpu {
+
+namespace body = cuda::body;
+
+namespace {
+
+// Values of the source at a flat element index, channel ch (uint8 decoded as pixel::decode_u8).
+struct FloatSource {
+  const float* x;
+  float at(long long i, int) const { return x[i]; }
+};
+struct ByteSource {
+  const uint8_t* x;
+  const float* scale;
+  const float* shift;
+  float at(long long i, int ch) const { return pixel::decode_u8(x[i], scale[ch], shift[ch]); }
+};
+
+template <typename Source>
+void augment_sample(const AugmentGeometry& g, const Source& src, long long row, const std::vector<body::Taps>& ty,
+                    const std::vector<body::Taps>& tx, bool copies, float fill, float* out) {
+  const int c = g.c;
+  const long long plane = static_cast<long long>(g.h) * g.w * c;
+  const long long base = row * plane;
+  if (copies) {
+    for (int oy = 0; oy < g.oh; ++oy) {
+      float* o = out + static_cast<long long>(oy) * g.ow * c;
+      const int iy = ty[oy].i0;
+      if (iy < 0) {
+        std::fill(o, o + static_cast<long long>(g.ow) * c, fill);
+        continue;
+      }
+      const long long rbase = base + static_cast<long long>(iy) * g.w * c;
+      for (int ox = 0; ox < g.ow; ++ox) {
+        const int ix = tx[ox].i0;
+        float* op = o + static_cast<long long>(ox) * c;
+        if (ix < 0) {
+          for (int ch = 0; ch < c; ++ch) op[ch] = fill;
+        } else {
+          const long long p = rbase + static_cast<long long>(ix) * c;
+          for (int ch = 0; ch < c; ++ch) op[ch] = src.at(p + ch, ch);
+        }
+      }
+    }
+    return;
+  }
+  // A tap's value: the source, or the fill value where an index is -1 (as body::tap_value).
+  auto value = [&](int iy, int ix, int ch) {
+    return iy < 0 || ix < 0 ? fill : src.at(base + (static_cast<long long>(iy) * g.w + ix) * c + ch, ch);
+  };
+  for (int oy = 0; oy < g.oh; ++oy) {
+    const body::Taps& y = ty[oy];
+    float* o = out + static_cast<long long>(oy) * g.ow * c;
+    for (int ox = 0; ox < g.ow; ++ox) {
+      const body::Taps& x = tx[ox];
+      for (int ch = 0; ch < c; ++ch) {
+        const float r0 = body::combine(value(y.i0, x.i0, ch), value(y.i0, x.i1, ch), x.w0, x.w1);
+        float v = r0;
+        if (y.w1 != 0.f)
+          v = body::combine(r0, body::combine(value(y.i1, x.i0, ch), value(y.i1, x.i1, ch), x.w0, x.w1), y.w0, y.w1);
+        o[static_cast<long long>(ox) * c + ch] = v;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void augment(const AugmentGeometry& g, const AugmentSpec& s, const AugmentDraw& d, const AugmentSource& x, float* y) {
+  const FillMode mode = body::fill_mode_of(s);
+  const Interpolation interp = body::interpolation_of(s);
+  const float fill = body::fill_value_of(s);
+  const long long per = static_cast<long long>(g.oh) * g.ow * g.c;
+  const long long min_samples = std::max<long long>(1, 16384 / std::max<long long>(per, 1));
+  parallel_for(g.n, [&](long long i0, long long i1, int) {
+    std::vector<body::Taps> ty(g.oh), tx(g.ow);
+    for (long long i = i0; i < i1; ++i) {
+      const body::SampleMap m = body::sample_map(s, d, g.h, g.w, i);
+      bool copies = true;  // every weight 1: a copy (or the fill) per output pixel
+      for (int o = 0; o < g.oh; ++o) {
+        ty[o] = body::axis_taps(m.rows, g.h, o, mode, interp);
+        copies = copies && ty[o].w1 == 0.f;
+      }
+      for (int o = 0; o < g.ow; ++o) {
+        tx[o] = body::axis_taps(m.cols, g.w, o, mode, interp);
+        copies = copies && tx[o].w1 == 0.f;
+      }
+      const long long row = x.rows ? x.rows[i] : i;
+      float* out = y + i * per;
+      if (x.u8) augment_sample(g, ByteSource{x.u8, x.scale, x.shift}, row, ty, tx, copies, fill, out);
+      else augment_sample(g, FloatSource{x.f32}, row, ty, tx, copies, fill, out);
+    }
+  }, min_samples);
+}
+
+}  // namespace hpcnn::cpu
