@@ -16,10 +16,12 @@ def make_arrays(rows=ROWS, seed=5):
     return x, y
 
 
-def make_model(seed=21, dropout=0.25, optimizer="adam"):
-    """A small CNN with dropout (its masks must be keyed by the sample's global row)."""
+def small_cnn(augmentation=(), seed=21, dropout=0.25, optimizer="adam"):
+    """A small CNN with dropout (its masks must be keyed by the sample's global row), compiled;
+    the `augmentation` layers stand between its input and its first convolution."""
     model = hpcnn.Sequential([
         InputLayer(input_shape=[8, 8, 2]),
+        *augmentation,
         Conv2D(6, 3, padding="same", activation="relu"),
         MaxPooling2D(2),
         Flatten(),
@@ -29,6 +31,11 @@ def make_model(seed=21, dropout=0.25, optimizer="adam"):
     ], seed=seed)
     model.compile(optimizer, "sparse_categorical_crossentropy", ["accuracy"])
     return model
+
+
+def make_model(seed=21, dropout=0.25, optimizer="adam"):
+    """small_cnn without augmentation."""
+    return small_cnn((), seed, dropout, optimizer)
 
 
 def residual_model(seed=21, dropout=0.25, optimizer="adam"):
@@ -48,25 +55,12 @@ def residual_model(seed=21, dropout=0.25, optimizer="adam"):
 
 
 def augmented_model(seed=21, dropout=0.25, optimizer="adam"):
-    """A CNN that augments: leading RandomFlip, ZeroPadding2D + RandomCrop (run by the batch
+    """small_cnn that augments: leading RandomFlip, ZeroPadding2D + RandomCrop (run by the batch
     stager, fused into the gather) and a RandomTranslation after a Rescaling (run as an op in the
     model). Every draw is keyed by the sample's global row, so replicas must agree with one device."""
-    model = hpcnn.Sequential([
-        InputLayer(input_shape=[8, 8, 2]),
-        RandomFlip("horizontal"),
-        ZeroPadding2D(2),
-        RandomCrop(8, 8),
-        Rescaling(0.5),
-        RandomTranslation(0.25, 0.25, fill_mode="constant"),
-        Conv2D(6, 3, padding="same", activation="relu"),
-        MaxPooling2D(2),
-        Flatten(),
-        Dense(16, activation="relu"),
-        Dropout(dropout),
-        Dense(4, activation="softmax"),
-    ], seed=seed)
-    model.compile(optimizer, "sparse_categorical_crossentropy", ["accuracy"])
-    return model
+    augmentation = [RandomFlip("horizontal"), ZeroPadding2D(2), RandomCrop(8, 8), Rescaling(0.5),
+                    RandomTranslation(0.25, 0.25, fill_mode="constant")]
+    return small_cnn(augmentation, seed, dropout, optimizer)
 
 
 def write_h5(path, x, y):

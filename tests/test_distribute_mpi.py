@@ -55,6 +55,26 @@ def checked(proc):
     assert proc.returncode == 0, f"mpirun failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
 
 
+def run_agreeing_ranks(scenario, out):
+    """Runs `scenario` on two ranks and checks that both ended with the same weights and the same
+    evaluate numbers, bit for bit; returns the two ranks' results."""
+    checked(mpirun(scenario, out))
+    r0, r1 = ranks(out, scenario)
+    np.testing.assert_array_equal(r0["weights"], r1["weights"])
+    np.testing.assert_array_equal(r0["evaluate"], r1["evaluate"])
+    return r0, r1
+
+
+def assert_matches_one_epoch_in_one_process(r0, ref):
+    """Rank 0's results (one epoch of make_arrays, shuffled, across the ranks) against the fresh
+    model `ref` trained the same epoch in this process: the same weights and evaluate numbers, up
+    to float sums."""
+    x, y = make_arrays()
+    ref.fit(x, y, batch_size=BATCH, epochs=1, shuffle=True, verbose=0)
+    assert rel_err(r0["weights"], np.concatenate([a.ravel() for a in ref.get_weights()])) <= 1e-5
+    np.testing.assert_allclose(r0["evaluate"], ref.evaluate(x, y, batch_size=BATCH, verbose=0), rtol=1e-5)
+
+
 def one_process_weights(fit):
     model = make_model()
     fit(model)
@@ -62,12 +82,8 @@ def one_process_weights(fit):
 
 
 def test_two_ranks_arrays_match_one_process(tmp_path):
-    checked(mpirun("arrays", tmp_path))
-    r0, r1 = ranks(tmp_path, "arrays")
+    r0, r1 = run_agreeing_ranks("arrays", tmp_path)
     assert int(r0["replicas"]) == 2 and int(r1["rank"]) == 1
-    # Both ranks hold the same weights, bit for bit, and the same evaluate numbers.
-    np.testing.assert_array_equal(r0["weights"], r1["weights"])
-    np.testing.assert_array_equal(r0["evaluate"], r1["evaluate"])
     # 2 ranks x 8 rows = 1 process x 16 rows (5 steps, dropout on, shuffled), up to float sums.
     x, y = make_arrays()
     ref = make_model()
@@ -86,36 +102,19 @@ def test_two_ranks_arrays_match_one_process(tmp_path):
 
 
 def test_two_ranks_functional_model_match_one_process(tmp_path):
-    checked(mpirun("functional", tmp_path))
-    r0, r1 = ranks(tmp_path, "functional")
-    np.testing.assert_array_equal(r0["weights"], r1["weights"])
-    np.testing.assert_array_equal(r0["evaluate"], r1["evaluate"])
-    x, y = make_arrays()
-    ref = residual_model()
-    ref.fit(x, y, batch_size=BATCH, epochs=1, shuffle=True, verbose=0)
-    assert rel_err(r0["weights"], np.concatenate([a.ravel() for a in ref.get_weights()])) <= 1e-5
-    np.testing.assert_allclose(r0["evaluate"], ref.evaluate(x, y, batch_size=BATCH, verbose=0), rtol=1e-5)
+    r0, _ = run_agreeing_ranks("functional", tmp_path)
+    assert_matches_one_epoch_in_one_process(r0, residual_model())
     assert int(r0["iterations"]) == 5
 
 
 def test_two_ranks_augmentation_match_one_process(tmp_path):
     """Augmentation (staged flip + padded crop, a translation op) keyed by global rows under MPI."""
-    checked(mpirun("augment", tmp_path))
-    r0, r1 = ranks(tmp_path, "augment")
-    np.testing.assert_array_equal(r0["weights"], r1["weights"])
-    np.testing.assert_array_equal(r0["evaluate"], r1["evaluate"])
-    x, y = make_arrays()
-    ref = augmented_model()
-    ref.fit(x, y, batch_size=BATCH, epochs=1, shuffle=True, verbose=0)
-    assert rel_err(r0["weights"], np.concatenate([a.ravel() for a in ref.get_weights()])) <= 1e-5
-    np.testing.assert_allclose(r0["evaluate"], ref.evaluate(x, y, batch_size=BATCH, verbose=0), rtol=1e-5)
+    r0, _ = run_agreeing_ranks("augment", tmp_path)
+    assert_matches_one_epoch_in_one_process(r0, augmented_model())
 
 
 def test_two_ranks_hdf5_shards_match_one_process(tmp_path):
-    checked(mpirun("hdf5", tmp_path))
-    r0, r1 = ranks(tmp_path, "hdf5")
-    np.testing.assert_array_equal(r0["weights"], r1["weights"])
-    np.testing.assert_array_equal(r0["evaluate"], r1["evaluate"])
+    r0, _ = run_agreeing_ranks("hdf5", tmp_path)
     x, y = make_arrays()
     path = str(tmp_path / "ref.h5")
     write_h5(path, x, y)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import hpcnn
-from hpcnn import layers as L
+import keras_api_models
 from hpcnn.models import load_model, model_from_json
 
 DATA = Path(__file__).resolve().parent / "data" / "keras"
@@ -28,23 +28,7 @@ RESBLOCK_CLASSES = ["InputLayer", "Conv2D", "BatchNormalization", "ReLU", "Conv2
 def resnet_block(seed=1):
     """The fixture's architecture, built with hpcnn: a ResNet basic block with a projection
     shortcut (Add), a Concatenate of two branches, global pooling, softmax."""
-    x_in = hpcnn.Input((8, 8, 3))
-    x = L.Conv2D(4, 3, padding="same", use_bias=False)(x_in)
-    x = L.BatchNormalization(momentum=0.5)(x)
-    x = L.ReLU()(x)
-    y = L.Conv2D(6, 3, strides=2, padding="same", use_bias=False)(x)
-    y = L.BatchNormalization(momentum=0.5)(y)
-    y = L.Activation("relu")(y)
-    y = L.Conv2D(6, 3, padding="same", use_bias=False)(y)
-    y = L.BatchNormalization(momentum=0.5)(y)
-    shortcut = L.Conv2D(6, 1, strides=2, use_bias=False)(x)
-    shortcut = L.BatchNormalization(momentum=0.5)(shortcut)
-    z = L.ReLU()(L.Add()([y, shortcut]))
-    branch = L.Conv2D(2, 1, activation="relu")(z)
-    z = L.Concatenate()([z, branch])
-    z = L.GlobalAveragePooling2D()(z)
-    out = L.Dense(3, activation="softmax")(z)
-    return hpcnn.Model(x_in, out, name="resnet_block", seed=seed)
+    return keras_api_models.resnet_block(hpcnn, seed=seed)
 
 
 def trained_block():

@@ -16,6 +16,7 @@ else:
     keras = pytest.importorskip("keras", reason="the Keras interop tests need `pip install '.[keras]'`")
 
 import hpcnn  # noqa: E402
+import keras_api_models  # noqa: E402
 from hpcnn.models import load_model, model_from_json, tutorial_cnn  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings(
@@ -28,6 +29,24 @@ TOL = 1e-5
 @pytest.fixture(scope="module")
 def x():
     return np.random.default_rng(7).random((6, 32, 32, 3), dtype=np.float32)
+
+
+def save_in_every_format(model, directory, stem):
+    """Saves `model` (Keras' or hpcnn's: the same calls) as <stem>.keras, <stem>.h5 and
+    <stem>.weights.h5 in `directory`; returns the names of the two whole-model files."""
+    model.save(directory / f"{stem}.keras")
+    model.save(directory / f"{stem}.h5")
+    model.save_weights(directory / f"{stem}.weights.h5")
+    return f"{stem}.keras", f"{stem}.h5"
+
+
+def keras_load_hpcnn_file(path):
+    """keras.models.load_model on a file hpcnn saved. Keras warns that it finds no optimizer variables
+    of its own (hpcnn keeps the moments beside Keras' layout); pytest's warnings-as-errors would turn
+    that notice into an exception that Keras reports as a failed load."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        return keras.models.load_model(path)
 
 
 def keras_tutorial_cnn():
@@ -60,10 +79,7 @@ def keras_model(x):
 
 def test_keras_files_load_in_hpcnn(tmp_path, keras_model, x):
     expected = keras_model.predict(x, verbose=0)
-    keras_model.save(tmp_path / "k.keras")
-    keras_model.save(tmp_path / "k.h5")
-    keras_model.save_weights(tmp_path / "k.weights.h5")
-    for name in ("k.keras", "k.h5"):
+    for name in save_in_every_format(keras_model, tmp_path, "k"):
         m = load_model(tmp_path / name)
         assert np.abs(m.predict(x) - expected).max() <= TOL, name
         assert m.count_params() == keras_model.count_params() == 787_530
@@ -150,10 +166,7 @@ def test_keras_batch_normalization_models_load_in_hpcnn(tmp_path):
               loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     k.fit(x, y, epochs=2, batch_size=4, verbose=0)  # the moving statistics move
     expected = k.predict(xt, verbose=0)
-    k.save(tmp_path / "k.keras")
-    k.save(tmp_path / "k.h5")
-    k.save_weights(tmp_path / "k.weights.h5")
-    for name in ("k.keras", "k.h5"):
+    for name in save_in_every_format(k, tmp_path, "k"):
         m = load_model(tmp_path / name)
         assert np.abs(m.predict(xt) - expected).max() <= TOL, name
         assert [type(a).__name__ for a in m.layers] == [type(b).__name__ for b in k.layers], name
@@ -173,13 +186,8 @@ def test_hpcnn_batch_normalization_models_load_in_keras(tmp_path, optimizer):
     m.compile(opt, "sparse_categorical_crossentropy", ["accuracy"])
     m.fit(x, y, batch_size=4, epochs=2, verbose=0)
     expected = m.predict(xt)
-    m.save(tmp_path / "h.keras")
-    m.save(tmp_path / "h.h5")
-    m.save_weights(tmp_path / "h.weights.h5")
-    for name in ("h.keras", "h.h5"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("always")  # Keras' notice that it finds no optimizer variables of its own
-            k = keras.models.load_model(tmp_path / name)
+    for name in save_in_every_format(m, tmp_path, "h"):
+        k = keras_load_hpcnn_file(tmp_path / name)
         assert np.abs(k.predict(xt, verbose=0) - expected).max() <= TOL, name
         assert type(k.optimizer).__name__ == type(m.optimizer).__name__, name
         kcfg, hcfg = k.optimizer.get_config(), m.optimizer.get_config()
@@ -195,31 +203,13 @@ def test_hpcnn_batch_normalization_models_load_in_keras(tmp_path, optimizer):
 
 
 # ------------------------------------------------------------------ functional models (hpcnn.Model)
-def keras_resnet_block():
-    """tests/data/keras/make_fixtures.py's resnet_block, in Keras."""
-    L = keras.layers
-    x_in = keras.Input((8, 8, 3))
-    x = L.ReLU()(L.BatchNormalization(momentum=0.5)(L.Conv2D(4, 3, padding="same", use_bias=False)(x_in)))
-    y = L.BatchNormalization(momentum=0.5)(L.Conv2D(6, 3, strides=2, padding="same", use_bias=False)(x))
-    y = L.BatchNormalization(momentum=0.5)(L.Conv2D(6, 3, padding="same", use_bias=False)(L.Activation("relu")(y)))
-    shortcut = L.BatchNormalization(momentum=0.5)(L.Conv2D(6, 1, strides=2, use_bias=False)(x))
-    z = L.ReLU()(L.Add()([y, shortcut]))
-    z = L.Concatenate()([z, L.Conv2D(2, 1, activation="relu")(z)])
-    return keras.Model(x_in, L.Dense(3, activation="softmax")(L.GlobalAveragePooling2D()(z)), name="resnet_block")
-
-
 def test_hpcnn_functional_models_load_in_keras(tmp_path):
     from test_keras_functional import trained_block
     x, _, xt = bn_data()
     m = trained_block()
     expected = m.predict(xt)
-    m.save(tmp_path / "h.keras")
-    m.save(tmp_path / "h.h5")
-    m.save_weights(tmp_path / "h.weights.h5")
-    for name in ("h.keras", "h.h5"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("always")  # Keras' notice that it finds no optimizer variables of its own
-            k = keras.models.load_model(tmp_path / name)
+    for name in save_in_every_format(m, tmp_path, "h"):
+        k = keras_load_hpcnn_file(tmp_path / name)
         assert type(k).__name__ == "Functional", name
         got = k.predict(xt, verbose=0)
         assert isinstance(got, np.ndarray) and got.shape == expected.shape, name  # one output, not a list of one
@@ -230,7 +220,7 @@ def test_hpcnn_functional_models_load_in_keras(tmp_path):
     assert [type(layer).__name__ for layer in k.layers] == [type(layer).__name__ for layer in m.layers]
     assert k.count_params() == m.count_params()
     keras.utils.set_random_seed(12)
-    fresh = keras_resnet_block()
+    fresh = keras_api_models.resnet_block(keras)
     fresh.load_weights(tmp_path / "h.weights.h5")
     assert np.abs(fresh.predict(xt, verbose=0) - expected).max() <= TOL
 
@@ -238,7 +228,7 @@ def test_hpcnn_functional_models_load_in_keras(tmp_path):
 def test_keras_functional_models_load_in_hpcnn(tmp_path):
     x, y, xt = bn_data()
     keras.utils.set_random_seed(2)
-    k = keras_resnet_block()
+    k = keras_api_models.resnet_block(keras)
     k.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     k.fit(x, y, epochs=2, batch_size=4, verbose=0)
     expected = k.predict(xt, verbose=0)

@@ -577,14 +577,19 @@ def test_initial_epoch_numbers_the_epochs():
     assert h.epoch == [2, 3] and len(h.history["loss"]) == 2
 
 
-def test_compiled_losses_and_metrics_survive_save_and_load(tmp_path):
-    m = dense_model(3, "softmax")
+def train_save_and_reload(m, path):
+    """`m` compiled with a label-smoothed loss object and metric objects, trained one epoch, saved
+    to `path`; returns (m, the model load_model reads back, x, y)."""
     m.compile("adam", losses.CategoricalCrossentropy(label_smoothing=0.2),
               ["accuracy", metrics.TopKCategoricalAccuracy(k=2, name="top2"), "mse"])
     x, y = model_data(3, "onehot", n=12)
     m.fit(x, y, epochs=1, verbose=0)
-    m.save(str(tmp_path / "m.h5"))
-    back = hpcnn.models.load_model(str(tmp_path / "m.h5"))
+    m.save(str(path))
+    return m, hpcnn.models.load_model(str(path)), x, y
+
+
+def test_compiled_losses_and_metrics_survive_save_and_load(tmp_path):
+    m, back, x, y = train_save_and_reload(dense_model(3, "softmax"), tmp_path / "m.h5")
     assert back._compiled["label_smoothing"] == pytest.approx(0.2)
     assert back.evaluate(x, y, return_dict=True, verbose=0) == pytest.approx(
         m.evaluate(x, y, return_dict=True, verbose=0))
@@ -667,13 +672,7 @@ def test_functional_model_sample_and_class_weights_train_as_in_a_chain():
 
 
 def test_functional_model_keeps_loss_smoothing_and_metrics_through_save_and_load(tmp_path):
-    m = branchy_model(3, "softmax")
-    m.compile("adam", losses.CategoricalCrossentropy(label_smoothing=0.2),
-              ["accuracy", metrics.TopKCategoricalAccuracy(k=2, name="top2"), "mse"])
-    x, y = model_data(3, "onehot", n=12)
-    m.fit(x, y, epochs=1, verbose=0)
-    m.save(str(tmp_path / "g.h5"))
-    back = hpcnn.models.load_model(str(tmp_path / "g.h5"))
+    m, back, x, y = train_save_and_reload(branchy_model(3, "softmax"), tmp_path / "g.h5")
     assert type(back) is hpcnn.Model
     assert back._compiled["label_smoothing"] == pytest.approx(0.2)
     want = m.evaluate(x, y, return_dict=True, verbose=0)

@@ -28,6 +28,19 @@ std::pair<int, int> pair2(const py::object& o, const char* what) {
   return {t[0], t[1]};
 }
 
+// A pooling window as the pool bindings take it: pool_size and strides (each an int or a pair;
+// strides None means the pool size, as in Keras) and the padding's name.
+struct PoolWindow {
+  int ph, pw, sh, sw;
+  Padding pad;
+};
+
+PoolWindow pool_window(const py::object& pool, const py::object& strides, const std::string& padding) {
+  auto [ph, pw] = pair2(pool, "pool_size");
+  auto [sh, sw] = strides.is_none() ? std::make_pair(ph, pw) : pair2(strides, "strides");
+  return {ph, pw, sh, sw, parse_padding(padding)};
+}
+
 // A target for the loss: float one-hot rows or int32 class indices.
 Tensor target_on(const py::handle& obj, Device d) {
   py::array a = py::array::ensure(obj);
@@ -95,6 +108,24 @@ void run_repeat(int repeat, F&& op) {
     for (int i = 0; i < repeat; ++i) op();
   }
   raise_core_warnings();
+}
+
+// The binding of maxpool2d_forward and of avgpool2d_forward: the same around each op's own
+// geometry and kernel.
+using PoolGeometry = Pool2dGeometry (*)(const Tensor&, int, int, int, int, Padding);
+using PoolForward = void (*)(const Tensor&, Tensor&, int, int, int, int, Padding);
+
+auto pool_forward_binding(PoolGeometry geometry, PoolForward forward) {
+  return [geometry, forward](py::object x, py::object pool, py::object strides, std::string padding,
+                             std::string device, int repeat) {
+    Device d = resolve_device(device);
+    const PoolWindow p = pool_window(pool, strides, padding);
+    Tensor X = f32_on(x, d, "x");
+    Pool2dGeometry g = geometry(X, p.ph, p.pw, p.sh, p.sw, p.pad);
+    Tensor Y = Tensor::empty({g.n, g.oh, g.ow, g.c}, DType::F32, d);
+    run_repeat(repeat, [&] { forward(X, Y, p.ph, p.pw, p.sh, p.sw, p.pad); });
+    return to_numpy(Y);
+  };
 }
 
 // Variables of a flat buffer of n elements for the segment-table ops: `sizes` (element counts in
@@ -184,29 +215,17 @@ void bind_ops(py::module_& m) {
      "A conv2d kernel converted between 'HWIO' and 'OHWI' on the host: the conversion a model applies in "
      "get_weights, set_weights and when it moves between the CPU and a GPU.");
 
-  m.def("maxpool2d_forward", [](py::object x, py::object pool, py::object strides, std::string padding,
-                                std::string device, int repeat) {
-    Device d = resolve_device(device);
-    auto [ph, pw] = pair2(pool, "pool_size");
-    auto [sh, sw] = strides.is_none() ? std::make_pair(ph, pw) : pair2(strides, "strides");
-    Tensor X = f32_on(x, d, "x");
-    Padding pad = parse_padding(padding);
-    Pool2dGeometry g = ops::maxpool2d_geometry(X, ph, pw, sh, sw, pad);
-    Tensor Y = Tensor::empty({g.n, g.oh, g.ow, g.c}, DType::F32, d);
-    run_repeat(repeat, [&] { ops::maxpool2d_forward(X, Y, ph, pw, sh, sw, pad); });
-    return to_numpy(Y);
-  }, py::arg("x"), py::arg("pool_size") = 2, py::arg("strides") = py::none(), py::arg("padding") = "valid",
-     py::arg("device") = "cpu", py::arg("repeat") = 1);
+  m.def("maxpool2d_forward", pool_forward_binding(ops::maxpool2d_geometry, ops::maxpool2d_forward), py::arg("x"),
+        py::arg("pool_size") = 2, py::arg("strides") = py::none(), py::arg("padding") = "valid",
+        py::arg("device") = "cpu", py::arg("repeat") = 1);
 
   m.def("maxpool2d_backward", [](py::object x, py::object y, py::object dy, py::object pool, py::object strides,
                                  std::string padding, std::string device, int repeat) {
     Device d = resolve_device(device);
-    auto [ph, pw] = pair2(pool, "pool_size");
-    auto [sh, sw] = strides.is_none() ? std::make_pair(ph, pw) : pair2(strides, "strides");
+    const PoolWindow p = pool_window(pool, strides, padding);
     Tensor X = f32_on(x, d, "x"), Y = f32_on(y, d, "y"), DY = f32_on(dy, d, "dy");
     Tensor DX = Tensor::empty(X.shape(), DType::F32, d);
-    Padding pad = parse_padding(padding);
-    run_repeat(repeat, [&] { ops::maxpool2d_backward(X, Y, DY, DX, ph, pw, sh, sw, pad); });
+    run_repeat(repeat, [&] { ops::maxpool2d_backward(X, Y, DY, DX, p.ph, p.pw, p.sh, p.sw, p.pad); });
     return to_numpy(DX);
   }, py::arg("x"), py::arg("y"), py::arg("dy"), py::arg("pool_size") = 2, py::arg("strides") = py::none(),
      py::arg("padding") = "valid", py::arg("device") = "cpu", py::arg("repeat") = 1);
@@ -333,27 +352,15 @@ void bind_ops(py::module_& m) {
   }, py::arg("x"), py::arg("y"), py::arg("dy"), py::arg("activation"), py::arg("alpha") = 0.f,
      py::arg("device") = "cpu", py::arg("repeat") = 1, "dx = dy * f'(x); y = f(x) from activation_forward.");
 
-  m.def("avgpool2d_forward", [](py::object x, py::object pool, py::object strides, std::string padding,
-                                std::string device, int repeat) {
-    Device d = resolve_device(device);
-    auto [ph, pw] = pair2(pool, "pool_size");
-    auto [sh, sw] = strides.is_none() ? std::make_pair(ph, pw) : pair2(strides, "strides");
-    Tensor X = f32_on(x, d, "x");
-    Padding pad = parse_padding(padding);
-    Pool2dGeometry g = ops::avgpool2d_geometry(X, ph, pw, sh, sw, pad);
-    Tensor Y = Tensor::empty({g.n, g.oh, g.ow, g.c}, DType::F32, d);
-    run_repeat(repeat, [&] { ops::avgpool2d_forward(X, Y, ph, pw, sh, sw, pad); });
-    return to_numpy(Y);
-  }, py::arg("x"), py::arg("pool_size") = 2, py::arg("strides") = py::none(), py::arg("padding") = "valid",
-     py::arg("device") = "cpu", py::arg("repeat") = 1);
+  m.def("avgpool2d_forward", pool_forward_binding(ops::avgpool2d_geometry, ops::avgpool2d_forward), py::arg("x"),
+        py::arg("pool_size") = 2, py::arg("strides") = py::none(), py::arg("padding") = "valid",
+        py::arg("device") = "cpu", py::arg("repeat") = 1);
   m.def("avgpool2d_backward", [](std::vector<long long> x_shape, py::object dy, py::object pool, py::object strides,
                                  std::string padding, std::string device, int repeat) {
     Device d = resolve_device(device);
-    auto [ph, pw] = pair2(pool, "pool_size");
-    auto [sh, sw] = strides.is_none() ? std::make_pair(ph, pw) : pair2(strides, "strides");
+    const PoolWindow p = pool_window(pool, strides, padding);
     Tensor DY = f32_on(dy, d, "dy"), DX = Tensor::empty(x_shape, DType::F32, d);
-    Padding pad = parse_padding(padding);
-    run_repeat(repeat, [&] { ops::avgpool2d_backward(DY, DX, ph, pw, sh, sw, pad); });
+    run_repeat(repeat, [&] { ops::avgpool2d_backward(DY, DX, p.ph, p.pw, p.sh, p.sw, p.pad); });
     return to_numpy(DX);
   }, py::arg("x_shape"), py::arg("dy"), py::arg("pool_size") = 2, py::arg("strides") = py::none(),
      py::arg("padding") = "valid", py::arg("device") = "cpu", py::arg("repeat") = 1);

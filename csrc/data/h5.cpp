@@ -53,4 +53,23 @@ void h5_check(herr_t status, const std::string& context) {
   if (status < 0) throw ValueError(with_reason(context));
 }
 
+std::string h5_type_name(hid_t type) {
+  H5Lock lock(h5_mutex());
+  const H5T_class_t cls = H5Tget_class(type);
+  const size_t size = H5Tget_size(type);
+  switch (cls) {
+    case H5T_INTEGER: return cat(H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int", size * 8);
+    case H5T_FLOAT: return cat("float", size * 8);
+    case H5T_STRING: return "string";
+    case H5T_COMPOUND: return "compound";
+    case H5T_ENUM: return "enum";
+    case H5T_ARRAY: return "array";
+    case H5T_OPAQUE: return "opaque";
+    case H5T_VLEN: return "vlen";
+    case H5T_REFERENCE: return "reference";
+    case H5T_BITFIELD: return "bitfield";
+    default: return "unknown type";
+  }
+}
+
 }  // namespace hpcnn::data

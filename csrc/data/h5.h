@@ -74,4 +74,8 @@ H5Id h5_own(hid_t id, H5Id::Closer close, const std::string& context);
 // Throws ValueError("<context>: <HDF5's messages>") when status < 0.
 void h5_check(herr_t status, const std::string& context);
 
+// A datatype's name as NumPy spells numbers ("int16", "uint8", "float32"), else its HDF5 class
+// ("string", "compound", "enum", ...): what error messages and dataset descriptions show users.
+std::string h5_type_name(hid_t type);
+
 }  // namespace hpcnn::data

@@ -44,24 +44,6 @@ std::string filter_name(int id) {
   }
 }
 
-std::string type_name(hid_t type) {
-  H5T_class_t cls = H5Tget_class(type);
-  size_t size = H5Tget_size(type);
-  if (cls == H5T_INTEGER) return cat(H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int", size * 8);
-  if (cls == H5T_FLOAT) return cat("float", size * 8);
-  switch (cls) {
-    case H5T_STRING: return "string";
-    case H5T_COMPOUND: return "compound";
-    case H5T_ENUM: return "enum";
-    case H5T_ARRAY: return "array";
-    case H5T_OPAQUE: return "opaque";
-    case H5T_VLEN: return "vlen";
-    case H5T_REFERENCE: return "reference";
-    case H5T_BITFIELD: return "bitfield";
-    default: return "unknown type";
-  }
-}
-
 // hpcnn reads integers and IEEE floats in their standard layouts (the bytes of the element, all
 // of its bits): what NumPy, h5py and every writer produce. HDF5 can describe others (12-bit
 // integers at a bit offset, custom float formats), and a damaged type message does: HDF5 1.10
@@ -223,7 +205,7 @@ H5Dataset::H5Dataset(const std::string& file, const std::string& name) {
   info_.elem_size = H5Tget_size(type.get());
   HPCNN_CHECK_ARG(cls != H5T_NO_CLASS && info_.elem_size > 0, "cannot read the type of ", where(),
                   " (damaged file?)");
-  info_.dtype = type_name(type.get());
+  info_.dtype = h5_type_name(type.get());
   if (cls == H5T_INTEGER || cls == H5T_FLOAT) {
     H5T_order_t order = H5Tget_order(type.get());
     HPCNN_CHECK_ARG(order == H5T_ORDER_LE || order == H5T_ORDER_BE || info_.elem_size == 1, where(),

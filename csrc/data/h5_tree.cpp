@@ -19,24 +19,6 @@ constexpr long long kMaxAttributeElements = 1LL << 24;
 constexpr long long kMaxAttributeBytes = 1LL << 28;
 constexpr long long kMaxAttributesPerObject = 1 << 16;
 
-std::string numpy_type_name(hid_t type) {
-  const H5T_class_t cls = H5Tget_class(type);
-  const size_t size = H5Tget_size(type);
-  switch (cls) {
-    case H5T_INTEGER: return cat(H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int", size * 8);
-    case H5T_FLOAT: return cat("float", size * 8);
-    case H5T_STRING: return "string";
-    case H5T_COMPOUND: return "compound";
-    case H5T_ENUM: return "enum";
-    case H5T_ARRAY: return "array";
-    case H5T_OPAQUE: return "opaque";
-    case H5T_VLEN: return "vlen";
-    case H5T_REFERENCE: return "reference";
-    case H5T_BITFIELD: return "bitfield";
-    default: return "unknown type";
-  }
-}
-
 // The shape of a dataspace ({} for a scalar); ValueError for one that is neither simple nor scalar.
 Shape space_shape(hid_t space, const std::string& what) {
   const H5S_class_t cls = H5Sget_simple_extent_type(space);
@@ -117,7 +99,7 @@ H5Value read_attribute(hid_t attr, const std::string& what) {
     return v;
   }
   v.kind = H5Value::Kind::Unsupported;
-  v.type = numpy_type_name(type.get());
+  v.type = h5_type_name(type.get());
   return v;
 }
 
@@ -188,7 +170,7 @@ void walk(hid_t group, const std::string& path, int depth, long long max_objects
     if (o.is_dataset) {
       H5Id dtype = h5_own(H5Dget_type(obj.get()), H5Tclose, cat(what, ": type"));
       H5Id space = h5_own(H5Dget_space(obj.get()), H5Sclose, cat(what, ": dataspace"));
-      o.dtype = numpy_type_name(dtype.get());
+      o.dtype = h5_type_name(dtype.get());
       o.shape = space_shape(space.get(), what);
       out.push_back(std::move(o));
     } else {
@@ -369,7 +351,7 @@ H5Array H5Reader::read(const std::string& path) const {
   H5Array a;
   a.shape = space_shape(space.get(), what);
   const H5T_class_t cls = H5Tget_class(type.get());
-  HPCNN_CHECK_ARG(cls == H5T_FLOAT || cls == H5T_INTEGER, what, " holds ", numpy_type_name(type.get()),
+  HPCNN_CHECK_ARG(cls == H5T_FLOAT || cls == H5T_INTEGER, what, " holds ", h5_type_name(type.get()),
                   " values, not numbers");
   const size_t n = static_cast<size_t>(shape_numel(a.shape));
   a.is_float = cls == H5T_FLOAT;

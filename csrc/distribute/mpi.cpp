@@ -64,6 +64,22 @@ class Backoff {
   int spins_ = 0, sleep_us_ = 0;
 };
 
+// Tests `req` until it completes (true) or `timeout_s` passes (false), calling `between_tests()`
+// after each test that finds it still running: the place to watch for failures (it may throw).
+template <class BetweenTests>
+bool test_until_done(MPI_Request& req, double timeout_s, BetweenTests between_tests) {
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  Backoff backoff;
+  for (;;) {
+    int done = 0;
+    HPCNN_MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    if (done) return true;
+    between_tests();
+    if (Clock::now() > deadline) return false;
+    backoff.pause();
+  }
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ the transport
@@ -201,29 +217,22 @@ struct MpiCommunicator::Impl {
 
   // Waits for `req`, watching for failure notices, a local abort and the timeout.
   void wait(MPI_Request& req, const char* what) {
-    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
-    Backoff backoff;
-    for (;;) {
-      int done = 0;
-      HPCNN_MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
-      if (done) return;
+    const bool done = test_until_done(req, timeout_s, [&] {
       if (abort_requested) {
         send_notices();
         throw PeerFailure(failure_text());
       }
       probe_notice();
-      if (Clock::now() > deadline) {
-        {
-          std::lock_guard<std::mutex> lk(mu);
-          abort_why = cat(self, ": a ", what, " got no answer from the other ranks within ", timeout_s,
-                          " s (a rank was killed or is stuck; timeout_seconds of "
-                          "hpcnn.distribute.CommunicationOptions or HPCNN_DIST_TIMEOUT set the limit)");
-        }
-        send_notices();  // the others may wait in the same collective: stop them too
-        throw PeerFailure(failure_text());
-      }
-      backoff.pause();
+    });
+    if (done) return;
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      abort_why = cat(self, ": a ", what, " got no answer from the other ranks within ", timeout_s,
+                      " s (a rank was killed or is stuck; timeout_seconds of "
+                      "hpcnn.distribute.CommunicationOptions or HPCNN_DIST_TIMEOUT set the limit)");
     }
+    send_notices();  // the others may wait in the same collective: stop them too
+    throw PeerFailure(failure_text());
   }
 
   // A failure notice from another rank, if one has arrived: recorded, then thrown.
@@ -351,17 +360,9 @@ std::string self_name(int rank) {
 
 // Waits for an init-time request with the timeout (no failure notices exist yet).
 void wait_plain(MPI_Request& req, const char* what, double timeout_s) {
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
-  Backoff backoff;
-  for (;;) {
-    int done = 0;
-    HPCNN_MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
-    if (done) return;
-    if (Clock::now() > deadline)
-      throw BackendError(cat("MPI: ", what, " got no answer from all ranks within ", timeout_s,
-                             " s: a rank did not reach the same point (did every rank create the strategy?)"));
-    backoff.pause();
-  }
+  if (!test_until_done(req, timeout_s, [] {}))
+    throw BackendError(cat("MPI: ", what, " got no answer from all ranks within ", timeout_s,
+                           " s: a rank did not reach the same point (did every rank create the strategy?)"));
 }
 
 }  // namespace

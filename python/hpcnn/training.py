@@ -169,6 +169,21 @@ def prepare_inputs(x: ArrayLike) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.float32)
 
 
+def prepare_arrays(model: "Model", x: ArrayLike, y: Optional[ArrayLike], sample_weight: Any,
+                   caller: str) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
+    """fit's and evaluate's array data as (x, y, sample_weight) ready for the core: targets required,
+    one row of y (and one weight) per row of x, at least one row."""
+    if y is None:
+        raise ValueError(f"{caller}: targets y are required with array inputs")
+    x = prepare_inputs(x)
+    y = prepare_targets(model, y, caller)
+    if len(x) != len(y):
+        raise ValueError(f"{caller}: x has {len(x)} rows but y has {len(y)}")
+    if len(x) == 0:
+        raise ValueError(f"{caller}: x is empty")
+    return x, y, prepare_sample_weight(sample_weight, len(x), caller)
+
+
 # (x, y, rows, decode, w[, first_row, global_rows]): the core's batch tuple (w: the sample weights or
 # None; first_row/global_rows: this rank's share of a global batch, from a sharded HDF5Dataset).
 Batch = Tuple[Any, ...]
@@ -391,15 +406,7 @@ def _fit(model: "Model", *, x: Any, y: Any, batch_size: Optional[int], epochs: i
                              "yield (x, y, sample_weight) batches instead")
         steps = batch_count(x, steps_per_epoch, "fit", "steps_per_epoch")
     else:
-        if y is None:
-            raise ValueError("fit: targets y are required with array inputs")
-        x = prepare_inputs(x)
-        y = prepare_targets(model, y, "fit")
-        if len(x) != len(y):
-            raise ValueError(f"fit: x has {len(x)} rows but y has {len(y)}")
-        if len(x) == 0:
-            raise ValueError("fit: x is empty")
-        sample_weight = prepare_sample_weight(sample_weight, len(x), "fit")
+        x, y, sample_weight = prepare_arrays(model, x, y, sample_weight, "fit")
         if validation_split and validation_data is None:
             cut = int(len(x) * (1.0 - validation_split))
             if cut == 0 or cut == len(x):
@@ -826,15 +833,7 @@ def evaluate_loss_metrics(model: "Model", x: Any, y: Any, batch_size: int,
         total = batch_count(x, steps, "evaluate", "steps")
         batches: Iterator[Batch] = (prepare_dataset_batch(model, b) for b in dataset_batches(model, x, 0, False))
     else:
-        if y is None:
-            raise ValueError("evaluate: targets y are required with array inputs")
-        x = prepare_inputs(x)
-        y = prepare_targets(model, y, "evaluate")
-        if len(x) != len(y):
-            raise ValueError(f"evaluate: x has {len(x)} rows but y has {len(y)}")
-        if len(x) == 0:
-            raise ValueError("evaluate: x is empty")
-        sample_weight = prepare_sample_weight(sample_weight, len(x), "evaluate")
+        x, y, sample_weight = prepare_arrays(model, x, y, sample_weight, "evaluate")
         batches = array_batches(model, x, y, batch_size, False, 0, w=sample_weight)
         total = (len(x) + batch_size - 1) // batch_size
     if steps is not None:

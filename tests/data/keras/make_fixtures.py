@@ -32,6 +32,9 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))  # tests/, for keras_api_models
+from keras_api_models import resnet_block  # noqa: E402
+
 RNG = np.random.default_rng(2024)
 X_CNN = RNG.random((6, 8, 8, 3), dtype=np.float32)
 X_MNIST = RNG.random((6, 6, 6), dtype=np.float32)
@@ -136,29 +139,6 @@ def keras3():
     bn.save(os.path.join(HERE, "k3_bn.keras"))
     save("k3", {"x_cnn": X_CNN, "cnn": cnn.predict(X_CNN, verbose=0), "bn": bn_pred,
                 "keras_version": np.array(k.__version__)})
-
-
-def resnet_block(k):
-    """A functional model: a ResNet basic block (two conv/BN, a strided 1x1 projection shortcut,
-    Add) followed by a Concatenate of two branches, global pooling and a softmax Dense."""
-    L = k.layers
-    x_in = k.Input((8, 8, 3))
-    x = L.Conv2D(4, 3, padding="same", use_bias=False)(x_in)
-    x = L.BatchNormalization(momentum=0.5)(x)
-    x = L.ReLU()(x)
-    y = L.Conv2D(6, 3, strides=2, padding="same", use_bias=False)(x)
-    y = L.BatchNormalization(momentum=0.5)(y)
-    y = L.Activation("relu")(y)
-    y = L.Conv2D(6, 3, padding="same", use_bias=False)(y)
-    y = L.BatchNormalization(momentum=0.5)(y)
-    shortcut = L.Conv2D(6, 1, strides=2, use_bias=False)(x)
-    shortcut = L.BatchNormalization(momentum=0.5)(shortcut)
-    z = L.ReLU()(L.Add()([y, shortcut]))
-    branch = L.Conv2D(2, 1, activation="relu")(z)
-    z = L.Concatenate()([z, branch])
-    z = L.GlobalAveragePooling2D()(z)
-    out = L.Dense(3, activation="softmax")(z)
-    return k.Model(x_in, out, name="resnet_block")
 
 
 def keras3_functional():
