@@ -72,14 +72,13 @@ def test_step_breakdown_smoke():
         assert op in r.stdout, (op, r.stdout)
 
 
-def test_fashion_mnist_accuracy_smoke():
+@pytest.mark.parametrize("recipe", [[], ["--translation", "0.1", "--schedule", "constant"]],
+                         ids=["flip-cosine", "flip-translation-constant"])
+def test_fashion_mnist_accuracy_smoke(recipe):
     if not Path("/usr/share/datasets/fashion-mnist").is_dir():
         pytest.skip("Debian's dataset-fashion-mnist is not installed (README's apt-get line installs it)")
-    import hpcnn
-    if not hasattr(hpcnn.layers, "RandomTranslation"):
-        pytest.skip("the benchmark's model augments with RandomFlip/RandomTranslation: the augmentation layers "
-                    "(issue 13, branch augment) are not in this build yet")
     r = subprocess.run([sys.executable, str(BENCH / "fashion_mnist_accuracy.py"), "--frameworks", "hpcnn",
-                        "--epochs", "1", "--rows", "600"], capture_output=True, text=True, timeout=300)
+                        "--epochs", "1", "--rows", "600", *recipe], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "hpcnn  seed 0:" in r.stdout and "mean final test accuracy" in r.stdout
+    assert ("translation 0.1" in r.stdout) == bool(recipe) and ("(cosine)" in r.stdout) != bool(recipe)

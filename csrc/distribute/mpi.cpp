@@ -47,7 +47,10 @@ const char* level_name(int level) {
 }
 
 // Spins briefly (fast collectives finish in microseconds), then sleeps in growing steps up to
-// 1 ms, so that a rank waiting for a slow peer leaves the cores to the computation.
+// 50 us, so that a rank waiting for a slow peer leaves the cores to the computation. The cap is
+// short because a non-blocking collective only advances inside MPI_Test (Open MPI has no progress
+// thread): a megabyte allreduce takes several rounds of tests, and with 1 ms sleeps between them
+// the tutorial CNN's two buckets cost 2 ranks 3-30 ms more per step on this machine (bench/RESULTS.md).
 class Backoff {
  public:
   void pause() {
@@ -56,7 +59,7 @@ class Backoff {
       std::this_thread::yield();
       return;
     }
-    sleep_us_ = std::min(1000, std::max(10, sleep_us_ * 2));
+    sleep_us_ = std::min(50, std::max(10, sleep_us_ * 2));
     std::this_thread::sleep_for(std::chrono::microseconds(sleep_us_));
   }
 
