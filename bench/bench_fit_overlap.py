@@ -17,6 +17,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -24,6 +25,37 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_loader import make_images  # noqa: E402  (the same compressible images as the loader bench)
 
 import hpcnn  # noqa: E402
+
+
+def augmentation_op_ms(x8: np.ndarray) -> dict:
+    """The staged augmentation's passes timed alone (hpcnn._core.ops.augment, the op the batch
+    stager runs): flip fused with the gather of 250 shuffled rows (float32, and uint8 decoded on the
+    way), and the padded crop of a gathered batch; NumPy's gather of the same rows for scale."""
+    from hpcnn._core import ops
+    rng = np.random.default_rng(1)
+    xf = x8.astype(np.float32) / 255.0
+    rows = rng.permutation(len(x8))[:250].astype(np.int64)
+    flip = dict(class_name="RandomFlip", mode="horizontal")
+    crop = dict(class_name="RandomCrop", height=32, width=32)
+    batch = xf[rows]
+    reps = 100
+
+    def ms(call) -> float:
+        call()  # warm
+        times = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            call()
+            times.append((time.perf_counter() - t0) / reps * 1e3)
+        return statistics.median(times)
+
+    return {
+        "flip + gather (float32)": ms(lambda: ops.augment(xf, flip, rows=rows, repeat=reps)),
+        "flip + gather + decode (uint8)": ms(lambda: ops.augment(x8, flip, rows=rows, scale=[1 / 255] * 3,
+                                                                 shift=[0.0] * 3, repeat=reps)),
+        "padded crop (pad 4)": ms(lambda: ops.augment(batch, crop, padding=[4, 4, 4, 4], repeat=reps)),
+        "NumPy x[rows] (float32)": ms(lambda: [xf[rows] for _ in range(reps)]),
+    }
 
 
 def main(argv=None) -> int:
@@ -84,6 +116,9 @@ def main(argv=None) -> int:
         v = statistics.median(res[m])
         print(f"{m:<36}{v:>9.0f}{base / v:>21.3f}x")
     if a.augment:
+        op_ms = augmentation_op_ms(x)
+        print("the augmentation op alone, per batch of 250 (median of 5 x 100 calls): "
+              + ", ".join(f"{k} {v:.2f} ms" for k, v in op_ms.items()))
         for plain in ("memory arrays", "tutorial file, streamed"):
             ratio = statistics.median(res[plain]) / statistics.median(res[plain + ", augmented"])
             print(f"augmentation's cost, {plain}: step time x{ratio:.3f}")

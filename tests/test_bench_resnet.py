@@ -82,3 +82,18 @@ def test_fashion_mnist_accuracy_smoke(recipe):
     assert r.returncode == 0, r.stderr
     assert "hpcnn  seed 0:" in r.stdout and "mean final test accuracy" in r.stdout
     assert ("translation 0.1" in r.stdout) == bool(recipe) and ("(cosine)" in r.stdout) != bool(recipe)
+
+
+def test_fit_overlap_augment_smoke(tmp_path):
+    """bench_fit_overlap.py --augment (issue 13's 'augmentation costs nothing' figure) runs: every
+    mode trains, the op timings and both cost ratios are printed."""
+    pytest.importorskip("h5py", reason="the benchmark writes the tutorial's file with h5py")
+    r = subprocess.run([sys.executable, str(BENCH / "bench_fit_overlap.py"), "--rows", "500", "--rounds", "1",
+                        "--augment", "--dir", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    for line in ("memory arrays, augmented", "tutorial file, streamed, augmented",
+                 "the augmentation op alone", "padded crop (pad 4)",
+                 "augmentation's cost, memory arrays: step time x",
+                 "augmentation's cost, tutorial file, streamed: step time x"):
+        assert line in r.stdout, (line, r.stdout)
+    assert not list(tmp_path.iterdir())  # its HDF5 files removed
