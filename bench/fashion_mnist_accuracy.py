@@ -38,6 +38,7 @@ DEFAULT_DIR = "/usr/share/datasets/fashion-mnist"
 
 
 def read_idx(path: str) -> np.ndarray:
+    # Not hpcnn.datasets.converters.read_idx: the Keras worker runs in a venv without hpcnn.
     with gzip.open(path, "rb") as f:
         _, _, ndim = struct.unpack(">HBB", f.read(4))
         dims = struct.unpack(">" + "I" * ndim, f.read(4 * ndim))

@@ -36,6 +36,14 @@ def kernel(tmp_path, monkeypatch):
     return "hpcnn-test"
 
 
+def copy_notebook(name: str, tmp_path: Path) -> Path:
+    """notebooks/<name> copied into a fresh working folder tmp_path/nb (where it writes its files)."""
+    work = tmp_path / "nb"
+    work.mkdir()
+    shutil.copy(NOTEBOOKS / name, work)
+    return work / name
+
+
 def execute(path: Path, overrides: str, workdir: Path, kernel_name: str):
     """Run a notebook with `overrides` placed after its cell tagged 'parameters' (as papermill
     does), in `workdir`; returns the executed notebook."""
@@ -108,12 +116,11 @@ def test_progress_in_jupyter_is_one_output_per_bar(tmp_path, kernel):
 
 
 def test_notebook_01_writes_its_data_to_the_data_dir_and_reuses_it(tmp_path, kernel, monkeypatch):
-    data_dir, work = tmp_path / "data", tmp_path / "nb"
-    work.mkdir()
-    shutil.copy(NOTEBOOKS / "01_cifar10_cpu_vs_gpu.ipynb", work)
+    data_dir, path = tmp_path / "data", copy_notebook("01_cifar10_cpu_vs_gpu.ipynb", tmp_path)
+    work = path.parent
     monkeypatch.setenv("HPCNN_DATA_DIR", str(data_dir))
     quick = "EPOCHS = 2\nSYNTHETIC = True\nTRAIN_ROWS = 1000"
-    nb = execute(work / "01_cifar10_cpu_vs_gpu.ipynb", quick, work, kernel)
+    nb = execute(path, quick, work, kernel)
     h5 = data_dir / "synthetic_cifar10_seed0_train1000.hdf5"
     assert h5.exists()
     assert not [p for p in work.iterdir() if p.suffix in (".hdf5", ".h5") and p.name != "cifar10_model.h5"]
@@ -124,7 +131,7 @@ def test_notebook_01_writes_its_data_to_the_data_dir_and_reuses_it(tmp_path, ker
     assert (work / "cifar10_model.h5").exists()
     # A second run reuses the file.
     before = h5.stat().st_mtime_ns
-    nb = execute(work / "01_cifar10_cpu_vs_gpu.ipynb", quick, work, kernel)
+    nb = execute(path, quick, work, kernel)
     assert "Reusing " + str(h5) in all_text(cell_with(nb, "h5_path = hdf5_path("))
     assert h5.stat().st_mtime_ns == before
 
@@ -132,10 +139,9 @@ def test_notebook_01_writes_its_data_to_the_data_dir_and_reuses_it(tmp_path, ker
 @pytest.mark.skipif(not os.path.isdir("/usr/share/datasets/fashion-mnist"),
                     reason="Debian's dataset-fashion-mnist is not installed (README's apt-get line installs it)")
 def test_notebook_02_runs(tmp_path, kernel):
-    work = tmp_path / "nb"
-    work.mkdir()
-    shutil.copy(NOTEBOOKS / "02_mnist_benchmark.ipynb", work)
-    nb = execute(work / "02_mnist_benchmark.ipynb", "EPOCHS = 1\nTRAIN_ROWS = 1000\nTEST_ROWS = 500", work, kernel)
+    path = copy_notebook("02_mnist_benchmark.ipynb", tmp_path)
+    work = path.parent
+    nb = execute(path, "EPOCHS = 1\nTRAIN_ROWS = 1000\nTEST_ROWS = 500", work, kernel)
     assert "mean_speed" in all_text(cell_with(nb, "step_stats(timer.times[10:]"))
     assert (work / "deep_mnist_bench.csv").exists()
 
@@ -145,15 +151,11 @@ def test_notebook_03_resnet_runs_on_synthetic_data(tmp_path, kernel, monkeypatch
     skips the GPU part with the reason where there is none, draws the confusion matrix, saves and
     reloads the model."""
     import hpcnn
-    if not hasattr(hpcnn.layers, "RandomCrop"):
-        pytest.skip("notebook 03 augments with RandomFlip/RandomCrop: the augmentation layers (issue 13, "
-                    "branch augment) are not in this build yet")
-    data_dir, work = tmp_path / "data", tmp_path / "nb"
-    work.mkdir()
-    shutil.copy(NOTEBOOKS / "03_resnet_cifar10.ipynb", work)
+    data_dir, path = tmp_path / "data", copy_notebook("03_resnet_cifar10.ipynb", tmp_path)
+    work = path.parent
     monkeypatch.setenv("HPCNN_DATA_DIR", str(data_dir))
     quick = "EPOCHS = 1\nWARMUP_EPOCHS = 0\nSYNTHETIC = True\nTRAIN_ROWS = 256"
-    nb = execute(work / "03_resnet_cifar10.ipynb", quick, work, kernel)
+    nb = execute(path, quick, work, kernel)
     assert "Trainable params: 269,722" in all_text(cell_with(nb, "model.summary("))
     fit = cell_with(nb, "history = model.fit(")
     assert len([o for o in fit.outputs if o.output_type == "display_data"]) == 1   # one epoch's bar
