@@ -56,12 +56,7 @@ def load(directory: str, rows: int = 0):
     return (f32(x), y.astype(np.int32)), (f32(xt), yt.astype(np.int32))
 
 
-def steps_per_run(a) -> int:
-    rows = a.rows or 60000
-    return a.epochs * -(-rows // a.batch)
-
-
-def hpcnn_model(seed: int, a):
+def hpcnn_model(seed: int, a, steps: int):
     import hpcnn
     from hpcnn.optimizers.schedules import CosineDecay
     from hpcnn.layers import (Activation, BatchNormalization, Conv2D, Dense, Dropout, Flatten, InputLayer,
@@ -81,12 +76,12 @@ def hpcnn_model(seed: int, a):
     m.add(Dense(128, activation="relu"))
     m.add(Dropout(0.3))
     m.add(Dense(10, activation="softmax"))
-    rate = CosineDecay(1e-3, steps_per_run(a)) if a.schedule == "cosine" else 1e-3
+    rate = CosineDecay(1e-3, steps) if a.schedule == "cosine" else 1e-3
     m.compile(hpcnn.optimizers.Adam(rate), "sparse_categorical_crossentropy", ["accuracy"])
     return m
 
 
-def keras_model(seed: int, a):
+def keras_model(seed: int, a, steps: int):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import keras
     from keras import layers as L
@@ -102,7 +97,7 @@ def keras_model(seed: int, a):
         m.add(L.MaxPooling2D(2))
     for layer in (L.Flatten(), L.Dense(128, activation="relu"), L.Dropout(0.3), L.Dense(10, activation="softmax")):
         m.add(layer)
-    rate = keras.optimizers.schedules.CosineDecay(1e-3, steps_per_run(a)) if a.schedule == "cosine" else 1e-3
+    rate = keras.optimizers.schedules.CosineDecay(1e-3, steps) if a.schedule == "cosine" else 1e-3
     m.compile(optimizer=keras.optimizers.Adam(rate), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     return m
 
@@ -110,7 +105,8 @@ def keras_model(seed: int, a):
 def worker(framework: str, a) -> dict:
     """Trains one framework's model, evaluating on the test set after every epoch."""
     (x, y), (xt, yt) = load(a.data, a.rows)
-    m = hpcnn_model(a.seed, a) if framework == "hpcnn" else keras_model(a.seed, a)
+    steps = a.epochs * -(-len(x) // a.batch)  # the whole run: the cosine decay ends at its last step
+    m = (hpcnn_model if framework == "hpcnn" else keras_model)(a.seed, a, steps)
     accs, seconds = [], []
     for _ in range(a.epochs):
         t0 = time.perf_counter()
