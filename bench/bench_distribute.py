@@ -60,7 +60,7 @@ def worker(args: argparse.Namespace) -> None:
     if strategy is None or strategy.is_chief:
         t = np.array(times)
         q1, med, q3 = np.percentile(t, [25, 50, 75])
-        collectives = model._model().step_collectives
+        collectives = model.core.step_collectives
         print(json.dumps({"median_s": med, "iqr_s": q3 - q1, "jitter": float(t.max() / med),
                           "ranks": strategy.num_replicas_in_sync if strategy else 1, "threads": args.threads,
                           "collectives": collectives[0], "bytes": collectives[1]}))

@@ -120,11 +120,11 @@ def resnet_step(args) -> None:
     n, dev, T, P = args.batch, args.device, args.min_time, args.trials
     rng = np.random.default_rng(0)
     model = resnet20_cifar(shortcut=args.shortcut, seed=0)
-    nodes = model._graph_nodes()
+    nodes = model.graph_nodes()
     fused = [cfg[0].get("activation") == "relu" and isinstance(layer, L.BatchNormalization)
              for (layer, _), cfg in zip(nodes, L.core_configs([lay for lay, _ in nodes],
                                                                [parents for _, parents in nodes]))]
-    fused_relu = {id(nodes[i + 0][0]._output) for i, f in enumerate(fused) if f}
+    fused_relu = {id(nodes[i + 0][0].output_tensor) for i, f in enumerate(fused) if f}
     fwd, bwd, count = defaultdict(float), defaultdict(float), defaultdict(int)
 
     def arr(shape):
@@ -132,8 +132,8 @@ def resnet_step(args) -> None:
 
     first_conv = True
     for layer, _ in nodes:
-        ins = [t._shape for t in layer._inbound]
-        out = layer._output._shape
+        ins = [t.sample_shape for t in layer.inbound_tensors]
+        out = layer.output_tensor.sample_shape
         x, dy = arr(ins[0]), arr(out)
         if isinstance(layer, L.Conv2D):
             k, s = layer.kernel_size[0], layer.strides[0]
@@ -148,7 +148,7 @@ def resnet_step(args) -> None:
         elif isinstance(layer, L.BatchNormalization):
             c = ins[0][-1]
             g, b = np.ones(c, np.float32), np.zeros(c, np.float32)
-            relu = id(layer._output) in fused_relu
+            relu = id(layer.output_tensor) in fused_relu
             y, m, v, i = ops.batchnorm_forward_training(x, g, b, layer.epsilon, relu, device=dev)
             key = "batch_norm + relu (fused)" if relu else "batch_norm"
             fwd[key] += timed(lambda r: ops.batchnorm_forward_training(x, g, b, layer.epsilon, relu, device=dev,
@@ -157,7 +157,7 @@ def resnet_step(args) -> None:
                                                                         device=dev, repeat=r), T, P)
         elif isinstance(layer, (L.ReLU, L.Activation)):
             key = "relu"
-            if any(id(t) in fused_relu for t in layer._inbound):
+            if any(id(t) in fused_relu for t in layer.inbound_tensors):
                 count["relu (fused into batch_norm: no op)"] += 1
                 continue
             y = ops.activation_forward(x, "relu", device=dev)
@@ -216,7 +216,7 @@ def resnet_step(args) -> None:
     # The whole step of the same model, as fit calls it per batch (SGD 0.1, momentum 0.9, weight decay 1e-4).
     m = resnet20_cifar(shortcut=args.shortcut, weight_decay=1e-4, seed=0)
     m.compile(hpcnn.optimizers.SGD(0.1, momentum=0.9), "sparse_categorical_crossentropy", ["accuracy"], device=dev)
-    core = m._model()
+    core = m.core
     xb = rng.random((n, 32, 32, 3), dtype=np.float32)
     yb = rng.integers(0, 10, n).astype(np.int32)
     step = float(np.median(bench.time_steps(lambda: core.train_step((xb, yb)), args.steps, 2)))

@@ -63,7 +63,7 @@ def main(argv=None):
           f"{'predict':>10}{'train saves':>13}")
     for model, what in models:
         model.compile("adam", "categorical_crossentropy")
-        r = model._model().memory_report(a.batch)
+        r = model.core.memory_report(a.batch)
         print(f"{model.name:<14}{model.count_params():>10,}{r['train_keep_all'] / mib:>10.1f}"
               f"{r['one_buffer_per_activation'] / mib:>16.1f}{r['train'] / mib:>10.1f}{r['test'] / mib:>10.1f}"
               f"{r['predict'] / mib:>10.1f}{1 - r['train'] / r['train_keep_all']:>12.0%}  ({what})")

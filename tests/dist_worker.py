@@ -48,7 +48,7 @@ def main() -> None:
         path = os.path.join(out, "data.h5")
         if rank == 0:
             write_h5(path, x, y)
-        strategy._group.barrier()
+        strategy.group.barrier()
         with hpcnn.data.HDF5Dataset(path, batch_size=BATCH, shuffle=True, seed=7) as ds:
             model.fit(ds, epochs=1, verbose=0)
             result["evaluate"] = np.array(model.evaluate(ds, verbose=0))

@@ -703,11 +703,11 @@ CASES = [
 def test_bad_argument_is_a_clear_error(case, tmp_path, threads):
     _, call, exc, pattern = case
     ctx = Ctx(tmp_path)
-    steps_before = ctx.model._model().step
+    steps_before = ctx.model.core.step
     with pytest.raises(exc, match=pattern) as info:
         call(ctx)
     assert type(info.value) is exc  # not a subclass such as a pybind11 cast error
-    assert ctx.model._model().step == steps_before  # nothing trained before the check
+    assert ctx.model.core.step == steps_before  # nothing trained before the check
 
 
 def test_the_argument_table_covers_every_public_callable():
@@ -739,7 +739,7 @@ def test_good_arguments_still_work(tmp_path):
     c = Ctx(tmp_path)
     h = c.model.fit(c.x, c.y, batch_size=np.int64(8), epochs=np.int32(2), steps_per_epoch=2, verbose=False,
                     validation_split=0.25, shuffle=np.bool_(True))
-    assert len(h.history["loss"]) == 2 and c.model._model().step == 4
+    assert len(h.history["loss"]) == 2 and c.model.core.step == 4
     assert c.model.fit(c.x, c.y, epochs=0, verbose=0).history == {}  # Keras: epochs=0 trains nothing
     assert len(c.model.predict(c.x, batch_size=5, steps=2)) == 10  # the first `steps` batches
     loss_two, _ = c.model.evaluate(c.x[:16], c.y[:16], batch_size=8, verbose=0)
@@ -797,7 +797,7 @@ def test_labels_beyond_int32_are_refused_not_wrapped(dtype):
         m.train_on_batch(x, labels)
     with pytest.raises(ValueError, match=rf"label {big}(\.0)? \(row 5\)"):
         m.evaluate(x, labels, verbose=0)
-    assert m._model().step == 0
+    assert m.core.step == 0
 
 
 def test_first_bad_label_is_named_and_negatives_and_too_large_still_raise():
@@ -823,7 +823,7 @@ def test_core_binding_checks_wide_labels_before_its_cast():
     good = np.array([0, 1, 2, 0], np.int64)
     m = small_model()
     m.compile("adam", "sparse_categorical_crossentropy")
-    core = m._model()
+    core = m.core
     steps = 0
     for labels, shown in ((np.array([0, 1, 2**32 + 3, 0], np.int64), 2**32 + 3),
                           (np.array([0, 1, 2, 2**64 - 1], np.uint64), 2**64 - 1),

@@ -39,7 +39,7 @@ def softmax_xent(logits, y):
 
 def test_weights_are_keras_four_in_keras_order_and_initial_values():
     m = dense_bn_model()
-    assert m._weight_names() == ["batch_normalization/gamma", "batch_normalization/beta",
+    assert m.weight_names() == ["batch_normalization/gamma", "batch_normalization/beta",
                                  "batch_normalization/moving_mean", "batch_normalization/moving_variance",
                                  "dense/kernel", "dense/bias"]
     g, b, mm, mv = m.get_weights()[:4]
@@ -48,9 +48,9 @@ def test_weights_are_keras_four_in_keras_order_and_initial_values():
     np.testing.assert_array_equal(mm, np.zeros(5))
     np.testing.assert_array_equal(mv, np.ones(5))
     no_gamma = dense_bn_model(scale=False)
-    assert [n.split("/")[1] for n in no_gamma._weight_names()[:3]] == ["beta", "moving_mean", "moving_variance"]
+    assert [n.split("/")[1] for n in no_gamma.weight_names()[:3]] == ["beta", "moving_mean", "moving_variance"]
     neither = dense_bn_model(scale=False, center=False)
-    assert [n.split("/")[1] for n in neither._weight_names()[:2]] == ["moving_mean", "moving_variance"]
+    assert [n.split("/")[1] for n in neither.weight_names()[:2]] == ["moving_mean", "moving_variance"]
 
 
 def test_one_training_step_uses_batch_statistics_and_moves_the_moving_ones_by_keras_formula():
@@ -106,7 +106,7 @@ def test_no_optimizer_touches_the_moving_statistics_even_with_a_gradient_there(o
     m = hpcnn.Sequential([InputLayer(input_shape=(5,)), BatchNormalization(momentum=0.9), Dense(4),
                           BatchNormalization(momentum=0.7), Dense(3, activation="softmax")], seed=2)
     m.compile(optimizer, "sparse_categorical_crossentropy")
-    core = m._model()
+    core = m.core
     nt = 2 * 5 + 2 * 4
     assert core.num_trainable_params == m.count_params() - nt
     # The non-trainable weights are packed last, in model order.
@@ -147,7 +147,7 @@ def test_frozen_batchnorm_runs_in_inference_mode_and_changes_nothing():
     for i in (1, 2, 3, 4):
         np.testing.assert_array_equal(after[i], before[i])
     assert (after[0] != before[0]).any()  # the conv before the frozen BN trained (gradient through it)
-    assert m._model().num_trainable_params == 2 * 2 * 2 * 0 + 3 * 3 * 2 * 4 + (4 * 4 * 4 * 3 + 3)
+    assert m.core.num_trainable_params == 2 * 2 * 2 * 0 + 3 * 3 * 2 * 4 + (4 * 4 * 4 * 3 + 3)
 
 
 def test_a_nan_step_leaves_the_moving_statistics_as_they_were():
@@ -176,7 +176,7 @@ def test_save_and_load_keep_the_moving_statistics(tmp_path):
     assert not np.array_equal(loaded.get_weights()[2], np.zeros(5))  # trained statistics, not initial ones
     np.testing.assert_array_equal(loaded.predict(x), m.predict(x))
     assert loaded.get_config() == m.get_config()
-    assert loaded._model().num_trainable_params == m._model().num_trainable_params
+    assert loaded.core.num_trainable_params == m.core.num_trainable_params
 
 
 def test_set_weights_round_trip_and_clone():
@@ -209,7 +209,7 @@ def test_summary_counts_moving_statistics_as_non_trainable():
     m.layers[1].trainable = False
     assert "Non-trainable params: 64 " in summary_lines(m)
     m.compile("adam", "categorical_crossentropy")
-    assert m._model().num_trainable_params == total - 64
+    assert m.core.num_trainable_params == total - 64
 
 
 def test_center_and_scale_false_parameter_counts():
@@ -246,7 +246,7 @@ def fused_and_plain(cfg_layers, seed=7):
     """Two core models of the same layers: with BatchNormalization+ReLU fused (what Sequential
     builds) and with every layer on its own."""
     fused = [c for per in core_configs(cfg_layers) for c in per]
-    plain = [c for layer in cfg_layers for c in layer._core_configs()]
+    plain = [c for layer in cfg_layers for c in layer.core_configs()]
     assert fused != plain
     return (_core.Model([6, 6, 3], fused, seed), _core.Model([6, 6, 3], plain, seed))
 
@@ -259,7 +259,7 @@ def test_fused_batchnorm_relu_computes_what_the_two_layers_compute(relu_layer):
     r = np.random.default_rng(6)
     x, y = r.standard_normal((10, 6, 6, 3)).astype(np.float32), (np.arange(10) % 3).astype(np.int32)
     for core in (fused, plain):
-        core.compile(optimizers.SGD(0.1, momentum=0.9)._core_config(), "sparse_categorical_crossentropy")
+        core.compile(optimizers.SGD(0.1, momentum=0.9).core_config(), "sparse_categorical_crossentropy")
     for _ in range(3):
         lf, lp = fused.train_step((x, y))[0], plain.train_step((x, y))[0]
         assert lf == pytest.approx(lp, rel=1e-6)

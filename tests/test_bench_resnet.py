@@ -18,7 +18,7 @@ def test_resnet20_flop_count_matches_the_model():
     """bench's FLOP count (a peer worker cannot import hpcnn to count) against the model's layers."""
     m = resnet20_cifar(shortcut="B")
     macs = [layer.output.shape[1] * layer.output.shape[2] * layer.filters * layer.kernel_size[0] ** 2
-            * layer._inbound[0].shape[-1] for layer in m.layers if isinstance(layer, Conv2D)]
+            * layer.inbound_tensors[0].shape[-1] for layer in m.layers if isinstance(layer, Conv2D)]
     fwd = 2 * (sum(macs) + 64 * 10) / 1e6
     train = fwd + 2 * (sum(macs[1:]) + sum(macs) + 2 * 64 * 10) / 1e6
     assert bench.RESNET20_FWD_MFLOP == pytest.approx(fwd) and bench.RESNET20_TRAIN_MFLOP == pytest.approx(train)

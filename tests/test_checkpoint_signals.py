@@ -44,7 +44,7 @@ CHILD = textwrap.dedent("""
     class Pause(Callback):
         # Says where training is; at step `pause` waits (up to a minute) for the test's signal.
         def on_train_batch_end(self, batch, logs=None):
-            step = self.model._model().step
+            step = self.model.core.step
             print(f"step {step}", flush=True)
             if step == pause:
                 print("paused", flush=True)
@@ -65,7 +65,7 @@ CHILD = textwrap.dedent("""
     if not h.interrupted:
         np.savez(out, *model.get_weights())
     print("RESULT " + json.dumps({"interrupted": h.interrupted, "by": h.interrupted_by, "epochs": h.epoch,
-                                  "loss": h.history.get("loss"), "step": int(model._model().step)}), flush=True)
+                                  "loss": h.history.get("loss"), "step": int(model.core.step)}), flush=True)
 """)
 
 

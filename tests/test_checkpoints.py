@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import hpcnn
-from hpcnn import _core, interrupts, optimizers, saving
+from hpcnn import _core, interrupts, optimizers
+from hpcnn.formats import hpcnn_files
 from hpcnn.callbacks import BackupAndRestore, Callback, EarlyStopping, LambdaCallback, ModelCheckpoint
 from hpcnn.data import HDF5Dataset, read_dataset, write_hdf5
 from gpu_target import GPU, MARKS as GPU_MARKS
@@ -45,7 +46,7 @@ class SignalAt(Callback):
         self.step, self.signum, self.times = step, signum, times
 
     def on_train_batch_end(self, batch, logs=None):
-        if self.model._model().step == self.step:
+        if self.model.core.step == self.step:
             for _ in range(self.times):
                 os.kill(os.getpid(), self.signum)
 
@@ -75,7 +76,7 @@ def test_resume_mid_epoch_with_arrays_is_bitwise_the_uninterrupted_run(tmp_path,
     first = compiled(optimizer)
     h1 = train(first, x, y, BackupAndRestore(d, save_freq=save_freq), [SignalAt(17, signum)], validation_data=val)
     assert h1.interrupted and h1.interrupted_by == signal.Signals(signum).name
-    assert first._model().step == 17 and len(h1.epoch) == 1  # 13 batches per epoch: stopped in epoch 2
+    assert first.core.step == 17 and len(h1.epoch) == 1  # 13 batches per epoch: stopped in epoch 2
     assert os.listdir(d) == ["backup.h5"]
     second = compiled(optimizer, seed=99)  # another seed: the backup's random state replaces it
     cb = BackupAndRestore(d, save_freq=save_freq)
@@ -83,10 +84,10 @@ def test_resume_mid_epoch_with_arrays_is_bitwise_the_uninterrupted_run(tmp_path,
     assert cb.resumed_from == {"epoch": 1, "batch": 4}
     assert not h2.interrupted
     assert same_weights(second, ref)
-    assert second._model().iterations == ref._model().iterations == 39
+    assert second.core.iterations == ref.core.iterations == 39
     for name in ("momentum", "velocity"):
-        if name in ref._model().optimizer_state():
-            np.testing.assert_array_equal(second._model().optimizer_state()[name], ref._model().optimizer_state()[name])
+        if name in ref.core.optimizer_state():
+            np.testing.assert_array_equal(second.core.optimizer_state()[name], ref.core.optimizer_state()[name])
     # The History of the whole training: the resumed epoch's loss too (its running sums were saved).
     assert h2.epoch == [0, 1, 2]
     for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
@@ -121,7 +122,7 @@ def test_resume_is_exact_with_every_optimizer_and_schedule(tmp_path, name):
     assert train(make(), x, y, BackupAndRestore(tmp_path / "b", save_freq=4), [SignalAt(18)]).interrupted
     second = make()
     train(second, x, y, BackupAndRestore(tmp_path / "b", save_freq=4))
-    assert same_weights(second, ref) and second._model().learning_rate == ref._model().learning_rate
+    assert same_weights(second, ref) and second.core.learning_rate == ref.core.learning_rate
 
 
 def test_learning_rate_callbacks_resume_exactly(tmp_path):
@@ -175,10 +176,10 @@ def test_an_hdf5_epoch_from_a_given_batch_and_a_restored_seed(tmp_path, cache):
     kw = dict(x="x", y="y", batch_size=10, cache=cache, memory_budget=3 * 16 * 16 if cache == "none" else 1 << 30)
     ds = HDF5Dataset(path, seed=5, **kw)
     for epoch in (0, 3):
-        whole = [(a.copy(), b.copy()) for a, b, _ in ds._model_batches(epoch, "cpu")]
+        whole = [(a.copy(), b.copy()) for a, b, _ in ds.model_batches(epoch, "cpu")]
         assert len(whole) == 21
         for first in (1, 7, 20, 21):
-            part = [(a.copy(), b.copy()) for a, b, _ in ds._model_batches(epoch, "cpu", first_batch=first)]
+            part = [(a.copy(), b.copy()) for a, b, _ in ds.model_batches(epoch, "cpu", first_batch=first)]
             assert len(part) == 21 - first
             for (a, b), (c, d) in zip(part, whole[first:]):
                 np.testing.assert_array_equal(a, c)
@@ -187,12 +188,12 @@ def test_an_hdf5_epoch_from_a_given_batch_and_a_restored_seed(tmp_path, cache):
     drawn = HDF5Dataset(path, **kw)  # seed=None: drawn at construction
     assert other.seed == 6 and drawn.seed != 5
     for restored in (other, drawn):
-        restored._set_seed(5)
+        restored.set_seed(5)
         assert restored.seed == 5
-        for (a, _, _), (c, _, _) in zip(restored._model_batches(2, "cpu"), ds._model_batches(2, "cpu")):
+        for (a, _, _), (c, _, _) in zip(restored.model_batches(2, "cpu"), ds.model_batches(2, "cpu")):
             np.testing.assert_array_equal(a, c)
     with pytest.raises(ValueError, match=r"first batch 22 is outside \[0, 21\]"):
-        next(ds._model_batches(0, "cpu", first_batch=22))
+        next(ds.model_batches(0, "cpu", first_batch=22))
 
 
 def test_resume_with_a_sequence(tmp_path):
@@ -220,7 +221,7 @@ def test_a_stop_during_validation_resumes_with_the_validation(tmp_path, monkeypa
     ref = compiled()
     ref_h = train(ref, x, y, validation_data=val, validation_batch_size=8)
     calls = {"n": 0}
-    real = hpcnn.training.evaluate_loss_metrics
+    real = hpcnn.training.evaluation.evaluate_loss_metrics
 
     def evaluate_and_signal(*args, **kw):  # a SIGTERM arriving in the middle of epoch 2's validation
         calls["n"] += 1
@@ -230,7 +231,7 @@ def test_a_stop_during_validation_resumes_with_the_validation(tmp_path, monkeypa
 
     d = tmp_path / "b"
     first = compiled()
-    monkeypatch.setattr(hpcnn.training, "evaluate_loss_metrics", evaluate_and_signal)
+    monkeypatch.setattr(hpcnn.training.evaluation, "evaluate_loss_metrics", evaluate_and_signal)
     h = train(first, x, y, BackupAndRestore(d), validation_data=val, validation_batch_size=8)
     monkeypatch.undo()
     assert h.interrupted and len(h.epoch) == 1
@@ -283,10 +284,10 @@ def test_keep_the_backup_of_a_completed_training(tmp_path):
     assert os.listdir(tmp_path / "b") == ["backup.h5"]
     again = compiled()
     h2 = train(again, x, y, BackupAndRestore(tmp_path / "b", delete_checkpoint=False), epochs=2)
-    assert again._model().step == m._model().step == 10 and same_weights(again, m)
+    assert again.core.step == m.core.step == 10 and same_weights(again, m)
     assert h2.history["loss"] == h.history["loss"]  # nothing trained: the History came from the backup
     h3 = train(again, x, y, BackupAndRestore(tmp_path / "b", delete_checkpoint=False), epochs=3)
-    assert len(h3.epoch) == 3 and again._model().step == 15  # more epochs than first planned
+    assert len(h3.epoch) == 3 and again.core.step == 15  # more epochs than first planned
 
 
 def test_a_second_signal_during_the_backup_write_is_only_recorded(tmp_path):
@@ -296,7 +297,7 @@ def test_a_second_signal_during_the_backup_write_is_only_recorded(tmp_path):
 
     class NoisyState(Callback):  # get_state runs while the backup is written
         def get_state(self):
-            if self.model._model().step == 9:
+            if self.model.core.step == 9:
                 for s in (signal.SIGINT, signal.SIGINT, signal.SIGTERM):
                     os.kill(os.getpid(), s)
             return {"n": 1}
@@ -308,7 +309,7 @@ def test_a_second_signal_during_the_backup_write_is_only_recorded(tmp_path):
     train(ref, x, y)
     first = compiled()
     h = train(first, x, y, BackupAndRestore(tmp_path / "b", save_freq=3), [NoisyState()])
-    assert h.interrupted and h.interrupted_by == "SIGINT" and first._model().step == 9
+    assert h.interrupted and h.interrupted_by == "SIGINT" and first.core.step == 9
     second = compiled()
     train(second, x, y, BackupAndRestore(tmp_path / "b", save_freq=3), [NoisyState()])
     assert same_weights(second, ref)
@@ -361,7 +362,7 @@ def test_a_signal_ignored_before_fit_stays_ignored():
     try:
         m = compiled()
         h = m.fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[SignalAt(3, signal.SIGUSR1)])
-        assert not h.interrupted and m._model().step == 10
+        assert not h.interrupted and m.core.step == 10
         assert signal.getsignal(signal.SIGUSR1) == signal.SIG_IGN
     finally:
         signal.signal(signal.SIGUSR1, before)
@@ -377,7 +378,7 @@ def test_csv_logger_continues_its_file_when_resumed(tmp_path):
     csv_path.write_text("an older run's rows\n")  # append=False: replaced by this training's rows
     d, kept = tmp_path / "b", tmp_path / "backup-of-step-14.h5"
     keep = LambdaCallback(on_train_batch_end=lambda b, logs: (
-        first._model().step == 15 and shutil.copy(d / "backup.h5", kept)))
+        first.core.step == 15 and shutil.copy(d / "backup.h5", kept)))
     first = compiled()
     # Backups every 7 batches (steps 7, 14); epoch 3's row is written at step 15; stopped at step 17.
     h = train(first, x, y, BackupAndRestore(d, save_freq=7), [hpcnn.callbacks.CSVLogger(str(csv_path)), keep,
@@ -424,7 +425,7 @@ def refuses(d, x, y, pattern, model=None, **fit_kw):
     before = m.get_weights()
     with pytest.raises(ValueError, match=pattern):
         train(m, x, y, BackupAndRestore(d), **fit_kw)
-    assert m._model().step == 0 and all(np.array_equal(a, b) for a, b in zip(before, m.get_weights()))
+    assert m.core.step == 0 and all(np.array_equal(a, b) for a, b in zip(before, m.get_weights()))
 
 
 def test_foreign_files_in_the_backup_dir_are_an_error(tmp_path):
@@ -593,7 +594,7 @@ def test_save_load_model_then_fit_continues_exactly(tmp_path, optimizer):
     m.fit(x, y, batch_size=8, epochs=1, verbose=0)
     m.save(tmp_path / "m.h5")
     loaded = hpcnn.models.load_model(tmp_path / "m.h5")
-    assert loaded._model().iterations == 13 and loaded._model().step == 13 and loaded.seed == m.seed
+    assert loaded.core.iterations == 13 and loaded.core.step == 13 and loaded.seed == m.seed
     loaded.fit(x, y, batch_size=8, epochs=2, initial_epoch=1, verbose=0)
     assert same_weights(loaded, ref)
 
@@ -604,8 +605,8 @@ def test_save_without_the_optimizer_starts_it_fresh(tmp_path):
     m.fit(x, y, batch_size=8, verbose=0)
     m.save(tmp_path / "m.h5", include_optimizer=False)
     loaded = hpcnn.models.load_model(tmp_path / "m.h5")
-    assert loaded._model().iterations == 0 and loaded._model().optimizer_state() == {}
-    assert loaded._model().step == 5  # the random state is the model's, saved either way
+    assert loaded.core.iterations == 0 and loaded.core.optimizer_state() == {}
+    assert loaded.core.step == 5  # the random state is the model's, saved either way
     with pytest.raises(ValueError, match=r"Invalid value for argument `include_optimizer`"):
         m.save(tmp_path / "m.h5", include_optimizer="no")
 
@@ -616,7 +617,7 @@ def test_a_format_version_1_file_still_loads(tmp_path):
     m = compiled()
     m.fit(x, y, batch_size=8, verbose=0)
     meta = {"format": "hpcnn-model", "format_version": 1, "hpcnn_version": "0.1.0", "config": m.get_config(),
-            "seed": m.seed, "weight_names": m._weight_names(),
+            "seed": m.seed, "weight_names": m.weight_names(),
             "compile": {"optimizer": "Adam", "optimizer_config": m.optimizer.get_config(),
                         "loss": "sparse_categorical_crossentropy", "from_logits": False, "metrics": ["accuracy"]}}
     arrays = {"hpcnn_model_json": np.frombuffer(json.dumps(meta).encode(), np.uint8)}
@@ -624,9 +625,9 @@ def test_a_format_version_1_file_still_loads(tmp_path):
         arrays[f"weight_{i:03d}"] = w
     write_hdf5(tmp_path / "old.h5", arrays, compression="gzip", level=1)
     old = hpcnn.models.load_model(tmp_path / "old.h5")
-    assert same_weights(old, m) and old._model().iterations == 0 and old._model().step == 0
+    assert same_weights(old, m) and old.core.iterations == 0 and old.core.step == 0
     old.fit(x, y, batch_size=8, verbose=0)  # trains with a fresh optimizer state
-    assert old._model().iterations == 5
+    assert old.core.iterations == 5
 
 
 @pytest.mark.parametrize("damage", ["optimizer buffer of another size", "NaN in the optimizer state",
@@ -637,7 +638,7 @@ def test_a_damaged_optimizer_state_is_a_clear_error(tmp_path, damage):
     m.fit(x, y, batch_size=8, verbose=0)
     path = str(tmp_path / "m.h5")
     m.save(path)
-    meta = json.loads(bytes(read_dataset(path, saving.META_DATASET)).decode())
+    meta = json.loads(bytes(read_dataset(path, hpcnn_files.META_DATASET)).decode())
     # Rewritten with hpcnn's own weight layout (weight_000, ...: format_version 2's, which loads too),
     # so that write_hdf5 can write the file; the optimizer state is read the same way in either layout.
     del meta["weights"]
@@ -658,7 +659,7 @@ def test_a_damaged_optimizer_state_is_a_clear_error(tmp_path, damage):
     else:
         meta["rng"]["step"] = "many"
         expect = r"random state's step 'many' is not"
-    arrays[saving.META_DATASET] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+    arrays[hpcnn_files.META_DATASET] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
     os.remove(path)
     write_hdf5(path, arrays)
     with pytest.raises(ValueError, match=rf"load_model: '.*m.h5' is damaged: .*{expect}"):
@@ -668,28 +669,28 @@ def test_a_damaged_optimizer_state_is_a_clear_error(tmp_path, damage):
 def test_the_optimizer_state_api_of_the_core():
     x, y = data(16)
     m = compiled()
-    core = m._model()
+    core = m.core
     assert core.optimizer_state_names == ["momentum", "velocity"] and core.optimizer_state() == {}
     m.fit(x, y, batch_size=8, verbose=0)
     state = core.optimizer_state(keras_layout=True)
     assert list(state) == ["momentum", "velocity"] and all(a.shape == (core.num_params,) for a in state.values())
     other = compiled(seed=1)
-    other._model().set_optimizer_state(state, 2)
-    assert other._model().iterations == 2
+    other.core.set_optimizer_state(state, 2)
+    assert other.core.iterations == 2
     for k in state:
-        np.testing.assert_array_equal(other._model().optimizer_state()[k], state[k])
+        np.testing.assert_array_equal(other.core.optimizer_state()[k], state[k])
     with pytest.raises(ValueError, match=r"Adam has no state buffer 'm'"):
-        other._model().set_optimizer_state({"m": state["momentum"], "velocity": state["velocity"]}, 2)
+        other.core.set_optimizer_state({"m": state["momentum"], "velocity": state["velocity"]}, 2)
     with pytest.raises(ValueError, match=r"Adam keeps the state buffers \[momentum, velocity\], got 1"):
-        other._model().set_optimizer_state({"momentum": state["momentum"]}, 2)
+        other.core.set_optimizer_state({"momentum": state["momentum"]}, 2)
     with pytest.raises(ValueError, match=r"must be float32 with \d+ elements"):
-        other._model().set_optimizer_state({"momentum": state["momentum"][:5], "velocity": state["velocity"]}, 2)
-    other._model().set_optimizer_state({}, 0)  # a fresh state
-    assert other._model().optimizer_state() == {} and other._model().iterations == 0
-    sgd = compiled("sgd")._model()
+        other.core.set_optimizer_state({"momentum": state["momentum"][:5], "velocity": state["velocity"]}, 2)
+    other.core.set_optimizer_state({}, 0)  # a fresh state
+    assert other.core.optimizer_state() == {} and other.core.iterations == 0
+    sgd = compiled("sgd").core
     assert sgd.optimizer_state_names == ["momentum"]
-    other._model().set_rng_state(123, 45)
-    assert other._model().seed == 123 and other._model().step == 45
+    other.core.set_rng_state(123, 45)
+    assert other.core.seed == 123 and other.core.step == 45
 
 
 # ------------------------------------------------------------------ ModelCheckpoint
@@ -702,7 +703,7 @@ def test_model_checkpoint_names_files_by_epoch_and_metrics(tmp_path):
     names = sorted(os.listdir(tmp_path / "ckpt"))
     assert names == [f"m-{e + 1:02d}-{v:.3f}.h5" for e, v in enumerate(h.history["val_loss"])]
     last = hpcnn.models.load_model(tmp_path / "ckpt" / names[-1])
-    assert same_weights(last, m) and last._model().iterations == 15  # a full model, optimizer included
+    assert same_weights(last, m) and last.core.iterations == 15  # a full model, optimizer included
 
 
 @pytest.mark.parametrize("mode,monitor", [("min", "val_loss"), ("max", "val_accuracy"), ("auto", "val_accuracy")])
@@ -713,7 +714,7 @@ def test_model_checkpoint_save_best_only(tmp_path, mode, monitor):
 
     class Spy(ModelCheckpoint):
         def _write(self, path):
-            saved.append((self.model._model().step, path))
+            saved.append((self.model.core.step, path))
             super()._write(path)
 
     cb = Spy(str(tmp_path / "best.h5"), monitor=monitor, mode=mode, save_best_only=True)
@@ -741,7 +742,7 @@ def test_model_checkpoint_weights_only_every_n_batches(tmp_path):
     m = compiled()
     at_step_8 = []
     cb = ModelCheckpoint(str(tmp_path / "w-{epoch}-{batch}.weights.h5"), save_weights_only=True, save_freq=4)
-    grab = LambdaCallback(on_train_batch_end=lambda b, logs: m._model().step == 8 and at_step_8.append(m.get_weights()))
+    grab = LambdaCallback(on_train_batch_end=lambda b, logs: m.core.step == 8 and at_step_8.append(m.get_weights()))
     m.fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[cb, grab])
     assert sorted(os.listdir(tmp_path)) == ["w-1-4.weights.h5", "w-2-3.weights.h5"]  # steps 4 and 8
     fresh = compiled(seed=77)
@@ -784,7 +785,7 @@ def test_model_checkpoint_saves_on_a_stop_signal(tmp_path, capsys):
     assert h.interrupted
     assert sorted(os.listdir(tmp_path)) == ["m-1.h5", "m-2.h5"]  # epoch 1's end, then the stop in epoch 2
     stopped = hpcnn.models.load_model(tmp_path / "m-2.h5")
-    assert same_weights(stopped, m) and stopped._model().step == 7
+    assert same_weights(stopped, m) and stopped.core.step == 7
     assert "ModelCheckpoint: model saved to" in capsys.readouterr().out
     # A name that needs a validation metric cannot be written mid-epoch: said, not a crash.
     cb = ModelCheckpoint(str(tmp_path / "v-{val_loss:.2f}.h5"))

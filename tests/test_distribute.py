@@ -25,12 +25,12 @@ def test_cpu_replicas_match_one_device_with_dropout_and_shuffle(replicas):
     ref.fit(x, y, batch_size=BATCH, epochs=1, shuffle=True, verbose=0)
     with mirrored(replicas).scope():
         model = make_model()
-    assert model._model().replica_devices == ["cpu"] * replicas
+    assert model.core.replica_devices == ["cpu"] * replicas
     model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=True, verbose=0)
     assert model.optimizer.iterations == 5
     assert rel_err(weights(model), weights(ref)) <= 1e-5
     # Every replica holds the same weights, bit for bit.
-    core = model._model()
+    core = model.core
     first = np.concatenate([w.ravel() for w in core.replica_weights(0)])
     for r in range(1, replicas):
         np.testing.assert_array_equal(np.concatenate([w.ravel() for w in core.replica_weights(r)]), first)
@@ -141,7 +141,7 @@ def test_batch_normalization_each_replica_its_own_batch_moving_statistics_averag
     for k in (2, 3):  # moving_mean, moving_variance
         np.testing.assert_allclose(got[k], (halves[0][k] + halves[1][k]) / 2, rtol=1e-6)
     assert not np.allclose(got[3], whole.get_weights()[3], rtol=1e-4)  # not a synchronized batch norm
-    core = model._model()
+    core = model.core
     for a, b in zip(core.replica_weights(0), core.replica_weights(1)):
         np.testing.assert_array_equal(a, b)
 
@@ -154,7 +154,7 @@ def test_gradient_buckets_few_collectives_for_the_tutorial_cnn():
             model = hpcnn.applications.tutorial_cnn(seed=1)
             model.compile("adam", "sparse_categorical_crossentropy")
         model.train_on_batch(x, y)
-        collectives, nbytes, buckets = model._model().step_collectives
+        collectives, nbytes, buckets = model.core.step_collectives
         assert (collectives, buckets) == (expected, expected)
         assert nbytes == 4 * model.count_params()
     # The plan itself: buckets close in reverse layer order once they hold bytes_per_pack.
@@ -187,10 +187,10 @@ def test_strategy_api():
 def test_compile_in_scope_after_creation_and_device_conflict():
     s = mirrored(2)
     model = make_model()  # created and compiled outside: one device
-    assert not model._model().distributed
+    assert not model.core.distributed
     with s.scope():
         model.compile("adam", "sparse_categorical_crossentropy")
-        assert model._model().distributed
+        assert model.core.distributed
         with pytest.raises(ValueError, match="device= cannot be combined with a distribution strategy"):
             model.compile("adam", "sparse_categorical_crossentropy", device="cpu")
 
@@ -247,7 +247,7 @@ def test_two_gpus_with_nccl_match_one_device():
         model = make_model()
     model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=True, verbose=0)
     assert rel_err(weights(model), weights(ref)) <= 1e-4
-    core = model._model()
+    core = model.core
     for a, b in zip(core.replica_weights(0), core.replica_weights(1)):
         np.testing.assert_array_equal(a, b)
 
@@ -260,11 +260,11 @@ def test_functional_residual_model_cpu_replicas_match_one_device(pack):
     ref.fit(x, y, batch_size=BATCH, epochs=1, shuffle=True, verbose=0)
     with mirrored(2, communication_options=CommunicationOptions(bytes_per_pack=pack)).scope():
         model = residual_model()
-    assert model._model().replica_devices == ["cpu", "cpu"]
+    assert model.core.replica_devices == ["cpu", "cpu"]
     model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=True, verbose=0)
     assert model.optimizer.iterations == 5
     assert rel_err(weights(model), weights(ref)) <= 1e-5
-    core = model._model()
+    core = model.core
     np.testing.assert_array_equal(np.concatenate([w.ravel() for w in core.replica_weights(1)]),
                                   np.concatenate([w.ravel() for w in core.replica_weights(0)]))
     collectives, nbytes, buckets = core.step_collectives
@@ -307,7 +307,7 @@ def test_functional_resnet_block_with_batch_normalization_on_cpu_replicas():
     expected = (halves[0] + halves[1]) / 2
     assert rel_err(weights(model), expected) <= 1e-5
     assert rel_err(weights(whole), expected) > 1e-4  # not a synchronized batch norm
-    core = model._model()
+    core = model.core
     for a, b in zip(core.replica_weights(0), core.replica_weights(1)):
         np.testing.assert_array_equal(a, b)
 
@@ -345,7 +345,7 @@ def test_binary_crossentropy_sample_weight_and_two_metrics_on_replicas_match_one
                     validation_data=(vx, vy, vw))
     with mirrored(replicas).scope():
         model = binary_model()
-    assert model._model().replica_devices == ["cpu"] * replicas
+    assert model.core.replica_devices == ["cpu"] * replicas
     h = model.fit(x, y, sample_weight=w, batch_size=12, epochs=2, shuffle=True, verbose=0,
                   validation_data=(vx, vy, vw))
     assert rel_err(weights(model), weights(ref)) <= 1e-5
@@ -363,7 +363,7 @@ def test_binary_crossentropy_sample_weight_and_two_metrics_on_replicas_match_one
     for k in ev:
         np.testing.assert_allclose(ev[k], ev_ref[k], rtol=1e-5, err_msg=k)
     # The metric sums of the last step are every replica's rows, not replica 0's share.
-    core, ref_core = model._model(), ref._model()
+    core, ref_core = model.core, ref.core
     assert len(core.last_metric_sums) == 2
     np.testing.assert_allclose(core.last_metric_sums, ref_core.last_metric_sums, rtol=1e-5)
 
@@ -405,7 +405,7 @@ def test_recompile_in_scope_gives_replicas_the_new_loss_and_metrics():
     ref.compile("sgd", "mse", ["mae"])
     h = model.fit(x, y, sample_weight=w, batch_size=16, epochs=1, verbose=0)
     h_ref = ref.fit(x, y, sample_weight=w, batch_size=16, epochs=1, verbose=0)
-    assert model._model().distributed
+    assert model.core.distributed
     assert sorted(h.history) == sorted(h_ref.history)
     for k in ("loss", "mae"):
         np.testing.assert_allclose(h.history[k], h_ref.history[k], rtol=1e-5, err_msg=k)
@@ -415,7 +415,7 @@ def test_recompile_in_scope_gives_replicas_the_new_loss_and_metrics():
 def test_core_batch_tuple_carries_sample_weights_and_a_share():
     # (x, y, rows, decode, sample_weight, first_row, global_rows): one tuple for both features.
     x, y, w = binary_data(rows=16)
-    a, b = binary_model(dropout=0.0)._model(), binary_model(dropout=0.0)._model()
+    a, b = binary_model(dropout=0.0).core, binary_model(dropout=0.0).core
     la = a.test_step((x, y, None, None, w))
     lb = b.test_step((x, y, None, None, w, 0, 16))  # the whole global batch, said explicitly
     np.testing.assert_allclose(lb, la, rtol=1e-6)

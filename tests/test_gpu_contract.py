@@ -182,7 +182,7 @@ def test_a_model_whose_planned_algorithms_fail_keeps_training_as_the_cpu(fresh_p
     gpu.set_weights(cpu.get_weights())
     w0 = cpu.get_weights()
     for m in (cpu, gpu):
-        m._model().train_step((x[:32], y[:32]))
+        m.core.train_step((x[:32], y[:32]))
     chosen = [p["algorithm"] for p in _core.cuda_conv_plans(dev)]
     assert chosen
     _core.cuda_force_conv_failures(chosen)
@@ -318,7 +318,7 @@ def test_a_training_step_copies_its_batch_up_and_its_loss_statistics_back_and_no
     real_gpu()
     x, y = data()
     x8 = (x * 255).astype(np.uint8)
-    core = compiled(model(), GPU)._model()
+    core = compiled(model(), GPU).core
     core.train_step((x8[:32], y[:32]))  # the step's buffers are made: what follows is one step's copies
 
     def copies(call):
@@ -451,11 +451,11 @@ def test_a_nan_loss_on_the_gpu_is_refused_as_on_the_cpu_and_the_weights_stay():
     w0 = cpu.get_weights()
     for m in (cpu, gpu):
         with pytest.raises(ValueError, match="the loss is (NaN|inf).*the weights were not updated"):
-            m._model().train_step((huge, y))
+            m.core.train_step((huge, y))
         for a, b in zip(m.get_weights(), w0):
             assert np.array_equal(a, b)
     # and training goes on from there
-    losses = [m._model().train_step((x, y))[0] for m in (cpu, gpu)]
+    losses = [m.core.train_step((x, y))[0] for m in (cpu, gpu)]
     assert np.isfinite(losses[1]) and losses[1] == pytest.approx(losses[0], rel=1e-3)
 
 
@@ -560,17 +560,17 @@ def test_destroying_models_with_work_queued_and_reusing_their_memory_at_once():
     x, y = data(256, seed=3)
     cpu = compiled(model(13), "cpu")
     w0 = cpu.get_weights()
-    cpu._model().train_step((x, y))
+    cpu.core.train_step((x, y))
     want = cpu.get_weights()
     for _ in range(4):
         m = compiled(model(13), GPU)
-        m._model().train_step((x, y))
-        m._model().train_step((x, y), (x[:64], y[:64]))  # and a batch staged, uploading
+        m.core.train_step((x, y))
+        m.core.train_step((x, y), (x[:64], y[:64]))  # and a batch staged, uploading
         del m
         gc.collect()
         fresh = compiled(model(13), GPU)
         fresh.set_weights(w0)
-        fresh._model().train_step((x, y))
+        fresh.core.train_step((x, y))
         for i, (a, c, w) in enumerate(zip(fresh.get_weights(), want, w0)):
             d_cpu = c - w
             np.testing.assert_allclose(a - w, d_cpu, rtol=2e-3, atol=2e-3 * max(float(np.max(np.abs(d_cpu))), 1e-8),
@@ -589,10 +589,10 @@ def test_a_new_optimizer_right_after_a_step_frees_the_old_ones_state_safely():
         if out:
             m.set_weights(out[0][0])
         w0 = m.get_weights()
-        core = m._model()
+        core = m.core
         core.train_step((x, y))  # Adam's moments are read and written by kernels still queued
         m.compile(hpcnn.optimizers.SGD(learning_rate=0.05), "sparse_categorical_crossentropy", device=device)
-        core = m._model()
+        core = m.core
         core.train_step((x, y))
         out.append((w0, m.get_weights()))
     (w0, cpu_w), (_, gpu_w) = out

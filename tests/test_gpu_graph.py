@@ -85,7 +85,7 @@ def test_a_short_adam_run_and_a_device_round_trip(name):
     h_cpu = cpu.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0).history
     h_gpu = gpu.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0).history
     np.testing.assert_allclose(h_gpu["loss"], h_cpu["loss"], rtol=5e-2)
-    report = gpu._model().memory_report(16)
+    report = gpu.core.memory_report(16)
     assert report["allocated"] == max(report["train"], report["test"], report["predict"])
     weights = gpu.get_weights()
     gpu.to("cpu")
@@ -99,7 +99,7 @@ def test_a_graph_step_copies_its_batch_up_and_its_statistics_back_and_nothing_el
         pytest.skip("about host-device copies: needs a real GPU (HPCNN_TEST_GPU=cpu)")
     _, gpu, in_shape = _pair("residual", lambda: hpcnn.optimizers.SGD(learning_rate=0.05))  # Add: alias and copy
     x, y = _data(in_shape)
-    core = gpu._model()
+    core = gpu.core
     core.train_step((x, y))  # the step's buffers are made: what follows is one step's copies
     _core.reset_transfer_stats()
     core.train_step((x, y))
@@ -117,7 +117,7 @@ def test_a_resnet_block_with_batchnorm_matches_cpu(tmp_path):
         np.testing.assert_array_equal(a, b)
     cpu.train_on_batch(x, y)
     gpu.train_on_batch(x, y)
-    for name, a, c, w in zip(cpu._weight_names(), gpu.get_weights(), cpu.get_weights(), w0):
+    for name, a, c, w in zip(cpu.weight_names(), gpu.get_weights(), cpu.get_weights(), w0):
         d_gpu, d_cpu = a - w, c - w  # SGD's update, or the moving statistics' step
         scale = max(float(np.max(np.abs(d_cpu))), 1e-8)
         np.testing.assert_allclose(d_gpu, d_cpu, rtol=2e-3, atol=2e-3 * scale, err_msg=name)

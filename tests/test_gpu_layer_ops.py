@@ -170,7 +170,7 @@ def test_a_bn_model_trains_the_same_on_the_gpu():
         m.compile(optimizers.SGD(0.05, momentum=0.9), "sparse_categorical_crossentropy", ["accuracy"], device=dev)
         m.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
         models[dev] = m
-    names = models["cpu"]._weight_names()
+    names = models["cpu"].weight_names()
     for name, a, b in zip(names, models[GPU].get_weights(), models["cpu"].get_weights()):
         close(a, b, 2e-4, name)  # the moving statistics included
     close(models[GPU].predict(x), models["cpu"].predict(x), 2e-4, "predict (moving statistics)")

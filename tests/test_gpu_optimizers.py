@@ -131,8 +131,8 @@ def test_training_steps_match_the_cpu(name):
         np.testing.assert_allclose(a, c, rtol=2e-3, atol=2e-4, err_msg=f"weight {i}")
     assert gpu.optimizer.learning_rate == pytest.approx(cpu.optimizer.learning_rate)
     # the state, brought into the CPU's layout, follows the CPU's
-    core = gpu._model()
-    for s_gpu, s_cpu in zip(state_buffers(core), state_buffers(cpu._model())):
+    core = gpu.core
+    for s_gpu, s_cpu in zip(state_buffers(core), state_buffers(cpu.core)):
         s = core.relayout_buffer(s_gpu, GPU, "cpu")
         np.testing.assert_allclose(s, s_cpu, rtol=5e-3, atol=5e-3 * max(float(np.abs(s_cpu).max()), 1e-8))
 
@@ -148,7 +148,7 @@ def test_rmsprop_state_round_trips_through_the_gpu():
         m.train_on_batch(x, y)
     move.to(GPU)
     move.to("cpu")
-    for a, b in zip(state_buffers(move._model()), state_buffers(stay._model())):
+    for a, b in zip(state_buffers(move.core), state_buffers(stay.core)):
         assert np.array_equal(a, b)
     assert move.train_on_batch(x, y) == stay.train_on_batch(x, y)
-    assert np.array_equal(move._model().parameter_buffer(), stay._model().parameter_buffer())
+    assert np.array_equal(move.core.parameter_buffer(), stay.core.parameter_buffer())

@@ -33,7 +33,7 @@ def keras_flat(weights):
 
 def steps(model, x, y, batch=16):
     """One pass over (x, y) in order, one train_step call per batch: the losses."""
-    core = model._model()
+    core = model.core
     return [core.train_step((x[i:i + batch], y[i:i + batch])) for i in range(0, len(x), batch)]
 
 
@@ -42,9 +42,9 @@ def test_a_gpu_model_holds_kernels_in_the_gpu_layout(tmp_path):
     m.compile("adam", "sparse_categorical_crossentropy", device="cpu")
     w = random_weights(m)
     m.set_weights(w)
-    cpu_flat = m._model().parameter_buffer().copy()
+    cpu_flat = m.core.parameter_buffer().copy()
     m.to(GPU)
-    core = m._model()
+    core = m.core
     held = core.parameter_buffer()
     assert np.array_equal(held, core.relayout_buffer(cpu_flat, "cpu", GPU))
     if GPU != "cpu":
@@ -73,12 +73,12 @@ def test_get_weights_and_gradients_on_the_gpu_equal_the_cpus():
     gpu.set_weights(w)
     for a, b in zip(gpu.get_weights(), cpu.get_weights()):
         assert np.array_equal(a, b)
-    l_c = cpu._model().train_step((x, y))
-    l_g = gpu._model().train_step((x, y))
+    l_c = cpu.core.train_step((x, y))
+    l_g = gpu.core.train_step((x, y))
     assert l_g[0] == pytest.approx(l_c[0], rel=1e-4)
     # dW came out of cuDNN as OHWI and stayed so; in Keras' layout it is the CPU's gradient
-    g_c = cpu._model().gradient_buffer(keras_layout=True)
-    g_g = gpu._model().gradient_buffer(keras_layout=True)
+    g_c = cpu.core.gradient_buffer(keras_layout=True)
+    g_g = gpu.core.gradient_buffer(keras_layout=True)
     np.testing.assert_allclose(g_g, g_c, rtol=1e-3, atol=1e-4 * float(np.abs(g_c).max()))
     for i, (a, c, w0) in enumerate(zip(gpu.get_weights(), cpu.get_weights(), w)):
         d_gpu, d_cpu = a - w0, c - w0
@@ -100,10 +100,10 @@ def test_a_round_trip_through_the_gpu_keeps_weights_and_adam_state():
     for a, b in zip(move.get_weights(), stay.get_weights()):
         assert np.array_equal(a, b)
     move.to("cpu")
-    assert np.array_equal(move._model().parameter_buffer(), stay._model().parameter_buffer())
-    assert move._model().iterations == stay._model().iterations == 3
+    assert np.array_equal(move.core.parameter_buffer(), stay.core.parameter_buffer())
+    assert move.core.iterations == stay.core.iterations == 3
     assert steps(move, x, y) == steps(stay, x, y)
-    assert np.array_equal(move._model().parameter_buffer(), stay._model().parameter_buffer())
+    assert np.array_equal(move.core.parameter_buffer(), stay.core.parameter_buffer())
     # on to the GPU with the moved moments: the updates follow the CPU's
     before = stay.get_weights()
     move.to(GPU)

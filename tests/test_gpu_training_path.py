@@ -96,9 +96,9 @@ def test_moving_in_mid_training_keeps_the_optimizer_state():
     for m in (a, b):
         m.compile(adam(), "sparse_categorical_crossentropy", ["accuracy"], device="cpu")
         m.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)
-    steps = b._model().iterations
+    steps = b.core.iterations
     b.to(GPU)
-    assert b.device == GPU and b._model().iterations == steps
+    assert b.device == GPU and b.core.iterations == steps
     b.to("cpu")
     # a round trip through the GPU copies weights and Adam's moments bit for bit: the next epoch
     # on the CPU is then identical to a model that never moved
@@ -110,7 +110,7 @@ def test_moving_in_mid_training_keeps_the_optimizer_state():
     b.to(GPU)
     h_a = a.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0).history
     h_b = b.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0).history
-    assert b._model().iterations == a._model().iterations == 3 * steps
+    assert b.core.iterations == a.core.iterations == 3 * steps
     assert h_b["loss"][0] == pytest.approx(h_a["loss"][0], rel=1e-2)
 
 
@@ -194,7 +194,7 @@ def test_uint8_batches_cross_as_uint8(tmp_path):
         pytest.skip("counts host->device bytes: needs a real GPU")
     x, y = uint8_data(64, seed=5)
     cpu, gpu = pair(lambda: hpcnn.optimizers.SGD(learning_rate=0.02))
-    core = gpu._model()
+    core = gpu.core
     core.train_step((x[:32], y[:32]))  # buffers made: what follows is one step's copies each
 
     def step_bytes(batch):
@@ -227,7 +227,7 @@ def test_buffers_grown_right_after_a_training_step_match_cpu():
     w0 = cpu.get_weights()
     out = {}
     for name, m in (("cpu", cpu), ("gpu", gpu)):
-        core = m._model()
+        core = m.core
         core.train_step((x[:32], y[:32]))
         first = core.test_step((x[:100], y[:100]), (x[100:], y[100:]))
         second = core.test_step(None)
@@ -241,9 +241,9 @@ def test_buffers_grown_right_after_a_training_step_match_cpu():
     for _ in range(3):
         m = model(11)
         m.compile("sgd", "sparse_categorical_crossentropy", device=GPU)
-        m._model().train_step((x, y))  # 200 rows: work queued when the model goes
+        m.core.train_step((x, y))  # 200 rows: work queued when the model goes
         del m
     m = model(11)
     m.compile("sgd", "sparse_categorical_crossentropy", device=GPU)
-    ls, _, n = m._model().train_step((x, y))
+    ls, _, n = m.core.train_step((x, y))
     assert n == 200 and np.isfinite(ls)

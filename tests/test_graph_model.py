@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import hpcnn
-from hpcnn import _core, saving
+from hpcnn import _core
+from hpcnn.formats import hpcnn_files
 from hpcnn.data import read_dataset, write_hdf5
 from hpcnn.layers import (Activation, Add, Concatenate, Conv2D, Dense, Flatten, InputLayer, KerasTensor,
                           MaxPooling2D)
@@ -56,7 +57,7 @@ def test_layers_in_keras_order_with_keras_names():
     m = residual_model()
     assert [la.name for la in m.layers] == ["input_layer", "conv2d", "conv2d_1", "conv2d_2", "add", "re_lu",
                                             "flatten", "dense"]
-    assert m._weight_names() == ["conv2d/kernel", "conv2d/bias", "conv2d_1/kernel", "conv2d_1/bias",
+    assert m.weight_names() == ["conv2d/kernel", "conv2d/bias", "conv2d_1/kernel", "conv2d_1/bias",
                                  "conv2d_2/kernel", "conv2d_2/bias", "dense/kernel", "dense/bias"]
     assert m.get_layer("add") is m.layers[4] and m.get_layer(index=-1) is m.layers[-1]
     assert m.input is m.inputs[0] is m.layers[0].output and m.output is m.outputs[0] is m.layers[-1].output
@@ -194,7 +195,7 @@ def test_config_round_trips_predict_the_same(name):
     cfg = m.get_config()
     again = hpcnn.Model.from_config(json.loads(json.dumps(cfg)))
     assert again.get_config() == cfg  # Concatenate's axis included
-    assert again._model().node_inputs == m._model().node_inputs
+    assert again.core.node_inputs == m.core.node_inputs
     again.set_weights(m.get_weights())
     x = np.random.default_rng(0).random((5,) + in_shape, dtype=np.float32)
     np.testing.assert_array_equal(again.predict(x), m.predict(x))
@@ -221,7 +222,7 @@ def test_save_and_load_a_graph(tmp_path, compiled):
         m.fit(x, y, batch_size=8, epochs=1, verbose=0)
     path = str(tmp_path / "res.h5")
     m.save(path)
-    assert json.loads(bytes(read_dataset(path, saving.META_DATASET)).decode())["class_name"] == "Functional"
+    assert json.loads(bytes(read_dataset(path, hpcnn_files.META_DATASET)).decode())["class_name"] == "Functional"
     back = hpcnn.load_model(path)
     assert type(back) is hpcnn.Model and back.get_config() == m.get_config() and back.seed == m.seed
     np.testing.assert_array_equal(back.predict(x), m.predict(x))
@@ -236,12 +237,12 @@ def test_files_of_sequential_models_without_a_class_name_still_load(tmp_path):
     m = small_model(seed=2)
     path = str(tmp_path / "seq.h5")
     m.save(path)
-    meta = json.loads(bytes(read_dataset(path, saving.META_DATASET)).decode())
+    meta = json.loads(bytes(read_dataset(path, hpcnn_files.META_DATASET)).decode())
     assert meta.pop("class_name") == "Sequential"
     meta.pop("weights")  # as hpcnn wrote them before Keras' layouts: format_version 2, weight_000, ...
     meta["format_version"] = 2
-    arrays = {saving.META_DATASET: np.frombuffer(json.dumps(meta).encode(), np.uint8)}
-    arrays.update({saving.weight_dataset(i): w for i, w in enumerate(m.get_weights())})
+    arrays = {hpcnn_files.META_DATASET: np.frombuffer(json.dumps(meta).encode(), np.uint8)}
+    arrays.update({hpcnn_files.weight_dataset(i): w for i, w in enumerate(m.get_weights())})
     old = str(tmp_path / "old.h5")
     write_hdf5(old, arrays)
     back = hpcnn.load_model(old)
@@ -254,12 +255,12 @@ def test_unknown_model_class_in_a_file_is_a_clear_error(tmp_path):
     m = small_model()
     path = str(tmp_path / "m.h5")
     m.save(path)
-    meta = json.loads(bytes(read_dataset(path, saving.META_DATASET)).decode())
+    meta = json.loads(bytes(read_dataset(path, hpcnn_files.META_DATASET)).decode())
     meta["class_name"] = "Subclassed"
     meta.pop("weights")
     meta["format_version"] = 2
-    arrays = {saving.META_DATASET: np.frombuffer(json.dumps(meta).encode(), np.uint8)}
-    arrays.update({saving.weight_dataset(i): w for i, w in enumerate(m.get_weights())})
+    arrays = {hpcnn_files.META_DATASET: np.frombuffer(json.dumps(meta).encode(), np.uint8)}
+    arrays.update({hpcnn_files.weight_dataset(i): w for i, w in enumerate(m.get_weights())})
     write_hdf5(path, arrays)
     with pytest.raises(ValueError, match="is damaged: its model class 'Subclassed' is not one hpcnn has"):
         hpcnn.load_model(path)
@@ -337,7 +338,7 @@ def test_a_cycle_is_refused():
     x = hpcnn.Input((4,))
     a = Dense(4)(x)
     b = Dense(4)(a)
-    a._layer._inbound = [b]  # a reads b, b reads a
+    a.layer.inbound_tensors = [b]  # a reads b, b reads a
     with pytest.raises(ValueError, match="is part of a cycle"):
         hpcnn.Model(x, Dense(2, activation="softmax")(b))
     dense = {"class_name": "Dense", "units": 4, "activation": "linear"}

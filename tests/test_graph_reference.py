@@ -26,7 +26,7 @@ def batches(in_shape, classes=3, steps=3, n=4, seed=0):
 
 def keras_gradients(model, shapes):
     """The last step's gradients from the one gradient buffer, split into Keras-shaped arrays."""
-    flat = model._model().gradient_buffer(keras_layout=True)
+    flat = model.core.gradient_buffer(keras_layout=True)
     out, off = [], 0
     for s in shapes:
         size = int(np.prod(s))
@@ -45,7 +45,7 @@ def close(got, want, rtol=1e-3, what=""):
 def test_three_adam_steps_match_the_float64_reference(name):
     build, in_shape, graph = GRAPHS[name]
     model = build()
-    assert model._model().node_inputs == [inputs for _, inputs in graph]  # the reference describes this graph
+    assert model.core.node_inputs == [inputs for _, inputs in graph]  # the reference describes this graph
     model.compile(hpcnn.optimizers.Adam(learning_rate=1e-3), "categorical_crossentropy", ["accuracy"])
     w0 = [w.astype(np.float64) for w in model.get_weights()]
     data = batches(in_shape)
@@ -104,7 +104,7 @@ def _same_layers_functional(seed):
 
 def test_a_functional_chain_trains_bit_for_bit_like_the_sequential():
     seq, fun = small_model(seed=3), _same_layers_functional(seed=3)
-    assert fun._model().node_inputs == seq._model().node_inputs == [[-1], [0], [1], [2], [3], [4], [5], [6]]
+    assert fun.core.node_inputs == seq.core.node_inputs == [[-1], [0], [1], [2], [3], [4], [5], [6]]
     for a, b in zip(seq.get_weights(), fun.get_weights()):
         np.testing.assert_array_equal(a, b)  # the same seed draws the same weights
     rng = np.random.default_rng(0)
@@ -128,7 +128,7 @@ def test_frozen_layers_in_a_graph(frozen):
     model = build()
     model.get_layer(frozen).trainable = False
     model.compile(hpcnn.optimizers.SGD(learning_rate=0.1), "categorical_crossentropy")
-    names = model._weight_names()
+    names = model.weight_names()
     w0 = model.get_weights()
     (x, y), = batches(in_shape, steps=1, seed=4)
     model.train_on_batch(x, y)

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import hpcnn
-from hpcnn import keras_config, keras_files, saving
+from hpcnn.formats import hpcnn_files, keras_archive, keras_config
+from hpcnn.formats.keras_objects import KERAS_VERSION
 from hpcnn.data import write_hdf5
 from hpcnn.layers import Conv2D, Dense, Dropout, Flatten, InputLayer, MaxPooling2D, ReLU
 from hpcnn.models import load_model, model_from_json
@@ -54,7 +55,7 @@ def test_save_and_load_model_give_the_same_model(tmp_path, name):
     np.testing.assert_array_equal(loaded.predict(x), m.predict(x))
     assert loaded.get_config() == m.get_config() and loaded.seed == m.seed
     assert type(loaded.optimizer).__name__ == "Adam" and loaded.optimizer.learning_rate == pytest.approx(0.01)
-    assert loaded._compiled["loss"] == "sparse_categorical_crossentropy" and loaded._compiled["accuracy"]
+    assert loaded.compile_settings["loss"] == "sparse_categorical_crossentropy" and loaded.compile_settings["accuracy"]
     assert not load_model(path, compile=False).compiled
 
 
@@ -147,7 +148,7 @@ def test_legacy_model_file_layout(tmp_path):
     with h5py.File(tmp_path / "m.h5", "r") as f:
         config = json.loads(f.attrs["model_config"])
         training = json.loads(f.attrs["training_config"])
-        assert "model_weights" in f and saving.META_DATASET in f
+        assert "model_weights" in f and hpcnn_files.META_DATASET in f
         assert list(f["model_weights"].attrs["layer_names"]) == [layer.name for layer in m.layers]
     assert config["class_name"] == "Sequential"
     layers = config["config"]["layers"]
@@ -169,7 +170,7 @@ def test_keras_archive_layout(tmp_path):
         config = json.loads(z.read("config.json"))
         metadata = json.loads(z.read("metadata.json"))
         (tmp_path / "inner.h5").write_bytes(z.read("model.weights.h5"))
-    assert metadata["keras_version"] == keras_config.KERAS_VERSION
+    assert metadata["keras_version"] == KERAS_VERSION
     assert config["module"] == "keras" and config["class_name"] == "Sequential"
     assert config["build_config"] == {"input_shape": [None, 8, 8, 2]}
     first = config["config"]["layers"][0]
@@ -285,7 +286,7 @@ def test_initializers_do_not_matter_when_weights_follow(tmp_path):
     path = tmp_path / "m.h5"
     m.save(path)
     with h5py.File(path, "r+") as f:
-        del f[saving.META_DATASET]  # as Keras wrote it: only Keras' config
+        del f[hpcnn_files.META_DATASET]  # as Keras wrote it: only Keras' config
         cfg = json.loads(f.attrs["model_config"])
         cfg["config"]["layers"][1]["config"]["kernel_initializer"] = {"class_name": "HeNormal", "config": {"seed": 4}}
         cfg["config"]["layers"][6]["config"]["seed"] = 1337  # Dropout(seed=...): hpcnn draws from the model's seed
@@ -301,7 +302,7 @@ def test_keras_compile_settings_hpcnn_lacks_load_the_model_uncompiled_with_a_war
     path = tmp_path / "m.h5"
     m.save(path)
     with h5py.File(path, "r+") as f:
-        del f[saving.META_DATASET]
+        del f[hpcnn_files.META_DATASET]
         training = json.loads(f.attrs["training_config"])
         training["loss"] = "huber"  # a loss hpcnn does not have
         f.attrs["training_config"] = json.dumps(training)
@@ -315,12 +316,12 @@ def test_keras_compile_settings_hpcnn_lacks_load_the_model_uncompiled_with_a_war
 def test_format_version_1_files_still_load(tmp_path):
     """hpcnn before the Keras layout: hpcnn_model_json and weight_000, ..."""
     m = trained()
-    meta, _ = saving.description(m)
+    meta, _ = hpcnn_files.description(m)
     meta.update(format_version=1)
     for key in ("weights", "rng", "optimizer_state"):  # what format_version 1 did not have
         meta.pop(key)
-    arrays = {saving.META_DATASET: np.frombuffer(json.dumps(meta).encode(), np.uint8)}
-    arrays.update({saving.weight_dataset(i): w for i, w in enumerate(m.get_weights())})
+    arrays = {hpcnn_files.META_DATASET: np.frombuffer(json.dumps(meta).encode(), np.uint8)}
+    arrays.update({hpcnn_files.weight_dataset(i): w for i, w in enumerate(m.get_weights())})
     write_hdf5(tmp_path / "old.h5", arrays)
     loaded = load_model(tmp_path / "old.h5")
     x = x_of(m)
@@ -500,7 +501,7 @@ def test_load_model_on_damaged_keras_model_files(tmp_path, kind):
     m.save(path)
 
     def as_keras_wrote_it(f):
-        del f[saving.META_DATASET]
+        del f[hpcnn_files.META_DATASET]
         edit(f)
     edit_h5(path, as_keras_wrote_it)
     with pytest.raises(ValueError) as info:
@@ -536,7 +537,7 @@ def test_damaged_keras_archives(tmp_path):
         "truncated_weights.keras": ({"config.json": members["config.json"],
                                      "model.weights.h5": members["model.weights.h5"][:3000]},
                                     r"cannot open '.*model.weights.h5' \(a damaged or truncated HDF5 file"),
-        "huge_config.keras": ({"config.json": b" " * (keras_files.MAX_CONFIG_BYTES + 1)},
+        "huge_config.keras": ({"config.json": b" " * (keras_archive.MAX_CONFIG_BYTES + 1)},
                               r"its 'config.json' is \d+ bytes \(more than hpcnn reads"),
     }
     for name, (content, expect) in cases.items():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import hpcnn
-from hpcnn import keras_config, saving
+from hpcnn.formats import hpcnn_files, keras_config
 from hpcnn.data import write_hdf5
 from hpcnn.layers import (ELU, AveragePooling2D, BatchNormalization, Conv2D, Dense, GlobalAveragePooling2D, InputLayer,
                           LeakyReLU, ReLU, Rescaling, Softmax, ZeroPadding2D)
@@ -62,7 +62,7 @@ def without_member(path, member, out):
 @pytest.mark.parametrize("name", ["m.h5", "m.keras"])
 def test_models_with_batch_normalization_round_trip(tmp_path, name):
     m = trained_bn()
-    bn = dict(zip(m._weight_names(), m.get_weights()))
+    bn = dict(zip(m.weight_names(), m.get_weights()))
     assert not np.allclose(bn["batch_normalization/moving_mean"], 0)  # trained: the statistics moved
     assert not np.allclose(bn["batch_normalization_1/moving_variance"], 1)
     x, _ = data(5, seed=1)
@@ -86,7 +86,7 @@ def test_batch_normalization_in_keras3s_weights_layout(tmp_path):
     """Keras 3's order of BatchNormalization's variables: gamma, beta, moving_mean, moving_variance
     (gamma / beta left out with scale=False / center=False)."""
     m = trained_bn()
-    w = dict(zip(m._weight_names(), m.get_weights()))
+    w = dict(zip(m.weight_names(), m.get_weights()))
     m.save_weights(tmp_path / "w.weights.h5")
     with h5py.File(tmp_path / "w.weights.h5", "r") as f:
         g = f["layers/batch_normalization/vars"]
@@ -112,7 +112,7 @@ def test_batch_normalization_in_the_legacy_layout(tmp_path):
             "batch_normalization/gamma:0", "batch_normalization/beta:0", "batch_normalization/moving_mean:0",
             "batch_normalization/moving_variance:0"]
         np.testing.assert_array_equal(g["batch_normalization/moving_variance:0"][()],
-                                      dict(zip(m._weight_names(), m.get_weights()))["batch_normalization/moving_variance"])
+                                      dict(zip(m.weight_names(), m.get_weights()))["batch_normalization/moving_variance"])
         config = json.loads(f.attrs["model_config"])
     layers = {entry["config"]["name"]: entry for entry in config["config"]["layers"]}
     assert layers["leaky_re_lu"]["config"]["alpha"] == pytest.approx(0.1)  # Keras 2's name (Keras 3 takes it too)
@@ -228,7 +228,7 @@ def test_fit_after_load_model_continues_exactly(tmp_path, name):
     m = trained_bn(epochs=1)
     m.save(tmp_path / name)
     loaded = load_model(tmp_path / name)
-    assert loaded._model().iterations == 4 and loaded._model().step == 4
+    assert loaded.core.iterations == 4 and loaded.core.step == 4
     loaded.fit(x, y, batch_size=8, epochs=2, initial_epoch=1, verbose=0)
     assert same_weights(loaded, ref)
 
@@ -239,14 +239,14 @@ def test_the_archives_optimizer_state_member(tmp_path):
     with zipfile.ZipFile(tmp_path / "m.keras") as z:
         assert "hpcnn_state.h5" in z.namelist()
         meta = json.loads(z.read("hpcnn.json"))
-    assert meta["format_version"] == saving.FORMAT_VERSION == 3 and meta["weights"] == "keras"
+    assert meta["format_version"] == hpcnn_files.FORMAT_VERSION == 3 and meta["weights"] == "keras"
     assert meta["optimizer_state"]["class"] == "RMSprop" and meta["optimizer_state"]["iterations"] == 4
     assert meta["rng"]["step"] == 4
     m.save(tmp_path / "fresh.keras", include_optimizer=False)
     with zipfile.ZipFile(tmp_path / "fresh.keras") as z:
         assert "hpcnn_state.h5" not in z.namelist()
     loaded = load_model(tmp_path / "fresh.keras")
-    assert loaded._model().iterations == 0 and loaded._model().step == 4 and same_weights(loaded, m)
+    assert loaded.core.iterations == 0 and loaded.core.step == 4 and same_weights(loaded, m)
     without_member(tmp_path / "m.keras", "hpcnn_state.h5", tmp_path / "damaged.keras")
     with pytest.raises(ValueError, match=r"load_model: '.*damaged.keras' is damaged: it has no 'hpcnn_state.h5'"):
         load_model(tmp_path / "damaged.keras")
@@ -258,7 +258,7 @@ def test_a_keras_written_file_compiles_with_a_fresh_optimizer_state(tmp_path):
     m.save(tmp_path / "m.keras")
     without_member(tmp_path / "m.keras", "hpcnn.json", tmp_path / "k.keras")
     loaded = load_model(tmp_path / "k.keras")
-    assert loaded.compiled and loaded._model().iterations == 0 and same_weights(loaded, m)
+    assert loaded.compiled and loaded.core.iterations == 0 and same_weights(loaded, m)
 
 
 # ------------------------------------------------------------------ hpcnn's earlier files
@@ -267,15 +267,15 @@ def test_a_format_version_2_file_loads_with_its_optimizer_state(tmp_path):
     x, y = data()
     ref = trained_bn(epochs=2)
     m = trained_bn(epochs=1)
-    meta, buffers = saving.description(m)
+    meta, buffers = hpcnn_files.description(m)
     del meta["weights"]
     meta["format_version"] = 2
-    arrays = {saving.META_DATASET: saving.json_bytes(meta)}
-    arrays.update({saving.weight_dataset(i): w for i, w in enumerate(m.get_weights())})
-    arrays.update({saving.optimizer_dataset(i): b for i, b in enumerate(buffers)})
+    arrays = {hpcnn_files.META_DATASET: hpcnn_files.json_bytes(meta)}
+    arrays.update({hpcnn_files.weight_dataset(i): w for i, w in enumerate(m.get_weights())})
+    arrays.update({hpcnn_files.optimizer_dataset(i): b for i, b in enumerate(buffers)})
     write_hdf5(tmp_path / "v2.h5", arrays)
     loaded = load_model(tmp_path / "v2.h5")
-    assert loaded._model().iterations == 4 and same_weights(loaded, m)
+    assert loaded.core.iterations == 4 and same_weights(loaded, m)
     loaded.fit(x, y, batch_size=8, epochs=2, initial_epoch=1, verbose=0)
     assert same_weights(loaded, ref)
     other = bn_model(seed=8)
@@ -285,16 +285,16 @@ def test_a_format_version_2_file_loads_with_its_optimizer_state(tmp_path):
 
 def test_an_hpcnn_weights_file_of_the_earlier_layout_loads(tmp_path):
     m = trained_bn(epochs=1)
-    meta = {"format": saving.WEIGHTS_FORMAT, "format_version": 1, "hpcnn_version": "0.1.0",
-            "weight_names": m._weight_names(), "weight_shapes": [list(w.shape) for w in m.get_weights()]}
-    arrays = {saving.WEIGHTS_META_DATASET: saving.json_bytes(meta)}
-    arrays.update({saving.weight_dataset(i): w for i, w in enumerate(m.get_weights())})
+    meta = {"format": hpcnn_files.WEIGHTS_FORMAT, "format_version": 1, "hpcnn_version": "0.1.0",
+            "weight_names": m.weight_names(), "weight_shapes": [list(w.shape) for w in m.get_weights()]}
+    arrays = {hpcnn_files.WEIGHTS_META_DATASET: hpcnn_files.json_bytes(meta)}
+    arrays.update({hpcnn_files.weight_dataset(i): w for i, w in enumerate(m.get_weights())})
     write_hdf5(tmp_path / "w.h5", arrays)
     other = bn_model(seed=8)
     other.load_weights(tmp_path / "w.h5")
     assert same_weights(other, m)
     meta["format"] = "something-else"
-    arrays[saving.WEIGHTS_META_DATASET] = saving.json_bytes(meta)
+    arrays[hpcnn_files.WEIGHTS_META_DATASET] = hpcnn_files.json_bytes(meta)
     write_hdf5(tmp_path / "bad.h5", arrays)
     with pytest.raises(ValueError, match=r"load_weights: '.*bad.h5' is damaged: .*not an 'hpcnn-weights' description"):
         other.load_weights(tmp_path / "bad.h5")

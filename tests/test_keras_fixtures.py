@@ -28,7 +28,7 @@ def test_keras_saved_cnn_models_load_and_predict_the_same(name, expected):
                                                             "Flatten", "Dense", "Dropout", "Dense"]
     assert m.input_shape == (None, 8, 8, 3)
     assert type(m.optimizer).__name__ == "Adam" and m.optimizer.learning_rate == pytest.approx(0.001)
-    assert m._compiled["loss"] == "categorical_crossentropy" and m._compiled["accuracy"]
+    assert m.compile_settings["loss"] == "categorical_crossentropy" and m.compile_settings["accuracy"]
     # compiled as Keras compiled it: evaluate and fit run
     y = np.eye(3, dtype=np.float32)[[0, 1, 2, 0, 1, 2]]
     loss, acc = m.evaluate(expected["x_cnn"], y, verbose=0)
@@ -52,7 +52,7 @@ def test_the_mnist_seeds_recognition_model_hdf5():
     m = load_model(DATA / "tfk2_recognition_model.hdf5")
     close(m, TFK2["x_mnist"], TFK2["mnist"])
     assert m.input_shape == (None, 6, 6)
-    assert m._compiled["loss"] == "sparse_categorical_crossentropy" and m._compiled["from_logits"] is True
+    assert m.compile_settings["loss"] == "sparse_categorical_crossentropy" and m.compile_settings["from_logits"] is True
 
 
 def test_hpcnn_round_trips_keras_files_it_loaded(tmp_path):
@@ -74,7 +74,7 @@ def test_keras_saved_models_with_batch_normalization(tmp_path, name, expected):
     m = load_model(DATA / name)
     assert [type(layer).__name__ for layer in m.layers] == BN_LAYERS
     close(m, expected["x_cnn"], expected["bn"])
-    w = dict(zip(m._weight_names(), m.get_weights()))
+    w = dict(zip(m.weight_names(), m.get_weights()))
     assert not np.allclose(w["batch_normalization/moving_mean"], 0)
     assert "batch_normalization_1/beta" not in w and m.layers[7].center is False
     cfg = m.optimizer.get_config()
@@ -85,7 +85,7 @@ def test_keras_saved_models_with_batch_normalization(tmp_path, name, expected):
         assert type(m.optimizer).__name__ == "AdamW" and cfg["weight_decay"] == pytest.approx(0.01)
         assert cfg["learning_rate"]["class_name"] == "ExponentialDecay"
         assert cfg["learning_rate"]["config"]["decay_steps"] == 10
-    assert m._compiled["loss"] == "sparse_categorical_crossentropy"
+    assert m.compile_settings["loss"] == "sparse_categorical_crossentropy"
     for again in ("again.h5", "again.keras"):  # and back out: the same predictions
         m.save(tmp_path / again)
         close(load_model(tmp_path / again), expected["x_cnn"], expected["bn"])

@@ -54,7 +54,7 @@ def classes(model):
 
 def inbound(model):
     """Each layer's inbound layer names, by layer name."""
-    return {layer.name: [t._layer.name for t in layer._inbound or []] for layer in model.layers}
+    return {layer.name: [t.layer.name for t in layer.inbound_tensors or []] for layer in model.layers}
 
 
 # ---------------------------------------------------------------------- hpcnn -> hpcnn
@@ -73,7 +73,7 @@ def test_to_json_is_keras_functional_config_and_round_trips():
     back = model_from_json(m.to_json())
     assert type(back) is hpcnn.Model and classes(back) == classes(m) == RESBLOCK_CLASSES
     assert inbound(back) == inbound(m)
-    assert back._compiled["loss"] == "sparse_categorical_crossentropy"  # compiled as the JSON says
+    assert back.compile_settings["loss"] == "sparse_categorical_crossentropy"  # compiled as the JSON says
     back.set_weights(m.get_weights())  # model_from_json: fresh weights; the same ones predict the same
     same_predictions(back, m)
 
@@ -96,10 +96,10 @@ def test_functional_model_files_round_trip(tmp_path, name):
 
 def test_functional_h5_has_keras_model_config(tmp_path):
     """The legacy .h5 holds Keras 2's functional config (what Keras reads), not only hpcnn's own."""
-    from hpcnn import keras_files
+    from hpcnn.formats import h5tree
     m = trained_block()
     m.save(tmp_path / "m.h5")
-    with keras_files.H5Tree.open(str(tmp_path / "m.h5")) as tree:
+    with h5tree.H5Tree.open(str(tmp_path / "m.h5")) as tree:
         cfg = json.loads(tree.text("/", "model_config"))
     assert cfg["class_name"] == "Functional"
     assert cfg["config"]["input_layers"] == [["input_layer", 0, 0]]
@@ -123,7 +123,7 @@ def test_functional_archive_read_through_keras_config_alone(tmp_path):
     back = load_model(tmp_path / "keras_only.keras")
     assert classes(back) == RESBLOCK_CLASSES and inbound(back) == inbound(m)
     same_predictions(back, m)
-    assert back._compiled["loss"] == "sparse_categorical_crossentropy"
+    assert back.compile_settings["loss"] == "sparse_categorical_crossentropy"
 
 
 # ---------------------------------------------------------------------- Keras -> hpcnn
@@ -137,7 +137,7 @@ def test_keras_saved_functional_resnet_block_loads_and_predicts_the_same(name):
     got = m.predict(K3F["x_cnn"])
     assert np.abs(got - K3F["resblock"]).max() <= TOL
     assert type(m.optimizer).__name__ == "Adam" and m.optimizer.learning_rate == pytest.approx(0.001)
-    assert m._compiled["loss"] == "sparse_categorical_crossentropy" and m._compiled["accuracy"]
+    assert m.compile_settings["loss"] == "sparse_categorical_crossentropy" and m.compile_settings["accuracy"]
     loss, acc = m.evaluate(K3F["x_cnn"], np.array([0, 1, 2, 0, 1, 2]), verbose=0)
     assert np.isfinite(loss) and 0 <= acc <= 1
 
@@ -150,7 +150,7 @@ def test_tf_keras_2_saved_functional_resnet_block_loads_and_predicts_the_same():
     assert m.layers[0].name == "input_1"
     assert inbound(m)["add"] == ["batch_normalization_2", "batch_normalization_3"]
     assert np.abs(m.predict(TFK2F["x_cnn"]) - TFK2F["resblock"]).max() <= TOL
-    assert type(m.optimizer).__name__ == "Adam" and m._compiled["loss"] == "sparse_categorical_crossentropy"
+    assert type(m.optimizer).__name__ == "Adam" and m.compile_settings["loss"] == "sparse_categorical_crossentropy"
 
 
 def test_keras_saved_functional_model_round_trips_through_hpcnn(tmp_path):

@@ -83,7 +83,7 @@ def test_keras_files_load_in_hpcnn(tmp_path, keras_model, x):
         m = load_model(tmp_path / name)
         assert np.abs(m.predict(x) - expected).max() <= TOL, name
         assert m.count_params() == keras_model.count_params() == 787_530
-        assert type(m.optimizer).__name__ == "Adam" and m._compiled["loss"] == "categorical_crossentropy"
+        assert type(m.optimizer).__name__ == "Adam" and m.compile_settings["loss"] == "categorical_crossentropy"
     m = tutorial_cnn()
     m.load_weights(tmp_path / "k.weights.h5")
     assert np.abs(m.predict(x) - expected).max() <= TOL

@@ -251,7 +251,7 @@ def test_model_loss_matches_keras_reduction(loss, activation, units, kind, opts)
     m = dense_model(units, activation)
     m.compile("sgd", loss)
     x, y = model_data(units, kind)
-    name = m._compiled["loss"]
+    name = m.compile_settings["loss"]
     out = m.predict(x, verbose=0).astype(np.float64)
     w = np.random.default_rng(3).uniform(0, 2, len(x))
     assert m.evaluate(x, y, batch_size=len(x), verbose=0) == pytest.approx(keras_loss(name, out, y, **opts), rel=1e-5)
@@ -272,7 +272,7 @@ def test_one_sgd_step_follows_the_float64_gradient(loss, activation, units, kind
     x, y = model_data(units, kind, n=6)
     w = np.array([0.0, 1.0, 2.0, 0.5, 1.5, 1.0])
     k0, b0 = [a.astype(np.float64) for a in m.get_weights()]
-    name = m._compiled["loss"]
+    name = m.compile_settings["loss"]
     act = {"linear": lambda z: z, "tanh": np.tanh, "sigmoid": lambda z: 1 / (1 + np.exp(-z)),
            "softmax": lambda z: np.exp(z - z.max(1, keepdims=True)) / np.exp(z - z.max(1, keepdims=True)).sum(1,
                                                                                                      keepdims=True)}
@@ -590,7 +590,7 @@ def train_save_and_reload(m, path):
 
 def test_compiled_losses_and_metrics_survive_save_and_load(tmp_path):
     m, back, x, y = train_save_and_reload(dense_model(3, "softmax"), tmp_path / "m.h5")
-    assert back._compiled["label_smoothing"] == pytest.approx(0.2)
+    assert back.compile_settings["label_smoothing"] == pytest.approx(0.2)
     assert back.evaluate(x, y, return_dict=True, verbose=0) == pytest.approx(
         m.evaluate(x, y, return_dict=True, verbose=0))
 
@@ -674,7 +674,7 @@ def test_functional_model_sample_and_class_weights_train_as_in_a_chain():
 def test_functional_model_keeps_loss_smoothing_and_metrics_through_save_and_load(tmp_path):
     m, back, x, y = train_save_and_reload(branchy_model(3, "softmax"), tmp_path / "g.h5")
     assert type(back) is hpcnn.Model
-    assert back._compiled["label_smoothing"] == pytest.approx(0.2)
+    assert back.compile_settings["label_smoothing"] == pytest.approx(0.2)
     want = m.evaluate(x, y, return_dict=True, verbose=0)
     assert list(want) == ["loss", "accuracy", "top2", "mse"]
     assert back.evaluate(x, y, return_dict=True, verbose=0) == pytest.approx(want)
@@ -693,8 +693,8 @@ def test_keras_files_keep_the_loss_arguments_and_metric_objects(tmp_path, suffix
     path = str(tmp_path / f"g{suffix}")
     m.save(path)
     back = hpcnn.models.load_model(path)
-    assert back._compiled["loss"] == "binary_crossentropy"
-    assert back._compiled["from_logits"] and back._compiled["label_smoothing"] == pytest.approx(0.1)
+    assert back.compile_settings["loss"] == "binary_crossentropy"
+    assert back.compile_settings["from_logits"] and back.compile_settings["label_smoothing"] == pytest.approx(0.1)
     want = m.evaluate(x, y, return_dict=True, verbose=0)
     assert list(want) == ["loss", "binary_accuracy", "acc03", "mae"]
     assert back.evaluate(x, y, return_dict=True, verbose=0) == pytest.approx(want, rel=1e-6)

@@ -32,7 +32,7 @@ class Recorder(callbacks.Callback):
         self.rates, self.before = [], None
 
     def on_train_batch_begin(self, batch, logs=None):
-        self.rates.append(float(self.model._model().learning_rate))
+        self.rates.append(float(self.model.core.learning_rate))
         self.before = [w.astype(np.float64) for w in self.model.get_weights()]
 
 
@@ -48,7 +48,7 @@ def test_scheduler_sets_the_rate_every_step_of_the_epoch_uses():
     np.testing.assert_allclose(rec.rates, np.repeat(want, 2), rtol=1e-12)
     np.testing.assert_allclose(h.history["learning_rate"], want, rtol=1e-12)  # as Keras logs it
     assert m.optimizer.learning_rate == pytest.approx(0.025)
-    grads = ref.split(m._model().gradient_buffer(keras_layout=True), [w.shape for w in rec.before])
+    grads = ref.split(m.core.gradient_buffer(keras_layout=True), [w.shape for w in rec.before])
     for w0, w1, g in zip(rec.before, m.get_weights(), grads):  # the last step used 0.025
         np.testing.assert_allclose(w1, w0 - 0.025 * g, rtol=1e-6, atol=1e-9)
 

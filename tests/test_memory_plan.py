@@ -16,7 +16,7 @@ from small_models import residual_model
 
 
 def report(model, batch):
-    return model._model().memory_report(batch)
+    return model.core.memory_report(batch)
 
 
 @pytest.mark.parametrize("batch", [1, 128, 250])
@@ -68,7 +68,7 @@ def test_frozen_layers_shrink_the_backward_plan():
 def test_the_arena_is_allocated_once_for_the_capacity_not_per_step():
     m = residual_model(seed=1)
     m.compile("adam", "sparse_categorical_crossentropy")
-    core = m._model()
+    core = m.core
     assert core.memory_report(8)["allocated"] == 0  # nothing before the first step
     rng = np.random.default_rng(0)
     x, y = rng.random((8, 6, 6, 3), dtype=np.float32), rng.integers(0, 3, 8)
@@ -86,7 +86,7 @@ def test_the_arena_is_allocated_once_for_the_capacity_not_per_step():
 
 def test_memory_report_needs_a_positive_batch():
     with pytest.raises(ValueError, match="memory_report: the batch size must be positive, got 0"):
-        residual_model()._model().memory_report(0)
+        residual_model().core.memory_report(0)
 
 
 # ------------------------------------------------------------------ reuse changes no bit
@@ -127,19 +127,19 @@ def test_reusing_memory_changes_no_bit(build, frozen):
         if frozen is not None:
             m.layers[frozen].trainable = False
         m.compile(hpcnn.optimizers.Adam(0.01), "sparse_categorical_crossentropy", ["accuracy"])
-        m._model().memory_reuse = reuse
+        m.core.memory_reuse = reuse
         models.append((m, shape, classes))
     (a, shape, classes), (b, _, _) = models
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((16,) + shape).astype(np.float32), rng.integers(0, classes, 16)
     for step in range(3):
         assert a.train_on_batch(x, y) == b.train_on_batch(x, y), f"loss of step {step + 1}"
-        np.testing.assert_array_equal(a._model().gradient_buffer(), b._model().gradient_buffer())
+        np.testing.assert_array_equal(a.core.gradient_buffer(), b.core.gradient_buffer())
     for wa, wb in zip(a.get_weights(), b.get_weights()):
         np.testing.assert_array_equal(wa, wb)
     np.testing.assert_array_equal(a.predict(x), b.predict(x))
     assert a.evaluate(x, y, verbose=0) == b.evaluate(x, y, verbose=0)
-    ra, rb = a._model().memory_report(16), b._model().memory_report(16)
+    ra, rb = a.core.memory_report(16), b.core.memory_report(16)
     assert ra["allocated"] < rb["allocated"]  # reuse is on in one of them only
 
 
@@ -147,11 +147,11 @@ def test_reusing_memory_changes_no_bit(build, frozen):
 def test_train_keep_all_is_what_a_step_without_reuse_allocates():
     m = residual_model()
     m.compile("adam", "sparse_categorical_crossentropy")
-    planned = m._model().memory_report(8)
-    m._model().memory_reuse = False
+    planned = m.core.memory_report(8)
+    m.core.memory_reuse = False
     rng = np.random.default_rng(0)
     m.train_on_batch(rng.random((8, 6, 6, 3), dtype=np.float32), rng.integers(0, 3, 8))
-    assert m._model().memory_report(8)["allocated"] == planned["train_keep_all"] > planned["train"]
+    assert m.core.memory_report(8)["allocated"] == planned["train_keep_all"] > planned["train"]
 
 
 def test_bench_memory_reports_the_plan_against_keeping_all(capsys):

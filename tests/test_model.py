@@ -186,13 +186,13 @@ def test_keyboard_interrupt_stops_at_batch_boundary():
 
     class Interrupt(hpcnn.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
-            if self.model._model().step == 5:
+            if self.model.core.step == 5:
                 raise KeyboardInterrupt
 
     h = m.fit(x, y, batch_size=16, epochs=3, verbose=0, callbacks=[Interrupt()])
     assert h.interrupted
     assert len(h.epoch) == 1  # epoch 1 had 4 batches; the 5th step was in epoch 2
-    assert m._model().step == 5
+    assert m.core.step == 5
     assert m.evaluate(x, y, verbose=0)[0] > 0  # still usable
 
 
@@ -393,7 +393,7 @@ def test_out_of_memory_for_a_big_batch_leaves_the_model_usable():
     m = hpcnn.Sequential([InputLayer(input_shape=[64, 64, 1]), Conv2D(4096, 1), MaxPooling2D(64), Flatten(),
                           Dense(3, activation="softmax")], seed=1)
     m.compile("sgd", "sparse_categorical_crossentropy")
-    core = m._model()
+    core = m.core
     x = np.ones((2, 64, 64, 1), np.float32)
     y = np.array([0, 1], np.int32)
     core.train_step((x, y))                     # buffers for 2 rows
@@ -433,7 +433,7 @@ def test_validation_split_initial_epoch_and_column_labels():
     h = m.fit(x, y.reshape(-1, 1), batch_size=20, epochs=3, initial_epoch=1, validation_split=0.2, verbose=0)
     assert h.epoch == [1, 2]
     assert len(h.history["val_loss"]) == 2
-    assert m._model().step == 2 * 4  # 80 training rows in batches of 20, two epochs
+    assert m.core.step == 2 * 4  # 80 training rows in batches of 20, two epochs
     assert np.isscalar(hpcnn.models.clone_model(m).predict(x[:1]).sum())
     no_metric = small_model()
     no_metric.compile("adam", "sparse_categorical_crossentropy")

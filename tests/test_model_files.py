@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import hpcnn
-from hpcnn import saving
+from hpcnn.formats import hpcnn_files
 from hpcnn.data import read_dataset, write_hdf5
 from small_models import small_model
 
@@ -40,19 +40,19 @@ def contents(path):
     """(meta dict, [weights]) of a saved model, as hpcnn's format_version 1 layout holds them (one
     dataset per weight array, weight_000, ...; files of that layout still load): rewrite() writes
     them back in that layout. tests/test_keras_files.py damages files of the Keras layout."""
-    meta = json.loads(bytes(read_dataset(path, saving.META_DATASET)).decode())
-    assert meta.pop("weights") == saving.WEIGHTS_IN_KERAS_LAYOUT  # without it: weight_000, ...
+    meta = json.loads(bytes(read_dataset(path, hpcnn_files.META_DATASET)).decode())
+    assert meta.pop("weights") == hpcnn_files.WEIGHTS_IN_KERAS_LAYOUT  # without it: weight_000, ...
     weights = hpcnn.models.load_model(path, compile=False).get_weights()
     assert len(weights) == N_WEIGHTS
     return meta, weights
 
 
 def rewrite(path, meta=None, weights=None, raw_meta=None):
-    arrays = {saving.META_DATASET: raw_meta if raw_meta is not None
+    arrays = {hpcnn_files.META_DATASET: raw_meta if raw_meta is not None
               else np.frombuffer(json.dumps(meta).encode(), np.uint8)}
     for i, w in enumerate(weights or []):
         if w is not None:
-            arrays[saving.weight_dataset(i)] = w
+            arrays[hpcnn_files.weight_dataset(i)] = w
     os.remove(path)
     write_hdf5(path, arrays)
 

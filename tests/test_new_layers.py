@@ -158,7 +158,7 @@ def test_conv2d_and_dense_without_bias():
     x = images()
     m, y = predict([Conv2D(4, 3, strides=2, padding="same", use_bias=False), Flatten(), Dense(3, use_bias=False)], x)
     assert [w.shape for w in m.get_weights()] == [(3, 3, 3, 4), (48, 3)]  # 7x6 -> 4x3 (stride 2, same)
-    assert m._weight_names() == ["conv2d/kernel", "dense/kernel"]
+    assert m.weight_names() == ["conv2d/kernel", "dense/kernel"]
     assert m.count_params() == 3 * 3 * 3 * 4 + 48 * 3
     k, d = m.get_weights()
     close(y, ref.conv2d_forward(x, k, np.zeros(4), (2, 2), "same").reshape(6, -1) @ d, 1e-4)
@@ -179,7 +179,7 @@ def test_layer_config_round_trip(layer):
     again = deserialize(serialize(layer))
     assert type(again) is type(layer)
     assert again.get_config() == layer.get_config()
-    assert again._core_configs() == layer._core_configs()
+    assert again.core_configs() == layer.core_configs()
 
 
 def test_model_with_the_new_layers_saves_and_loads(tmp_path):
@@ -194,7 +194,7 @@ def test_model_with_the_new_layers_saves_and_loads(tmp_path):
     m.save(path)
     loaded = hpcnn.models.load_model(path)
     assert loaded.get_config() == m.get_config()
-    assert loaded._weight_names() == m._weight_names()
+    assert loaded.weight_names() == m.weight_names()
     np.testing.assert_array_equal(loaded.predict(x), m.predict(x))
     # The file's weight names are the model's (BatchNormalization's four included).
-    assert "batch_normalization/moving_variance" in m._weight_names()
+    assert "batch_normalization/moving_variance" in m.weight_names()

@@ -38,7 +38,7 @@ def shapes_of(m):
 
 def grads_of(m):
     """The last step's gradients, one array per weight (Keras layouts)."""
-    return ref.split(m._model().gradient_buffer(keras_layout=True), shapes_of(m))
+    return ref.split(m.core.gradient_buffer(keras_layout=True), shapes_of(m))
 
 
 def run_against_reference(opt, reference, steps=5, frozen=(), rtol=2e-5, atol=2e-7):
@@ -129,7 +129,7 @@ def test_frozen_layers_are_neither_stepped_nor_counted_in_norms(options):
     o = OPTIONS[options]
     m = run_against_reference(optimizers.SGD(0.05, momentum=0.5, **o),
                               ref.KerasOptimizer("sgd", learning_rate=0.05, momentum=0.5, **o), frozen=(0,))
-    state = ref.state_buffers(m._model())[0]
+    state = ref.state_buffers(m.core)[0]
     conv = 3 * 3 * 2 * 3 + 3
     assert not state[:conv].any() and state[conv:].any()
 
@@ -142,7 +142,7 @@ def test_sgd_without_momentum_keeps_no_state_and_rmsprop_only_what_it_uses():
         m = model()
         m.compile(opt, "sparse_categorical_crossentropy")
         m.train_on_batch(x, y)
-        state = ref.state_buffers(m._model())
+        state = ref.state_buffers(m.core)
         assert len(state) == count, opt
         assert all(s.shape == (m.count_params(),) for s in state)
 
@@ -154,7 +154,7 @@ def test_learning_rate_set_between_batches_takes_effect_at_the_next_step():
     m.train_on_batch(x, y)
     before = [w.astype(np.float64) for w in m.get_weights()]
     m.optimizer.learning_rate = 0.2
-    assert m._model().learning_rate == pytest.approx(0.2)
+    assert m.core.learning_rate == pytest.approx(0.2)
     m.train_on_batch(x, y)
     for w0, w1, g in zip(before, m.get_weights(), grads_of(m)):
         np.testing.assert_allclose(w1, w0 - 0.2 * g, rtol=1e-5, atol=1e-7)
@@ -318,7 +318,7 @@ def test_keras_shaped_configs_load():
     opt = optimizers.get(cfg)
     assert isinstance(opt, optimizers.SGD) and opt.momentum == 0.9
     assert opt.learning_rate == pytest.approx(0.1)
-    assert opt._learning_rate(250) == pytest.approx(0.1 * 0.96 ** 2)
+    assert opt.schedule(250) == pytest.approx(0.1 * 0.96 ** 2)
 
 
 def test_an_optimizer_follows_the_model_it_was_compiled_with():
@@ -332,7 +332,7 @@ def test_an_optimizer_follows_the_model_it_was_compiled_with():
     assert opt.iterations == 0
     opt.learning_rate = 0.5
     first.fit(x, y, epochs=1, batch_size=16, verbose=0)  # the first model gets the rate at its next epoch
-    assert first._model().learning_rate == pytest.approx(0.5)
+    assert first.core.learning_rate == pytest.approx(0.5)
 
 
 # ------------------------------------------------------------------ model files
@@ -361,11 +361,11 @@ def test_save_and_load_keep_the_optimizer(tmp_path, make):
     loaded = hpcnn.models.load_model(path)
     assert type(loaded.optimizer) is type(opt)
     assert loaded.optimizer.get_config() == opt.get_config()
-    assert loaded.optimizer._exclude_names == opt._exclude_names
+    assert loaded.optimizer.excluded_weight_names == opt.excluded_weight_names
     # The file carries the optimizer state (include_optimizer=True, Keras' default): training goes on
     # from the saved step count (a schedule's rate with it), and its state buffers come back too.
     assert loaded.optimizer.iterations == 1
-    for a, b in zip(loaded._model().optimizer_state().values(), m._model().optimizer_state().values()):
+    for a, b in zip(loaded.core.optimizer_state().values(), m.core.optimizer_state().values()):
         np.testing.assert_array_equal(a, b)
     loaded.fit(x, y, epochs=1, verbose=0)
     assert loaded.optimizer.iterations == 2

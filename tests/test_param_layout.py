@@ -66,7 +66,7 @@ def keras_flat(weights):
 def test_relayout_of_a_models_buffer_converts_the_kernels_only():
     """What to() applies to the parameters and the optimizer's moments, on the host."""
     m = layout_model()
-    core = m._model()
+    core = m.core
     w = m.get_weights()
     flat = core.parameter_buffer().copy()
     assert np.array_equal(flat, keras_flat(w))  # the CPU holds Keras' layout
@@ -83,8 +83,8 @@ def test_relayout_of_a_models_buffer_converts_the_kernels_only():
 
 def test_a_model_without_kernels_has_one_layout():
     m = hpcnn.Sequential([InputLayer(input_shape=[4, 4, 2]), Flatten(), Dense(3, activation="softmax")], seed=1)
-    flat = m._model().parameter_buffer().copy()
-    assert np.array_equal(m._model().relayout_buffer(flat, "cpu", "gpu:0"), flat)
+    flat = m.core.parameter_buffer().copy()
+    assert np.array_equal(m.core.relayout_buffer(flat, "cpu", "gpu:0"), flat)
 
 
 def test_keras_layout_buffers_match_get_weights():
@@ -92,7 +92,7 @@ def test_keras_layout_buffers_match_get_weights():
     m.compile("adam", "sparse_categorical_crossentropy", device="cpu")
     x = np.random.default_rng(2).random((5, 7, 6, 3), dtype=np.float32)
     m.train_on_batch(x, np.array([0, 1, 2, 3, 4], np.int32))
-    core = m._model()
+    core = m.core
     assert np.array_equal(core.parameter_buffer(keras_layout=True), keras_flat(m.get_weights()))
     # on the CPU the held layout is Keras': the gradients read the same both ways
     assert np.array_equal(core.gradient_buffer(keras_layout=True), core.gradient_buffer())
@@ -117,7 +117,7 @@ def test_model_file_holds_keras_layout(tmp_path):
     path = tmp_path / "m.h5"
     m.save(path)
     with h5py.File(path, "r") as f:  # read independently of hpcnn, in Keras' legacy HDF5 layout
-        stored = [f["model_weights"][name.split("/")[0]][f"{name}:0"][()] for name in m._weight_names()]
+        stored = [f["model_weights"][name.split("/")[0]][f"{name}:0"][()] for name in m.weight_names()]
     assert len(stored) == len(w)
     for s, a in zip(stored, w):
         assert s.shape == a.shape and np.array_equal(s, a)

@@ -37,13 +37,13 @@ def test_one_adam_step_matches_numpy(build, spec, in_shape):
     labels = rng.integers(0, 10, batch)
     y = hpcnn.utils.to_categorical(labels, 10)
     w0 = [w.astype(np.float64) for w in model.get_weights()]
-    masks = _masks(model, spec, batch, model._model().output_shapes)
+    masks = _masks(model, spec, batch, model.core.output_shapes)
 
     loss_ref, grads_ref = ref.train_step(spec, w0, x.astype(np.float64), y.astype(np.float64), masks)
     loss, acc = model.train_on_batch(x, y)
 
     assert loss == pytest.approx(loss_ref, rel=1e-4)
-    flat = model._model().gradient_buffer(keras_layout=True)  # Keras shapes, whatever the device
+    flat = model.core.gradient_buffer(keras_layout=True)  # Keras shapes, whatever the device
     off = 0
     for g_ref in grads_ref:
         g = flat[off:off + g_ref.size].reshape(g_ref.shape)

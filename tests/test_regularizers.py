@@ -60,7 +60,7 @@ def test_loss_and_gradients_against_float64():
     penalty = oref.penalty(ws, FACTORS)
     loss = m.train_on_batch(x, y)
     assert loss == pytest.approx(data_loss + penalty, rel=1e-5)
-    got = oref.split(m._model().gradient_buffer(keras_layout=True), [w.shape for w in ws])
+    got = oref.split(m.core.gradient_buffer(keras_layout=True), [w.shape for w in ws])
     for k, (g, w, (l1, l2)) in enumerate(zip(grads, ws, FACTORS)):
         want = g + oref.penalty_gradient(w, l1, l2)
         np.testing.assert_allclose(got[k], want, rtol=1e-4, atol=1e-6 * max(1.0, np.abs(want).max()),
@@ -94,7 +94,7 @@ def test_frozen_layers_carry_no_penalty():
     assert m.train_on_batch(x, y) == pytest.approx(data_loss + oref.penalty(ws, trainable), rel=1e-5)
     after = m.get_weights()
     np.testing.assert_array_equal(after[0], ws[0])  # frozen: no step, not even the penalty's
-    got = oref.split(m._model().gradient_buffer(keras_layout=True), [w.shape for w in ws])
+    got = oref.split(m.core.gradient_buffer(keras_layout=True), [w.shape for w in ws])
     for k in (2, 3, 4, 5):
         l1, l2 = FACTORS[k]
         want = grads[k] + oref.penalty_gradient(ws[k], l1, l2)

@@ -12,12 +12,12 @@ from hpcnn.layers import (Add, BatchNormalization, Concatenate, Conv2D, Dense, G
 
 def trainable_count(model):
     """The trainable weights' size (BN's moving statistics are not trainable), from get_weights."""
-    return sum(w.size for name, w in zip(model._weight_names(), model.get_weights())
+    return sum(w.size for name, w in zip(model.weight_names(), model.get_weights())
                if not name.endswith(("/moving_mean", "/moving_variance")))
 
 
 def bn_channels(model):
-    return sum(layer.count_params((layer._inbound[0]._shape)) // 4 for layer in model.layers
+    return sum(layer.count_params((layer.inbound_tensors[0].sample_shape)) // 4 for layer in model.layers
                if isinstance(layer, BatchNormalization))
 
 

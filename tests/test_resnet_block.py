@@ -34,7 +34,7 @@ def reference_graph(model):
     """The model as reference.py's graph, in the core's node order (a softmax Dense is two core
     nodes: the Dense, then the softmax fused into the loss)."""
     graph, core_of = [], []  # core_of[position]: the core node that outputs it
-    for layer, parents in model._graph_nodes():
+    for layer, parents in model.graph_nodes():
         inputs = [-1 if p < 0 else core_of[p] for p in parents]
         cfg = layer.get_config()
         if isinstance(layer, Conv2D):
@@ -55,15 +55,15 @@ def reference_graph(model):
         if isinstance(layer, Dense) and cfg["activation"] == "softmax":
             graph.append((("softmax",), [len(graph) - 1]))
         core_of.append(len(graph) - 1)
-    assert model._model().node_inputs == [inputs for _, inputs in graph]
+    assert model.core.node_inputs == [inputs for _, inputs in graph]
     return graph
 
 
 def gradients(model):
     """The last step's gradients as Keras-shaped arrays in get_weights order (the flat buffer holds
     the trainable weights first, then the non-trainable ones: nn/param_layout.h)."""
-    flat = model._model().gradient_buffer(keras_layout=True)
-    names, shapes = model._weight_names(), [w.shape for w in model.get_weights()]
+    flat = model.core.gradient_buffer(keras_layout=True)
+    names, shapes = model.weight_names(), [w.shape for w in model.get_weights()]
     order = [i for i, n in enumerate(names) if not n.endswith(NON_TRAINABLE)] + \
             [i for i, n in enumerate(names) if n.endswith(NON_TRAINABLE)]
     out, off = [None] * len(names), 0
@@ -92,7 +92,7 @@ def test_one_step_matches_the_float64_reference(projection):
     model = resnet_block_model(projection=projection)
     graph = reference_graph(model)
     model.compile(optimizers.SGD(learning_rate=0.1), "categorical_crossentropy")
-    names = model._weight_names()
+    names = model.weight_names()
     w0 = [w.astype(np.float64) for w in model.get_weights()]
     x, y = batch()
     stats = {}
@@ -131,7 +131,7 @@ def test_gradients_match_finite_differences():
     model = resnet_block_model(projection=True, seed=8)
     graph = reference_graph(model)
     model.compile(optimizers.SGD(learning_rate=1e-3), "categorical_crossentropy")
-    names = model._weight_names()
+    names = model.weight_names()
     w0 = [w.astype(np.float64) for w in model.get_weights()]
     x, y = batch(seed=5)
     model.train_on_batch(x, y)
@@ -212,10 +212,10 @@ def test_trains_saves_loads_and_continues_exactly(tmp_path, name):
     for a, b in zip(loaded.get_weights(), m.get_weights()):
         np.testing.assert_array_equal(a, b)  # the moving statistics too
     np.testing.assert_array_equal(loaded.predict(x), m.predict(x))
-    assert loaded._model().iterations == m._model().iterations == 12
+    assert loaded.core.iterations == m.core.iterations == 12
     loaded.fit(x, y, batch_size=16, epochs=4, initial_epoch=2, verbose=0)
     assert same_weights(loaded, reference)
-    moving = [w for n, w in zip(loaded._weight_names(), loaded.get_weights()) if n.endswith("moving_mean")]
+    moving = [w for n, w in zip(loaded.weight_names(), loaded.get_weights()) if n.endswith("moving_mean")]
     assert all(np.abs(w).max() > 0 for w in moving)  # the moving statistics were trained
 
 
@@ -245,7 +245,7 @@ class SignalAt(Callback):
         self.step = step
 
     def on_train_batch_end(self, batch, logs=None):
-        if self.model._model().step == self.step:
+        if self.model.core.step == self.step:
             os.kill(os.getpid(), signal.SIGTERM)
 
 
@@ -257,7 +257,7 @@ def test_backup_and_restore_resumes_bit_for_bit(tmp_path):
     first = make("sgd nesterov")
     h1 = first.fit(x, y, batch_size=16, epochs=3, verbose=0, validation_data=(x[:16], y[:16]),
                    callbacks=[BackupAndRestore(d, save_freq=4), SignalAt(9)])
-    assert h1.interrupted and first._model().step == 9
+    assert h1.interrupted and first.core.step == 9
     second = make("sgd nesterov", seed=77)  # the backup's weights and random state replace these
     cb = BackupAndRestore(d, save_freq=4)
     h2 = second.fit(x, y, batch_size=16, epochs=3, verbose=0, validation_data=(x[:16], y[:16]), callbacks=[cb])
@@ -284,13 +284,13 @@ def test_the_memory_plan_of_the_block():
     models = []
     for reuse in (True, False):
         m = make("adamw")
-        m._model().memory_reuse = reuse
+        m.core.memory_reuse = reuse
         m.fit(x, y, batch_size=16, epochs=2, verbose=0)
         models.append(m)
     assert same_weights(*models)
-    report = models[0]._model().memory_report(16)
+    report = models[0].core.memory_report(16)
     assert report["allocated"] == max(report["train"], report["test"], report["predict"])
     # train_keep_all is what the step allocates when it keeps every buffer (no reuse).
-    assert models[1]._model().memory_report(16)["allocated"] == report["train_keep_all"]
+    assert models[1].core.memory_report(16)["allocated"] == report["train_keep_all"]
     assert report["train"] < 0.6 * report["train_keep_all"]
     assert report["train"] < report["one_buffer_per_activation"]

@@ -112,7 +112,7 @@ def test_each_step_takes_the_schedule_value_at_the_step_count():
         assert m.optimizer.learning_rate == pytest.approx(s(step))
         before = [w.astype(np.float64) for w in m.get_weights()]
         m.train_on_batch(x, y)
-        grads = ref.split(m._model().gradient_buffer(keras_layout=True), [w.shape for w in before])
+        grads = ref.split(m.core.gradient_buffer(keras_layout=True), [w.shape for w in before])
         for w0, w1, g in zip(before, m.get_weights(), grads):
             np.testing.assert_allclose(w1, w0 - s(step) * g, rtol=1e-6, atol=1e-8)
 
@@ -127,7 +127,7 @@ def test_fit_follows_the_schedule_without_python_per_batch():
     params = [w.astype(np.float64) for w in m.get_weights()]
     for _ in range(4):
         m.train_on_batch(x[:8], y[:8])
-        params = reference.apply(params, ref.split(m._model().gradient_buffer(keras_layout=True),
+        params = reference.apply(params, ref.split(m.core.gradient_buffer(keras_layout=True),
                                                    [p.shape for p in params]))
     for got, want in zip(m.get_weights(), params):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
@@ -145,7 +145,7 @@ def test_a_schedule_can_replace_the_rate_mid_training():
     m.optimizer.learning_rate = s  # Keras allows a schedule to be set
     assert m.optimizer.learning_rate == pytest.approx(s(1))  # evaluated at the step count (1)
     m.train_on_batch(x, y)
-    assert m._model().learning_rate == pytest.approx(s(2))
+    assert m.core.learning_rate == pytest.approx(s(2))
     with pytest.raises(TypeError, match="not settable"):
         m.optimizer.learning_rate = 0.1
 

@@ -32,11 +32,11 @@ def fit_both(monkeypatch, make_data, loss, device="cpu", **fit_kw):
     """(weights, history) of two identical models fitted with and without staging the next batch."""
     out = []
     for on in (True, False):
-        monkeypatch.setattr(hpcnn.training, "STAGE_NEXT", on)
+        monkeypatch.setattr(hpcnn.training.staging, "STAGE_NEXT", on)
         m = small_model()
         m.compile("adam", loss, ["accuracy"], device=device)
         h = m.fit(*make_data(), verbose=0, **fit_kw)
-        assert not m._model().has_staged  # the last batch of the last epoch stages nothing
+        assert not m.core.has_staged  # the last batch of the last epoch stages nothing
         out.append((m.get_weights(), h.history))
     return out
 
@@ -115,10 +115,10 @@ def test_evaluate_and_predict_identical_with_and_without_staging_next(monkeypatc
     m.fit(x, y, batch_size=16, epochs=1, verbose=0)
     out = []
     for on in (True, False):
-        monkeypatch.setattr(hpcnn.training, "STAGE_NEXT", on)
+        monkeypatch.setattr(hpcnn.training.staging, "STAGE_NEXT", on)
         out.append((m.evaluate(x, y, batch_size=16, verbose=0), m.predict(x, batch_size=16),
                     m.predict((x * 255).astype(np.uint8), batch_size=32)))
-        assert not m._model().has_staged
+        assert not m.core.has_staged
     assert out[0][0] == out[1][0]
     np.testing.assert_array_equal(out[0][1], out[1][1])
     np.testing.assert_array_equal(out[0][2], out[1][2])
@@ -128,7 +128,7 @@ def test_evaluate_and_predict_identical_with_and_without_staging_next(monkeypatc
 def core_model(device="cpu", loss="sparse_categorical_crossentropy"):
     m = small_model()
     m.compile("adam", loss, device=device)
-    return m._model()
+    return m.core
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -159,9 +159,9 @@ def test_core_without_a_staged_batch_none_is_an_error():
     with pytest.raises(ValueError, match="no batch is staged"):
         m.predict_step(None)
     with pytest.raises(ValueError, match="compiled"):
-        small_model()._model().train_step(None)
+        small_model().core.train_step(None)
     with pytest.raises(ValueError, match="compiled"):
-        small_model()._model().train_step((x, y))
+        small_model().core.train_step((x, y))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -245,19 +245,19 @@ def test_fit_reports_bad_staged_batches_with_their_numbers():
     m.compile("adam", "sparse_categorical_crossentropy")
     with pytest.raises(ValueError, match=r"epoch 1, batch 2: input batch contains NaN"):
         m.fit(x, y, batch_size=16, shuffle=False, verbose=0)
-    assert m._model().step == 1
+    assert m.core.step == 1
     x, y = data(48)
     y[40] = 9  # batch 3: array labels are all range-checked before the first step (issue 12 item 7)
-    steps_before = m._model().step
+    steps_before = m.core.step
     with pytest.raises(ValueError, match=r"^label 9 \(row 40\) is outside \[0, 3\)"):
         m.fit(x, y, batch_size=16, shuffle=False, verbose=0)
-    assert m._model().step == steps_before
+    assert m.core.step == steps_before
     # A dataset's labels are prepared per batch: a bad one is reported with its batch's number,
     # after the batches before it trained.
     batches = [(x[i * 16:(i + 1) * 16], y[i * 16:(i + 1) * 16]) for i in range(3)]
     with pytest.raises(ValueError, match=r"epoch 1, batch 3: label 9 \(row 8\)"):
         m.fit(batches_as_sequence(batches), shuffle=False, verbose=0)
-    assert m._model().step == steps_before + 2
+    assert m.core.step == steps_before + 2
 
 
 def batches_as_sequence(batches):
@@ -288,7 +288,7 @@ def test_fit_dataset_errors_keep_their_batch_numbers():
     # batch 2's labels fail preparation: reported as batch 2, after batch 1 trained
     with pytest.raises(ValueError, match=r"epoch 1, batch 2: sparse_categorical_crossentropy needs whole"):
         m.fit(Seq(), epochs=1, verbose=0, shuffle=False)
-    assert m._model().step == 1
+    assert m.core.step == 1
 
 
 def test_stop_training_and_steps_per_epoch_with_staging():
@@ -302,11 +302,11 @@ def test_stop_training_and_steps_per_epoch_with_staging():
     m = small_model()
     m.compile("adam", "sparse_categorical_crossentropy")
     m.fit(x, y, batch_size=16, epochs=3, verbose=0, callbacks=[Stop()])
-    assert m._model().step == 2
-    assert not m._model().has_staged  # batch 3 was staged, then dropped when fit stopped
+    assert m.core.step == 2
+    assert not m.core.has_staged  # batch 3 was staged, then dropped when fit stopped
     m.fit(x, y, batch_size=16, epochs=2, verbose=0, steps_per_epoch=3)
-    assert m._model().step == 2 + 6
-    assert not m._model().has_staged
+    assert m.core.step == 2 + 6
+    assert not m.core.has_staged
 
 
 class RecordingCore:
@@ -330,7 +330,7 @@ def test_fit_makes_one_call_per_batch_each_staging_the_next(shuffle):
     x, y = data(70)
     m = small_model()
     m.compile("adam", "sparse_categorical_crossentropy")
-    m._model()
+    m.core
     m._core = RecordingCore(m._core)
     m.fit(x, y, batch_size=16, epochs=2, verbose=0, shuffle=shuffle)
     # 5 batches per epoch: the first of each epoch is passed, every other one was staged before
@@ -484,9 +484,9 @@ def test_hdf5_dataset_stored_u8_batches_train_as_the_decoded_ones(tmp_path):
     xb, _, decode = next(iter(hpcnn.data.HDF5Dataset(pf, batch_size=16)._live().epoch(0, 2, "cpu", True)))
     assert xb.dtype == np.float32 and decode is None
     # what fit uses: on the CPU decoded on the loader's threads; for a GPU as stored, with the decode
-    xb, _, decode = next(iter(ds._model_batches(0, "cpu")))
+    xb, _, decode = next(iter(ds.model_batches(0, "cpu")))
     assert xb.dtype == np.float32 and decode is None
-    xb, _, decode = next(iter(ds._model_batches(0, "gpu:0")))
+    xb, _, decode = next(iter(ds.model_batches(0, "gpu:0")))
     assert xb.dtype == np.uint8 and decode == ds._live().decode
     # batch buffers are pinned exactly when the target GPU is usable (pageable here without one)
     for target, pinned in (("cpu", False), ("gpu:0", not _GPU_REASON)):
@@ -512,9 +512,9 @@ def test_core_uint8_with_many_distinct_channels(device):
                                  seed=4) for _ in range(2)]
         for m in (a, b):
             m.compile("sgd", "sparse_categorical_crossentropy", device=device)
-        assert a._model().train_step((x8, y, None, decode)) == b._model().train_step((decoded(x8, *decode), y))
-        np.testing.assert_array_equal(a._model().predict_step((x8, None, None, decode)),
-                                      b._model().predict_step((decoded(x8, *decode),)))
+        assert a.core.train_step((x8, y, None, decode)) == b.core.train_step((decoded(x8, *decode), y))
+        np.testing.assert_array_equal(a.core.predict_step((x8, None, None, decode)),
+                                      b.core.predict_step((decoded(x8, *decode),)))
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -533,11 +533,11 @@ def test_non_finite_input_reports_the_first_bad_value(threads):
     try:
         with pytest.raises(ValueError, match=r"input batch contains NaN \(first at flat index 150001 of shape "
                                              r"\(2048, 8, 8, 2\)\)"):
-            m._model().train_step((x, y))
+            m.core.train_step((x, y))
         flat[150_001] = 1.0
         with pytest.raises(ValueError, match=r"contains inf \(first at flat index 200000 "):
-            m._model().predict_step((x,))
+            m.core.predict_step((x,))
         flat[[200_000, 250_000]] = 0.5
-        assert m._model().predict_step((x,)).shape == (2048, 3)
+        assert m.core.predict_step((x,)).shape == (2048, 3)
     finally:
         hpcnn.set_num_threads(before)

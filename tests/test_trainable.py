@@ -44,10 +44,10 @@ def test_frozen_layers_take_no_optimizer_step(optimizer, frozen):
         if layer.name in frozen:
             layer.trainable = False
     m.compile(optimizer, "sparse_categorical_crossentropy")
-    before = m._model().parameter_buffer().copy()
+    before = m.core.parameter_buffer().copy()
     m.fit(x, y, batch_size=8, epochs=2, verbose=0)
-    after = m._model().parameter_buffer()
-    state = list(m._model().optimizer_state().values())
+    after = m.core.parameter_buffer()
+    state = list(m.core.optimizer_state().values())
     assert state, "the optimizer took no step"
     for name, (b, e) in param_ranges(m).items():
         if name in frozen:
@@ -57,7 +57,7 @@ def test_frozen_layers_take_no_optimizer_step(optimizer, frozen):
         else:
             assert (after[b:e] != before[b:e]).any(), name
             assert all(s[b:e].any() for s in state), name
-    assert m._model().iterations == 8  # frozen layers or not, each batch is one optimizer step
+    assert m.core.iterations == 8  # frozen layers or not, each batch is one optimizer step
 
 
 def test_frozen_first_layers_need_no_backward():
@@ -68,7 +68,7 @@ def test_frozen_first_layers_need_no_backward():
     m.compile("adam", "sparse_categorical_crossentropy")
     m.train_on_batch(x, y)
     b, e = param_ranges(m)["conv2d"]
-    grads = m._model().gradient_buffer()
+    grads = m.core.gradient_buffer()
     assert not grads[b:e].any() and grads[e:].any()
 
 
@@ -113,7 +113,7 @@ def test_model_trainable_false_freezes_everything():
     m.trainable = False
     assert not any(layer.trainable for layer in m.layers)
     m.compile("adam", "sparse_categorical_crossentropy")
-    assert m._model().num_trainable_params == 0
+    assert m.core.num_trainable_params == 0
     before = m.get_weights()
     m.fit(x, y, batch_size=8, verbose=0)
     for a, b in zip(m.get_weights(), before):
@@ -123,7 +123,7 @@ def test_model_trainable_false_freezes_everything():
     assert "Trainable params: 0 (" in "\n".join(lines)
     m.trainable = True
     m.compile("adam", "sparse_categorical_crossentropy")
-    assert m._model().num_trainable_params == m.count_params()
+    assert m.core.num_trainable_params == m.count_params()
 
 
 def test_trainable_takes_effect_at_the_next_compile_as_in_keras():
@@ -132,19 +132,19 @@ def test_trainable_takes_effect_at_the_next_compile_as_in_keras():
     m.compile("adam", "sparse_categorical_crossentropy")
     m.layers[0].trainable = False  # after compile: not yet in effect
     b, e = param_ranges(m)["conv2d"]
-    before = m._model().parameter_buffer().copy()
+    before = m.core.parameter_buffer().copy()
     with pytest.warns(UserWarning, match=r"changed after compile\(\).*call compile\(\) again"):
         m.fit(x, y, batch_size=8, verbose=0)
-    assert (m._model().parameter_buffer()[b:e] != before[b:e]).any()  # still trained, as compiled
+    assert (m.core.parameter_buffer()[b:e] != before[b:e]).any()  # still trained, as compiled
     lines = []
     m.summary(print_fn=lines.append)
     assert any("call compile() again" in line for line in lines)
     m.compile("adam", "sparse_categorical_crossentropy")  # now frozen
-    frozen_at = m._model().parameter_buffer().copy()
+    frozen_at = m.core.parameter_buffer().copy()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no warning once compiled with the flag
         m.fit(x, y, batch_size=8, verbose=0)
-    np.testing.assert_array_equal(m._model().parameter_buffer()[b:e], frozen_at[b:e])
+    np.testing.assert_array_equal(m.core.parameter_buffer()[b:e], frozen_at[b:e])
 
 
 def test_trainable_survives_config_clone_and_save(tmp_path):
@@ -159,7 +159,7 @@ def test_trainable_survives_config_clone_and_save(tmp_path):
     m.save(path)
     loaded = hpcnn.models.load_model(path)
     assert [layer.trainable for layer in loaded.layers] == [layer.trainable for layer in m.layers]
-    assert loaded._model().num_trainable_params == m._model().num_trainable_params < m.count_params()
+    assert loaded.core.num_trainable_params == m.core.num_trainable_params < m.count_params()
     whole = hpcnn.Sequential([InputLayer(input_shape=[4]), Dense(3, activation="softmax")], trainable=False)
     assert not hpcnn.Sequential.from_config(whole.get_config()).trainable
     assert "trainable=False" in repr(Dense(3, trainable=False)) and "trainable" not in repr(Dense(3))
@@ -169,7 +169,7 @@ def test_layers_without_weights_may_be_frozen():
     m = hpcnn.Sequential([InputLayer(input_shape=[6, 6, 1]), Conv2D(2, 3), MaxPooling2D(2, trainable=False),
                           Flatten(trainable=False), Dense(2, activation="softmax")])
     m.compile("sgd", "sparse_categorical_crossentropy")
-    assert m._model().num_trainable_params == m.count_params()
+    assert m.core.num_trainable_params == m.count_params()
 
 
 # ------------------------------------------------------------------ callbacks: Keras' batch aliases
@@ -233,9 +233,9 @@ def test_frozen_layers_on_the_gpu(optimizer, tf32_off):
         m.layers[6].trainable = False  # the last Dense
         m.compile(optimizers.Adam(0.01) if optimizer == "adam" else optimizers.SGD(0.05, momentum=0.9),
                   "sparse_categorical_crossentropy", device=device)
-        before = m._model().parameter_buffer().copy()
+        before = m.core.parameter_buffer().copy()
         m.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
-        results[device] = (before, m._model().parameter_buffer(), list(m._model().optimizer_state().values()))
+        results[device] = (before, m.core.parameter_buffer(), list(m.core.optimizer_state().values()))
     ranges = param_ranges(small_model(seed=9))
     for device, (before, after, state) in results.items():
         for name in ("conv2d", "dense_1"):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from . import _core
 from . import callbacks, config, data, datasets, devices, layers, losses, metrics, models, optimizers, regularizers, utils
-from . import applications, distribute, functional, saving, threads, training, validation
+from . import applications, distribute, errors, formats, saving, threads, training, validation
 from . import keras  # Keras' namespace: `from hpcnn import keras`
 from .devices import device, gpu_unavailable_reason, list_physical_devices
 from .layers import Input
@@ -34,4 +34,4 @@ def build_info() -> dict:
 __all__ = ["Input", "Model", "Sequential", "clone_model", "load_model", "data", "datasets", "device", "list_physical_devices", "gpu_unavailable_reason", "build_info",
            "get_num_threads", "set_num_threads", "callbacks", "config", "devices", "layers", "losses", "models",
            "metrics", "optimizers", "regularizers", "utils", "applications", "saving", "threads", "training", "distribute",
-           "keras"]
+           "keras", "errors", "formats"]

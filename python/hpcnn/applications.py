@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from . import regularizers, validation
 from .layers import (Add, BatchNormalization, Concatenate, Conv2D, Dense, Dropout, Flatten, GlobalAveragePooling2D,
-                     GlobalMaxPooling2D, Input, InputLayer, MaxPooling2D, ReLU, Rescaling)
+                     GlobalMaxPooling2D, Input, InputLayer, KerasTensor, MaxPooling2D, ReLU, Rescaling)
 from .models import Model, Sequential
 from .regularizers import Regularizer
 
@@ -50,14 +50,12 @@ def deep_mnist(seed: Optional[int] = None) -> Sequential:
 def _source_input(tensor: Any) -> Any:
     """The hpcnn.Input() tensor a tensor was computed from (Keras applications' get_source_inputs):
     ``input_tensor`` may be the output of augmentation layers applied to an Input."""
-    from .functional import KerasTensor
-    from .layers import InputLayer
     if not isinstance(tensor, KerasTensor):
         raise TypeError(f"resnet_cifar: input_tensor must be an hpcnn tensor (hpcnn.Input(shape=...) or a layer's "
                         f"output), got {type(tensor).__name__}")
     t = tensor
-    while not isinstance(t._layer, InputLayer):
-        inbound = t._layer._inbound or []
+    while not t.layer.is_input:
+        inbound = t.layer.inbound_tensors or []
         if len(inbound) != 1:
             raise ValueError(f"resnet_cifar: input_tensor must come from one hpcnn.Input() through single-input "
                              f"layers, but {t!r} reads {len(inbound)} tensors")

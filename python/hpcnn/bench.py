@@ -208,7 +208,7 @@ def model_step_times(model: str = "tutorial", device: str = "cpu", batch_size: i
             m.compile(opt, "sparse_categorical_crossentropy", ["accuracy"])
     else:
         m.compile(opt, "sparse_categorical_crossentropy", ["accuracy"], device=device)
-    core = m._model()
+    core = m.core if hasattr(m, "core") else m._model()  # _model(): an older hpcnn timed as the baseline
     if hasattr(core, "train_step"):
         train = time_steps(lambda: core.train_step((x, y)), steps, warmup)
         infer = time_steps(lambda: core.predict_step((x,)), steps, warmup)

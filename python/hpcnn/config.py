@@ -3,7 +3,6 @@ from typing import Any, Dict, List, Optional, Union
 
 from . import _core
 from .devices import list_physical_devices
-from .layers import Conv2D
 
 
 def set_tf32(enabled: bool) -> None:
@@ -76,8 +75,8 @@ def cudnn_algorithms(model: Optional[Any] = None, device: Optional[str] = None) 
     if model is None:
         return plans
     out: List[Dict[str, Any]] = []
-    for layer, shape, _ in model._layer_outputs():
-        if not isinstance(layer, Conv2D):
+    for layer, shape, _ in model.layer_outputs():
+        if layer.core_configs()[0]["class_name"] != "Conv2D":
             continue
         oh, ow, f = shape[-3:]
         for p in plans:

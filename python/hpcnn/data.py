@@ -188,8 +188,8 @@ class HDF5Dataset:
         finally:
             it.close()
 
-    def _model_batches(self, epoch: int, device: str, first_batch: int = 0,
-                       shard: Optional[Tuple[int, int]] = None) -> Iterator[Tuple[Any, ...]]:
+    def model_batches(self, epoch: int, device: str, first_batch: int = 0,
+                      shard: Optional[Tuple[int, int]] = None) -> Iterator[Tuple[Any, ...]]:
         """(x, y, decode) batches for a model on `device` (what fit, evaluate and predict use). On
         a GPU a uint8 dataset's x comes as stored, with decode = (scale, shift) per channel, and
         the model decodes it on the device: a quarter of float32's bytes cross PCIe. Elsewhere x
@@ -237,10 +237,11 @@ class HDF5Dataset:
     def seed(self) -> int:
         """The shuffle seed: the one given, or the one drawn at construction (seed=None). Each
         epoch's order is a pure function of (seed, epoch); BackupAndRestore saves this seed and
-        sets it again when it resumes training in a new process (_set_seed)."""
+        sets it again when it resumes training in a new process (set_seed)."""
         return int(self._live().seed)
 
-    def _set_seed(self, seed: int) -> None:
+    def set_seed(self, seed: int) -> None:
+        """A new shuffle seed (a resumed training's, or rank 0's in a data-parallel run)."""
         self._live().set_seed(int(seed))
 
     @property

@@ -90,8 +90,8 @@ def main(a) -> int:
         h5 = tutorial.hdf5_path(a.synthetic, a.train_rows, a.seed, a.data_dir)
         if chief and not os.path.exists(h5):
             tutorial.prepare_data(a)  # writes the file the other ranks then read
-    if strategy._multi_process:
-        strategy._group.barrier()
+    if strategy.multi_process:
+        strategy.group.barrier()
     with strategy.scope():
         model = applications.tutorial_cnn(seed=a.seed)
         model.compile("adam", "sparse_categorical_crossentropy", ["accuracy"])

@@ -40,8 +40,8 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
-from . import _core
-from . import validation
+from . import _core, validation
+from .devices import normalize as normalize_device
 
 _dist = _core.distribute
 
@@ -148,27 +148,25 @@ class Strategy:
                 f"implementation={self.implementation!r}"
                 + (f", rank={self.worker_index} of {self.num_workers}" if self._world else "") + ")")
 
-    # ---- used by models, fit and the callbacks
+    # ---- hpcnn's own: what compile, fit and the callbacks ask of a strategy
     @property
-    def _multi_process(self) -> bool:
+    def multi_process(self) -> bool:
+        """Whether the replicas are spread over processes (MPI ranks), not only this one's."""
         return bool(self._group.multi_process)
 
-    def _distribute(self, model: Any) -> None:
-        """Makes the compiled `model` train with this strategy (called by compile)."""
-        core = model._model()
-        if self._multi_process:
-            self._agree(model)
+    def distribute(self, core: Any, description: Dict[str, Any], seed: int) -> int:
+        """Makes a compiled core model (hpcnn._core.Model) train with this strategy: every rank
+        must have built and compiled the same model (`description`: its config, compile settings
+        and seed, None when drawn at random; a ValueError naming the ranks that differ, on every
+        rank, before anything trains). Returns the seed the model must use: rank 0's when it was
+        drawn at random."""
+        if self.multi_process:
+            seed = self._agree(description, seed)
         core.distribute(self._group, self._bytes_per_pack)
-        model._strategy = self
+        return seed
 
-    def _agree(self, model: Any) -> None:
-        """Every rank must build the same model and compile it the same way (ValueError naming the
-        ranks that differ from rank 0, on every rank, before anything trains). A seed drawn at
-        random (none given) is rank 0's on every rank; seeds given must agree."""
-        from . import saving  # here: saving imports models, which imports this module
-        desc = {"config": model.get_config(), "compile": saving.compile_description(model),
-                "seed": None if getattr(model, "_seed_drawn", False) else int(model._seed)}
-        mine = json.dumps(desc, sort_keys=True, default=str).encode()
+    def _agree(self, description: Dict[str, Any], seed: int) -> int:
+        mine = json.dumps(description, sort_keys=True, default=str).encode()
         chief = self._group.broadcast_host(mine, 0)
         flags = np.zeros(self.num_workers)
         flags[self.worker_index] = 0.0 if chief == mine else 1.0
@@ -179,32 +177,34 @@ class Strategy:
             raise ValueError(f"{type(self).__name__}: {what} {', '.join(map(str, bad))} built or compiled another "
                              "model than rank 0 (layers, optimizer, loss or seed differ): every rank must run the same "
                              "script with the same arguments")
-        seed = int.from_bytes(self._group.broadcast_host(int(model._seed).to_bytes(8, "little"), 0), "little")
-        if seed != model._seed:
-            model._seed = seed
-            model._model().set_rng_state(seed, 0)
+        return self.broadcast_int(seed)
 
-    def _broadcast_int(self, value: int) -> int:
+    def broadcast_int(self, value: int) -> int:
         """Rank 0's `value` (an unsigned 64-bit integer) on every rank (collective)."""
-        if not self._multi_process:
+        if not self.multi_process:
             return int(value)
         return int.from_bytes(self._group.broadcast_host(int(value).to_bytes(8, "little"), 0), "little")
 
-    def _any(self, *flags: bool) -> List[bool]:
+    def any_rank(self, *flags: bool) -> List[bool]:
         """Per flag, whether it is set on any rank (collective; the flags themselves otherwise)."""
-        if not self._multi_process:
+        if not self.multi_process:
             return [bool(f) for f in flags]
         sums = self._group.allreduce_host(np.array([1.0 if f else 0.0 for f in flags]))
         return [bool(v > 0) for v in sums]
 
-    def _abort(self, why: str) -> None:
+    def abort(self, why: str) -> None:
         """This rank failed: the others' collectives raise, naming it."""
-        if self._multi_process and not self._group.failed:
+        if self.multi_process and not self._group.failed:
             self._group.abort(why)  # the transport names this rank ("rank 1 failed: ...")
 
-    def _shard(self) -> Optional[tuple]:
+    def shard(self) -> Optional[tuple]:
         """(rank, ranks) for a dataset that reads only this process's rows, or None."""
-        return (self.worker_index, self.num_workers) if self._multi_process else None
+        return (self.worker_index, self.num_workers) if self.multi_process else None
+
+    @property
+    def group(self) -> Any:
+        """The transport's group (hpcnn._core.distribute.Group): for benchmarks and tests."""
+        return self._group
 
 
 class MirroredStrategy(Strategy):
@@ -218,7 +218,6 @@ class MirroredStrategy(Strategy):
 
     def __init__(self, devices: Optional[Sequence[str]] = None,
                  communication_options: Optional[CommunicationOptions] = None) -> None:
-        from . import devices as devices_mod
         options = _options(communication_options, "MirroredStrategy")
         if devices is None:
             gpus = [f"gpu:{d.index}" for d in _core.cuda_devices()]
@@ -229,7 +228,7 @@ class MirroredStrategy(Strategy):
                                  f"{devices!r}")
             if not devices:
                 raise ValueError("MirroredStrategy: devices is empty")
-            names = [devices_mod.normalize(d) for d in devices]
+            names = [normalize_device(d) for d in devices]
             gpus = [n for n in names if n != "cpu"]
             if len(set(gpus)) != len(gpus):
                 raise ValueError(f"MirroredStrategy: a GPU appears twice in {list(devices)}")
@@ -266,8 +265,7 @@ class MultiWorkerMirroredStrategy(Strategy):
             atexit.register(_dist.mpi_shutdown)
             _mpi_shutdown_registered = True
         if device is not None:
-            from . import devices as devices_mod
-            name = devices_mod.normalize(device)
+                name = normalize_device(device)
         else:
             gpus = _core.cuda_devices()
             if not gpus:
@@ -324,8 +322,8 @@ def current_strategy() -> Optional[Strategy]:
 def writes_files(model: Any) -> bool:
     """Whether this process writes `model`'s files: False on the ranks other than the chief of a
     multi-process strategy (saves, checkpoints, backups and CSV logs are the chief's)."""
-    s = getattr(model, "_strategy", None)
-    return s is None or not s._multi_process or s.is_chief
+    s = getattr(model, "distribute_strategy", None)
+    return s is None or not s.multi_process or s.is_chief
 
 
 __all__ = ["MirroredStrategy", "MultiWorkerMirroredStrategy", "CommunicationOptions", "Strategy", "get_strategy",

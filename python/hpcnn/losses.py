@@ -205,14 +205,16 @@ class SparseCategoricalCrossentropy(Loss):
 # ---------------------------------------------------------------------- lookup
 LossLike = Union[str, Loss, Callable[..., Any]]
 
-_CLASSES = {c.__name__: c for c in (MeanSquaredError, MeanAbsoluteError, BinaryCrossentropy, CategoricalCrossentropy,
+CLASSES = {c.__name__: c for c in (MeanSquaredError, MeanAbsoluteError, BinaryCrossentropy, CategoricalCrossentropy,
                                     SparseCategoricalCrossentropy)}
+#: The core's names of the losses it computes (what compile settings name).
+CORE_NAMES = tuple(c.core_name for c in CLASSES.values())
 # Keras' string identifiers (keras.losses.get) and the functions, each to its class.
 _BY_NAME = {
     "mse": MeanSquaredError, "MSE": MeanSquaredError, "mean_squared_error": MeanSquaredError,
     "mae": MeanAbsoluteError, "MAE": MeanAbsoluteError, "mean_absolute_error": MeanAbsoluteError,
     "binary_crossentropy": BinaryCrossentropy, "categorical_crossentropy": CategoricalCrossentropy,
-    "sparse_categorical_crossentropy": SparseCategoricalCrossentropy, **_CLASSES,
+    "sparse_categorical_crossentropy": SparseCategoricalCrossentropy, **CLASSES,
 }
 _BY_FUNCTION = {mean_squared_error: MeanSquaredError, mean_absolute_error: MeanAbsoluteError,
                 binary_crossentropy: BinaryCrossentropy, categorical_crossentropy: CategoricalCrossentropy,
@@ -255,12 +257,12 @@ def serialize(loss: Loss) -> Dict[str, Any]:
 def deserialize(config: Any) -> Loss:
     if isinstance(config, str):
         return get(config)
-    if not isinstance(config, dict) or config.get("class_name") not in _CLASSES:
+    if not isinstance(config, dict) or config.get("class_name") not in CLASSES:
         raise ValueError(f"unknown loss {config!r:.200}")
-    return _CLASSES[config["class_name"]].from_config(dict(config.get("config") or {}))
+    return CLASSES[config["class_name"]].from_config(dict(config.get("config") or {}))
 
 
 __all__ = ["Loss", "MeanSquaredError", "MeanAbsoluteError", "BinaryCrossentropy", "CategoricalCrossentropy",
            "SparseCategoricalCrossentropy", "mean_squared_error", "mean_absolute_error", "binary_crossentropy",
            "categorical_crossentropy", "sparse_categorical_crossentropy", "mse", "mae", "MSE", "MAE", "get",
-           "resolve", "serialize", "deserialize"]
+           "resolve", "serialize", "deserialize", "CLASSES", "CORE_NAMES"]

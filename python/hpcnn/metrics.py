@@ -152,7 +152,7 @@ class MeanAbsoluteError(Metric):
 # ---------------------------------------------------------------------- lookup
 MetricLike = Union[str, Metric, Callable[..., Any]]
 
-_CLASSES = {c.__name__: c for c in (CategoricalAccuracy, SparseCategoricalAccuracy, BinaryAccuracy,
+CLASSES = {c.__name__: c for c in (CategoricalAccuracy, SparseCategoricalAccuracy, BinaryAccuracy,
                                     TopKCategoricalAccuracy, SparseTopKCategoricalAccuracy, MeanSquaredError,
                                     MeanAbsoluteError)}
 _BY_NAME = {
@@ -160,7 +160,7 @@ _BY_NAME = {
     "binary_accuracy": BinaryAccuracy, "top_k_categorical_accuracy": TopKCategoricalAccuracy,
     "sparse_top_k_categorical_accuracy": SparseTopKCategoricalAccuracy,
     "mse": MeanSquaredError, "MSE": MeanSquaredError, "mean_squared_error": MeanSquaredError,
-    "mae": MeanAbsoluteError, "MAE": MeanAbsoluteError, "mean_absolute_error": MeanAbsoluteError, **_CLASSES,
+    "mae": MeanAbsoluteError, "MAE": MeanAbsoluteError, "mean_absolute_error": MeanAbsoluteError, **CLASSES,
 }
 _BY_FUNCTION = {categorical_accuracy: CategoricalAccuracy, sparse_categorical_accuracy: SparseCategoricalAccuracy,
                 binary_accuracy: BinaryAccuracy, top_k_categorical_accuracy: TopKCategoricalAccuracy,
@@ -187,7 +187,7 @@ def get(identifier: MetricLike, loss: str, units: int) -> Metric:
         if identifier.lower() in _ACCURACY:
             return _accuracy_for(loss, units, identifier)
         if identifier in _BY_NAME:
-            return _BY_NAME[identifier](name=identifier) if identifier not in _CLASSES else _BY_NAME[identifier]()
+            return _BY_NAME[identifier](name=identifier) if identifier not in CLASSES else _BY_NAME[identifier]()
     elif isinstance(identifier, type) and issubclass(identifier, Metric) and identifier is not Metric:
         return identifier()
     elif callable(identifier):
@@ -263,13 +263,13 @@ def serialize(metric: Any) -> Any:
 def deserialize(config: Any) -> Any:
     if isinstance(config, str):
         return config
-    if not isinstance(config, dict) or config.get("class_name") not in _CLASSES:
+    if not isinstance(config, dict) or config.get("class_name") not in CLASSES:
         raise ValueError(f"unknown metric {config!r:.200}")
-    return _CLASSES[config["class_name"]].from_config(dict(config.get("config") or {}))
+    return CLASSES[config["class_name"]].from_config(dict(config.get("config") or {}))
 
 
 __all__ = ["Metric", "CategoricalAccuracy", "SparseCategoricalAccuracy", "BinaryAccuracy", "TopKCategoricalAccuracy",
            "SparseTopKCategoricalAccuracy", "MeanSquaredError", "MeanAbsoluteError", "categorical_accuracy",
            "sparse_categorical_accuracy", "binary_accuracy", "top_k_categorical_accuracy",
            "sparse_top_k_categorical_accuracy", "mean_squared_error", "mean_absolute_error", "mse", "mae", "get",
-           "resolve", "serialize", "deserialize"]
+           "resolve", "serialize", "deserialize", "CLASSES"]

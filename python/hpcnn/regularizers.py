@@ -18,8 +18,8 @@ from typing import Any, Dict, Optional, Union
 
 import numpy as np
 
-from . import _config_objects
-from ._config_objects import ConfigObject
+from . import config_objects
+from .config_objects import ConfigObject
 
 
 def _factor(value: Any, name: str) -> float:
@@ -90,11 +90,11 @@ REGISTRY = {"L1": L1, "L2": L2, "L1L2": L1L2, "l1": L1, "l2": L2, "l1_l2": L1L2}
 
 def serialize(regularizer: Regularizer) -> Dict[str, Any]:
     """``{'class_name': ..., 'config': {...}}``, Keras' serialized shape."""
-    return _config_objects.serialize(regularizer)
+    return config_objects.serialize(regularizer)
 
 
 def deserialize(config: Dict[str, Any]) -> Regularizer:
-    return _config_objects.deserialize(config, REGISTRY, "regularizer", "L1, L2 and L1L2")
+    return config_objects.deserialize(config, REGISTRY, "regularizer", "L1, L2 and L1L2")
 
 
 def get(identifier: Union[None, str, Dict[str, Any], Regularizer], argument: str = "regularizer") -> Optional[Regularizer]:

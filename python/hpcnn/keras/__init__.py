@@ -18,7 +18,7 @@ too, for scripts that reach Keras through TensorFlow.
 """
 from __future__ import annotations
 
-from .. import _core
+from .. import _core, devices
 from . import (activations, applications, backend, callbacks, config, datasets, initializers, layers, losses, metrics,
                models, optimizers, preprocessing, regularizers, saving, utils)
 from ._compat import KERAS_VERSION, install
@@ -35,7 +35,6 @@ def version() -> str:
 def device(device_name: str):
     """``with keras.device('gpu:0'):`` places the models compiled or trained inside on that
     device (``hpcnn.device``)."""
-    from .. import devices
     return devices.device(device_name)
 
 

@@ -2,8 +2,10 @@
 load_model (hpcnn's and Keras' files), save_model, model_from_json, clone_model."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from ..saving import model_from_json
 from ._compat import install
 
 
@@ -14,9 +16,7 @@ def save_model(model: Any, filepath: Any, overwrite: bool = True, **kwargs: Any)
 
 def model_from_config(config: Any, custom_objects: Any = None) -> Any:
     """A new model from a Keras model config (a dict: ``{'class_name': 'Sequential', 'config': ...}``)."""
-    import json
-    from .. import keras_config
-    return keras_config.model_from_json(json.dumps(config), custom_objects)
+    return model_from_json(json.dumps(config), custom_objects)
 
 
 _ADVICE = {"Model": "the functional API (Model(inputs, outputs)) is not in this hpcnn yet: use Sequential for a "

@@ -97,7 +97,7 @@ class Optimizer:
                                  f"one of hpcnn.optimizers.schedules ({', '.join(sorted(schedules.REGISTRY))}), or a "
                                  "float rate with the LearningRateScheduler callback for a rule of your own")
             if core is not None:
-                core.set_learning_rate_schedule(value._core_config())
+                core.set_learning_rate_schedule(value.core_config())
             self._learning_rate = value
             return
         if callable(value) and not isinstance(value, (int, float)):
@@ -121,16 +121,33 @@ class Optimizer:
         core = self._live_core()
         return int(core.iterations) if core is not None else 0
 
-    def _attach(self, model: Any) -> None:
-        """Called by compile(): the model whose core this optimizer drives from now on."""
+    @property
+    def schedule(self) -> Optional[LearningRateSchedule]:
+        """The schedule the learning rate follows, or None for a fixed (settable) rate."""
+        return self._learning_rate if isinstance(self._learning_rate, LearningRateSchedule) else None
+
+    @property
+    def fixed_learning_rate(self) -> Optional[float]:
+        """The fixed learning rate as set (a float), or None when a schedule drives the rate (which
+        is a function of the step count, and so needs nothing restored when training resumes)."""
+        return None if self.schedule is not None else float(self._learning_rate)
+
+    @property
+    def excluded_weight_names(self) -> Optional[List[str]]:
+        """The names given to exclude_from_weight_decay (None: none)."""
+        return None if self._exclude_names is None else list(self._exclude_names)
+
+    def attach(self, model: Any) -> None:
+        """Called by compile(): the model whose core this optimizer drives from now on (its
+        ``learning_rate`` and ``iterations`` read that model's core)."""
         self._model_ref = weakref.ref(model)
 
     def _live_core(self) -> Any:
         """The core model this optimizer drives, or None when it is not compiled into one (anymore)."""
         model = self._model_ref() if self._model_ref is not None else None
-        if model is None or getattr(model, "optimizer", None) is not self or not getattr(model, "_compiled", None):
+        if model is None or getattr(model, "optimizer", None) is not self or not getattr(model, "compile_settings", None):
             return None
-        return getattr(model, "_core", None)
+        return model.core if model.built else None
 
     # ------------------------------------------------------------------ weight decay exclusions
     def exclude_from_weight_decay(self, var_list: Any = None, var_names: Optional[Sequence[str]] = None) -> None:
@@ -188,13 +205,13 @@ class Optimizer:
             config["learning_rate"] = schedules.deserialize(config["learning_rate"])
         return cls(**config)
 
-    def _core_config(self, weight_names: Sequence[str] = ()) -> Dict[str, Any]:
+    def core_config(self, weight_names: Sequence[str] = ()) -> Dict[str, Any]:
         """What the core's factory reads (nn/factory.cpp make_optimizer)."""
         cfg: Dict[str, Any] = dict(self._specific_config())
         cfg["name"] = type(self).__name__
         lr = self._learning_rate
         if isinstance(lr, LearningRateSchedule):
-            cfg.update({f"schedule_{k}": v for k, v in lr._core_config().items()})
+            cfg.update({f"schedule_{k}": v for k, v in lr.core_config().items()})
         else:
             cfg["learning_rate"] = float(lr)
         for key in ("weight_decay", "clipnorm", "global_clipnorm", "clipvalue"):

@@ -20,8 +20,8 @@ from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 
-from .. import _config_objects, _core, validation
-from .._config_objects import ConfigObject
+from .. import config_objects, _core, validation
+from ..config_objects import ConfigObject
 
 
 class LearningRateSchedule(ConfigObject):
@@ -31,7 +31,7 @@ class LearningRateSchedule(ConfigObject):
     name: str
 
     def __call__(self, step: Any) -> Union[float, np.ndarray]:
-        cfg = self._core_config()
+        cfg = self.core_config()
         if np.ndim(step) == 0:
             s = validation.integer(step.item() if isinstance(step, np.ndarray) else step, "step",
                                    type(self).__name__, minimum=0, maximum=None)
@@ -43,7 +43,7 @@ class LearningRateSchedule(ConfigObject):
                 cfg, validation.integer(s, "step", type(self).__name__, minimum=0, maximum=None))
         return out
 
-    def _core_config(self) -> Dict[str, Any]:
+    def core_config(self) -> Dict[str, Any]:
         """What the core's factory reads (nn/factory.cpp make_schedule): the class name and the
         arguments, None (Keras' "not given") left out."""
         cfg = {k: v for k, v in self.get_config().items() if k != "name" and v is not None}
@@ -219,13 +219,13 @@ def serialize(learning_rate_schedule: LearningRateSchedule) -> Dict[str, Any]:
     """``{'class_name': ..., 'config': {...}}``, Keras' serialized shape."""
     if not isinstance(learning_rate_schedule, LearningRateSchedule):
         raise ValueError(f"serialize: expected a LearningRateSchedule, got {learning_rate_schedule!r}")
-    return _config_objects.serialize(learning_rate_schedule)
+    return config_objects.serialize(learning_rate_schedule)
 
 
 def deserialize(config: Dict[str, Any]) -> LearningRateSchedule:
     """The schedule ``serialize`` (or Keras' ``keras.optimizers.schedules.serialize``) described;
     ValueError for anything else."""
-    return _config_objects.deserialize(config, REGISTRY, "learning rate schedule", str(sorted(REGISTRY)))
+    return config_objects.deserialize(config, REGISTRY, "learning rate schedule", str(sorted(REGISTRY)))
 
 
 __all__ = ["LearningRateSchedule", "ExponentialDecay", "PiecewiseConstantDecay", "PolynomialDecay", "InverseTimeDecay",

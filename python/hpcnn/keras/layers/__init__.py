@@ -34,4 +34,4 @@ _MERGING = ("Add", "Concatenate", "Multiply", "Average", "Maximum", "Minimum", "
 # The merging layers import (scripts import them beside the layers they use); using one raises
 # NotImplementedError until hpcnn has them.
 install(__name__, "layers", sources=["hpcnn.layers"], advice=_ADVICE, exclude=["Layer"], placeholders=_MERGING,
-        default_advice="hpcnn's layers are " + ", ".join(sorted(_layers._REGISTRY)))
+        default_advice="hpcnn's layers are " + ", ".join(sorted(_layers.LAYER_CLASSES)))

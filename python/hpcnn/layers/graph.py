@@ -1,4 +1,4 @@
-"""The functional API's symbolic side (Keras' names): ``KerasTensor``, what ``hpcnn.Input()``
+"""The symbolic graph at the bottom of the layers: the functional API's symbolic side (Keras' names): ``KerasTensor``, what ``hpcnn.Input()``
 returns and what a layer called on one returns; the record of which layer made each tensor from
 which inputs; and the walk that turns a model's (input, output) into its layers in Keras' order.
 
@@ -15,12 +15,14 @@ their own weights.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import _core
+from .. import _core
 
-if TYPE_CHECKING:  # layers.py imports this module
-    from .layers import Layer
+# The layers (layer.py) are above this module: here a layer is anything with the attributes the
+# graph reads and writes (name, is_input, merges_inputs, input_shape, inbound_tensors,
+# output_tensor, core_configs()), named ``Layer`` in the annotations.
+Layer = Any
 
 
 class KerasTensor:
@@ -28,29 +30,29 @@ class KerasTensor:
     and where it comes from. It holds no data; build a ``hpcnn.Model`` from it and call
     ``predict`` to compute."""
 
-    def __init__(self, shape: Sequence[int], layer: "Layer", dtype: str = "float32") -> None:
-        self._shape: Tuple[int, ...] = tuple(int(d) for d in shape)  # per sample
-        self._layer = layer  # the layer that outputs it; what it read is layer._inbound
+    def __init__(self, shape: Sequence[int], layer: Layer, dtype: str = "float32") -> None:
+        self.sample_shape: Tuple[int, ...] = tuple(int(d) for d in shape)  # per sample
+        self.layer = layer  # the layer that outputs it; what it read is layer.inbound_tensors
         self.dtype = dtype
 
     @property
     def shape(self) -> Tuple[Optional[int], ...]:
         """``(None, *per_sample_shape)``: the batch axis is not fixed."""
-        return (None,) + self._shape
+        return (None,) + self.sample_shape
 
     @property
     def ndim(self) -> int:
-        return len(self._shape) + 1
+        return len(self.sample_shape) + 1
 
     @property
     def name(self) -> str:
         """The name of the layer that outputs this tensor (set when a model is built, if not given)."""
-        return layer_label(self._layer, quoted=False)
+        return layer_label(self.layer, quoted=False)
 
     @property
-    def _keras_history(self) -> Tuple["Layer", int, int]:
+    def _keras_history(self) -> Tuple[Layer, int, int]:
         """(layer, node index, tensor index), as Keras records it: one node and one output per layer."""
-        return (self._layer, 0, 0)
+        return (self.layer, 0, 0)
 
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"{self!r} is symbolic and holds no values: build hpcnn.Model(inputs, outputs) "
@@ -60,7 +62,7 @@ class KerasTensor:
         return f"<KerasTensor shape={self.shape}, dtype={self.dtype}, name={self.name}>"
 
 
-def layer_label(layer: "Layer", quoted: bool = True) -> str:
+def layer_label(layer: Layer, quoted: bool = True) -> str:
     """How messages name a layer: its name ('conv2d_1'), or its class before it has one."""
     if layer.name:
         return f"'{layer.name}'" if quoted else layer.name
@@ -68,13 +70,12 @@ def layer_label(layer: "Layer", quoted: bool = True) -> str:
 
 
 def _describe(t: KerasTensor) -> str:
-    return f"{layer_label(t._layer)} {t.shape}"
+    return f"{layer_label(t.layer)} {t.shape}"
 
 
-def call_layer(layer: "Layer", inputs: Any, kwargs: Dict[str, Any]) -> KerasTensor:
+def call_layer(layer: Layer, inputs: Any, kwargs: Dict[str, Any]) -> KerasTensor:
     """``layer(inputs)`` on symbolic tensors: checks the call, computes the output shape with the
     C++ shape rules (a mismatch is a ValueError here, as in Keras), records the layer's position."""
-    from .layers import InputLayer
     cls = type(layer).__name__
     training = kwargs.pop("training", None)
     if "mask" in kwargs and kwargs["mask"] is None:
@@ -84,9 +85,9 @@ def call_layer(layer: "Layer", inputs: Any, kwargs: Dict[str, Any]) -> KerasTens
     if training is not None:
         raise ValueError(f"{cls}: training={training!r} is not supported: hpcnn runs layers in training mode in "
                          "fit() and in inference mode in evaluate() and predict()")
-    if isinstance(layer, InputLayer):
+    if layer.is_input:
         raise TypeError("an InputLayer is not called: use hpcnn.Input(shape=...) for a model's input")
-    if layer._merges_inputs:
+    if layer.merges_inputs:
         if not isinstance(inputs, (list, tuple)):
             raise ValueError(f"{cls} layer should be called on a list of at least 2 inputs. Received: "
                              f"inputs={inputs!r:.200}")
@@ -107,21 +108,21 @@ def call_layer(layer: "Layer", inputs: Any, kwargs: Dict[str, Any]) -> KerasTens
             raise TypeError(f"{cls} was called on {type(t).__name__}: hpcnn layers are called on symbolic tensors "
                             "(x = hpcnn.Input(shape=...); y = layer(x)) to build a model; to compute on data, "
                             "build hpcnn.Model(inputs, outputs) and call predict()")
-    if getattr(layer, "_inbound", None) is not None:
+    if getattr(layer, "inbound_tensors", None) is not None:
         raise NotImplementedError(
             f"layer {layer_label(layer)} ({cls}) is already used at another position of a graph: hpcnn does not "
             f"share a layer (and its weights) between positions; create a new {cls}(...) for this call")
-    if not layer._merges_inputs and layer.input_shape is not None and tuple(layer.input_shape) != tensors[0]._shape:
+    if not layer.merges_inputs and layer.input_shape is not None and tuple(layer.input_shape) != tensors[0].sample_shape:
         raise ValueError(f"{cls}: input_shape={tuple(layer.input_shape)} does not match the tensor it is called on, "
                          f"{_describe(tensors[0])}")
     try:
-        shape = _core.layer_output_shape(layer._core_configs(), [list(t._shape) for t in tensors])
+        shape = _core.layer_output_shape(layer.core_configs(), [list(t.sample_shape) for t in tensors])
     except ValueError as e:
         where = f"layer {layer_label(layer)}: " if layer.name else ""
         raise ValueError(f"{where}{e} (called on {', '.join(_describe(t) for t in tensors)})") from None
     out = KerasTensor(shape, layer)
-    layer._inbound = tensors
-    layer._output = out
+    layer.inbound_tensors = tensors
+    layer.output_tensor = out
     return out
 
 
@@ -141,7 +142,7 @@ def single(value: Any, what: str) -> KerasTensor:
     return items
 
 
-def ordered_layers(model_input: KerasTensor, output: KerasTensor) -> List["Layer"]:
+def ordered_layers(model_input: KerasTensor, output: KerasTensor) -> List[Layer]:
     """The layers between the model's input and its output, the InputLayer first, in Keras'
     order: by decreasing depth (the longest path to the output), ties in the order a depth-first
     walk from the output meets them. That is a topological order, and the order of Keras'
@@ -149,14 +150,13 @@ def ordered_layers(model_input: KerasTensor, output: KerasTensor) -> List["Layer
 
     ValueError for a graph that reaches an input other than the model's ('Graph disconnected'),
     an output that does not depend on the input, or a cycle."""
-    from .layers import InputLayer
     visit_index: Dict[int, int] = {}
     in_progress, finished = set(), set()
     post_order: List[Layer] = []
     stack: List[Tuple[KerasTensor, bool]] = [(output, False)]
     while stack:  # iterative: a deep network must not hit Python's recursion limit
         t, done = stack.pop()
-        layer = t._layer
+        layer = t.layer
         if done:
             in_progress.discard(id(layer))
             finished.add(id(layer))
@@ -166,7 +166,7 @@ def ordered_layers(model_input: KerasTensor, output: KerasTensor) -> List["Layer
             continue
         if id(layer) in in_progress:
             raise ValueError(f"the tensor {t!r} from layer {layer_label(layer)} is part of a cycle")
-        if isinstance(layer, InputLayer) and t is not model_input:
+        if layer.is_input and t is not model_input:
             raise ValueError(
                 f"Graph disconnected: the output {output!r} depends on the input {t!r}, which is not the model's "
                 f"input {model_input!r}: pass that input as inputs=, or build the graph from the model's input")
@@ -174,17 +174,17 @@ def ordered_layers(model_input: KerasTensor, output: KerasTensor) -> List["Layer
         in_progress.add(id(layer))
         stack.append((t, True))
         if t is not model_input:
-            for parent in reversed(layer._inbound or []):
+            for parent in reversed(layer.inbound_tensors or []):
                 stack.append((parent, False))
-    if id(model_input._layer) not in finished:
+    if id(model_input.layer) not in finished:
         raise ValueError(f"the output {output!r} does not depend on the model's input {model_input!r}")
     depth: Dict[int, int] = {}
     for layer in reversed(post_order):  # consumers before the layers they read
         d = depth.setdefault(id(layer), 0)
-        if layer is model_input._layer:
+        if layer is model_input.layer:
             continue
-        for parent in layer._inbound or []:
-            p = id(parent._layer)
+        for parent in layer.inbound_tensors or []:
+            p = id(parent.layer)
             depth[p] = max(depth.get(p, 0), d + 1)
     return sorted(post_order, key=lambda lay: (-depth[id(lay)], visit_index[id(lay)]))
 

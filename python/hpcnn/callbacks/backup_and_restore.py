@@ -1,0 +1,211 @@
+"""``BackupAndRestore``: training that survives the scheduler. A later ``fit`` with the same
+callback continues exactly where the last backup was, to the batch (the backup file's layout:
+hpcnn.formats.backup_file)."""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from .. import distribute, interrupts, validation
+from ..errors import FileProblem, OtherTraining
+from ..formats.backup_file import BACKUP_FILE, PREVIOUS_FILE, keyed, read_backup, write_backup
+from ..formats.hpcnn_files import restore_optimizer_state, restore_rng_state
+from .base import Callback, FitRun
+from .checkpoint_arguments import path_argument, save_freq_argument
+
+
+class BackupAndRestore(Callback):
+    """Back up the whole training state during ``fit`` and, when ``fit`` is started again with the
+    same callback (a requeued job, a restarted notebook), continue from the last backup, to the
+    batch, ending bitwise equal to an uninterrupted run (same thread count, same device kind).
+
+    ``backup_dir`` is a directory of its own (created when missing). ``save_freq``: 'epoch' (after
+    each epoch), a number of batches, or False (only when fit is stopped by a signal). Whatever
+    ``save_freq``, a signal (SIGTERM, SIGUSR1, Ctrl-C) makes fit write a backup at the next batch
+    boundary before it returns. ``delete_checkpoint``: remove the backup when training completes
+    (True), or keep it (a later fit with the same callback then returns at once, with the full
+    History). ``double_checkpoint``: also keep the backup before the latest, used (with a message)
+    when the latest cannot be read.
+
+    What is in a backup and how it is written: hpcnn.formats.backup_file.
+    Resuming needs the same model (config), the same optimizer class and the same data shape
+    (batches per epoch, batch size, rows); anything else, a damaged backup, or a directory holding
+    files that are not backups is a ValueError before anything trains: never a silent fresh start.
+    The epochs passed to fit may differ (training longer than first planned is fine)."""
+
+    def __init__(self, backup_dir: Any, save_freq: Union[str, int, bool] = "epoch", double_checkpoint: bool = False,
+                 delete_checkpoint: bool = True, **kwargs: Any) -> None:
+        super().__init__()
+        where = "BackupAndRestore"
+        validation.no_other_arguments(kwargs, where)
+        self.backup_dir = path_argument(backup_dir, "backup_dir", "directory name", where)
+        self.save_freq = save_freq_argument(save_freq, where, allow_false=True)
+        self.double_checkpoint = validation.boolean(double_checkpoint, "double_checkpoint", where)
+        self.delete_checkpoint = validation.boolean(delete_checkpoint, "delete_checkpoint", where)
+        self.write_seconds: List[float] = []  # how long each backup took to write (seconds)
+        self.resumed_from: Optional[Dict[str, int]] = None  # {'epoch', 'batch'} after a resume
+        self._batches_since_save = 0
+        self._last_position: Optional[Tuple[int, int]] = None
+        self._run: Optional[FitRun] = None  # the fit being backed up (restore_training sets it)
+
+    @property
+    def path(self) -> str:
+        """The backup file."""
+        return os.path.join(self.backup_dir, BACKUP_FILE)
+
+    @property
+    def previous_path(self) -> str:
+        return os.path.join(self.backup_dir, PREVIOUS_FILE)
+
+    def __repr__(self) -> str:
+        return f"BackupAndRestore({self.backup_dir!r}, save_freq={self.save_freq!r})"
+
+    # ---- the directory
+    def _check_dir(self) -> bool:
+        """Whether a backup file may be there; ValueError for a directory that is not a backup
+        directory (a file, foreign files, not writable)."""
+        d = self.backup_dir
+        if not os.path.exists(d):
+            try:
+                os.makedirs(d, exist_ok=True)
+            except OSError as e:
+                raise ValueError(f"BackupAndRestore: cannot create backup_dir '{d}' ({e.strerror})") from None
+            return False
+        if not os.path.isdir(d):
+            raise ValueError(f"BackupAndRestore: backup_dir '{d}' exists and is not a directory")
+        ours = (BACKUP_FILE, PREVIOUS_FILE)
+        foreign = sorted(n for n in os.listdir(d) if n not in ours and not n.startswith(BACKUP_FILE + ".tmp-"))
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+            raise ValueError(f"BackupAndRestore: backup_dir '{d}' holds files that are not hpcnn backups ({shown}): "
+                             "give BackupAndRestore a directory of its own (a backup is never read from, nor written "
+                             "into, a directory with other files)")
+        if not os.access(d, os.W_OK | os.X_OK):
+            raise ValueError(f"BackupAndRestore: backup_dir '{d}' is not writable: backups could not be written")
+        return any(os.path.exists(os.path.join(d, n)) for n in ours)
+
+    def _delete(self) -> None:
+        for p in (self.path, self.previous_path):
+            try:
+                os.remove(p)
+            except FileNotFoundError:
+                pass
+        try:
+            os.rmdir(self.backup_dir)  # only when empty
+        except OSError:
+            pass
+
+    # ---- fit's hooks
+    restores_training = True  # fit takes at most one such callback
+
+    def on_train_position(self, position: Dict[str, Any], epoch_end: bool) -> None:
+        """A backup at the end of each epoch (save_freq='epoch') or every save_freq batches."""
+        if epoch_end:
+            if self.save_freq == "epoch":
+                self._write(position)
+            return
+        if isinstance(self.save_freq, int) and not isinstance(self.save_freq, bool):
+            self._batches_since_save += 1
+            if self._batches_since_save >= self.save_freq:
+                self._write(position)
+
+    def on_stop_signal(self, position: Dict[str, Any], logs: Dict[str, float]) -> Optional[str]:
+        """A backup of the point reached (unless the last one is of it), whatever save_freq says."""
+        if self._last_position != (position["epoch"], position["batch"]):
+            self._write(position)
+        return f"Backup written to '{self.backup_dir}': a fit with the same BackupAndRestore continues from there"
+
+    def on_training_complete(self) -> None:
+        """Training ran to its end: the backup is deleted (delete_checkpoint)."""
+        if self.delete_checkpoint and distribute.writes_files(self.model):
+            self._delete()
+
+    def _write(self, position: Dict[str, Any]) -> None:
+        """Writes a backup of the model, its optimizer, the random state, the callbacks' states and
+        the training position (epoch, batch, partial sums). In a multi-process run only the
+        chief writes (every rank restores the same backup)."""
+        self._batches_since_save = 0
+        self._last_position = (int(position["epoch"]), int(position["batch"]))
+        if not distribute.writes_files(self.model):
+            return
+        assert self._run is not None, "BackupAndRestore: a backup is written during a fit only"
+        t0 = time.perf_counter()
+        with interrupts.writing_guard():  # a stop signal meanwhile is only recorded
+            os.makedirs(self.backup_dir, exist_ok=True)
+            if self.double_checkpoint and os.path.exists(self.path):
+                os.replace(self.path, self.previous_path)  # the latest becomes the previous one
+            write_backup(self.path, self.model, self._run.callbacks, self, self._run.signature, position)
+        self.write_seconds.append(time.perf_counter() - t0)
+
+    def restore_training(self, run: FitRun) -> Optional[Dict[str, Any]]:
+        """Called by fit after every callback's on_train_begin: when a backup is there, puts the
+        model, optimizer, random state, data seed and callback states back and returns the
+        position to continue from; None for a first run. Prints what it did."""
+        self._run = run
+        callbacks, signature, dataset = run.callbacks, run.signature, run.dataset
+        self._batches_since_save = 0
+        self._last_position = None
+        self.resumed_from = None
+        if not self._check_dir():
+            self._say(f"BackupAndRestore: no backup in '{self.backup_dir}' yet: training from the start")
+            return None
+        model = self.model
+        candidates = [self.path] + ([self.previous_path] if self.double_checkpoint else [])
+        problems = []
+        found = None
+        for path in candidates:
+            if not os.path.exists(path):
+                problems.append(f"'{path}' is missing")
+                continue
+            try:
+                found = read_backup(path, model, signature, self.backup_dir)
+                break
+            except OtherTraining:
+                raise  # readable, but of another model or data: no fallback hides that
+            except FileProblem as e:
+                problems.append(f"'{path}' is damaged: {e}")
+            except ValueError as e:  # not readable as a backup at all (not HDF5, truncated, ...)
+                problems.append(str(e).replace("BackupAndRestore: ", "", 1))
+        if found is None:
+            if not os.path.exists(self.path) and not os.path.exists(self.previous_path):
+                self._say(f"BackupAndRestore: no backup in '{self.backup_dir}' yet: training from the start")
+                return None
+            raise ValueError("BackupAndRestore: cannot resume: " + "; ".join(problems) + ". Training does not start "
+                             f"from the beginning by itself: delete '{self.backup_dir}' to do that")
+        if found["path"] != self.path:
+            # Said whatever verbose is: the run continues from an older point than the user may think.
+            print(f"BackupAndRestore: the latest backup could not be used ({problems[0]}); resuming from the "
+                  f"previous one, '{found['path']}'", flush=True)
+        # Everything was read and checked: now put it back.
+        try:
+            model.set_weights(found["weights"])
+            restore_rng_state(model, found["meta"]["rng"])
+            if found["optimizer"] is not None:
+                restore_optimizer_state(model, found["optimizer"], found["buffers"])
+        except FileProblem as e:
+            raise ValueError(f"BackupAndRestore: the backup '{found['path']}' is damaged: {e}") from None
+        data_seed = found["meta"]["fit"].get("data_seed")
+        if data_seed is not None and hasattr(dataset, "set_seed"):
+            dataset.set_seed(int(data_seed))
+        restored = []
+        for key, cb in keyed(callbacks):
+            if cb is not self and key in found["states"]:
+                cb.set_state(found["states"][key])
+                restored.append(key.split("#")[0])
+        pos = found["position"]
+        self.resumed_from = {"epoch": int(pos["epoch"]), "batch": int(pos["batch"])}
+        self._last_position = (int(pos["epoch"]), int(pos["batch"]))
+        where = (f"epoch {pos['epoch'] + 1}, batch {pos['batch'] + 1} of {signature['steps']}" if pos["batch"]
+                 else f"the start of epoch {pos['epoch'] + 1}")
+        self._say(f"BackupAndRestore: resuming from '{found['path']}' (written {found['meta'].get('written', '?')}) "
+                  f"at {where}; restored weights, optimizer state, random state"
+                  + (f", states of {', '.join(restored)}" if restored else ""))
+        return dict(pos)
+
+    def _say(self, line: str) -> None:
+        if self.params.get("verbose"):
+            print(line, flush=True)
+
+
+__all__ = ["BackupAndRestore"]

@@ -1,0 +1,203 @@
+"""The backup file of ``callbacks.BackupAndRestore``: one HDF5 file, ``<backup_dir>/backup.h5``,
+written as every hpcnn file is (a temporary file flushed to disk, then renamed into place), so the
+previous backup is valid until the new one is complete, and a temporary file left by a killed
+writer is removed by the next write. It holds everything the rest of the training depends on:
+
+  weights            ``weight_000``, ... (get_weights order, Keras layouts)
+  optimizer state    ``optimizer_000``, ... (Adam's moments, SGD's momentum: flat, Keras layout),
+                     with the step count and the learning rate in the description
+  random state       the model's seed and step counter (dropout masks are keyed by both), the
+                     shuffle seed of an HDF5Dataset (arrays are shuffled by the model's seed: every
+                     epoch's order is a pure function of (seed, epoch))
+  position           the epoch and the batch to continue from, with the running loss/accuracy sums
+                     and seconds of a partly trained epoch
+  callback states    History so far and every callback's get_state() (EarlyStopping's counters,
+                     ModelCheckpoint's best value, ...); arrays in them as ``array_000``, ...
+  description        ``hpcnn_backup_json``: all of the above that is not an array, plus the model's
+                     config and what the data looked like (batches per epoch, batch size, rows),
+                     checked when resuming.
+
+This module writes and reads that file (``write_backup``, ``read_backup``: everything read is
+checked before anything is applied); the callback decides when, where, and what to say.
+"""
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+
+from .. import _core, data, validation
+from ..errors import FileProblem, OtherTraining
+from .compile_config import describe
+from .hpcnn_files import (json_bytes, optimizer_dataset, optimizer_state, read_description, read_optimizer_buffers,
+                          read_weights, rng_state, weight_dataset, write_file)
+
+BACKUP_FORMAT = "hpcnn-backup"
+BACKUP_FORMAT_VERSION = 1
+BACKUP_META = "hpcnn_backup_json"
+BACKUP_FILE = "backup.h5"
+PREVIOUS_FILE = "backup-previous.h5"  # double_checkpoint=True: the backup before the latest
+_ARRAY_TAG = "__hpcnn_array__"
+
+
+def _array_dataset(i: int) -> str:
+    return f"array_{i:03d}"
+
+
+# ---------------------------------------------------------------------- callback states <-> files
+def _to_json(obj: Any, arrays: List[np.ndarray], where: str) -> Any:
+    """A callback state as JSON, its arrays moved to `arrays` (replaced by a reference)."""
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        arrays.append(np.ascontiguousarray(obj))
+        return {_ARRAY_TAG: len(arrays) - 1}
+    if isinstance(obj, (list, tuple)):
+        return [_to_json(v, arrays, f"{where}[{i}]") for i, v in enumerate(obj)]
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            if not isinstance(k, str):
+                raise ValueError(f"BackupAndRestore: {where} has the key {k!r}; state keys must be strings")
+            out[k] = _to_json(v, arrays, f"{where}[{k!r}]")
+        return out
+    raise ValueError(f"BackupAndRestore: {where} is a {type(obj).__name__}; callback states hold numbers, strings, "
+                     "booleans, None, lists, dicts and NumPy arrays")
+
+
+def _from_json(obj: Any, arrays: List[np.ndarray]) -> Any:
+    if isinstance(obj, list):
+        return [_from_json(v, arrays) for v in obj]
+    if isinstance(obj, dict):
+        if set(obj) == {_ARRAY_TAG}:
+            k = obj[_ARRAY_TAG]
+            if not (isinstance(k, int) and 0 <= k < len(arrays)):
+                raise FileProblem(f"a callback state refers to array {k!r:.50}, which it does not hold")
+            return arrays[k]
+        return {k: _from_json(v, arrays) for k, v in obj.items()}
+    return obj
+
+
+def keyed(callbacks: List[Any]) -> List[Tuple[str, Any]]:
+    """('EarlyStopping#0', cb), ...: a callback's key is its class and its rank among the callbacks
+    of that class, so a resumed fit matches states to callbacks even when others were added."""
+    seen: Dict[str, int] = {}
+    out = []
+    for cb in callbacks:
+        name = type(cb).__name__
+        out.append((f"{name}#{seen.get(name, 0)}", cb))
+        seen[name] = seen.get(name, 0) + 1
+    return out
+
+
+def _normalized(obj: Any) -> Any:
+    """As it reads back from JSON (tuples become lists): for comparing configs."""
+    return json.loads(json.dumps(obj))
+
+
+def write_backup(path: str, model: Any, callbacks: List[Any], owner: Any, signature: Dict[str, Any],
+                 position: Dict[str, Any]) -> None:
+    """Writes a backup of the model, its optimizer, the random state, the states of `callbacks`
+    (all but `owner`, the callback writing it) and the training position."""
+    desc, buffers = optimizer_state(model)
+    arrays: Dict[str, np.ndarray] = {}
+    for i, w in enumerate(model.get_weights()):
+        arrays[weight_dataset(i)] = w
+    for i, b in enumerate(buffers):
+        arrays[optimizer_dataset(i)] = b
+    cb_arrays: List[np.ndarray] = []
+    states = []
+    for key, cb in keyed(callbacks):
+        if cb is owner:
+            continue
+        state = cb.get_state()
+        if state is not None:
+            states.append({"key": key, "state": _to_json(state, cb_arrays, f"{type(cb).__name__}.get_state()")})
+    for i, a in enumerate(cb_arrays):
+        arrays[_array_dataset(i)] = a
+    meta = {"format": BACKUP_FORMAT, "format_version": BACKUP_FORMAT_VERSION,
+            "hpcnn_version": _core.build_info()["version"], "written": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "config": model.get_config(), "weight_names": model.weight_names(),
+            "compile": describe(model), "optimizer_state": desc,
+            "rng": rng_state(model), "fit": signature, "position": position, "callbacks": states,
+            "arrays": len(cb_arrays)}
+    arrays[BACKUP_META] = json_bytes(meta)
+    # Uncompressed: float weights hardly compress, and the write stays a plain copy.
+    write_file(path, arrays, "BackupAndRestore", compression=None)
+
+
+# ---- reading (called by fit)
+def read_backup(path: str, model: Any, signature: Dict[str, Any], backup_dir: str) -> Dict[str, Any]:
+    """Everything in the backup at `path`, checked against this fit (`signature`: what its data
+    looks like); nothing is applied yet. FileProblem when it is damaged, OtherTraining when it is
+    another training's (`backup_dir` is named in the advice), ValueError when it is not a backup."""
+    meta = read_description(path, BACKUP_META, BACKUP_FORMAT, BACKUP_FORMAT_VERSION, "BackupAndRestore",
+                                   "backup")
+    for key, kind in (("config", dict), ("compile", (dict, type(None))), ("optimizer_state", (dict, type(None))),
+                      ("rng", dict), ("fit", dict), ("position", dict), ("callbacks", list), ("arrays", int)):
+        if not isinstance(meta.get(key), kind):
+            raise FileProblem(f"its backup description has no valid '{key}'")
+    # The same model, optimizer and data: anything else could not continue the same training.
+    mine, theirs = _normalized(model.get_config()), meta["config"]
+    if mine != theirs:
+        raise OtherTraining(f"BackupAndRestore: the backup '{path}' was written for another model "
+                         f"({_config_difference(theirs, mine)}); use another backup_dir for this model, or "
+                         f"delete '{backup_dir}' to train it from the start")
+    comp = describe(model)
+    if meta["compile"] is not None and comp is not None and meta["compile"]["optimizer"] != comp["optimizer"]:
+        raise OtherTraining(f"BackupAndRestore: the backup '{path}' was written training with "
+                         f"{meta['compile']['optimizer']}, this model is compiled with {comp['optimizer']}")
+    theirs_fit = meta["fit"]
+    for key, label in (("data", "data kind"), ("steps", "batches per epoch"), ("batch_size", "batch size"),
+                       ("rows", "training rows"), ("shuffle", "shuffle")):
+        if theirs_fit.get(key) != signature.get(key):
+            raise OtherTraining(f"BackupAndRestore: the backup '{path}' was written by a fit with {label} "
+                             f"{theirs_fit.get(key)!r}, this fit has {signature.get(key)!r}: resuming needs the "
+                             f"same data, batch size and steps_per_epoch (or delete '{backup_dir}' to train "
+                             "from the start)")
+    pos = meta["position"]
+    for key in ("epoch", "batch", "seen"):
+        if not (validation.is_integer(pos.get(key)) and not isinstance(pos.get(key), bool) and pos[key] >= 0):
+            raise FileProblem(f"its position has no valid '{key}' ({pos.get(key)!r:.50})")
+    for key in ("loss_sum", "correct", "seconds"):
+        if not isinstance(pos.get(key), (int, float)) or isinstance(pos.get(key), bool):
+            raise FileProblem(f"its position has no valid '{key}' ({pos.get(key)!r:.50})")
+    if pos["batch"] > signature["steps"]:
+        raise FileProblem(f"its position (batch {pos['batch']}) is beyond the {signature['steps']} batches of "
+                              "an epoch")
+    weights = read_weights(path, model)
+    desc = meta["optimizer_state"]
+    buffers = read_optimizer_buffers(path, model, desc) if desc is not None else []
+    cb_arrays = []
+    for i in range(meta["arrays"]):
+        try:
+            cb_arrays.append(np.asarray(_read_any(path, _array_dataset(i))))
+        except ValueError:
+            raise FileProblem(f"its callback array '{_array_dataset(i)}' is missing") from None
+    states = {}
+    for entry in meta["callbacks"]:
+        if not (isinstance(entry, dict) and isinstance(entry.get("key"), str) and isinstance(entry.get("state"), dict)):
+            raise FileProblem(f"its callback states are malformed ({entry!r:.100})")
+        states[entry["key"]] = _from_json(entry["state"], cb_arrays)
+    return {"meta": meta, "weights": weights, "optimizer": desc, "buffers": buffers, "states": states,
+            "position": pos, "path": path}
+
+
+def _read_any(path: str, name: str) -> np.ndarray:
+    return data.read_dataset(path, name)
+
+
+def _config_difference(theirs: Dict[str, Any], mine: Dict[str, Any]) -> str:
+    a, b = theirs.get("layers") or [], mine.get("layers") or []
+    if len(a) != len(b):
+        return f"{len(a)} layers in the backup, {len(b)} in this model"
+    for i, (la, lb) in enumerate(zip(a, b)):
+        if la != lb:
+            return f"layer {i}: {json.dumps(la)[:150]} in the backup, {json.dumps(lb)[:150]} here"
+    return "their configs differ"

@@ -1,0 +1,136 @@
+"""An HDF5 file as hpcnn's loaders see it: what a file is (zip, HDF5, other) from its first bytes,
+and ``H5Tree``, a file's listing (bounded: a hostile file is refused, not walked) with its reader
+(``_core.data.H5Reader``, hpcnn's own HDF5 code; no h5py)."""
+from __future__ import annotations
+
+import os
+import stat
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from .. import _core
+from ..errors import FileProblem, WeightsMismatch
+
+#: Groups and datasets hpcnn lists in one file at most (a hostile file is refused, not walked).
+MAX_OBJECTS = 1_000_000
+#: Bounds on a .keras archive's members (its config, and the weights' inflated size per stored byte).
+MAX_CONFIG_BYTES = 64 << 20
+
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+ZIP_SIGNATURE = b"PK\x03\x04"
+
+
+
+# ---------------------------------------------------------------------- what a file is
+def file_kind(path: str, caller: str) -> str:
+    """'zip', 'hdf5' or 'other', from the file's first bytes; ValueError for a path that is not a
+    regular file (a directory, a FIFO: opening one would block)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ValueError(f"{caller}: '{path}' does not exist") from None
+    except OSError as e:
+        raise ValueError(f"{caller}: '{path}' cannot be read ({e.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ValueError(f"{caller}: '{path}' is a directory, not a model or weights file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{caller}: '{path}' is not a regular file")
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if head.startswith(ZIP_SIGNATURE):
+        return "zip"
+    if head == HDF5_SIGNATURE:
+        return "hdf5"
+    return "other"
+
+
+class H5Tree:
+    """An HDF5 file's listing (path -> group or dataset) and its reader."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+        self.objects: Dict[str, Dict[str, Any]] = {o["path"]: o for o in reader.list(MAX_OBJECTS)}
+
+    @classmethod
+    def open(cls, path: str) -> "H5Tree":
+        return cls(_core.data.H5Reader(path))
+
+    @classmethod
+    def from_bytes(cls, data: bytes, label: str) -> "H5Tree":
+        return cls(_core.data.H5Reader.from_bytes(data, label))
+
+    def close(self) -> None:
+        self.reader.close()
+
+    def __enter__(self) -> "H5Tree":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def is_group(self, path: str) -> bool:
+        o = self.objects.get(path)
+        return o is not None and o["kind"] == "group"
+
+    def attrs(self, path: str) -> Dict[str, Any]:
+        o = self.objects.get(path)
+        return o["attrs"] if o is not None else {}
+
+    def children(self, path: str) -> List[str]:
+        """Names directly under group `path`."""
+        prefix = path.rstrip("/") + "/"
+        return sorted(p[len(prefix):] for p in self.objects if p.startswith(prefix) and "/" not in p[len(prefix):]
+                      and p != prefix)
+
+    def text_list(self, path: str, name: str) -> Optional[List[str]]:
+        """A list-of-texts attribute, also when Keras split it into ``name0``, ``name1``, ...
+        (attributes past HDF5's 64 KiB header limit); [] for Keras' empty float64 array, None when
+        absent. FileProblem when it holds something else."""
+        attrs = self.attrs(path)
+        if name in attrs:
+            parts = [attrs[name]]
+        else:
+            parts, k = [], 0
+            while f"{name}{k}" in attrs:
+                parts.append(attrs[f"{name}{k}"])
+                k += 1
+            if not parts:
+                return None
+        out: List[str] = []
+        for value in parts:
+            if isinstance(value, str):
+                out.append(value)
+            elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+                out.extend(value)
+            elif isinstance(value, np.ndarray) and value.size == 0:
+                continue
+            else:
+                raise FileProblem(f"attribute '{name}' of '{path}' is not a list of names ({str(value)[:80]})")
+        return out
+
+    def text(self, path: str, name: str) -> Optional[str]:
+        value = self.attrs(path).get(name)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise FileProblem(f"attribute '{name}' of '{path}' is not a text ({str(value)[:80]})")
+        return value
+
+    def read_weight(self, path: str, shape: Tuple[int, ...], label: str) -> np.ndarray:
+        """The float dataset at `path`, checked against `shape` before it is read, as float32,
+        finite. `label` names the weight in messages ("layer 'dense' (Dense) kernel")."""
+        o = self.objects.get(path)
+        if o is None or o["kind"] != "dataset":
+            raise WeightsMismatch(f"{label}: '{path}' is missing")
+        if not str(o["dtype"]).startswith("float"):
+            raise FileProblem(f"{label}: '{path}' holds {o['dtype']} values, not floats")
+        if tuple(o["shape"]) != tuple(shape):
+            raise WeightsMismatch(f"{label} has shape {tuple(o['shape'])} in the file, the model needs {tuple(shape)}")
+        a = np.asarray(self.reader.read(path), dtype=np.float32)
+        if not np.isfinite(a).all():
+            # Refused rather than loaded: a model with NaN/inf weights predicts NaN for every input.
+            bad = int(np.count_nonzero(~np.isfinite(a)))
+            raise FileProblem(f"{label} ('{path}') holds {bad} NaN/inf value(s) (a float64 value beyond float32's "
+                              "range reads as inf): the file is damaged or the model had diverged when it was saved")
+        return a

@@ -1,0 +1,182 @@
+"""The checks and conversions of Keras layer arguments that several layers share (activation
+names, padding modes, Keras arguments accepted at their defaults only, kernel/bias regularizers)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Sequence, Tuple, Union
+
+import numpy as np
+
+from .. import regularizers, validation
+
+IntPair = Union[int, Sequence[int]]
+
+# Keras' activation names hpcnn computes (csrc/ops/activation.h has the formulas).
+ACTIVATIONS = ("relu", "softmax", "linear", "relu6", "leaky_relu", "elu", "selu", "gelu", "gelu_approximate",
+                "tanh", "sigmoid", "hard_sigmoid", "swish", "silu", "softplus", "softsign", "mish")
+# The parameter an activation NAME implies (Keras' defaults of keras.activations.<name>).
+ACTIVATION_ALPHA = {"leaky_relu": 0.2, "elu": 1.0}
+
+
+def activation_name(a: Any) -> str:
+    """An activation name from a string, None ('linear') or a function named like one (for
+    example ``keras.activations.tanh`` or ``hpcnn.activations.tanh``)."""
+    if a is None:
+        return "linear"
+    if callable(a) and getattr(a, "__name__", None) in ACTIVATIONS:
+        return a.__name__
+    if not isinstance(a, str) or a.lower() not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {a!r}: use one of {', '.join(repr(n) for n in ACTIVATIONS)} or None")
+    return a.lower()
+
+
+def activation_configs(activation: str) -> List[Dict[str, Any]]:
+    """The core layers that apply `activation` after a Conv2D or Dense (ReLU is fused, not here)."""
+    if activation in ("linear", "relu"):
+        return []
+    return [dict(class_name="Activation", activation=activation, alpha=ACTIVATION_ALPHA.get(activation, 0.0))]
+
+
+def padding_mode(p: str) -> str:
+    if not isinstance(p, str) or p.lower() not in ("same", "valid"):
+        raise ValueError(f"The `padding` argument must be one of 'valid' or 'same'. Received: padding={p!r}")
+    return p.lower()
+
+
+def is_float32(dtype: Any, also: Tuple[str, ...] = ()) -> bool:
+    try:
+        return np.dtype(dtype).name in ("float32",) + also
+    except TypeError:
+        return False
+
+
+def keras_defaults_only(kwargs: Dict[str, Any], caller: str, accepted: Dict[str, Callable[[Any], bool]]) -> None:
+    """Pops Keras arguments that hpcnn supports only at their default value; any other value is a
+    ValueError naming it (never ignored)."""
+    for key, is_default in accepted.items():
+        if key in kwargs:
+            v = kwargs.pop(key)
+            if not is_default(v):
+                raise ValueError(f"{caller}: {key}={v!r} is not supported (hpcnn supports only Keras' default)")
+
+
+def is_none(v: Any) -> bool:
+    return v is None
+
+
+def is_one_pair(v: Any) -> bool:
+    return v == 1 or (isinstance(v, (tuple, list)) and list(v) == [1, 1])
+
+
+# Keras' activity regularizer and weight constraints: hpcnn has none, so only None is accepted.
+NO_REGULARIZERS = {k: is_none for k in ("activity_regularizer", "kernel_constraint", "bias_constraint")}
+
+
+class WeightRegularizers:
+    """kernel_regularizer / bias_regularizer of a layer with a kernel and a bias (Conv2D, Dense):
+    taken by the constructor, in get_config when set (Keras' serialized form), and sent to the
+    core as the factors kernel_l1, kernel_l2, bias_l1, bias_l2 (nn/regularization.h)."""
+
+    def _take_regularizers(self, kwargs: Dict[str, Any]) -> None:
+        self.kernel_regularizer = regularizers.get(kwargs.pop("kernel_regularizer", None), "kernel_regularizer")
+        self.bias_regularizer = regularizers.get(kwargs.pop("bias_regularizer", None), "bias_regularizer")
+
+    def _regularizer_config(self) -> Dict[str, Any]:
+        return {k: regularizers.serialize(r) for k, r in (("kernel_regularizer", self.kernel_regularizer),
+                                                           ("bias_regularizer", self.bias_regularizer))
+                if r is not None}
+
+    def _regularizer_core_config(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        for param, r in (("kernel", self.kernel_regularizer), ("bias", self.bias_regularizer)):
+            if param == "bias" and not getattr(self, "use_bias", True):
+                continue  # no bias, nothing to regularize (Keras ignores bias_regularizer then too)
+            if r is not None:
+                out[f"{param}_l1"], out[f"{param}_l2"] = r.l1, r.l2
+        return out
+
+
+def non_negative_slope(value: Any, caller: str) -> float:
+    """Keras' check of a leaky ReLU slope (a number >= 0)."""
+    ok = (isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+          and np.isfinite(value) and value >= 0)
+    if not ok:
+        raise ValueError(f"{caller}: The negative_slope value of a Leaky ReLU layer cannot be None or negative "
+                         f"value. Expected a float. Received: negative_slope={value!r}")
+    return float(value)
+
+
+def channels_last_only(kwargs: Dict[str, Any]) -> None:
+    if kwargs.pop("data_format", None) not in (None, "channels_last"):
+        raise ValueError("hpcnn is NHWC only: data_format must be 'channels_last'")
+
+
+def zero_padding(padding: Any) -> Tuple[Tuple[int, int], Tuple[int, int]]:
+    """Keras' ZeroPadding2D padding: an int, (rows, cols) or ((top, bottom), (left, right))."""
+    def bad(extra: str = "") -> ValueError:
+        return ValueError("`padding` should be either an int, a tuple of 2 ints (symmetric_height_pad, "
+                          "symmetric_width_pad), or a tuple of 2 tuples of 2 ints ((top_pad, bottom_pad), "
+                          f"(left_pad, right_pad)) of values >= 0{extra}. Received: padding={padding!r}")
+
+    def count(v: Any) -> int:
+        if not validation.is_integer(v) or not 0 <= v <= validation.INT32_MAX:
+            raise bad()
+        return int(v)
+
+    if validation.is_integer(padding):
+        p = count(padding)
+        return (p, p), (p, p)
+    if isinstance(padding, (str, bytes)) or not isinstance(padding, Sequence) or len(padding) != 2:
+        raise bad()
+    axes = []
+    for a in padding:
+        if validation.is_integer(a):
+            axes.append((count(a), count(a)))
+        elif isinstance(a, Sequence) and not isinstance(a, (str, bytes)) and len(a) == 2:
+            axes.append((count(a[0]), count(a[1])))
+        else:
+            raise bad()
+    return axes[0], axes[1]
+
+
+def rescaling_values(value: Any, name: str) -> Union[float, List[float]]:
+    """A finite number, or a 1-D sequence of them (one per channel)."""
+    arr = np.asarray(value) if not isinstance(value, (str, bytes)) else None
+    msg = (f"Rescaling: Invalid value for argument `{name}`. Expected a finite number or one per channel. "
+           f"Received: {name}={value!r}")
+    if arr is None or arr.dtype.kind not in "iuf" or arr.ndim > 1 or arr.size == 0 or not np.isfinite(arr).all():
+        raise ValueError(msg)
+    if arr.ndim == 0:
+        return float(arr)
+    return [float(v) for v in arr]
+
+
+def default_initializer(value: Any, default: str) -> bool:
+    return value is None or value == default
+
+
+# ---------------------------------------------------------------------- augmentation
+def no_layer_seed(seed: Any, cls: str) -> None:
+    if seed is not None:
+        raise ValueError(f"{cls}: seed= is not supported: augmentation draws come from the model's seed "
+                         "(Sequential(..., seed=N) or hpcnn.utils.set_random_seed(N)), per step and per sample")
+
+
+FACTOR_ERROR = "The `factor` argument should be a number (or a list of two numbers) in the range [-1.0, 1.0]. "
+
+
+def factor_range(factor: Any, name: str, cls: str) -> Tuple[float, float]:
+    """Keras 3's factor: a number f (the range [-|f|, |f|]) or two numbers (sorted), all in [-1, 1]."""
+    def one(v: Any) -> float:
+        ok = (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+              and np.isfinite(v) and -1.0 <= float(v) <= 1.0)
+        if not ok:
+            raise ValueError(f"{cls}: {FACTOR_ERROR}Received: {name}={factor!r}")
+        return float(v)
+
+    if isinstance(factor, (tuple, list)):
+        if len(factor) != 2:
+            raise ValueError(f"{cls}: {FACTOR_ERROR}Received: {name}={factor!r}")
+        lo, hi = sorted((one(factor[0]), one(factor[1])))
+        return lo, hi
+    f = abs(one(factor))
+    return -f, f

@@ -1,0 +1,60 @@
+"""``Conv2D``."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .. import validation
+from .arguments import (IntPair, NO_REGULARIZERS, WeightRegularizers, activation_configs, activation_name,
+                        is_one_pair, keras_defaults_only, padding_mode)
+from .layer import Layer
+
+class Conv2D(WeightRegularizers, Layer):
+    """2-D convolution, NHWC, Keras semantics for ``padding`` and ``strides`` (any stride; the
+    CPU computes strided 3x3 and 1x1 convolutions with their own fast paths);
+    ``use_bias=False`` drops the bias (Keras' convention before a BatchNormalization).
+    ``kernel_regularizer`` / ``bias_regularizer``: hpcnn.regularizers (L1, L2, L1L2)."""
+
+    name_prefix = "conv2d"
+
+    def __init__(self, filters: int, kernel_size: IntPair, strides: IntPair = (1, 1), padding: str = "valid",
+                 activation: Optional[str] = None, use_bias: bool = True, name: Optional[str] = None,
+                 input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
+        for k in ("kernel_initializer", "bias_initializer", "data_format"):
+            v = kwargs.pop(k, None)
+            if k == "data_format" and v not in (None, "channels_last"):
+                raise ValueError("hpcnn is NHWC only: data_format must be 'channels_last'")
+            if k == "kernel_initializer" and v not in (None, "glorot_uniform"):
+                raise ValueError("hpcnn initializes kernels with glorot_uniform (Keras' default) only")
+            if k == "bias_initializer" and v not in (None, "zeros"):
+                raise ValueError("hpcnn initializes biases with zeros (Keras' default) only")
+        keras_defaults_only(kwargs, "Conv2D", dict(NO_REGULARIZERS, dilation_rate=is_one_pair,
+                                                    groups=lambda v: v == 1))
+        self._take_regularizers(kwargs)
+        self.use_bias = validation.boolean(use_bias, "use_bias", "Conv2D")
+        if not validation.is_integer(filters) or not 0 < filters <= validation.INT32_MAX:
+            raise ValueError("Invalid value for argument `filters`. Expected a strictly positive integer "
+                             f"(at most {validation.INT32_MAX}). Received filters={filters!r}.")
+        self.filters = int(filters)
+        self.kernel_size = validation.int_tuple(kernel_size, 2, "kernel_size")
+        self.strides = validation.int_tuple(strides, 2, "strides")
+        self.padding = padding_mode(padding)
+        self.activation = activation_name(activation)
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
+
+    def get_config(self) -> Dict[str, Any]:
+        cfg = super().get_config()
+        cfg.update(filters=self.filters, kernel_size=list(self.kernel_size), strides=list(self.strides),
+                   padding=self.padding, activation=self.activation, use_bias=self.use_bias)
+        cfg.update(self._regularizer_config())
+        return cfg
+
+    def core_configs(self) -> List[Dict[str, Any]]:
+        conv = dict(class_name="Conv2D", filters=self.filters, kernel_size=list(self.kernel_size),
+                    strides=list(self.strides), padding=self.padding, use_bias=self.use_bias,
+                    activation="relu" if self.activation == "relu" else "linear")
+        conv.update(self._regularizer_core_config())
+        return [conv] + activation_configs(self.activation)
+
+    def count_params(self, input_shape: Tuple[int, ...]) -> int:
+        kh, kw = self.kernel_size
+        return kh * kw * input_shape[-1] * self.filters + (self.filters if self.use_bias else 0)

@@ -1,0 +1,154 @@
+"""The base ``Layer``, ``InputLayer`` and ``Input()``."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .. import validation
+from .arguments import is_float32
+from .graph import KerasTensor, call_layer, layer_label
+
+
+class Layer:
+    """Base class: a named piece of configuration that knows its output shape.
+
+    ``trainable`` (Keras' attribute): a layer with ``trainable = False`` keeps its weights fixed in
+    ``fit`` / ``train_on_batch`` (no optimizer step touches them, nor Adam's moments for them) and
+    is counted as non-trainable by ``summary()``. As in Keras, a change takes effect at the next
+    ``compile()``: the model trains with the setting it was compiled with.
+    """
+
+    # The base of the names Keras gives unnamed layers ('conv2d', 'conv2d_1', ...).
+    name_prefix = "layer"
+    merges_inputs = False  # takes a list of tensors (Add, Concatenate)
+    is_input = False  # the InputLayer: the graph's start (the graph finds inputs by this flag)
+
+    def __init__(self, name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None,
+                 trainable: bool = True, dtype: Any = None, **kwargs: Any) -> None:
+        cls = type(self).__name__
+        validation.no_other_arguments(kwargs, cls)
+        if dtype is not None and not is_float32(dtype):
+            raise ValueError(f"{cls}: hpcnn layers compute in float32; dtype={dtype!r} is not supported")
+        self.name = validation.name(name, cls)
+        self.input_shape = validation.shape(input_shape, "input_shape", cls) if input_shape is not None else None
+        self.trainable = trainable
+        # Its one position in a graph (graph.py records them at the call): the tensors it was
+        # called on, and its output.
+        self.inbound_tensors: Optional[List[KerasTensor]] = None
+        self.output_tensor: Optional[KerasTensor] = None
+
+    def __call__(self, inputs: Any, **kwargs: Any) -> KerasTensor:
+        """Apply the layer to a symbolic tensor (a list of them for ``Add``/``Concatenate``) and
+        return its output tensor; shapes are checked now. A layer is called once (one position
+        per layer)."""
+        return call_layer(self, inputs, kwargs)
+
+    @property
+    def output(self) -> KerasTensor:
+        """The tensor this layer output when called (Keras' ``layer.output``)."""
+        if self.output_tensor is None:
+            raise AttributeError(f"layer {layer_label(self)} has never been called and thus has no defined output")
+        return self.output_tensor  # type: ignore[return-value]
+
+    @property
+    def input(self) -> Union[KerasTensor, List[KerasTensor]]:
+        """The tensor (a list for a merging layer) this layer was called on (Keras' ``layer.input``)."""
+        inbound = self.inbound_tensors
+        if inbound is None or self.is_input:
+            if self.is_input:
+                return self.output
+            raise AttributeError(f"layer {layer_label(self)} is not connected, no input to return")
+        return list(inbound) if self.merges_inputs else inbound[0]
+
+    @property
+    def trainable(self) -> bool:
+        """Whether fit updates this layer's weights (takes effect at the next compile())."""
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        self._trainable = validation.boolean(value, "trainable", type(self).__name__)
+
+    # The layer's own config (Keras' get_config), without the class name.
+    def get_config(self) -> Dict[str, Any]:
+        cfg: Dict[str, Any] = {"name": self.name, "trainable": self.trainable}
+        if self.input_shape is not None:
+            cfg["input_shape"] = list(self.input_shape)
+        return cfg
+
+    @classmethod
+    def from_config(cls, config: Dict[str, Any]) -> "Layer":
+        return cls(**config)
+
+    # What the C++ core builds for this layer (one or two core layers).
+    def core_configs(self) -> List[Dict[str, Any]]:
+        raise NotImplementedError
+
+    def count_params(self, input_shape: Tuple[int, ...]) -> int:
+        """The number of weights (trainable and not) for a per-sample input shape."""
+        return 0
+
+    def non_trainable_count(self, input_shape: Tuple[int, ...]) -> int:
+        """How many of count_params are non-trainable weights by nature (BatchNormalization's moving
+        statistics), whatever ``trainable`` says."""
+        return 0
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items()
+                         if k != "name" and v is not None and not (k == "trainable" and v))
+        return f"{type(self).__name__}({args})"
+
+
+class InputLayer(Layer):
+    """Declares the per-sample input shape, e.g. ``InputLayer(input_shape=[32, 32, 3])``.
+
+    ``batch_size`` is accepted for Keras compatibility and checked, but batches are sized by
+    ``fit``/``evaluate``/``predict``; ``dtype`` may be float32 or uint8 (both are taken as input
+    either way)."""
+
+    name_prefix = "input_layer"
+    is_input = True
+
+    def __init__(self, input_shape: Optional[Sequence[int]] = None, shape: Optional[Sequence[int]] = None,
+                 name: Optional[str] = None, batch_size: Optional[int] = None, dtype: Any = None,
+                 batch_shape: Optional[Sequence[Optional[int]]] = None, sparse: Optional[bool] = None,
+                 **kwargs: Any) -> None:
+        validation.integer(batch_size, "batch_size", "InputLayer", allow_none=True)
+        if dtype is not None and not is_float32(dtype, ("uint8",)):
+            raise ValueError(f"InputLayer: dtype must be float32 or uint8, got {dtype!r}")
+        if sparse:
+            raise ValueError("InputLayer: sparse inputs are not supported")
+        given = [s for s in (input_shape, shape) if s is not None]
+        if batch_shape is not None:
+            if isinstance(batch_shape, (str, bytes)) or not isinstance(batch_shape, Sequence) or len(batch_shape) < 2:
+                raise ValueError(f"InputLayer: batch_shape must be (batch, *shape), got {batch_shape!r}")
+            validation.integer(batch_shape[0], "batch_shape[0]", "InputLayer", allow_none=True)
+            given.append(batch_shape[1:])
+        if not given:
+            raise ValueError("InputLayer needs input_shape=(height, width, channels) (or shape=...)")
+        shp = validation.shape(given[0], "input_shape" if input_shape is not None else "shape", "InputLayer")
+        for other in given[1:]:
+            if validation.shape(other, "shape", "InputLayer") != shp:
+                raise ValueError(f"InputLayer: input_shape, shape and batch_shape disagree: {given}")
+        super().__init__(name=name, input_shape=shp, **kwargs)
+        self.inbound_tensors = []
+        self.output_tensor = KerasTensor(shp, self, dtype="uint8" if is_float32(dtype, ("uint8",)) and
+                                   np.dtype(dtype).name == "uint8" else "float32")
+
+    def get_config(self) -> Dict[str, Any]:
+        return {"name": self.name, "input_shape": list(self.input_shape or ())}
+
+
+def Input(shape: Optional[Sequence[int]] = None, batch_size: Optional[int] = None, dtype: Any = None,
+          sparse: Optional[bool] = None, batch_shape: Optional[Sequence[Optional[int]]] = None,
+          name: Optional[str] = None, **kwargs: Any) -> KerasTensor:
+    """``x = hpcnn.Input(shape=(32, 32, 3))``: the symbolic input of a functional model (Keras'
+    ``keras.Input``), per-sample shape without the batch axis. It may also start a Sequential
+    (``Sequential([hpcnn.Input((32, 32, 3)), ...])``). Arguments as ``InputLayer``."""
+    for k in ("tensor", "optional"):  # Keras' arguments, supported at their defaults only
+        v = kwargs.pop(k, None)
+        if v is not None and v is not False:
+            raise ValueError(f"Input: {k}={v!r:.100} is not supported")
+    return InputLayer(shape=shape, batch_size=batch_size, dtype=dtype, sparse=sparse, batch_shape=batch_shape,
+                      name=name, **kwargs).output

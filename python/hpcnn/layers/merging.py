@@ -1,0 +1,53 @@
+"""The layers of several inputs: ``Add`` and ``Concatenate``."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from .. import validation
+from .layer import Layer
+
+# ------------------------------------------------------------------ merging layers (several inputs)
+class _Merge(Layer):
+    """A layer called on a list of at least two tensors."""
+
+    merges_inputs = True
+
+    def __init__(self, name: Optional[str] = None, **kwargs: Any) -> None:
+        if kwargs.get("input_shape") is not None:
+            raise ValueError(f"{type(self).__name__}: input_shape= is not taken: the layer is called on tensors")
+        kwargs.pop("input_shape", None)
+        super().__init__(name=name, **kwargs)
+
+
+class Add(_Merge):
+    """``Add()([a, b, ...])``: the element-wise sum of tensors of one shape (a residual
+    connection). Its backward passes the gradient to every input unchanged."""
+
+    name_prefix = "add"
+
+    def core_configs(self) -> List[Dict[str, Any]]:
+        return [dict(class_name="Add")]
+
+
+class Concatenate(_Merge):
+    """``Concatenate(axis=-1)([a, b, ...])``: tensors side by side along ``axis`` (Keras counts the
+    batch axis: -1, the default, is the channels of NHWC images); every other axis must agree."""
+
+    name_prefix = "concatenate"
+
+    def __init__(self, axis: int = -1, name: Optional[str] = None, **kwargs: Any) -> None:
+        if not validation.is_integer(axis):
+            raise ValueError(f"Invalid value for argument `axis`. Expected an integer. Received: axis={axis!r}")
+        if axis == 0:
+            raise ValueError("Invalid value for argument `axis`. Expected a per-sample axis (0 is the batch axis). "
+                             "Received: axis=0")
+        self.axis = int(axis)
+        super().__init__(name=name, **kwargs)
+
+    def get_config(self) -> Dict[str, Any]:
+        cfg = super().get_config()
+        cfg.update(axis=self.axis)
+        return cfg
+
+    def core_configs(self) -> List[Dict[str, Any]]:
+        return [dict(class_name="Concatenate", axis=self.axis)]

@@ -1,0 +1,464 @@
+"""``Model``, Keras' functional model: a graph of layers trained by the C++ core (one call per
+batch, GIL released). ``Sequential`` (sequential.py) is the special case of a chain: both build
+the same C++ model (csrc/nn/model.h), and everything below ``Model`` is shared.
+
+This module holds the model's structure (layers, the graph, build), weights, config and device
+moves, and the public methods whose work lives elsewhere: compile, fit, evaluate and predict in
+hpcnn.training, the summary table in summary.py, files in hpcnn.formats.
+
+    x = hpcnn.Input(shape=(32, 32, 3))
+    y = Conv2D(16, 3, padding='same', activation='relu')(x)
+    y = Add()([Conv2D(16, 3, padding='same')(y), x])
+    y = Dense(10, activation='softmax')(Flatten()(y))
+    model = hpcnn.Model(inputs=x, outputs=y)
+    model.compile(optimizer='adam', loss='categorical_crossentropy', metrics=['accuracy'])
+    history = model.fit(x, y, batch_size=250, epochs=10, validation_data=(xv, yv))
+
+What hpcnn's own modules (training, callbacks, formats, distribute) use of a model is public
+here: ``core`` (the C++ model), ``compile_settings``, ``require_compiled``, ``weight_names``,
+``layer_outputs``, ``graph_nodes``, ``sample_shape``, ``seed``, ``distribute_strategy``.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .. import _core, devices, distribute, optimizers, training, utils, validation
+from ..training import compile_model
+from ..callbacks import Callback, History
+from ..formats import keras_config, model_files
+from ..layers import KerasTensor, Layer, core_configs, graph
+from ..utils import next_model_seed
+from .functional_config import functional_from_config
+from .summary import print_summary
+
+ArrayLike = Any
+
+# A position of the model's graph: a layer and the positions it reads (-1: the model's input).
+_Node = Tuple[Layer, List[int]]
+
+
+class Model:
+    """A model whose layers form a graph: Keras' functional ``Model(inputs, outputs)``.
+
+    ``inputs`` is the tensor of ``hpcnn.Input(shape=...)``, ``outputs`` the tensor that layers
+    called on it produce (a list of one of each is accepted; several inputs or outputs are not
+    supported yet). The model holds every layer between them, in Keras' order (``model.layers``
+    starts with the InputLayer), and names unnamed layers as Keras does ('conv2d', 'conv2d_1').
+    Compile, fit, evaluate, predict, weights, config, save and summary work as for ``Sequential``.
+    ``seed`` (hpcnn's) fixes the initial weights and the dropout masks.
+    """
+
+    is_sequential = False  # Sequential: a chain built with add(), whose config lists only layers
+
+    def __init__(self, inputs: Any = None, outputs: Any = None, name: Optional[str] = None,
+                 seed: Optional[int] = None, trainable: bool = True, **kwargs: Any) -> None:
+        validation.no_other_arguments(kwargs, "Model")
+        if inputs is None or outputs is None:
+            raise NotImplementedError("hpcnn.Model(inputs, outputs) builds a model from tensors (the functional API); "
+                                      "subclassing Model with a call() method is not supported: use the functional "
+                                      "API or Sequential")
+        inp = graph.single(inputs, "inputs")
+        out = graph.single(outputs, "outputs")
+        if not inp.layer.is_input:
+            raise ValueError(f"Model: inputs must be the tensor of hpcnn.Input(shape=...), got {inp!r} (the output "
+                             f"of layer {graph.layer_label(inp.layer)})")
+        if out is inp:
+            raise ValueError("Model: the output is the input itself: the model has no layers")
+        self._setup(name, "functional", seed, trainable)
+        ordered = graph.ordered_layers(inp, out)
+        assign_names(ordered)
+        self.layers: List[Layer] = ordered
+        self._input_shape = inp.layer.input_shape
+        self._input_tensor, self._output_tensor = inp, out
+        index = {id(layer): i for i, layer in enumerate(ordered[1:])}
+        self._nodes: List[_Node] = [(layer, [-1 if t is inp else index[id(t.layer)] for t in layer.inbound_tensors or []])
+                                    for layer in ordered[1:]]
+
+    def _setup(self, name: Any, default_name: str, seed: Any, trainable: Any) -> None:
+        """What every model has: name, seed, trainable, the core model (built lazily), compile state."""
+        self.name = validation.name(name, type(self).__name__) or default_name
+        self._seed = validation.integer(seed, "seed", type(self).__name__, minimum=0, maximum=2**64 - 1,
+                                        allow_none=True)
+        self._trainable = validation.boolean(trainable, "trainable", type(self).__name__)
+        self._input_shape: Optional[Tuple[int, ...]] = None
+        self._core: Optional[_core.Model] = None
+        self.compile_settings: Optional[Dict[str, Any]] = None
+        self.optimizer: Optional[optimizers.Optimizer] = None
+        self.stop_training = False
+        self.history: Optional[History] = None
+        # Data parallelism: the strategy whose scope() the model was created in (compile in a
+        # scope also sets it); its replicas are made at compile.
+        self.distribute_strategy: Optional[distribute.Strategy] = distribute.current_strategy()
+        self.seed_drawn = False  # the seed was drawn at random (no seed, no set_random_seed)
+
+    # ------------------------------------------------------------------ structure
+    def graph_nodes(self) -> List[_Node]:
+        """The model's positions in topological order: each a layer and the positions it reads."""
+        return self._nodes
+
+    def is_chain(self) -> bool:
+        return all(parents == [i - 1] for i, (_, parents) in enumerate(self.graph_nodes()))
+
+    @property
+    def inputs(self) -> List[KerasTensor]:
+        return [self._input_tensor]
+
+    @property
+    def outputs(self) -> List[KerasTensor]:
+        return [self._output_tensor]
+
+    @property
+    def input(self) -> KerasTensor:
+        return self._input_tensor
+
+    @property
+    def output(self) -> KerasTensor:
+        return self._output_tensor
+
+    def get_layer(self, name: Optional[str] = None, index: Optional[int] = None) -> Layer:
+        """A layer by name or by index in ``model.layers`` (Keras' ``get_layer``)."""
+        if (name is None) == (index is None):
+            raise ValueError("get_layer: provide either a name or an index (not both)")
+        if index is not None:
+            validation.integer(index, "index", "get_layer", minimum=-len(self.layers))
+            if index >= len(self.layers):
+                raise ValueError(f"get_layer: was asked to retrieve layer at index {index} but model only has "
+                                 f"{len(self.layers)} layers")
+            return self.layers[index]
+        for layer in self.layers:
+            if layer.name == name:
+                return layer
+        raise ValueError(f"No such layer: {name}. Existing layers are: {[la.name for la in self.layers]}")
+
+    @property
+    def input_shape(self) -> Tuple[Optional[int], ...]:
+        if self._input_shape is None:
+            raise ValueError("the model has no input shape yet: start it with InputLayer(input_shape=...)")
+        return (None,) + tuple(self._input_shape)
+
+    def build(self, input_shape: Optional[Sequence[Optional[int]]] = None) -> None:
+        """Create the weights (done automatically by compile/fit/summary). A functional model's
+        input shape is its Input's; ``input_shape``, if given, must agree."""
+        if input_shape is not None:
+            shp = input_shape_argument(input_shape)
+            if shp != self._input_shape:
+                raise ValueError(f"build: input_shape {(None,) + shp} differs from the model's input "
+                                 f"{self.input_shape}")
+        self._build_core()
+
+    def _build_core(self) -> None:
+        if self._core is not None:
+            return
+        if self._input_shape is None:
+            raise ValueError("the model has no input shape: add InputLayer(input_shape=(h, w, c)) first, "
+                             "or pass input_shape= to the first layer")
+        nodes = self.graph_nodes()
+        if not nodes:
+            raise ValueError("the model has no layers")
+        cfgs: List[Dict[str, Any]] = []
+        inputs: List[List[int]] = []
+        last_core: List[int] = []  # per position: the core layer that outputs it
+        for (layer, parents), per_node in zip(nodes, self._node_core_configs()):
+            for j, c in enumerate(per_node):
+                cfgs.append(c)
+                inputs.append([-1 if p < 0 else last_core[p] for p in parents] if j == 0 else [len(cfgs) - 2])
+            last_core.append(len(cfgs) - 1)
+        if self._seed is None:
+            self.seed_drawn = not utils.seeded()
+            self._seed = next_model_seed()
+        self._core = _core.Model(list(self._input_shape), cfgs, self._seed, inputs)
+
+    @property
+    def built(self) -> bool:
+        return self._core is not None
+
+    @property
+    def core(self) -> _core.Model:
+        """The C++ model (hpcnn._core.Model), built on first use: what hpcnn.training, the
+        callbacks and hpcnn.formats step, read and restore."""
+        self._build_core()
+        assert self._core is not None
+        return self._core
+
+    @property
+    def seed(self) -> Optional[int]:
+        """The model's seed: its initial weights and its dropout and augmentation draws."""
+        return self._seed
+
+    @seed.setter
+    def seed(self, value: Optional[int]) -> None:
+        """A seed for a model not built yet (a model read from a file gets the file's)."""
+        if self._core is not None:
+            raise ValueError("the seed of a built model is set with set_rng_state(seed, step)")
+        self._seed = validation.integer(value, "seed", minimum=0, maximum=2**64 - 1, allow_none=True)
+
+    def set_rng_state(self, seed: int, step: int) -> None:
+        """The random state of a saved or backed-up model (its seed and its training step counter):
+        its next training steps draw the dropout masks and augmentations of an uninterrupted run."""
+        self._seed = int(seed)
+        self.core.set_rng_state(int(seed), int(step))
+
+    @property
+    def sample_shape(self) -> Optional[Tuple[int, ...]]:
+        """The per-sample input shape (``input_shape`` without the batch axis), or None before the
+        model has one."""
+        return None if self._input_shape is None else tuple(self._input_shape)
+
+    @property
+    def device(self) -> str:
+        """Where the model lives: 'cpu' or 'gpu:N'."""
+        return self.core.device
+
+    def to(self, device: str) -> "Model":
+        """Move the model (weights and optimizer state) to 'cpu' or 'gpu[:N]'."""
+        self.core.to(devices.normalize(device))
+        return self
+
+    def _node_core_configs(self) -> List[List[Dict[str, Any]]]:
+        """Per position, the configs of the core layers it builds (one, or two for a layer with a
+        softmax activation), with layers.core_configs' fusion (a BatchNormalization whose output
+        only a ReLU reads), which keeps each position's count of core layers (the ranges below and
+        the trainable mask rely on it)."""
+        nodes = self.graph_nodes()
+        return core_configs([layer for layer, _ in nodes], [parents for _, parents in nodes])
+
+    def _core_ranges(self) -> List[Tuple[int, int]]:
+        """Per position: the [begin, end) of its core layers."""
+        out, k = [], 0
+        for per_node in self._node_core_configs():
+            out.append((k, k + len(per_node)))
+            k += len(per_node)
+        return out
+
+    def layer_outputs(self) -> List[Tuple[Layer, Tuple[int, ...], int]]:
+        """(layer, per-sample output shape, params) for each position of the graph."""
+        core = self.core
+        shapes, weights = core.output_shapes, core.weight_shapes
+        out = []
+        for (layer, _), (b, e) in zip(self.graph_nodes(), self._core_ranges()):
+            params = sum(int(np.prod(shape)) for k in range(b, e) for _, shape in weights[k])
+            out.append((layer, tuple(shapes[e - 1]), params))
+        return out
+
+    def count_params(self) -> int:
+        return int(self.core.num_params)
+
+    # ------------------------------------------------------------------ trainable
+    @property
+    def trainable(self) -> bool:
+        """``model.trainable = False`` freezes every layer (Keras); takes effect at the next compile()."""
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        self._trainable = validation.boolean(value, "trainable", type(self).__name__)
+        for layer in self.layers:
+            layer.trainable = self._trainable
+
+    def trainable_mask(self) -> List[bool]:
+        """One flag per core layer: whether the optimizer updates it, from the layers' trainable now."""
+        mask: List[bool] = []
+        for (layer, _), (b, e) in zip(self.graph_nodes(), self._core_ranges()):
+            mask += [bool(self._trainable and layer.trainable)] * (e - b)
+        return mask
+
+    def trainable_changed_since_compile(self) -> bool:
+        return self.compile_settings is not None and self.compile_settings.get("trainable") != self.trainable_mask()
+
+    @property
+    def output_shape(self) -> Tuple[Optional[int], ...]:
+        return (None,) + tuple(self.core.output_shapes[-1])
+
+    def summary(self, print_fn=print, line_length: Optional[int] = None) -> None:
+        """A Keras-style table: layer, output shape, parameters (and, for a graph that is not a
+        chain, Keras' "Connected to" column: the layers each one reads); totals; device."""
+        print_summary(self, print_fn, line_length)
+
+    # ------------------------------------------------------------------ weights and config
+    def get_weights(self) -> List[np.ndarray]:
+        """Every weight in Keras order and layouts (Conv2D (kh, kw, in, out), Dense (in, out),
+        BatchNormalization gamma, beta, moving_mean, moving_variance), trainable or not."""
+        return [np.array(w, copy=True) for w in self.core.get_weights()]
+
+    def set_weights(self, weights: Sequence[ArrayLike]) -> None:
+        """Load weights given in Keras order and layouts (e.g. from a Keras model's get_weights()).
+        Arrays of any real dtype are converted to float32."""
+        if isinstance(weights, np.ndarray) or not isinstance(weights, (list, tuple)):
+            raise ValueError(f"set_weights: expected a list of arrays (get_weights() order), got {type(weights).__name__}")
+        names = self.weight_names()
+        arrays = []
+        for i, w in enumerate(weights):
+            a = np.asarray(w)
+            label = names[i] if i < len(names) else f"weight {i}"
+            if a.dtype.kind not in "fiu":
+                raise ValueError(f"set_weights: {label} has dtype {a.dtype}; expected real numbers")
+            arrays.append(np.ascontiguousarray(a, dtype=np.float32))
+        self.core.set_weights(arrays)
+
+    def get_config(self) -> Dict[str, Any]:
+        """Keras' functional config: the layers (class, name, own config, inbound nodes: the
+        tensors each is called on, as ``{"args": [...], "kwargs": {}}`` with Keras'
+        ``__keras_tensor__`` records) and the input and output layers."""
+        def tensor(t: KerasTensor) -> Dict[str, Any]:
+            return {"class_name": "__keras_tensor__",
+                    "config": {"shape": list(t.shape), "dtype": t.dtype, "keras_history": [t.layer.name, 0, 0]}}
+
+        cfg_layers = []
+        for layer in self.layers:
+            inbound: List[Dict[str, Any]] = []
+            if not layer.is_input:
+                ts = [tensor(t) for t in layer.inbound_tensors or []]
+                inbound = [{"args": [ts if layer.merges_inputs else ts[0]], "kwargs": {}}]
+            cfg_layers.append({"class_name": type(layer).__name__, "name": layer.name, "config": layer.get_config(),
+                               "inbound_nodes": inbound})
+        return {"name": self.name, "trainable": self._trainable, "layers": cfg_layers,
+                "input_layers": [[self.layers[0].name, 0, 0]],
+                "output_layers": [[self._output_tensor.layer.name, 0, 0]]}
+
+    @classmethod
+    def from_config(cls, config: Dict[str, Any]) -> "Model":
+        """The model get_config() described (also Keras 2's inbound-node lists); ValueError for
+        anything else, naming what is wrong."""
+        return functional_from_config(cls, config)
+
+    def weight_names(self) -> List[str]:
+        """'conv2d/kernel', 'conv2d/bias', 'batch_normalization/gamma', ...: the get_weights() order,
+        named by the core's weight specs."""
+        weights = self.core.weight_shapes
+        return [f"{layer.name}/{name}" for (layer, _), (b, e) in zip(self.graph_nodes(), self._core_ranges())
+                for k in range(b, e) for name, _ in weights[k]]
+
+    def save(self, filepath: str, overwrite: bool = True, include_optimizer: bool = True,
+             save_format: Optional[str] = None) -> None:
+        """Save the model (architecture, weights, compile settings, step counter and, with
+        ``include_optimizer`` (Keras' default), the optimizer's state: moments, step count,
+        learning rate) in Keras' format for the file's name: ``.keras`` a Keras 3 archive, anything
+        else (``.h5``) a legacy Keras HDF5 model file; both open in Keras
+        (``keras.models.load_model``) and in hpcnn, whose ``load_model`` then gives a model whose
+        ``fit`` continues exactly as this one's would. Written atomically (a temporary file flushed
+        and renamed into place: never a half-written model)."""
+        model_files.save_model(self, filepath, overwrite, include_optimizer, save_format)
+
+    def save_weights(self, filepath: str, overwrite: bool = True, max_shard_size: Optional[float] = None) -> None:
+        """Save the weights: ``*.weights.h5`` in Keras 3's layout, any other name (``.h5``) in the
+        legacy Keras HDF5 layout; Keras' ``load_weights`` and hpcnn's read both. Written atomically."""
+        model_files.save_weights(self, filepath, overwrite, max_shard_size)
+
+    def load_weights(self, filepath: str, skip_mismatch: bool = False, by_name: bool = False) -> None:
+        """Load weights saved by Keras or hpcnn (``.weights.h5``, legacy ``.h5``, ``.keras``, hpcnn
+        model files). Each array is checked first: a file that does not fit raises ValueError and
+        the model keeps its weights (``skip_mismatch=True``: layers that do not fit keep theirs,
+        with a warning). ``by_name=True`` (legacy ``.h5``): match layers by name."""
+        model_files.load_weights(self, filepath, skip_mismatch, by_name)
+
+    def to_json(self, **kwargs: Any) -> str:
+        """The model's config as Keras 3's JSON (``keras.models.model_from_json`` and
+        ``hpcnn.models.model_from_json`` read it); ``json.dumps`` arguments pass through."""
+        return keras_config.to_json(self, **kwargs)
+
+    # ------------------------------------------------------------------ compile
+    def compile(self, optimizer: Union[str, optimizers.Optimizer] = "rmsprop", loss: Any = None,
+                metrics: Optional[Sequence[Any]] = None, device: Optional[str] = None, **kwargs: Any) -> None:
+        """Choose optimizer ('rmsprop', Keras' default; 'adam', 'adamw', 'sgd' or an instance), loss
+        (a name: 'categorical_crossentropy', 'sparse_categorical_crossentropy', 'binary_crossentropy',
+        'mse', 'mae'; or an hpcnn.losses object such as CategoricalCrossentropy(label_smoothing=0.1)),
+        metrics (names such as ['accuracy', 'top_k_categorical_accuracy', 'mae'] or hpcnn.metrics
+        objects; logged under Keras' names) and, optionally, the device ('cpu', 'gpu', 'gpu:N';
+        default: the enclosing ``hpcnn.device`` block, else the CPU).
+        A model created or compiled in a ``strategy.scope()`` (hpcnn.distribute) trains on the
+        strategy's replicas instead.
+
+        The layers' ``trainable`` flags are taken now (Keras' rule): changing them later takes
+        effect at the next compile(). Keras' execution hints ``run_eagerly``, ``jit_compile`` and
+        ``steps_per_execution`` are checked and have nothing to change (every batch is one C++
+        call); ``loss_weights`` and ``weighted_metrics`` are not supported."""
+        compile_model(self, optimizer, loss, metrics, device, kwargs)
+
+    @property
+    def compiled(self) -> bool:
+        return self.compile_settings is not None
+
+    def require_compiled(self, what: str) -> Dict[str, Any]:
+        """The compile settings; RuntimeError naming `what` when the model is not compiled."""
+        if self.compile_settings is None:
+            raise RuntimeError(f"{what}: the model must be compiled first: call model.compile(optimizer, loss, ...)")
+        return self.compile_settings
+
+    # ------------------------------------------------------------------ training (hpcnn.training)
+    def fit(self, x: Any = None, y: Any = None, batch_size: Optional[int] = None, epochs: int = 1,
+            verbose: Union[int, str] = "auto", callbacks: Optional[Sequence[Callback]] = None,
+            validation_split: float = 0.0, validation_data: Any = None, shuffle: bool = True,
+            initial_epoch: int = 0, steps_per_epoch: Optional[int] = None, validation_batch_size: Optional[int] = None,
+            validation_freq: int = 1, **kwargs: Any) -> History:
+        """Train for ``epochs`` epochs on arrays ``(x, y)`` or a dataset: an hpcnn HDF5Dataset, an
+        hpcnn.utils.PyDataset (keras.utils.Sequence-style) whose items are ``(x, y)`` or
+        ``(x, y, sample_weight)`` batches, or a Python generator of such batches with
+        ``steps_per_epoch``. ``sample_weight=`` (arrays) or ``class_weight={class: weight}`` weigh
+        each sample's loss. Returns a History with loss, the compiled metrics, their ``val_``
+        values, seconds and images_per_second per epoch.
+        Ctrl-C stops at the next batch boundary and returns the History so far."""
+        return training.fit(self, x=x, y=y, batch_size=batch_size, epochs=epochs, verbose=verbose,
+                            callbacks=callbacks, validation_split=validation_split,
+                            validation_data=validation_data, shuffle=shuffle, initial_epoch=initial_epoch,
+                            steps_per_epoch=steps_per_epoch, validation_batch_size=validation_batch_size,
+                            validation_freq=validation_freq, kwargs=kwargs)
+
+    # ------------------------------------------------------------------ evaluation and prediction (hpcnn.training)
+    def evaluate(self, x: Any = None, y: Any = None, batch_size: Optional[int] = None,
+                 verbose: Union[int, str] = "auto", return_dict: bool = False, **kwargs: Any):
+        """``[loss, metrics...]`` in compile's order (``loss`` alone when compiled without metrics);
+        ``sample_weight=`` (arrays) weighs each sample's loss."""
+        return training.evaluate(self, x, y, batch_size, verbose, return_dict, kwargs)
+
+    def predict(self, x: Any, batch_size: Optional[int] = None, verbose: Union[int, str] = 0,
+                **kwargs: Any) -> np.ndarray:
+        """Model outputs (class probabilities for a softmax model) as a NumPy array."""
+        return training.predict(self, x, batch_size, verbose, kwargs)
+
+    def predict_classes(self, x: Any, batch_size: Optional[int] = None) -> np.ndarray:
+        """Class indices (``argmax`` of predict), the call Keras removed and the tutorial uses."""
+        return np.argmax(self.predict(x, batch_size=batch_size), axis=-1)
+
+    def train_on_batch(self, x: ArrayLike, y: ArrayLike, sample_weight: Any = None, class_weight: Any = None,
+                       return_dict: bool = False):
+        """One training step on one batch; returns the loss (and the metrics if compiled with them)."""
+        return training.train_on_batch(self, x, y, sample_weight, class_weight, return_dict)
+
+    def test_on_batch(self, x: ArrayLike, y: ArrayLike, sample_weight: Any = None, return_dict: bool = False):
+        return training.test_on_batch(self, x, y, sample_weight, return_dict)
+
+    def predict_on_batch(self, x: ArrayLike) -> np.ndarray:
+        return training.predict_on_batch(self, x)
+
+    def __repr__(self) -> str:
+        return f"<hpcnn.Model {self.name!r}: {len(self.layers)} layers>"
+
+
+def input_shape_argument(input_shape: Any) -> Tuple[int, ...]:
+    """build()'s input_shape: per sample, or Keras' (None, h, w, c) with the batch axis."""
+    dims = list(input_shape) if isinstance(input_shape, (list, tuple)) else input_shape
+    if isinstance(dims, list) and dims and dims[0] is None:
+        dims = dims[1:]  # Keras' (None, h, w, c): the batch axis
+    return validation.shape(dims, "input_shape", "build")
+
+
+def assign_names(layers: List[Layer]) -> None:
+    """Names for the unnamed layers of a graph, Keras-style and unique in it ('conv2d',
+    'conv2d_1', ...), in the model's layer order; a name given twice is a ValueError."""
+    taken: Dict[str, int] = {}
+    for layer in layers:
+        if layer.name is not None:
+            taken[layer.name] = taken.get(layer.name, 0) + 1
+    for name, count in taken.items():
+        if count > 1:
+            raise ValueError(f'The name "{name}" is used {count} times in the model. All layer names should be unique '
+                             "(layers named by another model keep their names: pass name= to tell them apart)")
+    for layer in layers:
+        if layer.name is None:
+            base, k = layer.name_prefix, 0
+            while (base + (f"_{k}" if k else "")) in taken:
+                k += 1
+            layer.name = base + (f"_{k}" if k else "")
+            taken[layer.name] = 1

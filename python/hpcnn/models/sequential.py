@@ -1,0 +1,111 @@
+"""``Sequential``: Keras' linear stack of layers, the special case of ``Model`` whose graph is a
+chain (each layer reads the one before it)."""
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+from .. import validation
+from ..layers import KerasTensor, Layer, deserialize, graph, serialize
+from .model import Model, input_shape_argument
+
+
+class Sequential(Model):
+    """A linear stack of layers (Keras' ``Sequential``): the graph in which each layer reads the
+    one before it."""
+
+    is_sequential = True
+
+    def __init__(self, layers: Optional[Iterable[Any]] = None, name: Optional[str] = None,
+                 seed: Optional[int] = None, trainable: bool = True) -> None:
+        self._setup(name, "sequential", seed, trainable)
+        self.layers: List[Layer] = []
+        for layer in validation.layer_list(layers, "Sequential: layers") or []:
+            self.add(layer)
+
+    def graph_nodes(self) -> List[Tuple[Layer, List[int]]]:
+        return [(layer, [i - 1]) for i, layer in enumerate(self.layers)]
+
+    @property
+    def inputs(self) -> List[KerasTensor]:
+        raise AttributeError("a Sequential model has no symbolic inputs; build a graph with hpcnn.Input and hpcnn.Model")
+
+    @property
+    def outputs(self) -> List[KerasTensor]:
+        raise AttributeError("a Sequential model has no symbolic outputs; build a graph with hpcnn.Input and hpcnn.Model")
+
+    input = inputs  # type: ignore[assignment]
+    output = outputs  # type: ignore[assignment]
+
+    # ------------------------------------------------------------------ structure
+    def add(self, layer: Union[Layer, KerasTensor]) -> None:
+        """Append a layer (or start with ``hpcnn.Input(shape=...)``). Adding to a model that was
+        already built rebuilds it with fresh weights."""
+        if isinstance(layer, KerasTensor):
+            if not layer.layer.is_input:
+                raise TypeError("add() takes an hpcnn layer or the tensor of hpcnn.Input(); got the output of layer "
+                                f"{graph.layer_label(layer.layer)}")
+            layer = layer.layer
+        if not isinstance(layer, Layer):
+            raise TypeError(f"add() takes an hpcnn layer, got {type(layer).__name__}")
+        if layer.is_input:
+            if self.layers or self._input_shape is not None:
+                raise ValueError("InputLayer must come first")
+            self._input_shape = layer.input_shape
+            return
+        if layer.merges_inputs:
+            raise ValueError(f"{type(layer).__name__} takes several inputs and cannot be part of a Sequential: "
+                             "build the model with hpcnn.Input and hpcnn.Model")
+        if layer.input_shape is not None:
+            if self.layers or self._input_shape is not None:
+                if self._input_shape != layer.input_shape or self.layers:
+                    raise ValueError("input_shape= may only be given to the first layer")
+            self._input_shape = layer.input_shape
+        counts: Dict[str, int] = {}
+        for existing in self.layers:
+            counts[existing.name_prefix] = counts.get(existing.name_prefix, 0) + 1
+        if layer.name is None:
+            k = counts.get(layer.name_prefix, 0)
+            layer.name = layer.name_prefix + (f"_{k}" if k else "")
+        self.layers.append(layer)
+        if self._core is not None:
+            self._core = None
+            self.compile_settings = None
+
+    def pop(self) -> Layer:
+        layer = self.layers.pop()
+        self._core, self.compile_settings = None, None
+        return layer
+
+    def build(self, input_shape: Optional[Sequence[Optional[int]]] = None) -> None:
+        """Create the weights (done automatically by compile/fit/summary)."""
+        if input_shape is not None:
+            shp = input_shape_argument(input_shape)
+            if self._input_shape is not None and shp != self._input_shape:
+                self._core, self.compile_settings = None, None
+            self._input_shape = shp
+        self._build_core()
+
+    # ------------------------------------------------------------------ config
+    def get_config(self) -> Dict[str, Any]:
+        cfg_layers = []
+        if self._input_shape is not None:
+            cfg_layers.append({"class_name": "InputLayer", "config": {"input_shape": list(self._input_shape)}})
+        cfg_layers += [serialize(layer) for layer in self.layers]
+        cfg: Dict[str, Any] = {"name": self.name, "layers": cfg_layers}
+        if not self._trainable:
+            cfg["trainable"] = False
+        return cfg
+
+    @classmethod
+    def from_config(cls, config: Dict[str, Any]) -> "Sequential":
+        """The model get_config() described; ValueError for anything else."""
+        if not isinstance(config, dict) or not isinstance(config.get("layers"), list):
+            raise ValueError(f"a Sequential config is a dict with a 'layers' list, got {config!r:.200}")
+        model = cls(name=config.get("name"),
+                    trainable=validation.boolean(config.get("trainable", True), "trainable", "Sequential"))
+        for lc in config["layers"]:
+            model.add(deserialize(lc))
+        return model
+
+    def __repr__(self) -> str:
+        return f"<hpcnn.Sequential {self.name!r}: {len(self.layers)} layers>"

@@ -1,0 +1,383 @@
+"""``Model.fit``: the epochs, the batch loop (one ``train_step`` core call per batch, which also
+stages the next batch), callbacks, the progress bar, validation, stop signals and the training
+position that checkpoint callbacks save and restore."""
+from __future__ import annotations
+
+import itertools
+import time
+import warnings
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .. import _core, interrupts, progress, threads, validation
+from ..callbacks import Callback, FitRun, History
+from .checks import check_callbacks, check_global_batch, check_unsupported, check_verbose
+from .class_weights import ClassWeights, class_weight_table
+from .compile import follow_device_scope, sync_learning_rate
+from .data_adapters import (Batch, array_batches, batch_count, check_shapes, check_validation_data, dataset_batches,
+                            fetch_batch, is_dataset, is_generator, prepare_arrays)
+from . import evaluation
+from .evaluation import StopInValidation
+from .metric_sums import Sums, metric_logs, restored_metric_sums, zero_sums
+from .staging import StagedSteps
+
+
+# ---------------------------------------------------------------------- training
+def fit(model: Any, **arguments: Any) -> History:
+    """``Model.fit`` (arguments as ``_fit``). With a multi-process strategy, an error on this
+    rank (a bad batch, a callback that raises, Ctrl-C) stops the other ranks at once, with an error
+    naming this one, instead of leaving them waiting in their next collective."""
+    strategy = model.distribute_strategy
+    try:
+        return _fit(model, **arguments)
+    except BaseException as err:
+        if strategy is not None:
+            strategy.abort(f"{type(err).__name__}: {err}")
+        raise
+
+
+def _fit(model: Any, *, x: Any, y: Any, batch_size: Optional[int], epochs: int, verbose: Any,
+         callbacks: Optional[Sequence[Callback]], validation_split: float, validation_data: Any, shuffle: bool,
+         initial_epoch: int, steps_per_epoch: Optional[int], validation_batch_size: Optional[int],
+         validation_freq: int, kwargs: Dict[str, Any]) -> History:
+    """Checks the arguments, then runs the epochs (one ``train_step`` call per batch, which also
+    stages the next batch), the callbacks, the progress bar and validation."""
+    sample_weight = kwargs.pop("sample_weight", None)
+    class_weight = kwargs.pop("class_weight", None)
+    validation_steps = validation.integer(kwargs.pop("validation_steps", None), "validation_steps", "fit",
+                                          maximum=None, allow_none=True)
+    check_unsupported(kwargs, "fit", (), ("workers", "use_multiprocessing", "max_queue_size"))
+    batch_size = validation.integer(batch_size, "batch_size", "fit", allow_none=True)
+    epochs = validation.integer(epochs, "epochs", "fit", minimum=0, maximum=None)
+    initial_epoch = validation.integer(initial_epoch, "initial_epoch", "fit", minimum=0, maximum=None)
+    steps_per_epoch = validation.integer(steps_per_epoch, "steps_per_epoch", "fit", maximum=None, allow_none=True)
+    validation_batch_size = validation.integer(validation_batch_size, "validation_batch_size", "fit",
+                                               allow_none=True)
+    validation_freq = validation.integer(validation_freq, "validation_freq", "fit", maximum=None)
+    validation_split = validation.number(validation_split, "validation_split", "fit", low=0.0, high=1.0,
+                                         high_open=True, expected="a float between 0 and 1 (1 excluded)")
+    shuffle = validation.boolean(shuffle, "shuffle", "fit")
+    verbose = check_verbose(verbose, "fit")
+    user_callbacks = check_callbacks(callbacks, "fit")
+    comp = model.require_compiled("fit")
+    if epochs < initial_epoch:
+        raise ValueError(f"fit: epochs ({epochs}) must be >= initial_epoch ({initial_epoch})")
+    if sample_weight is not None and class_weight is not None:
+        raise ValueError("fit: You cannot use `class_weight` and `sample_weight` at the same time.")
+    class_table = class_weight_table(model, class_weight)
+    if model.trainable_changed_since_compile():
+        warnings.warn("fit: a layer's `trainable` was changed after compile(); as in Keras, fit trains with the "
+                      "setting of the last compile(): call compile() again to apply it", UserWarning, stacklevel=3)
+    follow_device_scope(model)
+    core = model.core
+    verbose = progress.resolve_verbose(verbose)
+    strategy = model.distribute_strategy if core.distributed else None
+    if strategy is not None and strategy.multi_process and not strategy.is_chief:
+        verbose = 0  # only the chief prints progress
+
+    if x is None:
+        raise ValueError("fit: no training data (x)")
+    is_ds = is_dataset(x)
+    if is_ds:
+        if y is not None:
+            raise ValueError("fit: y must be None when x is a dataset (it yields (x, y) batches)")
+        if batch_size is not None:
+            raise ValueError("fit: the `batch_size` argument must not be specified when x is a dataset: its "
+                             "batches are sized by the dataset (e.g. HDF5Dataset(..., batch_size=...))")
+        if validation_split:
+            raise ValueError("fit: Argument `validation_split` is only supported for NumPy arrays; pass "
+                             "validation_data=... with a dataset")
+        if sample_weight is not None:
+            raise ValueError("fit: `sample_weight` argument is not supported when x is a dataset or a generator: "
+                             "yield (x, y, sample_weight) batches instead")
+        steps = batch_count(x, steps_per_epoch, "fit", "steps_per_epoch")
+    else:
+        x, y, sample_weight = prepare_arrays(model, x, y, sample_weight, "fit")
+        if validation_split and validation_data is None:
+            cut = int(len(x) * (1.0 - validation_split))
+            if cut == 0 or cut == len(x):
+                raise ValueError(f"fit: Training data contains {len(x)} samples, which is not sufficient to split it "
+                                 f"into a validation and training set as specified by "
+                                 f"`validation_split={validation_split}`. Either provide more data, or a different "
+                                 "value for the `validation_split` argument.")
+            # Keras' split: the last fraction of the rows (before any shuffling), weights with them.
+            validation_data = (x[cut:], y[cut:]) if sample_weight is None else (x[cut:], y[cut:], sample_weight[cut:])
+            x, y = x[:cut], y[:cut]
+            sample_weight = sample_weight[:cut] if sample_weight is not None else None
+        batch_size = batch_size or 32
+        steps = (len(x) + batch_size - 1) // batch_size
+    if steps_per_epoch is not None:
+        steps = min(steps, steps_per_epoch)
+    if steps == 0:
+        raise ValueError("fit: the training data has no batches")
+    if strategy is not None:
+        check_global_batch(strategy, x, batch_size, is_ds, "fit")
+        if strategy.multi_process and is_ds and hasattr(x, "set_seed"):
+            seed = strategy.broadcast_int(x.seed)  # every rank follows rank 0's shuffle
+            if seed != x.seed:
+                x.set_seed(seed)
+    check_shapes(model, "fit", x, y, "x", "y")
+    if validation_data is not None and is_dataset(validation_data) and not isinstance(validation_data, tuple):
+        check_shapes(model, "fit", validation_data, None, "validation_data", "")
+    elif validation_data is not None and isinstance(validation_data, (tuple, list)) and len(validation_data) >= 2:
+        check_shapes(model, "fit", validation_data[0], validation_data[1], "validation_data x", "validation_data y")
+    validation_data = check_validation_data(model, validation_data)
+    if validation_data is not None and is_generator(validation_data[0]) and validation_steps is None:
+        raise ValueError("fit: validation_data is a Python generator, which has no length: pass "
+                         "validation_steps=... (or give an hpcnn.utils.PyDataset)")
+
+    history = History()
+    cbs: List[Callback] = user_callbacks + [history]
+    restoring = [cb for cb in user_callbacks if cb.restores_training]
+    if len(restoring) > 1:
+        raise ValueError(f"fit: at most one {type(restoring[0]).__name__} callback, got {len(restoring)}")
+    params = {"epochs": epochs, "steps": steps, "verbose": verbose, "batch_size": batch_size}
+    for cb in cbs:
+        cb.set_model(model)
+        cb.set_params(params)
+    model.stop_training = False
+    if verbose:  # on the CPU, the thread count, and why when it is below the CPUs this process may use
+        print(f"Training on {core.device} with {threads.describe()}" if core.device == "cpu"
+              else f"Training on {core.device}", flush=True)
+    run = _Run(model, cbs, history, x, y, is_ds, steps, batch_size, shuffle,
+               epochs, initial_epoch, verbose, validation_data, validation_batch_size, validation_freq, comp)
+    run.sample_weight, run.validation_steps = sample_weight, validation_steps
+    # SIGTERM, SIGUSR1 and SIGINT stop training at the next batch boundary while fit runs
+    # (interrupts.py); the previous handlers are back when fit returns.
+    with interrupts.StopRequests() as stop, ClassWeights(core, class_table):
+        run.stop = stop
+        for cb in cbs:
+            cb.on_train_begin({})  # logs passed as Keras does: LambdaCallback functions take them
+        try:
+            run.train()
+        except KeyboardInterrupt:
+            # A second Ctrl-C (or a callback raising KeyboardInterrupt): stop now, without a final
+            # checkpoint (the last backup stays valid), as Ctrl-C always stopped fit.
+            history.interrupted, history.interrupted_by = True, "SIGINT"
+            print("\nTraining interrupted (Ctrl-C): the model keeps the weights of the last completed batch; "
+                  f"history has {len(history.epoch)} complete epoch(s).", flush=True)
+        if not history.interrupted:
+            for cb in cbs:
+                cb.on_training_complete()
+        for cb in cbs:
+            cb.on_train_end({k: v[-1] for k, v in history.history.items()})  # the last epoch's logs, as Keras
+    model.history = history
+    return history
+
+
+class _Run:
+    """One fit's epochs: the batch loop, validation, callbacks, backups and stop signals. The
+    training position is (epoch, batch): the next batch to train; a partly trained epoch also
+    carries its running sums (loss, correct, rows seen, seconds), which backups save so that a
+    resumed epoch logs what the uninterrupted one would."""
+
+    def __init__(self, model: Any, cbs: List[Callback], history: History, x: Any, y: Any, is_ds: bool, steps: int,
+                 batch_size: Optional[int], shuffle: bool, epochs: int, initial_epoch: int, verbose: int,
+                 validation_data: Any, validation_batch_size: Optional[int], validation_freq: int,
+                 comp: Dict[str, Any]) -> None:
+        self.model, self.core, self.cbs, self.history = model, model.core, cbs, history
+        self.x, self.y, self.is_ds, self.steps, self.batch_size, self.shuffle = x, y, is_ds, steps, batch_size, shuffle
+        self.epochs, self.initial_epoch, self.verbose = epochs, initial_epoch, verbose
+        self.validation_data, self.validation_batch_size = validation_data, validation_batch_size
+        self.validation_freq, self.comp = validation_freq, comp
+        self.sample_weight: Optional[np.ndarray] = None
+        self.validation_steps: Optional[int] = None
+        strategy = model.distribute_strategy
+        # A multi-process run: stop signals and stop_training must end every rank at the same batch.
+        self.strategy = strategy if strategy is not None and strategy.multi_process else None
+        self.stop: interrupts.StopRequests = interrupts.StopRequests()
+        self.bar: Any = None
+        # What the data looked like: a backup is resumed only by a fit over the same batches.
+        self.signature = {"data": type(x).__name__ if is_ds else "arrays", "steps": steps, "batch_size": batch_size,
+                          "rows": int(getattr(x, "num_rows", 0)) or None if is_ds else int(len(x)),
+                          "shuffle": bool(shuffle),
+                          "data_seed": int(x.seed) if is_ds and hasattr(x, "set_seed") else None}
+
+    # ------------------------------------------------------------------ positions and checkpoints
+    def position(self, epoch: int, batch: int, sums: Sums, seconds: float) -> Dict[str, Any]:
+        return {"epoch": epoch, "batch": batch, "loss_sum": float(sums[0]), "correct": float(sums[1]),
+                "seen": int(sums[2]), "metric_sums": [float(v) for v in sums[3]], "seconds": float(seconds),
+                "stop_training": bool(self.model.stop_training)}
+
+    def reached(self, position: Dict[str, Any], epoch_end: bool) -> None:
+        """A batch boundary (or an epoch's end): the callbacks that checkpoint the training see the
+        position to continue from (a stop signal meanwhile is only recorded)."""
+        with self.stop.writing():
+            for cb in self.cbs:
+                cb.on_train_position(position, epoch_end)
+
+    def stopped(self, position: Dict[str, Any], logs: Dict[str, float]) -> None:
+        """A stop signal was seen at `position`: final checkpoints, then the History is marked."""
+        name = self.stop.requested or "SIGINT"
+        notes = []
+        with self.stop.writing():
+            for cb in self.cbs:
+                note = cb.on_stop_signal(position, logs)
+                if note:
+                    notes.append(note)
+        self.history.interrupted, self.history.interrupted_by = True, name
+        what = "interrupted (Ctrl-C)" if name == "SIGINT" else f"stopped by {name}"
+        where = (f"after batch {position['batch']} of {self.steps} of epoch {position['epoch'] + 1}"
+                 if position["batch"] else f"before epoch {position['epoch'] + 1}")
+        print(f"\nTraining {what} {where}: the model keeps the weights of the last completed batch; "
+              f"history has {len(self.history.epoch)} complete epoch(s)." + "".join(f" {n}." for n in notes),
+              flush=True)
+
+    # ------------------------------------------------------------------ the epochs
+    def train(self) -> None:
+        model, core, cbs = self.model, self.core, self.cbs
+        start_epoch, start = self.initial_epoch, None
+        run = FitRun(cbs, self.signature, self.x if self.is_ds else None)
+        for cb in cbs:
+            position = cb.restore_training(run)
+            if position is not None:
+                start = position
+        if start is not None:
+            start_epoch = int(start["epoch"])
+            model.stop_training = bool(start.get("stop_training", False))
+        resume_lr = None
+        if start is not None and start["batch"] > 0 and model.optimizer.fixed_learning_rate is not None:
+            resume_lr = (model.optimizer.fixed_learning_rate, core.learning_rate)  # what the epoch trained with
+        for epoch in range(start_epoch, self.epochs):
+            first = int(start["batch"]) if start is not None and epoch == start_epoch else 0
+            sums = ((start["loss_sum"], start["correct"], int(start["seen"]), restored_metric_sums(self.comp, start))
+                    if first else zero_sums(self.comp))
+            seconds_before = float(start["seconds"]) if first else 0.0
+            if self.stop.requested:  # arrived between epochs (or while resuming)
+                return self.stopped(self.position(epoch, first, sums, seconds_before), {})
+            # The bar prints "Epoch e/E" above itself (in Jupyter: inside its one display).
+            bar = self.bar = progress.ProgressBar(self.steps, self.verbose, title=f"Epoch {epoch + 1}/{self.epochs}")
+            for cb in cbs:
+                cb.on_epoch_begin(epoch, {})
+            if first and resume_lr is not None:
+                # The epoch began before the backup: a rate its on_epoch_begin set (LearningRateScheduler)
+                # is in the restored rate, and setting it again here would apply the rule twice.
+                model.optimizer.learning_rate = resume_lr[0]
+                core.learning_rate = resume_lr[1]
+            sync_learning_rate(model)
+            t0 = time.perf_counter()
+            done, sums, logs, stop_at, diverged = self.train_batches(epoch, first, sums, t0, seconds_before)
+            if stop_at is not None:
+                return self.stopped(stop_at, logs)
+            if done < self.steps and diverged is None and not model.stop_training and is_generator(self.x):
+                # As Keras: a generator that ends before steps_per_epoch batches ends training.
+                warnings.warn("fit: Your input ran out of data; interrupting training. Make sure that your dataset or "
+                              "generator can generate at least `steps_per_epoch * epochs` batches.", UserWarning,
+                              stacklevel=4)
+                model.stop_training = True
+            seconds = seconds_before + time.perf_counter() - t0
+            logs = {"loss": sums[0] / max(sums[2], 1) if diverged is None else diverged}
+            logs.update(metric_logs(self.comp, sums))
+            seen = sums[2]
+            if self.validation_data is not None and (epoch + 1 - self.initial_epoch) % self.validation_freq == 0:
+                vx, vy, vw = self.validation_data
+                try:
+                    vres = evaluation.evaluate_loss_metrics(model, vx, vy, self.validation_batch_size or self.batch_size or 32,
+                                                 steps=self.validation_steps,
+                                                 should_stop=lambda: self.stop.requested is not None,
+                                                 sample_weight=vw)
+                except StopInValidation:
+                    return self.stopped(self.position(epoch, done, sums, seconds), logs)
+                logs.update({"val_" + k: v for k, v in vres.items()})
+            logs["seconds"] = seconds
+            logs["images_per_second"] = seen / seconds if seconds > 0 else 0.0
+            bar.finish(logs)
+            for cb in cbs:
+                cb.on_epoch_end(epoch, logs)
+            self.reached(self.position(epoch + 1, 0, zero_sums(self.comp), 0.0), epoch_end=True)
+            if model.stop_training:
+                break
+        # A stop signal after the last epoch's end changes nothing: training is complete.
+
+    def train_batches(self, epoch: int, first: int, sums: Sums, t0: float,
+                      seconds_before: float) -> Tuple[int, Sums, Dict[str, float], Any, Optional[float]]:
+        """Batches first.. of the epoch, one core call each. Returns (batches done, sums, last
+        logs, the position where a stop signal ended it or None, the non-finite loss of a batch a
+        callback stopped training at or None)."""
+        model, core, cbs, steps = self.model, self.core, self.cbs, self.steps
+        loss_sum, correct, seen, msums = sums[0], sums[1], sums[2], list(sums[3])
+        batches: Iterator[Batch] = (
+            dataset_batches(model, self.x, epoch, self.shuffle, first) if self.is_ds
+            else array_batches(model, self.x, self.y, self.batch_size, self.shuffle, epoch, first, self.sample_weight))
+        if is_generator(self.x):
+            # Take no more than the epoch's batches from it: the next epoch continues where this one ends.
+            batches = itertools.islice(batches, max(self.steps - first, 0))
+        logs: Dict[str, float] = {}
+        diverged: Optional[float] = None  # the non-finite loss of a batch a callback stopped at
+        steps_in_core = StagedSteps(core)
+        b = first
+        try:
+            if model.stop_training:  # resumed from a backup written after a callback stopped training
+                return b, (loss_sum, correct, seen, msums), logs, None, None
+            # One call per batch: train_step(batch b, batch b+1) trains on b and stages b+1,
+            # which on a GPU uploads on the copy stream while b's backward pass still runs; the
+            # next call passes None for it. An error of batch b+1 (fetching it, preparing it,
+            # or staging it in the core) is raised at that batch's turn, with its number.
+            it = iter(batches)
+            current = fetch_batch(model, it, self.is_ds)
+            while current is not None:
+                kind, item = current
+                if kind == "next_error":
+                    raise item
+                if b >= steps:
+                    break
+                for cb in cbs:
+                    cb.on_train_batch_begin(b, {})
+                upcoming = fetch_batch(model, it, self.is_ds)
+                nxt = upcoming[1] if b + 1 < steps and upcoming is not None and upcoming[0] == "ok" else None
+                try:
+                    if kind == "prepare_error":
+                        raise item
+                    ls, c, n = steps_in_core.step(core.train_step, item, nxt)
+                except _core.NonFiniteLossError as err:
+                    # The core did not update the weights. As Keras, the callbacks see the
+                    # batch's loss; one that stops training (TerminateOnNaN) ends fit quietly,
+                    # else the error stands.
+                    if not stop_on_non_finite(model, cbs, b, float(err.loss), logs):
+                        raise ValueError(f"epoch {epoch + 1}, batch {b + 1}: {err}") from err
+                    diverged = float(err.loss)
+                    break
+                except ValueError as err:
+                    raise ValueError(f"epoch {epoch + 1}, batch {b + 1}: {err}") from err
+                current = upcoming
+                loss_sum += ls
+                correct += c
+                seen += n
+                if msums:
+                    msums = [a + v for a, v in zip(msums, core.last_metric_sums)]
+                logs = {"loss": loss_sum / seen}
+                logs.update(metric_logs(self.comp, (loss_sum, correct, seen, msums)))
+                self.bar.update(b + 1, logs)
+                for cb in cbs:
+                    cb.on_train_batch_end(b, logs)
+                b += 1
+                # The batch boundary: a checkpoint when one is due, then a stop signal is looked at.
+                here = self.position(epoch, b, (loss_sum, correct, seen, msums),
+                                     seconds_before + time.perf_counter() - t0)
+                self.reached(here, epoch_end=False)
+                if self.strategy is not None:
+                    signal, stopping = self.strategy.any_rank(self.stop.requested is not None, model.stop_training)
+                    if signal:
+                        self.stop.note_elsewhere()
+                    model.stop_training = stopping
+                if self.stop.requested:
+                    return b, (loss_sum, correct, seen, msums), logs, here, None
+                if model.stop_training:
+                    break
+        finally:
+            steps_in_core.close()  # a batch left staged when stopping early: release its arrays now
+            if hasattr(batches, "close"):
+                batches.close()  # stops a dataset's producer when we leave early
+        return b, (loss_sum, correct, seen, msums), logs, None, diverged
+
+
+def stop_on_non_finite(model: Any, cbs: Sequence[Callback], batch: int, loss: float,
+                       logs: Dict[str, float]) -> bool:
+    """A batch's loss was NaN or inf (the core kept the weights): its logs, with that loss, go to the
+    callbacks' on_train_batch_end as Keras gives them; True when one of them stopped training."""
+    batch_logs = dict(logs)
+    batch_logs["loss"] = loss
+    for cb in cbs:
+        cb.on_train_batch_end(batch, batch_logs)
+    return bool(model.stop_training)
