@@ -25,13 +25,13 @@ import sys
 import time
 from typing import List, Optional
 
-from . import suggestions
+from . import data, datasets, suggestions
+from .datasets import DatasetUnavailable, converters
 
 KINDS = ["cifar10", "mnist", "fashion_mnist", "npz", "hdf5"]
 
 
 def _info(path: str) -> int:
-    from . import data
     shown = 0
     for name in ("x_train", "y_train", "x_valid", "y_valid", "x_test", "y_test"):
         try:
@@ -51,7 +51,6 @@ def _info(path: str) -> int:
 
 def _download(args, ap: argparse.ArgumentParser) -> int:
     """`--download`: the official files into the data dir (verified), then the tutorial HDF5."""
-    from . import datasets
     if args.kind not in suggestions.DOWNLOADABLE:
         ap.error(f"--download works for {', '.join(suggestions.DOWNLOADABLE)}, not '{args.kind}'")
     if args.src and args.out:
@@ -69,7 +68,6 @@ def _download(args, ap: argparse.ArgumentParser) -> int:
 
 
 def _convert(kind: str, src: str, out: str, args) -> int:
-    from .datasets import converters
     t0 = time.perf_counter()
     train, valid = converters.load_any(kind, src)
     converters.to_hdf5(out, train, valid, chunk_rows=args.chunk_rows,
@@ -96,7 +94,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--compression", choices=["gzip", "none"], default="gzip")
     ap.add_argument("--level", type=int, default=4, help="gzip level 0..9 (default 4)")
     args = ap.parse_args(argv)
-    from .datasets import DatasetUnavailable
     try:
         if args.download:
             return _download(args, ap)

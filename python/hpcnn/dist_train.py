@@ -19,7 +19,7 @@ import os
 import time
 from typing import List
 
-from . import bench, callbacks, distribute, tutorial
+from . import applications, bench, callbacks, data, devices, distribute, tutorial
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -53,7 +53,6 @@ def make_strategy(a) -> distribute.Strategy:
     if kind == "auto":
         kind = "multiworker" if _launched_ranks() > 1 else "mirrored"
     if a.device == "gpu":
-        from . import devices
         why = devices.gpu_unavailable_reason()
         if why:
             raise RuntimeError(f"--device gpu: no usable GPU here ({why})")
@@ -78,7 +77,6 @@ class _StepTimer(callbacks.Callback):
 
 
 def main(a) -> int:
-    from . import applications, data
     strategy = make_strategy(a)
     chief = strategy.is_chief
     if chief:

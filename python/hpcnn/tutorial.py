@@ -24,7 +24,10 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from . import suggestions
+import hpcnn
+
+from . import applications, bench, callbacks, data, datasets, interrupts, models, optimizers, plot, suggestions
+from .datasets import converters
 
 CLASS_NAMES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
 
@@ -80,7 +83,6 @@ def synthetic_cifar10(n_train: int = 50000, n_valid: int = 10000, seed: int = 0)
 def write_tutorial_hdf5(path: str, x, y, xv, yv) -> None:
     """The tutorial's file: x_train, y_train, x_valid, y_valid, gzip; hpcnn's default chunks
     (whole images) rather than h5py's automatic ones."""
-    from . import data
     data.write_hdf5(path, {"x_train": x, "y_train": y, "x_valid": xv, "y_valid": yv}, compression="gzip")
 
 
@@ -98,7 +100,6 @@ def hdf5_path(synthetic: bool = False, train_rows: Optional[int] = None, seed: i
     """The tutorial's HDF5 file in the data dir ($HPCNN_DATA_DIR, else ~/.hpcnn/datasets), named
     by what it holds, so `hpcnn tutorial` and notebook 01 make it once and share it:
     dataset_cifar10.hdf5, synthetic_cifar10_seed0.hdf5, ..._train5000.hdf5 for a subset."""
-    from . import datasets
     name = f"synthetic_cifar10_seed{seed}" if synthetic else "dataset_cifar10"
     if train_rows:
         name += f"_train{train_rows}"
@@ -116,8 +117,6 @@ def prepare_data(a) -> Tuple[str, np.ndarray, np.ndarray, str]:
     """(HDF5 file to train from, x_valid, y_valid, source). --data FILE.hdf5 is used as it is; an
     archive given with --data is converted into --out; otherwise (CIFAR-10 from the data dir, or
     the synthetic set) the file is kept in the data dir and reused by later runs."""
-    from . import datasets
-    from .datasets import converters
     source = "synthetic (generated)" if a.synthetic else (a.data or "CIFAR-10")
     if a.data and a.data.endswith((".h5", ".hdf5")) and os.path.isfile(a.data) and not a.train_rows:
         h5, keep = a.data, True
@@ -153,7 +152,6 @@ def train_on(device: str, model, train_ds, valid_ds, epochs: int, verbose, backu
     """Compile and fit on `device`; with `backup_dir`, through BackupAndRestore (kept when training
     completes, so a run started again skips what is done). Returns (History, seconds of training:
     the History's when it continued an earlier run)."""
-    from . import callbacks, optimizers
     model.compile(optimizer=optimizers.Adam(learning_rate=0.001), loss="categorical_crossentropy",
                   metrics=["accuracy"], device=device)
     cbs = []
@@ -177,7 +175,6 @@ def stopped(signal_name: str, backup: Optional[str]) -> int:
 
 
 def main(a) -> int:
-    from . import interrupts
     # SIGTERM, SIGUSR1 and Ctrl-C are recorded for the whole run (not only during fit, whose own
     # handlers take over while it trains): a signal during data preparation stops the tutorial before
     # it trains, instead of killing it (SIGUSR1's default) or being missed.
@@ -188,8 +185,6 @@ def main(a) -> int:
 def run(a, stop) -> int:
     import shutil
 
-    import hpcnn
-    from . import applications, bench, data, models
 
     # Devices first: a GPU run that cannot happen must fail before minutes of data preparation.
     print(f"CPUs: {hpcnn.list_physical_devices('CPU')}")
@@ -274,7 +269,6 @@ def run(a, stop) -> int:
         y_pred = m.predict_classes(xf, batch_size=a.batch_size)
         summary["test_loss"], summary["test_accuracy"] = score
         try:
-            from . import plot
             plot.history(last["history"], os.path.join(a.out, "curves.png"),
                          compare={d.upper(): r["history"] for d, r in runs.items() if r is not last} or None,
                          title=[d.upper() for d, r in runs.items() if r is last][0])

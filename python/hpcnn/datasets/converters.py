@@ -15,6 +15,8 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
+from .. import data as hdata
+
 Split = Tuple[np.ndarray, np.ndarray]
 
 CIFAR10_TRAIN_BATCHES = [f"data_batch_{i}" for i in range(1, 6)]
@@ -175,7 +177,6 @@ def load_hdf5(path: str, require_valid: bool = True) -> Tuple[Split, Optional[Sp
 
     Without x_valid/y_valid in the file, the second split is None unless `require_valid`.
     """
-    from .. import data as hdata
     out = []
     for x, y in (("x_train", "y_train"), ("x_valid", "y_valid")):
         if x == "x_valid" and not require_valid:
@@ -197,7 +198,6 @@ def load_hdf5(path: str, require_valid: bool = True) -> Tuple[Split, Optional[Sp
 def to_hdf5(out: str, train: Split, valid: Optional[Split] = None, chunk_rows: Optional[int] = None,
             compression: Optional[str] = "gzip", level: int = 4) -> str:
     """Write (x_train, y_train)[, (x_valid, y_valid)] in the tutorial layout, atomically."""
-    from .. import data as hdata
     arrays = {"x_train": train[0], "y_train": train[1]}
     if valid is not None:
         arrays.update({"x_valid": valid[0], "y_valid": valid[1]})

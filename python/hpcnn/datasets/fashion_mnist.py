@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from . import converters
-from .mnist import _fetch, _load
+from .mnist import fetch_idx, load_idx
 
 class_names = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
                "Ankle boot"]
@@ -25,7 +25,7 @@ LOCAL_DIRS = ["/usr/share/datasets/fashion-mnist"]
 
 def load_data(path: Optional[str] = None, download_if_missing: bool = True):
     """(x_train, y_train), (x_valid, y_valid) as Keras returns them (see mnist.load_data)."""
-    return _load(path, "Fashion-MNIST", SUBDIR, "FASHION_MNIST", BASE_URL, MD5, LOCAL_DIRS, "fashion_mnist",
+    return load_idx(path, "Fashion-MNIST", SUBDIR, "FASHION_MNIST", BASE_URL, MD5, LOCAL_DIRS, "fashion_mnist",
                  download_if_missing)
 
 
@@ -33,7 +33,7 @@ def fetch(directory: Optional[str] = None) -> str:
     """The folder with Fashion-MNIST's four IDX files: Debian's package when installed, else
     <directory or data dir>/fashion-mnist, downloaded (MD5-verified) when missing;
     $HPCNN_FASHION_MNIST_URL overrides the base URL."""
-    return _fetch("Fashion-MNIST", SUBDIR, "FASHION_MNIST", BASE_URL, MD5, LOCAL_DIRS, "fashion_mnist", directory)
+    return fetch_idx("Fashion-MNIST", SUBDIR, "FASHION_MNIST", BASE_URL, MD5, LOCAL_DIRS, "fashion_mnist", directory)
 
 
 def save_hdf5(out: str, path: Optional[str] = None, **kw) -> str:

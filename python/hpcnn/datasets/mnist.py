@@ -32,7 +32,7 @@ def _find_local(subdir, local_dirs, directory=None) -> Optional[str]:
     return None
 
 
-def _fetch(name, subdir, url_var, base_url, md5, local_dirs, kind, directory=None) -> str:
+def fetch_idx(name, subdir, url_var, base_url, md5, local_dirs, kind, directory=None) -> str:
     """A folder with the four IDX files: a local one (see _find_local), else <directory or data
     dir>/<subdir>, whose missing files are downloaded from base_url ($HPCNN_<url_var>_URL
     overrides it) and MD5-verified. DatasetUnavailable when they cannot be downloaded."""
@@ -51,14 +51,14 @@ def _fetch(name, subdir, url_var, base_url, md5, local_dirs, kind, directory=Non
     return folder
 
 
-def _load(path, name, subdir, url_var, base_url, md5, local_dirs, kind, download_if_missing):
+def load_idx(path, name, subdir, url_var, base_url, md5, local_dirs, kind, download_if_missing):
     if path is None:
         path = _find_local(subdir, local_dirs)
         if path is None and not download_if_missing:
             raise FileNotFoundError(f"{name} not found in {local_dirs + [os.path.join(data_dir(), subdir)]} "
                                     "(and download_if_missing=False)")
         if path is None:
-            path = _fetch(name, subdir, url_var, base_url, md5, local_dirs, kind)
+            path = fetch_idx(name, subdir, url_var, base_url, md5, local_dirs, kind)
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{name} not found: '{path}'")
@@ -72,7 +72,7 @@ def _load(path, name, subdir, url_var, base_url, md5, local_dirs, kind, download
 def fetch(directory: Optional[str] = None) -> str:
     """The folder with MNIST's four IDX files, downloaded into <directory or data dir>/mnist
     (MD5-verified) when missing; $HPCNN_MNIST_URL overrides the base URL."""
-    return _fetch("MNIST", SUBDIR, "MNIST", BASE_URL, MD5, LOCAL_DIRS, "mnist", directory)
+    return fetch_idx("MNIST", SUBDIR, "MNIST", BASE_URL, MD5, LOCAL_DIRS, "mnist", directory)
 
 
 def load_data(path: Optional[str] = None, download_if_missing: bool = True):
@@ -81,7 +81,7 @@ def load_data(path: Optional[str] = None, download_if_missing: bool = True):
     path: a folder with the four IDX files (.gz or not), Keras' mnist.npz, or an HDF5 file in the
     tutorial layout. None: <data_dir>/mnist, downloaded (MD5-checked) if missing.
     """
-    return _load(path, "MNIST", SUBDIR, "MNIST", BASE_URL, MD5, LOCAL_DIRS, "mnist", download_if_missing)
+    return load_idx(path, "MNIST", SUBDIR, "MNIST", BASE_URL, MD5, LOCAL_DIRS, "mnist", download_if_missing)
 
 
 def save_hdf5(out: str, path: Optional[str] = None, **kw) -> str:
