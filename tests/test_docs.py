@@ -34,7 +34,7 @@ HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
 def pages():
-    """Every markdown page of the site, README.md beside them."""
+    """Every markdown page of the site (docs/, sub-folders included)."""
     return sorted(DOCS.rglob("*.md"))
 
 
