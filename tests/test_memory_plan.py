@@ -155,7 +155,7 @@ def test_train_keep_all_is_what_a_step_without_reuse_allocates():
 
 
 def test_bench_memory_reports_the_plan_against_keeping_all(capsys):
-    """bench/bench_memory.py (README's memory numbers) runs, on a CIFAR ResNet-8."""
+    """bench/bench_memory.py (the memory numbers in docs/tutorial.md) runs, on a CIFAR ResNet-8."""
     import importlib.util
     import os
     path = os.path.join(os.path.dirname(__file__), "..", "bench", "bench_memory.py")

@@ -13,7 +13,7 @@ import pytest
 
 from hpcnn import progress
 
-# A fit with many batches and verbose=1 (what README and the notebook use). min_interval=0 makes
+# A fit with many batches and verbose=1 (what the tutorial in docs/tutorial.md and the notebook use). min_interval=0 makes
 # the terminal bar redraw after every batch, so the test does not depend on timing.
 FIT_SCRIPT = textwrap.dedent("""
     import numpy as np, hpcnn

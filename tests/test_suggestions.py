@@ -28,10 +28,10 @@ COMMAND = re.compile(r"(?:python3? -m hpcnn(?P<module>\.convert)?|(?<![\w./-])hp
 
 def suggested_commands():
     """(where, command) for every hpcnn command named in the package's messages and help texts, the
-    C++ messages, README, the Slurm scripts and the notebooks, plus hpcnn.suggestions."""
+    C++ messages, README and the docs/ pages, the Slurm scripts and the notebooks, plus hpcnn.suggestions."""
     files = [p for p in (ROOT / "python" / "hpcnn").rglob("*.py")]
     files += [p for p in (ROOT / "csrc").rglob("*") if p.suffix in (".cpp", ".h", ".cu")]
-    files += [ROOT / "README.md"] + sorted((ROOT / "slurm").iterdir()) + sorted((ROOT / "notebooks").glob("*.ipynb"))
+    files += [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md")) + sorted((ROOT / "slurm").iterdir()) + sorted((ROOT / "notebooks").glob("*.ipynb"))
     found = {}
     for path in files:
         for line in path.read_text(errors="replace").splitlines():

@@ -8,7 +8,7 @@ namespace hpcnn::cuda {
 
 static const char* kWhy =
     "hpcnn was built without the CUDA backend (rebuild with nvcc, cuDNN and cuBLAS available, "
-    "e.g. `HPCNN_CUDA=ON pip install .`; see README 'Build options')";
+    "e.g. `HPCNN_CUDA=ON pip install .`; see docs/install.md)";
 
 bool compiled() { return false; }
 std::vector<DeviceInfo> list_devices(bool) { return {}; }

@@ -197,7 +197,7 @@ class Pool {
 
 }  // namespace
 
-// The rule, first match wins (README "Threads"): HPCNN_NUM_THREADS (hpcnn's own variable),
+// The rule, first match wins (docs/install.md, "Threads"): HPCNN_NUM_THREADS (hpcnn's own variable),
 // SLURM_CPUS_PER_TASK (what the job asked for), the CPUs in the affinity mask (what a Slurm
 // cgroup or taskset allows). OMP_NUM_THREADS is deliberately NOT read: hpcnn does not use
 // OpenMP, and job scripts set OMP_NUM_THREADS=1 to keep a BLAS single-threaded, which must not

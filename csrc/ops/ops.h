@@ -2,7 +2,7 @@
 // one device for all) and throws ValueError naming the operator and the shapes, then runs the
 // CPU or the CUDA implementation according to the tensors' device. Layers never see a backend.
 //
-// Layout: activations NHWC (channels innermost). Measured on the CPU (see README "Why NHWC"):
+// Layout: activations NHWC (channels innermost). Measured on the CPU (see docs/performance.md, "Why NHWC"):
 // im2col for NHWC copies whole channel runs and the GEMM result is already the NHWC output,
 // and it is Keras' own layout, so weights and inputs move without transposes.
 #pragma once

@@ -5,7 +5,7 @@
     model.fit(ds, epochs=10)
 
 The reading, decompression, shuffling and decoding (uint8 -> float32, scaling, one-hot) run in
-C++ on hpcnn's threads, off the GIL; see the README's "data" section for the design.
+C++ on hpcnn's threads, off the GIL; docs/data.md has the design.
 """
 from __future__ import annotations
 
