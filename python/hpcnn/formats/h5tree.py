@@ -1,6 +1,8 @@
 """An HDF5 file as hpcnn's loaders see it: what a file is (zip, HDF5, other) from its first bytes,
 and ``H5Tree``, a file's listing (bounded: a hostile file is refused, not walked) with its reader
-(``_core.data.H5Reader``, hpcnn's own HDF5 code; no h5py)."""
+(``_core.data.H5Reader``, hpcnn's own HDF5 code; no h5py). Every float dataset hpcnn loads
+(weights, optimizer state; Keras' layouts and hpcnn's own) is read by ``read_floats``, checked
+against the listing before a byte of it is read."""
 from __future__ import annotations
 
 import os
@@ -69,6 +71,11 @@ class H5Tree:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    def dataset(self, path: str) -> Optional[Dict[str, Any]]:
+        """The listing of dataset `path` (shape, dtype, attrs), None when there is no such dataset."""
+        o = self.objects.get(path)
+        return o if o is not None and o["kind"] == "dataset" else None
+
     def is_group(self, path: str) -> bool:
         o = self.objects.get(path)
         return o is not None and o["kind"] == "group"
@@ -117,20 +124,34 @@ class H5Tree:
             raise FileProblem(f"attribute '{name}' of '{path}' is not a text ({str(value)[:80]})")
         return value
 
-    def read_weight(self, path: str, shape: Tuple[int, ...], label: str) -> np.ndarray:
-        """The float dataset at `path`, checked against `shape` before it is read, as float32,
-        finite. `label` names the weight in messages ("layer 'dense' (Dense) kernel")."""
-        o = self.objects.get(path)
-        if o is None or o["kind"] != "dataset":
+    def read_floats(self, path: str, shape: Tuple[int, ...], label: str, *, exact_float32: bool) -> np.ndarray:
+        """The float dataset at `path` as float32, checked before it is read (present, a float
+        type, the model's `shape`: what is read is bounded by what the model holds) and after
+        (finite values). `exact_float32`: the file must hold float32 itself (hpcnn's own layout);
+        otherwise any float type is converted (Keras' layouts). `label` names the weight or buffer
+        in messages ("layer 'dense' (Dense) kernel", "optimizer state 'momentum'").
+
+        WeightsMismatch when the file does not fit the model (missing, another shape); FileProblem
+        when it is damaged (not floats, NaN/inf)."""
+        shape = tuple(shape)
+        o = self.dataset(path)
+        if o is None:
             raise WeightsMismatch(f"{label}: '{path}' is missing")
-        if not str(o["dtype"]).startswith("float"):
-            raise FileProblem(f"{label}: '{path}' holds {o['dtype']} values, not floats")
-        if tuple(o["shape"]) != tuple(shape):
-            raise WeightsMismatch(f"{label} has shape {tuple(o['shape'])} in the file, the model needs {tuple(shape)}")
+        dtype = str(o["dtype"])
+        if exact_float32 and dtype != "float32":
+            raise FileProblem(f"{label}: '{path}' holds {dtype} values; hpcnn's own files hold float32")
+        if not dtype.startswith("float"):
+            raise FileProblem(f"{label}: '{path}' holds {dtype} values, not floats")
+        if tuple(o["shape"]) != shape:
+            raise WeightsMismatch(f"{label} has shape {tuple(o['shape'])} in the file, the model needs {shape} "
+                                  f"(dataset '{path}')")
         a = np.asarray(self.reader.read(path), dtype=np.float32)
+        if a.shape != shape:
+            raise FileProblem(f"{label}: '{path}' reads as shape {a.shape}, its listing says {shape}")
         if not np.isfinite(a).all():
             # Refused rather than loaded: a model with NaN/inf weights predicts NaN for every input.
             bad = int(np.count_nonzero(~np.isfinite(a)))
-            raise FileProblem(f"{label} ('{path}') holds {bad} NaN/inf value(s) (a float64 value beyond float32's "
-                              "range reads as inf): the file is damaged or the model had diverged when it was saved")
+            wide = "" if dtype in ("float16", "float32") else " (a float64 value beyond float32's range reads as inf)"
+            raise FileProblem(f"{label} ('{path}') holds {bad} NaN/inf value(s){wide}: the file is damaged or "
+                              "training had diverged when it was written")
         return a

@@ -130,7 +130,8 @@ def read_keras3_weights(tree: H5Tree, model: Any, skip_mismatch: bool = False) -
             if len(present) != len(lw.kinds):
                 raise WeightsMismatch(f"{lw.label()} has {len(lw.kinds)} weight(s), the file has {len(present)} at '{group}'"
                                + ("" if tree.is_group(group) else " (no such group: another architecture?)"))
-            per_layer.append([tree.read_weight(f"{group}/{i}", shape, lw.label(i)) for i, shape in enumerate(lw.shapes)])
+            per_layer.append([tree.read_floats(f"{group}/{i}", shape, lw.label(i), exact_float32=False)
+                              for i, shape in enumerate(lw.shapes)])
         except WeightsMismatch as e:
             if not skip_mismatch:
                 raise
@@ -223,7 +224,7 @@ def read_legacy_weights(tree: H5Tree, model: Any, by_name: bool = False, skip_mi
             group, wnames = found
             if len(wnames) != len(lw.kinds):
                 raise WeightsMismatch(f"{lw.label()} has {len(lw.kinds)} weight(s), the file's layer '{group}' has {len(wnames)}")
-            per_layer.append([tree.read_weight(f"{group}/{w}", shape, lw.label(i))
+            per_layer.append([tree.read_floats(f"{group}/{w}", shape, lw.label(i), exact_float32=False)
                               for i, (w, shape) in enumerate(zip(wnames, lw.shapes))])
         except WeightsMismatch as e:
             if not skip_mismatch:
