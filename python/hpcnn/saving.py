@@ -20,8 +20,8 @@ import numpy as np
 from . import validation
 from .errors import FileProblem, UnsupportedConfig
 from .formats.compile_config import compile_from_description, compile_or_warn
-from .formats.h5tree import H5Tree, file_kind
-from .formats.hpcnn_files import (MAX_META_BYTES, META_DATASET, WEIGHTS_IN_KERAS_LAYOUT, check_meta, file_path,
+from .formats.h5tree import MAX_CONFIG_BYTES, H5Tree, file_kind
+from .formats.hpcnn_files import (META_DATASET, WEIGHTS_IN_KERAS_LAYOUT, check_meta, file_path,
                                   read_meta, read_optimizer_buffers_tree, read_weights, restore_optimizer_state,
                                   restore_rng_state)
 from .formats.keras_archive import ARCHIVE_CONFIG, ARCHIVE_HPCNN, ARCHIVE_STATE, Archive
@@ -82,7 +82,7 @@ def _keras_json_attr(tree: "H5Tree", name: str) -> Any:
     text = tree.text("/", name)
     if text is None:
         return None
-    if len(text) > MAX_META_BYTES:
+    if len(text) > MAX_CONFIG_BYTES:
         raise FileProblem(f"its '{name}' attribute is {len(text)} bytes long")
     try:
         return json.loads(text)

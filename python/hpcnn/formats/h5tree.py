@@ -16,8 +16,10 @@ from ..errors import FileProblem, WeightsMismatch
 
 #: Groups and datasets hpcnn lists in one file at most (a hostile file is refused, not walked).
 MAX_OBJECTS = 1_000_000
-#: Bounds on a .keras archive's members (its config, and the weights' inflated size per stored byte).
+#: Bounds on what is read: a JSON config or description, and the inflated size per stored byte (of a
+#: .keras archive's members, and of an HDF5 dataset against the file that holds it).
 MAX_CONFIG_BYTES = 64 << 20
+MAX_INFLATION = 1000
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 ZIP_SIGNATURE = b"PK\x03\x04"

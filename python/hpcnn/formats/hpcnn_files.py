@@ -17,7 +17,7 @@ import numpy as np
 from .. import _core, data, validation
 from ..errors import FileProblem
 from .compile_config import describe
-from .h5tree import H5Tree
+from .h5tree import MAX_CONFIG_BYTES, H5Tree
 
 FORMAT = "hpcnn-model"
 # 1: weight_000, ...; 2: + the optimizer state and the step counter; 3: the weights in Keras' layout
@@ -25,7 +25,6 @@ FORMAT = "hpcnn-model"
 FORMAT_VERSION = 3
 META_DATASET = "hpcnn_model_json"
 WEIGHTS_IN_KERAS_LAYOUT = "keras"  # meta["weights"]: the weights are in Keras' layout, not weight_000, ...
-MAX_META_BYTES = 64 << 20
 # The weights files of hpcnn before the Keras layouts (read by load_weights, no longer written).
 WEIGHTS_FORMAT = "hpcnn-weights"
 WEIGHTS_FORMAT_VERSION = 1
@@ -264,8 +263,8 @@ def read_meta(tree: H5Tree, path: str) -> Dict[str, Any]:
         raise ValueError(f"load_model: '{path}' is not an hpcnn model file (no '{META_DATASET}')")
     if obj["dtype"] != "uint8" or len(obj["shape"]) != 1:
         raise FileProblem(f"its model description '{META_DATASET}' is {obj['dtype']} {tuple(obj['shape'])}, not UTF-8 bytes")
-    if obj["shape"][0] > MAX_META_BYTES:
-        raise FileProblem(f"its model description is {obj['shape'][0]} bytes (more than hpcnn reads: {MAX_META_BYTES})")
+    if obj["shape"][0] > MAX_CONFIG_BYTES:
+        raise FileProblem(f"its model description is {obj['shape'][0]} bytes (more than hpcnn reads: {MAX_CONFIG_BYTES})")
     raw = np.asarray(tree.reader.read("/" + META_DATASET)).astype(np.uint8)
     return check_meta(raw.tobytes())
 
