@@ -1,8 +1,8 @@
 """An HDF5 file as hpcnn's loaders see it: what a file is (zip, HDF5, other) from its first bytes,
 and ``H5Tree``, a file's listing (bounded: a hostile file is refused, not walked) with its reader
-(``_core.data.H5Reader``, hpcnn's own HDF5 code; no h5py). Every float dataset hpcnn loads
-(weights, optimizer state; Keras' layouts and hpcnn's own) is read by ``read_floats``, checked
-against the listing before a byte of it is read."""
+(``_core.data.H5Reader``, hpcnn's own HDF5 code; no h5py). Every dataset hpcnn loads is read here,
+checked against the listing before a byte of it is read: ``read_floats`` for weights and
+optimizer state (Keras' layouts and hpcnn's own), ``read_array`` for anything else."""
 from __future__ import annotations
 
 import os
@@ -52,17 +52,24 @@ def file_kind(path: str, caller: str) -> str:
 class H5Tree:
     """An HDF5 file's listing (path -> group or dataset) and its reader."""
 
-    def __init__(self, reader: Any) -> None:
+    def __init__(self, reader: Any, size: int) -> None:
         self.reader = reader
+        self.size = size  # the file's bytes: bounds what a dataset may inflate to
         self.objects: Dict[str, Dict[str, Any]] = {o["path"]: o for o in reader.list(MAX_OBJECTS)}
 
     @classmethod
     def open(cls, path: str) -> "H5Tree":
-        return cls(_core.data.H5Reader(path))
+        reader = _core.data.H5Reader(path)
+        return cls(reader, os.path.getsize(path))
 
     @classmethod
     def from_bytes(cls, data: bytes, label: str) -> "H5Tree":
-        return cls(_core.data.H5Reader.from_bytes(data, label))
+        return cls(_core.data.H5Reader.from_bytes(data, label), len(data))
+
+    @property
+    def label(self) -> str:
+        """The file's name (or an archive member's, 'model.keras/model.weights.h5')."""
+        return self.reader.label
 
     def close(self) -> None:
         self.reader.close()
@@ -157,3 +164,24 @@ class H5Tree:
             raise FileProblem(f"{label} ('{path}') holds {bad} NaN/inf value(s){wide}: the file is damaged or "
                               "training had diverged when it was written")
         return a
+
+    def read_array(self, path: str, label: str) -> np.ndarray:
+        """The numeric dataset at `path`, for arrays whose shape nothing else fixes (a callback's
+        state): integers as stored, floats as float32 (what the reader gives: a float64 array
+        comes back rounded). Its size is checked against the file's before it is read.
+        FileProblem when it is missing, not numbers, or larger than the file can hold."""
+        o = self.dataset(path)
+        if o is None:
+            raise FileProblem(f"{label}: '{path}' is missing")
+        dtype = str(o["dtype"])
+        try:
+            kind = np.dtype(dtype)
+        except (TypeError, ValueError):
+            kind = None
+        if kind is None or kind.kind not in "fiu":
+            raise FileProblem(f"{label}: '{path}' holds {dtype} values, not numbers")
+        stored = int(np.prod(o["shape"], dtype=object)) * kind.itemsize
+        if stored > MAX_INFLATION * self.size + (1 << 20):
+            raise FileProblem(f"{label}: '{path}' declares {stored} bytes in a file of {self.size}")
+        a = np.asarray(self.reader.read(path))
+        return a if kind.kind == "f" else a.astype(kind)
