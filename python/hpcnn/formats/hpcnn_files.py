@@ -76,7 +76,15 @@ def write_file(path: str, arrays: Dict[str, np.ndarray], caller: str, compressio
     try:
         data.write_hdf5(path, arrays, compression=compression, level=1)
     except ValueError as e:
-        raise ValueError(str(e).replace("write_hdf5: ", f"{caller}: ", 1)) from None
+        raise rename_error(e, caller) from None
+
+
+def rename_error(e: ValueError, caller: str) -> ValueError:
+    """A writer's ValueError as the caller's: "write_hdf5: ..." -> "save: ..."."""
+    text = str(e)
+    for prefix in ("write_hdf5: ", "write_h5_tree: "):
+        text = text.replace(prefix, f"{caller}: ", 1)
+    return ValueError(text)
 
 
 # ---------------------------------------------------------------------- the pieces of a model's state
@@ -167,13 +175,6 @@ def description(model: Any, include_optimizer: bool = True) -> Tuple[Dict[str, A
     if include_optimizer:
         meta["optimizer_state"], buffers = optimizer_state(model)
     return meta, buffers
-
-
-def rename_error(e: ValueError, caller: str) -> ValueError:
-    text = str(e)
-    for prefix in ("write_hdf5: ", "write_h5_tree: "):
-        text = text.replace(prefix, f"{caller}: ", 1)
-    return ValueError(text)
 
 
 def read_description(tree: H5Tree, dataset: str, fmt: str, max_version: int, caller: str,
