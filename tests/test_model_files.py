@@ -143,15 +143,17 @@ EXPECT = {
     "unknown loss": r"unknown loss 'mse'",
     "metrics a string": r"metrics is not a list",
     "compile a list": r"no valid 'compile'",
-    "float64 weight": r"weight 'weight_003' \(dense/bias\) has dtype float64; hpcnn model files hold float32",
-    "int weight": r"weight 'weight_001' \(conv2d/bias\) has dtype int32",
-    "NaN weight": r"weight 'weight_002' \(dense/kernel, layer 'dense'\) holds 1 NaN/inf value",
-    "inf weight": r"weight 'weight_005' \(dense_1/bias, layer 'dense_1'\) holds 3 NaN/inf value",
-    "missing weight": r"weight 'weight_004' \(dense_1/kernel\) is missing",
-    "too few weights": r"weight 'weight_004' \(dense_1/kernel\) is missing: the model needs 6 weight arrays",
+    "float64 weight": r"weight 'dense/bias': '/weight_003' holds float64 values; hpcnn's own files hold float32",
+    "int weight": r"weight 'conv2d/bias': '/weight_001' holds int32 values",
+    "NaN weight": r"weight 'dense/kernel' \('/weight_002'\) holds 1 NaN/inf value",
+    "inf weight": r"weight 'dense_1/bias' \('/weight_005'\) holds 3 NaN/inf value",
+    "missing weight": r"weight 'dense_1/kernel': '/weight_004' is missing",
+    "too few weights": r"weight 'dense_1/kernel': '/weight_004' is missing",
     "extra weight": r"more weight arrays than the model's 6 \(found 'weight_006'\)",
-    "transposed weight": r"weight 'weight_002' \(dense/kernel\) has shape \(8, 64\), the model needs \(64, 8\)",
-    "weight of another size": r"weight 'weight_001' \(conv2d/bias\) has shape \(7,\), the model needs \(4,\)",
+    "transposed weight": r"weight 'dense/kernel' has shape \(8, 64\) in the file, the model needs \(64, 8\) "
+                         r"\(dataset '/weight_002'\)",
+    "weight of another size": r"weight 'conv2d/bias' has shape \(7,\) in the file, the model needs \(4,\) "
+                              r"\(dataset '/weight_001'\)",
 }
 
 

@@ -20,10 +20,9 @@ import numpy as np
 from . import validation
 from .errors import FileProblem, UnsupportedConfig
 from .formats.compile_config import compile_from_description, compile_or_warn
-from .formats.h5tree import H5Tree, file_kind
-from .formats.hpcnn_files import (MAX_META_BYTES, META_DATASET, WEIGHTS_IN_KERAS_LAYOUT, check_meta, file_path,
-                                  read_meta, read_optimizer_buffers_tree, read_weights, restore_optimizer_state,
-                                  restore_rng_state)
+from .formats.h5tree import MAX_CONFIG_BYTES, H5Tree, file_kind
+from .formats.hpcnn_files import (META_DATASET, WEIGHTS_IN_KERAS_LAYOUT, check_meta, file_path, read_meta,
+                                  read_optimizer_buffers, read_weights, restore_optimizer_state, restore_rng_state)
 from .formats.keras_archive import ARCHIVE_CONFIG, ARCHIVE_HPCNN, ARCHIVE_STATE, Archive
 from .formats.keras_config import hpcnn_config_from_keras
 from .formats.keras_weights import legacy_weights_root, read_keras3_weights, read_legacy_weights
@@ -82,7 +81,7 @@ def _keras_json_attr(tree: "H5Tree", name: str) -> Any:
     text = tree.text("/", name)
     if text is None:
         return None
-    if len(text) > MAX_META_BYTES:
+    if len(text) > MAX_CONFIG_BYTES:
         raise FileProblem(f"its '{name}' attribute is {len(text)} bytes long")
     try:
         return json.loads(text)
@@ -97,13 +96,13 @@ def _load_hdf5(path: str, compile: bool) -> Any:
         raise ValueError(f"load_model: {e}") from None
     with tree:
         if "/" + META_DATASET in tree.objects:  # written by hpcnn: its own description
-            meta = read_meta(tree, path)
+            meta = read_meta(tree, "load_model")
             model = _model_from_meta(meta, path)
             if meta.get("weights") == WEIGHTS_IN_KERAS_LAYOUT:
                 model.set_weights(read_legacy_weights(tree, model))
             else:
-                model.set_weights(read_weights(path, model))  # format_version 1 and 2: weight_000, ...
-            _restore_hpcnn_state(model, meta, compile, lambda desc: read_optimizer_buffers_tree(tree, model, desc))
+                model.set_weights(read_weights(tree, model))  # format_version 1 and 2: weight_000, ...
+            _restore_hpcnn_state(model, meta, compile, lambda desc: read_optimizer_buffers(tree, model, desc))
             return model
         config = _keras_json_attr(tree, "model_config")
         if config is None:
@@ -134,7 +133,7 @@ def _load_archive(path: str, compile: bool) -> Any:
 
                 def buffers(desc: Dict[str, Any]) -> List[np.ndarray]:
                     with archive.tree(ARCHIVE_STATE, path) as state:
-                        return read_optimizer_buffers_tree(state, model, desc)
+                        return read_optimizer_buffers(state, model, desc)
 
                 _restore_hpcnn_state(model, meta, compile, buffers)
                 return model

@@ -28,9 +28,10 @@ from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
-from .. import _core, data, validation
+from .. import _core, validation
 from ..errors import FileProblem, OtherTraining
 from .compile_config import describe
+from .h5tree import H5Tree
 from .hpcnn_files import (json_bytes, optimizer_dataset, optimizer_state, read_description, read_optimizer_buffers,
                           read_weights, rng_state, weight_dataset, write_file)
 
@@ -137,8 +138,17 @@ def read_backup(path: str, model: Any, signature: Dict[str, Any], backup_dir: st
     """Everything in the backup at `path`, checked against this fit (`signature`: what its data
     looks like); nothing is applied yet. FileProblem when it is damaged, OtherTraining when it is
     another training's (`backup_dir` is named in the advice), ValueError when it is not a backup."""
-    meta = read_description(path, BACKUP_META, BACKUP_FORMAT, BACKUP_FORMAT_VERSION, "BackupAndRestore",
-                                   "backup")
+    try:
+        tree = H5Tree.open(path)
+    except ValueError as e:
+        raise ValueError(f"BackupAndRestore: '{path}' is not an hpcnn backup file ({e})") from None
+    with tree:
+        return _read_backup(tree, model, signature, backup_dir)
+
+
+def _read_backup(tree: H5Tree, model: Any, signature: Dict[str, Any], backup_dir: str) -> Dict[str, Any]:
+    path = tree.label
+    meta = read_description(tree, BACKUP_META, BACKUP_FORMAT, BACKUP_FORMAT_VERSION, "BackupAndRestore", "backup")
     for key, kind in (("config", dict), ("compile", (dict, type(None))), ("optimizer_state", (dict, type(None))),
                       ("rng", dict), ("fit", dict), ("position", dict), ("callbacks", list), ("arrays", int)):
         if not isinstance(meta.get(key), kind):
@@ -171,15 +181,10 @@ def read_backup(path: str, model: Any, signature: Dict[str, Any], backup_dir: st
     if pos["batch"] > signature["steps"]:
         raise FileProblem(f"its position (batch {pos['batch']}) is beyond the {signature['steps']} batches of "
                               "an epoch")
-    weights = read_weights(path, model)
+    weights = read_weights(tree, model)
     desc = meta["optimizer_state"]
-    buffers = read_optimizer_buffers(path, model, desc) if desc is not None else []
-    cb_arrays = []
-    for i in range(meta["arrays"]):
-        try:
-            cb_arrays.append(np.asarray(_read_any(path, _array_dataset(i))))
-        except ValueError:
-            raise FileProblem(f"its callback array '{_array_dataset(i)}' is missing") from None
+    buffers = read_optimizer_buffers(tree, model, desc) if desc is not None else []
+    cb_arrays = [tree.read_array("/" + _array_dataset(i), "a callback state's array") for i in range(meta["arrays"])]
     states = {}
     for entry in meta["callbacks"]:
         if not (isinstance(entry, dict) and isinstance(entry.get("key"), str) and isinstance(entry.get("state"), dict)):
@@ -187,10 +192,6 @@ def read_backup(path: str, model: Any, signature: Dict[str, Any], backup_dir: st
         states[entry["key"]] = _from_json(entry["state"], cb_arrays)
     return {"meta": meta, "weights": weights, "optimizer": desc, "buffers": buffers, "states": states,
             "position": pos, "path": path}
-
-
-def _read_any(path: str, name: str) -> np.ndarray:
-    return data.read_dataset(path, name)
 
 
 def _config_difference(theirs: Dict[str, Any], mine: Dict[str, Any]) -> str:

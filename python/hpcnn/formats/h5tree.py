@@ -1,6 +1,8 @@
 """An HDF5 file as hpcnn's loaders see it: what a file is (zip, HDF5, other) from its first bytes,
 and ``H5Tree``, a file's listing (bounded: a hostile file is refused, not walked) with its reader
-(``_core.data.H5Reader``, hpcnn's own HDF5 code; no h5py)."""
+(``_core.data.H5Reader``, hpcnn's own HDF5 code; no h5py). Every dataset hpcnn loads is read here,
+checked against the listing before a byte of it is read: ``read_floats`` for weights and
+optimizer state (Keras' layouts and hpcnn's own), ``read_array`` for anything else."""
 from __future__ import annotations
 
 import os
@@ -14,8 +16,10 @@ from ..errors import FileProblem, WeightsMismatch
 
 #: Groups and datasets hpcnn lists in one file at most (a hostile file is refused, not walked).
 MAX_OBJECTS = 1_000_000
-#: Bounds on a .keras archive's members (its config, and the weights' inflated size per stored byte).
+#: Bounds on what is read: a JSON config or description, and the inflated size per stored byte (of a
+#: .keras archive's members, and of an HDF5 dataset against the file that holds it).
 MAX_CONFIG_BYTES = 64 << 20
+MAX_INFLATION = 1000
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 ZIP_SIGNATURE = b"PK\x03\x04"
@@ -48,17 +52,24 @@ def file_kind(path: str, caller: str) -> str:
 class H5Tree:
     """An HDF5 file's listing (path -> group or dataset) and its reader."""
 
-    def __init__(self, reader: Any) -> None:
+    def __init__(self, reader: Any, size: int) -> None:
         self.reader = reader
+        self.size = size  # the file's bytes: bounds what a dataset may inflate to
         self.objects: Dict[str, Dict[str, Any]] = {o["path"]: o for o in reader.list(MAX_OBJECTS)}
 
     @classmethod
     def open(cls, path: str) -> "H5Tree":
-        return cls(_core.data.H5Reader(path))
+        reader = _core.data.H5Reader(path)
+        return cls(reader, os.path.getsize(path))
 
     @classmethod
     def from_bytes(cls, data: bytes, label: str) -> "H5Tree":
-        return cls(_core.data.H5Reader.from_bytes(data, label))
+        return cls(_core.data.H5Reader.from_bytes(data, label), len(data))
+
+    @property
+    def label(self) -> str:
+        """The file's name (or an archive member's, 'model.keras/model.weights.h5')."""
+        return self.reader.label
 
     def close(self) -> None:
         self.reader.close()
@@ -68,6 +79,11 @@ class H5Tree:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+    def dataset(self, path: str) -> Optional[Dict[str, Any]]:
+        """The listing of dataset `path` (shape, dtype, attrs), None when there is no such dataset."""
+        o = self.objects.get(path)
+        return o if o is not None and o["kind"] == "dataset" else None
 
     def is_group(self, path: str) -> bool:
         o = self.objects.get(path)
@@ -117,20 +133,55 @@ class H5Tree:
             raise FileProblem(f"attribute '{name}' of '{path}' is not a text ({str(value)[:80]})")
         return value
 
-    def read_weight(self, path: str, shape: Tuple[int, ...], label: str) -> np.ndarray:
-        """The float dataset at `path`, checked against `shape` before it is read, as float32,
-        finite. `label` names the weight in messages ("layer 'dense' (Dense) kernel")."""
-        o = self.objects.get(path)
-        if o is None or o["kind"] != "dataset":
+    def read_floats(self, path: str, shape: Tuple[int, ...], label: str, *, exact_float32: bool) -> np.ndarray:
+        """The float dataset at `path` as float32, checked before it is read (present, a float
+        type, the model's `shape`: what is read is bounded by what the model holds) and after
+        (finite values). `exact_float32`: the file must hold float32 itself (hpcnn's own layout);
+        otherwise any float type is converted (Keras' layouts). `label` names the weight or buffer
+        in messages ("layer 'dense' (Dense) kernel", "optimizer state 'momentum'").
+
+        WeightsMismatch when the file does not fit the model (missing, another shape); FileProblem
+        when it is damaged (not floats, NaN/inf)."""
+        shape = tuple(shape)
+        o = self.dataset(path)
+        if o is None:
             raise WeightsMismatch(f"{label}: '{path}' is missing")
-        if not str(o["dtype"]).startswith("float"):
-            raise FileProblem(f"{label}: '{path}' holds {o['dtype']} values, not floats")
-        if tuple(o["shape"]) != tuple(shape):
-            raise WeightsMismatch(f"{label} has shape {tuple(o['shape'])} in the file, the model needs {tuple(shape)}")
+        dtype = str(o["dtype"])
+        if exact_float32 and dtype != "float32":
+            raise FileProblem(f"{label}: '{path}' holds {dtype} values; hpcnn's own files hold float32")
+        if not dtype.startswith("float"):
+            raise FileProblem(f"{label}: '{path}' holds {dtype} values, not floats")
+        if tuple(o["shape"]) != shape:
+            raise WeightsMismatch(f"{label} has shape {tuple(o['shape'])} in the file, the model needs {shape} "
+                                  f"(dataset '{path}')")
         a = np.asarray(self.reader.read(path), dtype=np.float32)
+        if a.shape != shape:
+            raise FileProblem(f"{label}: '{path}' reads as shape {a.shape}, its listing says {shape}")
         if not np.isfinite(a).all():
             # Refused rather than loaded: a model with NaN/inf weights predicts NaN for every input.
             bad = int(np.count_nonzero(~np.isfinite(a)))
-            raise FileProblem(f"{label} ('{path}') holds {bad} NaN/inf value(s) (a float64 value beyond float32's "
-                              "range reads as inf): the file is damaged or the model had diverged when it was saved")
+            wide = "" if dtype in ("float16", "float32") else " (a float64 value beyond float32's range reads as inf)"
+            raise FileProblem(f"{label} ('{path}') holds {bad} NaN/inf value(s){wide}: the file is damaged or "
+                              "training had diverged when it was written")
         return a
+
+    def read_array(self, path: str, label: str) -> np.ndarray:
+        """The numeric dataset at `path`, for arrays whose shape nothing else fixes (a callback's
+        state): integers as stored, floats as float32 (what the reader gives: a float64 array
+        comes back rounded). Its size is checked against the file's before it is read.
+        FileProblem when it is missing, not numbers, or larger than the file can hold."""
+        o = self.dataset(path)
+        if o is None:
+            raise FileProblem(f"{label}: '{path}' is missing")
+        dtype = str(o["dtype"])
+        try:
+            kind = np.dtype(dtype)
+        except (TypeError, ValueError):
+            kind = None
+        if kind is None or kind.kind not in "fiu":
+            raise FileProblem(f"{label}: '{path}' holds {dtype} values, not numbers")
+        stored = int(np.prod(o["shape"], dtype=object)) * kind.itemsize
+        if stored > MAX_INFLATION * self.size + (1 << 20):
+            raise FileProblem(f"{label}: '{path}' declares {stored} bytes in a file of {self.size}")
+        a = np.asarray(self.reader.read(path))
+        return a if kind.kind == "f" else a.astype(kind)

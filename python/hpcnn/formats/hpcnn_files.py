@@ -3,21 +3,22 @@ versions: the JSON description (``hpcnn_model_json``: format, version, config, s
 counter, weight names, compile settings, the optimizer state's description), the optimizer state
 buffers (``optimizer_000``, ...: each flat over all parameters, in Keras' layout), and the weight
 arrays of format_version 1 and 2 files and of backups (``weight_000``, ... in get_weights() order).
-Every array is checked before it is read (dtype, shape, finite values); a problem is a
-FileProblem that the caller completes with the file's name."""
+Everything is read from the file opened once as an H5Tree, each array checked before it is read
+(H5Tree.read_floats: float32, the model's shape, finite values); a problem is a FileProblem that
+the caller completes with the file's name."""
 from __future__ import annotations
 
 import json
 import math
 import os
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from .. import _core, data, validation
 from ..errors import FileProblem
 from .compile_config import describe
-from .h5tree import H5Tree
+from .h5tree import MAX_CONFIG_BYTES, H5Tree
 
 FORMAT = "hpcnn-model"
 # 1: weight_000, ...; 2: + the optimizer state and the step counter; 3: the weights in Keras' layout
@@ -25,7 +26,6 @@ FORMAT = "hpcnn-model"
 FORMAT_VERSION = 3
 META_DATASET = "hpcnn_model_json"
 WEIGHTS_IN_KERAS_LAYOUT = "keras"  # meta["weights"]: the weights are in Keras' layout, not weight_000, ...
-MAX_META_BYTES = 64 << 20
 # The weights files of hpcnn before the Keras layouts (read by load_weights, no longer written).
 WEIGHTS_FORMAT = "hpcnn-weights"
 WEIGHTS_FORMAT_VERSION = 1
@@ -76,7 +76,15 @@ def write_file(path: str, arrays: Dict[str, np.ndarray], caller: str, compressio
     try:
         data.write_hdf5(path, arrays, compression=compression, level=1)
     except ValueError as e:
-        raise ValueError(str(e).replace("write_hdf5: ", f"{caller}: ", 1)) from None
+        raise rename_error(e, caller) from None
+
+
+def rename_error(e: ValueError, caller: str) -> ValueError:
+    """A writer's ValueError as the caller's: "write_hdf5: ..." -> "save: ..."."""
+    text = str(e)
+    for prefix in ("write_hdf5: ", "write_h5_tree: "):
+        text = text.replace(prefix, f"{caller}: ", 1)
+    return ValueError(text)
 
 
 # ---------------------------------------------------------------------- the pieces of a model's state
@@ -141,67 +149,15 @@ def restore_rng_state(model: Any, state: Dict[str, Any]) -> None:
     model.set_rng_state(int(seed), int(step))
 
 
-def check_float_arrays(names: List[str], shapes: List[Tuple[int, ...]], labels: List[str],
-                          info: Callable[[str], Optional[Tuple[str, Tuple[int, ...]]]],
-                          read: Callable[[str], Any]) -> List[np.ndarray]:
-    """Datasets `names`, each checked before it is read: float32, the given shape, finite values
-    (the errors name `labels`). `info(name)` is (dtype, shape), or None for a missing dataset;
-    `read(name)` its values."""
-    out = []
-    for ds, shape, label in zip(names, shapes, labels):
-        found = info(ds)
-        if found is None:
-            raise FileProblem(f"'{ds}' ({label}) is missing")
-        dtype, have = found
-        if dtype != "float32":
-            raise FileProblem(f"'{ds}' ({label}) has dtype {dtype}; hpcnn files hold float32")
-        if tuple(have) != shape:
-            raise FileProblem(f"'{ds}' ({label}) has shape {tuple(have)}, the model needs {shape}")
-        a = np.asarray(read(ds))
-        if a.dtype != np.float32 or a.shape != shape:
-            raise FileProblem(f"'{ds}' ({label}) reads as {a.dtype} {a.shape}, the model needs float32 {shape}")
-        if not np.isfinite(a).all():
-            bad = int(np.count_nonzero(~np.isfinite(a)))
-            raise FileProblem(f"'{ds}' ({label}) holds {bad} NaN/inf value(s): the file is damaged or training had "
-                           "diverged when it was written")
-        out.append(a)
-    return out
-
-
-def read_float_arrays(path: str, names: List[str], shapes: List[Tuple[int, ...]], labels: List[str]) -> List[np.ndarray]:
-    """Datasets `names` of the file at `path`, checked as _checked_float_arrays says."""
-    def info(ds: str) -> Optional[Tuple[str, Tuple[int, ...]]]:
-        try:
-            i = data.dataset_info(path, ds)
-        except ValueError:
-            return None
-        return i["dtype"], tuple(i["shape"])
-
-    return check_float_arrays(names, shapes, labels, info, lambda ds: data.read_dataset(path, ds))
-
-
-def optimizer_buffer_names(model: Any, desc: Dict[str, Any]) -> Tuple[List[str], List[Tuple[int, ...]], List[str]]:
-    """The datasets, shapes and labels of the optimizer state that `desc` describes."""
+def read_optimizer_buffers(tree: H5Tree, model: Any, desc: Dict[str, Any]) -> List[np.ndarray]:
+    """The optimizer state buffers that `desc` describes, from an hpcnn file (a model file, a
+    backup, an archive's hpcnn_state.h5): float32, one value per parameter, finite."""
     names = desc.get("buffers")
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise FileProblem(f"its optimizer state names {names!r:.200} are not a list of names")
-    n = int(model.core.num_params)
-    return ([optimizer_dataset(i) for i in range(len(names))], [(n,)] * len(names),
-            [f"optimizer state '{name}'" for name in names])
-
-
-def read_optimizer_buffers(path: str, model: Any, desc: Dict[str, Any]) -> List[np.ndarray]:
-    return read_float_arrays(path, *optimizer_buffer_names(model, desc))
-
-
-def read_optimizer_buffers_tree(tree: H5Tree, model: Any, desc: Dict[str, Any]) -> List[np.ndarray]:
-    """read_optimizer_buffers for an opened HDF5 tree (a model file, or an archive's hpcnn_state.h5):
-    the same checks and messages."""
-    def info(ds: str) -> Optional[Tuple[str, Tuple[int, ...]]]:
-        o = tree.objects.get("/" + ds)
-        return None if o is None or o["kind"] != "dataset" else (o["dtype"], tuple(o["shape"]))
-
-    return check_float_arrays(*optimizer_buffer_names(model, desc), info, lambda ds: tree.reader.read("/" + ds))
+    shape = (int(model.core.num_params),)
+    return [tree.read_floats("/" + optimizer_dataset(i), shape, f"optimizer state '{name}'", exact_float32=True)
+            for i, name in enumerate(names)]
 
 
 # ---------------------------------------------------------------------- hpcnn's description
@@ -221,24 +177,21 @@ def description(model: Any, include_optimizer: bool = True) -> Tuple[Dict[str, A
     return meta, buffers
 
 
-def rename_error(e: ValueError, caller: str) -> ValueError:
-    text = str(e)
-    for prefix in ("write_hdf5: ", "write_h5_tree: "):
-        text = text.replace(prefix, f"{caller}: ", 1)
-    return ValueError(text)
-
-
-def read_description(path: str, dataset: str, fmt: str, max_version: int, caller: str, what: str) -> Dict[str, Any]:
-    """The JSON description of an hpcnn file (model, weights or backup), checked to be a dict of
-    format `fmt` with a format_version in 1..max_version. ValueError naming the file when it is not
-    an hpcnn file of that kind at all; FileProblem for a malformed description."""
-    try:
-        raw = data.read_dataset(path, dataset)
-    except ValueError as e:
-        raise ValueError(f"{caller}: '{path}' is not an hpcnn {what} file ({e})") from None
-    raw = np.asarray(raw)
-    if raw.dtype != np.uint8 or raw.ndim != 1:
-        raise FileProblem(f"its {what} description '{dataset}' is {raw.dtype} {raw.shape}, not UTF-8 bytes")
+def read_description(tree: H5Tree, dataset: str, fmt: str, max_version: int, caller: str,
+                     what: str) -> Dict[str, Any]:
+    """The JSON description of an hpcnn file (model, weights or backup), its size checked before it
+    is read, then checked to be a dict of format `fmt` with a format_version in 1..max_version.
+    ValueError naming the file when it has no description (not an hpcnn file of that kind at
+    all); FileProblem for a malformed one."""
+    obj = tree.dataset("/" + dataset)
+    if obj is None:
+        raise ValueError(f"{caller}: '{tree.label}' is not an hpcnn {what} file (no '{dataset}')")
+    if obj["dtype"] != "uint8" or len(obj["shape"]) != 1:
+        raise FileProblem(f"its {what} description '{dataset}' is {obj['dtype']} {tuple(obj['shape'])}, not UTF-8 bytes")
+    if obj["shape"][0] > MAX_CONFIG_BYTES:
+        raise FileProblem(f"its {what} description is {obj['shape'][0]} bytes (more than hpcnn reads: "
+                          f"{MAX_CONFIG_BYTES})")
+    raw = np.asarray(tree.reader.read("/" + dataset)).astype(np.uint8)
     return parse_description(raw.tobytes(), fmt, max_version, what)
 
 
@@ -257,21 +210,17 @@ def parse_description(raw: bytes, fmt: str, max_version: int, what: str) -> Dict
     return meta
 
 
-def read_meta(tree: H5Tree, path: str) -> Dict[str, Any]:
-    """hpcnn's description in an HDF5 model file, checked (its size before it is read)."""
-    obj = tree.objects.get("/" + META_DATASET)
-    if obj is None or obj["kind"] != "dataset":
-        raise ValueError(f"load_model: '{path}' is not an hpcnn model file (no '{META_DATASET}')")
-    if obj["dtype"] != "uint8" or len(obj["shape"]) != 1:
-        raise FileProblem(f"its model description '{META_DATASET}' is {obj['dtype']} {tuple(obj['shape'])}, not UTF-8 bytes")
-    if obj["shape"][0] > MAX_META_BYTES:
-        raise FileProblem(f"its model description is {obj['shape'][0]} bytes (more than hpcnn reads: {MAX_META_BYTES})")
-    raw = np.asarray(tree.reader.read("/" + META_DATASET)).astype(np.uint8)
-    return check_meta(raw.tobytes())
+def read_meta(tree: H5Tree, caller: str) -> Dict[str, Any]:
+    """hpcnn's description in an HDF5 model file, checked."""
+    return _checked_meta(read_description(tree, META_DATASET, FORMAT, FORMAT_VERSION, caller, "model"))
 
 
 def check_meta(raw: bytes) -> Dict[str, Any]:
-    meta = parse_description(raw, FORMAT, FORMAT_VERSION, "model")
+    """hpcnn's description from its JSON bytes (a .keras archive's hpcnn.json), checked."""
+    return _checked_meta(parse_description(raw, FORMAT, FORMAT_VERSION, "model"))
+
+
+def _checked_meta(meta: Dict[str, Any]) -> Dict[str, Any]:
     for key, kind in (("config", dict), ("compile", (dict, type(None))), ("rng", (dict, type(None))),
                       ("optimizer_state", (dict, type(None)))):
         if not isinstance(meta.get(key), kind):
@@ -282,33 +231,14 @@ def check_meta(raw: bytes) -> Dict[str, Any]:
     return meta
 
 
-def read_weights(path: str, model: Any) -> List[np.ndarray]:
-    """The weight arrays, each checked against the model before it is read: float32, the model's
-    shape, finite values; exactly as many as the model has."""
+def read_weights(tree: H5Tree, model: Any) -> List[np.ndarray]:
+    """The weight arrays ``weight_000``, ... (format_version 1 and 2 files, weights files before
+    Keras' layouts, backups): exactly as many as the model has, each float32 of the model's shape
+    with finite values."""
     names = model.weight_names()
     shapes = [tuple(shape) for per_layer in model.core.weight_shapes for _, shape in per_layer]
-    out = []
-    for i, (name, shape) in enumerate(zip(names, shapes)):
-        ds = weight_dataset(i)
-        try:
-            info = data.dataset_info(path, ds)
-        except ValueError:
-            raise FileProblem(f"weight '{ds}' ({name}) is missing: the model needs {len(shapes)} weight arrays") from None
-        if info["dtype"] != "float32":
-            raise FileProblem(f"weight '{ds}' ({name}) has dtype {info['dtype']}; hpcnn model files hold float32 weights")
-        if tuple(info["shape"]) != shape:
-            raise FileProblem(f"weight '{ds}' ({name}) has shape {tuple(info['shape'])}, the model needs {shape}")
-        w = np.asarray(data.read_dataset(path, ds))
-        if w.dtype != np.float32 or w.shape != shape:
-            raise FileProblem(f"weight '{ds}' ({name}) reads as {w.dtype} {w.shape}, the model needs float32 {shape}")
-        if not np.isfinite(w).all():
-            # Refused rather than loaded: a model with NaN/inf weights predicts NaN for every input.
-            bad = int(np.count_nonzero(~np.isfinite(w)))
-            raise FileProblem(f"weight '{ds}' ({name}, layer '{name.split('/')[0]}') holds {bad} NaN/inf value(s): "
-                           "the file is damaged or the model had diverged when it was saved")
-        out.append(w)
-    try:
-        data.dataset_info(path, weight_dataset(len(shapes)))
-    except ValueError:
-        return out  # no extra weight arrays: as expected
-    raise FileProblem(f"it holds more weight arrays than the model's {len(shapes)} (found '{weight_dataset(len(shapes))}')")
+    if tree.dataset("/" + weight_dataset(len(shapes))) is not None:
+        raise FileProblem(f"it holds more weight arrays than the model's {len(shapes)} "
+                          f"(found '{weight_dataset(len(shapes))}')")
+    return [tree.read_floats("/" + weight_dataset(i), shape, f"weight '{name}'", exact_float32=True)
+            for i, (name, shape) in enumerate(zip(names, shapes))]

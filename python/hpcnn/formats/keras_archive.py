@@ -15,13 +15,10 @@ import numpy as np
 
 from .. import _core
 from ..errors import FileProblem
-from .h5tree import H5Tree
+from .h5tree import MAX_CONFIG_BYTES, MAX_INFLATION, H5Tree
 from .keras_config import model_to_keras
 from .keras_objects import KERAS_VERSION
 from .keras_weights import keras3_weight_items
-
-MAX_CONFIG_BYTES = 64 << 20
-MAX_INFLATION = 1000
 
 ARCHIVE_CONFIG, ARCHIVE_METADATA, ARCHIVE_WEIGHTS, ARCHIVE_HPCNN, ARCHIVE_STATE = (
     "config.json", "metadata.json", "model.weights.h5", "hpcnn.json", "hpcnn_state.h5")

@@ -16,7 +16,7 @@ layer, and the model keeps its weights.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -85,9 +85,23 @@ def _flat_weights(model: Any, layout: Sequence[LayerWeights], per_layer: Sequenc
     return [by_name[n] for n in model.weight_names()]
 
 
-def _warn_skip(label: str, why: str) -> None:
-    warnings.warn(f"load_weights: skipping {label}: {why} (skip_mismatch=True keeps its current weights)",
-                  UserWarning, stacklevel=4)
+def _fit_or_keep(lw: LayerWeights, read: Callable[[], List[np.ndarray]], skip_mismatch: bool,
+                 current: Dict[str, np.ndarray]) -> List[np.ndarray]:
+    """The layer's arrays, `read()` from the file; with skip_mismatch, a layer whose weights do not
+    fit keeps its `current` ones, with a warning (Keras' rule, for both of its layouts)."""
+    try:
+        return read()
+    except WeightsMismatch as e:
+        if not skip_mismatch:
+            raise
+        # stacklevel: the user's model.load_weights (through read_*_weights, model_files, Model)
+        warnings.warn(f"load_weights: skipping {lw.label()}: {e} (skip_mismatch=True keeps its current weights)",
+                      UserWarning, stacklevel=5)
+        return _current(lw, current)
+
+
+def _current(lw: LayerWeights, current: Dict[str, np.ndarray]) -> List[np.ndarray]:
+    return [current[f"{lw.name}/{k}"] for k in lw.kinds]
 
 
 # ---------------------------------------------------------------------- Keras 3 weights (.weights.h5)
@@ -115,6 +129,15 @@ def _keras3_root(tree: H5Tree) -> str:
     raise FileProblem("it has no 'layers' group: not a Keras 3 weights file")
 
 
+def _keras3_layer(tree: H5Tree, lw: LayerWeights, group: str) -> List[np.ndarray]:
+    present = [n for n in tree.children(group) if tree.objects[f"{group}/{n}"]["kind"] == "dataset"]
+    if len(present) != len(lw.kinds):
+        raise WeightsMismatch(f"{lw.label()} has {len(lw.kinds)} weight(s), the file has {len(present)} at '{group}'"
+                              + ("" if tree.is_group(group) else " (no such group: another architecture?)"))
+    return [tree.read_floats(f"{group}/{i}", shape, lw.label(i), exact_float32=False)
+            for i, shape in enumerate(lw.shapes)]
+
+
 def read_keras3_weights(tree: H5Tree, model: Any, skip_mismatch: bool = False) -> List[np.ndarray]:
     """get_weights()-ordered arrays for `model` from a Keras 3 weights file."""
     layout = weight_layout(model)
@@ -125,17 +148,7 @@ def read_keras3_weights(tree: H5Tree, model: Any, skip_mismatch: bool = False) -
     for lw, path in zip(layout, keras3_paths(layout)):
         group = f"{root}/{path.split('/', 1)[1]}/vars"
         used.add(group)
-        present = [n for n in tree.children(group) if tree.objects[f"{group}/{n}"]["kind"] == "dataset"]
-        try:
-            if len(present) != len(lw.kinds):
-                raise WeightsMismatch(f"{lw.label()} has {len(lw.kinds)} weight(s), the file has {len(present)} at '{group}'"
-                               + ("" if tree.is_group(group) else " (no such group: another architecture?)"))
-            per_layer.append([tree.read_weight(f"{group}/{i}", shape, lw.label(i)) for i, shape in enumerate(lw.shapes)])
-        except WeightsMismatch as e:
-            if not skip_mismatch:
-                raise
-            _warn_skip(lw.label(), str(e))
-            per_layer.append([current[f"{lw.name}/{k}"] for k in lw.kinds])
+        per_layer.append(_fit_or_keep(lw, lambda: _keras3_layer(tree, lw, group), skip_mismatch, current))
     extra = [p for p, o in tree.objects.items() if o["kind"] == "dataset" and p.startswith(root + "/")
              and p.rsplit("/", 1)[0] not in used]
     if extra:
@@ -143,7 +156,7 @@ def read_keras3_weights(tree: H5Tree, model: Any, skip_mismatch: bool = False) -
         if not skip_mismatch:
             raise WeightsMismatch(f"the file holds weights for layers this model does not have: {holders}")
         warnings.warn(f"load_weights: the file's weights of {holders} fit no layer of this model and are not loaded",
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=4)
     return _flat_weights(model, layout, per_layer)
 
 
@@ -213,21 +226,17 @@ def read_legacy_weights(tree: H5Tree, model: Any, by_name: bool = False, skip_mi
         pairs = [(lw, next(it) if lw.kinds else None) for lw in layout]
     per_layer = []
     for lw, found in pairs:
-        try:
-            if not lw.kinds:
-                per_layer.append([])
-                continue
-            if found is None:  # by_name: a layer the file does not have keeps its weights (Keras' rule)
-                per_layer.append([current[f"{lw.name}/{k}"] for k in lw.kinds])
-                continue
-            group, wnames = found
-            if len(wnames) != len(lw.kinds):
-                raise WeightsMismatch(f"{lw.label()} has {len(lw.kinds)} weight(s), the file's layer '{group}' has {len(wnames)}")
-            per_layer.append([tree.read_weight(f"{group}/{w}", shape, lw.label(i))
-                              for i, (w, shape) in enumerate(zip(wnames, lw.shapes))])
-        except WeightsMismatch as e:
-            if not skip_mismatch:
-                raise
-            _warn_skip(lw.label(), str(e))
-            per_layer.append([current[f"{lw.name}/{k}"] for k in lw.kinds])
+        if not lw.kinds:
+            per_layer.append([])
+        elif found is None:  # by_name: a layer the file does not have keeps its weights (Keras' rule)
+            per_layer.append(_current(lw, current))
+        else:
+            per_layer.append(_fit_or_keep(lw, lambda: _legacy_layer(tree, lw, *found), skip_mismatch, current))
     return _flat_weights(model, layout, per_layer)
+
+
+def _legacy_layer(tree: H5Tree, lw: LayerWeights, group: str, wnames: List[str]) -> List[np.ndarray]:
+    if len(wnames) != len(lw.kinds):
+        raise WeightsMismatch(f"{lw.label()} has {len(lw.kinds)} weight(s), the file's layer '{group}' has {len(wnames)}")
+    return [tree.read_floats(f"{group}/{w}", shape, lw.label(i), exact_float32=False)
+            for i, (w, shape) in enumerate(zip(wnames, lw.shapes))]

@@ -133,12 +133,12 @@ def load_weights(model: Any, filepath: Any, skip_mismatch: bool = False, by_name
                         raise ValueError("load_weights: `by_name` only supports loading legacy '.h5' or '.hdf5' files")
                     weights = read_keras3_weights(tree, model, skip_mismatch)
                 elif "/" + META_DATASET in tree.objects:  # an hpcnn model file of format_version 1 or 2
-                    read_meta(tree, path)
-                    weights = read_weights(path, model)
+                    read_meta(tree, "load_weights")
+                    weights = read_weights(tree, model)
                 elif "/" + WEIGHTS_META_DATASET in tree.objects:  # an hpcnn weights file before Keras' layouts
-                    read_description(path, WEIGHTS_META_DATASET, WEIGHTS_FORMAT, WEIGHTS_FORMAT_VERSION,
+                    read_description(tree, WEIGHTS_META_DATASET, WEIGHTS_FORMAT, WEIGHTS_FORMAT_VERSION,
                                      "load_weights", "weights")
-                    weights = read_weights(path, model)
+                    weights = read_weights(tree, model)
                 else:
                     raise ValueError(f"load_weights: '{path}' holds no weights hpcnn recognizes (neither Keras' "
                                      "layouts nor an hpcnn model or weights file)")
