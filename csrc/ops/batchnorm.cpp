@@ -7,20 +7,30 @@
 
 namespace hpcnn::ops {
 
-static BatchNormGeometry batchnorm_geometry(const char* op, const Tensor& x) {
+// The geometry of x (N, ..., C), with the epsilon every entry takes checked too.
+static BatchNormGeometry batchnorm_geometry(const char* op, const Tensor& x, float eps) {
   expect_f32(op, "input", x);
   HPCNN_CHECK_ARG(x.rank() >= 2, op, ": input must have a batch and a channel axis, got shape ", shape_str(x.shape()));
   HPCNN_CHECK_ARG(x.numel() > 0, op, ": input ", shape_str(x.shape()), " is empty");
   const int n = as_int(x.dim(0), op), c = as_int(x.dim(-1), op);
+  HPCNN_CHECK_ARG(eps > 0, op, ": epsilon must be positive, got ", eps);
   return {n, x.numel() / ((long long)n * c), c};
 }
+
+// A backward's output side: y (read only when relu) and dy of x's shape, gamma (c,) or undefined.
+static void expect_backward_output(const char* op, const Tensor& x, const Tensor& y, const Tensor& dy,
+                                   const Tensor& gamma, int c, bool relu) {
+  if (relu) expect_shape(op, "output", y, x.shape());
+  expect_shape(op, "output gradient", dy, x.shape());
+  expect_channels(op, "gamma", gamma, c, true);
+}
+
 static const float* ptr_or_null(const Tensor& t) { return t.defined() ? t.f32() : nullptr; }
 
 void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, float eps,
                                 bool relu, Tensor& mean, Tensor& var, Tensor& invstd) {
   const char* op = "batch_norm";
-  const BatchNormGeometry g = batchnorm_geometry(op, x);
-  HPCNN_CHECK_ARG(eps > 0, op, ": epsilon must be positive, got ", eps);
+  const BatchNormGeometry g = batchnorm_geometry(op, x, eps);
   expect_channels(op, "gamma", gamma, g.c, true);
   expect_channels(op, "beta", beta, g.c, true);
   expect_shape(op, "output", y, x.shape());
@@ -38,8 +48,7 @@ void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tens
 void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& moving_mean,
                                  const Tensor& moving_var, Tensor& y, float eps, bool relu) {
   const char* op = "batch_norm (inference)";
-  const BatchNormGeometry g = batchnorm_geometry(op, x);
-  HPCNN_CHECK_ARG(eps > 0, op, ": epsilon must be positive, got ", eps);
+  const BatchNormGeometry g = batchnorm_geometry(op, x, eps);
   expect_channels(op, "gamma", gamma, g.c, true);
   expect_channels(op, "beta", beta, g.c, true);
   expect_channels(op, "moving mean", moving_mean, g.c);
@@ -57,11 +66,8 @@ void batchnorm_backward_training(const Tensor& x, const Tensor& y, Tensor& dy, c
                                  const Tensor& invstd, float eps, bool relu, Tensor* dx, Tensor* dgamma,
                                  Tensor* dbeta) {
   const char* op = "batch_norm backward";
-  const BatchNormGeometry g = batchnorm_geometry(op, x);
-  HPCNN_CHECK_ARG(eps > 0, op, ": epsilon must be positive, got ", eps);
-  if (relu) expect_shape(op, "output", y, x.shape());
-  expect_shape(op, "output gradient", dy, x.shape());
-  expect_channels(op, "gamma", gamma, g.c, true);
+  const BatchNormGeometry g = batchnorm_geometry(op, x, eps);
+  expect_backward_output(op, x, y, dy, gamma, g.c, relu);
   expect_channels(op, "batch mean", mean, g.c);
   expect_channels(op, "batch inverse std", invstd, g.c);
   if (dx) expect_shape(op, "input gradient", *dx, x.shape());
@@ -82,11 +88,8 @@ void batchnorm_backward_training(const Tensor& x, const Tensor& y, Tensor& dy, c
 void batchnorm_backward_inference(const Tensor& y, Tensor& dy, const Tensor& gamma, const Tensor& moving_var, float eps,
                                   bool relu, Tensor& dx) {
   const char* op = "batch_norm backward (inference)";
-  const BatchNormGeometry g = batchnorm_geometry(op, dx);
-  HPCNN_CHECK_ARG(eps > 0, op, ": epsilon must be positive, got ", eps);
-  if (relu) expect_shape(op, "output", y, dx.shape());
-  expect_shape(op, "output gradient", dy, dx.shape());
-  expect_channels(op, "gamma", gamma, g.c, true);
+  const BatchNormGeometry g = batchnorm_geometry(op, dx, eps);
+  expect_backward_output(op, dx, y, dy, gamma, g.c, relu);
   expect_channels(op, "moving variance", moving_var, g.c);
   same_device(op, {&y, &dy, &gamma, &moving_var, &dx});
   const float* yp = relu ? y.f32() : nullptr;

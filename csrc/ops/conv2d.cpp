@@ -45,16 +45,10 @@ void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& 
                      Tensor& db, int sh, int sw, Padding pad, bool relu) {
   same_device("conv2d backward", {&x, &w, &y, &dy, dx, &dw, &db});
   Conv2dGeometry g = conv2d_geometry(x, w, sh, sw, pad);
-  expect_shape("conv2d backward", "output gradient", dy, {g.n, g.oh, g.ow, g.f});
-  if (relu) expect_shape("conv2d backward", "output", y, {g.n, g.oh, g.ow, g.f});
-  if (dx) expect_shape("conv2d backward", "input gradient", *dx, x.shape());
-  expect_shape("conv2d backward", "kernel gradient", dw, w.shape());  // the kernel's layout
-  if (db.defined()) expect_shape("conv2d backward", "bias gradient", db, {g.f});
-  const float* yp = relu ? y.f32() : nullptr;
-  float* dxp = dx ? dx->f32() : nullptr;
-  float* dbp = db.defined() ? db.f32() : nullptr;
-  HPCNN_DISPATCH(x.device(), cpu::conv2d_backward(g, x.f32(), w.f32(), yp, dy.f32(), dxp, dw.f32(), dbp, relu),
-                 cuda::conv2d_backward(device_index, g, x.f32(), w.f32(), yp, dy.f32(), dxp, dw.f32(), dbp, relu));
+  const KernelBackwardData p = expect_kernel_backward("conv2d backward", x, w, y, dy, dx, dw, db,
+                                                      {g.n, g.oh, g.ow, g.f}, relu);
+  HPCNN_DISPATCH(x.device(), cpu::conv2d_backward(g, x.f32(), w.f32(), p.y, dy.f32(), p.dx, dw.f32(), p.db, relu),
+                 cuda::conv2d_backward(device_index, g, x.f32(), w.f32(), p.y, dy.f32(), p.dx, dw.f32(), p.db, relu));
 }
 
 }  // namespace hpcnn::ops

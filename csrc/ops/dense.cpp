@@ -30,17 +30,10 @@ void dense_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y,
 void dense_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& dy, Tensor* dx, Tensor& dw,
                     Tensor& db, bool relu) {
   DenseGeometry g = dense_geometry(x, w);
-  expect_shape("dense backward", "output gradient", dy, {g.n, g.out});
-  if (relu) expect_shape("dense backward", "output", y, {g.n, g.out});
-  if (dx) expect_shape("dense backward", "input gradient", *dx, x.shape());
-  expect_shape("dense backward", "kernel gradient", dw, w.shape());
-  if (db.defined()) expect_shape("dense backward", "bias gradient", db, {g.out});
+  const KernelBackwardData p = expect_kernel_backward("dense backward", x, w, y, dy, dx, dw, db, {g.n, g.out}, relu);
   same_device("dense backward", {&x, &w, &y, &dy, dx, &dw, &db});
-  const float* yp = relu ? y.f32() : nullptr;
-  float* dxp = dx ? dx->f32() : nullptr;
-  float* dbp = db.defined() ? db.f32() : nullptr;
-  HPCNN_DISPATCH(x.device(), cpu::dense_backward(g, x.f32(), w.f32(), yp, dy.f32(), dxp, dw.f32(), dbp, relu),
-                 cuda::dense_backward(device_index, g, x.f32(), w.f32(), yp, dy.f32(), dxp, dw.f32(), dbp, relu));
+  HPCNN_DISPATCH(x.device(), cpu::dense_backward(g, x.f32(), w.f32(), p.y, dy.f32(), p.dx, dw.f32(), p.db, relu),
+                 cuda::dense_backward(device_index, g, x.f32(), w.f32(), p.y, dy.f32(), p.dx, dw.f32(), p.db, relu));
 }
 
 }  // namespace hpcnn::ops

@@ -99,6 +99,26 @@ inline void expect_covered(const char* op, const char* name, const Tensor& t, co
                   " but ", name, " has ", t.numel());
 }
 
+// The tensors of a backward with a kernel, an optional bias and a fused ReLU (conv2d, dense)
+// beyond its input and kernel: dy (and y, when relu) of the output's shape `out`, dx (optional) of
+// x's shape, dw of w's (the kernel's layout), db (optional) of (out.back(),). Returns the pointers
+// the backends take, null for what is not needed or not computed.
+struct KernelBackwardData {
+  const float* y;
+  float* dx;
+  float* db;
+};
+inline KernelBackwardData expect_kernel_backward(const char* op, const Tensor& x, const Tensor& w, const Tensor& y,
+                                                 const Tensor& dy, const Tensor* dx, const Tensor& dw,
+                                                 const Tensor& db, const Shape& out, bool relu) {
+  expect_shape(op, "output gradient", dy, out);
+  if (relu) expect_shape(op, "output", y, out);
+  if (dx) expect_shape(op, "input gradient", *dx, x.shape());
+  expect_shape(op, "kernel gradient", dw, w.shape());
+  if (db.defined()) expect_shape(op, "bias gradient", db, {out.back()});
+  return {relu ? y.f32() : nullptr, dx ? dx->f32() : nullptr, db.defined() ? db.f32() : nullptr};
+}
+
 // An optional output's data, or null when it is not wanted.
 inline float* data_or_null(Tensor* t) { return t && t->defined() ? t->f32() : nullptr; }
 

@@ -8,26 +8,28 @@
 
 namespace hpcnn::ops {
 
-static void check_rate(float rate) {
+// Both directions take one tensor `a` to another, `b`, of its shape (forward x -> y, backward
+// dy -> dx) with the same arguments: one check and one dispatch for the two.
+static void dropout(bool backward, const char* a_name, const Tensor& a, const char* b_name, Tensor& b, float rate,
+                    uint64_t seed, uint64_t stream, uint64_t offset) {
+  const char* op = backward ? "dropout backward" : "dropout";
   HPCNN_CHECK_ARG(rate >= 0.f && rate < 1.f, "dropout: rate must be in [0, 1), got ", rate);
+  expect_f32(op, a_name, a);
+  expect_shape(op, b_name, b, a.shape());
+  same_device(op, {&a, &b});
+  HPCNN_DISPATCH(a.device(),
+                 (backward ? cpu::dropout_backward : cpu::dropout_forward)(a.numel(), a.f32(), b.f32(), rate, seed,
+                                                                            stream, offset),
+                 (backward ? cuda::dropout_backward : cuda::dropout_forward)(device_index, a.numel(), a.f32(),
+                                                                              b.f32(), rate, seed, stream, offset));
 }
 
 void dropout_forward(const Tensor& x, Tensor& y, float rate, uint64_t seed, uint64_t stream, uint64_t offset) {
-  check_rate(rate);
-  expect_f32("dropout", "input", x);
-  expect_shape("dropout", "output", y, x.shape());
-  same_device("dropout", {&x, &y});
-  HPCNN_DISPATCH(x.device(), cpu::dropout_forward(x.numel(), x.f32(), y.f32(), rate, seed, stream, offset),
-                 cuda::dropout_forward(device_index, x.numel(), x.f32(), y.f32(), rate, seed, stream, offset));
+  dropout(false, "input", x, "output", y, rate, seed, stream, offset);
 }
 
 void dropout_backward(const Tensor& dy, Tensor& dx, float rate, uint64_t seed, uint64_t stream, uint64_t offset) {
-  check_rate(rate);
-  expect_f32("dropout backward", "output gradient", dy);
-  expect_shape("dropout backward", "input gradient", dx, dy.shape());
-  same_device("dropout backward", {&dy, &dx});
-  HPCNN_DISPATCH(dy.device(), cpu::dropout_backward(dy.numel(), dy.f32(), dx.f32(), rate, seed, stream, offset),
-                 cuda::dropout_backward(device_index, dy.numel(), dy.f32(), dx.f32(), rate, seed, stream, offset));
+  dropout(true, "output gradient", dy, "input gradient", dx, rate, seed, stream, offset);
 }
 
 }  // namespace hpcnn::ops

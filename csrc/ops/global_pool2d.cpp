@@ -24,10 +24,16 @@ static void expect_pooled(const char* op, const char* name, const Tensor& y, con
                   ") or (", g.n, ", 1, 1, ", g.c, ")");
 }
 
+// A forward's input x and pooled output y, on one device.
+static GlobalPoolGeometry global_pool_forward_geometry(const char* op, const Tensor& x, const Tensor& y) {
+  const GlobalPoolGeometry g = global_pool_geometry(op, x);
+  expect_pooled(op, "output", y, g);
+  same_device(op, {&x, &y});
+  return g;
+}
+
 void global_avgpool2d_forward(const Tensor& x, Tensor& y) {
-  const GlobalPoolGeometry g = global_pool_geometry("global_avg_pool2d", x);
-  expect_pooled("global_avg_pool2d", "output", y, g);
-  same_device("global_avg_pool2d", {&x, &y});
+  const GlobalPoolGeometry g = global_pool_forward_geometry("global_avg_pool2d", x, y);
   HPCNN_DISPATCH(x.device(), cpu::global_avgpool_forward(g, x.f32(), y.f32()),
                  cuda::global_avgpool_forward(device_index, g, x.f32(), y.f32()));
 }
@@ -41,9 +47,7 @@ void global_avgpool2d_backward(const Tensor& dy, Tensor& dx) {
 }
 
 void global_maxpool2d_forward(const Tensor& x, Tensor& y) {
-  const GlobalPoolGeometry g = global_pool_geometry("global_max_pool2d", x);
-  expect_pooled("global_max_pool2d", "output", y, g);
-  same_device("global_max_pool2d", {&x, &y});
+  const GlobalPoolGeometry g = global_pool_forward_geometry("global_max_pool2d", x, y);
   HPCNN_DISPATCH(x.device(), cpu::global_maxpool_forward(g, x.f32(), y.f32()),
                  cuda::global_maxpool_forward(device_index, g, x.f32(), y.f32()));
 }

@@ -7,14 +7,8 @@
 
 namespace hpcnn::ops {
 
-Pool2dGeometry maxpool2d_geometry(const Tensor& x, int ph, int pw, int sh, int sw, Padding pad) {
-  return pool2d_geometry("max_pool2d", x, ph, pw, sh, sw, pad);
-}
-
 void maxpool2d_forward(const Tensor& x, Tensor& y, int ph, int pw, int sh, int sw, Padding pad) {
-  Pool2dGeometry g = maxpool2d_geometry(x, ph, pw, sh, sw, pad);
-  expect_shape("max_pool2d", "output", y, {g.n, g.oh, g.ow, g.c});
-  same_device("max_pool2d", {&x, &y});
+  const Pool2dGeometry g = pool2d_forward_geometry("max_pool2d", x, y, ph, pw, sh, sw, pad);
   HPCNN_DISPATCH(x.device(), cpu::maxpool2d_forward(g, x.f32(), y.f32()),
                  cuda::maxpool2d_forward(device_index, g, x.f32(), y.f32()));
 }

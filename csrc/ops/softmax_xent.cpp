@@ -25,6 +25,7 @@ static void check_target(const char* op, const Tensor& logits, const Tensor& tar
                       ") for a model with ", cols, " outputs");
   }
 }
+
 void softmax_xent(const Tensor& logits, const Tensor& target, Tensor* dlogits, float grad_scale, double* stats,
                   const Tensor* row_w, float label_smoothing) {
   int rows, cols;
