@@ -37,7 +37,7 @@ def test_gpu_request_without_gpu_names_the_reason():
 
 def test_cuda_kernel_arithmetic_on_the_host():
     """The GPU kernels' index arithmetic and the cuBLAS/cuDNN call layouts, run on the host
-    against the CPU ops (see csrc/ops/cuda_kernel_selftest.h): needs no GPU."""
+    against the CPU ops (see csrc/diagnostics/cuda_kernel_selftest.h): needs no GPU."""
     results = _core.cuda_kernel_selftest()
     assert len(results) >= 10
     failed = [(name, err, tol) for name, err, tol in results if not err <= tol]

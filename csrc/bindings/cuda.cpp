@@ -9,10 +9,10 @@
 #include "core/cuda_async.h"
 #include "core/cuda_runtime.h"
 #include "core/tensor.h"
+#include "diagnostics/cuda_kernel_selftest.h"
 #include "diagnostics/op_timing.h"
 #include "diagnostics/prefetch_check.h"
 #include "ops/conv_algo_choice.h"
-#include "ops/cuda_kernel_selftest.h"
 
 namespace hpcnn::bindings {
 

@@ -1,8 +1,8 @@
-// The arithmetic of the augmentation (augment.h) as HPCNN_HD functions: a sample's random draw,
-// one axis' source indices and weights, and the value of one output element. augment_cuda.cu's
-// kernel is a loop around augment_at; augment_cpu.cpp builds per-sample tables from the same
-// sample_map and axis_taps and combines taps with the same combine(), so the two give the same
-// bits; the host self-test (cuda_kernel_selftest.cpp) compares augment_at with the CPU op.
+// The arithmetic of the augmentation (augment.h) as HPCNN_HD functions: a sample's random draw, one
+// axis' source indices and weights, and the value of one output element. augment_cuda.cu's kernel
+// is a loop around augment_at; augment_cpu.cpp builds per-sample tables from the same sample_map
+// and axis_taps and combines taps with the same combine(), so the two give the same bits; the host
+// self-test (diagnostics/cuda_kernel_selftest.cpp) compares augment_at with the CPU op.
 //
 // Rounding is explicit (fmaf where a product meets a sum), so that no compiler's choice to fuse
 // or not changes a coordinate or a weight between the host and the device.

@@ -1,6 +1,7 @@
 // The per-element arithmetic of avgpool2d_cuda.cu's kernels (one output for forward, one input
-// element for backward) as HPCNN_HD functions; the host self-test (cuda_kernel_selftest.cpp) runs
-// them over every element and compares them bit for bit with avgpool2d_cpu.cpp.
+// element for backward) as HPCNN_HD functions; the host self-test
+// (diagnostics/cuda_kernel_selftest.cpp) runs them over every element and compares them bit for bit
+// with avgpool2d_cpu.cpp.
 #pragma once
 
 #include "core/hd.h"

@@ -1,6 +1,6 @@
 // What the CUDA row copy (concat_cuda.cu) computes per element, as plain HPCNN_HD code: element i
 // of `rows` x `width` is row i / width, column i % width of both sides. The host self-test
-// (ops/cuda_kernel_selftest.cpp) runs it against the CPU's row copies.
+// (diagnostics/cuda_kernel_selftest.cpp) runs it against the CPU's row copies.
 #pragma once
 
 #include "core/hd.h"

@@ -1,6 +1,6 @@
 // The convolution conv2d_cuda.cu asks cuDNN for (cudnn_ops.h), derived from a Keras geometry in
-// plain C++ so that the host self-test (cuda_kernel_selftest.cpp) feeds the same shapes to its
-// reference convolution written from the cuDNN documentation.
+// plain C++ so that the host self-test (diagnostics/cuda_kernel_selftest.cpp) feeds the same shapes
+// to its reference convolution written from the cuDNN documentation.
 #pragma once
 
 #include "ops/conv2d.h"

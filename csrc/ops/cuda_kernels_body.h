@@ -1,6 +1,6 @@
 // The index arithmetic of the shared kernels in cuda_kernels.cu (zero padding and crop,
-// deterministic column sums), as HPCNN_HD functions of (block, thread) or of one
-// element. The kernels are thin loops around these; the host self-test (cuda_kernel_selftest.cpp)
+// deterministic column sums), as HPCNN_HD functions of (block, thread) or of one element. The
+// kernels are thin loops around these; the host self-test (diagnostics/cuda_kernel_selftest.cpp)
 // runs the same functions in emulated grids, so CI checks the GPU's indexing without a GPU.
 // Plain C++ under g++ (HPCNN_HD = inline), __host__ __device__ under nvcc.
 #pragma once

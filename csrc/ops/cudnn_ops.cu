@@ -5,7 +5,7 @@
 // The documented contracts each call relies on (cuDNN API reference, legacy API, v8/v9; checked
 // against the cuDNN 9.19 headers here -- cudnn_graph.h, cudnn_ops.h, cudnn_cnn.h -- and the
 // archived API reference pages; the layouts and call glue are also exercised on the host by
-// ops/cuda_kernel_selftest.cpp against a reference written from these contracts):
+// diagnostics/cuda_kernel_selftest.cpp against a reference written from these contracts):
 //
 // cudnnCreate / cudnnSetStream (core/cuda_context.cu)
 //   The handle is tied to the device current at creation; every later call is made with that
@@ -133,7 +133,7 @@
 #include "core/errors.h"
 #include "core/warnings.h"
 #include "ops/conv_algo_choice.h"
-#include "ops/cuda_kernel_selftest.h"
+#include "ops/cudnn_selftest.h"
 
 namespace hpcnn::cuda {
 
@@ -654,7 +654,7 @@ void set_forced_failures(const std::vector<std::string>& algorithms, bool fused)
 
 namespace hpcnn::cuda {
 
-// Host-only check of the descriptors against cuDNN itself (cuda_kernel_selftest.h): for Keras
+// Host-only check of the descriptors against cuDNN itself (cudnn_selftest.h): for Keras
 // geometries (including the explicit-padding ones) cuDNN must compute our output size, lay the
 // NHWC tensors out packed with C innermost, and read the filter back as NHWC (k, c, h, w) =
 // (filters, in, kh, kw), i.e. KRSC memory: the dims of the OHWI kernel buffer the CUDA backend

@@ -1,5 +1,5 @@
-// dense_cuda.cu's cuBLAS calls as data: each GEMM's arguments (transposes, sizes, pointers,
-// leading dimensions) in plain C++, so that the host self-test (cuda_kernel_selftest.cpp) feeds
+// dense_cuda.cu's cuBLAS calls as data: each GEMM's arguments (transposes, sizes, pointers, leading
+// dimensions) in plain C++, so that the host self-test (diagnostics/cuda_kernel_selftest.cpp) feeds
 // the very same arguments to a reference column-major GEMM written from the cuBLAS documentation.
 #pragma once
 

@@ -1,7 +1,7 @@
 // The per-element arithmetic of maxpool2d_cuda.cu's kernels, as HPCNN_HD functions of one output
 // (forward) or one input element (backward). The kernels are thin loops around these; the host
-// self-test (cuda_kernel_selftest.cpp) runs the same functions over every element and compares
-// them bit for bit with maxpool2d_cpu.cpp, so CI checks the GPU's indexing without a GPU.
+// self-test (diagnostics/cuda_kernel_selftest.cpp) runs the same functions over every element and
+// compares them bit for bit with maxpool2d_cpu.cpp, so CI checks the GPU's indexing without a GPU.
 // Plain C++ under g++ (HPCNN_HD = inline), __host__ __device__ under nvcc.
 #pragma once
 

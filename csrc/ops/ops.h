@@ -1,6 +1,9 @@
 // The one operator interface that layers call. Each function checks its tensors (shapes, dtypes,
 // one device for all) and throws ValueError naming the operator and the shapes, then runs the
 // CPU or the CUDA implementation according to the tensors' device. Layers never see a backend.
+// Each operator's definitions sit beside its backends: conv2d_forward in conv2d.cpp, next to
+// conv2d_cpu.cpp and conv2d_cuda.cu (the family's header is named at each group below); the
+// checks they share are in dispatch.h.
 //
 // Layout: activations NHWC (channels innermost). Measured on the CPU (see docs/performance.md, "Why NHWC"):
 // im2col for NHWC copies whole channel runs and the GEMM result is already the NHWC output,

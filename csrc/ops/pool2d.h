@@ -34,4 +34,16 @@ struct Pool2dGeometry {
   }
 };
 
+class Tensor;  // core/tensor.h
+
+namespace ops {
+// The geometry of a window pool (op: "max_pool2d" or "avg_pool2d") over input x, an NHWC tensor,
+// checked (a ValueError names `op`). Both pools' dispatch reads its input so (pool2d.cpp, which
+// also defines ops.h's maxpool2d_geometry and avgpool2d_geometry with it).
+Pool2dGeometry pool2d_geometry(const char* op, const Tensor& x, int ph, int pw, int sh, int sw, Padding pad);
+// The same for a forward pass, with its output y checked too: the pooled shape, on x's device.
+Pool2dGeometry pool2d_forward_geometry(const char* op, const Tensor& x, const Tensor& y, int ph, int pw, int sh, int sw,
+                                       Padding pad);
+}  // namespace ops
+
 }  // namespace hpcnn

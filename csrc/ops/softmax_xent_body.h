@@ -1,7 +1,8 @@
 // One row of softmax_xent_cuda.cu's fused softmax + cross-entropy, as an HPCNN_HD function: the
-// kernel runs one thread per row around it; the host self-test (cuda_kernel_selftest.cpp) runs it
-// on the CPU against softmax_xent_cpu.cpp. The per-element math is ew:: (elementwise.h), shared
-// with the CPU op. Plain C++ under g++ (HPCNN_HD = inline), __host__ __device__ under nvcc.
+// kernel runs one thread per row around it; the host self-test
+// (diagnostics/cuda_kernel_selftest.cpp) runs it on the CPU against softmax_xent_cpu.cpp. The
+// per-element math is ew:: (elementwise.h), shared with the CPU op. Plain C++ under g++ (HPCNN_HD =
+// inline), __host__ __device__ under nvcc.
 #pragma once
 
 #include <cmath>

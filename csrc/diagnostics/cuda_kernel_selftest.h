@@ -7,23 +7,17 @@
 // by the conversion the model uses (ops/conv2d_layout.h, itself checked element by element).
 // Everything is compared with the CPU ops. What it cannot check: the libraries
 // and the GPU themselves (tests/test_gpu_ops.py does, on a GPU).
+// It ends with the rows of cuda::cudnn_descriptor_selftest() (ops/cudnn_selftest.h), the checks
+// that must sit beside the cuDNN calls. A diagnostic, not part of training: hpcnn._core runs it as
+// cuda_kernel_selftest().
 #pragma once
 
-#include <string>
 #include <vector>
+
+#include "ops/cudnn_selftest.h"
 
 namespace hpcnn::cuda {
 
-struct SelftestResult {
-  std::string name;
-  double error;      // max |emulated - CPU| / max(|CPU|, tiny), or the count of mismatches
-  double tolerance;  // passes when error <= tolerance
-};
-
 std::vector<SelftestResult> kernel_selftest();
-
-// The cuDNN descriptors built for Keras geometries, read back from cuDNN itself (descriptor calls
-// need no GPU). Defined in ops/cudnn_ops.cu; empty without the CUDA backend.
-std::vector<SelftestResult> cudnn_descriptor_selftest();
 
 }  // namespace hpcnn::cuda

@@ -1,5 +1,5 @@
 // See cuda_kernel_selftest.h. Plain C++: built with and without the CUDA backend.
-#include "ops/cuda_kernel_selftest.h"
+#include "diagnostics/cuda_kernel_selftest.h"
 
 #include <algorithm>
 #include <cmath>
@@ -587,9 +587,5 @@ std::vector<SelftestResult> kernel_selftest() {
   for (auto& r : cudnn_descriptor_selftest()) out.push_back(r);
   return out;
 }
-
-#ifndef HPCNN_WITH_CUDA
-std::vector<SelftestResult> cudnn_descriptor_selftest() { return {}; }
-#endif
 
 }  // namespace hpcnn::cuda
