@@ -115,7 +115,7 @@ def call_layer(layer: "Layer", inputs: Any, kwargs: Dict[str, Any]) -> KerasTens
         raise ValueError(f"{cls}: input_shape={tuple(layer.input_shape)} does not match the tensor it is called on, "
                          f"{_describe(tensors[0])}")
     try:
-        shape = _core.layer_output_shape(layer._core_configs(), [list(t._shape) for t in tensors])
+        shape = _core.layer_output_shape(layer.core_config(), [list(t._shape) for t in tensors])
     except ValueError as e:
         where = f"layer {layer_label(layer)}: " if layer.name else ""
         raise ValueError(f"{where}{e} (called on {', '.join(_describe(t) for t in tensors)})") from None

@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import regularizers, validation
+from . import _core, regularizers, validation
 from .functional import KerasTensor, call_layer, layer_label
 
 IntPair = Union[int, Sequence[int]]
@@ -31,8 +31,6 @@ IntPair = Union[int, Sequence[int]]
 # Keras' activation names hpcnn computes (csrc/ops/activation.h has the formulas).
 _ACTIVATIONS = ("relu", "softmax", "linear", "relu6", "leaky_relu", "elu", "selu", "gelu", "gelu_approximate",
                 "tanh", "sigmoid", "hard_sigmoid", "swish", "silu", "softplus", "softsign", "mish")
-# The parameter an activation NAME implies (Keras' defaults of keras.activations.<name>).
-_ACTIVATION_ALPHA = {"leaky_relu": 0.2, "elu": 1.0}
 
 
 def _activation(a: Any) -> str:
@@ -45,13 +43,6 @@ def _activation(a: Any) -> str:
     if not isinstance(a, str) or a.lower() not in _ACTIVATIONS:
         raise ValueError(f"unknown activation {a!r}: use one of {', '.join(repr(n) for n in _ACTIVATIONS)} or None")
     return a.lower()
-
-
-def _activation_configs(activation: str) -> List[Dict[str, Any]]:
-    """The core layers that apply `activation` after a Conv2D or Dense (ReLU is fused, not here)."""
-    if activation in ("linear", "relu"):
-        return []
-    return [dict(class_name="Activation", activation=activation, alpha=_ACTIVATION_ALPHA.get(activation, 0.0))]
 
 
 def _padding(p: str) -> str:
@@ -181,18 +172,17 @@ class Layer:
     def from_config(cls, config: Dict[str, Any]) -> "Layer":
         return cls(**config)
 
-    # What the C++ core builds for this layer (one or two core layers).
-    def _core_configs(self) -> List[Dict[str, Any]]:
+    def core_config(self) -> Dict[str, Any]:
+        """What the C++ core is given for this layer: one dict, ``class_name`` the Keras class and
+        the layer's normalized arguments. The core lowers it to its own layers (fusions, the
+        softmax split: csrc/nn/lowering.h) and reports shapes, weights and counts."""
         raise NotImplementedError
 
     def count_params(self, input_shape: Tuple[int, ...]) -> int:
-        """The number of weights (trainable and not) for a per-sample input shape."""
-        return 0
-
-    def _non_trainable_count(self, input_shape: Tuple[int, ...]) -> int:
-        """How many of count_params are non-trainable weights by nature (BatchNormalization's moving
-        statistics), whatever ``trainable`` says."""
-        return 0
+        """The number of weights (trainable and not) for a per-sample input shape, as the core
+        counts them."""
+        return sum(int(np.prod(shape)) for _, shape, _ in
+                   _core.layer_weight_shapes(self.core_config(), [list(input_shape)]))
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items()
@@ -293,16 +283,12 @@ class Conv2D(_WeightRegularizers, Layer):
         cfg.update(self._regularizer_config())
         return cfg
 
-    def _core_configs(self) -> List[Dict[str, Any]]:
+    def core_config(self) -> Dict[str, Any]:
         conv = dict(class_name="Conv2D", filters=self.filters, kernel_size=list(self.kernel_size),
                     strides=list(self.strides), padding=self.padding, use_bias=self.use_bias,
-                    activation="relu" if self.activation == "relu" else "linear")
+                    activation=self.activation)
         conv.update(self._regularizer_core_config())
-        return [conv] + _activation_configs(self.activation)
-
-    def count_params(self, input_shape: Tuple[int, ...]) -> int:
-        kh, kw = self.kernel_size
-        return kh * kw * input_shape[-1] * self.filters + (self.filters if self.use_bias else 0)
+        return conv
 
 
 class _Pooling2D(Layer):
@@ -324,9 +310,9 @@ class _Pooling2D(Layer):
         cfg.update(pool_size=list(self.pool_size), strides=list(self.strides), padding=self.padding)
         return cfg
 
-    def _core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name=self._core_class, pool_size=list(self.pool_size), strides=list(self.strides),
-                     padding=self.padding)]
+    def core_config(self) -> Dict[str, Any]:
+        return dict(class_name=self._core_class, pool_size=list(self.pool_size), strides=list(self.strides),
+                    padding=self.padding)
 
 
 class MaxPooling2D(_Pooling2D):
@@ -350,8 +336,8 @@ class Flatten(Layer):
             raise ValueError("hpcnn is NHWC only: data_format must be 'channels_last'")
         super().__init__(name=name, input_shape=input_shape, **kwargs)
 
-    def _core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="Flatten")]
+    def core_config(self) -> Dict[str, Any]:
+        return dict(class_name="Flatten")
 
 
 class Dense(_WeightRegularizers, Layer):
@@ -383,14 +369,10 @@ class Dense(_WeightRegularizers, Layer):
         cfg.update(self._regularizer_config())
         return cfg
 
-    def _core_configs(self) -> List[Dict[str, Any]]:
-        dense = dict(class_name="Dense", units=self.units, use_bias=self.use_bias,
-                     activation="relu" if self.activation == "relu" else "linear")
+    def core_config(self) -> Dict[str, Any]:
+        dense = dict(class_name="Dense", units=self.units, use_bias=self.use_bias, activation=self.activation)
         dense.update(self._regularizer_core_config())
-        return [dense] + _activation_configs(self.activation)
-
-    def count_params(self, input_shape: Tuple[int, ...]) -> int:
-        return input_shape[-1] * self.units + (self.units if self.use_bias else 0)
+        return dense
 
 
 class Dropout(Layer):
@@ -416,8 +398,8 @@ class Dropout(Layer):
         cfg.update(rate=self.rate)
         return cfg
 
-    def _core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="Dropout", rate=self.rate)]
+    def core_config(self) -> Dict[str, Any]:
+        return dict(class_name="Dropout", rate=self.rate)
 
 
 class Activation(Layer):
@@ -436,9 +418,8 @@ class Activation(Layer):
         cfg.update(activation=self.activation)
         return cfg
 
-    def _core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="Activation", activation=self.activation,
-                     alpha=_ACTIVATION_ALPHA.get(self.activation, 0.0))]
+    def core_config(self) -> Dict[str, Any]:
+        return dict(class_name="Activation", activation=self.activation)
 
 
 def _non_negative_slope(value: Any, caller: str) -> float:
@@ -479,12 +460,9 @@ class ReLU(Layer):
         cfg.update(max_value=self.max_value, negative_slope=self.negative_slope, threshold=self.threshold)
         return cfg
 
-    def _core_configs(self) -> List[Dict[str, Any]]:
-        if self.max_value is not None:
-            return [dict(class_name="Activation", activation="relu6")]
-        if self.negative_slope > 0:
-            return [dict(class_name="Activation", activation="leaky_relu", alpha=self.negative_slope)]
-        return [dict(class_name="Activation", activation="relu")]
+    def core_config(self) -> Dict[str, Any]:
+        return dict(class_name="ReLU", max_value=self.max_value, negative_slope=self.negative_slope,
+                    threshold=self.threshold)
 
 
 class LeakyReLU(Layer):
@@ -505,8 +483,8 @@ class LeakyReLU(Layer):
         cfg.update(negative_slope=self.negative_slope)
         return cfg
 
-    def _core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="Activation", activation="leaky_relu", alpha=self.negative_slope)]
+    def core_config(self) -> Dict[str, Any]:
+        return dict(class_name="LeakyReLU", negative_slope=self.negative_slope)
 
 
 class ELU(Layer):
@@ -524,8 +502,8 @@ class ELU(Layer):
         cfg.update(alpha=self.alpha)
         return cfg
 
-    def _core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="Activation", activation="elu", alpha=self.alpha)]
+    def core_config(self) -> Dict[str, Any]:
+        return dict(class_name="ELU", alpha=self.alpha)
 
 
 class Softmax(Layer):
@@ -546,8 +524,8 @@ class Softmax(Layer):
         cfg.update(axis=self.axis)
         return cfg
 
-    def _core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="Activation", activation="softmax")]
+    def core_config(self) -> Dict[str, Any]:
+        return dict(class_name="Softmax", axis=self.axis)
 
 
 def _channels_last_only(kwargs: Dict[str, Any]) -> None:
@@ -582,8 +560,8 @@ class _GlobalPooling2D(Layer):
         cfg.update(keepdims=self.keepdims)
         return cfg
 
-    def _core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name=self._core_class, keepdims=self.keepdims)]
+    def core_config(self) -> Dict[str, Any]:
+        return dict(class_name=self._core_class, keepdims=self.keepdims)
 
 
 class GlobalAveragePooling2D(_GlobalPooling2D):
@@ -649,9 +627,9 @@ class ZeroPadding2D(Layer):
         cfg.update(padding=[list(self.padding[0]), list(self.padding[1])])
         return cfg
 
-    def _core_configs(self) -> List[Dict[str, Any]]:
+    def core_config(self) -> Dict[str, Any]:
         (t, b), (l, r) = self.padding
-        return [dict(class_name="ZeroPadding2D", padding=[t, b, l, r])]
+        return dict(class_name="ZeroPadding2D", padding=[t, b, l, r])
 
 
 def _rescaling_values(value: Any, name: str) -> Union[float, List[float]]:
@@ -683,8 +661,8 @@ class Rescaling(Layer):
         cfg.update(scale=self.scale, offset=self.offset)
         return cfg
 
-    def _core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="Rescaling", scale=self.scale, offset=self.offset)]
+    def core_config(self) -> Dict[str, Any]:
+        return dict(class_name="Rescaling", scale=self.scale, offset=self.offset)
 
 
 def _default_initializer(value: Any, default: str) -> bool:
@@ -740,15 +718,9 @@ class BatchNormalization(Layer):
                    scale=self.scale)
         return cfg
 
-    def _core_configs(self, fused_relu: bool = False) -> List[Dict[str, Any]]:
-        return [dict(class_name="BatchNormalization", axis=self.axis, momentum=self.momentum, epsilon=self.epsilon,
-                     center=self.center, scale=self.scale, activation="relu" if fused_relu else "linear")]
-
-    def count_params(self, input_shape: Tuple[int, ...]) -> int:
-        return input_shape[-1] * (2 + int(self.center) + int(self.scale))
-
-    def _non_trainable_count(self, input_shape: Tuple[int, ...]) -> int:
-        return 2 * input_shape[-1]
+    def core_config(self) -> Dict[str, Any]:
+        return dict(class_name="BatchNormalization", axis=self.axis, momentum=self.momentum, epsilon=self.epsilon,
+                    center=self.center, scale=self.scale)
 
 
 # ---------------------------------------------------------------------- augmentation
@@ -819,8 +791,8 @@ class RandomFlip(_Augmentation):
         cfg.update(mode=self.mode)
         return cfg
 
-    def _core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="RandomFlip", mode=self.mode)]
+    def core_config(self) -> Dict[str, Any]:
+        return dict(class_name="RandomFlip", mode=self.mode)
 
 
 class RandomTranslation(_Augmentation):
@@ -866,10 +838,10 @@ class RandomTranslation(_Augmentation):
                    interpolation=self.interpolation, fill_value=self.fill_value)
         return cfg
 
-    def _core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="RandomTranslation", height_lo=self.height_lower, height_hi=self.height_upper,
-                     width_lo=self.width_lower, width_hi=self.width_upper, fill_mode=self.fill_mode,
-                     fill_value=self.fill_value, interpolation=self.interpolation)]
+    def core_config(self) -> Dict[str, Any]:
+        return dict(class_name="RandomTranslation", height_lo=self.height_lower, height_hi=self.height_upper,
+                    width_lo=self.width_lower, width_hi=self.width_upper, fill_mode=self.fill_mode,
+                    fill_value=self.fill_value, interpolation=self.interpolation)
 
 
 class RandomCrop(_Augmentation):
@@ -896,8 +868,8 @@ class RandomCrop(_Augmentation):
         cfg.update(height=self.height, width=self.width)
         return cfg
 
-    def _core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="RandomCrop", height=self.height, width=self.width)]
+    def core_config(self) -> Dict[str, Any]:
+        return dict(class_name="RandomCrop", height=self.height, width=self.width)
 
 
 # ------------------------------------------------------------------ merging layers (several inputs)
@@ -919,8 +891,8 @@ class Add(_Merge):
 
     _keras_name = "add"
 
-    def _core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="Add")]
+    def core_config(self) -> Dict[str, Any]:
+        return dict(class_name="Add")
 
 
 class Concatenate(_Merge):
@@ -943,38 +915,8 @@ class Concatenate(_Merge):
         cfg.update(axis=self.axis)
         return cfg
 
-    def _core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="Concatenate", axis=self.axis)]
-
-
-def _is_plain_relu(layer: Layer) -> bool:
-    return ((isinstance(layer, Activation) and layer.activation == "relu")
-            or (isinstance(layer, ReLU) and layer.max_value is None and layer.negative_slope == 0))
-
-
-def core_configs(layers: Sequence[Layer], inputs: Optional[Sequence[Sequence[int]]] = None
-                 ) -> List[List[Dict[str, Any]]]:
-    """The core layers of each position of a model (layers[i] reads the positions inputs[i], -1
-    being the model's input; None: a chain, as a Sequential stack), with one fusion: a
-    BatchNormalization whose output only a plain ReLU reads computes the ReLU itself (one pass over
-    the activations instead of two, forward and backward), and the ReLU becomes an identity view.
-    Each position keeps its count of core layers, so shapes, weights and trainable flags map as
-    without the fusion."""
-    if inputs is None:
-        inputs = [[i - 1] for i in range(len(layers))]
-    readers: List[List[int]] = [[] for _ in layers]
-    for j, parents in enumerate(inputs):
-        for p in parents:
-            if p >= 0:
-                readers[p].append(j)
-    out = [layer._core_configs() for layer in layers]
-    for i, layer in enumerate(layers):
-        if isinstance(layer, BatchNormalization) and len(readers[i]) == 1:
-            j = readers[i][0]
-            if _is_plain_relu(layers[j]) and list(inputs[j]) == [i]:
-                out[i] = layer._core_configs(fused_relu=True)
-                out[j] = [dict(class_name="Activation", activation="linear")]
-    return out
+    def core_config(self) -> Dict[str, Any]:
+        return dict(class_name="Concatenate", axis=self.axis)
 
 
 _REGISTRY = {c.__name__: c for c in (InputLayer, Conv2D, MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
@@ -1008,4 +950,4 @@ __all__ = ["Layer", "InputLayer", "Input", "Conv2D", "MaxPooling2D", "MaxPool2D"
            "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPooling2D", "GlobalMaxPool2D", "ZeroPadding2D",
            "Flatten", "Dense", "Dropout", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "Rescaling",
            "BatchNormalization", "RandomFlip", "RandomTranslation", "RandomCrop", "Add", "Concatenate", "KerasTensor",
-           "core_configs", "serialize", "deserialize"]
+           "serialize", "deserialize"]

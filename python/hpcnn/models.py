@@ -155,14 +155,10 @@ class Model:
         nodes = self._graph_nodes()
         if not nodes:
             raise ValueError("the model has no layers")
-        cfgs: List[Dict[str, Any]] = []
-        inputs: List[List[int]] = []
-        last_core: List[int] = []  # per position: the core layer that outputs it
-        for (layer, parents), per_node in zip(nodes, self._node_core_configs()):
-            for j, c in enumerate(per_node):
-                cfgs.append(c)
-                inputs.append([-1 if p < 0 else last_core[p] for p in parents] if j == 0 else [len(cfgs) - 2])
-            last_core.append(len(cfgs) - 1)
+        # One config per position and the positions each reads: the core lowers them (fusions, the
+        # softmax split) and reports shapes, weights and counts per position.
+        cfgs = [layer.core_config() for layer, _ in nodes]
+        inputs = [list(parents) for _, parents in nodes]
         if self._seed is None:
             self._seed_drawn = not utils.seeded()
             self._seed = next_model_seed()
@@ -191,31 +187,11 @@ class Model:
         self._model().to(devices.normalize(device))
         return self
 
-    def _node_core_configs(self) -> List[List[Dict[str, Any]]]:
-        """Per position, the configs of the core layers it builds (one, or two for a layer with a
-        softmax activation), with layers.core_configs' fusion (a BatchNormalization whose output
-        only a ReLU reads), which keeps each position's count of core layers (the ranges below and
-        the trainable mask rely on it)."""
-        nodes = self._graph_nodes()
-        return layers_mod.core_configs([layer for layer, _ in nodes], [parents for _, parents in nodes])
-
-    def _core_ranges(self) -> List[Tuple[int, int]]:
-        """Per position: the [begin, end) of its core layers."""
-        out, k = [], 0
-        for per_node in self._node_core_configs():
-            out.append((k, k + len(per_node)))
-            k += len(per_node)
-        return out
-
     def _layer_outputs(self) -> List[Tuple[layers_mod.Layer, Tuple[int, ...], int]]:
-        """(layer, per-sample output shape, params) for each position of the graph."""
+        """(layer, per-sample output shape, params) for each position of the graph (the core's reports)."""
         core = self._model()
-        shapes, weights = core.output_shapes, core.weight_shapes
-        out = []
-        for (layer, _), (b, e) in zip(self._graph_nodes(), self._core_ranges()):
-            params = sum(int(np.prod(shape)) for k in range(b, e) for _, shape in weights[k])
-            out.append((layer, tuple(shapes[e - 1]), params))
-        return out
+        return [(layer, tuple(shape), int(params)) for (layer, _), shape, params
+                in zip(self._graph_nodes(), core.layer_output_shapes, core.layer_param_counts)]
 
     def count_params(self) -> int:
         return int(self._model().num_params)
@@ -233,11 +209,8 @@ class Model:
             layer.trainable = self._trainable
 
     def _trainable_mask(self) -> List[bool]:
-        """One flag per core layer: whether the optimizer updates it, from the layers' trainable now."""
-        mask: List[bool] = []
-        for (layer, _), (b, e) in zip(self._graph_nodes(), self._core_ranges()):
-            mask += [bool(self._trainable and layer.trainable)] * (e - b)
-        return mask
+        """One flag per position: whether the optimizer updates it, from the layers' trainable now."""
+        return [bool(self._trainable and layer.trainable) for layer, _ in self._graph_nodes()]
 
     def _trainable_changed_since_compile(self) -> bool:
         return self._compiled is not None and self._compiled.get("trainable") != self._trainable_mask()
@@ -285,12 +258,8 @@ class Model:
         total = self.count_params()
         # Non-trainable: the weights of frozen layers, and the non-trainable weights by nature
         # (BatchNormalization's moving statistics) of every layer.
-        trainable = 0
-        for (layer, parents), (_, _, params) in zip(self._graph_nodes(), rows):
-            if self._trainable and layer.trainable:
-                first = parents[0]  # the input whose shape sizes the layer's weights
-                in_shape = tuple(self._input_shape or ()) if first < 0 else rows[first][1]
-                trainable += params - layer._non_trainable_count(in_shape)
+        per_layer = zip(self._trainable_mask(), self._model().layer_weights)
+        trainable = sum(int(np.prod(shape)) for on, weights in per_layer if on for _, shape, kind in weights if kind)
         print_fn(f"Total params: {total:,} ({total * 4 / 1024**2:.2f} MB)")
         print_fn(f"Trainable params: {trainable:,} ({trainable * 4 / 1024**2:.2f} MB)")
         print_fn(f"Non-trainable params: {total - trainable:,} ({(total - trainable) * 4 / 1024**2:.2f} MB)")
@@ -361,9 +330,8 @@ class Model:
     def _weight_names(self) -> List[str]:
         """'conv2d/kernel', 'conv2d/bias', 'batch_normalization/gamma', ...: the get_weights() order,
         named by the core's weight specs."""
-        weights = self._model().weight_shapes
-        return [f"{layer.name}/{name}" for (layer, _), (b, e) in zip(self._graph_nodes(), self._core_ranges())
-                for k in range(b, e) for name, _ in weights[k]]
+        return [f"{layer.name}/{name}" for (layer, _), weights in zip(self._graph_nodes(), self._model().layer_weights)
+                for name, _, _ in weights]
 
     def save(self, filepath: str, overwrite: bool = True, include_optimizer: bool = True,
              save_format: Optional[str] = None) -> None:
