@@ -228,6 +228,10 @@ class InputLayer(Layer):
     def get_config(self) -> Dict[str, Any]:
         return {"name": self.name, "input_shape": list(self.input_shape or ())}
 
+    def count_params(self, input_shape: Optional[Tuple[int, ...]] = None) -> int:
+        """No weights (the core never sees an InputLayer: it is the model's input shape)."""
+        return 0
+
 
 def Input(shape: Optional[Sequence[int]] = None, batch_size: Optional[int] = None, dtype: Any = None,
           sparse: Optional[bool] = None, batch_shape: Optional[Sequence[Optional[int]]] = None,
