@@ -121,9 +121,7 @@ def resnet_step(args) -> None:
     rng = np.random.default_rng(0)
     model = resnet20_cifar(shortcut=args.shortcut, seed=0)
     nodes = model.graph_nodes()
-    fused = [cfg[0].get("activation") == "relu" and isinstance(layer, L.BatchNormalization)
-             for (layer, _), cfg in zip(nodes, L.core_configs([lay for lay, _ in nodes],
-                                                               [parents for _, parents in nodes]))]
+    fused = [core == ["BatchNormalization+relu"] for core in model.core.core_layers]  # the core's lowering
     fused_relu = {id(nodes[i + 0][0].output_tensor) for i, f in enumerate(fused) if f}
     fwd, bwd, count = defaultdict(float), defaultdict(float), defaultdict(int)
 

@@ -19,7 +19,7 @@ import hpcnn
 from hpcnn import _core, optimizers
 from hpcnn.training import prepare_inputs, prepare_targets
 from hpcnn.layers import (Activation, Add, Concatenate, Conv2D, Dense, Flatten, InputLayer, RandomCrop, RandomFlip,
-                          RandomTranslation, Rescaling, ZeroPadding2D, core_configs)
+                          RandomTranslation, Rescaling, ZeroPadding2D)
 
 ops = _core.ops
 M32 = np.uint64(0xFFFFFFFF)
@@ -229,10 +229,15 @@ def test_op_bad_input():
 
 
 # ------------------------------------------------------------------ in a model
+def core_index(model, layer):
+    """The core index of a Keras-level layer's first core layer (the core's lowering, core_layers)."""
+    position = [la for la, _ in model.graph_nodes()].index(layer)
+    return sum(len(c) for c in model.core.core_layers[:position])
+
+
 def stream_of(model, layer):
     """The core index of a Keras-level layer (its augmentation stream is step * 1024 + index)."""
-    per = core_configs(model.layers)
-    return sum(len(p) for p in per[:model.layers.index(layer)])
+    return core_index(model, layer)
 
 
 def head_model(front, shape=(6, 6, 2), seed=3, classes=3):
@@ -267,7 +272,7 @@ def test_training_step_sees_the_documented_augmentation(front):
     for layer in layers:
         if not isinstance(layer, (RandomFlip, RandomTranslation)):
             continue
-        aug = ops.augment(aug, layer.core_configs()[0], seed=m.seed, stream=1 * 1024 + stream_of(m, layer))
+        aug = ops.augment(aug, layer.core_config(), seed=m.seed, stream=1 * 1024 + stream_of(m, layer))
     w0 = m.get_weights()
     plain = head_model([], seed=3)
     plain.build()
@@ -290,7 +295,7 @@ def test_padded_crop_at_the_start_trains_on_windows_and_predicts_on_the_original
     m.build()
     crop = m.layers[1]
     assert [s for _, s, _ in m.layer_outputs()][:2] == [(10, 10, 2), (6, 6, 2)]
-    aug = ops.augment(x, crop.core_configs()[0], seed=m.seed, stream=1024 + stream_of(m, crop), padding=[2, 2, 2, 2])
+    aug = ops.augment(x, crop.core_config(), seed=m.seed, stream=1024 + stream_of(m, crop), padding=[2, 2, 2, 2])
     plain = head_model([], seed=3)
     plain.build()
     plain.set_weights(m.get_weights())
@@ -420,8 +425,7 @@ def test_a_batch_staged_for_another_step_is_refused():
 # ------------------------------------------------------------------ in a functional model
 def node_stream(model, layer, step=1):
     """The augmentation stream of `layer` in a functional model: step * 1024 + its core index."""
-    position = [l for l, _ in model.graph_nodes()].index(layer)
-    return step * 1024 + model._core_ranges()[position][0]
+    return step * 1024 + core_index(model, layer)
 
 
 def residual_head(inp, seed):
@@ -445,8 +449,8 @@ def test_functional_model_leading_augmentation_trains_on_the_ops_output():
     plain = hpcnn.Model(pinp, residual_head(pinp, 0), seed=5)
     plain.build()
     plain.set_weights(m.get_weights())
-    aug = ops.augment(x, crop.core_configs()[0], seed=m.seed, stream=node_stream(m, crop), padding=[4, 4, 4, 4])
-    aug = ops.augment(aug, flip.core_configs()[0], seed=m.seed, stream=node_stream(m, flip))
+    aug = ops.augment(x, crop.core_config(), seed=m.seed, stream=node_stream(m, crop), padding=[4, 4, 4, 4])
+    aug = ops.augment(aug, flip.core_config(), seed=m.seed, stream=node_stream(m, flip))
     assert not np.array_equal(aug, x)
     w0 = m.get_weights()
     for a, b in zip(one_step_weights(m, x, y), one_step_weights(plain, aug, y)):
@@ -466,9 +470,9 @@ def test_functional_model_leading_augmentation_trains_on_the_ops_output():
     for step in range(1, 5):
         rows = slice(((step - 1) % 2) * 4, ((step - 1) % 2) * 4 + 4)
         first_row = 0  # each step's batch starts the step's global batch
-        b = ops.augment(x[rows], crop2.core_configs()[0], seed=m2.seed, stream=node_stream(m2, crop2, step),
+        b = ops.augment(x[rows], crop2.core_config(), seed=m2.seed, stream=node_stream(m2, crop2, step),
                         first_row=first_row, padding=[4, 4, 4, 4])
-        b = ops.augment(b, flip2.core_configs()[0], seed=m2.seed, stream=node_stream(m2, flip2, step),
+        b = ops.augment(b, flip2.core_config(), seed=m2.seed, stream=node_stream(m2, flip2, step),
                         first_row=first_row)
         ref.train_on_batch(b, y[rows])
     for a, b in zip(w_m2, ref.get_weights()):
@@ -494,7 +498,7 @@ def test_functional_augmentation_on_a_branch_of_the_input_runs_as_an_op():
     flat = hpcnn.Sequential([InputLayer(input_shape=(144,)), Dense(3, activation="softmax")], seed=2)
     flat.build()
     flat.set_weights(m.get_weights())
-    aug = ops.augment(x, flip.core_configs()[0], seed=m.seed, stream=node_stream(m, flip))
+    aug = ops.augment(x, flip.core_config(), seed=m.seed, stream=node_stream(m, flip))
     assert not np.array_equal(aug, x)
     joined = np.concatenate([aug.reshape(8, -1), x.reshape(8, -1)], axis=1)
     for a, b in zip(one_step_weights(m, x, y), one_step_weights(flat, joined, y)):

@@ -19,7 +19,7 @@ import hpcnn
 import ops_reference as ref
 from hpcnn import _core, optimizers
 from hpcnn.layers import (Activation, BatchNormalization, Conv2D, Dense, Flatten, GlobalAveragePooling2D, InputLayer,
-                          MaxPooling2D, ReLU, core_configs)
+                          Dropout, MaxPooling2D, ReLU)
 
 
 def dense_bn_model(momentum=0.9, seed=1, **bn):
@@ -243,12 +243,16 @@ def test_a_batch_of_one_sample_normalizes_to_beta():
 
 
 def fused_and_plain(cfg_layers, seed=7):
-    """Two core models of the same layers: with BatchNormalization+ReLU fused (what Sequential
-    builds) and with every layer on its own."""
-    fused = [c for per in core_configs(cfg_layers) for c in per]
-    plain = [c for layer in cfg_layers for c in layer.core_configs()]
-    assert fused != plain
-    return (_core.Model([6, 6, 3], fused, seed), _core.Model([6, 6, 3], plain, seed))
+    """Two core models of the same layers: with BatchNormalization+ReLU fused (what the core makes
+    of them) and with every layer on its own (a Dropout(0), which passes every value unchanged,
+    between the two keeps the ReLU from being the BatchNormalization's lone reader)."""
+    bn = next(i for i, la in enumerate(cfg_layers) if isinstance(la, BatchNormalization))
+    apart = cfg_layers[:bn + 1] + [Dropout(0.0)] + cfg_layers[bn + 1:]
+    fused = _core.Model([6, 6, 3], [la.core_config() for la in cfg_layers], seed)
+    plain = _core.Model([6, 6, 3], [la.core_config() for la in apart], seed)
+    assert fused.core_layers[bn:bn + 2] == [["BatchNormalization+relu"], ["Identity"]]
+    assert plain.core_layers[bn:bn + 3] == [["BatchNormalization"], ["Dropout"], ["Activation:relu"]]
+    return fused, plain
 
 
 @pytest.mark.parametrize("relu_layer", [ReLU, lambda: Activation("relu")])
@@ -270,9 +274,9 @@ def test_fused_batchnorm_relu_computes_what_the_two_layers_compute(relu_layer):
 
 def test_relu_variants_that_are_not_plain_are_not_fused():
     layers = [BatchNormalization(), ReLU(negative_slope=0.1), BatchNormalization(), ReLU(max_value=6)]
-    cfgs = core_configs(layers)
-    assert cfgs[0][0]["activation"] == "linear" and cfgs[2][0]["activation"] == "linear"
-    assert cfgs[1][0]["activation"] == "leaky_relu" and cfgs[3][0]["activation"] == "relu6"
+    core = _core.Model([6, 6, 3], [la.core_config() for la in layers], 0)
+    assert core.core_layers == [["BatchNormalization"], ["Activation:leaky_relu"], ["BatchNormalization"],
+                                ["Activation:relu6"]]
 
 
 def test_a_small_bn_cnn_learns_on_the_cpu():

@@ -20,8 +20,7 @@ def core_model(layers, input_shape=(8, 8, 2)):
 
 def test_python_layer_configs_build_the_same_model():
     m = small_model()
-    cfgs = [c for layer in m.layers for c in layer.core_configs()]
-    core = core_model(cfgs)
+    core = core_model([layer.core_config() for layer in m.layers])
     assert core.num_params == m.count_params()
     assert [tuple(s) for s in core.output_shapes] == [(8, 8, 4), (4, 4, 4), (64,), (8,), (8,), (8,), (3,), (3,)]
 

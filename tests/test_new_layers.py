@@ -179,7 +179,7 @@ def test_layer_config_round_trip(layer):
     again = deserialize(serialize(layer))
     assert type(again) is type(layer)
     assert again.get_config() == layer.get_config()
-    assert again.core_configs() == layer.core_configs()
+    assert again.core_config() == layer.core_config()
 
 
 def test_model_with_the_new_layers_saves_and_loads(tmp_path):

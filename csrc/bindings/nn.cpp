@@ -1,6 +1,7 @@
-// The model as Python sees it: hpcnn._core.Model, built from layer configs (dicts made by
-// python/hpcnn/layers.py, turned into layers by nn/factory.h) and, for a graph, each layer's
-// inputs (python/hpcnn/models.py). Every call that computes releases the GIL.
+// The model as Python sees it: hpcnn._core.Model, a distribute::ReplicatedModel built from one
+// config dict per Keras layer and, for a graph, each layer's inputs (lowered to core layers by
+// nn/lowering.h). The binding converts values, takes the model's lock, releases the GIL around
+// every call that computes and maps errors; the model does the rest.
 #include <pybind11/stl.h>
 
 #include <mutex>
@@ -9,16 +10,15 @@
 
 #include "bindings/bindings.h"
 #include "bindings/numpy_tensor.h"
-#include "distribute/replica_set.h"
+#include "distribute/replicated_model.h"
 #include "nn/config.h"
 #include "nn/factory.h"
+#include "nn/lowering.h"
 #include "nn/model.h"
 
 namespace hpcnn::bindings {
 
 namespace {
-
-using nn::LayerPtr;
 
 // A config dict as nn::Config: booleans, integers (Python's or NumPy's), other numbers, strings
 // and lists/tuples of numbers (of integers only: a list of integers; with any other number: a list
@@ -187,48 +187,27 @@ std::optional<nn::Batch> next_batch_of(const py::handle& obj, const nn::Model& m
   }
 }
 
-// The model plus a lock: calls run without the GIL, so two Python threads must not interleave.
-// With a strategy (hpcnn.distribute) it also holds the model's other replicas of this process and
-// the replica set that trains them all: `model` is replica 0, the one Python reads weights from;
-// calls that change what a step computes (weights, trainable flags, learning rate) reach every
-// replica. What the replicas are built from is kept here for that.
+// The model (its replicas under a strategy, distribute/replicated_model.h) plus a lock: calls run
+// without the GIL, so two Python threads must not interleave.
 struct PyModel {
-  std::unique_ptr<nn::Model> model;
+  std::unique_ptr<distribute::ReplicatedModel> rm;
   std::mutex mu;
   std::vector<double> last_metrics;  // the last train/test step's metric sums (set_metrics' order)
-  // How the model was built and compiled (for its replicas).
-  Shape input_shape;
-  std::vector<nn::Config> layer_configs;
-  std::optional<std::vector<std::vector<int>>> node_inputs;  // a graph's node inputs (none: a chain)
-  std::optional<nn::Config> optimizer_config;
-  nn::LossSpec loss;                   // compile's loss (kind, from_logits, label_smoothing)
-  std::vector<nn::MetricSpec> metrics;  // set_metrics'
-  std::vector<float> class_weights;     // set_class_weights' ([]: none)
-  std::vector<bool> trainable;
-  // Data parallelism: replicas 1.. of this process (replica 0 is `model`) and their driver.
-  std::vector<std::unique_ptr<nn::Model>> others;
-  std::unique_ptr<distribute::ReplicaSet> replicas;
 
-  std::vector<nn::Model*> all() {
-    std::vector<nn::Model*> v{model.get()};
-    for (auto& o : others) v.push_back(o.get());
-    return v;
-  }
-  void undistribute() {
-    replicas.reset();  // detaches the reducers before the replicas go
-    others.clear();
-  }
+  nn::Model& model() { return rm->model(); }  // replica 0: the one Python reads weights from
 };
 
-// A chain of layers (inputs none: a Sequential model) or a graph (per layer, the layers it reads).
-std::unique_ptr<nn::Model> make_model(const Shape& input_shape, std::vector<LayerPtr> layers,
-                                      const std::optional<std::vector<std::vector<int>>>& inputs, uint64_t seed) {
-  if (!inputs) return std::make_unique<nn::Model>(input_shape, std::move(layers), seed);
-  if (inputs->size() != layers.size())
-    throw ValueError(cat("inputs: one list per layer, got ", inputs->size(), " for ", layers.size(), " layers"));
-  std::vector<nn::Node> nodes;
-  for (size_t i = 0; i < layers.size(); ++i) nodes.push_back(nn::Node{std::move(layers[i]), (*inputs)[i]});
-  return std::make_unique<nn::Model>(input_shape, std::move(nodes), seed);
+// Per layer (Keras position): (name, shape, trainable) of each weight.
+py::list weight_tuples(const std::vector<nn::ParamSpec>& specs) {
+  py::list out;
+  for (const nn::ParamSpec& s : specs) out.append(py::make_tuple(s.name, s.shape, s.trainable));
+  return out;
+}
+
+std::vector<nn::Config> layer_configs_of(const py::list& layers) {
+  std::vector<nn::Config> out;
+  for (auto c : layers) out.push_back(to_config(c, "layer config"));
+  return out;
 }
 
 // Takes the model's lock WITHOUT holding the GIL. A call in progress holds the lock with the GIL
@@ -244,20 +223,19 @@ enum class StepKind { Train, Test };
 // One training (or evaluation) step without the GIL; returns (loss_sum, correct, n).
 py::tuple run_step(PyModel& p, const py::object& batch, const py::object& next, StepKind kind) {
   const bool train = kind == StepKind::Train;
-  if (!p.model->compiled())
+  if (!p.model().compiled())
     throw ValueError(cat("the model must be compiled before ", train ? "training" : "evaluation",
                          ": call model.compile(...)"));
   std::optional<nn::Batch> current;
-  if (!batch.is_none()) current = batch_of(batch, *p.model, true);
-  std::optional<nn::Batch> ahead = next_batch_of(next, *p.model, true);
+  if (!batch.is_none()) current = batch_of(batch, p.model(), true);
+  std::optional<nn::Batch> ahead = next_batch_of(next, p.model(), true);
   auto lk = lock_model(p);
   nn::BatchStats st;
   {
     py::gil_scoped_release nogil;
     const nn::Batch* c = current ? &*current : nullptr;
     const nn::Batch* n = ahead ? &*ahead : nullptr;
-    if (p.replicas) st = train ? p.replicas->train_step(c, n) : p.replicas->test_step(c, n);
-    else st = train ? p.model->train_step(c, n) : p.model->test_step(c, n);
+    st = train ? p.rm->train_step(c, n) : p.rm->test_step(c, n);
     current.reset();  // the arrays, released without the GIL: their keep-alive takes it
     ahead.reset();
   }
@@ -273,7 +251,7 @@ py::array flat_buffer(PyModel& p, const Tensor& flat, bool keras_layout) {
   auto lk = lock_model(p);
   if (!keras_layout) return to_numpy(flat);
   const Tensor host = flat.device().is_cpu() ? flat : flat.to(Device::cpu());
-  return to_numpy(p.model->param_layout().convert(host, flat.device(), Device::cpu()));
+  return to_numpy(p.model().param_layout().convert(host, flat.device(), Device::cpu()));
 }
 
 }  // namespace
@@ -301,50 +279,63 @@ void bind_nn(py::module_& m) {
      "The learning rate a schedule (config: class_name and Keras' arguments, as optimizers send it) gives the "
      "step taken after `step` steps: the C++ code a training step runs.");
 
-  m.def("layer_output_shape", [](py::list layer_configs, std::vector<std::vector<long long>> input_shapes) {
-    std::vector<LayerPtr> layers;
-    for (auto c : layer_configs) layers.push_back(nn::make_layer(to_config(c, "layer config")));
-    if (layers.empty()) throw ValueError("layer_output_shape: no layers");
-    Shape shape = nn::node_output_shape(*layers[0], input_shapes);
-    for (size_t i = 1; i < layers.size(); ++i) shape = nn::node_output_shape(*layers[i], {shape});
-    return shape;
-  }, py::arg("layers"), py::arg("input_shapes"),
-     "The per-sample output shape of core layers (configs) in a chain, the first taking every shape in "
-     "input_shapes (ValueError when they do not fit): a layer's output shape when called on symbolic tensors.");
+  m.def("layer_output_shape", [](py::dict layer, std::vector<std::vector<long long>> input_shapes) {
+    return nn::layer_output_shape(to_config(layer, "layer config"), input_shapes);
+  }, py::arg("layer"), py::arg("input_shapes"),
+     "The per-sample output shape of one Keras layer (its config, as Model takes them) whose inputs have these "
+     "per-sample shapes (a merge layer takes them all; ValueError when they do not fit): a layer's output shape "
+     "when called on symbolic tensors.");
+  m.def("layer_weight_shapes", [](py::dict layer, std::vector<std::vector<long long>> input_shapes) {
+    return weight_tuples(nn::layer_weights(to_config(layer, "layer config"), input_shapes));
+  }, py::arg("layer"), py::arg("input_shapes"),
+     "The weights of one Keras layer (its config) on inputs of these per-sample shapes: (name, shape, trainable) "
+     "each, in get_weights' order; trainable False for a weight no optimizer steps (BatchNormalization's "
+     "moving_mean and moving_variance).");
 
   py::class_<PyModel>(m, "Model")
-      .def(py::init([](std::vector<long long> input_shape, py::list layer_configs, uint64_t seed,
+      .def(py::init([](std::vector<long long> input_shape, py::list layers, uint64_t seed,
                        std::optional<std::vector<std::vector<int>>> inputs) {
              auto pm = std::make_unique<PyModel>();
-             std::vector<LayerPtr> layers;
-             for (auto c : layer_configs) {
-               pm->layer_configs.push_back(to_config(c, "layer config"));
-               layers.push_back(nn::make_layer(pm->layer_configs.back()));
-             }
-             pm->input_shape = input_shape;
-             pm->node_inputs = inputs;
-             pm->model = make_model(input_shape, std::move(layers), inputs, seed);
-             pm->trainable.assign(static_cast<size_t>(pm->model->num_nodes()), true);
+             pm->rm = std::make_unique<distribute::ReplicatedModel>(input_shape, layer_configs_of(layers),
+                                                                     std::move(inputs), seed);
              return pm;
            }),
            py::arg("input_shape"), py::arg("layers"), py::arg("seed"), py::arg("inputs") = py::none(),
-           "A model of `layers` (configs). inputs: per layer, the indices of the layers it reads (-1: the model's "
-           "input; each earlier in the list; the last layer is the output); None: a chain (Sequential).")
+           "A model of `layers`: one config per Keras layer (its position; class_name the Keras class), lowered to "
+           "core layers by the core (nn/lowering.h: fused ReLUs, the softmax split, BatchNormalization+ReLU). "
+           "inputs: per layer, the indices of the layers it reads (-1: the model's input; each earlier in the "
+           "list; the last layer is the output); None: a chain (Sequential).")
       .def_property_readonly("node_inputs", [](PyModel& p) {
         std::vector<std::vector<int>> out;
-        for (int i = 0; i < p.model->num_nodes(); ++i) out.push_back(p.model->graph().inputs(i));
+        for (int i = 0; i < p.model().num_nodes(); ++i) out.push_back(p.model().graph().inputs(i));
         return out;
-      }, "Per layer, the indices of the layers it reads (-1: the model's input).")
-      .def_property("memory_reuse", [](PyModel& p) { return p.model->memory_reuse(); },
+      }, "Per core layer, the indices of the core layers it reads (-1: the model's input).")
+      .def_property_readonly("core_layers", [](PyModel& p) { return p.rm->lowering().names; },
+                             "Per layer, the core layers it was lowered to, in node order ('Conv2D+relu', "
+                             "['Dense', 'Activation:softmax'], 'BatchNormalization+relu', 'Identity', ...).")
+      .def_property_readonly("layer_output_shapes", [](PyModel& p) { return p.rm->layer_output_shapes(); },
+                             "Per layer, its per-sample output shape.")
+      .def_property_readonly("layer_weights", [](PyModel& p) {
+        py::list out;
+        for (const auto& specs : p.rm->layer_weights()) out.append(weight_tuples(specs));
+        return out;
+      }, "Per layer, (name, shape, trainable) of each of its weights in get_weights' order; trainable False: a "
+         "weight no optimizer steps (BatchNormalization's moving statistics), whatever the layer's flag.")
+      .def_property_readonly("layer_param_counts", [](PyModel& p) {
+        std::vector<long long> out;
+        for (const auto& specs : p.rm->layer_weights()) out.push_back(nn::param_count(specs));
+        return out;
+      }, "Per layer, its number of weights (trainable and not).")
+      .def_property("memory_reuse", [](PyModel& p) { return p.model().memory_reuse(); },
                     [](PyModel& p, bool on) {
                       auto lk = lock_model(p);
-                      for (nn::Model* m : p.all()) m->set_memory_reuse(on);
+                      p.rm->set_memory_reuse(on);
                     },
                     "Whether a step's buffers share memory once nothing later reads them (default). False, for "
                     "tests: every buffer kept apart for the whole step; the results must be the same bits.")
       .def("memory_report", [](PyModel& p, long long batch_size) {
         auto lk = lock_model(p);
-        nn::MemoryReport r = p.model->memory_report(batch_size);
+        nn::MemoryReport r = p.model().memory_report(batch_size);
         py::dict d;
         d["batch_size"] = r.batch;
         d["train"] = r.train;
@@ -352,76 +343,66 @@ void bind_nn(py::module_& m) {
         d["predict"] = r.predict;
         d["train_keep_all"] = r.train_keep_all;
         d["one_buffer_per_activation"] = r.one_buffer_per_activation;
-        d["allocated"] = p.model->arena_bytes();
+        d["allocated"] = p.model().arena_bytes();
         return d;
       }, py::arg("batch_size"),
          "Bytes of a step's activations and gradients for batches of batch_size rows: the planned arena of each "
          "step kind (train, test, predict), for comparison the training step's buffers each kept for the whole step "
          "(train_keep_all: no reuse, memory_reuse=False) and the layout of one buffer per activation, and the arena "
          "allocated now.")
-      .def_property_readonly("num_params", [](PyModel& p) { return p.model->num_params(); })
-      .def_property_readonly("num_trainable_params", [](PyModel& p) { return p.model->num_trainable_params(); })
+      .def_property_readonly("num_params", [](PyModel& p) { return p.model().num_params(); })
+      .def_property_readonly("num_trainable_params", [](PyModel& p) { return p.model().num_trainable_params(); })
       .def("set_trainable", [](PyModel& p, const std::vector<bool>& per_layer) {
         auto lk = lock_model(p);
-        for (nn::Model* m : p.all()) m->set_trainable(per_layer);
-        p.trainable = per_layer;
-      }, py::arg("per_layer"), "Which core layers the optimizer updates (Python calls it at compile).")
-      .def_property_readonly("output_shapes", [](PyModel& p) { return p.model->output_shapes(); })
+        p.rm->set_trainable(per_layer);
+      }, py::arg("per_layer"), "Which layers (one flag per Keras layer) the optimizer updates (Python calls it at "
+         "compile).")
+      .def_property_readonly("output_shapes", [](PyModel& p) { return p.model().output_shapes(); },
+                             "Per core layer (node_inputs' nodes), its per-sample output shape (the last: the "
+                             "model's output).")
       .def_property_readonly("weight_shapes", [](PyModel& p) {
         py::list out;
-        for (auto& layer : p.model->weight_specs()) {
+        for (const auto& specs : p.rm->layer_weights()) {
           py::list l;
-          for (auto& s : layer) l.append(py::make_tuple(s.name, s.shape));
+          for (const nn::ParamSpec& s : specs) l.append(py::make_tuple(s.name, s.shape));
           out.append(l);
         }
         return out;
-      })
-      .def_property_readonly("device", [](PyModel& p) { return p.model->device().str(); })
-      .def_property_readonly("step", [](PyModel& p) { return p.model->step(); },
+      }, "Per layer, (name, shape) of each of its weights in get_weights' order.")
+      .def_property_readonly("device", [](PyModel& p) { return p.model().device().str(); })
+      .def_property_readonly("step", [](PyModel& p) { return p.model().step(); },
                              "Training steps taken: with the seed, the key of dropout's masks.")
-      .def_property_readonly("seed", [](PyModel& p) { return p.model->seed(); })
+      .def_property_readonly("seed", [](PyModel& p) { return p.model().seed(); })
       .def("set_rng_state", [](PyModel& p, uint64_t seed, uint64_t step) {
         auto lk = lock_model(p);
-        for (nn::Model* m : p.all()) m->set_rng_state(seed, step);
+        p.rm->set_rng_state(seed, step);
       }, py::arg("seed"), py::arg("step"),
          "Restores the random state (seed and step counter) of a saved or backed-up model: its next training "
          "steps then draw the dropout masks of an uninterrupted run.")
       .def("to", [](PyModel& p, const std::string& dev) {
         auto lk = lock_model(p);
         Device d = parse_device(dev);
-        if (p.replicas && d != p.model->device())
-          throw ValueError(cat("the model trains with a distribution strategy on ",
-                               p.replicas->group().devices().size(), " replica(s) starting at ",
-                               p.model->device().str(), ": its devices are the strategy's (create the model in "
-                               "another strategy's scope to use other devices)"));
         py::gil_scoped_release nogil;
-        p.model->to(d);
+        p.rm->to(d);
       })
       .def("compile", [](PyModel& p, py::dict opt, const std::string& loss, bool from_logits, float label_smoothing) {
         auto lk = lock_model(p);
         nn::Config cfg = to_config(opt, "optimizer config");
-        std::unique_ptr<nn::Optimizer> o = nn::make_optimizer(cfg);
         const nn::LossSpec spec{nn::parse_loss(loss), from_logits, label_smoothing};
-        p.undistribute();  // a strategy distributes the model again after compile (fresh optimizers)
-        p.model->compile(std::move(o), spec);
-        p.optimizer_config = cfg;
-        p.loss = spec;
-        p.metrics.clear();  // compile clears the model's metrics (set_metrics follows)
+        p.rm->compile(cfg, spec);  // a strategy distributes the model again after compile (fresh optimizers)
       }, py::arg("optimizer"), py::arg("loss"), py::arg("from_logits") = false, py::arg("label_smoothing") = 0.0f)
       .def("set_metrics", [](PyModel& p, const std::vector<std::tuple<std::string, int, float>>& metrics) {
         std::vector<nn::MetricSpec> specs;
         for (const auto& [name, k, threshold] : metrics) specs.push_back({nn::parse_metric(name), k, threshold});
         auto lk = lock_model(p);
-        for (nn::Model* m : p.all()) m->set_metrics(specs);  // every replica: reduce_stats sums the same count
-        p.metrics = specs;
+        p.rm->set_metrics(specs);
         p.last_metrics.clear();
       }, py::arg("metrics"),
          "The metrics each train/test step computes on the outputs: (core name, k, threshold) each; their sums "
          "over the last step's rows (of every replica under a strategy) are last_metric_sums.")
       .def("set_class_weights", [](PyModel& p, const std::vector<float>& weights) {
         auto lk = lock_model(p);
-        for (nn::Model* m : p.all()) m->set_class_weights(weights);
-        p.class_weights = weights;
+        p.rm->set_class_weights(weights);
       }, py::arg("weights"), "Per-class loss weights indexed by the target's class ([]: none).")
       .def_property_readonly("last_metric_sums", [](PyModel& p) { return p.last_metrics; },
                              "The last train/test step's sum over its rows (of every replica under a strategy) of "
@@ -429,21 +410,18 @@ void bind_nn(py::module_& m) {
       .def_property("learning_rate",
                     [](PyModel& p) {
                       auto lk = lock_model(p);
-                      if (!p.model->optimizer()) throw ValueError("the model is not compiled");
-                      return p.model->optimizer()->learning_rate();
+                      return p.rm->learning_rate();
                     },
                     [](PyModel& p, double lr) {
                       auto lk = lock_model(p);
-                      if (!p.model->optimizer()) throw ValueError("the model is not compiled");
-                      for (nn::Model* m : p.all()) m->optimizer()->set_learning_rate(lr);
+                      p.rm->set_learning_rate(lr);
                     },
                     "The learning rate of the next step: a schedule's value at `iterations`, or the fixed rate "
                     "(settable only without a schedule).")
       .def("set_learning_rate_schedule", [](PyModel& p, py::dict schedule) {
         nn::Config cfg = to_config(schedule, "schedule config");
         auto lk = lock_model(p);
-        if (!p.model->optimizer()) throw ValueError("the model is not compiled");
-        for (nn::Model* m : p.all()) m->optimizer()->set_schedule(nn::make_learning_rate_schedule(cfg));
+        p.rm->set_learning_rate_schedule(cfg);
       }, py::arg("schedule"), "Lets a schedule (class_name and Keras' arguments) drive the learning rate from the next "
          "step on, evaluated at `iterations`.")
       .def("optimizer_state", [](PyModel& p, bool keras_layout) {
@@ -451,7 +429,7 @@ void bind_nn(py::module_& m) {
         std::vector<nn::StateBuffer> state;
         {
           py::gil_scoped_release nogil;
-          state = p.model->optimizer_state(keras_layout);
+          state = p.model().optimizer_state(keras_layout);
         }
         py::dict out;
         for (const nn::StateBuffer& s : state) out[py::str(s.name)] = to_numpy(s.value);
@@ -472,18 +450,17 @@ void bind_nn(py::module_& m) {
         }
         auto lk = lock_model(p);
         py::gil_scoped_release nogil;
-        // Every replica of this process (each rank restores the same file: a resumed data-parallel run).
-        for (nn::Model* m : p.all()) m->set_optimizer_state(state, iterations);
+        p.rm->set_optimizer_state(state, iterations);
       }, py::arg("buffers"), py::arg("iterations"),
          "Restores the optimizer: buffers {name: flat float32 array in Keras' layout} (all of state_names, or {} "
          "for a fresh state) and the step count. ValueError, nothing changed, when they do not fit.")
       .def_property_readonly("optimizer_state_names", [](PyModel& p) {
-        if (!p.model->optimizer()) throw ValueError("the model is not compiled");
-        return p.model->optimizer()->state_names();
+        if (!p.model().optimizer()) throw ValueError("the model is not compiled");
+        return p.model().optimizer()->state_names();
       }, "The names of the optimizer's state buffers for its configuration (Adam: ['momentum', 'velocity'], "
          "SGD with momentum: ['momentum'], without: []).")
       .def_property_readonly("iterations", [](PyModel& p) {
-        return p.model->optimizer() ? p.model->optimizer()->iterations : 0LL;
+        return p.model().optimizer() ? p.model().optimizer()->iterations : 0LL;
       })
       .def("train_step", [](PyModel& p, py::object batch, py::object next) {
         return run_step(p, batch, next, StepKind::Train);
@@ -498,15 +475,15 @@ void bind_nn(py::module_& m) {
          "Loss and accuracy without training: (loss_sum, correct, n); batch and next as for train_step.")
       .def("predict_step", [](PyModel& p, py::object batch, py::object next) {
         std::optional<nn::Batch> current;
-        if (!batch.is_none()) current = batch_of(batch, *p.model, false);
-        std::optional<nn::Batch> ahead = next_batch_of(next, *p.model, false);
+        if (!batch.is_none()) current = batch_of(batch, p.model(), false);
+        std::optional<nn::Batch> ahead = next_batch_of(next, p.model(), false);
         Tensor out;
         {
           auto lk = lock_model(p);
           py::gil_scoped_release nogil;
           const nn::Batch* c = current ? &*current : nullptr;
           const nn::Batch* n = ahead ? &*ahead : nullptr;
-          out = p.replicas ? p.replicas->predict_step(c, n) : p.model->predict_step(c, n);
+          out = p.rm->predict_step(c, n);
           current.reset();
           ahead.reset();
         }
@@ -516,73 +493,49 @@ void bind_nn(py::module_& m) {
          "Outputs for batch (x[, y[, rows[, decode]]]) (y is ignored), or None for the staged batch; stages next.")
       .def_property_readonly("has_staged", [](PyModel& p) {
         auto lk = lock_model(p);
-        return p.replicas ? p.replicas->has_staged() : p.model->has_staged();
+        return p.rm->has_staged();
       }, "Whether a batch is staged (by the last step's `next`) and not yet taken.")
       .def("drop_staged", [](PyModel& p) {
         auto lk = lock_model(p);
         py::gil_scoped_release nogil;
-        if (p.replicas) p.replicas->drop_staged();
-        else p.model->drop_staged();
+        p.rm->drop_staged();
       }, "Drops a staged batch (and releases its arrays).")
       .def_property_readonly("staging_slots", [](PyModel& p) {
         auto lk = lock_model(p);
-        const nn::BatchStager& s = p.model->stager();
+        const nn::BatchStager& s = p.model().stager();
         auto ahead = s.ahead_slot();
         return py::make_tuple(slot_number(s.last_slot()), ahead ? slot_number(*ahead) : -1);
       }, "(staging slot of the last step's batch, slot of the staged batch or -1): for tests")
       .def("get_weights", [](PyModel& p) {
         auto lk = lock_model(p);
         py::list out;
-        for (auto& t : p.model->get_weights()) out.append(to_numpy(t));
+        for (auto& t : p.model().get_weights()) out.append(to_numpy(t));
         return out;
       })
       .def("set_weights", [](PyModel& p, py::list ws) {
         std::vector<Tensor> ts;
         for (auto w : ws) ts.push_back(borrow_array(as_f32(w), "weight"));
         auto lk = lock_model(p);
-        for (nn::Model* m : p.all()) m->set_weights(ts);
+        p.rm->set_weights(ts);
       })
       // ---- the flat buffers, in the layout of the model's device (nn/param_layout.h)
       .def("parameter_buffer", [](PyModel& p, bool keras_layout) {
-        return flat_buffer(p, p.model->parameter_buffer(), keras_layout);
+        return flat_buffer(p, p.model().parameter_buffer(), keras_layout);
       }, py::arg("keras_layout") = false,
          "The one parameter buffer in the layout of the model's device: conv kernels are (kh, kw, in, out) on "
          "the CPU but (out, kh, kw, in) on a GPU. A live view on the CPU, a copy from a GPU. keras_layout=True: "
          "a copy with every kernel in Keras' layout (get_weights' arrays, flattened and concatenated), "
          "comparable across devices.")
       .def("gradient_buffer", [](PyModel& p, bool keras_layout) {
-        return flat_buffer(p, p.model->gradient_buffer(), keras_layout);
+        return flat_buffer(p, p.model().gradient_buffer(), keras_layout);
       }, py::arg("keras_layout") = false,
          "The gradients of the last training step, aligned with parameter_buffer(keras_layout) element for "
          "element (the device's layout unless keras_layout=True).")
       // ---- data parallelism (hpcnn.distribute)
       .def("distribute", [](PyModel& p, std::shared_ptr<distribute::Group> group, long long bucket_bytes) {
         auto lk = lock_model(p);
-        if (!p.model->compiled() || !p.optimizer_config)
-          throw ValueError("distribute: the model must be compiled first");
-        if (p.model->optimizer()->iterations != 0)
-          throw ValueError("distribute: the model has trained since compile(); a strategy takes a model at "
-                           "compile() (build and compile it inside strategy.scope())");
         py::gil_scoped_release nogil;
-        p.undistribute();
-        p.model->drop_staged();
-        const std::vector<Device>& devices = group->devices();
-        p.model->to(devices[0]);
-        for (size_t i = 1; i < devices.size(); ++i) {
-          std::vector<LayerPtr> layers;
-          for (const nn::Config& c : p.layer_configs) layers.push_back(nn::make_layer(c));
-          auto m = make_model(p.input_shape, std::move(layers), p.node_inputs, p.model->seed());
-          m->set_memory_reuse(p.model->memory_reuse());
-          m->set_rng_state(p.model->seed(), p.model->step());
-          m->to(devices[i]);
-          m->compile(nn::make_optimizer(*p.optimizer_config), p.loss);
-          m->set_metrics(p.metrics);
-          m->set_class_weights(p.class_weights);
-          m->set_trainable(p.trainable);
-          p.others.push_back(std::move(m));
-        }
-        p.replicas = std::make_unique<distribute::ReplicaSet>(group, p.all(), bucket_bytes);
-        p.replicas->broadcast_parameters();  // the same initial weights everywhere: replica 0 of rank 0's
+        p.rm->distribute(std::move(group), bucket_bytes);
       }, py::arg("group"), py::arg("bucket_bytes"),
          "Trains this (compiled) model data-parallel with `group`: makes this process's other replicas (same "
          "layers, seed and optimizer, on the group's devices), broadcasts replica 0 of rank 0's weights, and "
@@ -590,23 +543,22 @@ void bind_nn(py::module_& m) {
       .def("undistribute", [](PyModel& p) {
         auto lk = lock_model(p);
         py::gil_scoped_release nogil;
-        p.undistribute();
+        p.rm->undistribute();
       }, "Back to one replica (this process's replica 0 keeps its weights and device).")
       .def("sync_replicas", [](PyModel& p) {
         auto lk = lock_model(p);
-        if (!p.replicas) return;
         py::gil_scoped_release nogil;
-        p.replicas->broadcast_parameters();
+        p.rm->sync_replicas();
       }, "Replica 0 of rank 0's weights to every replica (collective: every rank calls it).")
-      .def_property_readonly("distributed", [](PyModel& p) { return p.replicas != nullptr; })
+      .def_property_readonly("distributed", [](PyModel& p) { return p.rm->replica_set() != nullptr; })
       .def_property_readonly("replica_devices", [](PyModel& p) {
         std::vector<std::string> out;
-        for (nn::Model* m : p.all()) out.push_back(m->device().str());
+        for (nn::Model* m : p.rm->replicas()) out.push_back(m->device().str());
         return out;
       }, "The devices of this process's replicas (just the model's without a strategy).")
       .def("replica_weights", [](PyModel& p, int i) {
         auto lk = lock_model(p);
-        std::vector<nn::Model*> ms = p.all();
+        std::vector<nn::Model*> ms = p.rm->replicas();
         if (i < 0 || i >= static_cast<int>(ms.size())) throw ValueError(cat("no replica ", i));
         py::list out;
         for (auto& t : ms[static_cast<size_t>(i)]->get_weights()) out.append(to_numpy(t));
@@ -614,8 +566,8 @@ void bind_nn(py::module_& m) {
       }, py::arg("replica"), "get_weights() of this process's replica `replica` (for tests).")
       .def_property_readonly("step_collectives", [](PyModel& p) {
         auto lk = lock_model(p);
-        if (!p.replicas) return py::tuple(py::make_tuple(0, 0, 0));
-        const distribute::GradientReducer& r = p.replicas->reducer(0);
+        if (!p.rm->replica_set()) return py::tuple(py::make_tuple(0, 0, 0));
+        const distribute::GradientReducer& r = p.rm->replica_set()->reducer(0);
         return py::tuple(
             py::make_tuple(r.step_collectives(), r.step_bytes(), static_cast<long long>(r.buckets().size())));
       }, "(collectives, bytes, buckets) of the gradient sums of the last training step (0s without a strategy); "
@@ -625,7 +577,7 @@ void bind_nn(py::module_& m) {
         Tensor host = borrow_array(flat, "buffer");
         Device from = parse_device(from_device), to = parse_device(to_device);
         auto lk = lock_model(p);
-        return to_numpy(p.model->param_layout().convert(host.reshape({host.numel()}), from, to));
+        return to_numpy(p.model().param_layout().convert(host.reshape({host.numel()}), from, to));
       }, py::arg("buffer"), py::arg("from_device"), py::arg("to_device"),
          "A host copy of `buffer` (flat, aligned with the parameters: parameters, gradients, optimizer moments) "
          "converted from the layout the parameters have on from_device to the one on to_device: the conversion "

@@ -1,7 +1,8 @@
 // A layer's or an optimizer's configuration as plain C++ values by key: what Python sends as a
-// dict (python/hpcnn/layers.py _core_configs, optimizers.py _core_config). The binding only
-// converts the dict's values; the factories (factory.h) read them typed, and every missing key or
-// value of the wrong kind is a ValueError that names the key.
+// dict (one per Keras layer, which nn/lowering.h turns into the configs of core layers; an
+// optimizer's or a schedule's). The binding only converts the dict's values; the lowering and the
+// factories (factory.h) read them typed, and every missing key or value of the wrong kind is a
+// ValueError that names the key.
 #pragma once
 
 #include <map>

@@ -1,5 +1,6 @@
-// The model's pieces built from configuration (config.h): layers by Keras class name, the
-// optimizer by name, the loss by Keras' string. Unknown names and bad values are ValueErrors.
+// The model's pieces built from configuration (config.h): core layers by class name (the configs
+// nn/lowering.h makes of Keras layers: Python never sends these itself), the optimizer by name,
+// the loss by Keras' string. Unknown names and bad values are ValueErrors.
 //   layer     class_name: Conv2D (filters, kernel_size, strides, padding, activation 'relu'|'linear',
 //             use_bias = True), MaxPooling2D and AveragePooling2D (pool_size, strides, padding),
 //             GlobalAveragePooling2D and GlobalMaxPooling2D (keepdims = False), ZeroPadding2D
@@ -7,7 +8,7 @@
 //             use_bias = True), Dropout (rate), Activation (activation: 'softmax' or a name of
 //             ops/activation.h; alpha = 0: leaky_relu's slope, elu's alpha), Rescaling (scale, offset:
 //             a number or one per channel), BatchNormalization (axis, momentum, epsilon, center, scale,
-//             activation 'relu'|'linear' = 'linear': a fused ReLU), RandomFlip (mode),
+//             activation 'relu'|'linear' = 'linear': a fused ReLU, set by the lowering), RandomFlip (mode),
 //             RandomTranslation (height_lo, height_hi, width_lo, width_hi, fill_mode, fill_value,
 //             interpolation), RandomCrop (height, width) (nn/augmentation.h); of several inputs (nn/
 //             merge_layers.h): Add, Concatenate (axis); any layer: kernel_l1, kernel_l2, bias_l1,

@@ -34,7 +34,7 @@ struct ActivationSpec {
 ActivationSpec parse_activation(const std::string& s, float alpha = 0.f);
 
 // The activation Conv2D, Dense and BatchNormalization fuse: 'relu' (true) or 'linear' (false);
-// any other name is a ValueError (Python puts other activations in an Activation layer).
+// any other name is a ValueError (nn/lowering.h puts other activations in an Activation layer).
 bool parse_fused_relu(const std::string& s, const char* layer);
 
 class Conv2DLayer : public Layer {

@@ -76,7 +76,7 @@ def cudnn_algorithms(model: Optional[Any] = None, device: Optional[str] = None) 
         return plans
     out: List[Dict[str, Any]] = []
     for layer, shape, _ in model.layer_outputs():
-        if layer.core_configs()[0]["class_name"] != "Conv2D":
+        if layer.core_config()["class_name"] != "Conv2D":
             continue
         oh, ow, f = shape[-3:]
         for p in plans:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from typing import List
 
 from . import applications, bench, callbacks, data, devices, distribute, tutorial
 

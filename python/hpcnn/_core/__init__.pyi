@@ -61,9 +61,13 @@ class DeviceMemoryBlock:
 class Model:
 
     def __init__(self, input_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], layers: list, seed: typing.SupportsInt | typing.SupportsIndex, inputs: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]] | None=None) -> None:
-        """A model of `layers` (configs). inputs: per layer, the indices of the layers it reads (-1: the model's input; each earlier in the list; the last layer is the output); None: a chain (Sequential)."""
+        """A model of `layers`: one config per Keras layer (its position; class_name the Keras class), lowered to core layers by the core (nn/lowering.h: fused ReLUs, the softmax split, BatchNormalization+ReLU). inputs: per layer, the indices of the layers it reads (-1: the model's input; each earlier in the list; the last layer is the output); None: a chain (Sequential)."""
 
     def compile(self, optimizer: dict, loss: str, from_logits: bool=False, label_smoothing: typing.SupportsFloat | typing.SupportsIndex=0.0) -> None:
+        ...
+
+    @property
+    def core_layers(self) -> list[list[str]]:
         ...
 
     @property
@@ -96,6 +100,18 @@ class Model:
 
     @property
     def last_metric_sums(self) -> list[float]:
+        ...
+
+    @property
+    def layer_output_shapes(self) -> list[list[int]]:
+        ...
+
+    @property
+    def layer_param_counts(self) -> list[int]:
+        ...
+
+    @property
+    def layer_weights(self) -> list:
         ...
 
     @property
@@ -176,7 +192,7 @@ class Model:
         """Restores the random state (seed and step counter) of a saved or backed-up model: its next training steps then draw the dropout masks of an uninterrupted run."""
 
     def set_trainable(self, per_layer: collections.abc.Sequence[bool]) -> None:
-        """Which core layers the optimizer updates (Python calls it at compile)."""
+        """Which layers (one flag per Keras layer) the optimizer updates (Python calls it at compile)."""
 
     def set_weights(self, arg0: list) -> None:
         ...
@@ -290,8 +306,11 @@ def default_num_threads_source() -> str:
 def get_num_threads() -> int:
     ...
 
-def layer_output_shape(layers: list, input_shapes: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]]) -> list[int]:
-    """The per-sample output shape of core layers (configs) in a chain, the first taking every shape in input_shapes (ValueError when they do not fit): a layer's output shape when called on symbolic tensors."""
+def layer_output_shape(layer: dict, input_shapes: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]]) -> list[int]:
+    """The per-sample output shape of one Keras layer (its config, as Model takes them) whose inputs have these per-sample shapes (a merge layer takes them all; ValueError when they do not fit): a layer's output shape when called on symbolic tensors."""
+
+def layer_weight_shapes(layer: dict, input_shapes: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]]) -> list:
+    """The weights of one Keras layer (its config) on inputs of these per-sample shapes: (name, shape, trainable) each, in get_weights' order; trainable False for a weight no optimizer steps (BatchNormalization's moving_mean and moving_variance)."""
 
 def learning_rate_schedule_value(config: dict, step: typing.SupportsInt | typing.SupportsIndex) -> float:
     """The learning rate a schedule (config: class_name and Keras' arguments, as optimizers send it) gives the step taken after `step` steps: the C++ code a training step runs."""

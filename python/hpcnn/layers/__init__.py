@@ -10,8 +10,8 @@ Activations (``activation=`` of Conv2D and Dense, ``Activation(...)``) by Keras'
 'relu6', 'leaky_relu' (slope 0.2, as keras.activations.leaky_relu), 'elu', 'selu', 'gelu' (Keras'
 default exact erf form), 'gelu_approximate' (the tanh form, Keras' ``gelu(x, approximate=True)``),
 'tanh', 'sigmoid', 'hard_sigmoid' (Keras 3's relu6(x + 3) / 6), 'swish' / 'silu', 'softplus',
-'softsign', 'mish', 'softmax' (over the last axis, on any layer) and 'linear' / None. ReLU is fused
-into Conv2D and Dense; any other activation runs as its own step after them.
+'softsign', 'mish', 'softmax' (over the last axis, on any layer) and 'linear' / None. The core
+fuses ReLU into Conv2D and Dense; any other activation runs as its own step after them.
 
 Layers go into a ``Sequential`` model, or are called on symbolic tensors to build a graph for
 ``hpcnn.Model`` (the functional API, graph.py): ``y = Conv2D(8, 3)(hpcnn.Input((32, 32, 3)))``.
@@ -21,14 +21,14 @@ One module per kind of layer, as in Keras: ``layer`` (the base, InputLayer, Inpu
 (symbolic tensors: the bottom of this package), ``convolutional``, ``pooling``, ``reshaping``,
 ``core`` (Dense, Activation), ``regularization`` (Dropout), ``activations``, ``normalization``,
 ``preprocessing`` (Rescaling, augmentation), ``merging``; ``serialization`` (Keras' serialized
-form) and ``lowering`` (the core's layers of each position).
+form). Each layer gives the C++ core one config (``core_config``); the core lowers it to its own
+layers (fusions, the softmax split: csrc/nn/lowering.h).
 """
 from .activations import ELU, LeakyReLU, ReLU, Softmax
 from .convolutional import Conv2D
 from .core import Activation, Dense
 from .graph import KerasTensor
 from .layer import Input, InputLayer, Layer
-from .lowering import core_configs
 from .merging import Add, Concatenate
 from .normalization import BatchNormalization
 from .pooling import (AveragePooling2D, AvgPool2D, GlobalAveragePooling2D, GlobalAvgPool2D, GlobalMaxPool2D,
@@ -42,4 +42,4 @@ __all__ = ["Layer", "InputLayer", "Input", "Conv2D", "MaxPooling2D", "MaxPool2D"
            "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPooling2D", "GlobalMaxPool2D", "ZeroPadding2D",
            "Flatten", "Dense", "Dropout", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "Rescaling",
            "BatchNormalization", "RandomFlip", "RandomTranslation", "RandomCrop", "Add", "Concatenate", "KerasTensor",
-           "core_configs", "serialize", "deserialize", "LAYER_CLASSES"]
+           "serialize", "deserialize", "LAYER_CLASSES"]

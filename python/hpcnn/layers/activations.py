@@ -1,11 +1,12 @@
 """The activation layers: ``ReLU``, ``LeakyReLU``, ``ELU``, ``Softmax``."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from .. import validation
 from .arguments import non_negative_slope
 from .layer import Layer
+
 
 class ReLU(Layer):
     """``ReLU(max_value=None, negative_slope=0.0, threshold=0.0)`` as in Keras, for the forms hpcnn
@@ -13,6 +14,7 @@ class ReLU(Layer):
     other combinations are a ValueError."""
 
     name_prefix = "re_lu"
+    config_keys = ("max_value", "negative_slope", "threshold")
 
     def __init__(self, max_value: Optional[float] = None, negative_slope: float = 0.0, threshold: float = 0.0,
                  name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
@@ -30,24 +32,13 @@ class ReLU(Layer):
         self.threshold = 0.0
         super().__init__(name=name, input_shape=input_shape, **kwargs)
 
-    def get_config(self) -> Dict[str, Any]:
-        cfg = super().get_config()
-        cfg.update(max_value=self.max_value, negative_slope=self.negative_slope, threshold=self.threshold)
-        return cfg
-
-    def core_configs(self) -> List[Dict[str, Any]]:
-        if self.max_value is not None:
-            return [dict(class_name="Activation", activation="relu6")]
-        if self.negative_slope > 0:
-            return [dict(class_name="Activation", activation="leaky_relu", alpha=self.negative_slope)]
-        return [dict(class_name="Activation", activation="relu")]
-
 
 class LeakyReLU(Layer):
     """``LeakyReLU(negative_slope=0.3)``: x if x > 0 else negative_slope * x. Keras 3's default
     slope; ``alpha=`` (Keras 2's name for it) is accepted too."""
 
     name_prefix = "leaky_re_lu"
+    config_keys = ("negative_slope",)
 
     def __init__(self, negative_slope: float = 0.3, name: Optional[str] = None,
                  input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
@@ -56,38 +47,24 @@ class LeakyReLU(Layer):
         self.negative_slope = non_negative_slope(negative_slope, "LeakyReLU")
         super().__init__(name=name, input_shape=input_shape, **kwargs)
 
-    def get_config(self) -> Dict[str, Any]:
-        cfg = super().get_config()
-        cfg.update(negative_slope=self.negative_slope)
-        return cfg
-
-    def core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="Activation", activation="leaky_relu", alpha=self.negative_slope)]
-
 
 class ELU(Layer):
     """``ELU(alpha=1.0)``: x if x > 0 else alpha * (exp(x) - 1)."""
 
     name_prefix = "elu"
+    config_keys = ("alpha",)
 
     def __init__(self, alpha: float = 1.0, name: Optional[str] = None,
                  input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
         self.alpha = validation.number(alpha, "alpha", "ELU")
         super().__init__(name=name, input_shape=input_shape, **kwargs)
 
-    def get_config(self) -> Dict[str, Any]:
-        cfg = super().get_config()
-        cfg.update(alpha=self.alpha)
-        return cfg
-
-    def core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="Activation", activation="elu", alpha=self.alpha)]
-
 
 class Softmax(Layer):
     """``Softmax(axis=-1)``: softmax over the last axis, on any layer (not only the output)."""
 
     name_prefix = "softmax"
+    config_keys = ("axis",)
 
     def __init__(self, axis: int = -1, name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None,
                  **kwargs: Any) -> None:
@@ -96,11 +73,3 @@ class Softmax(Layer):
                              "(axis=-1)")
         self.axis = -1
         super().__init__(name=name, input_shape=input_shape, **kwargs)
-
-    def get_config(self) -> Dict[str, Any]:
-        cfg = super().get_config()
-        cfg.update(axis=self.axis)
-        return cfg
-
-    def core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="Activation", activation="softmax")]

@@ -13,8 +13,6 @@ IntPair = Union[int, Sequence[int]]
 # Keras' activation names hpcnn computes (csrc/ops/activation.h has the formulas).
 ACTIVATIONS = ("relu", "softmax", "linear", "relu6", "leaky_relu", "elu", "selu", "gelu", "gelu_approximate",
                 "tanh", "sigmoid", "hard_sigmoid", "swish", "silu", "softplus", "softsign", "mish")
-# The parameter an activation NAME implies (Keras' defaults of keras.activations.<name>).
-ACTIVATION_ALPHA = {"leaky_relu": 0.2, "elu": 1.0}
 
 
 def activation_name(a: Any) -> str:
@@ -27,13 +25,6 @@ def activation_name(a: Any) -> str:
     if not isinstance(a, str) or a.lower() not in ACTIVATIONS:
         raise ValueError(f"unknown activation {a!r}: use one of {', '.join(repr(n) for n in ACTIVATIONS)} or None")
     return a.lower()
-
-
-def activation_configs(activation: str) -> List[Dict[str, Any]]:
-    """The core layers that apply `activation` after a Conv2D or Dense (ReLU is fused, not here)."""
-    if activation in ("linear", "relu"):
-        return []
-    return [dict(class_name="Activation", activation=activation, alpha=ACTIVATION_ALPHA.get(activation, 0.0))]
 
 
 def padding_mode(p: str) -> str:
@@ -80,19 +71,21 @@ class WeightRegularizers:
         self.kernel_regularizer = regularizers.get(kwargs.pop("kernel_regularizer", None), "kernel_regularizer")
         self.bias_regularizer = regularizers.get(kwargs.pop("bias_regularizer", None), "bias_regularizer")
 
-    def _regularizer_config(self) -> Dict[str, Any]:
-        return {k: regularizers.serialize(r) for k, r in (("kernel_regularizer", self.kernel_regularizer),
-                                                           ("bias_regularizer", self.bias_regularizer))
-                if r is not None}
+    def get_config(self) -> Dict[str, Any]:
+        cfg = super().get_config()  # type: ignore[misc]
+        cfg.update({k: regularizers.serialize(r) for k, r in (("kernel_regularizer", self.kernel_regularizer),
+                                                               ("bias_regularizer", self.bias_regularizer))
+                    if r is not None})
+        return cfg
 
-    def _regularizer_core_config(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {}
+    def core_config(self) -> Dict[str, Any]:
+        cfg = super().core_config()  # type: ignore[misc]
         for param, r in (("kernel", self.kernel_regularizer), ("bias", self.bias_regularizer)):
             if param == "bias" and not getattr(self, "use_bias", True):
                 continue  # no bias, nothing to regularize (Keras ignores bias_regularizer then too)
             if r is not None:
-                out[f"{param}_l1"], out[f"{param}_l2"] = r.l1, r.l2
-        return out
+                cfg[f"{param}_l1"], cfg[f"{param}_l2"] = r.l1, r.l2
+        return cfg
 
 
 def non_negative_slope(value: Any, caller: str) -> float:

@@ -1,12 +1,13 @@
 """``Conv2D``."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Optional, Sequence
 
 from .. import validation
-from .arguments import (IntPair, NO_REGULARIZERS, WeightRegularizers, activation_configs, activation_name,
+from .arguments import (IntPair, NO_REGULARIZERS, WeightRegularizers, activation_name,
                         is_one_pair, keras_defaults_only, padding_mode)
 from .layer import Layer
+
 
 class Conv2D(WeightRegularizers, Layer):
     """2-D convolution, NHWC, Keras semantics for ``padding`` and ``strides`` (any stride; the
@@ -15,6 +16,7 @@ class Conv2D(WeightRegularizers, Layer):
     ``kernel_regularizer`` / ``bias_regularizer``: hpcnn.regularizers (L1, L2, L1L2)."""
 
     name_prefix = "conv2d"
+    config_keys = ("filters", "kernel_size", "strides", "padding", "activation", "use_bias")
 
     def __init__(self, filters: int, kernel_size: IntPair, strides: IntPair = (1, 1), padding: str = "valid",
                  activation: Optional[str] = None, use_bias: bool = True, name: Optional[str] = None,
@@ -40,21 +42,3 @@ class Conv2D(WeightRegularizers, Layer):
         self.padding = padding_mode(padding)
         self.activation = activation_name(activation)
         super().__init__(name=name, input_shape=input_shape, **kwargs)
-
-    def get_config(self) -> Dict[str, Any]:
-        cfg = super().get_config()
-        cfg.update(filters=self.filters, kernel_size=list(self.kernel_size), strides=list(self.strides),
-                   padding=self.padding, activation=self.activation, use_bias=self.use_bias)
-        cfg.update(self._regularizer_config())
-        return cfg
-
-    def core_configs(self) -> List[Dict[str, Any]]:
-        conv = dict(class_name="Conv2D", filters=self.filters, kernel_size=list(self.kernel_size),
-                    strides=list(self.strides), padding=self.padding, use_bias=self.use_bias,
-                    activation="relu" if self.activation == "relu" else "linear")
-        conv.update(self._regularizer_core_config())
-        return [conv] + activation_configs(self.activation)
-
-    def count_params(self, input_shape: Tuple[int, ...]) -> int:
-        kh, kw = self.kernel_size
-        return kh * kw * input_shape[-1] * self.filters + (self.filters if self.use_bias else 0)

@@ -21,7 +21,7 @@ from .. import _core
 
 # The layers (layer.py) are above this module: here a layer is anything with the attributes the
 # graph reads and writes (name, is_input, merges_inputs, input_shape, inbound_tensors,
-# output_tensor, core_configs()), named ``Layer`` in the annotations.
+# output_tensor, core_config()), named ``Layer`` in the annotations.
 Layer = Any
 
 
@@ -116,7 +116,7 @@ def call_layer(layer: Layer, inputs: Any, kwargs: Dict[str, Any]) -> KerasTensor
         raise ValueError(f"{cls}: input_shape={tuple(layer.input_shape)} does not match the tensor it is called on, "
                          f"{_describe(tensors[0])}")
     try:
-        shape = _core.layer_output_shape(layer.core_configs(), [list(t.sample_shape) for t in tensors])
+        shape = _core.layer_output_shape(layer.core_config(), [list(t.sample_shape) for t in tensors])
     except ValueError as e:
         where = f"layer {layer_label(layer)}: " if layer.name else ""
         raise ValueError(f"{where}{e} (called on {', '.join(_describe(t) for t in tensors)})") from None

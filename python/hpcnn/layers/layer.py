@@ -5,9 +5,16 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .. import validation
+from .. import _core, validation
 from .arguments import is_float32
 from .graph import KerasTensor, call_layer, layer_label
+
+
+def _plain(value: Any) -> Any:
+    """A config value as JSON holds it: tuples (nested too) as lists."""
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
 
 
 class Layer:
@@ -70,29 +77,37 @@ class Layer:
     def trainable(self, value: bool) -> None:
         self._trainable = validation.boolean(value, "trainable", type(self).__name__)
 
-    # The layer's own config (Keras' get_config), without the class name.
+    # The layer's own arguments, each kept in the attribute of its name: what get_config adds to
+    # name, trainable and input_shape, and what core_config gives the C++ core.
+    config_keys: Tuple[str, ...] = ()
+
+    def arguments(self) -> Dict[str, Any]:
+        """The layer's own arguments (``config_keys``), as plain JSON values (tuples as lists)."""
+        return {k: _plain(getattr(self, k)) for k in self.config_keys}
+
     def get_config(self) -> Dict[str, Any]:
+        """Keras' layer config: name, trainable, input_shape when given, and the layer's arguments."""
         cfg: Dict[str, Any] = {"name": self.name, "trainable": self.trainable}
         if self.input_shape is not None:
             cfg["input_shape"] = list(self.input_shape)
+        cfg.update(self.arguments())
         return cfg
 
     @classmethod
     def from_config(cls, config: Dict[str, Any]) -> "Layer":
         return cls(**config)
 
-    # What the C++ core builds for this layer (one or two core layers).
-    def core_configs(self) -> List[Dict[str, Any]]:
-        raise NotImplementedError
+    def core_config(self) -> Dict[str, Any]:
+        """What the C++ core is given for this layer: one dict, ``class_name`` the Keras class and
+        the layer's arguments. The core lowers it to its own layers (fusions, the softmax split:
+        csrc/nn/lowering.h) and reports shapes, weights and counts per Keras layer."""
+        return {"class_name": type(self).__name__, **self.arguments()}
 
     def count_params(self, input_shape: Tuple[int, ...]) -> int:
-        """The number of weights (trainable and not) for a per-sample input shape."""
-        return 0
-
-    def non_trainable_count(self, input_shape: Tuple[int, ...]) -> int:
-        """How many of count_params are non-trainable weights by nature (BatchNormalization's moving
-        statistics), whatever ``trainable`` says."""
-        return 0
+        """The number of weights (trainable and not) for a per-sample input shape, as the core
+        counts them."""
+        return sum(int(np.prod(shape)) for _, shape, _ in
+                   _core.layer_weight_shapes(self.core_config(), [list(input_shape)]))
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items()
@@ -138,6 +153,9 @@ class InputLayer(Layer):
 
     def get_config(self) -> Dict[str, Any]:
         return {"name": self.name, "input_shape": list(self.input_shape or ())}
+
+    def count_params(self, input_shape: Tuple[int, ...] = ()) -> int:
+        return 0  # the model's input: no weights, and nothing for the core to build
 
 
 def Input(shape: Optional[Sequence[int]] = None, batch_size: Optional[int] = None, dtype: Any = None,

@@ -1,12 +1,14 @@
 """The layers of several inputs: ``Add`` and ``Concatenate``."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
 from .. import validation
 from .layer import Layer
 
 # ------------------------------------------------------------------ merging layers (several inputs)
+
+
 class _Merge(Layer):
     """A layer called on a list of at least two tensors."""
 
@@ -25,15 +27,13 @@ class Add(_Merge):
 
     name_prefix = "add"
 
-    def core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="Add")]
-
 
 class Concatenate(_Merge):
     """``Concatenate(axis=-1)([a, b, ...])``: tensors side by side along ``axis`` (Keras counts the
     batch axis: -1, the default, is the channels of NHWC images); every other axis must agree."""
 
     name_prefix = "concatenate"
+    config_keys = ("axis",)
 
     def __init__(self, axis: int = -1, name: Optional[str] = None, **kwargs: Any) -> None:
         if not validation.is_integer(axis):
@@ -43,11 +43,3 @@ class Concatenate(_Merge):
                              "Received: axis=0")
         self.axis = int(axis)
         super().__init__(name=name, **kwargs)
-
-    def get_config(self) -> Dict[str, Any]:
-        cfg = super().get_config()
-        cfg.update(axis=self.axis)
-        return cfg
-
-    def core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="Concatenate", axis=self.axis)]

@@ -1,11 +1,12 @@
 """``BatchNormalization``."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Optional, Sequence
 
 from .. import validation
 from .arguments import default_initializer, is_none, keras_defaults_only
 from .layer import Layer
+
 
 class BatchNormalization(Layer):
     """Keras' ``BatchNormalization`` over the channels (the last axis, NHWC).
@@ -24,6 +25,7 @@ class BatchNormalization(Layer):
     """
 
     name_prefix = "batch_normalization"
+    config_keys = ("axis", "momentum", "epsilon", "center", "scale")
 
     def __init__(self, axis: int = -1, momentum: float = 0.99, epsilon: float = 1e-3, center: bool = True,
                  scale: bool = True, name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None,
@@ -49,19 +51,3 @@ class BatchNormalization(Layer):
         self.center = validation.boolean(center, "center", "BatchNormalization")
         self.scale = validation.boolean(scale, "scale", "BatchNormalization")
         super().__init__(name=name, input_shape=input_shape, **kwargs)
-
-    def get_config(self) -> Dict[str, Any]:
-        cfg = super().get_config()
-        cfg.update(axis=self.axis, momentum=self.momentum, epsilon=self.epsilon, center=self.center,
-                   scale=self.scale)
-        return cfg
-
-    def core_configs(self, fused_relu: bool = False) -> List[Dict[str, Any]]:
-        return [dict(class_name="BatchNormalization", axis=self.axis, momentum=self.momentum, epsilon=self.epsilon,
-                     center=self.center, scale=self.scale, activation="relu" if fused_relu else "linear")]
-
-    def count_params(self, input_shape: Tuple[int, ...]) -> int:
-        return input_shape[-1] * (2 + int(self.center) + int(self.scale))
-
-    def non_trainable_count(self, input_shape: Tuple[int, ...]) -> int:
-        return 2 * input_shape[-1]

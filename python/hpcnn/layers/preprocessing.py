@@ -2,31 +2,25 @@
 ``RandomTranslation``, ``RandomCrop``."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 from .. import validation
 from .arguments import channels_last_only, factor_range, no_layer_seed, rescaling_values
 from .layer import Layer
+
 
 class Rescaling(Layer):
     """``Rescaling(scale, offset=0.0)``: y = x * scale + offset; each a number or one per channel
     (e.g. ``Rescaling(1 / 255)`` as a model's first layer)."""
 
     name_prefix = "rescaling"
+    config_keys = ("scale", "offset")
 
     def __init__(self, scale: Any, offset: Any = 0.0, name: Optional[str] = None,
                  input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
         self.scale = rescaling_values(scale, "scale")
         self.offset = rescaling_values(offset, "offset")
         super().__init__(name=name, input_shape=input_shape, **kwargs)
-
-    def get_config(self) -> Dict[str, Any]:
-        cfg = super().get_config()
-        cfg.update(scale=self.scale, offset=self.offset)
-        return cfg
-
-    def core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="Rescaling", scale=self.scale, offset=self.offset)]
 
 
 class _Augmentation(Layer):
@@ -52,6 +46,7 @@ class RandomFlip(_Augmentation):
     """
 
     name_prefix = "random_flip"
+    config_keys = ("mode",)
     _MODES = ("horizontal", "vertical", "horizontal_and_vertical")
 
     def __init__(self, mode: str = "horizontal_and_vertical", seed: Optional[int] = None,
@@ -63,14 +58,6 @@ class RandomFlip(_Augmentation):
                              f"use one of {', '.join(repr(m) for m in self._MODES)}")
         self.mode = mode
         super().__init__(name=name, input_shape=input_shape, **kwargs)
-
-    def get_config(self) -> Dict[str, Any]:
-        cfg = super().get_config()
-        cfg.update(mode=self.mode)
-        return cfg
-
-    def core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="RandomFlip", mode=self.mode)]
 
 
 class RandomTranslation(_Augmentation):
@@ -84,6 +71,12 @@ class RandomTranslation(_Augmentation):
     for when and where augmentation runs."""
 
     name_prefix = "random_translation"
+    config_keys = ("height_factor", "width_factor", "fill_mode", "interpolation", "fill_value")
+
+    def core_config(self) -> Dict[str, Any]:
+        return dict(class_name="RandomTranslation", height_lo=self.height_lower, height_hi=self.height_upper,
+                    width_lo=self.width_lower, width_hi=self.width_upper, fill_mode=self.fill_mode,
+                    fill_value=self.fill_value, interpolation=self.interpolation)
     _FILL_MODES = ("reflect", "wrap", "constant", "nearest")
     _INTERPOLATIONS = ("nearest", "bilinear")
 
@@ -110,17 +103,6 @@ class RandomTranslation(_Augmentation):
         self.fill_value = validation.number(fill_value, "fill_value", "RandomTranslation")
         super().__init__(name=name, input_shape=input_shape, **kwargs)
 
-    def get_config(self) -> Dict[str, Any]:
-        cfg = super().get_config()
-        cfg.update(height_factor=self.height_factor, width_factor=self.width_factor, fill_mode=self.fill_mode,
-                   interpolation=self.interpolation, fill_value=self.fill_value)
-        return cfg
-
-    def core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="RandomTranslation", height_lo=self.height_lower, height_hi=self.height_upper,
-                     width_lo=self.width_lower, width_hi=self.width_upper, fill_mode=self.fill_mode,
-                     fill_value=self.fill_value, interpolation=self.interpolation)]
-
 
 class RandomCrop(_Augmentation):
     """``RandomCrop(height, width)``: in training a (height, width) window at a random position of
@@ -132,6 +114,7 @@ class RandomCrop(_Augmentation):
     See RandomFlip for when and where augmentation runs."""
 
     name_prefix = "random_crop"
+    config_keys = ("height", "width")
 
     def __init__(self, height: int, width: int, seed: Optional[int] = None, name: Optional[str] = None,
                  input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
@@ -140,11 +123,3 @@ class RandomCrop(_Augmentation):
         self.height = validation.integer(height, "height", "RandomCrop")
         self.width = validation.integer(width, "width", "RandomCrop")
         super().__init__(name=name, input_shape=input_shape, **kwargs)
-
-    def get_config(self) -> Dict[str, Any]:
-        cfg = super().get_config()
-        cfg.update(height=self.height, width=self.width)
-        return cfg
-
-    def core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="RandomCrop", height=self.height, width=self.width)]

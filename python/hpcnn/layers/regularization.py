@@ -1,11 +1,12 @@
 """``Dropout``."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from .. import validation
 from .arguments import is_none, keras_defaults_only
 from .layer import Layer
+
 
 class Dropout(Layer):
     """Inverted dropout while training; identity at inference. The masks are counter-based draws
@@ -13,6 +14,7 @@ class Dropout(Layer):
     on every thread count and on the GPU, so there is no per-layer ``seed``."""
 
     name_prefix = "dropout"
+    config_keys = ("rate",)
 
     def __init__(self, rate: float, name: Optional[str] = None, seed: Optional[int] = None,
                  input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
@@ -24,11 +26,3 @@ class Dropout(Layer):
                           expected="a float value between 0 and 1 (1 excluded)")
         self.rate = float(rate)
         super().__init__(name=name, input_shape=input_shape, **kwargs)
-
-    def get_config(self) -> Dict[str, Any]:
-        cfg = super().get_config()
-        cfg.update(rate=self.rate)
-        return cfg
-
-    def core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="Dropout", rate=self.rate)]

@@ -1,10 +1,11 @@
 """The layers that reshape without weights: ``Flatten``, ``ZeroPadding2D``."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 from .arguments import channels_last_only, zero_padding
 from .layer import Layer
+
 
 class Flatten(Layer):
     """(H, W, C) -> (H*W*C,), in Keras' (H, W, C) order; no copy."""
@@ -17,26 +18,19 @@ class Flatten(Layer):
             raise ValueError("hpcnn is NHWC only: data_format must be 'channels_last'")
         super().__init__(name=name, input_shape=input_shape, **kwargs)
 
-    def core_configs(self) -> List[Dict[str, Any]]:
-        return [dict(class_name="Flatten")]
-
 
 class ZeroPadding2D(Layer):
     """Zeros around the spatial axes: ``padding`` an int, (rows, cols) or ((top, bottom), (left, right))."""
 
     name_prefix = "zero_padding2d"
+    config_keys = ("padding",)
+
+    def core_config(self) -> Dict[str, Any]:
+        (t, b), (l, r) = self.padding
+        return dict(class_name="ZeroPadding2D", padding=[t, b, l, r])
 
     def __init__(self, padding: Any = (1, 1), name: Optional[str] = None,
                  input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
         channels_last_only(kwargs)
         self.padding = zero_padding(padding)
         super().__init__(name=name, input_shape=input_shape, **kwargs)
-
-    def get_config(self) -> Dict[str, Any]:
-        cfg = super().get_config()
-        cfg.update(padding=[list(self.padding[0]), list(self.padding[1])])
-        return cfg
-
-    def core_configs(self) -> List[Dict[str, Any]]:
-        (t, b), (l, r) = self.padding
-        return [dict(class_name="ZeroPadding2D", padding=[t, b, l, r])]

@@ -28,7 +28,7 @@ from .. import _core, devices, distribute, optimizers, training, utils, validati
 from ..training import compile_model
 from ..callbacks import Callback, History
 from ..formats import keras_config, model_files
-from ..layers import KerasTensor, Layer, core_configs, graph
+from ..layers import KerasTensor, Layer, graph
 from ..utils import next_model_seed
 from .functional_config import functional_from_config
 from .summary import print_summary
@@ -157,14 +157,10 @@ class Model:
         nodes = self.graph_nodes()
         if not nodes:
             raise ValueError("the model has no layers")
-        cfgs: List[Dict[str, Any]] = []
-        inputs: List[List[int]] = []
-        last_core: List[int] = []  # per position: the core layer that outputs it
-        for (layer, parents), per_node in zip(nodes, self._node_core_configs()):
-            for j, c in enumerate(per_node):
-                cfgs.append(c)
-                inputs.append([-1 if p < 0 else last_core[p] for p in parents] if j == 0 else [len(cfgs) - 2])
-            last_core.append(len(cfgs) - 1)
+        # One config per position and the positions each reads: the core lowers them (fusions, the
+        # softmax split) and reports shapes, weights and counts per position.
+        cfgs = [layer.core_config() for layer, _ in nodes]
+        inputs = [list(parents) for _, parents in nodes]
         if self._seed is None:
             self.seed_drawn = not utils.seeded()
             self._seed = next_model_seed()
@@ -216,31 +212,11 @@ class Model:
         self.core.to(devices.normalize(device))
         return self
 
-    def _node_core_configs(self) -> List[List[Dict[str, Any]]]:
-        """Per position, the configs of the core layers it builds (one, or two for a layer with a
-        softmax activation), with layers.core_configs' fusion (a BatchNormalization whose output
-        only a ReLU reads), which keeps each position's count of core layers (the ranges below and
-        the trainable mask rely on it)."""
-        nodes = self.graph_nodes()
-        return core_configs([layer for layer, _ in nodes], [parents for _, parents in nodes])
-
-    def _core_ranges(self) -> List[Tuple[int, int]]:
-        """Per position: the [begin, end) of its core layers."""
-        out, k = [], 0
-        for per_node in self._node_core_configs():
-            out.append((k, k + len(per_node)))
-            k += len(per_node)
-        return out
-
     def layer_outputs(self) -> List[Tuple[Layer, Tuple[int, ...], int]]:
-        """(layer, per-sample output shape, params) for each position of the graph."""
+        """(layer, per-sample output shape, params) for each position of the graph (the core's reports)."""
         core = self.core
-        shapes, weights = core.output_shapes, core.weight_shapes
-        out = []
-        for (layer, _), (b, e) in zip(self.graph_nodes(), self._core_ranges()):
-            params = sum(int(np.prod(shape)) for k in range(b, e) for _, shape in weights[k])
-            out.append((layer, tuple(shapes[e - 1]), params))
-        return out
+        return [(layer, tuple(shape), int(params)) for (layer, _), shape, params
+                in zip(self.graph_nodes(), core.layer_output_shapes, core.layer_param_counts)]
 
     def count_params(self) -> int:
         return int(self.core.num_params)
@@ -258,11 +234,8 @@ class Model:
             layer.trainable = self._trainable
 
     def trainable_mask(self) -> List[bool]:
-        """One flag per core layer: whether the optimizer updates it, from the layers' trainable now."""
-        mask: List[bool] = []
-        for (layer, _), (b, e) in zip(self.graph_nodes(), self._core_ranges()):
-            mask += [bool(self._trainable and layer.trainable)] * (e - b)
-        return mask
+        """One flag per position: whether the optimizer updates it, from the layers' trainable now."""
+        return [bool(self._trainable and layer.trainable) for layer, _ in self.graph_nodes()]
 
     def trainable_changed_since_compile(self) -> bool:
         return self.compile_settings is not None and self.compile_settings.get("trainable") != self.trainable_mask()
@@ -325,10 +298,9 @@ class Model:
 
     def weight_names(self) -> List[str]:
         """'conv2d/kernel', 'conv2d/bias', 'batch_normalization/gamma', ...: the get_weights() order,
-        named by the core's weight specs."""
-        weights = self.core.weight_shapes
-        return [f"{layer.name}/{name}" for (layer, _), (b, e) in zip(self.graph_nodes(), self._core_ranges())
-                for k in range(b, e) for name, _ in weights[k]]
+        named by the core's per-layer weights."""
+        return [f"{layer.name}/{name}" for (layer, _), weights in zip(self.graph_nodes(), self.core.layer_weights)
+                for name, _, _ in weights]
 
     def save(self, filepath: str, overwrite: bool = True, include_optimizer: bool = True,
              save_format: Optional[str] = None) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Tuple
 
+import numpy as np
+
 from .. import _core
 
 
@@ -45,13 +47,9 @@ def print_summary(model: Any, print_fn: Any = print, line_length: Optional[int] 
     print_fn("=" * line_length)
     total = model.count_params()
     # Non-trainable: the weights of frozen layers, and the non-trainable weights by nature
-    # (BatchNormalization's moving statistics) of every layer.
-    trainable = 0
-    for (layer, parents), (_, _, params) in zip(model.graph_nodes(), rows):
-        if model.trainable and layer.trainable:
-            first = parents[0]  # the input whose shape sizes the layer's weights
-            in_shape = tuple(model.sample_shape or ()) if first < 0 else rows[first][1]
-            trainable += params - layer.non_trainable_count(in_shape)
+    # (BatchNormalization's moving statistics) of every layer, as the core reports them.
+    per_layer = zip(model.trainable_mask(), model.core.layer_weights)
+    trainable = sum(int(np.prod(shape)) for on, weights in per_layer if on for _, shape, kind in weights if kind)
     print_fn(f"Total params: {total:,} ({total * 4 / 1024**2:.2f} MB)")
     print_fn(f"Trainable params: {trainable:,} ({trainable * 4 / 1024**2:.2f} MB)")
     print_fn(f"Non-trainable params: {total - trainable:,} ({(total - trainable) * 4 / 1024**2:.2f} MB)")
