@@ -67,9 +67,14 @@ class WeightRegularizers:
     taken by the constructor, in get_config when set (Keras' serialized form), and sent to the
     core as the factors kernel_l1, kernel_l2, bias_l1, bias_l2 (nn/regularization.h)."""
 
-    def _take_regularizers(self, kwargs: Dict[str, Any]) -> None:
+    def _take_kernel_arguments(self, kwargs: Dict[str, Any], use_bias: Any, caller: str,
+                               at_default: Dict[str, Callable[[Any], bool]]) -> None:
+        """use_bias, the regularizers, and the Keras arguments hpcnn takes at their defaults only
+        (`at_default`, beside the activity regularizer and constraints)."""
+        keras_defaults_only(kwargs, caller, dict(NO_REGULARIZERS, **at_default))
         self.kernel_regularizer = regularizers.get(kwargs.pop("kernel_regularizer", None), "kernel_regularizer")
         self.bias_regularizer = regularizers.get(kwargs.pop("bias_regularizer", None), "bias_regularizer")
+        self.use_bias = validation.boolean(use_bias, "use_bias", caller)
 
     def get_config(self) -> Dict[str, Any]:
         cfg = super().get_config()  # type: ignore[misc]

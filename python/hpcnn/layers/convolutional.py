@@ -4,8 +4,7 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 from .. import validation
-from .arguments import (IntPair, NO_REGULARIZERS, WeightRegularizers, activation_name,
-                        is_one_pair, keras_defaults_only, padding_mode)
+from .arguments import IntPair, WeightRegularizers, activation_name, is_one_pair, padding_mode
 from .layer import Layer
 
 
@@ -29,10 +28,7 @@ class Conv2D(WeightRegularizers, Layer):
                 raise ValueError("hpcnn initializes kernels with glorot_uniform (Keras' default) only")
             if k == "bias_initializer" and v not in (None, "zeros"):
                 raise ValueError("hpcnn initializes biases with zeros (Keras' default) only")
-        keras_defaults_only(kwargs, "Conv2D", dict(NO_REGULARIZERS, dilation_rate=is_one_pair,
-                                                    groups=lambda v: v == 1))
-        self._take_regularizers(kwargs)
-        self.use_bias = validation.boolean(use_bias, "use_bias", "Conv2D")
+        self._take_kernel_arguments(kwargs, use_bias, "Conv2D", dict(dilation_rate=is_one_pair, groups=lambda v: v == 1))
         if not validation.is_integer(filters) or not 0 < filters <= validation.INT32_MAX:
             raise ValueError("Invalid value for argument `filters`. Expected a strictly positive integer "
                              f"(at most {validation.INT32_MAX}). Received filters={filters!r}.")

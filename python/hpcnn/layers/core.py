@@ -4,8 +4,7 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 from .. import validation
-from .arguments import (NO_REGULARIZERS, WeightRegularizers, activation_name,
-                        keras_defaults_only)
+from .arguments import WeightRegularizers, activation_name
 from .layer import Layer
 
 
@@ -23,9 +22,7 @@ class Dense(WeightRegularizers, Layer):
             if v not in (None, default):
                 raise ValueError(f"Dense: only Keras' default initializers are supported ({k}={v!r}; hpcnn "
                                  f"initializes with {k}='{default}')")
-        keras_defaults_only(kwargs, "Dense", NO_REGULARIZERS)
-        self._take_regularizers(kwargs)
-        self.use_bias = validation.boolean(use_bias, "use_bias", "Dense")
+        self._take_kernel_arguments(kwargs, use_bias, "Dense", {})
         if not validation.is_integer(units) or not 0 < units <= validation.INT32_MAX:
             raise ValueError("Received an invalid value for `units`, expected a positive integer "
                              f"(at most {validation.INT32_MAX}). Received: units={units!r}")
