@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "nn/layers.h"
 #include "ops/ops.h"
@@ -109,22 +110,11 @@ BatchStats Model::loss_and_stats(const Tensor& logits, const StagedBatch& b, Ten
   const long long n = logits.dim(0);
   const Tensor w = row_weights(b, training);
   const Tensor* wp = w.defined() ? &w : nullptr;
-  switch (loss_.kind) {
-    case Loss::CategoricalCrossentropy:
-    case Loss::SparseCategoricalCrossentropy:
-      ops::softmax_xent(logits, b.y, dlogits, grad_scale, s, wp, loss_.label_smoothing);
-      break;
-    case Loss::BinaryCrossentropy:
-      ops::row_loss({RowLoss::BinaryCrossentropy, loss_.from_logits || fused_output_, loss_.label_smoothing}, logits,
-                    b.y, wp, dlogits, grad_scale, s);
-      break;
-    case Loss::MeanSquaredError:
-      ops::row_loss({RowLoss::MeanSquaredError, false, 0.f}, logits, b.y, wp, dlogits, grad_scale, s);
-      break;
-    case Loss::MeanAbsoluteError:
-      ops::row_loss({RowLoss::MeanAbsoluteError, false, 0.f}, logits, b.y, wp, dlogits, grad_scale, s);
-      break;
-  }
+  // A fused final sigmoid leaves logits for binary cross-entropy, as from_logits does.
+  const std::optional<RowLossParams> row = row_loss_params(loss_.kind, loss_.from_logits || fused_output_,
+                                                           loss_.label_smoothing);
+  if (row) ops::row_loss(*row, logits, b.y, wp, dlogits, grad_scale, s);
+  else ops::softmax_xent(logits, b.y, dlogits, grad_scale, s, wp, loss_.label_smoothing);
   if (!metrics_.empty()) {
     const Tensor out = metric_outputs(logits, training);
     for (size_t i = 0; i < metrics_.size(); ++i) ops::metric_rows(metrics_[i], out, b.y, s + 3 + i);
