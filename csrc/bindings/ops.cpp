@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <optional>
 #include <tuple>
 
 #include "bindings/bindings.h"
@@ -12,6 +13,7 @@
 #include "diagnostics/peak_flops.h"
 #include "nn/config.h"
 #include "nn/factory.h"
+#include "nn/loss.h"
 #include "ops/ops.h"
 
 namespace hpcnn::bindings {
@@ -528,20 +530,15 @@ void bind_ops(py::module_& m) {
   m.def("row_loss", [](py::object pred, py::object target, std::string kind, bool from_logits, float label_smoothing,
                        py::object row_weights, float grad_scale, std::string device) {
     Device d = resolve_device(device);
-    RowLossParams p;
-    const nn::Loss l = nn::parse_loss(kind);
-    if (l == nn::Loss::MeanSquaredError) p.kind = RowLoss::MeanSquaredError;
-    else if (l == nn::Loss::MeanAbsoluteError) p.kind = RowLoss::MeanAbsoluteError;
-    else if (l == nn::Loss::BinaryCrossentropy) p.kind = RowLoss::BinaryCrossentropy;
-    else throw ValueError("row_loss: kind must be 'mean_squared_error', 'mean_absolute_error' or 'binary_crossentropy'");
-    p.from_logits = from_logits;
-    p.label_smoothing = label_smoothing;
+    const std::optional<RowLossParams> p = nn::row_loss_params(nn::parse_loss(kind), from_logits, label_smoothing);
+    if (!p)
+      throw ValueError("row_loss: kind must be 'mean_squared_error', 'mean_absolute_error' or 'binary_crossentropy'");
     Tensor P = f32_on(pred, d, "pred"), T = f32_on(target, d, "target");
     Tensor W;
     if (!row_weights.is_none()) W = f32_on(row_weights, d, "row_weights");
     Tensor G = Tensor::empty(P.shape(), DType::F32, d);
     Tensor S = Tensor::zeros({2}, DType::F32, d);  // 1 double
-    ops::row_loss(p, P, T, W.defined() ? &W : nullptr, &G, grad_scale, reinterpret_cast<double*>(S.raw()));
+    ops::row_loss(*p, P, T, W.defined() ? &W : nullptr, &G, grad_scale, reinterpret_cast<double*>(S.raw()));
     Tensor Sh = S.device().is_cpu() ? S : S.to(Device::cpu());
     return py::make_tuple(*reinterpret_cast<const double*>(Sh.raw()), to_numpy(G));
   }, py::arg("pred"), py::arg("target"), py::arg("kind"), py::arg("from_logits") = false,

@@ -4,6 +4,7 @@
 // targets each takes are what the batch stager checks.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,25 @@ enum class Loss {
 
 // Whether the loss takes class indices (int32) rather than float rows like the outputs.
 inline bool takes_class_indices(Loss l) { return l == Loss::SparseCategoricalCrossentropy; }
+
+// The kernel a loss runs, the one place that maps a Loss to it: the categorical cross-entropies
+// run ops::softmax_xent (nullopt here), the others ops::row_loss with these parameters.
+// from_logits (the outputs are logits: compile's from_logits, or a final sigmoid fused with the
+// loss) and label_smoothing reach binary cross-entropy only; mse and mae take neither.
+inline std::optional<RowLossParams> row_loss_params(Loss l, bool from_logits, float label_smoothing) {
+  switch (l) {
+    case Loss::CategoricalCrossentropy:
+    case Loss::SparseCategoricalCrossentropy:
+      return std::nullopt;
+    case Loss::BinaryCrossentropy:
+      return RowLossParams{RowLoss::BinaryCrossentropy, from_logits, label_smoothing};
+    case Loss::MeanSquaredError:
+      return RowLossParams{RowLoss::MeanSquaredError, false, 0.f};
+    case Loss::MeanAbsoluteError:
+      return RowLossParams{RowLoss::MeanAbsoluteError, false, 0.f};
+  }
+  return std::nullopt;
+}
 
 // How a model's loss is computed (compile's arguments).
 struct LossSpec {

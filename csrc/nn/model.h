@@ -43,6 +43,11 @@
 // (conv kernels OHWI on a GPU, nn/param_layout.h), converted only by get_weights, set_weights and
 // to(). Before any device buffer of the model is freed or replaced, the model waits for the GPU's
 // queued work (a step returns with its backward pass still running).
+//
+// One class, four files: nn/model.cpp (construction and the step above, in the order a batch
+// takes), nn/model_state.cpp (the weights, the trainable ranges, the optimizer state, to()),
+// nn/model_memory.cpp (the step plans, the arena, memory_report) and nn/model_loss.cpp (compile's
+// loss, the metrics, the class weights and the step's loss part, loss_and_stats).
 #pragma once
 
 #include <array>
@@ -211,18 +216,16 @@ class Model {
 
  private:
   static constexpr int kModes = 3;  // StepMode: Train, Test, Predict
+  // ---- construction and the step (nn/model.cpp)
   void bind_layers();
-  void ensure_buffers(long long n);
-  void make_plans();
-  // Per node: whether the optimizer steps some of its weights (the backward pass starts there).
-  std::vector<bool> nodes_with_trainable_weights() const;
-  void require_compiled(const char* purpose) const;
-  // The batch of this step: `current` staged now, or the one staged ahead; `training`: for a
-  // training step (the leading augmentation layers draw for it).
-  StagedBatch take_batch(const Batch* current, bool with_targets, bool training);
   // Augmentation (nn/augmentation.h): ValueError for an augmentation layer after a layer with
   // weights; hands the leading augmentation layers to the stager (staged_nodes_).
   void set_up_augmentation();
+  void require_compiled(const char* purpose) const;
+  void wait_device() const;  // blocks until queued GPU work has finished (before buffers go)
+  // The batch of this step: `current` staged now, or the one staged ahead; `training`: for a
+  // training step (the leading augmentation layers draw for it).
+  StagedBatch take_batch(const Batch* current, bool with_targets, bool training);
   // The step a batch staged now is for: the next training step (step_ + 1), or inference.
   StepContext staging_step(bool training) const;
   BatchStats train_on(const StagedBatch& b);
@@ -230,27 +233,36 @@ class Model {
   // Runs the plan's forward nodes on x and returns the output of node end - 1. The first
   // staged_nodes_ nodes ran in the stager: x is the output of the last of them.
   Tensor forward(const Tensor& x, StepMode mode);
+  // [loss_sum, correct, n, metrics...] summed over the replicas (with a sync; as is without one).
+  BatchStats reduce_stats(BatchStats st);
   void backward(const Tensor& x);
   // One node's backward (the body of backward()).
   void backward_node(int i, const Tensor& x, const StepContext& ctx);
-  // ---- the loss part of the step (compile's LossSpec, metrics, sample and class weights)
+  // Node p's output in this step (the batch for kModelInput).
+  const Tensor& value(int p, const Tensor& x) const { return p == kModelInput ? x : vals_[p]; }
+  // ---- the weights (nn/model_state.cpp)
+  void initialize_weights();  // the initial weights, drawn from seed_ (a new model is on the CPU)
+  // ---- the step's memory (nn/model_memory.cpp)
+  void ensure_buffers(long long n);
+  void make_plans();
+  // Per node: whether the optimizer steps some of its weights (the backward pass starts there).
+  std::vector<bool> nodes_with_trainable_weights() const;
+  Tensor arena_view(StepMode mode, int buffer, const Shape& shape) const;
+  // Frees the arena, the loss's buffers and the step's views of them; capacity_ 0 until remade.
+  void release_step_buffers();
+  void ensure_loss_buffers(long long cap);
+  // ---- the loss part of the step (nn/model_loss.cpp: compile's LossSpec, metrics, sample and
+  // class weights)
   // The loss, its gradient (dlogits, may be null) and the metrics of a batch whose nodes ran up
   // to loss_end(): `logits` is that output (the last node's input when its activation is fused).
   // grad_scale: the factor of dlogits (1 / rows of the global batch; 1 / n in test_on).
   BatchStats loss_and_stats(const Tensor& logits, const StagedBatch& b, Tensor* dlogits, bool training,
                             float grad_scale);
-  // [loss_sum, correct, n, metrics...] summed over the replicas (with a sync; as is without one).
-  BatchStats reduce_stats(BatchStats st);
   // The per-row loss weights of a batch (sample_weight x class_weight), or undefined for none.
   Tensor row_weights(const StagedBatch& b, bool training);
   // The model's outputs for the metrics: the fused softmax / sigmoid applied to `logits`.
   Tensor metric_outputs(const Tensor& logits, bool training);
-  void ensure_loss_buffers(long long cap);
   int loss_end() const;  // nodes run before the loss (a fused softmax / sigmoid is skipped)
-  // Node p's output in this step (the batch for kModelInput).
-  const Tensor& value(int p, const Tensor& x) const { return p == kModelInput ? x : vals_[p]; }
-  Tensor arena_view(StepMode mode, int buffer, const Shape& shape) const;
-  void wait_device() const;  // blocks until queued GPU work has finished (before buffers go)
 
   Graph graph_;
   std::vector<std::vector<ParamSpec>> specs_;
