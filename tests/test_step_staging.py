@@ -310,16 +310,19 @@ def test_stop_training_and_steps_per_epoch_with_staging():
 
 
 class RecordingCore:
-    """Stands in for the core model: records each train_step call as (took the staged batch,
-    staged a next one)."""
+    """Stands in for the core model: records each train_step call as (its batch is the one the
+    core staged at the last call, staged a next one)."""
 
     def __init__(self, core):
         self._c = core
         self.calls = []
 
     def train_step(self, batch, next=None):
-        self.calls.append((batch is None, next is not None))
+        self.calls.append((self._c.has_staged and batch is self.last_next, next is not None))
+        self.last_next = next
         return self._c.train_step(batch, next)
+
+    last_next = None
 
     def __getattr__(self, name):
         return getattr(self._c, name)

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <tuple>
+#include <type_traits>
 
 #include "bindings/bindings.h"
 #include "bindings/numpy_tensor.h"
@@ -193,6 +194,10 @@ struct PyModel {
   std::unique_ptr<distribute::ReplicatedModel> rm;
   std::mutex mu;
   std::vector<double> last_metrics;  // the last train/test step's metric sums (set_metrics' order)
+  // The Python batch the core staged at the last step (its `next`), None when nothing is staged:
+  // a step given that very object takes what the core staged (the core holds the staging state;
+  // Python passes each batch and the one after it, and keeps no record of what is staged).
+  py::object staged_source = py::none();
 
   nn::Model& model() { return rm->model(); }  // replica 0: the one Python reads weights from
 };
@@ -218,27 +223,56 @@ std::unique_lock<std::mutex> lock_model(PyModel& p) {
   return std::unique_lock<std::mutex>(p.mu);
 }
 
-enum class StepKind { Train, Test };
+enum class StepKind { Train, Test, Predict };
 
-// One training (or evaluation) step without the GIL; returns (loss_sum, correct, n).
-py::tuple run_step(PyModel& p, const py::object& batch, const py::object& next, StepKind kind) {
-  const bool train = kind == StepKind::Train;
-  if (!p.model().compiled())
-    throw ValueError(cat("the model must be compiled before ", train ? "training" : "evaluation",
-                         ": call model.compile(...)"));
-  std::optional<nn::Batch> current;
-  if (!batch.is_none()) current = batch_of(batch, p.model(), true);
-  std::optional<nn::Batch> ahead = next_batch_of(next, p.model(), true);
+// One step's batch and the next one, as the core takes them (called with the model's lock and the
+// GIL held). `batch` is the batch the core staged at the last step when it is that step's `next`
+// (or None): then `current` stays empty and the core takes what it staged. Any other batch is
+// converted, and a batch staged for another one is dropped first.
+struct StepBatches {
+  std::optional<nn::Batch> current, ahead;
+  bool drop_staged = false;
+};
+
+StepBatches step_batches(PyModel& p, const py::object& batch, const py::object& next, bool with_targets) {
+  StepBatches b;
+  const bool staged = p.rm->has_staged();
+  const bool takes_staged = batch.is_none() || (staged && batch.is(p.staged_source));
+  p.staged_source = py::none();  // until this step has staged `next`
+  if (!takes_staged) {
+    b.current = batch_of(batch, p.model(), with_targets);
+    b.drop_staged = staged;
+  }
+  b.ahead = next_batch_of(next, p.model(), with_targets);
+  return b;
+}
+
+// One step without the GIL: train_step, test_step or predict_step of the model (of its replicas).
+template <typename Result>
+Result run_staged(PyModel& p, const py::object& batch, const py::object& next, StepKind kind) {
   auto lk = lock_model(p);
-  nn::BatchStats st;
+  StepBatches b = step_batches(p, batch, next, kind != StepKind::Predict);
+  Result out;
   {
     py::gil_scoped_release nogil;
-    const nn::Batch* c = current ? &*current : nullptr;
-    const nn::Batch* n = ahead ? &*ahead : nullptr;
-    st = train ? p.rm->train_step(c, n) : p.rm->test_step(c, n);
-    current.reset();  // the arrays, released without the GIL: their keep-alive takes it
-    ahead.reset();
+    if (b.drop_staged) p.rm->drop_staged();
+    const nn::Batch* c = b.current ? &*b.current : nullptr;
+    const nn::Batch* n = b.ahead ? &*b.ahead : nullptr;
+    if constexpr (std::is_same_v<Result, Tensor>) out = p.rm->predict_step(c, n);
+    else out = kind == StepKind::Train ? p.rm->train_step(c, n) : p.rm->test_step(c, n);
+    b.current.reset();  // the arrays, released without the GIL: their keep-alive takes it
+    b.ahead.reset();
   }
+  if (!next.is_none()) p.staged_source = next;
+  return out;
+}
+
+// One training (or evaluation) step; returns (loss_sum, correct, n).
+py::tuple run_step(PyModel& p, const py::object& batch, const py::object& next, StepKind kind) {
+  if (!p.model().compiled())
+    throw ValueError(cat("the model must be compiled before ", kind == StepKind::Train ? "training" : "evaluation",
+                         ": call model.compile(...)"));
+  nn::BatchStats st = run_staged<nn::BatchStats>(p, batch, next, kind);
   p.last_metrics = std::move(st.metrics);
   raise_core_warnings();
   return py::make_tuple(st.loss_sum, st.correct, st.n);
@@ -467,39 +501,30 @@ void bind_nn(py::module_& m) {
       }, py::arg("batch"), py::arg("next") = py::none(),
          "One training step; returns (loss_sum, correct, n) (the compiled metrics' sums: last_metric_sums). batch: "
          "(x, y[, rows[, decode[, sample_weight[, first_row, global_rows]]]]) (first_row, global_rows: these rows' "
-         "place in a global batch, for a rank's share), or None for the batch staged by the previous call's `next`. next: the following batch, staged now (on a GPU its upload "
-         "overlaps this step's backward pass); an error staging it is raised by the call that takes it.")
+         "place in a global batch, for a rank's share). next: the following batch, staged now (on a GPU its upload "
+         "overlaps this step's backward pass); an error staging it is raised by the call that takes it. The core "
+         "keeps what it staged: the call given that same `next` object as its batch (or None) takes it, any other "
+         "batch drops it.")
       .def("test_step", [](PyModel& p, py::object batch, py::object next) {
         return run_step(p, batch, next, StepKind::Test);
       }, py::arg("batch"), py::arg("next") = py::none(),
          "Loss and accuracy without training: (loss_sum, correct, n); batch and next as for train_step.")
       .def("predict_step", [](PyModel& p, py::object batch, py::object next) {
-        std::optional<nn::Batch> current;
-        if (!batch.is_none()) current = batch_of(batch, p.model(), false);
-        std::optional<nn::Batch> ahead = next_batch_of(next, p.model(), false);
-        Tensor out;
-        {
-          auto lk = lock_model(p);
-          py::gil_scoped_release nogil;
-          const nn::Batch* c = current ? &*current : nullptr;
-          const nn::Batch* n = ahead ? &*ahead : nullptr;
-          out = p.rm->predict_step(c, n);
-          current.reset();
-          ahead.reset();
-        }
+        Tensor out = run_staged<Tensor>(p, batch, next, StepKind::Predict);
         raise_core_warnings();
         return to_numpy(out);
       }, py::arg("batch"), py::arg("next") = py::none(),
-         "Outputs for batch (x[, y[, rows[, decode]]]) (y is ignored), or None for the staged batch; stages next.")
+         "Outputs for batch (x[, y[, rows[, decode]]]) (y is ignored); stages next. batch as for train_step.")
       .def_property_readonly("has_staged", [](PyModel& p) {
         auto lk = lock_model(p);
         return p.rm->has_staged();
       }, "Whether a batch is staged (by the last step's `next`) and not yet taken.")
       .def("drop_staged", [](PyModel& p) {
         auto lk = lock_model(p);
+        p.staged_source = py::none();
         py::gil_scoped_release nogil;
         p.rm->drop_staged();
-      }, "Drops a staged batch (and releases its arrays).")
+      }, "Drops a staged batch (and releases its arrays): a loop left early.")
       .def_property_readonly("staging_slots", [](PyModel& p) {
         auto lk = lock_model(p);
         const nn::BatchStager& s = p.model().stager();

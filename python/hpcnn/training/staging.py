@@ -1,6 +1,7 @@
 """One core call per batch that also stages the next batch (on a GPU its upload overlaps this
-step's backward pass; the following call passes None for the batch the core already holds): the
-loops of fit, evaluate and predict share this one bookkeeping of what the core holds."""
+step's backward pass): the loops of fit, evaluate and predict pass each batch and the one after
+it. The core keeps what it staged: the call given that same batch object takes it (no second
+conversion, no second upload). Python keeps no record of it; a loop left early releases it."""
 from __future__ import annotations
 
 import itertools
@@ -15,14 +16,11 @@ Batch = Any  # the core's batch tuple (data_adapters.Batch)
 
 
 class StagedSteps:
-    """Step calls ``step(batch, next)`` over a sequence of batches: each call trains (or tests, or
-    predicts) on its batch and stages `next`; the call after it passes None for that batch.
-    ``close()`` releases a batch left staged when the loop is left early (use it as a context
-    manager)."""
+    """``call(batch, next)`` once per batch (next None at the last one), and, as a context manager,
+    the release of a batch the core still holds when the loop is left early."""
 
     def __init__(self, core: Any) -> None:
         self.core = core
-        self.staged = False  # whether the core holds the batch of the next call (staged by the last)
 
     def __enter__(self) -> "StagedSteps":
         return self
@@ -31,21 +29,10 @@ class StagedSteps:
         self.close()
 
     def step(self, call: Callable[[Any, Any], Any], current: Batch, upcoming: Optional[Batch]) -> Any:
-        """``call(current or None, upcoming)``: None when the last call staged `current`;
-        `upcoming` is staged now (unless staging is off)."""
-        nxt = upcoming if STAGE_NEXT else None
-        try:
-            out = call(None if self.staged else current, nxt)
-        except BaseException:
-            self.staged = False  # the step stopped before staging the next batch
-            raise
-        self.staged = nxt is not None
-        return out
+        return call(current, upcoming if STAGE_NEXT else None)
 
     def close(self) -> None:
-        if self.staged:
-            self.core.drop_staged()  # left early: release the staged batch's arrays now
-            self.staged = False
+        self.core.drop_staged()  # releases a staged batch's arrays (nothing when none is staged)
 
 
 def first_batches(batches: Iterator[Batch], total: int) -> Iterator[Batch]:
