@@ -11,6 +11,9 @@ catching them; the code that opened the file adds its name to the message it rai
 """
 from __future__ import annotations
 
+import contextlib
+from typing import Iterator
+
 
 class FileProblem(ValueError):
     """What is wrong with a file's contents (the caller adds the file's name)."""
@@ -28,4 +31,19 @@ class OtherTraining(FileProblem):
     """A readable backup of another training (model, optimizer or data): never silently skipped."""
 
 
-__all__ = ["FileProblem", "WeightsMismatch", "UnsupportedConfig", "OtherTraining"]
+@contextlib.contextmanager
+def reported_as_value_errors(caller: str, path: str, mismatch: str = "does not fit this model") -> Iterator[None]:
+    """The file exceptions raised inside, as the ValueError the user sees: the caller and the file
+    named, then what is wrong (`mismatch`: how a WeightsMismatch reads; a model file whose weights
+    do not fit its own config "is damaged")."""
+    try:
+        yield
+    except UnsupportedConfig as e:
+        raise ValueError(f"{caller}: '{path}': {e}") from None
+    except WeightsMismatch as e:
+        raise ValueError(f"{caller}: '{path}' {mismatch}: {e}") from None
+    except FileProblem as e:
+        raise ValueError(f"{caller}: '{path}' is damaged: {e}") from None
+
+
+__all__ = ["FileProblem", "WeightsMismatch", "UnsupportedConfig", "OtherTraining", "reported_as_value_errors"]

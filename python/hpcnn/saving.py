@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from . import validation
-from .errors import FileProblem, UnsupportedConfig
+from .errors import FileProblem, UnsupportedConfig, reported_as_value_errors
 from .formats.compile_config import compile_from_description, compile_or_warn
 from .formats.h5tree import MAX_CONFIG_BYTES, H5Tree, file_kind
 from .formats.hpcnn_files import (META_DATASET, WEIGHTS_IN_KERAS_LAYOUT, check_meta, file_path, read_meta,
@@ -174,16 +174,13 @@ def load_model(filepath: Any, compile: bool = True, custom_objects: Optional[Dic
         raise NotImplementedError("load_model: custom_objects (custom layers, losses, ...) are not supported by hpcnn")
     kind = file_kind(path, "load_model")
     try:
-        if kind == "zip":
-            return _load_archive(path, compile)
-        if kind == "hdf5":
-            return _load_hdf5(path, compile)
+        with reported_as_value_errors("load_model", path, mismatch="is damaged"):
+            if kind == "zip":
+                return _load_archive(path, compile)
+            if kind == "hdf5":
+                return _load_hdf5(path, compile)
         raise ValueError(f"load_model: '{path}' is not an hpcnn model file: neither HDF5 (.h5) nor a Keras archive "
                          "(.keras)")
-    except UnsupportedConfig as e:
-        raise ValueError(f"load_model: '{path}': {e}") from None
-    except FileProblem as e:
-        raise ValueError(f"load_model: '{path}' is damaged: {e}") from None
     except NotImplementedError as e:  # a graph hpcnn cannot build yet (several inputs, a shared layer)
         raise NotImplementedError(f"load_model: '{path}': {e}") from None
 

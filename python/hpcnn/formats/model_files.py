@@ -22,7 +22,7 @@ import json
 from typing import Any, Dict, Optional
 
 from .. import _core, distribute, validation
-from ..errors import FileProblem, WeightsMismatch
+from ..errors import reported_as_value_errors
 from .compile_config import compile_to_keras, describe
 from .h5tree import H5Tree, file_kind
 from .hpcnn_files import (META_DATASET, WEIGHTS_FORMAT, WEIGHTS_FORMAT_VERSION, WEIGHTS_META_DATASET, check_target,
@@ -114,7 +114,7 @@ def load_weights(model: Any, filepath: Any, skip_mismatch: bool = False, by_name
     by_name = validation.boolean(by_name, "by_name", "load_weights")
     kind = file_kind(path, "load_weights")
     model.build()
-    try:
+    with reported_as_value_errors("load_weights", path):
         if kind == "zip":
             if by_name:
                 raise ValueError("load_weights: `by_name` only supports loading legacy '.h5' or '.hdf5' files")
@@ -145,8 +145,4 @@ def load_weights(model: Any, filepath: Any, skip_mismatch: bool = False, by_name
         else:
             raise ValueError(f"load_weights: '{path}' is neither an hpcnn weights file nor a Keras weights or model "
                              "file (HDF5 '.h5', or a '.keras' archive)")
-    except WeightsMismatch as e:
-        raise ValueError(f"load_weights: '{path}' does not fit this model: {e}") from None
-    except FileProblem as e:
-        raise ValueError(f"load_weights: '{path}' is damaged: {e}") from None
     model.set_weights(weights)
