@@ -125,18 +125,18 @@ class BackupAndRestore(Callback):
         """Writes a backup of the model, its optimizer, the random state, the callbacks' states and
         the training position (epoch, batch, partial sums). In a multi-process run only the
         chief writes (every rank restores the same backup)."""
+        if distribute.writes_files(self.model):
+            assert self._run is not None, "BackupAndRestore: a backup is written during a fit only"
+            t0 = time.perf_counter()
+            with interrupts.writing_guard():  # a stop signal meanwhile is only recorded
+                os.makedirs(self.backup_dir, exist_ok=True)
+                if self.double_checkpoint and os.path.exists(self.path):
+                    os.replace(self.path, self.previous_path)  # the latest becomes the previous one
+                write_backup(self.path, self.model, self._run.callbacks, self, self._run.signature, position)
+            self.write_seconds.append(time.perf_counter() - t0)
+        # (the other ranks of a multi-process run count as if they had written: the chief did)
         self._batches_since_save = 0
         self._last_position = (int(position["epoch"]), int(position["batch"]))
-        if not distribute.writes_files(self.model):
-            return
-        assert self._run is not None, "BackupAndRestore: a backup is written during a fit only"
-        t0 = time.perf_counter()
-        with interrupts.writing_guard():  # a stop signal meanwhile is only recorded
-            os.makedirs(self.backup_dir, exist_ok=True)
-            if self.double_checkpoint and os.path.exists(self.path):
-                os.replace(self.path, self.previous_path)  # the latest becomes the previous one
-            write_backup(self.path, self.model, self._run.callbacks, self, self._run.signature, position)
-        self.write_seconds.append(time.perf_counter() - t0)
 
     def restore_training(self, run: FitRun) -> Optional[Dict[str, Any]]:
         """Called by fit after every callback's on_train_begin: when a backup is there, puts the
