@@ -167,3 +167,50 @@ def test_the_site_builds_strictly(tmp_path):
     r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(MKDOCS_YML),
                         "-d", str(tmp_path / "site")], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, f"mkdocs build --strict failed:\n{r.stdout}\n{r.stderr}"
+
+
+# ---------------------------------------------------------------------- the API reference's names
+# mkdocstrings renders only the members it finds and skips the others without a word, so the names
+# each API page lists are checked here against the sources (read with ast: nothing imported).
+MEMBER_BLOCK = re.compile(r"^::: (hpcnn[\w.]*)\n(?:    .*\n)*?      members:\n((?:        - \w+\n)+)", re.M)
+PACKAGE = ROOT / "python"
+
+
+def module_path(dotted: str) -> Path:
+    base = PACKAGE.joinpath(*dotted.split("."))
+    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+
+
+def defined_names(path: Path) -> set:
+    """The names a module defines or imports at its top level (what `from module import name` finds)."""
+    import ast
+    names = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def api_members():
+    out = []
+    for page in sorted((DOCS / "api").glob("*.md")):
+        for module, block in MEMBER_BLOCK.findall(page.read_text()):
+            out += [(page.name, module, m) for m in re.findall(r"- (\w+)", block)]
+    return out
+
+
+def test_the_api_pages_list_members():
+    assert len(api_members()) > 50  # the scan finds the lists it checks
+
+
+@pytest.mark.parametrize("page,module,member", api_members(), ids=lambda v: str(v))
+def test_every_member_an_api_page_lists_exists(page, module, member):
+    path = module_path(module)
+    assert path.exists(), f"docs/api/{page}: ::: {module} names a module that python/ does not have"
+    assert member in defined_names(path), (f"docs/api/{page}: {module}.{member} is not defined in "
+                                           f"{path.relative_to(ROOT)}: mkdocstrings would leave it out silently")
