@@ -157,20 +157,20 @@ def _read_backup(tree: H5Tree, model: Any, signature: Dict[str, Any], backup_dir
     mine, theirs = _normalized(model.get_config()), meta["config"]
     if mine != theirs:
         raise OtherTraining(f"BackupAndRestore: the backup '{path}' was written for another model "
-                         f"({_config_difference(theirs, mine)}); use another backup_dir for this model, or "
-                         f"delete '{backup_dir}' to train it from the start")
+                            f"({_config_difference(theirs, mine)}); use another backup_dir for this model, or "
+                            f"delete '{backup_dir}' to train it from the start")
     comp = describe(model)
     if meta["compile"] is not None and comp is not None and meta["compile"]["optimizer"] != comp["optimizer"]:
         raise OtherTraining(f"BackupAndRestore: the backup '{path}' was written training with "
-                         f"{meta['compile']['optimizer']}, this model is compiled with {comp['optimizer']}")
+                            f"{meta['compile']['optimizer']}, this model is compiled with {comp['optimizer']}")
     theirs_fit = meta["fit"]
     for key, label in (("data", "data kind"), ("steps", "batches per epoch"), ("batch_size", "batch size"),
                        ("rows", "training rows"), ("shuffle", "shuffle")):
         if theirs_fit.get(key) != signature.get(key):
             raise OtherTraining(f"BackupAndRestore: the backup '{path}' was written by a fit with {label} "
-                             f"{theirs_fit.get(key)!r}, this fit has {signature.get(key)!r}: resuming needs the "
-                             f"same data, batch size and steps_per_epoch (or delete '{backup_dir}' to train "
-                             "from the start)")
+                                f"{theirs_fit.get(key)!r}, this fit has {signature.get(key)!r}: resuming needs the "
+                                f"same data, batch size and steps_per_epoch (or delete '{backup_dir}' to train "
+                                "from the start)")
     pos = meta["position"]
     for key in ("epoch", "batch", "seen"):
         if not (validation.is_integer(pos.get(key)) and not isinstance(pos.get(key), bool) and pos[key] >= 0):
@@ -180,7 +180,7 @@ def _read_backup(tree: H5Tree, model: Any, signature: Dict[str, Any], backup_dir
             raise FileProblem(f"its position has no valid '{key}' ({pos.get(key)!r:.50})")
     if pos["batch"] > signature["steps"]:
         raise FileProblem(f"its position (batch {pos['batch']}) is beyond the {signature['steps']} batches of "
-                              "an epoch")
+                          "an epoch")
     weights = read_weights(tree, model)
     desc = meta["optimizer_state"]
     buffers = read_optimizer_buffers(tree, model, desc) if desc is not None else []

@@ -25,11 +25,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .. import _core, devices, distribute, optimizers, training, utils, validation
-from ..training import compile_model
 from ..callbacks import Callback, History
 from ..formats import keras_config, model_files
 from ..layers import KerasTensor, Layer, graph
-from ..utils import next_model_seed
 from .functional_config import functional_from_config
 from .summary import print_summary
 
@@ -163,7 +161,7 @@ class Model:
         inputs = [list(parents) for _, parents in nodes]
         if self._seed is None:
             self.seed_drawn = not utils.seeded()
-            self._seed = next_model_seed()
+            self._seed = utils.next_model_seed()
         self._core = _core.Model(list(self._input_shape), cfgs, self._seed, inputs)
 
     @property
@@ -346,7 +344,7 @@ class Model:
         effect at the next compile(). Keras' execution hints ``run_eagerly``, ``jit_compile`` and
         ``steps_per_execution`` are checked and have nothing to change (every batch is one C++
         call); ``loss_weights`` and ``weighted_metrics`` are not supported."""
-        compile_model(self, optimizer, loss, metrics, device, kwargs)
+        training.compile_model(self, optimizer, loss, metrics, device, kwargs)
 
     @property
     def compiled(self) -> bool:
