@@ -111,8 +111,11 @@ void bind_core(py::module_& m) {
       .def_readonly("memory_bandwidth_gbs", &cuda::DeviceInfo::memory_bandwidth_gbs)
       .def_readonly("pci_bus_id", &cuda::DeviceInfo::pci_bus_id);
   m.def("cuda_compiled", &cuda::compiled);
-  m.def("cuda_devices", &cuda::list_devices, py::arg("with_free_memory") = true,
-        "Visible CUDA devices (empty when none is usable). Free memory opens a context on each device.");
+  m.def("cuda_devices", &cuda::list_devices, py::arg("with_free_memory") = false,
+        "Visible CUDA devices (empty when none is usable), listed without creating a CUDA context. "
+        "with_free_memory=True also fills free_memory, which creates this process's context on every device.");
+  m.def("cuda_free_memory", &cuda::free_memory, py::arg("device"),
+        "Free bytes on GPU `device` (creates this process's context there if it has none; 0 if it cannot be asked).");
   m.def("cuda_unavailable_reason", &cuda::unavailable_reason,
         "Why no GPU is usable, or '' when at least one is.");
 

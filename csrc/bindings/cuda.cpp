@@ -8,6 +8,7 @@
 #include "bindings/numpy_tensor.h"
 #include "core/cuda_async.h"
 #include "core/cuda_runtime.h"
+#include "core/host_buffer.h"
 #include "core/tensor.h"
 #include "diagnostics/cuda_kernel_selftest.h"
 #include "diagnostics/op_timing.h"
@@ -63,6 +64,12 @@ py::dict plan_dict(const conv_algo::PlanInfo& i) {
 // nearly full.
 struct DeviceMemoryBlock {
   Tensor t;
+};
+
+// Pinned host memory held from Python (cuda_hold_pinned_memory): for tests that allocating and
+// freeing it leaves the calling thread's current GPU alone.
+struct PinnedMemoryBlock {
+  HostBuffer buffer;
 };
 
 }  // namespace
@@ -155,6 +162,27 @@ void bind_cuda(py::module_& m) {
   }, py::arg("nbytes"), py::arg("device") = "gpu:0",
      "Allocates and holds `nbytes` of memory on a GPU (MemoryError naming the sizes when it is not there): for "
      "tests and checks of what happens when the GPU is nearly full.");
+
+  m.def("cuda_current_context_device", &cuda::current_context_device,
+        "The GPU whose CUDA context is current on the calling thread, or -1 when it has none (asked without "
+        "creating one).");
+
+  py::class_<PinnedMemoryBlock>(m, "PinnedMemoryBlock",
+                                "Pinned host memory held from Python (cuda_hold_pinned_memory); freed by release() "
+                                "or when collected.")
+      .def_property_readonly("nbytes", [](const PinnedMemoryBlock& b) { return b.buffer.bytes(); })
+      .def("release", [](PinnedMemoryBlock& b) {
+        py::gil_scoped_release nogil;
+        b.buffer = HostBuffer();
+      });
+  m.def("cuda_hold_pinned_memory", [](size_t bytes, int device) {
+    auto b = std::make_unique<PinnedMemoryBlock>();
+    py::gil_scoped_release nogil;
+    b->buffer = HostBuffer(bytes, HostMemory::Pinned, device);
+    return b;
+  }, py::arg("nbytes"), py::arg("device") = 0,
+     "Allocates and holds `nbytes` of page-locked host memory for GPU `device`, as the loader and the stager "
+     "do: for tests of the pinned-memory helpers.");
 
   m.def("cuda_kernel_selftest", [] {
     py::list out;

@@ -377,13 +377,14 @@ void bind_nn(py::module_& m) {
         d["predict"] = r.predict;
         d["train_keep_all"] = r.train_keep_all;
         d["one_buffer_per_activation"] = r.one_buffer_per_activation;
+        d["statistics"] = r.statistics;
         d["allocated"] = p.model().arena_bytes();
         return d;
       }, py::arg("batch_size"),
          "Bytes of a step's activations and gradients for batches of batch_size rows: the planned arena of each "
          "step kind (train, test, predict), for comparison the training step's buffers each kept for the whole step "
-         "(train_keep_all: no reuse, memory_reuse=False) and the layout of one buffer per activation, and the arena "
-         "allocated now.")
+         "(train_keep_all: no reuse, memory_reuse=False) and the layout of one buffer per activation, the arena "
+         "allocated now, and the bytes of the statistics a training or test step copies back (statistics).")
       .def_property_readonly("num_params", [](PyModel& p) { return p.model().num_params(); })
       .def_property_readonly("num_trainable_params", [](PyModel& p) { return p.model().num_trainable_params(); })
       .def("set_trainable", [](PyModel& p, const std::vector<bool>& per_layer) {

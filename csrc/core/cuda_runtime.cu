@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "core/cuda_check.h"
 #include "core/errors.h"
@@ -32,6 +33,52 @@ std::string driver_version_str() {
   if (cudaDriverGetVersion(&v) != cudaSuccess) return "";
   return version_str(v);
 }
+
+// A driver API function, looked up through the runtime: hpcnn links no libcuda (it must load on
+// nodes without a driver). Null when the driver or the function is not there. Looking up makes
+// no context.
+template <typename Fn>
+static Fn driver_function(const char* name) {
+  void* fn = nullptr;
+#if CUDART_VERSION >= 12050
+  const bool found = cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, nullptr) == cudaSuccess;
+#else
+  const bool found = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, nullptr) == cudaSuccess;
+#endif
+  (void)cudaGetLastError();
+  return found ? reinterpret_cast<Fn>(fn) : nullptr;
+}
+
+namespace {
+
+// Keeps the calling thread's current context (none included) across calls that must make a
+// given GPU current: cudaSetDevice would otherwise leave that GPU current for the caller's later
+// calls, and "restoring" with cudaSetDevice(previous) would create a context on GPU 0 for a
+// thread that had none. The driver's context stack is saved and put back exactly.
+class CurrentContextKept {
+ public:
+  CurrentContextKept() {
+    // Looked up once (the stager asks is_pinned every step).
+    static const auto get = driver_function<CUresult (*)(CUcontext*)>("cuCtxGetCurrent");
+    static const auto set = driver_function<CUresult (*)(CUcontext)>("cuCtxSetCurrent");
+    get_ = get;
+    set_ = set;
+    saved_ok_ = get_ && set_ && get_(&saved_) == CUDA_SUCCESS;
+  }
+  ~CurrentContextKept() {
+    if (saved_ok_) set_(saved_);
+  }
+  CurrentContextKept(const CurrentContextKept&) = delete;
+  CurrentContextKept& operator=(const CurrentContextKept&) = delete;
+
+ private:
+  CUresult (*get_)(CUcontext*) = nullptr;
+  CUresult (*set_)(CUcontext) = nullptr;
+  CUcontext saved_ = nullptr;
+  bool saved_ok_ = false;
+};
+
+}  // namespace
 
 // Why there are no usable devices, or "" when there is at least one.
 static std::string probe_reason(int* count_out) {
@@ -98,17 +145,26 @@ std::vector<DeviceInfo> list_devices(bool with_free_memory) {
     }
     char bus[32] = {0};
     if (cudaDeviceGetPCIBusId(bus, sizeof(bus), i) == cudaSuccess) d.pci_bus_id = bus;
-    int prev = 0;
-    cudaGetDevice(&prev);
-    if (with_free_memory && cudaSetDevice(i) == cudaSuccess) {
-      size_t fr = 0, tot = 0;
-      if (cudaMemGetInfo(&fr, &tot) == cudaSuccess) d.free_memory = fr;
-      cudaSetDevice(prev);
-    }
     (void)cudaGetLastError();
+    if (with_free_memory) d.free_memory = free_memory(i);
     out.push_back(d);
   }
   return out;
+}
+
+size_t free_memory(int device) noexcept {
+  // A thread of its own: it has no current context to disturb, and it ends with this call.
+  size_t free_bytes = 0;
+  try {
+    std::thread asker([device, &free_bytes] {
+      size_t fr = 0, tot = 0;
+      if (cudaSetDevice(device) == cudaSuccess && cudaMemGetInfo(&fr, &tot) == cudaSuccess) free_bytes = fr;
+      (void)cudaGetLastError();
+    });
+    asker.join();
+  } catch (...) {  // no thread could be started: report nothing rather than throw from a query
+  }
+  return free_bytes;
 }
 
 void require_device(int index) {
@@ -152,7 +208,9 @@ void* malloc_pinned(size_t bytes, int device) {
   // cudaMallocHost works in the calling thread's current device, whose context it creates when
   // the thread has none: on the prefetcher's own thread that would be GPU 0 whatever the model's
   // GPU (hundreds of MiB there, or cudaErrorDevicesUnavailable when GPU 0 is another process's in
-  // exclusive-process mode). With unified addressing the block is portable to every GPU.
+  // exclusive-process mode). With unified addressing the block is portable to every GPU. The
+  // caller's own current context is put back afterwards.
+  CurrentContextKept keep;
   HPCNN_CUDA_CHECK(cudaSetDevice(device));
   void* p = nullptr;
   cudaError_t e = cudaMallocHost(&p, bytes);
@@ -168,6 +226,7 @@ void free_pinned(void* ptr, int device) noexcept {
   if (!ptr) return;
   // As for malloc_pinned: a thread that never chose a device (the prefetcher's) would otherwise
   // create a context on GPU 0 just to free the block.
+  CurrentContextKept keep;
   cudaSetDevice(device);
   cudaFreeHost(ptr);
   (void)cudaGetLastError();
@@ -175,6 +234,7 @@ void free_pinned(void* ptr, int device) noexcept {
 
 bool is_pinned(const void* ptr, int device) noexcept {
   if (!ptr) return false;
+  CurrentContextKept keep;
   cudaPointerAttributes attr{};
   if (cudaSetDevice(device) != cudaSuccess || cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -217,30 +277,34 @@ void synchronize(int device) {
 }
 
 bool primary_context_active(int device) noexcept {
-  // The driver API through the runtime's entry-point lookup: hpcnn links no libcuda (it must load
-  // on nodes without a driver). Neither lookup nor query makes a context.
-  using DeviceGet = CUresult (*)(CUdevice*, int);
-  using PrimaryCtxGetState = CUresult (*)(CUdevice, unsigned int*, int*);
-  void* get = nullptr;
-  void* state = nullptr;
-#if CUDART_VERSION >= 12050
-  const bool found =
-      cudaGetDriverEntryPointByVersion("cuDeviceGet", &get, 12000, cudaEnableDefault, nullptr) == cudaSuccess &&
-      cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &state, 12000, cudaEnableDefault, nullptr) ==
-          cudaSuccess;
-#else
-  const bool found = cudaGetDriverEntryPoint("cuDeviceGet", &get, cudaEnableDefault, nullptr) == cudaSuccess &&
-                     cudaGetDriverEntryPoint("cuDevicePrimaryCtxGetState", &state, cudaEnableDefault, nullptr) ==
-                         cudaSuccess;
-#endif
-  (void)cudaGetLastError();
-  if (!found || !get || !state) return false;
+  // Neither the lookup nor the query makes a context.
+  const auto device_get = driver_function<CUresult (*)(CUdevice*, int)>("cuDeviceGet");
+  const auto get_state = driver_function<CUresult (*)(CUdevice, unsigned int*, int*)>("cuDevicePrimaryCtxGetState");
+  if (!device_get || !get_state) return false;
   CUdevice dev = 0;
   unsigned int flags = 0;
   int active = 0;
-  if (reinterpret_cast<DeviceGet>(get)(&dev, device) != CUDA_SUCCESS) return false;
-  if (reinterpret_cast<PrimaryCtxGetState>(state)(dev, &flags, &active) != CUDA_SUCCESS) return false;
+  if (device_get(&dev, device) != CUDA_SUCCESS) return false;
+  if (get_state(dev, &flags, &active) != CUDA_SUCCESS) return false;
   return active != 0;
+}
+
+int current_context_device() noexcept {
+  const auto get_current = driver_function<CUresult (*)(CUcontext*)>("cuCtxGetCurrent");
+  const auto ctx_device = driver_function<CUresult (*)(CUdevice*)>("cuCtxGetDevice");
+  const auto device_get = driver_function<CUresult (*)(CUdevice*, int)>("cuDeviceGet");
+  const auto device_count = driver_function<CUresult (*)(int*)>("cuDeviceGetCount");
+  CUcontext ctx = nullptr;
+  if (!get_current || !ctx_device || !device_get || !device_count) return -1;
+  if (get_current(&ctx) != CUDA_SUCCESS || ctx == nullptr) return -1;
+  CUdevice current = 0;
+  int n = 0;
+  if (ctx_device(&current) != CUDA_SUCCESS || device_count(&n) != CUDA_SUCCESS) return -1;
+  for (int i = 0; i < n; ++i) {  // CUdevice is a handle: find its ordinal
+    CUdevice d = 0;
+    if (device_get(&d, i) == CUDA_SUCCESS && d == current) return i;
+  }
+  return -1;
 }
 
 }  // namespace hpcnn::cuda

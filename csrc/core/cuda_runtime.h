@@ -25,8 +25,14 @@ struct DeviceInfo {
 
 // Visible devices; never throws. When the list is empty, `unavailable_reason()` says why
 // (no backend compiled, no driver, CUDA_VISIBLE_DEVICES empty or NoDevFiles, no device).
-// Free memory needs a CUDA context on each device (hundreds of MiB): ask for it only when wanted.
-std::vector<DeviceInfo> list_devices(bool with_free_memory = true);
+// Listing creates no CUDA context. Free memory does, on every device (hundreds of MiB each, and
+// an error where a GPU in exclusive-process mode is another job's): ask for it only when wanted;
+// free_memory is 0 without it.
+std::vector<DeviceInfo> list_devices(bool with_free_memory = false);
+// Free bytes on GPU `device` (cudaMemGetInfo), asked from a short-lived thread of its own so that
+// the calling thread's current device stays what it was. Creates this process's context on that
+// device if it has none. 0 when the device cannot be asked.
+size_t free_memory(int device) noexcept;
 std::string unavailable_reason();
 // Throws BackendError with the reason when device `index` cannot be used.
 void require_device(int index);
@@ -40,7 +46,8 @@ void* malloc_device(size_t bytes, int device);   // OutOfMemory with bytes, free
 // Every device Storage is freed here, so no owner of device memory has to remember to wait.
 void free_device(void* ptr, int device) noexcept;
 // Page-locked host memory, allocated and freed with GPU `device` current (see cuda_runtime.cu);
-// portable: any GPU may copy from it.
+// portable: any GPU may copy from it. These three leave the calling thread's current context as
+// they found it (none included): a thread that holds another GPU's context keeps it.
 void* malloc_pinned(size_t bytes, int device = 0);
 void free_pinned(void* ptr, int device) noexcept;
 // Whether `ptr` points into page-locked host memory (cuda::malloc_pinned or any other
@@ -60,5 +67,8 @@ void synchronize(int device);
 // the runtime uses), asked without creating one: for tests that a call leaves other GPUs alone.
 // False without the backend or a driver.
 bool primary_context_active(int device) noexcept;
+// The GPU whose context is current on the calling thread, or -1 when the thread has none (a
+// thread that never made a CUDA call). Asked through the driver without creating anything.
+int current_context_device() noexcept;
 
 }  // namespace hpcnn::cuda

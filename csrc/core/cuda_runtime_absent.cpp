@@ -12,6 +12,7 @@ static const char* kWhy =
 
 bool compiled() { return false; }
 std::vector<DeviceInfo> list_devices(bool) { return {}; }
+size_t free_memory(int) noexcept { return 0; }
 std::string unavailable_reason() { return kWhy; }
 void require_device(int) { throw BackendError(kWhy); }
 std::string runtime_version_str() { return ""; }
@@ -24,6 +25,7 @@ bool is_pinned(const void*, int) noexcept { return false; }
 void copy(void*, int, const void*, int, size_t, CopyKind) { throw BackendError(kWhy); }
 void synchronize(int) {}
 bool primary_context_active(int) noexcept { return false; }
+int current_context_device() noexcept { return -1; }
 
 }  // namespace hpcnn::cuda
 

@@ -88,6 +88,9 @@ struct MemoryReport {
   // One buffer per activation for the whole step, plus two gradient buffers of the largest
   // activation and the logits' gradient: how the model's memory was laid out before the plan.
   long long one_buffer_per_activation = 0;
+  // The step's statistics (loss sum, correct count, regularization penalty, one sum per other metric, as
+  // doubles): the one copy from the device a training or test step makes.
+  long long statistics = 0;
 };
 
 class Model {
@@ -301,7 +304,8 @@ class Model {
   std::array<ArenaLayout, kModes> arena_layouts_;
   long long capacity_ = 0;
   Tensor arena_;
-  Tensor stats_;
+  Tensor stats_;                          // statistics_doubles() doubles (loss_and_stats)
+  long long statistics_doubles() const { return 3 + static_cast<long long>(metrics_.size()); }
   Tensor row_w_;                          // per-row loss weights (sample_weight x class_weight)
   Tensor metric_out_;                     // the outputs the metrics read when the activation is fused
   // This step's tensors (views): each node's output and each output's gradient.

@@ -70,6 +70,7 @@ MemoryReport Model::memory_report(long long n) const {
     if (l.is_merge() || !(l.forward_is_view(true) && l.forward_is_view(false))) acts += sz;
   }
   r.one_buffer_per_activation = 4 * n * (acts + 2 * biggest + shape_numel(graph_.output_shapes().back()));
+  r.statistics = 8 * statistics_doubles();
   return r;
 }
 
@@ -104,7 +105,7 @@ void Model::ensure_buffers(long long n) {
   release_step_buffers();
   arena_ = Tensor::empty({need / 4}, DType::F32, device_);
   // doubles: loss sum, correct, penalty, then one per metric
-  stats_ = Tensor::zeros({2 * (3 + static_cast<long long>(metrics_.size()))}, DType::F32, device_);
+  stats_ = Tensor::zeros({2 * statistics_doubles()}, DType::F32, device_);  // doubles in float32 storage
   ensure_loss_buffers(cap);
   arena_layouts_ = std::move(layouts);
   capacity_ = cap;

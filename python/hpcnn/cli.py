@@ -33,7 +33,10 @@ def _cmd_info(a) -> int:
 def _cmd_devices(a) -> int:
     import hpcnn
     for d in hpcnn.list_physical_devices():
-        print(d.name, d.device_type, json.dumps(d.details, default=str))
+        details = d.details
+        if d.device_type == "GPU":  # asked for here: a context on each GPU is fine for this command
+            details = details | {"memory_free": hpcnn.devices.gpu_memory_free(d)}
+        print(d.name, d.device_type, json.dumps(details, default=str))
     why = hpcnn.gpu_unavailable_reason()
     if why:
         print(f"no GPU: {why}")

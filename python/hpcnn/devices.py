@@ -44,7 +44,12 @@ def _cpu_name() -> str:
 
 def list_physical_devices(device_type: Optional[str] = None) -> List[PhysicalDevice]:
     """``list_physical_devices('CPU')`` / ``('GPU')`` / ``()`` for all. GPUs are those CUDA can use
-    from this process (``CUDA_VISIBLE_DEVICES`` is honoured); see ``gpu_unavailable_reason()``."""
+    from this process (``CUDA_VISIBLE_DEVICES`` is honoured); see ``gpu_unavailable_reason()``.
+
+    Listing creates no CUDA context on any GPU (on a node whose GPUs are in exclusive-process
+    mode, a context on a GPU another rank uses would make that rank fail). So a GPU's
+    ``details['memory_free']`` is given only for GPUs this process already uses, and is None for
+    the others; ``gpu_memory_free('gpu:N')`` asks one GPU (creating this process's context there)."""
     kind = device_type.upper() if device_type else None
     if kind not in (None, "CPU", "GPU"):
         raise ValueError(f"device_type must be 'CPU' or 'GPU', got {device_type!r}")
@@ -55,13 +60,24 @@ def list_physical_devices(device_type: Optional[str] = None) -> List[PhysicalDev
             "cpus_in_affinity_mask": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
             "blas": _core.build_info()["blas_vendor"]}))
     if kind in (None, "GPU"):
-        for d in _core.cuda_devices():
+        for d in _core.cuda_devices(with_free_memory=False):
+            in_use = _core.cuda_primary_context_active(d.index)
             out.append(PhysicalDevice(f"/physical_device:GPU:{d.index}", "GPU", {
                 "device_name": d.name, "compute_capability": tuple(d.compute_capability),
-                "memory_total": d.total_memory, "memory_free": d.free_memory,
+                "memory_total": d.total_memory, "memory_free": _core.cuda_free_memory(d.index) if in_use else None,
                 "multiprocessors": d.multiprocessors, "memory_bus_width_bits": d.memory_bus_width_bits,
                 "memory_bandwidth_gbs": d.memory_bandwidth_gbs, "pci_bus_id": d.pci_bus_id}))
     return out
+
+
+def gpu_memory_free(spec: Union[str, PhysicalDevice] = "gpu") -> int:
+    """Free bytes on one GPU (``'gpu'`` is ``'gpu:0'``), as the driver reports them now. Asking
+    creates this process's CUDA context on that GPU if it has none (a few hundred MiB of it).
+    RuntimeError when no GPU is usable, ValueError for a name that is not a GPU."""
+    name = normalize(spec)
+    if name == "cpu":
+        raise ValueError(f"gpu_memory_free: {spec!r} is not a GPU")
+    return _core.cuda_free_memory(int(name.split(":")[1]))
 
 
 def gpu_unavailable_reason() -> str:
@@ -97,4 +113,4 @@ def current_scope() -> Optional[str]:
     return _scope.get()
 
 
-__all__ = ["PhysicalDevice", "list_physical_devices", "gpu_unavailable_reason", "device"]
+__all__ = ["PhysicalDevice", "list_physical_devices", "gpu_memory_free", "gpu_unavailable_reason", "device"]

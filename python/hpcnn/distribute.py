@@ -33,6 +33,7 @@ others with an error naming it (``HPCNN_DIST_TIMEOUT`` seconds, default 600, bou
 from __future__ import annotations
 
 import atexit
+import os
 import contextlib
 import contextvars
 import json
@@ -240,13 +241,45 @@ class MirroredStrategy(Strategy):
 _mpi_shutdown_registered = False
 
 
+# The launchers' own node-local rank, in the order they are looked for: Slurm's srun, Open MPI's
+# mpirun, MPICH/Hydra's mpiexec. Each is set before the process starts, so the GPU is chosen from
+# the launcher's numbering (the one Slurm's GPU binding uses) without asking MPI.
+LOCAL_RANK_VARIABLES = ("SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
+
+
+def local_rank(world: Dict[str, Any], environ: Optional[Dict[str, str]] = None) -> int:
+    """This process's rank among the ranks of its node: the launcher's variable when one is set
+    (``LOCAL_RANK_VARIABLES``), else MPI's (``world['local_rank']``, ranks sharing memory)."""
+    env = os.environ if environ is None else environ
+    for var in LOCAL_RANK_VARIABLES:
+        value = env.get(var, "")
+        if value.isdigit():
+            return int(value)
+    return int(world["local_rank"])
+
+
+def default_rank_device(world: Dict[str, Any], environ: Optional[Dict[str, str]] = None,
+                        gpu_count: Optional[int] = None) -> str:
+    """The device of a rank that asked for none: the CPU where no GPU is visible, else local GPU
+    ``local_rank % n`` of the ``n`` this process sees (``gpu:0`` under ``--gpus-per-task=1``, where
+    each rank sees its own). Counted without creating a CUDA context on any GPU: only the chosen
+    one gets this rank's context. Ranks that end up sharing a GPU (more ranks than GPUs on a node)
+    are summed through MPI in host memory, since NCCL refuses two ranks on one GPU."""
+    n = len(_core.cuda_devices(with_free_memory=False)) if gpu_count is None else gpu_count
+    if n == 0:
+        return "cpu"
+    return f"gpu:{local_rank(world, environ) % n}"
+
+
 class MultiWorkerMirroredStrategy(Strategy):
     """One replica per process, the processes started by ``srun`` or ``mpirun`` (TensorFlow's
     ``MultiWorkerMirroredStrategy``; ranks come from MPI, not from ``TF_CONFIG``).
 
-    hpcnn initialises MPI itself, or uses it as ``mpi4py`` initialised it. Each rank takes the GPU
-    of its node-local rank (or the only GPU it sees, as under ``--gpus-per-task=1``), or the CPU
-    where no GPU is visible; ``device='cpu'`` asks for CPU ranks explicitly. GPU ranks sum with
+    hpcnn initialises MPI itself, or uses it as ``mpi4py`` initialised it. Each rank takes local
+    GPU ``local_rank % n`` of the ``n`` GPUs it sees (its own under ``--gpus-per-task=1``; the
+    local rank is the launcher's, ``SLURM_LOCALID`` or ``OMPI_COMM_WORLD_LOCAL_RANK``), or the CPU
+    where no GPU is visible; ``device='cpu'`` asks for CPU ranks explicitly. Choosing creates no
+    CUDA context on the other GPUs. GPU ranks sum with
     NCCL (its id broadcast over MPI), CPU ranks with ``MPI_Allreduce`` in place. Every rank runs
     the same script; the global batch is split among all ranks."""
 
@@ -264,21 +297,7 @@ class MultiWorkerMirroredStrategy(Strategy):
         if not _mpi_shutdown_registered:
             atexit.register(_dist.mpi_shutdown)
             _mpi_shutdown_registered = True
-        if device is not None:
-                name = normalize_device(device)
-        else:
-            gpus = _core.cuda_devices()
-            if not gpus:
-                name = "cpu"
-            elif len(gpus) == 1:
-                name = f"gpu:{gpus[0].index}"
-            elif world["local_rank"] < len(gpus):
-                name = f"gpu:{gpus[world['local_rank']].index}"
-            else:
-                raise ValueError(f"MultiWorkerMirroredStrategy: rank {world['rank']} (local rank "
-                                 f"{world['local_rank']} on {world['host']}) has no GPU of its own: {len(gpus)} GPUs "
-                                 f"are visible for {world['local_size']} ranks on this node; start one rank per GPU "
-                                 "(srun --ntasks-per-node=<GPUs>) or pass device='cpu'")
+        name = normalize_device(device) if device is not None else default_rank_device(world)
         timeout = options.timeout_seconds or _dist.default_timeout_seconds()
         group = _dist.Group.across_processes(name, options.implementation, timeout)
         super().__init__(group, options, world)

@@ -82,7 +82,7 @@ class Model:
         ...
 
     def drop_staged(self) -> None:
-        """Drops a staged batch (and releases its arrays)."""
+        """Drops a staged batch (and releases its arrays): a loop left early."""
 
     def get_weights(self) -> list:
         ...
@@ -123,7 +123,7 @@ class Model:
         ...
 
     def memory_report(self, batch_size: typing.SupportsInt | typing.SupportsIndex) -> dict:
-        """Bytes of a step's activations and gradients for batches of batch_size rows: the planned arena of each step kind (train, test, predict), for comparison the training step's buffers each kept for the whole step (train_keep_all: no reuse, memory_reuse=False) and the layout of one buffer per activation, and the arena allocated now."""
+        """Bytes of a step's activations and gradients for batches of batch_size rows: the planned arena of each step kind (train, test, predict), for comparison the training step's buffers each kept for the whole step (train_keep_all: no reuse, memory_reuse=False) and the layout of one buffer per activation, the arena allocated now, and the bytes of the statistics a training or test step copies back (statistics)."""
 
     @property
     def memory_reuse(self) -> bool:
@@ -160,7 +160,7 @@ class Model:
         """The one parameter buffer in the layout of the model's device: conv kernels are (kh, kw, in, out) on the CPU but (out, kh, kw, in) on a GPU. A live view on the CPU, a copy from a GPU. keras_layout=True: a copy with every kernel in Keras' layout (get_weights' arrays, flattened and concatenated), comparable across devices."""
 
     def predict_step(self, batch: object, next: object=None) -> numpy.ndarray:
-        """Outputs for batch (x[, y[, rows[, decode]]]) (y is ignored), or None for the staged batch; stages next."""
+        """Outputs for batch (x[, y[, rows[, decode]]]) (y is ignored); stages next. batch as for train_step."""
 
     def relayout_buffer(self, buffer: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], from_device: str, to_device: str) -> numpy.ndarray:
         """A host copy of `buffer` (flat, aligned with the parameters: parameters, gradients, optimizer moments) converted from the layout the parameters have on from_device to the one on to_device: the conversion to() applies. A host computation: needs no GPU (for tests and tools)."""
@@ -219,7 +219,7 @@ class Model:
         ...
 
     def train_step(self, batch: object, next: object=None) -> tuple:
-        """One training step; returns (loss_sum, correct, n) (the compiled metrics' sums: last_metric_sums). batch: (x, y[, rows[, decode[, sample_weight[, first_row, global_rows]]]]) (first_row, global_rows: these rows' place in a global batch, for a rank's share), or None for the batch staged by the previous call's `next`. next: the following batch, staged now (on a GPU its upload overlaps this step's backward pass); an error staging it is raised by the call that takes it."""
+        """One training step; returns (loss_sum, correct, n) (the compiled metrics' sums: last_metric_sums). batch: (x, y[, rows[, decode[, sample_weight[, first_row, global_rows]]]]) (first_row, global_rows: these rows' place in a global batch, for a rank's share). next: the following batch, staged now (on a GPU its upload overlaps this step's backward pass); an error staging it is raised by the call that takes it. The core keeps what it staged: the call given that same `next` object as its batch (or None) takes it, any other batch drops it."""
 
     def undistribute(self) -> None:
         """Back to one replica (this process's replica 0 keeps its weights and device)."""
@@ -230,6 +230,16 @@ class Model:
 
 class NonFiniteLossError:
     ...
+
+class PinnedMemoryBlock:
+    """Pinned host memory held from Python (cuda_hold_pinned_memory); freed by release() or when collected."""
+
+    @property
+    def nbytes(self) -> int:
+        ...
+
+    def release(self) -> None:
+        ...
 
 def bench_conv2d(x_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kernel_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], stride: typing.SupportsInt | typing.SupportsIndex=1, padding: str='valid', relu: bool=True, repeat: typing.SupportsInt | typing.SupportsIndex=20, device: str='gpu:0') -> dict:
     """Times one conv2d layer (forward; backward with dx) on random data: mean ms per call. kernel_shape is Keras' (kh, kw, in, out)."""
@@ -255,11 +265,17 @@ def cuda_compiled() -> bool:
 def cuda_conv_plans(device: typing.SupportsInt | typing.SupportsIndex=0) -> list:
     """The cuDNN plans made so far on GPU `device`, one dict per convolution geometry and pass: the algorithm running and whether it is deterministic, its math type and workspace, the candidates in order, the ones that failed at run time, whether the fused conv+bias+ReLU call is used. Empty when nothing ran there."""
 
-def cuda_devices(with_free_memory: bool=True) -> list[CudaDeviceInfo]:
-    """Visible CUDA devices (empty when none is usable). Free memory opens a context on each device."""
+def cuda_current_context_device() -> int:
+    """The GPU whose CUDA context is current on the calling thread, or -1 when it has none (asked without creating one)."""
+
+def cuda_devices(with_free_memory: bool=False) -> list[CudaDeviceInfo]:
+    """Visible CUDA devices (empty when none is usable), listed without creating a CUDA context. with_free_memory=True also fills free_memory, which creates this process's context on every device."""
 
 def cuda_force_conv_failures(algorithms: collections.abc.Sequence[str], fused: bool=False) -> None:
     """For tests: the cuDNN algorithms named (e.g. 'CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM') fail as if cuDNN answered CUDNN_STATUS_NOT_SUPPORTED when run, and with fused=True so does the fused conv+bias+ReLU call. Replaces the previous marks; ([], False) clears them."""
+
+def cuda_free_memory(device: typing.SupportsInt | typing.SupportsIndex) -> int:
+    """Free bytes on GPU `device` (creates this process's context there if it has none; 0 if it cannot be asked)."""
 
 def cuda_get_determinism() -> str:
     """The determinism setting: 'required', 'warn' or 'any' (see cuda_set_determinism)."""
@@ -269,6 +285,9 @@ def cuda_get_tf32() -> bool:
 
 def cuda_hold_memory(nbytes: typing.SupportsInt | typing.SupportsIndex, device: str='gpu:0') -> DeviceMemoryBlock:
     """Allocates and holds `nbytes` of memory on a GPU (MemoryError naming the sizes when it is not there): for tests and checks of what happens when the GPU is nearly full."""
+
+def cuda_hold_pinned_memory(nbytes: typing.SupportsInt | typing.SupportsIndex, device: typing.SupportsInt | typing.SupportsIndex=0) -> PinnedMemoryBlock:
+    """Allocates and holds `nbytes` of page-locked host memory for GPU `device`, as the loader and the stager do: for tests of the pinned-memory helpers."""
 
 def cuda_kernel_selftest() -> list:
     """Runs the CUDA kernels' index arithmetic and the cuBLAS/cuDNN call layouts on the host against the CPU ops (no GPU needed). Returns [(check, error, tolerance)]."""
