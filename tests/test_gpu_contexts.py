@@ -193,3 +193,23 @@ def test_each_rank_of_a_multi_worker_strategy_makes_a_context_on_its_own_gpu_onl
         assert got["active"] == [gpu], got
         if got["n"] == 1:
             assert got["transport"] == "mpi", got  # NCCL refuses two ranks on one GPU
+
+
+@on_gpu
+def test_a_mirrored_strategy_without_devices_takes_every_visible_gpu():
+    """MirroredStrategy() is one replica per visible GPU (what --gres granted): contexts on all of
+    them, expected, and on no GPU before it is created."""
+    got = fresh_python("""
+        import json, hpcnn
+        from hpcnn import _core
+        n = len(_core.cuda_devices())
+        before = [i for i in range(n) if _core.cuda_primary_context_active(i)]
+        strategy = hpcnn.distribute.MirroredStrategy()
+        after = [i for i in range(n) if _core.cuda_primary_context_active(i)]
+        print(json.dumps({"n": n, "before": before, "after": after, "devices": list(strategy.local_devices),
+                          "replicas": strategy.num_replicas_in_sync}))
+    """)
+    n = got["n"]
+    assert got["before"] == []
+    assert got["devices"] == [f"gpu:{i}" for i in range(n)] and got["replicas"] == n
+    assert got["after"] == list(range(n))
