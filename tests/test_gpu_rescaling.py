@@ -40,6 +40,13 @@ def assert_updates_close(got, want, before, tol, what):
         np.testing.assert_allclose(d_got, d_want, rtol=tol, atol=tol * scale, err_msg=f"{what}: weight array {i}")
 
 
+def assert_loss_and_accuracy_close(got, want, kind, rows, what):
+    """[loss, accuracy] (evaluate, test_on_batch): the loss to LOSS_TOL; the accuracy exactly on the
+    CPU, and on a GPU up to one row (a near tie between two classes may fall either way)."""
+    assert got[0] == pytest.approx(want[0], rel=LOSS_TOL[kind]), f"{what}: loss"
+    assert got[1] == pytest.approx(want[1], abs=1e-7 if kind == "cpu" else 1.01 / rows), f"{what}: accuracy"
+
+
 def images(n=30, seed=0):
     r = np.random.default_rng(seed)
     return r.integers(0, 256, (n, 8, 8, 3)).astype(np.uint8), r.integers(0, 3, n).astype(np.int32)
@@ -97,8 +104,8 @@ def test_a_leading_rescaling_equals_rescaling_the_images_first(kind, source, tmp
     np.testing.assert_allclose(h["loss"], h_ref["loss"], rtol=LOSS_TOL[kind])
     assert_updates_close(model.get_weights(), ref.get_weights(), w0, UPDATE_TOL[kind], f"{source} on {dev}")
     x = x8 if source != "float32" else x8.astype(np.float32)
-    np.testing.assert_allclose(model.evaluate(x, y, batch_size=16, verbose=0),
-                               ref.evaluate(rescaled(x8), y, batch_size=16, verbose=0), rtol=LOSS_TOL[kind])
+    assert_loss_and_accuracy_close(model.evaluate(x, y, batch_size=16, verbose=0),
+                                   ref.evaluate(rescaled(x8), y, batch_size=16, verbose=0), kind, 30, "evaluate")
     got = model.predict(x, batch_size=7)
     assert got.shape == (30, 3)
     np.testing.assert_allclose(got, ref.predict(rescaled(x8), batch_size=7), rtol=OUTPUT_TOL[kind] * 10,
