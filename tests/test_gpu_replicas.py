@@ -7,6 +7,7 @@ checks with CPU replicas, on GPUs.
     reads, is the empty one) still takes part in every collective and ends with the others' weights;
   - evaluate and predict split among the replicas, a last batch smaller than the replica count too;
   - one GPU: MirroredStrategy(['gpu:0']) (NCCL, or the host transport) against a plain GPU model.
+Two GPUs sum over NCCL and, in a second variant, over the host (what a build without NCCL does).
 Each test runs twice: with CPU replicas against one CPU device (here, on every machine: the test's
 own logic), and with GPU replicas against the CPU (`gpu`; the two-GPU ones also `multi_gpu`, run
 by slurm/gpu-selftest-2gpu.sbatch), skipped with the reason where the GPUs are missing.
@@ -40,7 +41,21 @@ OUTPUT_TOL = {"cpu": 1e-6, "gpu": 1e-4}
 # (pytest.param takes no usefixtures mark: tf32_off is the module's, above.)
 GPU_MARKS = [m for m in MARKS if m.name != "usefixtures"]
 ONE = [pytest.param("cpu", id="cpu"), pytest.param("gpu", id="gpu", marks=GPU_MARKS)]
-TWO = [pytest.param("cpu", id="cpu"), pytest.param("gpu", id="2gpu", marks=[*GPU_MARKS, pytest.mark.multi_gpu])]
+# Two replicas: (kind, transport); GPUs sum over NCCL ('auto' where the build has it) and over the
+# host (what a build without NCCL does: the buffers copied to the host and back).
+TWO = [pytest.param("cpu", "auto", id="cpu"),
+       pytest.param("gpu", "auto", id="2gpu", marks=[*GPU_MARKS, pytest.mark.multi_gpu]),
+       pytest.param("gpu", "host", id="2gpu-host", marks=[*GPU_MARKS, pytest.mark.multi_gpu])]
+
+
+def two_replicas(kind, implementation):
+    """MirroredStrategy with two replicas of `kind` summing over `implementation`."""
+    strategy = MirroredStrategy(replica_devices(kind, 2),
+                                communication_options=CommunicationOptions(implementation=implementation))
+    if kind == "gpu" and GPU != "cpu":
+        assert strategy.implementation == ("nccl" if implementation == "auto" and _core.distribute.nccl_compiled()
+                                           else "host")
+    return strategy
 
 
 def replica_devices(kind, replicas):
@@ -137,14 +152,14 @@ def replicas_reference(make, names, weights, x, y, replicas):
 
 
 # ------------------------------------------------------------------ BatchNormalization
-@pytest.mark.parametrize("kind", TWO)
-def test_batchnorm_statistics_per_replica_and_moving_statistics_averaged(kind):
+@pytest.mark.parametrize("kind,implementation", TWO)
+def test_batchnorm_statistics_per_replica_and_moving_statistics_averaged(kind, implementation):
     """Three global batches on 2 replicas: 8 rows (4 each), 6 rows (3 each), then 1 row (replica 0
     has none: its moving statistics become replica 1's, not its own stale ones)."""
-    devices = replica_devices(kind, 2)
+    strategy = two_replicas(kind, implementation)
+    devices = strategy.local_devices
     x, y = data(15, seed=1)
     batches = [slice(0, 8), slice(8, 14), slice(14, 15)]
-    strategy = MirroredStrategy(devices)
     model = compiled(bn_model(), strategy=strategy)
     names = model.weight_names()
     assert sum(n.endswith(("moving_mean", "moving_variance")) for n in names) == 4
@@ -221,18 +236,18 @@ def test_one_replica_strategy_matches_a_plain_model(kind, implementation):
 
 
 # ------------------------------------------------------------------ a replica without rows
-@pytest.mark.parametrize("kind", TWO)
-def test_a_replica_without_rows_in_the_last_batch(kind):
+@pytest.mark.parametrize("kind,implementation", TWO)
+def test_a_replica_without_rows_in_the_last_batch(kind, implementation):
     """5 rows, global batch 4, 2 replicas: the last batch has 1 row, which replica 1 takes; replica
     0 (the one Python reads) has none in that step. fit runs through 3 shuffled epochs (the empty
     replica staged nothing ahead and must take its next batch) and ends where one device does."""
-    devices = replica_devices(kind, 2)
+    strategy = two_replicas(kind, implementation)
     x, y = data(5, seed=3)
     vx, vy = data(3, seed=4)
     ref = compiled(plain_model(), "cpu")
     w0 = ref.get_weights()
     h_ref = ref.fit(x, y, batch_size=4, epochs=3, shuffle=True, verbose=0, validation_data=(vx, vy))
-    model = compiled(plain_model(), strategy=MirroredStrategy(devices))
+    model = compiled(plain_model(), strategy=strategy)
     h = model.fit(x, y, batch_size=4, epochs=3, shuffle=True, verbose=0, validation_data=(vx, vy))
     assert model.optimizer.iterations == ref.optimizer.iterations == 6
     for k in ("loss", "val_loss"):
@@ -253,14 +268,13 @@ def test_a_replica_without_rows_in_the_last_batch(kind):
 
 
 # ------------------------------------------------------------------ evaluate and predict
-@pytest.mark.parametrize("kind", TWO)
-def test_evaluate_and_predict_on_replicas_match_one_device(kind):
+@pytest.mark.parametrize("kind,implementation", TWO)
+def test_evaluate_and_predict_on_replicas_match_one_device(kind, implementation):
     """Trained weights and moving statistics (inference uses them, whatever the share); batches of
     4 over 5 rows (the last one's row on replica 1 only), of 2 over 5, and one batch larger than
     all the rows; predict_on_batch and test_on_batch with one row."""
-    devices = replica_devices(kind, 2)
     r = np.random.default_rng(5)
-    model = compiled(bn_model(dropout=0.25), strategy=MirroredStrategy(devices))
+    model = compiled(bn_model(dropout=0.25), strategy=two_replicas(kind, implementation))
     ref = compiled(bn_model(dropout=0.25), "cpu")
     weights = [(w + r.standard_normal(w.shape) * 0.2).astype(np.float32) if "variance" not in n
                else (w * r.uniform(0.5, 2.0, w.shape)).astype(np.float32)
