@@ -42,7 +42,9 @@ namespace hpcnn::nn {
 
 constexpr long long kParamAlignElems = 64;  // floats: 256 bytes
 // The first multiple of kParamAlignElems at or after n.
-constexpr long long align_param_offset(long long n) { return (n + kParamAlignElems - 1) / kParamAlignElems * kParamAlignElems; }
+constexpr long long align_param_offset(long long n) {
+  return (n + kParamAlignElems - 1) / kParamAlignElems * kParamAlignElems;
+}
 
 class ParamLayout {
  public:
