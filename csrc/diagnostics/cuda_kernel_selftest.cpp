@@ -565,6 +565,19 @@ void check_conv_algo_choice(std::vector<SelftestResult>& out) {
   for (const char* name : {"conv2d test", "FIRST (NOT_SUPPORTED)", "SECOND (NOT_SUPPORTED)", "THIRD (EXECUTION_FAILED)"})
     run_bad += message.find(name) != std::string::npos ? 0 : 1;
   out.push_back({"cuDNN run-time fallback along the candidates, error naming every one tried (mismatches)", run_bad, 0});
+
+  // Which cuDNN 9 statuses move a plan to its next algorithm: "not supported" and "execution
+  // failed" with their sub-codes, and a misaligned pointer; nothing else. The fused call gives
+  // way to the plain convolution on "not supported".
+  double status_bad = 0;
+  for (int code : {2003, 3000, 3002, 3004, 3011, 5000, 5001, 5003})
+    status_bad += conv_algo::try_next_algorithm(code) ? 0 : 1;
+  for (int code : {0, 1001, 2000, 2002, 2004, 2005, 4000, 4004})
+    status_bad += conv_algo::try_next_algorithm(code) ? 1 : 0;
+  for (int code : {3000, 3002, 3004, 3011}) status_bad += conv_algo::is_not_supported(code) ? 0 : 1;
+  for (int code : {0, 2000, 2003, 4000, 5000}) status_bad += conv_algo::is_not_supported(code) ? 1 : 0;
+  out.push_back({"cuDNN statuses that move a plan to its next algorithm, misaligned pointers included (misread "
+                 "statuses)", status_bad, 0});
 }
 
 }  // namespace
