@@ -112,8 +112,9 @@ def test_no_optimizer_touches_the_moving_statistics_even_with_a_gradient_there(o
     # The non-trainable weights are packed last, in model order.
     w = m.get_weights()
     np.testing.assert_array_equal(core.parameter_buffer()[-nt:], np.concatenate([w[2], w[3], w[8], w[9]]))
-    grads = core.gradient_buffer()  # a live view on the CPU
-    grads[-nt:] = 1e3
+    grads = core.gradient_buffer(padded=True)  # the buffer as held: a live view on the CPU
+    for k in (2, 3, 8, 9):
+        grads[core.param_offsets[k]:core.param_offsets[k] + w[k].size] = 1e3
     m.train_on_batch(x, y)
     assert (core.gradient_buffer()[-nt:] == 1e3).all()  # backward writes no gradient there
     _, mean1, var1 = ref.batchnorm_training(x, None, None)
@@ -298,3 +299,36 @@ def test_a_small_bn_cnn_learns_on_the_cpu():
     assert h.history["loss"][-1] < 0.5 * h.history["loss"][0]
     _, acc = m.evaluate(x[384:], y[384:], verbose=0)  # inference mode: the moving statistics
     assert acc > 0.9
+
+
+# ---------------------------------------------------------------- one row per channel
+ONE_ROW_SHAPES = [(1, 4), (1, 1, 1, 16), (1, 1, 1, 5)]
+
+
+@pytest.mark.parametrize("shape", ONE_ROW_SHAPES)
+@pytest.mark.parametrize("relu", [False, True])
+def test_batch_norm_over_a_single_row_per_channel_is_keras(shape, relu):
+    """N*H*W == 1 (batch 1 after global pooling): the batch's mean is the row, its variance 0 (as
+    Keras/TensorFlow), y = beta; dbeta = dy, dgamma = 0 and dx = 0 (to float rounding of the
+    terms that cancel). tests/test_gpu_layer_ops.py compares the GPU with this."""
+    r = np.random.default_rng(shape[-1])
+    c = shape[-1]
+    x = (r.standard_normal(shape) * 2 + 0.5).astype(np.float32)
+    g, b = r.standard_normal(c).astype(np.float32), r.standard_normal(c).astype(np.float32)
+    y, mean, var, invstd = _core.ops.batchnorm_forward_training(x, g, b, 1e-3, relu)
+    want_y, want_mean, want_var = ref.batchnorm_training(x, g, b, 1e-3, relu)
+    np.testing.assert_array_equal(mean, x.reshape(c))
+    np.testing.assert_array_equal(var, np.zeros(c, np.float32))
+    np.testing.assert_allclose(want_var, 0.0)
+    np.testing.assert_allclose(invstd, 1 / np.sqrt(1e-3), rtol=1e-7)
+    np.testing.assert_allclose(y, want_y, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(y.reshape(c), np.maximum(b, 0) if relu else b)
+    dy = r.standard_normal(shape).astype(np.float32)
+    dx, dgamma, dbeta = _core.ops.batchnorm_backward_training(x, y, dy, g, mean, invstd, 1e-3, relu)
+    masked = np.where(y > 0, dy, 0).astype(np.float32) if relu else dy
+    want_dx, want_dgamma, want_dbeta = ref.batchnorm_training_backward(x, g, masked, 1e-3)
+    np.testing.assert_array_equal(dbeta, masked.reshape(c))
+    np.testing.assert_array_equal(dgamma, np.zeros(c, np.float32))
+    np.testing.assert_allclose(want_dx, 0.0)
+    terms = np.abs(g * invstd * masked.reshape(c)).max()
+    assert np.abs(dx).max() <= 1e-6 * terms, (dx, terms)

@@ -195,3 +195,51 @@ def test_moving_statistics_move_between_devices():
     for i in (1, 2, 3, 4):  # gamma, beta, moving_mean, moving_variance of the frozen layer
         np.testing.assert_array_equal(after[i], w[i])
     assert not np.array_equal(after[8], w[8])  # the second BatchNormalization's moving mean moved
+
+
+ONE_ROW_SHAPES = [(1, 4), (1, 1, 1, 16), (1, 1, 1, 5), (1, 1, 1, 300)]
+
+
+@pytest.mark.parametrize("shape", ONE_ROW_SHAPES)
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("relu", [False, True])
+def test_batchnorm_over_a_single_row_per_channel_matches_the_cpu(shape, affine, relu):
+    """N*H*W == 1: the GPU runs the CPU's arithmetic without cuDNN (csrc/ops/batchnorm_body.h):
+    statistics, y, dgamma and dbeta bit for bit; dx (about 0) to the rounding of its terms. The
+    CPU's answer itself is checked against NumPy in test_batchnorm.py."""
+    r = rng(shape[-1])
+    c = shape[-1]
+    x = (r.standard_normal(shape) * 2 + 0.5).astype(np.float32)
+    g = r.standard_normal(c).astype(np.float32) if affine else None
+    b = r.standard_normal(c).astype(np.float32) if affine else None
+    out_c = ops.batchnorm_forward_training(x, g, b, 1e-3, relu, device="cpu")
+    out_g = ops.batchnorm_forward_training(x, g, b, 1e-3, relu, device=GPU)
+    for name, a, bb in zip(("y", "mean", "var (biased)", "invstd"), out_g, out_c):
+        np.testing.assert_array_equal(a, bb, err_msg=f"one-row batch_norm {name}")
+    y, mean, _, invstd = out_c
+    dy = r.standard_normal(shape).astype(np.float32)
+    dx_c, dg_c, db_c = ops.batchnorm_backward_training(x, y, dy, g, mean, invstd, 1e-3, relu, device="cpu")
+    dx_g, dg_g, db_g = ops.batchnorm_backward_training(x, y, dy, g, mean, invstd, 1e-3, relu, device=GPU)
+    np.testing.assert_array_equal(dg_g, dg_c)
+    np.testing.assert_array_equal(db_g, db_c)
+    terms = np.abs((g if affine else 1.0) * invstd * dy.reshape(c)).max()
+    assert np.abs(dx_g - dx_c).max() <= 1e-6 * terms
+    _, dg, db = ops.batchnorm_backward_training(x, y, dy, g, mean, invstd, 1e-3, relu, need_dx=False, device=GPU)
+    np.testing.assert_array_equal(dg, dg_c)
+    np.testing.assert_array_equal(db, db_c)
+
+
+def test_a_batch_of_one_after_global_pooling_trains_as_on_the_cpu():
+    """BatchNormalization after GlobalAveragePooling2D with batch 1: one row per channel."""
+    r = rng(7)
+    x = r.random((3, 6, 6, 2), dtype=np.float32)
+    y = np.array([0, 1, 2], np.int32)
+    weights = {}
+    for device in ("cpu", GPU):
+        m = hpcnn.Sequential([InputLayer(input_shape=[6, 6, 2]), Conv2D(4, 3, padding="same"),
+                              GlobalAveragePooling2D(), BatchNormalization(), Dense(3, activation="softmax")], seed=2)
+        m.compile(optimizers.SGD(0.1), "sparse_categorical_crossentropy", device=device)
+        m.fit(x, y, batch_size=1, epochs=1, shuffle=False, verbose=0)
+        weights[device] = m.get_weights()
+    for k, (a, bb) in enumerate(zip(weights[GPU], weights["cpu"])):
+        close(a, bb, what=f"weight {k}")

@@ -1,13 +1,16 @@
 """Conv kernels in the layout of the model's device (csrc/ops/conv2d_layout.h, csrc/nn/param_layout.h):
 HWIO (kh, kw, in, out) = Keras' on the CPU, OHWI (out, kh, kw, in) = cuDNN's NHWC filter on a GPU.
 The conversions (get_weights, set_weights, moves between devices, the ops entry points, model files)
-are host code, tested here without a GPU; tests/test_gpu_param_layout.py runs the same paths on one."""
+are host code, tested here without a GPU; tests/test_gpu_param_layout.py runs the same paths on one.
+Every array starts at a multiple of 64 floats (256 bytes) of the buffer, with zero padding between
+them that no op reads or writes; the flat arrays Python sees are packed (no padding)."""
 import numpy as np
 import pytest
 
 import hpcnn
 from hpcnn import _core
-from hpcnn.layers import Dense, Flatten, InputLayer
+from hpcnn import optimizers, regularizers
+from hpcnn.layers import BatchNormalization, Conv2D, Dense, Flatten, InputLayer
 from small_models import layout_model
 
 ops = _core.ops
@@ -127,3 +130,119 @@ def test_model_file_holds_keras_layout(tmp_path):
         assert np.array_equal(a, b)
     x = np.random.default_rng(5).random((4, 7, 6, 3), dtype=np.float32)
     np.testing.assert_array_equal(loaded.predict(x), m.predict(x))
+
+
+# ------------------------------------------------------------------ alignment: every array at 256 bytes
+ALIGN = 64  # floats
+
+
+def aligned(n):
+    return -(-n // ALIGN) * ALIGN
+
+
+def bn_model(seed=3):
+    """Arrays of many odd sizes, trainable and not (BatchNormalization's moving statistics), and a
+    regularized kernel (so the fixed-order sums run over the variables)."""
+    return hpcnn.Sequential([
+        InputLayer(input_shape=[6, 5, 3]),
+        Conv2D(4, 3, padding="same", kernel_regularizer=regularizers.L2(0.01)),
+        BatchNormalization(),
+        Conv2D(3, (2, 2), activation="relu"),
+        Flatten(),
+        Dense(5),
+        BatchNormalization(),
+        Dense(3, activation="softmax"),
+    ], seed=seed)
+
+
+def trainable_flags(core):
+    return [t for layer in core.layer_weights for (_, _, t) in layer]
+
+
+def check_padded_buffer(core, weights):
+    """The buffer as held: every array at an aligned offset, trainable ones first, each directly
+    after the previous one's padding, the padding zero. Returns the mask of the arrays' elements."""
+    offsets, sizes, trainable = core.param_offsets, [w.size for w in weights], trainable_flags(core)
+    n = len(weights)
+    assert len(offsets) == n and all(o % ALIGN == 0 for o in offsets), offsets
+    order = sorted(range(n), key=offsets.__getitem__)
+    assert order == [k for k in range(n) if trainable[k]] + [k for k in range(n) if not trainable[k]]
+    assert offsets[order[0]] == 0
+    for a, b in zip(order, order[1:]):
+        assert offsets[b] == aligned(offsets[a] + sizes[a]), (a, b, offsets)  # at most 63 floats between
+    total = core.param_buffer_size
+    assert total == aligned(offsets[order[-1]] + sizes[order[-1]])
+    held = core.parameter_buffer(padded=True)
+    assert held.shape == (total,)
+    mask = np.zeros(total, bool)
+    for k, w in enumerate(weights):
+        np.testing.assert_array_equal(held[offsets[k]:offsets[k] + w.size], w.ravel())
+        mask[offsets[k]:offsets[k] + w.size] = True
+    assert not held[~mask].any(), "the padding between arrays is zero"
+    return mask
+
+
+def test_every_array_starts_at_256_bytes_and_the_padding_stays_zero():
+    m = bn_model()
+    core = m.core
+    w = m.get_weights()
+    assert core.num_params == m.count_params() == sum(a.size for a in w)
+    check_padded_buffer(core, w)
+    # Trained (Adam with clipnorm and weight decay, a weight penalty): the sums, norms and updates
+    # run over the arrays only: the padding of the parameters and gradients stays zero.
+    m.compile(optimizers.Adam(0.01, clipnorm=0.5, weight_decay=0.01), "sparse_categorical_crossentropy")
+    r = np.random.default_rng(0)
+    x, y = r.random((12, 6, 5, 3), dtype=np.float32), r.integers(0, 3, 12).astype(np.int32)
+    m.fit(x, y, batch_size=4, epochs=2, verbose=0)
+    w = m.get_weights()
+    mask = check_padded_buffer(core, w)
+    grads = core.gradient_buffer(padded=True)
+    assert grads.shape == mask.shape and not grads[~mask].any() and grads[mask].any()
+    # The packed forms: the trainable arrays then the others, flattened, without the padding.
+    trainable = trainable_flags(core)
+    packed = np.concatenate([w[k].ravel() for k in range(len(w)) if trainable[k]] +
+                            [w[k].ravel() for k in range(len(w)) if not trainable[k]])
+    np.testing.assert_array_equal(core.parameter_buffer(), packed)
+    np.testing.assert_array_equal(core.parameter_buffer(keras_layout=True), packed)
+    held = core.parameter_buffer(padded=True)
+    np.testing.assert_array_equal(held[mask], packed)  # the arrays, in the buffer's order, are the packed form
+    assert core.num_trainable_params == sum(w[k].size for k in range(len(w)) if trainable[k])
+    for s in core.optimizer_state(keras_layout=True).values():
+        assert s.shape == (m.count_params(),)
+    with pytest.raises(ValueError, match="packed form"):
+        core.parameter_buffer(keras_layout=True, padded=True)
+
+
+def test_the_layout_of_a_functional_model_and_of_a_frozen_layer():
+    """Frozen layers and graph models: the same rule (the optimizer's ranges are the arrays alone)."""
+    m = bn_model(seed=4)
+    m.layers[0].trainable = False
+    m.compile("sgd", "sparse_categorical_crossentropy")
+    w = m.get_weights()
+    check_padded_buffer(m.core, w)
+    assert m.core.num_trainable_params == m.count_params() - w[0].size - w[1].size - sum(
+        a.size for a, t in zip(w, trainable_flags(m.core)) if not t)
+
+
+def test_an_optimizer_state_in_the_packed_form_restores_into_the_padded_buffer():
+    """Files hold the optimizer state packed (one value per parameter, as before the padding
+    existed): restored into the padded buffer and read back, it is the same; the state of each
+    array lands on that array (a step from it matches a model that took the steps itself)."""
+    r = np.random.default_rng(1)
+    x, y = r.random((16, 6, 5, 3), dtype=np.float32), r.integers(0, 3, 16).astype(np.int32)
+    ref = bn_model(seed=6)
+    ref.compile(optimizers.Adam(0.01), "sparse_categorical_crossentropy")
+    ref.fit(x[:8], y[:8], batch_size=8, epochs=1, shuffle=False, verbose=0)
+    state = ref.core.optimizer_state(keras_layout=True)
+    weights, rng = ref.get_weights(), (ref.core.seed, ref.core.step)
+    other = bn_model(seed=9)
+    other.compile(optimizers.Adam(0.01), "sparse_categorical_crossentropy")
+    other.set_weights(weights)
+    other.core.set_optimizer_state({k: v.copy() for k, v in state.items()}, ref.core.iterations)
+    other.core.set_rng_state(*rng)
+    for k, v in state.items():
+        np.testing.assert_array_equal(other.core.optimizer_state(keras_layout=True)[k], v)
+    ref.train_on_batch(x[8:], y[8:])
+    other.train_on_batch(x[8:], y[8:])
+    for a, b in zip(other.get_weights(), ref.get_weights()):
+        np.testing.assert_array_equal(a, b)

@@ -54,8 +54,11 @@ py::dict plan_dict(const conv_algo::PlanInfo& i) {
   d["workspace_limit"] = i.workspace_limit;
   d["replan_at"] = i.replan_at;
   d["fused"] = i.fused;
+  d["fused_status"] = i.fused_status;
   d["candidates"] = i.candidates;
   d["candidates_deterministic"] = i.candidates_deterministic;
+  d["candidates_math"] = i.candidates_math;
+  d["offers"] = i.offers;
   d["failed"] = i.failed;
   return d;
 }
@@ -106,8 +109,10 @@ void bind_cuda(py::module_& m) {
     return out;
   }, py::arg("device") = 0,
      "The cuDNN plans made so far on GPU `device`, one dict per convolution geometry and pass: the algorithm "
-     "running and whether it is deterministic, its math type and workspace, the candidates in order, the ones "
-     "that failed at run time, whether the fused conv+bias+ReLU call is used. Empty when nothing ran there.");
+     "running and whether it is deterministic, its math type and workspace, the candidates in order (with their "
+     "math types), cuDNN's heuristic answer (offers), the ones that failed at run time, whether the fused "
+     "conv+bias+ReLU call is used (and fused_status: what cuDNN answered when it declined it). Empty when nothing "
+     "ran there.");
   m.def("cuda_clear_conv_plans", &conv_algo::clear_conv_plans,
         "Forgets every cuDNN plan: the next convolution of each geometry chooses its algorithm afresh.");
   m.def("cuda_force_conv_failures", &conv_algo::set_forced_failures, py::arg("algorithms"),

@@ -280,12 +280,14 @@ py::tuple run_step(PyModel& p, const py::object& batch, const py::object& next, 
 
 int slot_number(nn::StagingSlot s) { return s == nn::StagingSlot::First ? 0 : 1; }
 
-// A flat buffer of the model (parameters or gradients) as NumPy: as held, or in Keras' layout.
-py::array flat_buffer(PyModel& p, const Tensor& flat, bool keras_layout) {
+// A flat buffer of the model (parameters or gradients) as NumPy: packed (one value per parameter,
+// nn/param_layout.h) in the device's layout or Keras', or as held (padded: a live view on the CPU).
+py::array flat_buffer(PyModel& p, const Tensor& flat, bool keras_layout, bool padded) {
   auto lk = lock_model(p);
-  if (!keras_layout) return to_numpy(flat);
+  HPCNN_CHECK_ARG(!(padded && keras_layout), "keras_layout=True gives the packed form; padded=True the buffer as held");
+  if (padded) return to_numpy(flat);
   const Tensor host = flat.device().is_cpu() ? flat : flat.to(Device::cpu());
-  return to_numpy(p.model().param_layout().convert(host, flat.device(), Device::cpu()));
+  return to_numpy(p.model().param_layout().pack(host, flat.device(), keras_layout ? Device::cpu() : flat.device()));
 }
 
 }  // namespace
@@ -472,8 +474,9 @@ void bind_nn(py::module_& m) {
       }, py::arg("keras_layout") = false,
          "Host copies of the optimizer's state buffers by name, in state_names order (Keras 3's names: Adam, AdamW: "
          "momentum, velocity; SGD with momentum: momentum; RMSprop: velocity, momentum (momentum > 0), "
-         "average_gradient (centered)), each flat over the parameter buffer: in the layout of the model's device, or "
-         "keras_layout=True in Keras' layout (what files hold). {} before the first step.")
+         "average_gradient (centered)), each flat and packed like parameter_buffer() (one value per parameter): in "
+         "the layout of the model's device, or keras_layout=True in Keras' layout (what files hold). {} before the "
+         "first step.")
       .def("set_optimizer_state", [](PyModel& p, py::dict buffers, long long iterations) {
         std::vector<nn::StateBuffer> state;
         for (auto [k, v] : buffers) {
@@ -545,18 +548,28 @@ void bind_nn(py::module_& m) {
         p.rm->set_weights(ts);
       })
       // ---- the flat buffers, in the layout of the model's device (nn/param_layout.h)
-      .def("parameter_buffer", [](PyModel& p, bool keras_layout) {
-        return flat_buffer(p, p.model().parameter_buffer(), keras_layout);
-      }, py::arg("keras_layout") = false,
-         "The one parameter buffer in the layout of the model's device: conv kernels are (kh, kw, in, out) on "
-         "the CPU but (out, kh, kw, in) on a GPU. A live view on the CPU, a copy from a GPU. keras_layout=True: "
-         "a copy with every kernel in Keras' layout (get_weights' arrays, flattened and concatenated), "
-         "comparable across devices.")
-      .def("gradient_buffer", [](PyModel& p, bool keras_layout) {
-        return flat_buffer(p, p.model().gradient_buffer(), keras_layout);
-      }, py::arg("keras_layout") = false,
-         "The gradients of the last training step, aligned with parameter_buffer(keras_layout) element for "
-         "element (the device's layout unless keras_layout=True).")
+      .def("parameter_buffer", [](PyModel& p, bool keras_layout, bool padded) {
+        return flat_buffer(p, p.model().parameter_buffer(), keras_layout, padded);
+      }, py::arg("keras_layout") = false, py::arg("padded") = false,
+         "A copy of the parameters, packed (one value per parameter: the trainable arrays, then the others, "
+         "flattened) in the layout of the model's device: conv kernels are (kh, kw, in, out) on the CPU but "
+         "(out, kh, kw, in) on a GPU. keras_layout=True: every kernel in Keras' layout (comparable across "
+         "devices). padded=True: the buffer as held, every array at param_offsets with zero padding between "
+         "them (a live view on the CPU, a copy from a GPU).")
+      .def("gradient_buffer", [](PyModel& p, bool keras_layout, bool padded) {
+        return flat_buffer(p, p.model().gradient_buffer(), keras_layout, padded);
+      }, py::arg("keras_layout") = false, py::arg("padded") = false,
+         "The gradients of the last training step, aligned with parameter_buffer(keras_layout, padded) element for "
+         "element (packed in the device's layout unless keras_layout=True; padded=True: as held, live on the CPU).")
+      .def_property_readonly("param_offsets", [](PyModel& p) {
+        const nn::ParamLayout& l = p.model().param_layout();
+        std::vector<long long> out;
+        for (size_t k = 0; k < l.size(); ++k) out.push_back(l.offset(k));
+        return out;
+      }, "Per weight array (get_weights' order), its offset in floats in the parameter buffer as held "
+         "(parameter_buffer(padded=True)): each a multiple of 64 floats (256 bytes).")
+      .def_property_readonly("param_buffer_size", [](PyModel& p) { return p.model().param_layout().numel(); },
+                             "Floats of the parameter buffer as held: num_params plus the padding between arrays.")
       // ---- data parallelism (hpcnn.distribute)
       .def("distribute", [](PyModel& p, std::shared_ptr<distribute::Group> group, long long bucket_bytes) {
         auto lk = lock_model(p);
@@ -603,11 +616,12 @@ void bind_nn(py::module_& m) {
         Tensor host = borrow_array(flat, "buffer");
         Device from = parse_device(from_device), to = parse_device(to_device);
         auto lk = lock_model(p);
-        return to_numpy(p.model().param_layout().convert(host.reshape({host.numel()}), from, to));
+        const nn::ParamLayout& l = p.model().param_layout();
+        return to_numpy(l.pack(l.unpack(host.reshape({host.numel()}), from, from, "relayout_buffer"), from, to));
       }, py::arg("buffer"), py::arg("from_device"), py::arg("to_device"),
-         "A host copy of `buffer` (flat, aligned with the parameters: parameters, gradients, optimizer moments) "
-         "converted from the layout the parameters have on from_device to the one on to_device: the conversion "
-         "to() applies. A host computation: needs no GPU (for tests and tools).");
+         "A host copy of `buffer` (flat and packed, aligned with parameter_buffer(): parameters, gradients, "
+         "optimizer moments) converted from the layout the parameters have on from_device to the one on "
+         "to_device: the conversion to() applies. A host computation: needs no GPU (for tests and tools).");
 }
 
 }  // namespace hpcnn::bindings

@@ -11,6 +11,8 @@
 #include "ops/augment_body.h"
 #include "ops/avgpool2d.h"
 #include "ops/avgpool2d_body.h"
+#include "ops/batchnorm.h"
+#include "ops/batchnorm_body.h"
 #include "ops/concat.h"
 #include "ops/concat_body.h"
 #include "ops/conv2d.h"
@@ -565,6 +567,61 @@ void check_conv_algo_choice(std::vector<SelftestResult>& out) {
   for (const char* name : {"conv2d test", "FIRST (NOT_SUPPORTED)", "SECOND (NOT_SUPPORTED)", "THIRD (EXECUTION_FAILED)"})
     run_bad += message.find(name) != std::string::npos ? 0 : 1;
   out.push_back({"cuDNN run-time fallback along the candidates, error naming every one tried (mismatches)", run_bad, 0});
+
+  // Which cuDNN 9 statuses move a plan to its next algorithm: "not supported" and "execution
+  // failed" with their sub-codes, and a misaligned pointer; nothing else. The fused call gives
+  // way to the plain convolution on "not supported".
+  double status_bad = 0;
+  for (int code : {2003, 3000, 3002, 3004, 3011, 5000, 5001, 5003})
+    status_bad += conv_algo::try_next_algorithm(code) ? 0 : 1;
+  for (int code : {0, 1001, 2000, 2002, 2004, 2005, 4000, 4004})
+    status_bad += conv_algo::try_next_algorithm(code) ? 1 : 0;
+  for (int code : {3000, 3002, 3004, 3011}) status_bad += conv_algo::is_not_supported(code) ? 0 : 1;
+  for (int code : {0, 2000, 2003, 4000, 5000}) status_bad += conv_algo::is_not_supported(code) ? 1 : 0;
+  out.push_back({"cuDNN statuses that move a plan to its next algorithm, misaligned pointers included (misread "
+                 "statuses)", status_bad, 0});
+}
+
+// Batch norm over a single row per channel (batchnorm_body.h, what the GPU runs instead of cuDNN
+// then) against the CPU op: channel counts of the CPU's vector path (16) and its generic one (5),
+// with and without gamma/beta and ReLU. The statistics, y, dgamma and dbeta bitwise; dx (about 0:
+// a sum of terms that cancel, which a compiler may contract differently) to float rounding of
+// its terms.
+void check_batchnorm_one_row(std::vector<SelftestResult>& out) {
+  double bad = 0, dx_err = 0;
+  for (int c : {5, 16})
+    for (bool affine : {true, false})
+      for (bool relu : {false, true}) {
+        const size_t n = static_cast<size_t>(c);
+        const Vec x = random_vec(n, 61 + c, -3.f, 3.f), gamma = random_vec(n, 62), beta = random_vec(n, 63),
+                  dy = random_vec(n, 64);
+        const float* g = affine ? gamma.data() : nullptr;
+        const float* b = affine ? beta.data() : nullptr;
+        const float eps = 1e-3f;
+        const BatchNormGeometry geo{1, 1, c};
+        Vec y(n), mean(n), var(n), invstd(n), dx(n), dg(n), db(n);
+        cpu::batchnorm_forward_training(geo, x.data(), g, b, eps, relu, y.data(), mean.data(), var.data(),
+                                        invstd.data());
+        Vec dy_cpu = dy;
+        cpu::batchnorm_backward_training(geo, x.data(), y.data(), dy_cpu.data(), g, mean.data(), invstd.data(), eps,
+                                         relu, dx.data(), dg.data(), db.data());
+        Vec ey(n), emean(n), evar(n), einv(n), edx(n), edg(n), edb(n);
+        for (int j = 0; j < c; ++j)
+          ::hpcnn::body::batchnorm_one_row_forward(x[j], g, b, j, eps, relu, ey.data(), emean.data(), evar.data(),
+                                                   einv.data());
+        for (int j = 0; j < c; ++j)
+          ::hpcnn::body::batchnorm_one_row_backward(x[j], ey[j], dy[j], g, emean.data(), einv.data(), j, relu,
+                                                    edx.data(), edg.data(), edb.data());
+        bad += mismatches(ey, y) + mismatches(emean, mean) + mismatches(evar, var) + mismatches(einv, invstd) +
+               mismatches(edg, dg) + mismatches(edb, db);
+        for (int j = 0; j < c; ++j) {  // relative to the size of the terms k1 * g that cancel
+          const double term = std::fabs((affine ? gamma[j] : 1.0) * invstd[j] * dy[j]) + 1e-30;
+          dx_err = std::max(dx_err, std::fabs(static_cast<double>(edx[j]) - dx[j]) / term);
+        }
+      }
+  out.push_back({"batch norm over one row per channel vs the CPU: statistics, y, dgamma, dbeta (bitwise mismatches)",
+                 bad, 0});
+  out.push_back({"batch norm over one row per channel vs the CPU: dx (error relative to its terms)", dx_err, 1e-6});
 }
 
 }  // namespace
@@ -584,6 +641,7 @@ std::vector<SelftestResult> kernel_selftest() {
   check_xent(out);
   check_variable_sums(out);
   check_conv_algo_choice(out);
+  check_batchnorm_one_row(out);
   for (auto& r : cudnn_descriptor_selftest()) out.push_back(r);
   return out;
 }

@@ -1,5 +1,6 @@
 #include "distribute/gradient_reducer.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace hpcnn::distribute {
@@ -11,7 +12,10 @@ std::vector<Bucket> plan_buckets(const std::vector<nn::ParamRange>& layer_ranges
   for (int i = static_cast<int>(layer_ranges.size()) - 1; i >= 0; --i) {
     const nn::ParamRange& r = layer_ranges[i];
     if (r.end <= r.begin) continue;  // no trainable gradients in this layer
-    if (open && r.end != cur.begin) {  // not adjacent (a frozen layer in between): a bucket of its own
+    // Not adjacent (a frozen layer in between): a bucket of its own. Arrays start at aligned
+    // offsets, so none starts in [r.end, align(r.end)) unless at r.end itself.
+    const bool adjacent = cur.begin >= r.end && cur.begin <= nn::align_param_offset(r.end);
+    if (open && !adjacent) {
       out.push_back(cur);
       open = false;
     }
@@ -50,7 +54,10 @@ void GradientReducer::start(size_t k) {
   const Bucket& b = buckets_[k];
   comm_.start_allreduce_sum(model_.gradient_buffer().view(b.begin, {b.end - b.begin}));
   ++step_collectives_;
-  step_bytes_ += (b.end - b.begin) * static_cast<long long>(sizeof(float));
+  long long elements = 0;  // the trainable parameters' gradients in the bucket, without the padding
+  for (const nn::ParamRange& t : model_.trainable_ranges())
+    elements += std::max(0LL, std::min(t.end, b.end) - std::max(t.begin, b.begin));
+  step_bytes_ += elements * static_cast<long long>(sizeof(float));
 }
 
 void GradientReducer::gradients_ready(int layer) {

@@ -29,7 +29,9 @@ struct Bucket {
 };
 
 // The buckets for per-layer gradient ranges (nn::Model::layer_gradient_ranges), in the order
-// they complete (reverse layer order).
+// they complete (reverse layer order). Two layers' ranges are adjacent when only the zero padding
+// of the parameter buffer (nn/param_layout.h) lies between them: one bucket then sums both, and
+// that padding (zero on every replica, so its sum stays zero) with them.
 std::vector<Bucket> plan_buckets(const std::vector<nn::ParamRange>& layer_ranges, long long bucket_bytes);
 
 class GradientReducer : public nn::GradientSync {
@@ -43,7 +45,8 @@ class GradientReducer : public nn::GradientSync {
   void average_state(const Tensor& state, bool contributed) override;
 
   long long bucket_bytes() const { return bucket_bytes_; }
-  // The last training step's collectives on the gradient buffer, and their float32 bytes.
+  // The last training step's collectives on the gradient buffer, and the bytes of the gradients
+  // they summed (the parameters' own: the padding carried between arrays is not counted).
   long long step_collectives() const { return step_collectives_; }
   long long step_bytes() const { return step_bytes_; }
   const std::vector<Bucket>& buckets() const { return buckets_; }

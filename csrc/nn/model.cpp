@@ -28,7 +28,7 @@ Model::Model(Shape input_shape, std::vector<Node> nodes, uint64_t seed)
   for (int i = 0; i < graph_.size(); ++i) plain.push_back(&graph_.layer(i));
   regularization_ = Regularization(layout_, regularizers_of(plain, specs_));
   set_up_augmentation();
-  params_ = Tensor::empty({layout_.numel()});
+  params_ = Tensor::zeros({layout_.numel()});  // the padding between arrays stays zero (nn/param_layout.h)
   grads_ = Tensor::zeros({layout_.numel()});
   set_trainable(std::vector<bool>(graph_.size(), true));
   initialize_weights();  // glorot_uniform, zeros or ones, keyed by the seed

@@ -108,13 +108,14 @@ class Model {
   const std::vector<Shape>& output_shapes() const { return graph_.output_shapes(); }  // per node, per sample
   int num_nodes() const { return graph_.size(); }
   const Layer& layer(int i) const { return graph_.layer(i); }
-  long long num_params() const { return params_.numel(); }
+  long long num_params() const { return layout_.count(); }  // parameters (the buffer also holds padding)
   // Per node: each weight's spec (name, shape, trainable), Keras order (kernel, bias, ...).
   std::vector<std::vector<ParamSpec>> weight_specs() const { return specs_; }
 
   std::vector<Tensor> get_weights() const;            // host copies, Keras order and layouts
   void set_weights(const std::vector<Tensor>& ws);    // ValueError on count/shape mismatch
-  // The flat buffers on the model's device, in that device's layout (param_layout()).
+  // The flat buffers on the model's device, in that device's layout, with the padding between
+  // arrays (param_layout()).
   Tensor& parameter_buffer() { return params_; }
   Tensor& gradient_buffer() { return grads_; }
   const ParamLayout& param_layout() const { return layout_; }
@@ -139,6 +140,9 @@ class Model {
   // compile()).
   void set_trainable(const std::vector<bool>& per_node);
   long long num_trainable_params() const;
+  // The parameters the optimizer steps: exact runs of the buffer (no padding), sorted, adjacent
+  // runs merged.
+  const std::vector<ParamRange>& trainable_ranges() const { return trainable_ranges_; }
   bool compiled() const { return optimizer_ != nullptr; }
   Optimizer* optimizer() const { return optimizer_.get(); }
   Loss loss() const { return loss_.kind; }
@@ -147,12 +151,13 @@ class Model {
   Device device() const { return device_; }
   void to(Device d);  // parameters and optimizer state, converted to d's layout
 
-  // The optimizer's state buffers as host copies (nn/optimizer.h), in the layout of the model's
-  // device or (keras_layout) in Keras' layout, the one files hold (the concatenation of
-  // get_weights' arrays, flattened). Empty before the first step. ValueError when not compiled.
+  // The optimizer's state buffers as host copies (nn/optimizer.h) in the packed form (one value per
+  // parameter, without the padding: nn/param_layout.h), kernels in the layout of the model's
+  // device or (keras_layout) in Keras' layout, the one files hold (the trainable arrays then the
+  // non-trainable ones, flattened). Empty before the first step. ValueError when not compiled.
   std::vector<StateBuffer> optimizer_state(bool keras_layout) const;
-  // Restores the optimizer: `keras` are its state buffers in Keras' layout (any device; none at
-  // all for "no step taken yet"), converted here to the device's layout; `iterations` its step
+  // Restores the optimizer: `keras` are its state buffers, packed, in Keras' layout (any device;
+  // none at all for "no step taken yet"), converted here to the device's layout; `iterations` its step
   // count. ValueError (and nothing changed) when a name, size or dtype does not match.
   void set_optimizer_state(const std::vector<StateBuffer>& keras, long long iterations);
 

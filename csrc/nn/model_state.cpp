@@ -67,9 +67,9 @@ std::vector<StateBuffer> Model::optimizer_state(bool keras_layout) const {
   require_compiled("reading the optimizer state");
   std::vector<StateBuffer> out;
   for (const StateBuffer& s : optimizer_->state()) {
-    Tensor host = s.value.to(Device::cpu());  // a copy, also on the CPU: the caller keeps it
-    if (keras_layout && !layout_.same_layout(device_, Device::cpu())) host = layout_.convert(host, device_, Device::cpu());
-    out.push_back({s.name, host});
+    // pack() makes a new buffer, also on the CPU: the caller keeps it.
+    const Tensor host = s.value.device().is_cpu() ? s.value : s.value.to(Device::cpu());
+    out.push_back({s.name, layout_.pack(host, device_, keras_layout ? Device::cpu() : device_)});
   }
   return out;
 }
@@ -79,13 +79,14 @@ void Model::set_optimizer_state(const std::vector<StateBuffer>& keras, long long
   HPCNN_CHECK_ARG(iterations >= 0, "optimizer iterations must be >= 0, got ", iterations);
   std::vector<StateBuffer> on_device;
   for (const StateBuffer& s : keras) {
-    HPCNN_CHECK_ARG(s.value.defined() && s.value.dtype() == DType::F32 && s.value.numel() == layout_.numel(),
-                    optimizer_->name(), ": state buffer '", s.name, "' must be float32 with ", layout_.numel(),
+    HPCNN_CHECK_ARG(s.value.defined() && s.value.dtype() == DType::F32 && s.value.numel() == layout_.count(),
+                    optimizer_->name(), ": state buffer '", s.name, "' must be float32 with ", layout_.count(),
                     " elements (one per parameter of the model), got ",
                     s.value.defined() ? shape_str(s.value.shape()) : std::string("nothing"));
     const Tensor host = s.value.device().is_cpu() ? s.value : s.value.to(Device::cpu());
-    // convert() makes a new buffer (never an alias of the caller's array) in the device's layout.
-    Tensor t = layout_.convert(host.reshape({layout_.numel()}), Device::cpu(), device_);
+    // unpack() makes a new buffer (never an alias of the caller's array) in the device's layout,
+    // with the padding between arrays (zero).
+    Tensor t = layout_.unpack(host.reshape({layout_.count()}), Device::cpu(), device_, "optimizer state");
     on_device.push_back({s.name, device_.is_cpu() ? t : t.to(device_)});
   }
   wait_device();  // the last step's optimizer kernels may still use the buffers being replaced
@@ -98,8 +99,8 @@ void Model::set_trainable(const std::vector<bool>& per_node) {
   HPCNN_CHECK_ARG(per_node.size() == static_cast<size_t>(graph_.size()), "set_trainable: the model has ",
                   graph_.size(), " layers, got ", per_node.size(), " flags");
   // The optimizer steps the trainable weights (ParamSpec::trainable) of the trainable nodes:
-  // their [offset, offset + size) runs, sorted and merged where adjacent (nn/param_layout.h packs
-  // trainable weights first, so with no frozen layer this is one range).
+  // their [offset, offset + size) runs, sorted and merged where adjacent (nn/param_layout.h: the
+  // padding between arrays is in no range, so each array is usually a run of its own).
   std::vector<ParamRange> runs;
   size_t k = 0;  // index of the node's first weight array in layout_ (the model's order)
   for (int i = 0; i < graph_.size(); ++i)
@@ -127,8 +128,8 @@ long long Model::num_trainable_params() const {
 }
 
 std::vector<ParamRange> Model::layer_gradient_ranges() const {
-  // Per node, its trainable weights' span (adjacent: trainable weights are packed first, in the
-  // model's order, nn/param_layout.h).
+  // Per node, its trainable weights' span (trainable weights come first, in the model's order,
+  // nn/param_layout.h; the span includes the zero padding between its arrays).
   std::vector<ParamRange> out(static_cast<size_t>(graph_.size()));
   size_t k = 0;
   for (int i = 0; i < graph_.size(); ++i)
@@ -143,7 +144,8 @@ std::vector<ParamRange> Model::layer_gradient_ranges() const {
 }
 
 ParamRange Model::state_range() const {
-  // Non-trainable weights are packed after all trainable ones (nn/param_layout.h): one range.
+  // Non-trainable weights come after all trainable ones (nn/param_layout.h): one range (with the
+  // zero padding between them, whose mean over replicas stays zero).
   ParamRange r{layout_.numel(), layout_.numel()};
   for (size_t k = 0; k < layout_.size(); ++k)
     if (!layout_.spec(k).trainable) r.begin = std::min(r.begin, layout_.offset(k));

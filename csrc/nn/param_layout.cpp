@@ -28,9 +28,16 @@ ParamLayout::ParamLayout(const std::vector<std::vector<ParamSpec>>& per_layer) {
   for (bool trainable_pass : {true, false})  // trainable weights first, then the others
     for (Entry& e : entries_)
       if (e.spec.trainable == trainable_pass) {
-        e.offset = total_;
-        total_ = checked_add(total_, shape_numel(e.spec.shape), "the model's parameter count");
+        const long long n = shape_numel(e.spec.shape);
+        e.packed_offset = packed_total_;
+        packed_total_ = checked_add(packed_total_, n, "the model's parameter count");
+        checked_add(total_, kParamAlignElems, "the model's parameter buffer");  // so aligning cannot overflow
+        e.offset = align_param_offset(total_);  // aligned (param_layout.h): the padding before it is zero
+        total_ = checked_add(e.offset, n, "the model's parameter buffer");
       }
+  // The end aligned too: a range rounded up to the next array's start stays inside the buffer.
+  checked_add(total_, kParamAlignElems, "the model's parameter buffer");
+  total_ = align_param_offset(total_);
 }
 
 Shape ParamLayout::device_shape(size_t i, Device d) const {
@@ -71,17 +78,44 @@ void ParamLayout::from_keras(const Tensor& keras, Tensor& flat, size_t i) const 
   dst.copy_from(convert_kernel(keras, KernelLayout::HWIO, kernel_layout_on(d), Device::cpu()));
 }
 
+void ParamLayout::copy_arrays(const float* src, bool src_packed, Device from, float* dst, bool dst_packed,
+                              Device to) const {
+  const KernelLayout lf = kernel_layout_on(from), lt = kernel_layout_on(to);
+  for (const Entry& e : entries_) {
+    const float* s = src + (src_packed ? e.packed_offset : e.offset);
+    float* d = dst + (dst_packed ? e.packed_offset : e.offset);
+    const long long n = shape_numel(e.spec.shape);
+    if (is_kernel(e.spec) && lf != lt) convert_kernel_layout(s, lf, d, lt, keras_kernel_dims(e.spec));
+    else if (n > 0) std::memcpy(d, s, sizeof(float) * static_cast<size_t>(n));
+  }
+}
+
 Tensor ParamLayout::convert(const Tensor& host, Device from, Device to) const {
   check_flat(host, "convert parameter layout");
   HPCNN_CHECK_ARG(host.device().is_cpu(), "convert parameter layout: the buffer must be on the host, got ",
                   host.str());
   Tensor out = Tensor::empty({total_}, DType::F32, Device::cpu());
-  std::memcpy(out.raw(), host.raw(), host.nbytes());
-  const KernelLayout lf = kernel_layout_on(from), lt = kernel_layout_on(to);
-  if (lf == lt) return out;
-  for (const Entry& e : entries_)
-    if (is_kernel(e.spec))
-      convert_kernel_layout(host.f32() + e.offset, lf, out.f32() + e.offset, lt, keras_kernel_dims(e.spec));
+  std::memcpy(out.raw(), host.raw(), host.nbytes());  // the padding too (zero)
+  if (kernel_layout_on(from) == kernel_layout_on(to)) return out;
+  copy_arrays(host.f32(), false, from, out.f32(), false, to);
+  return out;
+}
+
+Tensor ParamLayout::pack(const Tensor& host, Device from, Device to) const {
+  check_flat(host, "pack parameter buffer");
+  HPCNN_CHECK_ARG(host.device().is_cpu(), "pack parameter buffer: the buffer must be on the host, got ", host.str());
+  Tensor out = Tensor::empty({packed_total_}, DType::F32, Device::cpu());
+  copy_arrays(host.f32(), false, from, out.f32(), true, to);
+  return out;
+}
+
+Tensor ParamLayout::unpack(const Tensor& packed, Device from, Device to, const char* what) const {
+  HPCNN_CHECK_ARG(packed.defined() && packed.dtype() == DType::F32 && packed.numel() == packed_total_ &&
+                      packed.device().is_cpu(),
+                  what, ": a packed parameter buffer has ", packed_total_, " float32 elements on the host, got ",
+                  packed.defined() ? packed.str() : std::string("nothing"));
+  Tensor out = Tensor::zeros({total_}, DType::F32, Device::cpu());  // the padding: zero
+  copy_arrays(packed.f32(), true, from, out.f32(), false, to);
   return out;
 }
 

@@ -8,11 +8,17 @@
 //                       dgamma, dbeta (into scratch where the caller wants none).
 //   backward (frozen)   dx = g * gamma / sqrt(moving_var + eps), element-wise (ew::inv_std).
 //   moving update       one thread per channel, ew::moving_average as on the CPU.
+//   a single row        (rows = N*H*W == 1: batch 1 after global pooling) training forward and
+//                       backward without cuDNN, one thread per channel running the CPU's
+//                       arithmetic (batchnorm_body.h): cuDNN's training calls work with the
+//                       unbiased variance, undefined for one row, and may refuse it; this way the
+//                       answer is always the CPU's (var 0, y = beta), deterministic.
 // scale=False / center=False: cuDNN always takes a scale and a bias, so ones / zeros are filled in
 // scratch memory.
 #include "core/cuda_context.h"
 #include "core/errors.h"
 #include "ops/batchnorm.h"
+#include "ops/batchnorm_body.h"
 #include "ops/cuda_kernels.h"
 #include "ops/cudnn_ops.h"
 #include "ops/elementwise.h"
@@ -49,6 +55,21 @@ __global__ void frozen_backward_kernel(long long count, int c, const float* y, c
   }
 }
 
+__global__ void one_row_forward_kernel(int c, const float* x, const float* gamma, const float* beta, float eps,
+                                       bool relu, float* y, float* mean, float* var, float* invstd) {
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j < c) ::hpcnn::body::batchnorm_one_row_forward(x[j], gamma, beta, j, eps, relu, y, mean, var, invstd);
+}
+
+__global__ void one_row_backward_kernel(int c, const float* x, const float* y, const float* dy, const float* gamma,
+                                        const float* mean, const float* invstd, bool relu, float* dx, float* dgamma,
+                                        float* dbeta) {
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j < c)
+    ::hpcnn::body::batchnorm_one_row_backward(x[j], relu ? y[j] : 0.f, dy[j], gamma, mean, invstd, j, relu, dx,
+                                              dgamma, dbeta);
+}
+
 void fill(cudaStream_t s, float* p, int count, float v) {
   fill_kernel<<<(count + 255) / 256, 256, 0, s>>>(p, count, v);
   HPCNN_CUDA_CHECK_LAUNCH();
@@ -76,6 +97,11 @@ void batchnorm_forward_training(int device, const BatchNormGeometry& g, const fl
   check_epsilon(eps);
   ContextLock ctx(device);
   cudaStream_t s = ctx.stream();
+  if (g.rows() == 1) {  // one row per channel: the CPU's arithmetic, without cuDNN (above)
+    one_row_forward_kernel<<<(g.c + 255) / 256, 256, 0, s>>>(g.c, x, gamma, beta, eps, relu, y, mean, var, invstd);
+    HPCNN_CUDA_CHECK_LAUNCH();
+    return;
+  }
   ScratchPlan plan;
   size_t o_one = plan.add<float>(gamma ? 0 : g.c), o_zero = plan.add<float>(beta ? 0 : g.c),
          o_run = plan.add<float>(g.c);
@@ -114,6 +140,12 @@ void batchnorm_backward_training(int device, const BatchNormGeometry& g, const f
   check_epsilon(eps);
   ContextLock ctx(device);
   cudaStream_t s = ctx.stream();
+  if (g.rows() == 1) {  // one row per channel: the CPU's arithmetic, without cuDNN (above)
+    one_row_backward_kernel<<<(g.c + 255) / 256, 256, 0, s>>>(g.c, x, y, dy, gamma, mean, invstd, relu, dx, dgamma,
+                                                              dbeta);
+    HPCNN_CUDA_CHECK_LAUNCH();
+    return;
+  }
   ScratchPlan plan;
   size_t o_one = plan.add<float>(gamma ? 0 : g.c), o_dx = plan.add<float>(dx ? 0 : g.rows() * g.c),
          o_dg = plan.add<float>(dgamma ? 0 : g.c), o_db = plan.add<float>(dbeta ? 0 : g.c);

@@ -22,6 +22,13 @@ const char* kAllowNondeterministic =
 
 }  // namespace
 
+bool is_not_supported(int cudnn_status) { return cudnn_status_category(cudnn_status) == kCudnnNotSupported; }
+
+bool try_next_algorithm(int cudnn_status) {
+  return is_not_supported(cudnn_status) || cudnn_status_category(cudnn_status) == kCudnnExecutionFailed ||
+         cudnn_status == kCudnnBadParamMisalignedPointer;
+}
+
 Choice choose(const std::vector<Offer>& offers, cuda::Determinism policy, size_t limit,
               const std::vector<size_t>& failed) {
   using cuda::Determinism;

@@ -15,8 +15,9 @@
 //            workspace grew), the plan is chosen again, so that a plan made under memory
 //            pressure is not kept for the life of the process;
 //   run      tries the chosen offers in order; one that cannot run (cuDNN says "not supported",
-//            or its execution failed) is remembered as failed and the next is tried, from then
-//            on for every later call; when none can, the error names every algorithm tried.
+//            its execution failed, or it finds a pointer misaligned for that algorithm:
+//            try_next_algorithm) is remembered as failed and the next is tried, from then on for
+//            every later call; when none can, the error names every algorithm tried.
 #pragma once
 
 #include <cstddef>
@@ -57,6 +58,25 @@ Choice choose(const std::vector<Offer>& offers, cuda::Determinism policy, size_t
 // Whether a plan chosen as `c` is to be chosen again under the workspace limit `limit`.
 inline bool should_replan(const Choice& c, size_t limit) { return c.replan_at != kNever && limit >= c.replan_at; }
 
+// cuDNN 9's status codes as numbers (cudnnStatus_t; ops/cudnn_ops.cu checks them against cuDNN's
+// header). A category is the code rounded down to a thousand (CUDNN_STATUS_CATEGORY); the codes
+// above it say why (CUDNN_STATUS_NOT_SUPPORTED_SHAPE = 3002, ...).
+constexpr int kCudnnBadParamMisalignedPointer = 2003;
+constexpr int kCudnnNotSupported = 3000;
+constexpr int kCudnnExecutionFailed = 5000;
+constexpr int cudnn_status_category(int status) { return status / 1000 * 1000; }
+
+// Whether cuDNN said "not supported" (any sub-code): the fused convolution+bias+ReLU call then
+// gives way to the plain convolution.
+bool is_not_supported(int cudnn_status);
+// Whether a status of one algorithm's run means that this algorithm cannot run here while another
+// may: "not supported" and "execution failed" with their sub-codes, and
+// CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER (an algorithm's vectorized loads want more alignment
+// than a buffer has: hpcnn's parameters are 256-byte aligned, nn/param_layout.h, but an
+// activation view need not be, and other algorithms take any float address). Any other status
+// (another bad parameter: hpcnn's bug) is raised at once.
+bool try_next_algorithm(int cudnn_status);
+
 struct Failure {
   size_t offer;        // index into the offers
   std::string status;  // what cuDNN said
@@ -90,8 +110,12 @@ struct PlanInfo {
   size_t workspace_limit = 0;              // the limit it was (last) chosen under
   size_t replan_at = 0;                    // chosen again once the limit reaches this (0: never)
   std::string fused;                       // forward: "used", "not supported", "not tried", "n/a"
+  std::string fused_status;                // "not supported": what cuDNN answered the fused call
   std::vector<std::string> candidates;     // the order it may try, best first
   std::vector<bool> candidates_deterministic;  // aligned with candidates
+  std::vector<std::string> candidates_math;    // aligned with candidates: the math type each runs with
+  // cuDNN's heuristic answer, every result: "NAME MATH deterministic|non-deterministic[ unusable]"
+  std::vector<std::string> offers;
   std::vector<std::string> failed;         // "NAME: status" of each algorithm that failed at run time
 };
 

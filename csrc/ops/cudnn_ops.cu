@@ -52,10 +52,11 @@
 //   (ConvAlgoCache). A plan that had to skip a preferred algorithm for its workspace is chosen
 //   again once the limit has grown enough for it.
 //   At run time an algorithm that returns a status of the CUDNN_STATUS_NOT_SUPPORTED or
-//   CUDNN_STATUS_EXECUTION_FAILED categories (cuDNN 9 sub-codes included) is marked failed for
-//   the plan and the next in the order runs, from then on for every call; when none can run,
+//   CUDNN_STATUS_EXECUTION_FAILED categories (cuDNN 9 sub-codes included), or
+//   CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER (conv_algo::try_next_algorithm), is marked failed
+//   for the plan and the next in the order runs, from then on for every call; when none can run,
 //   the error names every algorithm tried and what cuDNN said. Any other status is raised at
-//   once (a bad parameter is a bug of ours, not of the algorithm).
+//   once (another bad parameter is a bug of ours, not of the algorithm).
 //
 // cudnnConvolutionForward(h, &alpha, xDesc, x, wDesc, w, conv, algo, ws, wsSize, &beta, yDesc, y)
 //   alpha/beta are host pointers to float for float data; beta = 0 means y is not read (may hold
@@ -206,6 +207,7 @@ struct ConvPlan {
   std::vector<conv_algo::Failure> failures;
   size_t limit = 0;                        // the workspace limit of the last choice
   Fused fused = Fused::NotTried;
+  std::string fused_status;                // what cuDNN answered when it declined the fused call
   bool warned = false;                     // Determinism::Warn: the warning was queued
 
   const Offer* current() const { return pos < choice.order.size() ? &offers[choice.order[pos]] : nullptr; }
@@ -219,23 +221,28 @@ PlanKey key_of(const cudnn::ConvShape& s, Pass p, bool tf32, Determinism d) {
 
 // cuDNN 9 reports "not supported" with a sub-code saying why (CUDNN_STATUS_NOT_SUPPORTED_SHAPE,
 // _LAYOUT, ... = 3001..), all in the category of CUDNN_STATUS_NOT_SUPPORTED (3000), and likewise
-// "execution failed" (5000..); cuDNN 8 has the one code of each.
-int status_category(cudnnStatus_t st) {
+// "execution failed" (5000..): ops/conv_algo_choice.h classifies those numbers (plain C++, so that
+// the host self-test checks it without a GPU); here they are checked against cuDNN's header.
+// cuDNN 8 has the one code of each and no misalignment status.
 #ifdef CUDNN_STATUS_CATEGORY
-  return CUDNN_STATUS_CATEGORY(static_cast<int>(st));
-#else
-  return static_cast<int>(st);
-#endif
-}
+static_assert(static_cast<int>(CUDNN_STATUS_NOT_SUPPORTED) == conv_algo::kCudnnNotSupported &&
+                  static_cast<int>(CUDNN_STATUS_EXECUTION_FAILED) == conv_algo::kCudnnExecutionFailed &&
+                  static_cast<int>(CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER) ==
+                      conv_algo::kCudnnBadParamMisalignedPointer,
+              "cuDNN's status codes differ from the ones ops/conv_algo_choice.h classifies");
+static_assert(CUDNN_STATUS_CATEGORY(static_cast<int>(CUDNN_STATUS_NOT_SUPPORTED_SHAPE)) ==
+                  conv_algo::cudnn_status_category(static_cast<int>(CUDNN_STATUS_NOT_SUPPORTED_SHAPE)),
+              "cuDNN's status categories differ from conv_algo::cudnn_status_category");
 
-bool is_not_supported(cudnnStatus_t st) {
-  return status_category(st) == static_cast<int>(CUDNN_STATUS_NOT_SUPPORTED);
-}
+bool is_not_supported(cudnnStatus_t st) { return conv_algo::is_not_supported(static_cast<int>(st)); }
 
 // A run-time failure of one algorithm that another algorithm may not have: the plan moves on.
-bool try_next_algorithm(cudnnStatus_t st) {
-  return is_not_supported(st) || status_category(st) == static_cast<int>(CUDNN_STATUS_EXECUTION_FAILED);
-}
+bool try_next_algorithm(cudnnStatus_t st) { return conv_algo::try_next_algorithm(static_cast<int>(st)); }
+#else
+bool is_not_supported(cudnnStatus_t st) { return st == CUDNN_STATUS_NOT_SUPPORTED; }
+
+bool try_next_algorithm(cudnnStatus_t st) { return is_not_supported(st) || st == CUDNN_STATUS_EXECUTION_FAILED; }
+#endif
 
 std::string status_text(cudnnStatus_t st) { return cat(cudnnGetErrorString(st), " (", static_cast<int>(st), ")"); }
 
@@ -514,6 +521,8 @@ bool conv_forward(Context& ctx, const ConvShape& s, const float* x, const float*
         return st;
       }
       if (!try_next_algorithm(st)) return st;
+      p.fused_status = forced_fused_failure() ? std::string("CUDNN_STATUS_NOT_SUPPORTED (3000), forced by a test")
+                                              : status_text(st) + cudnn_detail();
       (void)cudaGetLastError();
       p.fused = Fused::NotSupported;  // not for this geometry: the plain convolution, then our kernel
     }
@@ -631,11 +640,16 @@ std::vector<PlanInfo> conv_plans(int device) {
                 : p.fused == cuda::Fused::NotSupported ? "not supported"
                 : precomp                              ? "not tried"
                                                        : "n/a";
+      i.fused_status = p.fused_status;
     }
     for (size_t k : p.choice.order) {
       i.candidates.push_back(p.offers[k].name);
       i.candidates_deterministic.push_back(p.offers[k].deterministic);
+      i.candidates_math.push_back(p.offers[k].math_name);
     }
+    for (const Offer& o : p.offers)
+      i.offers.push_back(cat(o.name, " ", o.math_name, o.deterministic ? " deterministic" : " non-deterministic",
+                             o.usable ? "" : " unusable"));
     for (const Failure& f : p.failures) i.failed.push_back(cat(p.offers[f.offer].name, ": ", f.status));
     out.push_back(std::move(i));
   }
@@ -730,9 +744,10 @@ std::vector<SelftestResult> cudnn_descriptor_selftest() {
     }
   }
   // A plan moves to its next algorithm on "not supported" and "execution failed" (with their
-  // sub-codes) and raises on anything else (a bad parameter is hpcnn's bug, not the algorithm's).
+  // sub-codes) and a misaligned pointer, and raises on anything else (another bad parameter is
+  // hpcnn's bug, not the algorithm's).
   double retry_misread = 0;
-  for (int code : {3000, 3002, 3010, 3012, 5000, 5001, 5003})
+  for (int code : {2003, 3000, 3002, 3010, 3012, 5000, 5001, 5003})
     retry_misread += try_next_algorithm(static_cast<cudnnStatus_t>(code)) ? 0 : 1;
   for (int code : {0, 1001, 2000, 2002, 4000, 4004})
     retry_misread += try_next_algorithm(static_cast<cudnnStatus_t>(code)) ? 1 : 0;

@@ -60,8 +60,10 @@ def cudnn_algorithms(model: Optional[Any] = None, device: Optional[str] = None) 
     """The cuDNN algorithms chosen so far on a GPU, one dict per convolution geometry and pass
     ('forward', 'backward_data', 'backward_filter'): ``algorithm``, ``deterministic``, ``math``
     (``CUDNN_TENSOR_OP_MATH`` = TF32), ``workspace`` bytes, the ``candidates`` in the order they
-    would be tried, the ones that ``failed`` at run time, and for the forward pass whether the
-    fused convolution+bias+ReLU call is ``used``.
+    would be tried (``candidates_math``: the math type of each), cuDNN's heuristic answer
+    (``offers``), the ones that ``failed`` at run time, and for the forward pass whether the
+    fused convolution+bias+ReLU call is ``used`` (``fused_status``: what cuDNN answered when it
+    declined it).
 
     With a ``model`` (on a GPU, after it has run), only its Conv2D layers' plans, each dict with
     the layer's ``layer`` name added, in layer order; ``device`` defaults to the model's (or

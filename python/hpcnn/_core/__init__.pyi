@@ -87,8 +87,8 @@ class Model:
     def get_weights(self) -> list:
         ...
 
-    def gradient_buffer(self, keras_layout: bool=False) -> numpy.ndarray:
-        """The gradients of the last training step, aligned with parameter_buffer(keras_layout) element for element (the device's layout unless keras_layout=True)."""
+    def gradient_buffer(self, keras_layout: bool=False, padded: bool=False) -> numpy.ndarray:
+        """The gradients of the last training step, aligned with parameter_buffer(keras_layout, padded) element for element (packed in the device's layout unless keras_layout=True; padded=True: as held, live on the CPU)."""
 
     @property
     def has_staged(self) -> bool:
@@ -146,7 +146,7 @@ class Model:
         ...
 
     def optimizer_state(self, keras_layout: bool=False) -> dict:
-        """Host copies of the optimizer's state buffers by name, in state_names order (Keras 3's names: Adam, AdamW: momentum, velocity; SGD with momentum: momentum; RMSprop: velocity, momentum (momentum > 0), average_gradient (centered)), each flat over the parameter buffer: in the layout of the model's device, or keras_layout=True in Keras' layout (what files hold). {} before the first step."""
+        """Host copies of the optimizer's state buffers by name, in state_names order (Keras 3's names: Adam, AdamW: momentum, velocity; SGD with momentum: momentum; RMSprop: velocity, momentum (momentum > 0), average_gradient (centered)), each flat and packed like parameter_buffer() (one value per parameter): in the layout of the model's device, or keras_layout=True in Keras' layout (what files hold). {} before the first step."""
 
     @property
     def optimizer_state_names(self) -> list[str]:
@@ -156,14 +156,22 @@ class Model:
     def output_shapes(self) -> list[list[int]]:
         ...
 
-    def parameter_buffer(self, keras_layout: bool=False) -> numpy.ndarray:
-        """The one parameter buffer in the layout of the model's device: conv kernels are (kh, kw, in, out) on the CPU but (out, kh, kw, in) on a GPU. A live view on the CPU, a copy from a GPU. keras_layout=True: a copy with every kernel in Keras' layout (get_weights' arrays, flattened and concatenated), comparable across devices."""
+    @property
+    def param_buffer_size(self) -> int:
+        ...
+
+    @property
+    def param_offsets(self) -> list[int]:
+        ...
+
+    def parameter_buffer(self, keras_layout: bool=False, padded: bool=False) -> numpy.ndarray:
+        """A copy of the parameters, packed (one value per parameter: the trainable arrays, then the others, flattened) in the layout of the model's device: conv kernels are (kh, kw, in, out) on the CPU but (out, kh, kw, in) on a GPU. keras_layout=True: every kernel in Keras' layout (comparable across devices). padded=True: the buffer as held, every array at param_offsets with zero padding between them (a live view on the CPU, a copy from a GPU)."""
 
     def predict_step(self, batch: object, next: object=None) -> numpy.ndarray:
         """Outputs for batch (x[, y[, rows[, decode]]]) (y is ignored); stages next. batch as for train_step."""
 
     def relayout_buffer(self, buffer: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], from_device: str, to_device: str) -> numpy.ndarray:
-        """A host copy of `buffer` (flat, aligned with the parameters: parameters, gradients, optimizer moments) converted from the layout the parameters have on from_device to the one on to_device: the conversion to() applies. A host computation: needs no GPU (for tests and tools)."""
+        """A host copy of `buffer` (flat and packed, aligned with parameter_buffer(): parameters, gradients, optimizer moments) converted from the layout the parameters have on from_device to the one on to_device: the conversion to() applies. A host computation: needs no GPU (for tests and tools)."""
 
     @property
     def replica_devices(self) -> list[str]:
@@ -263,7 +271,7 @@ def cuda_compiled() -> bool:
     ...
 
 def cuda_conv_plans(device: typing.SupportsInt | typing.SupportsIndex=0) -> list:
-    """The cuDNN plans made so far on GPU `device`, one dict per convolution geometry and pass: the algorithm running and whether it is deterministic, its math type and workspace, the candidates in order, the ones that failed at run time, whether the fused conv+bias+ReLU call is used. Empty when nothing ran there."""
+    """The cuDNN plans made so far on GPU `device`, one dict per convolution geometry and pass: the algorithm running and whether it is deterministic, its math type and workspace, the candidates in order (with their math types), cuDNN's heuristic answer (offers), the ones that failed at run time, whether the fused conv+bias+ReLU call is used (and fused_status: what cuDNN answered when it declined it). Empty when nothing ran there."""
 
 def cuda_current_context_device() -> int:
     """The GPU whose CUDA context is current on the calling thread, or -1 when it has none (asked without creating one)."""
