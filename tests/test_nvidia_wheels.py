@@ -81,14 +81,23 @@ def cache_values(build):
     return values
 
 
+def pybind11_dir(tmp_path):
+    """pybind11's CMake folder; where pybind11 is only a build requirement (CI's Python after
+    `pip install .`), a stand-in that declares its header target: nothing is compiled here."""
+    try:
+        import pybind11
+        return pybind11.get_cmake_dir()
+    except ImportError:
+        stub = tmp_path / "pybind11-stub"
+        stub.mkdir()
+        (stub / "pybind11Config.cmake").write_text("add_library(pybind11::headers INTERFACE IMPORTED)\n")
+        return stub
+
+
 def test_real_cmakelists_takes_cuda_libraries_from_the_wheels(tmp_path):
     exe = cmake()
     if not NVCC.exists():
         pytest.skip(f"no nvcc at {NVCC}")
-    try:
-        import pybind11
-    except ImportError:
-        pytest.skip("pybind11 is not installed in this Python")
     site = tmp_path / "site-packages"
     nvidia = make_wheels(site)
     prefixes, dirs = hidden_toolkit_paths()
@@ -97,7 +106,7 @@ def test_real_cmakelists_takes_cuda_libraries_from_the_wheels(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(site))
     r = subprocess.run(
         [exe, "-S", str(ROOT), "-B", str(build), "-G", "Ninja" if shutil.which("ninja") else "Unix Makefiles",
-         f"-DPython_EXECUTABLE={sys.executable}", f"-Dpybind11_DIR={pybind11.get_cmake_dir()}",
+         f"-DPython_EXECUTABLE={sys.executable}", f"-Dpybind11_DIR={pybind11_dir(tmp_path)}",
          "-DHPCNN_CUDA=ON", "-DHPCNN_NCCL=ON", "-DHPCNN_MPI=OFF", "-DCMAKE_CUDA_ARCHITECTURES=90",
          f"-DCMAKE_CUDA_COMPILER={NVCC}",
          "-DCMAKE_IGNORE_PATH=" + ";".join(dirs), "-DCMAKE_IGNORE_PREFIX_PATH=" + ";".join(prefixes)],

@@ -289,9 +289,12 @@ node() {
 
   t=$(now)
   local left=$(( BUDGET - (t - t_start) - 15 )) st_rc=""
+  local st_report="$HERE/hpcnn-gpu-selftest-${SLURM_JOB_ID:-local}.txt"
   if [ -z "$failed" ] && [ "$left" -gt 30 ]; then
-    rm -f "$HERE"/hpcnn-gpu-selftest-local.txt
-    (cd "$HERE" && QUICK="${QUICK:-1}" timeout --kill-after=10 "$left" bash slurm/gpu-selftest.sbatch) > "$log/selftest.txt" 2>&1
+    rm -f "$st_report"
+    # SLURM_SUBMIT_DIR: the self-test runs from this source folder wherever srun was called.
+    (cd "$HERE" && SLURM_SUBMIT_DIR="$HERE" QUICK="${QUICK:-1}" timeout --kill-after=10 "$left" \
+      bash slurm/gpu-selftest.sbatch) > "$log/selftest.txt" 2>&1
     st_rc=$?
     [ "$st_rc" = 124 ] || [ "$st_rc" = 137 ] && st_rc="$st_rc (cut at the budget, $left s)"
     [ "$st_rc" = 0 ] || failed="${failed:-self-test}"
@@ -315,7 +318,7 @@ node() {
     echo; echo "===== module check ====="; cat "$log/check.txt"
     echo; echo "===== self-test output ====="; cat "$log/selftest.txt" 2>/dev/null
     echo; echo "===== self-test report (slurm/gpu-selftest.sbatch) ====="
-    cat "$HERE"/hpcnn-gpu-selftest-local.txt 2>/dev/null || echo "(none written)"
+    cat "$st_report" 2>/dev/null || echo "(none written)"
   } > "$report"
   sed -n '1,/^$/p;/^===== phases/,/^total/p' "$report"
   echo "report: $report"
