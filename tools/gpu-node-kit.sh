@@ -23,7 +23,8 @@
 # Options: --kit DIR (the kit folder), --work DIR (where `node` unpacks and builds; default
 # ${TMPDIR:-/tmp}/hpcnn-gpu-node, never inside the kit, which must stay small for the copy to
 # the node), --out DIR (where the report goes; default $OUT, else the current folder),
-# --python PY (the node's Python; default python3), --budget SECONDS (default 540),
+# --python PY (the node's Python; default python3), --budget SECONDS (default 540; a second
+# `node` run keeps the work folder's build and only recompiles what changed),
 # --rehearse (`node` without a GPU: a CPU-only build from the prefix alone, with the system's
 # own HDF5, OpenBLAS, libdeflate and zlib hidden from CMake, then the same checks and self-test,
 # whose GPU sections skip; how the kit is tested where there is no GPU, bench/RESULTS.md).
@@ -226,7 +227,9 @@ node() {
   log="$WORK/log"
   [ -f "$ARCHIVE" ] || die "no kit at $ARCHIVE: run '$0 gather' where the network is, and bring $KIT along"
   command -v "$PY" >/dev/null || die "no Python '$PY' (--python)"
-  rm -rf "$WORK" && mkdir -p "$WORK" "$log" || die "cannot write $WORK"
+  # A second try in the same allocation keeps the build folder (same paths: CMake's cache stays
+  # valid and the build is incremental); everything else starts afresh.
+  rm -rf "$WORK/prefix" "$WORK/fallback" "$WORK/site" "$WORK/bin" "$log" && mkdir -p "$log" || die "cannot write $WORK"
   local failed=""
 
   t=$(now)
@@ -281,11 +284,30 @@ node() {
       ldd "$core"
       ldd "$core" | grep -q "not found" && echo "CHECK FAILED: a library is not found"
       ldd "$core" | grep -E 'libhdf5|libopenblas' | grep -v " $PREFIX/" && echo "CHECK FAILED: HDF5 or OpenBLAS from outside the prefix"
-      (cd / && python3 -c 'import hpcnn, json; print(json.dumps(hpcnn.build_info(), default=str))')
+      # The prefix's libraries at work: an HDF5 file written (gzip through libdeflate) and read back
+      # by hpcnn's loader, and a CPU training epoch (OpenBLAS).
+      (cd / && python3 - <<'PY'
+import json, os, tempfile
+import numpy as np
+import hpcnn
+from hpcnn.data import HDF5Dataset, write_hdf5
+from hpcnn.layers import Dense, Flatten, InputLayer
+print(json.dumps(hpcnn.build_info(), default=str))
+r = np.random.default_rng(0)
+with tempfile.TemporaryDirectory() as d:
+    path = os.path.join(d, "smoke.h5")
+    write_hdf5(path, {"x": r.integers(0, 256, (64, 8, 8, 1), dtype=np.uint8),
+                      "y": r.integers(0, 4, 64).astype(np.int32)}, chunk_rows=16)
+    m = hpcnn.Sequential([InputLayer(input_shape=[8, 8, 1]), Flatten(), Dense(4, activation="softmax")])
+    m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    h = m.fit(HDF5Dataset(path, x="x", y="y", batch_size=16), epochs=1, verbose=0)
+    print("HDF5 written and read back, one CPU training epoch: loss", round(float(h.history["loss"][0]), 4))
+PY
+      ) || echo "CHECK FAILED: import hpcnn, HDF5 round trip or CPU epoch"
     fi
   } > "$log/check.txt" 2>&1
   if [ -z "$core" ] || grep -q "CHECK FAILED\|Traceback" "$log/check.txt"; then failed="${failed:-check}"; fi
-  phase_done "check the module (ldd, import)" "$t" ""
+  phase_done "check the module (ldd, HDF5, BLAS)" "$t" ""
 
   t=$(now)
   local left=$(( BUDGET - (t - t_start) - 15 )) st_rc=""
