@@ -260,6 +260,10 @@ node() {
   fi
   local defs=() line
   while read -r line; do defs+=(-C "cmake.define.$line"); done < <(cmake_defines)
+  # Installed with --target into the work folder, not into a venv or the Python's own
+  # site-packages: no venv module or ensurepip is needed, a system Python marked externally
+  # managed (PEP 668) accepts it, and the node's numpy, h5py, pytest (and PyTorch's wheels) are
+  # used as they are. --no-index: nothing is ever fetched.
   if [ -z "$failed" ]; then
     (cd "$HERE" && env $(search_env) "${env_build[@]}" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
       "$PY" -m pip install -v --no-build-isolation --no-deps --no-index --target "$WORK/site" \
