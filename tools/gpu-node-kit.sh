@@ -75,7 +75,8 @@ PREFIX="$WORK/prefix"
 LIBDIR="$PREFIX/usr/lib/$MULTIARCH"
 
 # ---------------------------------------------------------------------------------------- gather
-# Shared libraries a file needs that ldd resolves outside the prefix (one path per line).
+# The shared libraries the given files need that ldd resolves outside the prefix ("soname path"
+# per line), the C library and the compiler run time left out.
 outside_deps() {
   LD_LIBRARY_PATH="$LIBDIR:$LIBDIR/openblas-pthread:$LIBDIR/hdf5/serial" ldd "$@" 2>/dev/null \
     | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | grep -Ev "$SYSTEM_LIBS" | grep -v " $PREFIX/" | sort -u
@@ -104,7 +105,7 @@ gather() {
   mkdir -p "$stage/fallback"
   local libs; libs=$(find "$LIBDIR" -name '*.so.*' -type f)
   # The closure: repeat until no new library appears (the copies' own needs included).
-  local seen="" round name path
+  local round name path
   for round in 1 2 3 4 5 6; do
     local added=0
     while read -r name path; do
