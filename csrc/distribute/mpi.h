@@ -67,7 +67,7 @@ class MpiCommunicator : public Communicator {
   // Raw bytes from `root` (the NCCL unique id).
   void broadcast_bytes(void* data, size_t bytes, int root);
   // The failure that broke the group ("" while healthy): for waits outside MPI (NCCL's).
-  std::string failure() const;
+  std::string failure() const override;
 
   struct Impl;
 
