@@ -76,6 +76,10 @@ void bind_distribute(py::module_& m) {
      "The gradient buckets (begin, end, closing layer) for per-layer (begin, end) ranges of the gradient buffer, "
      "in the order they are summed.");
 
+  m.def("inject_failure", &distribute::inject_failure, py::arg("replica"), py::arg("stall_seconds") = 0.0,
+        "Test-only: replica `replica` (global index, in this process) fails once at its next training step, "
+        "after its loss statistics were summed and before its first gradient bucket: it raises, or with "
+        "stall_seconds > 0 it sleeps that long there instead (a stuck replica).");
   py::class_<distribute::Group, std::shared_ptr<distribute::Group>>(m, "Group",
       "Replicas that train one model data-parallel (made by hpcnn.distribute's strategies).")
       .def_static("in_process", [](const std::vector<std::string>& devices, const std::string& implementation,
@@ -90,8 +94,13 @@ void bind_distribute(py::module_& m) {
                                          double timeout_s) {
         const Device d = parse_device(device);
         const distribute::Transport t = distribute::parse_transport(implementation);
-        py::gil_scoped_release nogil;
-        return distribute::Group::across_processes(d, t, timeout_s);
+        std::shared_ptr<distribute::Group> g;
+        {
+          py::gil_scoped_release nogil;
+          g = distribute::Group::across_processes(d, t, timeout_s);
+        }
+        raise_core_warnings();  // ranks sharing a GPU: summed through host memory
+        return g;
       }, py::arg("device"), py::arg("implementation") = "auto", py::arg("timeout_seconds") = 600.0)
       .def_property_readonly("size", &distribute::Group::size)
       .def_property_readonly("local_size", &distribute::Group::local_size)
