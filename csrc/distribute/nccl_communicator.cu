@@ -358,8 +358,8 @@ std::string device_names(const std::vector<NcclCommunicator*>& cs) {
 // timeout: every communicator is aborted (so that no peer waits for them), the host partners
 // told, and BackendError (PeerFailure when the group stopped elsewhere) thrown.
 template <class Done>
-void poll_all(const std::vector<NcclCommunicator*>& cs, const std::string& what, double timeout_s, Done done) {
-  const Deadline deadline(timeout_s);
+void poll_all(const std::vector<NcclCommunicator*>& cs, const std::string& what, const Deadline& deadline,
+              double timeout_s, Done done) {
   Backoff backoff;
   auto give_up = [&](const std::string& why, bool peer) {
     for (NcclCommunicator* c : cs) c->fail_init(why);
@@ -404,6 +404,7 @@ void check_setup(ncclResult_t r, const char* call, const std::vector<NcclCommuni
 // also in one group call, so that the connections exist before the first training step (NCCL
 // connects lazily, at the collectives that need them). Both phases are polled by poll_all.
 void connect(const std::vector<NcclCommunicator*>& cs, const ncclUniqueId& id, int nranks, double timeout_s) {
+  const Deadline deadline(timeout_s);  // for the whole setup
   std::vector<ncclConfig_t> configs(cs.size());
   for (ncclConfig_t& c : configs) {
     c = NCCL_CONFIG_INITIALIZER;
@@ -419,7 +420,7 @@ void connect(const std::vector<NcclCommunicator*>& cs, const ncclUniqueId& id, i
   const ncclResult_t end = ncclGroupEnd();
   check_setup(first_error, "ncclCommInitRankConfig", cs);
   check_setup(end, "ncclGroupEnd (communicator creation)", cs);
-  poll_all(cs, "the NCCL communicators' initialisation", timeout_s, [] { return true; });
+  poll_all(cs, "the NCCL communicators' initialisation", deadline, timeout_s, [] { return true; });
 
   std::vector<std::unique_ptr<DeviceFloats>> bufs;
   for (NcclCommunicator* c : cs) bufs.push_back(std::make_unique<DeviceFloats>(c->device(), kWarmSmall + kWarmLarge));
@@ -438,7 +439,7 @@ void connect(const std::vector<NcclCommunicator*>& cs, const ncclUniqueId& id, i
   check_setup(first_error, "ncclAllReduce (warm-up)", cs);
   check_setup(end2, "ncclGroupEnd (warm-up)", cs);
   // Enqueued once every state is ncclSuccess; then the warm-up kernels must finish.
-  poll_all(cs, "the NCCL connections (a warm-up sum)", timeout_s, [] { return true; });
+  poll_all(cs, "the NCCL connections (warm-up sums)", deadline, timeout_s, [] { return true; });
   std::vector<cudaEvent_t> events;
   struct Events {
     std::vector<cudaEvent_t>& v;
@@ -453,7 +454,7 @@ void connect(const std::vector<NcclCommunicator*>& cs, const ncclUniqueId& id, i
     events.push_back(e);
     HPCNN_CUDA_CHECK(cudaEventRecord(e, c->stream()));
   }
-  poll_all(cs, "the NCCL connections (a warm-up sum)", timeout_s, [&] {
+  poll_all(cs, "the NCCL connections (warm-up sums)", deadline, timeout_s, [&] {
     for (cudaEvent_t e : events) {
       const cudaError_t q = cudaEventQuery(e);
       if (q == cudaErrorNotReady) return false;
