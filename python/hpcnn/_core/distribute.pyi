@@ -65,6 +65,9 @@ class Group:
 def default_timeout_seconds() -> float:
     """A collective's time limit: HPCNN_DIST_TIMEOUT seconds when set, else 600."""
 
+def inject_failure(replica: typing.SupportsInt | typing.SupportsIndex, stall_seconds: typing.SupportsFloat | typing.SupportsIndex=0.0) -> None:
+    """Test-only: replica `replica` (global index, in this process) fails once at its next training step, after its loss statistics were summed and before its first gradient bucket: it raises, or with stall_seconds > 0 it sleeps that long there instead (a stuck replica)."""
+
 def mpi_compiled() -> bool:
     """Whether this build has MPI (MultiWorkerMirroredStrategy)."""
 
