@@ -82,6 +82,12 @@ def main() -> None:
                 _core.distribute.inject_failure(1, 30.0 if scenario.startswith("stall") else 0.0)
         model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0,
                   callbacks=[hpcnn.callbacks.LambdaCallback(on_train_batch_end=arm)])
+    elif scenario == "nccl_async_error":  # rank 1's NCCL reports an error at step 2's gradient sum
+        def arm(batch, logs):
+            if rank == 1 and batch == 0:
+                _core.distribute.inject_nccl_async_error(1)
+        model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0,
+                  callbacks=[hpcnn.callbacks.LambdaCallback(on_train_batch_end=arm)])
     elif scenario == "fail":
         def boom(batch, logs):
             if rank == 1 and batch == 2:

@@ -189,6 +189,45 @@ def test_abort_from_outside_stops_a_waiting_replica(devices):
     assert r["seconds"] < 40, r
 
 
+@pytest.mark.gpu
+@pytest.mark.multi_gpu
+@pytest.mark.skipif(bool(NO_NCCL), reason=NO_NCCL)
+@pytest.mark.skipif(bool(NO_TWO), reason=NO_TWO)
+def test_an_nccl_async_error_aborts_and_names_the_gpu():
+    """Replica 1's communicator reports an asynchronous error (ncclSystemError, as after a network
+    failure; injected) while it waits for step 2's gradient sum: it aborts, the step raises naming
+    gpu:1 and the error, the other replica stops, and the strategy says to create a new one."""
+    body = """
+    s = MirroredStrategy(["gpu:0", "gpu:1"], communication_options=CommunicationOptions(timeout_seconds=60))
+    emit(implementation=s.implementation)
+    with s.scope():
+        model = make_model()
+    x, y = make_arrays()
+    def arm(batch, logs):
+        if batch == 0:
+            _core.distribute.inject_nccl_async_error(1)
+    t0 = time.monotonic()
+    try:
+        model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0,
+                  callbacks=[hpcnn.callbacks.LambdaCallback(on_train_batch_end=arm)])
+        emit(raised=None)
+    except Exception as err:  # noqa: BLE001
+        emit(raised=type(err).__name__, message=str(err))
+    emit(seconds=time.monotonic() - t0)
+    try:
+        model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0)
+        emit(after="trained")
+    except Exception as err:  # noqa: BLE001
+        emit(after=type(err).__name__, after_message=str(err))
+    """
+    r = run_isolated(body, timeout=150)
+    assert r["implementation"] == "nccl"
+    assert r["raised"] == "RuntimeError", r
+    assert re.search(r"NCCL reported .* on gpu:1 \(rank 1\) during", r["message"]), r
+    assert r["seconds"] < 30, r
+    assert r["after"] == "RuntimeError" and "create a new MirroredStrategy" in r["after_message"], r
+
+
 GPU_REPLICAS = [
     pytest.param(["gpu:0"], id="one-gpu", marks=ONE_GPU),
     pytest.param(["gpu:0", "gpu:1"], id="two-gpus",
@@ -319,6 +358,21 @@ def test_a_rank_failing_before_its_first_bucket_stops_the_other(tmp_path, device
     assert "injected failure (a test) on replica 1 before its first gradient bucket" in text
     assert re.search(r"rank 1 \(host [^)]*\) failed: .*injected failure", text), text[-4000:]
     assert "no answer" not in text and "did not finish within" not in text  # not the timeout
+
+
+@NEEDS_MPI
+@pytest.mark.gpu
+@pytest.mark.multi_gpu
+def test_an_nccl_async_error_on_one_rank_stops_both(tmp_path):
+    """Rank 1's NCCL reports an asynchronous error (injected) during step 2's sum: rank 1 aborts
+    its communicator and tells rank 0, which stops naming it (not at the 120 s timeout)."""
+    if NO_TWO or NO_NCCL:
+        pytest.skip(NO_TWO or NO_NCCL)
+    proc = mpirun("nccl_async_error", tmp_path, device="gpu", timeout=100)
+    assert proc.returncode != 0
+    text = proc.stdout + proc.stderr
+    assert re.search(r"NCCL reported .* on gpu:1 \(rank 1\) during", text), text[-4000:]
+    assert "did not finish within" not in text
 
 
 @NEEDS_MPI

@@ -80,6 +80,9 @@ void bind_distribute(py::module_& m) {
         "Test-only: replica `replica` (global index, in this process) fails once at its next training step, "
         "after its loss statistics were summed and before its first gradient bucket: it raises, or with "
         "stall_seconds > 0 it sleeps that long there instead (a stuck replica).");
+  m.def("inject_nccl_async_error", &distribute::nccl::inject_async_error, py::arg("replica"),
+        "Test-only: the NCCL communicator of replica `replica` (global index, in this process) reports "
+        "ncclSystemError at its next wait for a gradient sum, as after a network failure (once).");
   py::class_<distribute::Group, std::shared_ptr<distribute::Group>>(m, "Group",
       "Replicas that train one model data-parallel (made by hpcnn.distribute's strategies).")
       .def_static("in_process", [](const std::vector<std::string>& devices, const std::string& implementation,

@@ -48,7 +48,8 @@ std::vector<std::string> allgather(const std::string& mine, double timeout_s);
 void shutdown() noexcept;
 
 // One replica per MPI rank. `device`: where this rank's gradient buffer lives (a GPU's buffer is
-// summed through host memory; NCCL does it directly when built, see nccl_communicator.h).
+// summed through host memory; NCCL does it directly when built, see nccl.h, unless ranks share
+// a GPU: distribute/group.h).
 class MpiCommunicator : public Communicator {
  public:
   MpiCommunicator(Device device, double timeout_s);

@@ -47,4 +47,9 @@ std::vector<std::unique_ptr<Communicator>> in_process(const std::vector<int>& de
 std::unique_ptr<Communicator> across_processes(int device, std::unique_ptr<mpi::MpiCommunicator> host,
                                                double timeout_s);
 
+// Test-only (hpcnn._core.distribute.inject_nccl_async_error): the NCCL communicator of global
+// replica `replica` in this process reports ncclSystemError, as ncclCommGetAsyncError would after
+// a network failure, at its next wait for a gradient sum (once). BackendError without NCCL.
+void inject_async_error(int replica);
+
 }  // namespace hpcnn::distribute::nccl

@@ -52,6 +52,8 @@ class Deadline {
   Clock::time_point end_;
 };
 
+std::atomic<int> g_injected_async_error{-1};  // inject_async_error's replica, -1: none
+
 // The state of a non-blocking communicator: ncclSuccess (idle or enqueued), ncclInProgress (an
 // init, connect or enqueue still running), or the error that broke it.
 ncclResult_t state_of(ncclComm_t comm) {
@@ -299,7 +301,9 @@ class NcclCommunicator : public Communicator {
         (void)cudaGetLastError();
         fail(cat("CUDA reported ", cudaGetErrorString(q), " on gpu:", device_, " while it waited for ", what));
       }
-      const ncclResult_t s = state_of(comm_.get());
+      ncclResult_t s = state_of(comm_.get());
+      int armed = rank_;
+      if (g_injected_async_error.compare_exchange_strong(armed, -1)) s = ncclSystemError;  // a test's
       if (s != ncclSuccess && s != ncclInProgress)
         fail(cat("NCCL reported ", ncclGetErrorString(s), " on gpu:", device_, " (rank ", rank_, ") during ", what));
       check_stop(deadline, what);
@@ -477,6 +481,8 @@ std::string version() {
 }
 
 std::string unavailable_reason() { return ""; }
+
+void inject_async_error(int replica) { g_injected_async_error = replica; }
 
 std::vector<std::unique_ptr<Communicator>> in_process(const std::vector<int>& devices,
                                                       std::vector<std::unique_ptr<Communicator>> host_partners,
