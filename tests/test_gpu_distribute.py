@@ -295,6 +295,13 @@ def gpu_reference():
     return ev, weights(ref)
 
 
+def assert_evaluate_matches(got, ev):
+    """evaluate's loss as the CPU tests require; its accuracy may differ by one row of the 80 (a
+    near tie between two classes decided by a last bit on a GPU, tests/test_gpu_training_path.py)."""
+    np.testing.assert_allclose(got[0], ev[0], rtol=1e-5)
+    assert abs(float(got[1]) - float(ev[1])) <= 1.0 / len(make_arrays()[1]) + 1e-9
+
+
 @NEEDS_MPI
 @pytest.mark.gpu
 @pytest.mark.multi_gpu
@@ -307,7 +314,7 @@ def test_two_ranks_on_two_gpus_with_nccl_match_one_gpu(tmp_path):
     assert str(r0["implementation"]) == "nccl"
     np.testing.assert_array_equal(r0["weights"], r1["weights"])
     ev, w = gpu_reference()
-    np.testing.assert_allclose(r0["evaluate"], ev, rtol=1e-5)
+    assert_evaluate_matches(r0["evaluate"], ev)
     assert rel_err(r0["weights"], w) <= 1e-5
 
 
@@ -328,7 +335,7 @@ def test_two_ranks_on_one_gpu_sum_through_host_memory(tmp_path):
         assert re.search(r"ranks 0 and 1 on \S+ both use gpu:0.*NCCL cannot put two ranks on one GPU", text), text
     np.testing.assert_array_equal(r0["weights"], r1["weights"])
     ev, w = gpu_reference()
-    np.testing.assert_allclose(r0["evaluate"], ev, rtol=1e-5)
+    assert_evaluate_matches(r0["evaluate"], ev)
     assert rel_err(r0["weights"], w) <= 1e-5
 
 
