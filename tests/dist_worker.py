@@ -41,6 +41,9 @@ def main() -> None:
             print(f"rank {rank}: ValueError: {err}", flush=True)
             np.savez(os.path.join(out, f"refused_rank{rank}.npz"), refused=np.array(1))
         return
+    if scenario == "nccl_setup_failure":  # rank 1 fails inside NCCL's setup: rank 0 must stop too
+        if _core.distribute.mpi_init()["rank"] == 1:
+            _core.distribute.inject_nccl_setup_failure(1)
     strategy = hpcnn.distribute.MultiWorkerMirroredStrategy(communication_options=options, device=device)
     rank = strategy.worker_index
     print(f"rank {rank}: implementation {strategy.implementation} on {device}", flush=True)

@@ -383,6 +383,24 @@ def test_an_nccl_async_error_on_one_rank_stops_both(tmp_path):
 
 
 @NEEDS_MPI
+@pytest.mark.gpu
+@pytest.mark.multi_gpu
+def test_a_rank_failing_in_the_nccl_setup_stops_the_other(tmp_path):
+    """Rank 1 fails after the unique id arrived and before its communicator exists (as a rank that
+    dies there); rank 0 is waiting for NCCL's initialisation, which can never finish: its failure
+    notice must end rank 0's wait (ncclCommAbort), not the 120 s timeout nor a hang."""
+    if NO_TWO or NO_NCCL:
+        pytest.skip(NO_TWO or NO_NCCL)
+    proc = mpirun("nccl_setup_failure", tmp_path, device="gpu", timeout=100)
+    assert proc.returncode != 0
+    text = proc.stdout + proc.stderr
+    assert "injected failure (a test) in the NCCL setup of rank 1" in text
+    assert re.search(r"rank 1 \(host [^)]*\) failed: .*injected failure .*waited for the NCCL communicators' "
+                     "initialisation", text, re.S), text[-4000:]
+    assert "did not finish within" not in text
+
+
+@NEEDS_MPI
 @pytest.mark.parametrize("device", RANK_DEVICES)
 def test_a_stuck_rank_ends_the_others_at_the_timeout(tmp_path, device):
     """Rank 1 sleeps 30 s before its first bucket; with HPCNN_DIST_TIMEOUT=6 (NCCL's setup must fit

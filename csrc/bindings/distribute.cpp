@@ -83,6 +83,9 @@ void bind_distribute(py::module_& m) {
   m.def("inject_nccl_async_error", &distribute::nccl::inject_async_error, py::arg("replica"),
         "Test-only: the NCCL communicator of replica `replica` (global index, in this process) reports "
         "ncclSystemError at its next wait for a gradient sum, as after a network failure (once).");
+  m.def("inject_nccl_setup_failure", &distribute::nccl::inject_setup_failure, py::arg("rank"),
+        "Test-only: MPI rank `rank` (this process) fails in its next NCCL setup, after the unique id arrived "
+        "and before its communicator exists (once).");
   py::class_<distribute::Group, std::shared_ptr<distribute::Group>>(m, "Group",
       "Replicas that train one model data-parallel (made by hpcnn.distribute's strategies).")
       .def_static("in_process", [](const std::vector<std::string>& devices, const std::string& implementation,

@@ -51,5 +51,9 @@ std::unique_ptr<Communicator> across_processes(int device, std::unique_ptr<mpi::
 // replica `replica` in this process reports ncclSystemError, as ncclCommGetAsyncError would after
 // a network failure, at its next wait for a gradient sum (once). BackendError without NCCL.
 void inject_async_error(int replica);
+// Test-only (hpcnn._core.distribute.inject_nccl_setup_failure): the next across_processes on MPI
+// rank `rank` of this process fails after the unique id arrived, before its communicator exists
+// (a rank that dies before NCCL's init: the others must stop within the timeout, not hang).
+void inject_setup_failure(int rank);
 
 }  // namespace hpcnn::distribute::nccl

@@ -24,5 +24,6 @@ std::unique_ptr<Communicator> across_processes(int, std::unique_ptr<mpi::MpiComm
 }
 
 void inject_async_error(int) { throw BackendError(kWhy); }
+void inject_setup_failure(int) { throw BackendError(kWhy); }
 
 }  // namespace hpcnn::distribute::nccl

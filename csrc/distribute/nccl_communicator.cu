@@ -53,6 +53,7 @@ class Deadline {
 };
 
 std::atomic<int> g_injected_async_error{-1};  // inject_async_error's replica, -1: none
+std::atomic<int> g_injected_setup_failure{-1};  // inject_setup_failure's rank, -1: none
 
 // The state of a non-blocking communicator: ncclSuccess (idle or enqueued), ncclInProgress (an
 // init, connect or enqueue still running), or the error that broke it.
@@ -483,6 +484,7 @@ std::string version() {
 std::string unavailable_reason() { return ""; }
 
 void inject_async_error(int replica) { g_injected_async_error = replica; }
+void inject_setup_failure(int rank) { g_injected_setup_failure = rank; }
 
 std::vector<std::unique_ptr<Communicator>> in_process(const std::vector<int>& devices,
                                                       std::vector<std::unique_ptr<Communicator>> host_partners,
@@ -525,6 +527,9 @@ std::unique_ptr<Communicator> across_processes(int device, std::unique_ptr<mpi::
     ncclUniqueId id;
     if (rank == 0) check_setup(ncclGetUniqueId(&id), "ncclGetUniqueId", {c.get()});
     mpi->broadcast_bytes(&id, sizeof(id), 0);
+    int armed = rank;
+    if (g_injected_setup_failure.compare_exchange_strong(armed, -1))
+      throw BackendError(cat("injected failure (a test) in the NCCL setup of rank ", rank));
     connect({c.get()}, id, size, timeout_s);
   } catch (const PeerFailure&) {
     c->fail_init("NCCL setup stopped");  // the notice came from another rank: nothing new to tell

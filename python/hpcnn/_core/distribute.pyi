@@ -71,6 +71,9 @@ def inject_failure(replica: typing.SupportsInt | typing.SupportsIndex, stall_sec
 def inject_nccl_async_error(replica: typing.SupportsInt | typing.SupportsIndex) -> None:
     """Test-only: the NCCL communicator of replica `replica` (global index, in this process) reports ncclSystemError at its next wait for a gradient sum, as after a network failure (once)."""
 
+def inject_nccl_setup_failure(rank: typing.SupportsInt | typing.SupportsIndex) -> None:
+    """Test-only: MPI rank `rank` (this process) fails in its next NCCL setup, after the unique id arrived and before its communicator exists (once)."""
+
 def mpi_compiled() -> bool:
     """Whether this build has MPI (MultiWorkerMirroredStrategy)."""
 
