@@ -5,6 +5,10 @@
 Every rank trains with MultiWorkerMirroredStrategy on the CPU and writes what the test compares
 into OUTDIR/rank<R>.npz (weights, evaluate's numbers). The data and the reference model are made
 by dist_common (the same code the test uses for its one-process reference).
+
+tests/test_gpu_distribute.py sets HPCNN_TEST_DIST_DEVICE ('cpu', the default; 'gpu': rank r on
+gpu:(r % visible GPUs); or a device name such as 'gpu:0' for every rank) and
+HPCNN_TEST_DIST_IMPLEMENTATION (CommunicationOptions' implementation, default 'auto').
 """
 import os
 import signal
@@ -15,14 +19,36 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 
 import hpcnn  # noqa: E402
+from hpcnn import _core  # noqa: E402
 from dist_common import BATCH, augmented_model, make_arrays, make_model, residual_model, write_h5  # noqa: E402
 
 
 def main() -> None:
     scenario, out = sys.argv[1], sys.argv[2]
-    strategy = hpcnn.distribute.MultiWorkerMirroredStrategy(device="cpu")
+    device = os.environ.get("HPCNN_TEST_DIST_DEVICE", "cpu")
+    if device != "cpu":
+        _core.cuda_set_tf32(False)  # compared with one GPU at 1e-5: IEEE float32 math (tests/conftest.py)
+    if device == "gpu":
+        world = _core.distribute.mpi_init()
+        device = f"gpu:{world['rank'] % len(_core.cuda_devices())}"
+    options = hpcnn.distribute.CommunicationOptions(
+        implementation=os.environ.get("HPCNN_TEST_DIST_IMPLEMENTATION", "auto"))
+    if scenario == "refused":  # the strategy itself must refuse on every rank
+        rank = _core.distribute.mpi_init()["rank"]
+        try:
+            hpcnn.distribute.MultiWorkerMirroredStrategy(communication_options=options, device=device)
+        except ValueError as err:
+            print(f"rank {rank}: ValueError: {err}", flush=True)
+            np.savez(os.path.join(out, f"refused_rank{rank}.npz"), refused=np.array(1))
+        return
+    if scenario == "nccl_setup_failure":  # rank 1 fails inside NCCL's setup: rank 0 must stop too
+        if _core.distribute.mpi_init()["rank"] == 1:
+            _core.distribute.inject_nccl_setup_failure(1)
+    strategy = hpcnn.distribute.MultiWorkerMirroredStrategy(communication_options=options, device=device)
     rank = strategy.worker_index
-    result = {"replicas": np.array(strategy.num_replicas_in_sync), "rank": np.array(rank)}
+    print(f"rank {rank}: implementation {strategy.implementation} on {device}", flush=True)
+    result = {"replicas": np.array(strategy.num_replicas_in_sync), "rank": np.array(rank),
+              "implementation": np.array(strategy.implementation)}
     x, y = make_arrays()
     if scenario == "mismatch":  # rank 1 runs another model (another seed): both ranks must refuse
         try:
@@ -52,6 +78,19 @@ def main() -> None:
         with hpcnn.data.HDF5Dataset(path, batch_size=BATCH, shuffle=True, seed=7) as ds:
             model.fit(ds, epochs=1, verbose=0)
             result["evaluate"] = np.array(model.evaluate(ds, verbose=0))
+    elif scenario in ("fail_first_bucket", "stall_first_bucket"):
+        # Rank 1 fails (or hangs 30 s) at step 2 after the loss statistics, before its first bucket.
+        def arm(batch, logs):
+            if rank == 1 and batch == 0:
+                _core.distribute.inject_failure(1, 30.0 if scenario.startswith("stall") else 0.0)
+        model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0,
+                  callbacks=[hpcnn.callbacks.LambdaCallback(on_train_batch_end=arm)])
+    elif scenario == "nccl_async_error":  # rank 1's NCCL reports an error at step 2's gradient sum
+        def arm(batch, logs):
+            if rank == 1 and batch == 0:
+                _core.distribute.inject_nccl_async_error(1)
+        model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0,
+                  callbacks=[hpcnn.callbacks.LambdaCallback(on_train_batch_end=arm)])
     elif scenario == "fail":
         def boom(batch, logs):
             if rank == 1 and batch == 2:

@@ -76,6 +76,16 @@ void bind_distribute(py::module_& m) {
      "The gradient buckets (begin, end, closing layer) for per-layer (begin, end) ranges of the gradient buffer, "
      "in the order they are summed.");
 
+  m.def("inject_failure", &distribute::inject_failure, py::arg("replica"), py::arg("stall_seconds") = 0.0,
+        "Test-only: replica `replica` (global index, in this process) fails once at its next training step, "
+        "after its loss statistics were summed and before its first gradient bucket: it raises, or with "
+        "stall_seconds > 0 it sleeps that long there instead (a stuck replica).");
+  m.def("inject_nccl_async_error", &distribute::nccl::inject_async_error, py::arg("replica"),
+        "Test-only: the NCCL communicator of replica `replica` (global index, in this process) reports "
+        "ncclSystemError at its next wait for a gradient sum, as after a network failure (once).");
+  m.def("inject_nccl_setup_failure", &distribute::nccl::inject_setup_failure, py::arg("rank"),
+        "Test-only: MPI rank `rank` (this process) fails in its next NCCL setup, after the unique id arrived "
+        "and before its communicator exists (once).");
   py::class_<distribute::Group, std::shared_ptr<distribute::Group>>(m, "Group",
       "Replicas that train one model data-parallel (made by hpcnn.distribute's strategies).")
       .def_static("in_process", [](const std::vector<std::string>& devices, const std::string& implementation,
@@ -90,8 +100,13 @@ void bind_distribute(py::module_& m) {
                                          double timeout_s) {
         const Device d = parse_device(device);
         const distribute::Transport t = distribute::parse_transport(implementation);
-        py::gil_scoped_release nogil;
-        return distribute::Group::across_processes(d, t, timeout_s);
+        std::shared_ptr<distribute::Group> g;
+        {
+          py::gil_scoped_release nogil;
+          g = distribute::Group::across_processes(d, t, timeout_s);
+        }
+        raise_core_warnings();  // ranks sharing a GPU: summed through host memory
+        return g;
       }, py::arg("device"), py::arg("implementation") = "auto", py::arg("timeout_seconds") = 600.0)
       .def_property_readonly("size", &distribute::Group::size)
       .def_property_readonly("local_size", &distribute::Group::local_size)

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 
 #include "core/cuda_runtime.h"
 
@@ -50,6 +51,17 @@ void synchronize_compute(int device);
 // Zeroes `bytes` of device memory on `device`'s compute stream (cudaMemsetAsync): ordered with the
 // ops as any op is, and the host does not wait.
 void fill_zero_async(int device, void* ptr, size_t bytes);
+
+// Work on streams other than the compute stream that must finish before the device allocates or
+// frees memory mid-step: cudaMalloc and cudaFree may wait for all of the device's work, and a
+// collective on NCCL's stream can wait for peers that are themselves waiting for this replica, or
+// that failed; the host thread would then hang inside cudaFree, where no timeout looks. So before
+// the workspace or scratch buffer grows, the context calls every guard of the device: each one
+// (an NCCL communicator's) waits, with its timeout and failure checks, until its collectives in
+// flight are done, and may throw. Guards run on the growing thread with the device's context lock
+// held: they must not take it. add_ returns an id for remove_ (which waits for a running guard).
+int add_growth_guard(int device, std::function<void()> guard);
+void remove_growth_guard(int device, int id);
 
 // The GPU's peak SM clock in kHz (cudaDevAttrClockRate), 0 when unknown. For % of peak.
 int sm_clock_khz(int device);

@@ -24,6 +24,8 @@ void copy_h2d_async(int, void*, const void*, size_t, bool) { throw BackendError(
 void copy_wait_host(int) { throw BackendError(unavailable_reason()); }
 void synchronize_compute(int) {}
 int sm_clock_khz(int) { return 0; }
+int add_growth_guard(int, std::function<void()>) { return 0; }
+void remove_growth_guard(int, int) {}
 double time_ms(int, const std::function<void()>&, int) { throw BackendError(unavailable_reason()); }
 
 }  // namespace hpcnn::cuda

@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "core/cuda_async.h"
@@ -22,9 +26,53 @@ void throw_oom(int device, size_t bytes, const char* what) {
                         " MiB; try a smaller batch_size"));
 }
 
+// ------------------------------------------------------------------ growth guards (cuda_async.h)
+namespace {
+// One device's guards. Its mutex is held while they run (so remove_growth_guard waits for a
+// running one) and is per device: a replica draining its device never blocks another device's.
+struct GrowthGuards {
+  std::mutex mu;
+  int next_id = 1;
+  std::map<int, std::function<void()>> guards;
+};
+std::mutex g_guards_mutex;
+std::map<int, std::shared_ptr<GrowthGuards>>& guard_table() {
+  static std::map<int, std::shared_ptr<GrowthGuards>> t;
+  return t;
+}
+std::shared_ptr<GrowthGuards> guards_of(int device) {
+  std::lock_guard<std::mutex> lk(g_guards_mutex);
+  auto& p = guard_table()[device];
+  if (!p) p = std::make_shared<GrowthGuards>();
+  return p;
+}
+void run_growth_guards(int device) {
+  std::shared_ptr<GrowthGuards> g = guards_of(device);
+  std::lock_guard<std::mutex> lk(g->mu);
+  for (auto& [id, guard] : g->guards) guard();
+}
+}  // namespace
+
+int add_growth_guard(int device, std::function<void()> guard) {
+  std::shared_ptr<GrowthGuards> g = guards_of(device);
+  std::lock_guard<std::mutex> lk(g->mu);
+  const int id = g->next_id++;
+  g->guards[id] = std::move(guard);
+  return id;
+}
+
+void remove_growth_guard(int device, int id) {
+  std::shared_ptr<GrowthGuards> g = guards_of(device);
+  std::lock_guard<std::mutex> lk(g->mu);
+  g->guards.erase(id);
+}
+
 // ------------------------------------------------------------------ RAII owners
 void* DeviceBuffer::reserve(size_t bytes, int device, cudaStream_t stream, const char* what) {
   if (bytes <= bytes_ && ptr_) return ptr_;
+  // cudaFree and cudaMalloc may wait for every stream of the device: collectives in flight on
+  // other streams finish first (cuda_async.h, growth guards), so that this never waits on a peer.
+  run_growth_guards(device);
   // Work already queued may still use the old block: let it finish before the block goes.
   if (ptr_) HPCNN_CUDA_CHECK(cudaStreamSynchronize(stream));
   size_t want = std::max(bytes, bytes_ + bytes_ / 2);  // grow geometrically: few reallocations

@@ -4,7 +4,8 @@
 //   - the cuDNN and cuBLAS handles, bound to the compute stream;
 //   - an event for "copy done" that the compute stream waits on;
 //   - a workspace (cuDNN algorithms) and a scratch arena (our kernels' temporaries), both grown
-//     on demand and reused, never shrunk.
+//     on demand and reused, never shrunk; before either grows, the device's growth guards
+//     (cuda_async.h) let the collectives in flight on other streams finish.
 // Ops take the context with `ContextLock ctx(device)`: it makes `device` current for the calling
 // thread and holds the context's mutex for the op, so two host threads never share a workspace.
 // Device memory reuse between ops is safe without locks because everything runs in the order

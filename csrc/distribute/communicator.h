@@ -55,6 +55,9 @@ class Communicator {
   // Whether the group has failed (a notice, a timeout, an abort): for waits outside the
   // transport's own calls (a GPU stream's), which must stop too.
   virtual bool failed() const = 0;
+  // Why the group failed, as this replica heard it ("" while healthy, or when it cannot tell): for
+  // the errors of waits outside the transport's own calls.
+  virtual std::string failure() const { return ""; }
   // After a failure of replicas of this process only (a bad batch on one replica's thread): makes
   // the group usable again once every replica has left its calls. False when it cannot be (an MPI
   // group, whose other ranks were told to stop; an NCCL communicator that had to be aborted).

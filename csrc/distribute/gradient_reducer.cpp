@@ -1,9 +1,48 @@
 #include "distribute/gradient_reducer.h"
 
 #include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 namespace hpcnn::distribute {
+
+namespace {
+struct Injection {
+  std::mutex mu;
+  int replica = -1;
+  double stall_s = 0;
+};
+Injection& injection() {
+  static Injection i;
+  return i;
+}
+// Fires the injected failure when it is for `replica` (once).
+void maybe_fail(int replica) {
+  Injection& inj = injection();
+  double stall = 0;
+  {
+    std::lock_guard<std::mutex> lk(inj.mu);
+    if (inj.replica != replica) return;
+    inj.replica = -1;
+    stall = inj.stall_s;
+  }
+  if (stall > 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(stall));
+    return;
+  }
+  throw BackendError(cat("injected failure (a test) on replica ", replica, " before its first gradient bucket"));
+}
+}  // namespace
+
+void inject_failure(int replica, double stall_s) {
+  HPCNN_CHECK_ARG(stall_s >= 0, "inject_failure: stall_s must be >= 0");
+  Injection& inj = injection();
+  std::lock_guard<std::mutex> lk(inj.mu);
+  inj.replica = replica;
+  inj.stall_s = stall_s;
+}
 
 std::vector<Bucket> plan_buckets(const std::vector<nn::ParamRange>& layer_ranges, long long bucket_bytes) {
   std::vector<Bucket> out;
@@ -47,6 +86,7 @@ void GradientReducer::begin_gradients() {
   buckets_ = plan_buckets(model_.layer_gradient_ranges(), bucket_bytes_);
   started_.assign(buckets_.size(), 0);
   step_collectives_ = step_bytes_ = 0;
+  maybe_fail(comm_.rank());
 }
 
 void GradientReducer::start(size_t k) {

@@ -34,6 +34,13 @@ struct Bucket {
 // that padding (zero on every replica, so its sum stays zero) with them.
 std::vector<Bucket> plan_buckets(const std::vector<nn::ParamRange>& layer_ranges, long long bucket_bytes);
 
+// Test-only failure injection (hpcnn._core.distribute.inject_failure; the failure-path tests):
+// the replica with global index `replica`, in this process, fails once at its next training step
+// after its loss statistics were summed and before its first gradient bucket starts, as a
+// replica does that runs out of memory growing a workspace: `stall_s` 0 throws BackendError
+// there, `stall_s` > 0 sleeps that long there instead (a stuck replica: the others' timeout).
+void inject_failure(int replica, double stall_s);
+
 class GradientReducer : public nn::GradientSync {
  public:
   GradientReducer(Communicator& comm, nn::Model& model, long long bucket_bytes);

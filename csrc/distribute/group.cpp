@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/cuda_runtime.h"
+#include "core/warnings.h"
 #include "distribute/mpi.h"
 #include "distribute/nccl.h"
 
@@ -101,7 +102,7 @@ std::shared_ptr<Group> Group::across_processes(Device device, Transport transpor
     if (c == '|') c = '/';
   mine += "|" + problem;
   const std::vector<std::string> all = mpi::allgather(mine, timeout_s);
-  std::vector<std::string> errors;
+  std::vector<std::string> errors, shared;
   std::map<std::string, int> bus_owner;
   int gpu_ranks = 0;
   for (int r = 0; r < static_cast<int>(all.size()); ++r) {
@@ -115,9 +116,8 @@ std::shared_ptr<Group> Group::across_processes(Device device, Transport transpor
       const std::string key = host + "/" + (bus.empty() ? dev : bus);
       auto it = bus_owner.find(key);
       if (it != bus_owner.end())
-        errors.push_back(cat("ranks ", it->second, " and ", r, " on ", host, " both use the GPU ", dev,
-                             bus.empty() ? "" : " (PCI " + bus + ")", ": one rank per GPU (start as many ranks per "
-                             "node as GPUs, e.g. srun --ntasks-per-node=4 with --gres=gpu:4)"));
+        shared.push_back(cat("ranks ", it->second, " and ", r, " on ", host, " both use ", dev,
+                             bus.empty() ? "" : " (PCI " + bus + ")"));
       else
         bus_owner[key] = r;
     }
@@ -130,6 +130,14 @@ std::shared_ptr<Group> Group::across_processes(Device device, Transport transpor
                          " would train on the CPU: every rank needs a GPU (check --gres and CUDA_VISIBLE_DEVICES "
                          "on every node), or train every rank on the CPU"));
   }
+  // NCCL refuses two ranks on one GPU; the MPI transport sums their buffers through host memory.
+  std::string sharing;
+  for (const std::string& s : shared) sharing += (sharing.empty() ? "" : "; ") + s;
+  if (!shared.empty() && transport == Transport::Nccl)
+    errors.push_back(cat(sharing, ": implementation='nccl' cannot put two ranks on one GPU (NCCL refuses a "
+                         "device shared by ranks). Start one rank per GPU (as many ranks per node as GPUs, e.g. "
+                         "srun --ntasks-per-node=4 with --gres=gpu:4), or leave implementation='auto' (or 'mpi') "
+                         "to sum through host memory"));
   if (!errors.empty()) {
     std::string msg = "MultiWorkerMirroredStrategy cannot start:";
     for (const std::string& e : errors) msg += "\n  " + e;
@@ -143,8 +151,13 @@ std::shared_ptr<Group> Group::across_processes(Device device, Transport transpor
   g->multi_process_ = true;
   g->timeout_s_ = timeout_s;
   auto host = std::make_unique<mpi::MpiCommunicator>(device, timeout_s);
-  const bool use_nccl = device.is_cuda() && (transport == Transport::Nccl ||
-                                             (transport == Transport::Auto && nccl::compiled()));
+  // Every rank decides from the same gathered facts: all take NCCL, or none does.
+  const bool use_nccl = device.is_cuda() && shared.empty() &&
+                        (transport == Transport::Nccl || (transport == Transport::Auto && nccl::compiled()));
+  if (device.is_cuda() && !shared.empty() && transport == Transport::Auto && nccl::compiled() && w.rank == 0)
+    queue_warning(cat("MultiWorkerMirroredStrategy: ", sharing, "; NCCL cannot put two ranks on one GPU, so every "
+                      "rank sums its gradients with MPI through host memory (slower). Start one rank per GPU to use "
+                      "NCCL"));
   if (use_nccl) g->endpoints_.push_back(nccl::across_processes(device.index, std::move(host), timeout_s));
   else g->endpoints_.push_back(std::move(host));
   return g;

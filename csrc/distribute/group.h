@@ -4,14 +4,18 @@
 //
 //   in_process(devices)        MirroredStrategy: one replica per device of this process, each
 //                              driven by its own thread (distribute/replica_set.h). CPUs: the host
-//                              transport; GPUs: NCCL (ncclCommInitAll), or the host transport
-//                              when NCCL is not built or transport='host'.
+//                              transport; GPUs: NCCL (one communicator per device, connected
+//                              before this returns), or the host transport when NCCL is not
+//                              built or transport='host'.
 //   across_processes(device)   MultiWorkerMirroredStrategy: one replica per MPI rank. CPU ranks:
 //                              MPI_Allreduce in place on the gradient buffer; GPU ranks: NCCL
 //                              bootstrapped over MPI (or MPI through host memory without NCCL).
 //                              Every rank must be on the same kind of device (the parameter
-//                              buffer's layout differs between CPUs and GPUs) and no two ranks of
-//                              a node may share a GPU: checked here, ValueError naming the ranks.
+//                              buffer's layout differs between CPUs and GPUs): checked here,
+//                              ValueError naming the ranks. Ranks of a node that share a GPU
+//                              (same PCI bus id) cannot use NCCL: with transport 'auto' every rank
+//                              then sums through host memory with MPI (rank 0 warns once, naming
+//                              the ranks and the GPU); with 'nccl' it is a ValueError saying so.
 #pragma once
 
 #include <memory>

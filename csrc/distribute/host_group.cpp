@@ -35,6 +35,11 @@ bool HostGroup::failed() const {
   return !failure_.empty();
 }
 
+std::string HostGroup::failure() const {
+  std::lock_guard<std::mutex> lk(mutex_);
+  return failure_;
+}
+
 void HostGroup::rendezvous(int member, void* ptr, const char* what,
                            const std::function<void(const std::vector<void*>&)>& combine) {
   std::unique_lock<std::mutex> lk(mutex_);

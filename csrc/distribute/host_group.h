@@ -34,6 +34,7 @@ class HostGroup {
   void abort(int member, const std::string& why) noexcept;
   void reset();
   bool failed() const;
+  std::string failure() const;  // why it failed ("" while healthy)
 
  private:
   // Every member deposits `ptr`; the last to arrive runs combine(pointers of all members, in
@@ -64,6 +65,7 @@ class HostCommunicator : public Communicator {
   void barrier() override;
   void abort(const std::string& why) noexcept override;
   bool failed() const override { return group_->failed(); }
+  std::string failure() const override { return group_->failure(); }
   bool reset_after_failure() override {
     group_->reset();
     return true;

@@ -48,7 +48,8 @@ std::vector<std::string> allgather(const std::string& mine, double timeout_s);
 void shutdown() noexcept;
 
 // One replica per MPI rank. `device`: where this rank's gradient buffer lives (a GPU's buffer is
-// summed through host memory; NCCL does it directly when built, see nccl_communicator.h).
+// summed through host memory; NCCL does it directly when built, see nccl.h, unless ranks share
+// a GPU: distribute/group.h).
 class MpiCommunicator : public Communicator {
  public:
   MpiCommunicator(Device device, double timeout_s);
@@ -67,7 +68,7 @@ class MpiCommunicator : public Communicator {
   // Raw bytes from `root` (the NCCL unique id).
   void broadcast_bytes(void* data, size_t bytes, int root);
   // The failure that broke the group ("" while healthy): for waits outside MPI (NCCL's).
-  std::string failure() const;
+  std::string failure() const override;
 
   struct Impl;
 

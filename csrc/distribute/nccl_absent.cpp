@@ -23,4 +23,7 @@ std::unique_ptr<Communicator> across_processes(int, std::unique_ptr<mpi::MpiComm
   throw BackendError(kWhy);
 }
 
+void inject_async_error(int) { throw BackendError(kWhy); }
+void inject_setup_failure(int) { throw BackendError(kWhy); }
+
 }  // namespace hpcnn::distribute::nccl

@@ -215,7 +215,7 @@ class MirroredStrategy(Strategy):
     ``--gres`` grants), or one CPU replica where no GPU is usable (as TensorFlow does); or a list
     such as ``["gpu:0", "gpu:1"]`` or ``["cpu", "cpu"]`` (CPU replicas share the machine's cores and
     are summed by the host transport: for tests, and machines without GPUs). GPUs are summed with
-    NCCL (``ncclCommInitAll``) when this build has it. Works in Jupyter: no launcher needed."""
+    NCCL (one communicator per GPU, connected when the strategy is made) when this build has it. Works in Jupyter: no launcher needed."""
 
     def __init__(self, devices: Optional[Sequence[str]] = None,
                  communication_options: Optional[CommunicationOptions] = None) -> None:
