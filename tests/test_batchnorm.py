@@ -9,8 +9,6 @@
 - the fused BatchNormalization+ReLU computes what the two layers compute;
 - a small BN + GlobalAveragePooling CNN learns on the CPU.
 Numbers are computed here with NumPy from Keras' formulas (no TensorFlow needed)."""
-import io
-import contextlib
 
 import numpy as np
 import pytest

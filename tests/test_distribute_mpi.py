@@ -6,8 +6,6 @@ Skipped, with the reason, where the build has no MPI or no mpirun is on PATH; HP
 import os
 import re
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,8 +13,8 @@ import pytest
 import hpcnn
 from hpcnn import _core
 from dist_common import BATCH, augmented_model, make_arrays, make_model, rel_err, residual_model, write_h5
+from mpi_runs import checked, load_ranks, mpirun
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _mpi_missing():
@@ -33,33 +31,11 @@ if _MISSING and os.environ.get("HPCNN_EXPECT_MPI") == "1":
 pytestmark = pytest.mark.skipif(bool(_MISSING), reason=_MISSING)
 
 
-def mpirun(scenario, out, ranks=2, timeout=240):
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_btl="self,tcp", OMPI_MCA_btl_tcp_if_include="lo", OMPI_MCA_oob_tcp_if_include="lo",
-               OMPI_MCA_rmaps_base_oversubscribe="1", HPCNN_NUM_THREADS="1", OMP_NUM_THREADS="1",
-               HPCNN_DIST_TIMEOUT="120")
-    cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", sys.executable, os.path.join(HERE, "dist_worker.py"),
-           scenario, str(out)]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-def ranks(out, scenario, n=2):
-    res = []
-    for r in range(n):
-        with np.load(os.path.join(out, f"{scenario}_rank{r}.npz")) as f:
-            res.append({k: f[k] for k in f.files})
-    return res
-
-
-def checked(proc):
-    assert proc.returncode == 0, f"mpirun failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-
-
 def run_agreeing_ranks(scenario, out):
     """Runs `scenario` on two ranks and checks that both ended with the same weights and the same
     evaluate numbers, bit for bit; returns the two ranks' results."""
     checked(mpirun(scenario, out))
-    r0, r1 = ranks(out, scenario)
+    r0, r1 = load_ranks(out, scenario)
     np.testing.assert_array_equal(r0["weights"], r1["weights"])
     np.testing.assert_array_equal(r0["evaluate"], r1["evaluate"])
     return r0, r1
@@ -144,7 +120,7 @@ def test_resume_under_two_ranks_restores_on_every_rank(tmp_path):
     checked(mpirun("resume1", tmp_path))
     assert os.listdir(tmp_path / "backup")  # the chief's backup after epoch 1
     checked(mpirun("resume2", tmp_path))
-    r0, r1 = ranks(tmp_path, "resume2")
+    r0, r1 = load_ranks(tmp_path, "resume2")
     np.testing.assert_array_equal(r0["weights"], r1["weights"])
     assert int(r0["iterations"]) == int(r1["iterations"]) == 10
     x, y = make_arrays()
@@ -166,7 +142,7 @@ def test_a_stop_signal_to_one_rank_stops_every_rank_at_the_same_batch(tmp_path):
     # SIGUSR1 (Slurm's warning before the time limit) reaches rank 0 after batch 2 only; fit stops
     # at that batch boundary on both ranks (else rank 1 would wait in a collective nobody joins).
     checked(mpirun("signal", tmp_path))
-    r0, r1 = ranks(tmp_path, "signal")
+    r0, r1 = load_ranks(tmp_path, "signal")
     assert bool(r0["interrupted"]) and bool(r1["interrupted"])
     assert int(r0["iterations"]) == int(r1["iterations"]) == 2
     np.testing.assert_array_equal(r0["weights"], r1["weights"])

@@ -20,6 +20,7 @@ import pytest
 
 from hpcnn import _core
 from dist_common import BATCH, make_arrays, make_model, rel_err
+from mpi_runs import checked, load_ranks, mpirun
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -262,29 +263,6 @@ def test_gpu_replicas_host_transport_equals_nccl_and_one_device(devices, tf32_of
 
 
 # ---------------------------------------------------------------- MPI ranks
-def mpirun(scenario, out, device="cpu", implementation="auto", ranks=2, timeout=240, dist_timeout=120):
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_btl="self,tcp", OMPI_MCA_btl_tcp_if_include="lo", OMPI_MCA_oob_tcp_if_include="lo",
-               OMPI_MCA_rmaps_base_oversubscribe="1", HPCNN_NUM_THREADS="1", OMP_NUM_THREADS="1",
-               HPCNN_DIST_TIMEOUT=str(dist_timeout), HPCNN_TEST_DIST_DEVICE=device,
-               HPCNN_TEST_DIST_IMPLEMENTATION=implementation)
-    cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", sys.executable, os.path.join(HERE, "dist_worker.py"),
-           scenario, str(out)]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-def load_ranks(out, scenario, n=2):
-    res = []
-    for r in range(n):
-        with np.load(os.path.join(out, f"{scenario}_rank{r}.npz")) as f:
-            res.append({k: f[k] for k in f.files})
-    return res
-
-
-def checked(proc):
-    assert proc.returncode == 0, f"mpirun failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-
-
 def gpu_reference():
     x, y = make_arrays()
     ref = make_model()

@@ -15,7 +15,7 @@ import pytest
 import hpcnn
 from gpu_target import GPU, MARKS
 from hpcnn import _core, optimizers
-from hpcnn.layers import (BatchNormalization, Conv2D, Dense, Flatten, GlobalAveragePooling2D, InputLayer, LeakyReLU,
+from hpcnn.layers import (BatchNormalization, Conv2D, Dense, GlobalAveragePooling2D, InputLayer, LeakyReLU,
                           ReLU)
 
 ops = _core.ops

@@ -5,7 +5,6 @@ from the unpacked prefix alone, ldd checks, the self-test) are run by hand and r
 bench/RESULTS.md; the GPU run itself happens on a GPU node. Here: the script parses, says what it
 does, plans a node run without running it, refuses a node run without a kit, and its kit folder
 stays out of git (the copy to a node carries it as an ignored path)."""
-import os
 import shutil
 import subprocess
 from pathlib import Path

@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 
 import hpcnn
-from gpu_target import GPU, MARKS, REASON
+from gpu_target import (GPU, KINDS, LOSS_TOL, PARAM_MARKS, REASON, UPDATE_TOL, assert_loss_and_accuracy_close,
+                        assert_updates_close)
 from hpcnn import _core
 from hpcnn.distribute import CommunicationOptions, MirroredStrategy
 from hpcnn.layers import BatchNormalization, Conv2D, Dense, Dropout, Flatten, InputLayer, MaxPooling2D, ReLU
@@ -30,22 +31,17 @@ from hpcnn.layers import BatchNormalization, Conv2D, Dense, Dropout, Flatten, In
 pytestmark = pytest.mark.usefixtures("tf32_off")  # tests/conftest.py; harmless for the CPU variants
 
 LR = 0.05
-# Tolerances per replica kind. CPU replicas differ from one CPU device only in the order of float
-# sums; GPU replicas as the other GPU tests allow (tests/test_gpu_training_path.py): weight updates
-# to 2e-3 of the largest update, losses to 1e-3, outputs to 1e-4.
-UPDATE_TOL = {"cpu": 1e-4, "gpu": 2e-3}
-LOSS_TOL = {"cpu": 1e-5, "gpu": 1e-3}
+# Tolerances per replica kind: UPDATE_TOL and LOSS_TOL as tests/gpu_target.py has them; outputs to
+# 1e-6 on CPU replicas (the order of float sums only), to 1e-4 on GPUs.
 OUTPUT_TOL = {"cpu": 1e-6, "gpu": 1e-4}
 
 # The replica kinds: 'cpu' runs everywhere; 'gpu' one GPU (GPU of tests/gpu_target.py); '2gpu' two.
-# (pytest.param takes no usefixtures mark: tf32_off is the module's, above.)
-GPU_MARKS = [m for m in MARKS if m.name != "usefixtures"]
-ONE = [pytest.param("cpu", id="cpu"), pytest.param("gpu", id="gpu", marks=GPU_MARKS)]
+ONE = KINDS
 # Two replicas: (kind, transport); GPUs sum over NCCL ('auto' where the build has it) and over the
 # host (what a build without NCCL does: the buffers copied to the host and back).
 TWO = [pytest.param("cpu", "auto", id="cpu"),
-       pytest.param("gpu", "auto", id="2gpu", marks=[*GPU_MARKS, pytest.mark.multi_gpu]),
-       pytest.param("gpu", "host", id="2gpu-host", marks=[*GPU_MARKS, pytest.mark.multi_gpu])]
+       pytest.param("gpu", "auto", id="2gpu", marks=[*PARAM_MARKS, pytest.mark.multi_gpu]),
+       pytest.param("gpu", "host", id="2gpu-host", marks=[*PARAM_MARKS, pytest.mark.multi_gpu])]
 
 
 def two_replicas(kind, implementation):
@@ -110,21 +106,6 @@ def data(rows, seed=0):
 def shares(rows, replicas):
     """Replica r's rows of a global batch: [r*B//R, (r+1)*B//R), as the core splits it."""
     return [slice(r * rows // replicas, (r + 1) * rows // replicas) for r in range(replicas)]
-
-
-def assert_updates_close(got, want, before, tol, what):
-    """Each weight array's change from `before` agrees to `tol` of the largest change."""
-    for i, (g, w, b) in enumerate(zip(got, want, before)):
-        d_got, d_want = g.astype(np.float64) - b, w.astype(np.float64) - b
-        scale = max(float(np.max(np.abs(d_want))), 1e-8)
-        np.testing.assert_allclose(d_got, d_want, rtol=tol, atol=tol * scale, err_msg=f"{what}: weight array {i}")
-
-
-def assert_loss_and_accuracy_close(got, want, kind, rows, what):
-    """[loss, accuracy] (evaluate, test_on_batch): the loss to LOSS_TOL; the accuracy exactly on the
-    CPU, and on a GPU up to one row (a near tie between two classes may fall either way)."""
-    assert got[0] == pytest.approx(want[0], rel=LOSS_TOL[kind]), f"{what}: loss"
-    assert got[1] == pytest.approx(want[1], abs=1e-7 if kind == "cpu" else 1.01 / rows), f"{what}: accuracy"
 
 
 def replicas_reference(make, names, weights, x, y, replicas):

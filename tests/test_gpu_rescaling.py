@@ -13,16 +13,13 @@ import numpy as np
 import pytest
 
 import hpcnn
-from gpu_target import GPU, MARKS
+from gpu_target import (GPU, KINDS, LOSS_TOL, PARAM_MARKS, UPDATE_TOL, assert_loss_and_accuracy_close,
+                        assert_updates_close)
 from hpcnn import _core, data
 from hpcnn.layers import Conv2D, Dense, Flatten, InputLayer, MaxPooling2D, ReLU, Rescaling
 
 pytestmark = pytest.mark.usefixtures("tf32_off")  # tests/conftest.py; harmless for the CPU variants
 
-GPU_MARKS = [m for m in MARKS if m.name != "usefixtures"]  # pytest.param takes no usefixtures mark
-KINDS = [pytest.param("cpu", id="cpu"), pytest.param("gpu", id="gpu", marks=GPU_MARKS)]
-UPDATE_TOL = {"cpu": 1e-4, "gpu": 2e-3}
-LOSS_TOL = {"cpu": 1e-5, "gpu": 1e-3}
 OUTPUT_TOL = {"cpu": 1e-5, "gpu": 1e-4}
 SCALE = [1 / 255, 2 / 255, 0.5 / 255]
 OFFSET = [-0.5, 0.0, 0.25]
@@ -30,21 +27,6 @@ OFFSET = [-0.5, 0.0, 0.25]
 
 def device(kind):
     return "cpu" if kind == "cpu" else GPU
-
-
-def assert_updates_close(got, want, before, tol, what):
-    """Each weight array's change from `before` agrees to `tol` of the largest change."""
-    for i, (g, w, b) in enumerate(zip(got, want, before)):
-        d_got, d_want = g.astype(np.float64) - b, w.astype(np.float64) - b
-        scale = max(float(np.max(np.abs(d_want))), 1e-8)
-        np.testing.assert_allclose(d_got, d_want, rtol=tol, atol=tol * scale, err_msg=f"{what}: weight array {i}")
-
-
-def assert_loss_and_accuracy_close(got, want, kind, rows, what):
-    """[loss, accuracy] (evaluate, test_on_batch): the loss to LOSS_TOL; the accuracy exactly on the
-    CPU, and on a GPU up to one row (a near tie between two classes may fall either way)."""
-    assert got[0] == pytest.approx(want[0], rel=LOSS_TOL[kind]), f"{what}: loss"
-    assert got[1] == pytest.approx(want[1], abs=1e-7 if kind == "cpu" else 1.01 / rows), f"{what}: accuracy"
 
 
 def images(n=30, seed=0):
@@ -114,7 +96,7 @@ def test_a_leading_rescaling_equals_rescaling_the_images_first(kind, source, tmp
 
 def gpu_only(test):
     """tests/gpu_target.py's marks on one test (the others of this module also run on the CPU)."""
-    for mark in GPU_MARKS:
+    for mark in PARAM_MARKS:
         test = mark(test)
     return test
 

@@ -1,0 +1,36 @@
+"""Running tests/dist_worker.py under `mpirun` on loopback, and reading what its ranks wrote: shared by
+the MPI tests of the CPU (test_distribute_mpi.py) and of GPUs (test_gpu_distribute.py)."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def mpirun(scenario, out, ranks=2, timeout=240, dist_timeout=120, device="cpu", implementation="auto"):
+    """`ranks` processes of dist_worker.py running `scenario`, writing under `out`; one thread each,
+    Open MPI over loopback TCP (as root too), oversubscribed. device / implementation: what each
+    rank's strategy is given (dist_worker.py reads them from HPCNN_TEST_DIST_*)."""
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl="self,tcp", OMPI_MCA_btl_tcp_if_include="lo", OMPI_MCA_oob_tcp_if_include="lo",
+               OMPI_MCA_rmaps_base_oversubscribe="1", HPCNN_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               HPCNN_DIST_TIMEOUT=str(dist_timeout), HPCNN_TEST_DIST_DEVICE=device,
+               HPCNN_TEST_DIST_IMPLEMENTATION=implementation)
+    cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", sys.executable, os.path.join(HERE, "dist_worker.py"),
+           scenario, str(out)]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def load_ranks(out, scenario, n=2):
+    """The arrays each rank saved (`<scenario>_rank<r>.npz`), rank order."""
+    res = []
+    for r in range(n):
+        with np.load(os.path.join(out, f"{scenario}_rank{r}.npz")) as f:
+            res.append({k: f[k] for k in f.files})
+    return res
+
+
+def checked(proc):
+    assert proc.returncode == 0, f"mpirun failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
