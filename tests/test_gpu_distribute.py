@@ -23,7 +23,7 @@ from dist_common import BATCH, make_arrays, make_model, rel_err
 from mpi_runs import checked, load_ranks, mpirun
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(_core.__file__)))  # the folder holding hpcnn/
 
 
 def _gpus():
@@ -92,8 +92,9 @@ def run_isolated(body, timeout=120):
         finally:
             print("RESULT " + json.dumps(out), flush=True)
     """).format(here=HERE, body=textwrap.indent(textwrap.dedent(body), "    "))
+    # The child imports the hpcnn this process imported (an installed one, or a tree on PYTHONPATH).
     env = dict(os.environ, HPCNN_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(
-        [os.path.join(ROOT, "python"), os.environ.get("PYTHONPATH", "")]))
+        [PACKAGE_PARENT, os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert lines, f"no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
