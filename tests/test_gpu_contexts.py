@@ -190,7 +190,12 @@ def test_each_rank_of_a_multi_worker_strategy_makes_a_context_on_its_own_gpu_onl
         got = json.loads((tmp_path / f"rank{r}.json").read_text())
         gpu = r % got["n"]
         assert got["devices"] == [f"gpu:{gpu}"], got
-        assert got["active"] == [gpu], got
+        if got["transport"] == "nccl":
+            assert got["active"] == [gpu], got  # NCCL's setup made the context there, and nowhere else
+        else:
+            # MPI through host memory touches no GPU until the first step: no context yet, or
+            # one on its own GPU only.
+            assert set(got["active"]) <= {gpu}, got
         if got["n"] == 1:
             assert got["transport"] == "mpi", got  # NCCL refuses two ranks on one GPU
 
@@ -212,4 +217,7 @@ def test_a_mirrored_strategy_without_devices_takes_every_visible_gpu():
     n = got["n"]
     assert got["before"] == []
     assert got["devices"] == [f"gpu:{i}" for i in range(n)] and got["replicas"] == n
-    assert got["after"] == list(range(n))
+    if _core.distribute.nccl_compiled():
+        assert got["after"] == list(range(n))  # NCCL's communicators are made (and connected) now
+    else:
+        assert set(got["after"]) <= set(range(n))  # the host transport touches no GPU before a step

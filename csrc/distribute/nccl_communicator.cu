@@ -295,16 +295,18 @@ class NcclCommunicator : public Communicator {
   void wait_event(cudaEvent_t event, const std::string& what) {
     const Deadline deadline(timeout_s_);
     Backoff backoff;
+    // A test's injected error (inject_async_error) fires at this wait even when the sums have
+    // finished already, as nccl.h promises ("at its next wait"): checked before the event.
+    int armed = rank_;
+    const bool injected = g_injected_async_error.compare_exchange_strong(armed, -1);
     for (;;) {
-      const cudaError_t q = cudaEventQuery(event);
+      const cudaError_t q = injected ? cudaErrorNotReady : cudaEventQuery(event);
       if (q == cudaSuccess) return;
       if (q != cudaErrorNotReady) {
         (void)cudaGetLastError();
         fail(cat("CUDA reported ", cudaGetErrorString(q), " on gpu:", device_, " while it waited for ", what));
       }
-      ncclResult_t s = state_of(comm_.get());
-      int armed = rank_;
-      if (g_injected_async_error.compare_exchange_strong(armed, -1)) s = ncclSystemError;  // a test's
+      const ncclResult_t s = injected ? ncclSystemError : state_of(comm_.get());
       if (s != ncclSuccess && s != ncclInProgress)
         fail(cat("NCCL reported ", ncclGetErrorString(s), " on gpu:", device_, " (rank ", rank_, ") during ", what));
       check_stop(deadline, what);
