@@ -1,12 +1,24 @@
 """Running tests/dist_worker.py under `mpirun` on loopback, and reading what its ranks wrote: shared by
 the MPI tests of the CPU (test_distribute_mpi.py) and of GPUs (test_gpu_distribute.py)."""
 import os
+import shutil
 import subprocess
 import sys
 
 import numpy as np
 
+from hpcnn import _core
+
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def mpi_missing():
+    """Why `mpirun` tests cannot run here ('' when they can)."""
+    if not _core.distribute.mpi_compiled():
+        return "this build has no MPI (HPCNN_MPI; Debian: libopenmpi-dev openmpi-bin)"
+    if shutil.which("mpirun") is None:
+        return "no mpirun on PATH (Debian: openmpi-bin)"
+    return ""
 
 
 def mpirun(scenario, out, ranks=2, timeout=240, dist_timeout=120, device="cpu", implementation="auto"):

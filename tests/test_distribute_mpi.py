@@ -5,27 +5,17 @@ Skipped, with the reason, where the build has no MPI or no mpirun is on PATH; HP
 """
 import os
 import re
-import shutil
 
 import numpy as np
 import pytest
 
 import hpcnn
-from hpcnn import _core
 from dist_common import BATCH, augmented_model, make_arrays, make_model, rel_err, residual_model, write_h5
-from mpi_runs import checked, load_ranks, mpirun
+from mpi_runs import checked, load_ranks, mpi_missing, mpirun
 
 
 
-def _mpi_missing():
-    if not _core.distribute.mpi_compiled():
-        return "this build has no MPI (HPCNN_MPI; Debian: libopenmpi-dev openmpi-bin)"
-    if shutil.which("mpirun") is None:
-        return "no mpirun on PATH (Debian: openmpi-bin)"
-    return ""
-
-
-_MISSING = _mpi_missing()
+_MISSING = mpi_missing()
 if _MISSING and os.environ.get("HPCNN_EXPECT_MPI") == "1":
     raise RuntimeError(f"HPCNN_EXPECT_MPI=1 but {_MISSING}")
 pytestmark = pytest.mark.skipif(bool(_MISSING), reason=_MISSING)

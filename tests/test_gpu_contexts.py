@@ -10,7 +10,6 @@ that nothing an earlier test did is counted.
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -19,6 +18,7 @@ import pytest
 
 from hpcnn import _core
 from hpcnn.distribute import LOCAL_RANK_VARIABLES, default_rank_device, local_rank
+from mpi_runs import mpi_missing
 
 # A real GPU: the CPU cannot stand in for one here (HPCNN_TEST_GPU=cpu does not apply).
 REASON = _core.cuda_unavailable_reason()
@@ -152,20 +152,12 @@ def test_pinned_memory_leaves_the_calling_threads_gpu_as_it_was():
     assert (got["busy_before"], got["busy_after"]) == (n - 1, n - 1)
 
 
-def _mpirun_missing():
-    if not _core.distribute.mpi_compiled():
-        return "this build has no MPI (HPCNN_MPI)"
-    if shutil.which("mpirun") is None:
-        return "no mpirun on PATH"
-    return ""
-
-
 @on_gpu
 def test_each_rank_of_a_multi_worker_strategy_makes_a_context_on_its_own_gpu_only(tmp_path):
     """Two ranks, no device named, no binding by the launcher (as slurm/multi-gpu.sbatch runs them):
     rank r trains on gpu:(r % n) and holds no context on any other GPU. On a one-GPU node both
     ranks share gpu:0 (summed through MPI in host memory)."""
-    why = _mpirun_missing()
+    why = mpi_missing()
     if why:
         pytest.skip(why)
     script = tmp_path / "rank.py"

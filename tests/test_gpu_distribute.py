@@ -10,7 +10,6 @@ fails the test instead of stopping the suite. MPI tests need mpirun (as tests/te
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -20,7 +19,7 @@ import pytest
 
 from hpcnn import _core
 from dist_common import BATCH, make_arrays, make_model, rel_err
-from mpi_runs import checked, load_ranks, mpirun
+from mpi_runs import checked, load_ranks, mpi_missing, mpirun
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(_core.__file__)))  # the folder holding hpcnn/
@@ -39,15 +38,7 @@ NO_TWO = "" if GPUS >= 2 else f"needs two usable GPUs ({GPUS} here{': ' + NO_GPU
 NO_NCCL = "" if _core.distribute.nccl_compiled() else "this build has no NCCL (HPCNN_NCCL)"
 
 
-def _mpi_missing():
-    if not _core.distribute.mpi_compiled():
-        return "this build has no MPI (HPCNN_MPI; Debian: libopenmpi-dev openmpi-bin)"
-    if shutil.which("mpirun") is None:
-        return "no mpirun on PATH (Debian: openmpi-bin)"
-    return ""
-
-
-NO_MPI = _mpi_missing()
+NO_MPI = mpi_missing()
 
 # The replicas of one process: CPU replicas (the host transport) run everywhere.
 REPLICAS = [
