@@ -92,6 +92,8 @@ def run_isolated(body, timeout=120):
     return json.loads(lines[-1][len("RESULT "):])
 
 
+# One epoch with `inject` run after step 1 (a failure, a stall or an NCCL error for step 2), then the
+# model trained again: what each failure-path test reports (run_isolated's emit).
 FIT_WITH_FAILURE = """
     devices = {devices!r}
     s = MirroredStrategy(devices, communication_options=CommunicationOptions(timeout_seconds={timeout}))
@@ -100,8 +102,8 @@ FIT_WITH_FAILURE = """
         model = make_model()
     x, y = make_arrays()
     def arm(batch, logs):
-        if batch == 0:  # replica 1 fails (or stalls) in step 2, before its first gradient bucket
-            _core.distribute.inject_failure(1, {stall})
+        if batch == 0:  # armed for step 2
+            {inject}
     t0 = time.monotonic()
     try:
         model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0,
@@ -119,12 +121,18 @@ FIT_WITH_FAILURE = """
 """
 
 
+def fail_replica_1(stall):
+    """Replica 1 fails (stall 0) or stalls `stall` seconds in step 2, before its first gradient bucket."""
+    return f"_core.distribute.inject_failure(1, {stall})"
+
+
 @pytest.mark.parametrize("devices", REPLICAS)
 def test_replica_failing_before_its_first_bucket_stops_the_others(devices):
     """Replica 1 raises after the loss statistics and before its first gradient bucket (as a
     workspace that cannot grow would); replica 0 is then inside (or about to start) its bucket
     sums. fit must raise the real error at once (no hang, no timeout: 60 s here)."""
-    r = run_isolated(FIT_WITH_FAILURE.format(devices=devices, timeout=60, stall=0.0), timeout=150)
+    r = run_isolated(FIT_WITH_FAILURE.format(devices=devices, timeout=60, inject=fail_replica_1(stall=0.0)),
+                     timeout=150)
     assert r["raised"] == "RuntimeError", r
     assert "injected failure (a test) on replica 1 before its first gradient bucket" in r["message"]
     assert r["seconds"] < 30, r  # stopped by the failure, not by the 60 s timeout
@@ -147,7 +155,8 @@ def test_a_stuck_replica_ends_the_step_at_the_timeout(devices):
     GPUs (NCCL's cold set-up must fit in it too) the others give up after one timeout (the step
     ends when replica 1 wakes and sees the failed group)."""
     limit = 5 if devices[0] == "cpu" else 15
-    r = run_isolated(FIT_WITH_FAILURE.format(devices=devices, timeout=limit, stall=5.0 * limit), timeout=300)
+    r = run_isolated(FIT_WITH_FAILURE.format(devices=devices, timeout=limit, inject=fail_replica_1(stall=5.0 * limit)),
+                     timeout=300)
     assert r["raised"] == "RuntimeError", r
     assert re.search(rf"timed out after {limit} s|did not finish within {limit} s", r["message"]), r
     assert r["seconds"] < 12 * limit, r
@@ -191,30 +200,8 @@ def test_an_nccl_async_error_aborts_and_names_the_gpu():
     """Replica 1's communicator reports an asynchronous error (ncclSystemError, as after a network
     failure; injected) while it waits for step 2's gradient sum: it aborts, the step raises naming
     gpu:1 and the error, the other replica stops, and the strategy says to create a new one."""
-    body = """
-    s = MirroredStrategy(["gpu:0", "gpu:1"], communication_options=CommunicationOptions(timeout_seconds=60))
-    emit(implementation=s.implementation)
-    with s.scope():
-        model = make_model()
-    x, y = make_arrays()
-    def arm(batch, logs):
-        if batch == 0:
-            _core.distribute.inject_nccl_async_error(1)
-    t0 = time.monotonic()
-    try:
-        model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0,
-                  callbacks=[hpcnn.callbacks.LambdaCallback(on_train_batch_end=arm)])
-        emit(raised=None)
-    except Exception as err:  # noqa: BLE001
-        emit(raised=type(err).__name__, message=str(err))
-    emit(seconds=time.monotonic() - t0)
-    try:
-        model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0)
-        emit(after="trained")
-    except Exception as err:  # noqa: BLE001
-        emit(after=type(err).__name__, after_message=str(err))
-    """
-    r = run_isolated(body, timeout=150)
+    r = run_isolated(FIT_WITH_FAILURE.format(devices=["gpu:0", "gpu:1"], timeout=60,
+                                             inject="_core.distribute.inject_nccl_async_error(1)"), timeout=150)
     assert r["implementation"] == "nccl"
     assert r["raised"] == "RuntimeError", r
     assert re.search(r"NCCL reported .* on gpu:1 \(rank 1\) during", r["message"]), r
