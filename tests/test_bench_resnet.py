@@ -45,7 +45,7 @@ def test_different_models_are_refused():
 def test_peer_resnet20_has_the_same_parameters(framework):
     """Where the peer is installed, its ResNet-20 is hpcnn's (272,474 trainable parameters)."""
     if not bench.importable(sys.executable, framework):
-        pytest.skip(f"{framework} is not installed here (the bench venv has it)")
+        pytest.skip(f"{framework} is not installed for this Python (bench/bench_resnet.py --python names an interpreter that has it)")
     res = bench.run_worker(sys.executable, framework, 4, 1, 1, 1, "resnet20")
     assert res["params"] == 272_474
 

@@ -232,9 +232,10 @@ def test_build_info_names_mpi_and_nccl():
 
 @pytest.mark.gpu
 def test_two_gpus_with_nccl_match_one_device():
-    if len(_core.cuda_devices()) < 2:
-        pytest.skip(f"needs two usable GPUs ({len(_core.cuda_devices())} here: "
-                    f"{_core.cuda_unavailable_reason() or 'only one visible'})")
+    gpus = len(_core.cuda_devices())
+    if gpus < 2:   # the reason as tests/test_gpu_distribute.py gives it, so pytest -rs folds them
+        reason = _core.cuda_unavailable_reason()
+        pytest.skip(f"needs two usable GPUs ({gpus} here{': no usable GPU: ' + reason if reason else ''})")
     if not _core.distribute.nccl_compiled():
         pytest.skip("this build has no NCCL (HPCNN_NCCL)")
     x, y = make_arrays()

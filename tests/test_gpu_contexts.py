@@ -22,7 +22,7 @@ from mpi_runs import mpi_missing
 
 # A real GPU: the CPU cannot stand in for one here (HPCNN_TEST_GPU=cpu does not apply).
 REASON = _core.cuda_unavailable_reason()
-ON_GPU = [pytest.mark.gpu, pytest.mark.skipif(bool(REASON), reason=f"counts CUDA contexts: no usable GPU: {REASON}")]
+ON_GPU = [pytest.mark.gpu, pytest.mark.skipif(bool(REASON), reason=f"no usable GPU: {REASON}")]
 
 
 def on_gpu(test):
