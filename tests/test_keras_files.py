@@ -568,7 +568,7 @@ def test_files_that_are_not_model_files(tmp_path):
         load_model(tmp_path / "text.h5")
     with pytest.raises(ValueError, match=r"load_weights: '.*text.h5' is neither an hpcnn weights file nor a Keras "):
         small_model().load_weights(tmp_path / "text.h5")
-    with pytest.raises(ValueError, match=r"load_model: '.*missing.h5' does not exist"):
+    with pytest.raises(FileNotFoundError, match=r"load_model: no such file: '.*missing.h5'"):
         load_model(tmp_path / "missing.h5")
     with pytest.raises(ValueError, match=r"is a directory"):
         load_model(tmp_path)

@@ -295,6 +295,7 @@ def write_hdf5(path, arrays: Dict[str, np.ndarray], chunk_rows: Optional[int] = 
     (h5py included) reads them. An existing file at `path` is replaced.
     """
     path = os.fspath(path)
+    validation.output_directory(path, "write_hdf5")
     if not isinstance(arrays, dict) or not arrays:
         raise ValueError("write_hdf5: arrays must be a non-empty dict of name -> array")
     if compression in (None, "none", False):

@@ -13,7 +13,9 @@ Keras' ``Dense(16.0)`` is an error too); values passed to the C++ core as ``int`
 """
 from __future__ import annotations
 
+import errno
 import math
+import os
 from typing import Any, Iterable, Optional, Sequence, Tuple
 
 import numpy as np
@@ -29,6 +31,15 @@ def is_integer(value: Any) -> bool:
 
 def _prefix(caller: Optional[str]) -> str:
     return f"{caller}: " if caller else ""
+
+
+def output_directory(path: str, caller: str) -> None:
+    """FileNotFoundError when the folder a file is to be written into does not exist: a missing
+    path is a FileNotFoundError wherever hpcnn meets one, for reading and for writing (as Python's
+    own open() and Keras' save do)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(errno.ENOENT, f"{caller}: cannot write '{path}': no such directory", folder)
 
 
 def integer(value: Any, name: str, caller: Optional[str] = None, *, minimum: int = 1,

@@ -5,6 +5,7 @@ checked against the listing before a byte of it is read: ``read_floats`` for wei
 optimizer state (Keras' layouts and hpcnn's own), ``read_array`` for anything else."""
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from typing import Any, Dict, List, Optional, Tuple
@@ -28,12 +29,13 @@ ZIP_SIGNATURE = b"PK\x03\x04"
 
 # ---------------------------------------------------------------------- what a file is
 def file_kind(path: str, caller: str) -> str:
-    """'zip', 'hdf5' or 'other', from the file's first bytes; ValueError for a path that is not a
-    regular file (a directory, a FIFO: opening one would block)."""
+    """'zip', 'hdf5' or 'other', from the file's first bytes. FileNotFoundError for a missing path
+    (as for every other file hpcnn reads); ValueError for one that is not a regular file (a
+    directory, a FIFO: opening one would block)."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise ValueError(f"{caller}: '{path}' does not exist") from None
+        raise FileNotFoundError(errno.ENOENT, f"{caller}: no such file", path) from None
     except OSError as e:
         raise ValueError(f"{caller}: '{path}' cannot be read ({e.strerror})") from None
     if stat.S_ISDIR(st.st_mode):

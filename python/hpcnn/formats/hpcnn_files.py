@@ -61,8 +61,10 @@ def file_path(value: Any, caller: str) -> str:
 
 
 def check_target(value: Any, overwrite: Any, caller: str) -> str:
-    """The path of a file to write, checked: a string; not existing when overwrite=False."""
+    """The path of a file to write, checked: a string, in a folder that exists (FileNotFoundError);
+    not existing when overwrite=False."""
     path = file_path(value, caller)
+    validation.output_directory(path, caller)
     overwrite = validation.boolean(overwrite, "overwrite", caller)
     if not overwrite and os.path.lexists(path):
         raise FileExistsError(f"{caller}: '{path}' exists and overwrite=False")
