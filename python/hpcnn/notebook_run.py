@@ -293,7 +293,7 @@ def run(notebook: Path, out_dir: Path, params: Dict[str, Any], timeout: Optional
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """`hpcnn notebook run|list|copy`."""
-    sub = p.add_subparsers(dest="notebook_cmd", required=True)
+    sub = p.add_subparsers(dest="notebook_cmd", required=True, metavar="{run,list,copy}")
     r = sub.add_parser("run", help="execute a notebook headless (a compute node, an sbatch script)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("notebook", help="a shipped notebook's number or name (01, 1, cifar10; see `hpcnn notebook "
