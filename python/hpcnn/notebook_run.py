@@ -188,10 +188,12 @@ def this_interpreter_kernel() -> Iterator[str]:
 # ---------------------------------------------------------------------------------- running
 
 def duration(seconds: float) -> str:
+    """12.3 s, or 2 min 05.0 s."""
     return f"{seconds:.1f} s" if seconds < 60 else f"{int(seconds // 60)} min {seconds % 60:04.1f} s"
 
 
 def first_line(source: str, width: int = 70) -> str:
+    """A cell's first non-blank line, shortened to `width`: how the job log names a cell."""
     line = next((s.strip() for s in source.splitlines() if s.strip()), "")
     return line if len(line) <= width else line[:width - 3] + "..."
 
@@ -210,13 +212,13 @@ class Progress:
         n = len(self.cells)
         return f"[{self.cells.index(index) + 1:>{len(str(n))}}/{n}]" if index in self.cells else f"[cell {index}]"
 
-    def print(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+    def line(self, text: str) -> None:
+        print(text, file=self.out, flush=True)   # flushed: a job log shows it at once
 
     def on_cell_start(self, cell: Any, cell_index: int) -> None:
         if cell_index in self.cells:
             self.current, self.started = cell_index, time.perf_counter()
-            self.print(f"{self.label(cell_index)} {first_line(cell.source)}")
+            self.line(f"{self.label(cell_index)} {first_line(cell.source)}")
 
     def mark(self, output: Any) -> None:
         """Show why the run stopped in the cell that was running (nbclient records no output for it)."""
@@ -225,7 +227,7 @@ class Progress:
 
     def on_cell_executed(self, cell: Any, cell_index: int, execute_reply: Any) -> None:
         status = (execute_reply or {}).get("content", {}).get("status", "ok")
-        self.print(f"{self.label(cell_index)} {'done' if status == 'ok' else status} in "
+        self.line(f"{self.label(cell_index)} {'done' if status == 'ok' else status} in "
                    f"{duration(time.perf_counter() - self.started)}")
         self.save()
 
