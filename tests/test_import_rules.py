@@ -36,7 +36,8 @@ FLOORS: List[List[str]] = [
     ["saving", "applications"],                                                 # builds models from files; prebuilt ones
     ["keras"],                                                                  # Keras' names
     ["hpcnn"],                                                                  # the package face
-    ["bench", "plot", "convert"],                                               # what the CLI runs
+    ["bench", "plot", "convert", "notebook_files"],                             # what the CLI runs
+    ["notebook_run"],                                                           # runs the notebooks it finds
     ["tutorial"],
     ["dist_train"],
     ["cli"],

@@ -3,6 +3,7 @@ tiny run), activates conda only where it exists, and leaves hpcnn's thread count
 import csv
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -235,7 +236,7 @@ def test_scripts_use_conda_when_it_is_there(tmp_path):
 def test_scripts_without_hpcnn_say_so(tmp_path):
     empty = tmp_path / "empty-bin"
     empty.mkdir()
-    for script in ("cpu-train.sbatch", "gpu-train.sbatch"):
+    for script in ("cpu-train.sbatch", "gpu-train.sbatch", "notebook.sbatch"):
         r = run_script(ROOT / "slurm" / script, tmp_path, str(empty))
         assert r.returncode == 1 and "hpcnn is not on PATH" in r.stderr, r.stderr
 
@@ -324,3 +325,47 @@ def test_multi_node_cpu_without_slurm_runs_one_rank_here(tmp_path):
     assert "srun not found: one rank here" in r.stdout
     assert "MirroredStrategy(replicas=1, devices=['cpu']" in r.stdout
     assert (tmp_path / "results" / "multinode-local" / "training_log.csv").exists()
+
+
+def jupyter_or_skip():
+    if os.environ.get("HPCNN_EXPECT_JUPYTER") != "1":
+        import importlib.util
+        for package in ("nbclient", "nbformat", "ipykernel"):
+            if importlib.util.find_spec(package) is None:
+                pytest.skip("slurm/notebook.sbatch needs `pip install .[jupyter]`")
+
+
+def test_notebook_script_runs_notebook_01_quick_and_keeps_it_beside_its_files(tmp_path):
+    jupyter_or_skip()
+    r = run_script(ROOT / "slurm" / "notebook.sbatch", tmp_path, plain_path(), OMP_NUM_THREADS="1")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    out = tmp_path / "results" / "notebook-local"
+    executed = out / "01_cifar10_cpu_vs_gpu.ipynb"
+    nb = __import__("json").loads(executed.read_text())
+    injected = [c for c in nb["cells"] if "injected-parameters" in c["metadata"].get("tags", [])]
+    assert "".join(injected[0]["source"]).splitlines()[1:] == ["EPOCHS = 1", "SYNTHETIC = True", "TRAIN_ROWS = 1000"]
+    assert (out / "cifar10_model.h5").exists()
+    assert (tmp_path / "data" / "synthetic_cifar10_seed0_train1000.hdf5").exists()
+    cpus = len(os.sched_getaffinity(0))
+    text = "".join("".join(o.get("text", "")) for c in nb["cells"] if c["cell_type"] == "code" for o in c["outputs"])
+    assert f"Training on cpu with {cpus} CPU threads" in text      # OMP_NUM_THREADS=1 changes nothing
+    assert re.search(r"^\[ ?1/\d+\] import os$", r.stdout, re.M), r.stdout              # progress, for the job log
+    assert f"done in " in r.stdout and str(executed.relative_to(tmp_path)) in r.stdout
+
+
+def test_notebook_script_fails_with_the_notebook(tmp_path):
+    """A failing cell fails the job (exit status 1), naming the cell; options after the script's name
+    reach `hpcnn notebook run`."""
+    jupyter_or_skip()
+    nb = {"cells": [{"cell_type": "code", "id": "a1", "metadata": {"tags": ["parameters"]}, "outputs": [],
+                     "execution_count": None, "source": "N = 1"},
+                    {"cell_type": "code", "id": "a2", "metadata": {}, "outputs": [], "execution_count": None,
+                     "source": "assert N == 1, f'N is {N}'"}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "mine.ipynb").write_text(__import__("json").dumps(nb))
+    r = subprocess.run([BASH, str(ROOT / "slurm" / "notebook.sbatch"), "-p", "N=2"], cwd=tmp_path,
+                       env=dict(os.environ, PATH=plain_path(), NOTEBOOK="mine.ipynb"),
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "cell [3/3] (assert N == 1, f'N is {N}') failed: AssertionError: N is 2" in r.stderr, r.stderr
+    assert (tmp_path / "results" / "notebook-local" / "mine.ipynb").exists()

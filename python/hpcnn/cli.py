@@ -8,6 +8,8 @@
     hpcnn tutorial [...]           the CIFAR-10 CPU-vs-GPU tutorial end to end
     hpcnn dist-train [...]         the tutorial CNN data-parallel (srun/mpirun ranks, several GPUs), timed
     hpcnn convert ...              datasets to the tutorial's HDF5 layout (--download: fetch them)
+    hpcnn notebook run 01 [...]    a notebook executed headless (sbatch), with parameters; also
+                                   `hpcnn notebook list`, `hpcnn notebook copy 01 [DIR]`
 
 `hpcnn COMMAND --help` describes each command.
 """
@@ -176,6 +178,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     dist_train.add_arguments(d)
     d.set_defaults(fn=dist_train.main)
     sub.add_parser("convert", help="convert datasets to HDF5 (see `hpcnn convert --help`)")
+    n = sub.add_parser("notebook", help="run a notebook headless with parameters (sbatch), list or copy the "
+                                        "shipped notebooks")
+    from hpcnn import notebook_run
+    notebook_run.add_arguments(n)
+    n.set_defaults(fn=notebook_run.main)
     a = p.parse_args(argv)
     try:
         return int(a.fn(a) or 0)
