@@ -234,7 +234,7 @@ def test_without_the_jupyter_extra_the_message_names_it(missing, tmp_path, capsy
         monkeypatch.setitem(sys.modules, missing, None)   # `import nbclient` raises ImportError
     rc, _, err = command(capsys, "run", path, "--out", tmp_path / "out")
     assert rc == 2 and f"({missing} is not installed for {sys.executable})" in err, err
-    assert 'pip install ".[jupyter]"' in err
+    assert 'pip install --no-build-isolation ".[jupyter]"' in err
 
 
 def test_notebook_01_quick_through_the_command(tmp_path):

@@ -34,7 +34,7 @@ def notebooks_dir() -> Path:
     if (checkout / "notebooks").is_dir() and (checkout / "pyproject.toml").is_file():
         return checkout / "notebooks"
     raise NotebookError(f"no notebooks found: neither {installed} (an installed hpcnn) nor a source checkout's "
-                        "notebooks/ folder exists; reinstall hpcnn (pip install \".[jupyter]\")")
+                        "notebooks/ folder exists; reinstall hpcnn (pip install --no-build-isolation \".[jupyter]\" in its clone)")
 
 
 def shipped() -> List[Path]:

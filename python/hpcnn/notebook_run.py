@@ -39,7 +39,7 @@ KERNEL_NAME = "hpcnn-notebook-run"
 # ipykernel's own default when MPLBACKEND is unset; set explicitly so that a job's MPLBACKEND=Agg
 # (or a GUI backend from a login profile) cannot keep the figures out of the executed notebook.
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
-INSTALL_HINT = 'pip install "hpcnn[jupyter]" (from a source checkout: pip install ".[jupyter]")'
+INSTALL_HINT = 'pip install --no-build-isolation ".[jupyter]" in the clone hpcnn was installed from'
 DEFAULT_OUT = "notebook-results"
 
 
