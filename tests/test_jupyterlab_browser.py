@@ -357,8 +357,9 @@ WHOLE_NOTEBOOK_JS = """() => {
 }"""
 
 
-def screenshot(page: Page, name: str) -> Path:
-    """The whole notebook, top to bottom, in build/test-artifacts/<name>; returns the path."""
+def screenshot(page: Page, name: str, capsys) -> Path:
+    """The whole notebook, top to bottom, in build/test-artifacts/<name>; prints the path past
+    pytest's capture (CI keeps the file as an artifact) and returns it."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     out = ARTIFACTS / name
     height = page.evaluate(WHOLE_NOTEBOOK_JS)
@@ -367,7 +368,8 @@ def screenshot(page: Page, name: str) -> Path:
     page.wait_for_timeout(500)            # JupyterLab lays out the taller window
     page.evaluate(WHOLE_NOTEBOOK_JS)      # and may have scrolled to the active cell again
     page.screenshot(path=str(out), full_page=True)
-    print(f"\nscreenshot: {out}")
+    with capsys.disabled():
+        print(f"\nscreenshot: {out}")
     return out
 
 
@@ -384,7 +386,7 @@ def image_outputs(nb: dict) -> int:
     return sum("image/png" in o.get("data", {}) for o in outputs(nb))
 
 
-def test_notebook_01_runs_in_jupyterlab_in_chromium(lab, page):
+def test_notebook_01_runs_in_jupyterlab_in_chromium(lab, page, capsys):
     path = place_notebook(ROOT / "notebooks" / NOTEBOOK, lab, QUICK)
     shot = "jupyterlab-notebook01.png"
     try:
@@ -392,7 +394,8 @@ def test_notebook_01_runs_in_jupyterlab_in_chromium(lab, page):
         start = time.monotonic()
         run_all(page)
         snap = wait_until_done(page, RUN_TIMEOUT_S)
-        print(f"\nnotebook 01 ran in JupyterLab in {time.monotonic() - start:.0f} s")
+        with capsys.disabled():
+            print(f"\nnotebook 01 ran in JupyterLab in {time.monotonic() - start:.0f} s")
         if problems(snap):
             pytest.fail(f"an output shows a traceback:\n{problems(snap)}")
         if pending(snap):
@@ -410,10 +413,10 @@ def test_notebook_01_runs_in_jupyterlab_in_chromium(lab, page):
         assert not errors(saved), errors(saved)
         assert image_outputs(saved) == len(images), (image_outputs(saved), len(images))
     finally:
-        screenshot(page, shot)
+        screenshot(page, shot, capsys)
 
 
-def test_the_checks_see_an_error_a_traceback_and_a_figure(lab, page):
+def test_the_checks_see_an_error_a_traceback_and_a_figure(lab, page, capsys):
     """The checks above are not vacuous: a small notebook whose second cell writes a traceback to
     stderr and raises shows both, its figure is found and rendered, and Run All stops there (the
     wait returns at once, naming the cell that did not run)."""
@@ -442,4 +445,4 @@ def test_the_checks_see_an_error_a_traceback_and_a_figure(lab, page):
         saved = save(page, lab.root / "canary.ipynb", ran=2)
         assert errors(saved) == ["ValueError: canary error"] and image_outputs(saved) == 1, outputs(saved)
     finally:
-        screenshot(page, "jupyterlab-canary.png")
+        screenshot(page, "jupyterlab-canary.png", capsys)
