@@ -190,14 +190,18 @@ def run(a, stop) -> int:
     print(f"CPUs: {hpcnn.list_physical_devices('CPU')}")
     gpus = hpcnn.list_physical_devices("GPU")
     gpu_reason = hpcnn.gpu_unavailable_reason()
-    print(f"GPUs: {gpus}" + (f" ({gpu_reason})" if gpu_reason else ""))
     want_cpu = a.device in ("cpu", "both")
     want_gpu = a.device in ("gpu", "both")
+    # The reason there is no GPU is said once: in the error (--device gpu), on the line that says
+    # the GPU run is skipped (--device both), or beside the empty list (--device cpu).
     if want_gpu and gpu_reason:
+        print(f"GPUs: {gpus}")
         if a.device == "gpu":
             raise SystemExit(f"hpcnn tutorial: --device gpu, but no GPU is usable: {gpu_reason}")
         print(f"No GPU run: {gpu_reason}")
         want_gpu = False
+    else:
+        print(f"GPUs: {gpus}" + (f" ({gpu_reason})" if gpu_reason else ""))
 
     os.makedirs(a.out, exist_ok=True)
     hpcnn.utils.set_random_seed(a.seed)
