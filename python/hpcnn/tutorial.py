@@ -273,10 +273,14 @@ def run(a, stop) -> int:
         y_pred = m.predict_classes(xf, batch_size=a.batch_size)
         summary["test_loss"], summary["test_accuracy"] = score
         try:
-            plot.history(last["history"], os.path.join(a.out, "curves.png"),
+            last_device = [d.upper() for d, r in runs.items() if r is last][0]
+            data_name = "synthetic CIFAR-shaped images" if a.synthetic else source
+            described = f"{data_name}, {len(xv):,} validation images"
+            plot.history(last["history"], os.path.join(a.out, "curves.png"), label=last_device,
                          compare={d.upper(): r["history"] for d, r in runs.items() if r is not last} or None,
-                         title=[d.upper() for d, r in runs.items() if r is last][0])
-            plot.predictions(xv, np.asarray(yv).ravel(), y_pred, CLASS_NAMES, os.path.join(a.out, "predictions.png"))
+                         device=" and ".join(d.upper() for d in runs), data=data_name, synthetic=a.synthetic)
+            plot.predictions(xv, np.asarray(yv).ravel(), y_pred, CLASS_NAMES, os.path.join(a.out, "predictions.png"),
+                             device=last_device, data=described, synthetic=a.synthetic)
             print(f"Plots: {a.out}/curves.png, {a.out}/predictions.png")
         except ImportError as e:
             print(f"(no plots: {e})")
