@@ -77,3 +77,19 @@ def test_tutorial_reuses_cifar10_from_the_data_dir(tmp_path):
     assert f"Data: CIFAR-10, reusing {h5}" in r.stdout and h5.stat().st_mtime_ns == before
     assert "Train: X=(100, 32, 32, 3)" in r.stdout and "Test accuracy:" in r.stdout
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["hdf5"] == str(h5)
+
+
+def test_tutorial_without_gpu_gives_the_reason_once(tmp_path):
+    """`hpcnn tutorial --synthetic --epochs 1` (CPU, then GPU where usable) on a node without a GPU:
+    the reason is printed once, on the line that says the GPU run is skipped, and the CPU run goes on."""
+    if hpcnn.list_physical_devices("GPU"):
+        return
+    reason = hpcnn.gpu_unavailable_reason()
+    r = subprocess.run([sys.executable, "-m", "hpcnn", "tutorial", "--synthetic", "--epochs", "1", "--train-rows",
+                        "300", "--out", str(tmp_path / "out"), "--verbose", "0"], capture_output=True, text=True,
+                       timeout=300, env=env_with_data_dir(tmp_path))
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    output = r.stdout + r.stderr
+    assert reason and output.count(reason) == 1, output
+    assert f"No GPU run: {reason}" in r.stdout and "\nGPUs: []\n" in r.stdout
+    assert (tmp_path / "out" / "curves.png").exists() and (tmp_path / "out" / "predictions.png").exists()

@@ -190,14 +190,18 @@ def run(a, stop) -> int:
     print(f"CPUs: {hpcnn.list_physical_devices('CPU')}")
     gpus = hpcnn.list_physical_devices("GPU")
     gpu_reason = hpcnn.gpu_unavailable_reason()
-    print(f"GPUs: {gpus}" + (f" ({gpu_reason})" if gpu_reason else ""))
     want_cpu = a.device in ("cpu", "both")
     want_gpu = a.device in ("gpu", "both")
+    # The reason there is no GPU is said once: in the error (--device gpu), on the line that says
+    # the GPU run is skipped (--device both), or beside the empty list (--device cpu).
     if want_gpu and gpu_reason:
+        print(f"GPUs: {gpus}")
         if a.device == "gpu":
             raise SystemExit(f"hpcnn tutorial: --device gpu, but no GPU is usable: {gpu_reason}")
         print(f"No GPU run: {gpu_reason}")
         want_gpu = False
+    else:
+        print(f"GPUs: {gpus}" + (f" ({gpu_reason})" if gpu_reason else ""))
 
     os.makedirs(a.out, exist_ok=True)
     hpcnn.utils.set_random_seed(a.seed)
@@ -269,10 +273,14 @@ def run(a, stop) -> int:
         y_pred = m.predict_classes(xf, batch_size=a.batch_size)
         summary["test_loss"], summary["test_accuracy"] = score
         try:
-            plot.history(last["history"], os.path.join(a.out, "curves.png"),
+            last_device = [d.upper() for d, r in runs.items() if r is last][0]
+            data_name = "synthetic CIFAR-shaped images" if a.synthetic else source
+            described = f"{data_name}, {len(xv):,} validation images"
+            plot.history(last["history"], os.path.join(a.out, "curves.png"), label=last_device,
                          compare={d.upper(): r["history"] for d, r in runs.items() if r is not last} or None,
-                         title=[d.upper() for d, r in runs.items() if r is last][0])
-            plot.predictions(xv, np.asarray(yv).ravel(), y_pred, CLASS_NAMES, os.path.join(a.out, "predictions.png"))
+                         device=" and ".join(d.upper() for d in runs), data=data_name, synthetic=a.synthetic)
+            plot.predictions(xv, np.asarray(yv).ravel(), y_pred, CLASS_NAMES, os.path.join(a.out, "predictions.png"),
+                             device=last_device, data=described, synthetic=a.synthetic)
             print(f"Plots: {a.out}/curves.png, {a.out}/predictions.png")
         except ImportError as e:
             print(f"(no plots: {e})")
