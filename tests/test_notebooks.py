@@ -281,7 +281,7 @@ def test_a_kernel_without_hpcnn_is_told_what_to_do(tmp_path):
         assert "During handling" not in r.stderr, r.stderr            # one error, not a chain
         assert any(line.startswith("ModuleNotFoundError: hpcnn is not installed for this kernel's Python ("
                                    + sys.executable + ")") for line in last), r.stderr
-        assert 'pip install ".[jupyter]"' in r.stderr and REGISTER in r.stderr, r.stderr
+        assert 'pip install --no-build-isolation ".[jupyter]"' in r.stderr and REGISTER in r.stderr, r.stderr
 
 
 # ------------------------------------------------------ notebook 01 on synthetic data, without a GPU
