@@ -174,3 +174,15 @@ def test_saved_png_keeps_the_label(tmp_path):
     fig = plot.samples(images(14), np.arange(14) % 10, CLASSES, synthetic=True, path=str(png))
     img = plt.imread(str(png))
     assert abs(img.shape[0] / 110 - fig.get_figheight()) < 0.5
+
+
+@pytest.mark.parametrize("epochs", [1, 3, 30])
+def test_curves_count_whole_epochs(epochs):
+    """The epoch axis has whole-number ticks, also for a run of one epoch (matplotlib would
+    otherwise label a single point's axis 0.96, 0.98, ...)."""
+    h = {"loss": list(np.linspace(2.3, 1.0, epochs)), "accuracy": list(np.linspace(.1, .6, epochs))}
+    fig = drawn(plot.history(h, label="CPU"))
+    for ax in fig.axes[:2]:
+        ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks
+        assert 1 in ticks or epochs > 10, ticks

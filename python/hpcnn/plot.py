@@ -191,9 +191,15 @@ def history(hist: Any, path: Optional[str] = None, label: str = "", compare: Opt
                     ax.plot(range(1, len(hh[f"val_{key}"]) + 1), hh[f"val_{key}"], "o--", color=line.get_color(),
                             label=f"{pre}validation")
     from matplotlib.ticker import MaxNLocator
+    epochs = max([len(getattr(h, "history", h).get("loss", [])) for h in runs.values()] + [1])
     for ax, name in zip(axes, ("Loss", "Accuracy")):
         ax.set_title(name)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        # Whole epochs: every one up to ten (MaxNLocator gives 0.5, 0.6, ... for a run of one or two).
+        if epochs <= 10:
+            ax.set_xticks(range(1, epochs + 1))
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlim(0.5, epochs + 0.5)
         ax.set_xlabel("epoch")
         ax.legend()
         ax.grid(True)
