@@ -190,7 +190,6 @@ def history(hist: Any, path: Optional[str] = None, label: str = "", compare: Opt
                 if f"val_{key}" in hh:
                     ax.plot(range(1, len(hh[f"val_{key}"]) + 1), hh[f"val_{key}"], "o--", color=line.get_color(),
                             label=f"{pre}validation")
-    from matplotlib.ticker import MaxNLocator
     epochs = max([len(getattr(h, "history", h).get("loss", [])) for h in runs.values()] + [1])
     for ax, name in zip(axes, ("Loss", "Accuracy")):
         ax.set_title(name)
@@ -198,7 +197,7 @@ def history(hist: Any, path: Optional[str] = None, label: str = "", compare: Opt
         if epochs <= 10:
             ax.set_xticks(range(1, epochs + 1))
         else:
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.xaxis.set_major_locator(_plt().MaxNLocator(integer=True))
         ax.set_xlim(0.5, epochs + 0.5)
         ax.set_xlabel("epoch")
         ax.legend()
