@@ -189,6 +189,26 @@ def test_notebook_03_resnet_runs_on_synthetic_data(tmp_path, kernel, monkeypatch
     assert not [p for p in work.iterdir() if p.suffix in (".hdf5",)]               # data went to the data dir
 
 
+def test_notebook_03_shrinks_its_defaults_without_a_gpu(tmp_path, kernel, monkeypatch):
+    """Left at None, notebook 03's EPOCHS and TRAIN_ROWS are the GPU lesson's (30 epochs of all
+    50,000 images: about an hour on 2 CPU cores) only where a GPU is usable; without one, 5 epochs
+    of 5,000 images, said in the output. Run up to its data cell (the settings are final there)."""
+    import hpcnn
+    data_dir, path = tmp_path / "data", copy_notebook("03_resnet_cifar10.ipynb", tmp_path)
+    monkeypatch.setenv("HPCNN_DATA_DIR", str(data_dir))
+    nb = nbformat.read(str(path), as_version=4)
+    data_cell = next(i for i, c in enumerate(nb.cells) if "h5_path = hdf5_path(" in c.source)
+    nb.cells = nb.cells[:data_cell + 1]
+    nbformat.write(nb, str(path))
+    out = execute(path, "SYNTHETIC = True", path.parent, kernel, append="print('settings', EPOCHS, TRAIN_ROWS)")
+    settings = all_text(out.cells[-1])
+    if hpcnn.list_physical_devices("GPU"):
+        assert "settings 30 None" in settings
+    else:
+        assert "settings 5 5000" in settings
+        assert "No GPU: 5 epochs on the first 5000 images" in all_text(cell_with(out, "h5_path = hdf5_path("))
+
+
 # ----------------------------------------------------------------------------- the hpcnn kernel
 # What `python -m ipykernel install --user --name hpcnn` registers: with --name alone, ipykernel
 # takes the name as the display name too. The notebooks name exactly this, so JupyterLab shows one
