@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from . import _core
 from .notebook_files import (NotebookError, declared_parameters, listing, parameters_cell_index, resolve)
 
 KERNEL_NAME = "hpcnn-notebook-run"
@@ -148,16 +149,10 @@ def read_notebook(nbformat: Any, path: Path) -> Any:
 
 
 def write_atomically(nbformat: Any, nb: Any, path: Path) -> None:
-    """Write the notebook to a temporary file beside `path`, then rename it: a reader (or a job
-    killed mid-write) never sees half a notebook."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            nbformat.write(nb, f)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+    """Write the notebook through the core's atomic writer (a temporary file beside `path`, flushed,
+    then renamed; links and read-only targets refused), as hpcnn writes its model files: a reader,
+    or a job killed mid-write, never sees half a notebook."""
+    _core.data.write_file_atomically(str(path), nbformat.writes(nb).encode("utf-8"), "hpcnn notebook run")
 
 
 @contextlib.contextmanager
