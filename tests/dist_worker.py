@@ -108,6 +108,9 @@ def main() -> None:
         backup = hpcnn.callbacks.BackupAndRestore(os.path.join(out, "backup"), delete_checkpoint=False)
         model.fit(x, y, batch_size=BATCH, epochs=1 if scenario == "resume1" else 2, shuffle=True, verbose=0,
                   callbacks=[backup])
+    elif scenario == "tensorboard":  # every rank logs to the same folder: only the chief may write
+        tb = hpcnn.callbacks.TensorBoard(os.path.join(out, "tb"), update_freq="batch")
+        model.fit(x, y, batch_size=BATCH, epochs=2, verbose=0, validation_data=(x, y), callbacks=[tb])
     else:
         raise SystemExit(f"unknown scenario {scenario}")
     result["weights"] = np.concatenate([w.ravel() for w in model.get_weights()])

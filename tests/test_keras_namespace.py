@@ -101,7 +101,7 @@ def test_the_layers_and_optimizers_main_gained_are_there():
     ("layers", "Conv1D", r"kernel_size=\(k, 1\)"),
     ("layers", "Lambda", r"Lambda layers"),
     ("optimizers", "Nadam", r"hpcnn has SGD, Adam, AdamW and RMSprop"),
-    ("callbacks", "TensorBoard", r"History"),
+    ("callbacks", "RemoteMonitor", r"CSVLogger or LambdaCallback"),
     ("utils", "plot_model", r"model.summary\(\)"),
     ("", "ops", r"keras.ops"),
     ("models", "model_from_yaml", r"model_from_json"),

@@ -1,6 +1,6 @@
 """Callbacks with Keras names and hooks, one per module: History, EarlyStopping, CSVLogger,
-LambdaCallback, LearningRateScheduler, ReduceLROnPlateau, TerminateOnNaN, ModelCheckpoint and
-BackupAndRestore.
+LambdaCallback, LearningRateScheduler, ReduceLROnPlateau, TerminateOnNaN, ModelCheckpoint,
+BackupAndRestore and TensorBoard (which needs the `tensorboard` package only when one is made).
 
 Callbacks whose behaviour depends on what they saw earlier in training (EarlyStopping's counters,
 ReduceLROnPlateau's, ModelCheckpoint's best value, History's epochs) implement the state protocol,
@@ -18,7 +18,9 @@ from .lambda_callback import LambdaCallback
 from .learning_rate_scheduler import LearningRateScheduler
 from .model_checkpoint import ModelCheckpoint
 from .reduce_lr_on_plateau import ReduceLROnPlateau
+from .tensorboard import TensorBoard
 from .terminate_on_nan import TerminateOnNaN
 
 __all__ = ["Callback", "History", "EarlyStopping", "CSVLogger", "LambdaCallback", "LearningRateScheduler",
-           "ReduceLROnPlateau", "TerminateOnNaN", "ModelCheckpoint", "BackupAndRestore", "FitRun"]
+           "ReduceLROnPlateau", "TerminateOnNaN", "ModelCheckpoint", "BackupAndRestore", "TensorBoard",
+           "FitRun"]

@@ -1,11 +1,11 @@
 """``keras.callbacks`` on hpcnn: Callback, History, EarlyStopping, CSVLogger, LambdaCallback,
-LearningRateScheduler, ReduceLROnPlateau, TerminateOnNaN, ModelCheckpoint, BackupAndRestore."""
+LearningRateScheduler, ReduceLROnPlateau, TerminateOnNaN, ModelCheckpoint, BackupAndRestore,
+TensorBoard."""
 from __future__ import annotations
 
 from ._compat import install
 
 _ADVICE = {"OrbaxCheckpoint": "use ModelCheckpoint (model files) or BackupAndRestore (resumable backups)",
-          "TensorBoard": "History (and CSVLogger) record the curves; plot them with matplotlib or hpcnn.plot",
           "ProgbarLogger": "fit(verbose=1) draws the progress bar", "RemoteMonitor": "use CSVLogger or LambdaCallback",
           "SwapEMAWeights": "hpcnn's optimizers keep no moving average of the weights (use_ema=False)",
           "CallbackList": "pass a list of callbacks to fit(callbacks=[...])"}
