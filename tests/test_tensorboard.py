@@ -431,7 +431,8 @@ def test_a_second_fit_and_a_resumed_fit(tmp_path):
               callbacks=[TensorBoard(tmp_path / "resumed", update_freq="batch"),
                          hpcnn.callbacks.BackupAndRestore(backup), Interrupt()])
     model.fit(x, y, batch_size=BATCH, epochs=3, verbose=0,
-              callbacks=[TensorBoard(tmp_path / "resumed", update_freq="batch"), hpcnn.callbacks.BackupAndRestore(backup)])
+              callbacks=[TensorBoard(tmp_path / "resumed", update_freq="batch"),
+                         hpcnn.callbacks.BackupAndRestore(backup)])
     got = steps(read(tmp_path / "resumed" / "train")[0])
     assert got["batch_loss"] == list(range(1, 5 * 3 + 1)) and got["epoch_loss"] == [0, 1, 2]  # 5 batches an epoch
 
