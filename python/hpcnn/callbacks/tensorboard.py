@@ -59,7 +59,6 @@ class TensorBoard(Callback):
                  update_freq: Union[str, int] = "epoch", profile_batch: Any = 0, embeddings_freq: int = 0,
                  embeddings_metadata: Any = None) -> None:
         super().__init__()
-        self._tb = load_tensorboard("TensorBoard")
         if not isinstance(log_dir, (str, os.PathLike)):
             raise ValueError(f"TensorBoard: log_dir must be a path (a str or os.PathLike), got {log_dir!r}")
         self.log_dir = os.fspath(log_dir)
@@ -82,6 +81,7 @@ class TensorBoard(Callback):
             what = (f"embeddings_freq={embeddings_freq!r}" if self.embeddings_freq
                     else f"embeddings_metadata={embeddings_metadata!r}")
             raise ValueError(f"TensorBoard: {what} is not supported: {_EMBEDDINGS}")
+        self._tb = load_tensorboard("TensorBoard")  # after the arguments: their mistakes come first
         self._global_train_batch = 0  # batches since fit began: the step of batch-level summaries
         self._writers: Dict[str, RunWriter] = {}
         self._writes = True  # False on the ranks other than the chief
