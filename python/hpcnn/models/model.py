@@ -43,14 +43,23 @@ class Model(ModelWeights):
     """A model whose layers form a graph: Keras' functional ``Model(inputs, outputs)``.
 
     ``inputs`` is the tensor of ``hpcnn.Input(shape=...)``, ``outputs`` the tensor that layers
-    called on it produce (a list of one of each is accepted; several inputs or outputs are not
-    supported yet). The model holds every layer between them, in Keras' order (``model.layers``
+    called on it produce (a list of one of each is accepted; several inputs are not supported
+    yet). Several outputs (a list or dict of tensors: feature extractors) make a model for predict
+    only (multi_output.py). The model holds every layer between them, in Keras' order (``model.layers``
     starts with the InputLayer), and names unnamed layers as Keras does ('conv2d', 'conv2d_1').
     Compile, fit, evaluate, predict, weights, config, save and summary work as for ``Sequential``.
     ``seed`` (hpcnn's) fixes the initial weights and the dropout masks.
     """
 
     is_sequential = False  # Sequential: a chain built with add(), whose config lists only layers
+    # Model(inputs, [several outputs]) makes one of these (multi_output.py registers it).
+    several_outputs_class: Any = None
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Model":
+        outputs = kwargs.get("outputs", args[1] if len(args) > 1 else None)
+        if cls is Model and cls.several_outputs_class is not None and several_outputs(outputs):
+            return super().__new__(cls.several_outputs_class)
+        return super().__new__(cls)
 
     def __init__(self, inputs: Any = None, outputs: Any = None, name: Optional[str] = None,
                  seed: Optional[int] = None, trainable: bool = True, **kwargs: Any) -> None:
@@ -430,6 +439,12 @@ class Model(ModelWeights):
 
     def __repr__(self) -> str:
         return f"<hpcnn.Model {self.name!r}: {len(self.layers)} layers>"
+
+
+def several_outputs(outputs: Any) -> bool:
+    """Whether Model(inputs, outputs) names more than one output tensor (a list, tuple or dict)."""
+    items = list(outputs.values()) if isinstance(outputs, dict) else outputs
+    return isinstance(items, (list, tuple)) and len(items) > 1
 
 
 def input_shape_argument(input_shape: Any) -> Tuple[int, ...]:

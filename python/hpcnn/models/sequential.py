@@ -76,6 +76,8 @@ class Sequential(Model):
             raise AttributeError(f"The layer {self.name} has never been called and thus has no defined output: give "
                                  "the Sequential an input shape (hpcnn.Input(shape=...) first)")
         if len(self._linked) < len(self.layers):
+            self._link()  # raises the shape error of a layer that does not fit
+        if len(self._linked) < len(self.layers):
             bad = self.layers[len(self._linked)]
             raise AttributeError(f"Sequential model '{self.name}': layer {graph.layer_label(bad)} was already called "
                                  "in another graph, so this chain has no symbolic output (a layer has one position; "
@@ -124,10 +126,9 @@ class Sequential(Model):
             layer.name = layer.name_prefix + (f"_{k}" if k else "")
         self.layers.append(layer)
         try:
-            self._link()  # a layer that does not fit the chain's shapes: ValueError now, as in Keras
-        except Exception:
-            self.layers.pop()
-            raise
+            self._link()
+        except ValueError:
+            pass  # a layer that does not fit the chain's shapes: raised by build() (and by .output)
         weight_home.model_sharing([layer], self)
         if self._core is not None:
             self.drop_core()
