@@ -137,7 +137,7 @@ class Layer:
     def built(self) -> bool:
         """Whether the layer has its weights (it is part of a built model, or was called on a
         tensor); building a model that holds it builds it."""
-        return self.is_input or weight_home.built_home(self) is not None
+        return weight_home.is_built(self)
 
     def get_weights(self) -> List[np.ndarray]:
         """The layer's weights as NumPy arrays, Keras order and layouts ([] when not built)."""
@@ -171,7 +171,11 @@ class Layer:
     non_trainable_variables = non_trainable_weights
 
     def __getattr__(self, name: str) -> Any:
-        # Only for names normal lookup did not find: the weights by Keras' attribute names.
+        # Only for names normal lookup did not find: the weights by Keras' attribute names. A
+        # property that raised AttributeError lands here too: run it again for its own message.
+        prop = getattr(type(self), name, None)
+        if isinstance(prop, property) and prop.fget is not None:
+            return prop.fget(self)
         if not name.startswith("_") and name in type(self).weight_attributes:
             if not self.built:
                 raise AttributeError(f"You must build the layer before accessing `{name}` (layer {layer_label(self)} "

@@ -132,6 +132,15 @@ def built_home(layer: Any) -> Optional[Tuple[CoreWeights, int]]:
     return layer.weight_home
 
 
+def is_built(layer: Any) -> bool:
+    """Keras' ``layer.built``: it has its weights, or (a layer without weights) it is part of a
+    model with an input shape or was called on a tensor."""
+    if layer.is_input or built_home(layer) is not None:
+        return True
+    owner = layer.weights_model() if layer.weights_model is not None else None
+    return (owner is not None and owner.sample_shape is not None) or bool(layer.inbound_tensors)
+
+
 def read(layer: Any) -> List[np.ndarray]:
     """The layer's weights (Keras order and layouts), [] when it is not built."""
     home = built_home(layer)
