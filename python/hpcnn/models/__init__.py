@@ -8,7 +8,7 @@ from typing import Any, List
 
 from .. import aliases
 from .model import Model
-from .multi_output import MultiOutputModel
+from .multi_output import MultiOutputModel  # noqa: F401  (Model(inputs, [several outputs]) makes one)
 from .sequential import Sequential
 
 
@@ -26,4 +26,4 @@ def __dir__() -> List[str]:
     return sorted(list(globals()) + list(aliases.names(__name__)))
 
 
-__all__ = ["Model", "MultiOutputModel", "Sequential", "clone_model", *aliases.names(__name__)]
+__all__ = ["Model", "Sequential", "clone_model", *aliases.names(__name__)]
