@@ -184,7 +184,9 @@ def write(layer: Any, weights: Sequence[Any]) -> None:
 
 
 def model_sharing(layers: Sequence[Any], model: Any) -> None:
-    """Records `model` as the model that builds these layers' weights on demand (built_home)."""
+    """Records `model` as the model that builds these layers' weights on demand (built_home),
+    unless a model that holds them already does (an extractor leaves the layers to their model)."""
     ref = weakref.ref(model)
     for layer in layers:
-        layer.weights_model = ref
+        if layer.weights_model is None or layer.weights_model() is None:
+            layer.weights_model = ref

@@ -52,8 +52,10 @@ class Sequential(Model):
                 t = layer.output_tensor
                 continue
             self._unlink(i)
-            if layer.inbound_tensors is not None:
-                return  # called in another graph: its tensors there are not this chain's
+            if not isinstance(layer, Layer) or layer.inbound_tensors is not None:
+                # Called in another graph (its tensors there are not this chain's), or not a leaf
+                # layer (a nested model): the chain's tensors end here.
+                return
             t = layer(t)
             self._linked.append(layer)
 
@@ -127,9 +129,10 @@ class Sequential(Model):
         self.layers.append(layer)
         try:
             self._link()
-        except ValueError:
+        except (ValueError, TypeError, NotImplementedError):
             pass  # a layer that does not fit the chain's shapes: raised by build() (and by .output)
-        weight_home.model_sharing([layer], self)
+        if isinstance(layer, Layer):
+            weight_home.model_sharing([layer], self)
         if self._core is not None:
             self.drop_core()
 
