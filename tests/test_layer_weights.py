@@ -233,3 +233,22 @@ def test_setting_a_layers_weights_reaches_every_replica():
         np.testing.assert_array_equal(core.replica_weights(r)[0], np.full((3, 3, 2, 4), 0.25, np.float32))
     m.fit(x, y, batch_size=8, epochs=1, verbose=0)
     np.testing.assert_array_equal(core.replica_weights(0)[0], core.replica_weights(1)[0])
+
+
+def test_sharing_costs_nothing_per_step(monkeypatch):
+    """The bookkeeping runs per call (fit, predict), never per training step: a fit of 8 steps and
+    one of 2 steps pull the same number of times."""
+    from hpcnn.layers import weight_home
+
+    calls = []
+    original = weight_home.CoreWeights.pull
+    monkeypatch.setattr(weight_home.CoreWeights, "pull", lambda self: calls.append(1) or original(self))
+    m = small_cnn()
+    hpcnn.Model(m.input, m.get_layer("conv1").output).predict(data(2)[0])  # a second model shares the conv
+    m.compile("sgd", "sparse_categorical_crossentropy")
+    counts = []
+    for batch in (16, 4):
+        calls.clear()
+        m.fit(*data(32), batch_size=batch, epochs=1, verbose=0)
+        counts.append(len(calls))
+    assert counts[0] == counts[1]

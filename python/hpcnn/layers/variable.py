@@ -21,6 +21,10 @@ class Variable(np.lib.mixins.NDArrayOperatorsMixin):
     layer with ``trainable = False``), ``value`` / ``numpy()`` (a NumPy copy), ``assign(value)``,
     ``assign_add``, ``assign_sub``."""
 
+    # == compares values element-wise (NumPy's operators); hashing is by identity, so variables
+    # can still key a dict or fill a set.
+    __hash__ = object.__hash__
+
     def __init__(self, layer: Any, index: int) -> None:
         self.layer = layer
         self.index = index
