@@ -202,6 +202,7 @@ def test_per_position_get_and_set_in_the_core():
     np.testing.assert_array_equal(m.get_weights()[5], np.full(4, 3, np.float32))
 
 
+@pytest.mark.usefixtures("tf32_off")
 @pytest.mark.parametrize("kind", KINDS)
 def test_layer_weights_round_trip_on_the_models_device(kind):
     """On a GPU the kernels are held in another layout (OHWI): the layer's weights still come and go
@@ -219,6 +220,13 @@ def test_layer_weights_round_trip_on_the_models_device(kind):
     ref.set_weights(m.get_weights())
     np.testing.assert_allclose(m.predict(x), ref.predict(x), atol=1e-5)
     assert not np.allclose(want, ref.predict(x))
+    # A model on the device shares the layer with an extractor built on the CPU.
+    extractor = hpcnn.Model(m.input, conv.output)
+    kernel, bias = conv.get_weights()
+    np.testing.assert_allclose(extractor.predict(x), hpcnn.Model(ref.input, ref.get_layer("conv1").output).predict(x),
+                               atol=1e-5)
+    extractor.get_layer("conv1").set_weights([kernel * 2, bias])
+    np.testing.assert_array_equal(m.get_layer("conv1").kernel.numpy(), kernel * 2)
 
 
 def test_setting_a_layers_weights_reaches_every_replica():
