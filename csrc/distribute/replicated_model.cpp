@@ -91,10 +91,11 @@ void ReplicatedModel::set_layer_weights(int position, const std::vector<Tensor>&
   const auto [first, count] = position_arrays(position);
   const std::vector<nn::ParamSpec> specs = nn::position_weights(*model_, lowering_).at(static_cast<size_t>(position));
   std::string expected = "[";
-  for (size_t j = 0; j < specs.size(); ++j) expected += (j ? ", " : "") + specs[j].name + " " + shape_str(specs[j].shape);
+  for (size_t j = 0; j < specs.size(); ++j)
+    expected += (j ? ", " : "") + specs[j].name + " " + shape_str(specs[j].shape);
   expected += "]";
-  const std::string what = cat("layer ", position, " (", layers_.at(static_cast<size_t>(position)).get_string_or("class_name", "?"),
-                               ") expects ", count, " weight(s) ", expected);
+  const std::string kind = layers_.at(static_cast<size_t>(position)).get_string_or("class_name", "?");
+  const std::string what = cat("layer ", position, " (", kind, ") expects ", count, " weight(s) ", expected);
   HPCNN_CHECK_ARG(weights.size() == count, what, ", got ", weights.size());
   for (size_t j = 0; j < count; ++j)
     HPCNN_CHECK_ARG(weights[j].shape() == specs[j].shape, what, "; weight ", j, " has shape ",
