@@ -547,6 +547,29 @@ void bind_nn(py::module_& m) {
         auto lk = lock_model(p);
         p.rm->set_weights(ts);
       })
+      .def("get_layer_weights", [](PyModel& p, int position) {
+        auto lk = lock_model(p);
+        std::vector<Tensor> ws;
+        {
+          py::gil_scoped_release nogil;
+          ws = p.rm->get_layer_weights(position);
+        }
+        py::list out;
+        for (auto& t : ws) out.append(to_numpy(t));
+        return out;
+      }, py::arg("position"),
+         "One layer's weights (its position: the index of its config), host copies in Keras' order and layouts, "
+         "wherever the model lives: get_weights() for one layer.")
+      .def("set_layer_weights", [](PyModel& p, int position, py::list ws) {
+        std::vector<Tensor> ts;
+        for (auto w : ws) ts.push_back(borrow_array(as_f32(w), "weight"));
+        auto lk = lock_model(p);
+        py::gil_scoped_release nogil;
+        p.rm->set_layer_weights(position, ts);
+      }, py::arg("position"), py::arg("weights"),
+         "Replaces one layer's weights (Keras' order and layouts) on every replica of this process, on the "
+         "model's device. ValueError naming the layer and the expected shapes, and nothing changed, on a count "
+         "or shape mismatch.")
       // ---- the flat buffers, in the layout of the model's device (nn/param_layout.h)
       .def("parameter_buffer", [](PyModel& p, bool keras_layout, bool padded) {
         return flat_buffer(p, p.model().parameter_buffer(), keras_layout, padded);

@@ -72,6 +72,37 @@ void ReplicatedModel::set_weights(const std::vector<Tensor>& weights) {
   for (nn::Model* m : replicas()) m->set_weights(weights);
 }
 
+std::pair<size_t, size_t> ReplicatedModel::position_arrays(int position) const {
+  HPCNN_CHECK_ARG(position >= 0 && position < lowering_.positions(), "layer weights: position ", position,
+                  " of a model with ", lowering_.positions(), " layers");
+  const std::vector<std::vector<nn::ParamSpec>> specs = model_->weight_specs();
+  size_t first = 0, count = 0;
+  for (int k = 0; k < lowering_.end(position); ++k)
+    (k < lowering_.begin[static_cast<size_t>(position)] ? first : count) += specs[static_cast<size_t>(k)].size();
+  return {first, count};
+}
+
+std::vector<Tensor> ReplicatedModel::get_layer_weights(int position) const {
+  const auto [first, count] = position_arrays(position);
+  return model_->get_weights(first, count);
+}
+
+void ReplicatedModel::set_layer_weights(int position, const std::vector<Tensor>& weights) {
+  const auto [first, count] = position_arrays(position);
+  const std::vector<nn::ParamSpec> specs = nn::position_weights(*model_, lowering_).at(static_cast<size_t>(position));
+  std::string expected = "[";
+  for (size_t j = 0; j < specs.size(); ++j)
+    expected += (j ? ", " : "") + specs[j].name + " " + shape_str(specs[j].shape);
+  expected += "]";
+  const std::string kind = layers_.at(static_cast<size_t>(position)).get_string_or("class_name", "?");
+  const std::string what = cat("layer ", position, " (", kind, ") expects ", count, " weight(s) ", expected);
+  HPCNN_CHECK_ARG(weights.size() == count, what, ", got ", weights.size());
+  for (size_t j = 0; j < count; ++j)
+    HPCNN_CHECK_ARG(weights[j].shape() == specs[j].shape, what, "; weight ", j, " has shape ",
+                    shape_str(weights[j].shape()));
+  for (nn::Model* m : replicas()) m->set_weights(first, weights, what);
+}
+
 void ReplicatedModel::set_memory_reuse(bool on) {
   for (nn::Model* m : replicas()) m->set_memory_reuse(on);
 }

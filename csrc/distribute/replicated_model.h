@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "distribute/group.h"
@@ -45,6 +46,12 @@ class ReplicatedModel {
   std::vector<std::vector<nn::ParamSpec>> layer_weights() const {
     return nn::position_weights(*model_, lowering_);
   }
+  // One position's weights (Keras order and layouts, host copies of replica 0's, wherever the
+  // model lives), and their replacement on every replica of this process, so that the replicas
+  // stay alike (every rank makes the same call under MPI). ValueError naming the position, its
+  // class and the expected shapes on a count or shape mismatch; nothing is changed then.
+  std::vector<Tensor> get_layer_weights(int position) const;
+  void set_layer_weights(int position, const std::vector<Tensor>& weights);
 
   // ---- what a step computes: set on every replica and kept for the replicas distribute() makes
   // Compiles replica 0 with a fresh optimizer (a strategy distributes the model again after it).
@@ -82,6 +89,8 @@ class ReplicatedModel {
 
  private:
   nn::Model& compiled() const;  // replica 0, ValueError when not compiled
+  // A position's weight arrays in get_weights' order: [first, first + count).
+  std::pair<size_t, size_t> position_arrays(int position) const;
 
   Shape input_shape_;
   std::vector<nn::Config> layers_;  // the recipe: Keras-level configs, their inputs, lowered

@@ -114,6 +114,12 @@ class Model {
 
   std::vector<Tensor> get_weights() const;            // host copies, Keras order and layouts
   void set_weights(const std::vector<Tensor>& ws);    // ValueError on count/shape mismatch
+  // Arrays [first, first + count) of get_weights' order (one Keras layer's weights: its nodes'
+  // arrays are consecutive there), host copies in Keras' layouts.
+  std::vector<Tensor> get_weights(size_t first, size_t count) const;
+  // Writes ws (Keras' layouts) into arrays first, first + 1, ... of get_weights' order, on the
+  // model's device; every shape is checked before anything is written (ValueError naming `what`).
+  void set_weights(size_t first, const std::vector<Tensor>& ws, const std::string& what);
   // The flat buffers on the model's device, in that device's layout, with the padding between
   // arrays (param_layout()).
   Tensor& parameter_buffer() { return params_; }

@@ -62,6 +62,25 @@ void Model::set_weights(const std::vector<Tensor>& ws) {
   for (k = 0; k < layout_.size(); ++k) layout_.from_keras(ws[k], params_, k);
 }
 
+std::vector<Tensor> Model::get_weights(size_t first, size_t count) const {
+  HPCNN_CHECK_ARG(first + count <= layout_.size(), "get_weights: arrays ", first, "..", first + count,
+                  " of a model with ", layout_.size());
+  std::vector<Tensor> out;
+  for (size_t k = first; k < first + count; ++k) out.push_back(layout_.to_keras(params_, k));
+  return out;
+}
+
+void Model::set_weights(size_t first, const std::vector<Tensor>& ws, const std::string& what) {
+  HPCNN_CHECK_ARG(first + ws.size() <= layout_.size(), what, ": arrays ", first, "..", first + ws.size(),
+                  " of a model with ", layout_.size());
+  for (size_t j = 0; j < ws.size(); ++j)
+    HPCNN_CHECK_ARG(ws[j].shape() == layout_.spec(first + j).shape, what, ": weight ", j, " (",
+                    layout_.spec(first + j).name, ") has shape ", shape_str(ws[j].shape()), ", expected ",
+                    shape_str(layout_.spec(first + j).shape));
+  wait_device();  // the last step's optimizer kernels may still write these arrays
+  for (size_t j = 0; j < ws.size(); ++j) layout_.from_keras(ws[j], params_, first + j);
+}
+
 // ------------------------------------------------------------------ optimizer state
 std::vector<StateBuffer> Model::optimizer_state(bool keras_layout) const {
   require_compiled("reading the optimizer state");

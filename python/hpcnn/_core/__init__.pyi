@@ -84,6 +84,9 @@ class Model:
     def drop_staged(self) -> None:
         """Drops a staged batch (and releases its arrays): a loop left early."""
 
+    def get_layer_weights(self, position: typing.SupportsInt | typing.SupportsIndex) -> list:
+        """One layer's weights (its position: the index of its config), host copies in Keras' order and layouts, wherever the model lives: get_weights() for one layer."""
+
     def get_weights(self) -> list:
         ...
 
@@ -186,6 +189,9 @@ class Model:
 
     def set_class_weights(self, weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> None:
         """Per-class loss weights indexed by the target's class ([]: none)."""
+
+    def set_layer_weights(self, position: typing.SupportsInt | typing.SupportsIndex, weights: list) -> None:
+        """Replaces one layer's weights (Keras' order and layouts) on every replica of this process, on the model's device. ValueError naming the layer and the expected shapes, and nothing changed, on a count or shape mismatch."""
 
     def set_learning_rate_schedule(self, schedule: dict) -> None:
         """Lets a schedule (class_name and Keras' arguments) drive the learning rate from the next step on, evaluated at `iterations`."""

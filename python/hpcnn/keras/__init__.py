@@ -43,7 +43,7 @@ _ADVICE = {
              "hpcnn.keras.layers",
     "Model": "the functional API (Model(inputs, outputs)) is not in this hpcnn yet: use Sequential for a stack of "
              "layers",
-    "Variable": "hpcnn has no tensor variables: weights are NumPy arrays (model.get_weights() / set_weights())",
+    "Variable": "hpcnn has no standalone variables: a layer's weights are Variable objects that live in its model (layer.kernel, layer.weights, model.weights; get_weights() / set_weights())",
     "KerasTensor": "hpcnn has no symbolic tensors in this version",
     "Loss": "custom losses are not supported: compile(loss='categorical_crossentropy' or "
             "'sparse_categorical_crossentropy')",

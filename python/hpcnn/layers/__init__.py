@@ -21,7 +21,8 @@ One module per kind of layer, as in Keras: ``layer`` (the base, InputLayer, Inpu
 (symbolic tensors: the bottom of this package), ``convolutional``, ``pooling``, ``reshaping``,
 ``core`` (Dense, Activation), ``regularization`` (Dropout), ``activations``, ``normalization``,
 ``preprocessing`` (Rescaling, augmentation), ``merging``; ``serialization`` (Keras' serialized
-form). Each layer gives the C++ core one config (``core_config``); the core lowers it to its own
+form); ``weight_home`` (where a layer's weights live, shared between the models that hold it) and
+``variable`` (``Variable``, one weight as Keras shows it). Each layer gives the C++ core one config (``core_config``); the core lowers it to its own
 layers (fusions, the softmax split: csrc/nn/lowering.h).
 """
 from .activations import ELU, LeakyReLU, ReLU, Softmax
@@ -37,9 +38,10 @@ from .preprocessing import RandomCrop, RandomFlip, RandomTranslation, Rescaling
 from .regularization import Dropout
 from .reshaping import Flatten, ZeroPadding2D
 from .serialization import LAYER_CLASSES, deserialize, serialize
+from .variable import Variable
 
 __all__ = ["Layer", "InputLayer", "Input", "Conv2D", "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D",
            "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPooling2D", "GlobalMaxPool2D", "ZeroPadding2D",
            "Flatten", "Dense", "Dropout", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "Rescaling",
            "BatchNormalization", "RandomFlip", "RandomTranslation", "RandomCrop", "Add", "Concatenate", "KerasTensor",
-           "serialize", "deserialize", "LAYER_CLASSES"]
+           "serialize", "deserialize", "LAYER_CLASSES", "Variable"]

@@ -15,6 +15,7 @@ class Conv2D(WeightRegularizers, Layer):
     ``kernel_regularizer`` / ``bias_regularizer``: hpcnn.regularizers (L1, L2, L1L2)."""
 
     name_prefix = "conv2d"
+    weight_attributes = ("kernel", "bias")
     config_keys = ("filters", "kernel_size", "strides", "padding", "activation", "use_bias")
 
     def __init__(self, filters: int, kernel_size: IntPair, strides: IntPair = (1, 1), padding: str = "valid",

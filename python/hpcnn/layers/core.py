@@ -13,6 +13,7 @@ class Dense(WeightRegularizers, Layer):
     ``kernel_regularizer`` / ``bias_regularizer``: hpcnn.regularizers (L1, L2, L1L2)."""
 
     name_prefix = "dense"
+    weight_attributes = ("kernel", "bias")
     config_keys = ("units", "activation", "use_bias")
 
     def __init__(self, units: int, activation: Optional[str] = None, use_bias: bool = True,

@@ -9,9 +9,9 @@ which inputs; and the walk that turns a model's (input, output) into its layers 
 
 A layer is used at one position of a graph: calling it a second time (Keras' shared layers) is a
 NotImplementedError, because hpcnn keeps a layer's weights per position in the model's one
-parameter buffer. The layers and tensors are configuration only; the model (models.Model) builds
-the C++ graph from them and holds the weights. Two models built from the same tensors each have
-their own weights.
+parameter buffer. The tensors are configuration only; the model (models.Model) builds the C++
+graph from them. A layer's weights live in the core of a model that holds it, and models built
+from the same tensors (a feature extractor of a trained model) share them (weight_home.py).
 """
 from __future__ import annotations
 

@@ -6,8 +6,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .. import _core, validation
+from . import weight_home
 from .arguments import is_float32
 from .graph import KerasTensor, call_layer, layer_label
+from .variable import Variable
 
 
 def _plain(value: Any) -> Any:
@@ -24,12 +26,21 @@ class Layer:
     ``fit`` / ``train_on_batch`` (no optimizer step touches them, nor Adam's moments for them) and
     is counted as non-trainable by ``summary()``. As in Keras, a change takes effect at the next
     ``compile()``: the model trains with the setting it was compiled with.
+
+    Weights as Keras': ``get_weights()`` / ``set_weights()``, ``weights``, ``trainable_weights``,
+    ``non_trainable_weights`` (``Variable`` objects, variable.py), the weights by Keras' attribute
+    names (``kernel``, ``bias``; BatchNormalization's ``gamma``, ``beta``, ``moving_mean``,
+    ``moving_variance``) and ``count_params()``. They live in the core of the model that holds
+    the layer (on its device) and are shared by every model the layer belongs to
+    (weight_home.py). A layer that is not built yet (no input shape known) has none, as in Keras.
     """
 
     # The base of the names Keras gives unnamed layers ('conv2d', 'conv2d_1', ...).
     name_prefix = "layer"
     merges_inputs = False  # takes a list of tensors (Add, Concatenate)
     is_input = False  # the InputLayer: the graph's start (the graph finds inputs by this flag)
+    # Keras' attribute names of the layer's weights (``layer.kernel``), in get_weights' order.
+    weight_attributes: Tuple[str, ...] = ()
 
     def __init__(self, name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None,
                  trainable: bool = True, dtype: Any = None, **kwargs: Any) -> None:
@@ -44,6 +55,12 @@ class Layer:
         # called on, and its output.
         self.inbound_tensors: Optional[List[KerasTensor]] = None
         self.output_tensor: Optional[KerasTensor] = None
+        # Where its weights live (weight_home.py): the home core and position, a stamp that changes
+        # with every write outside training, Keras' path prefix, and the model that builds them.
+        self.weight_home: Optional[Tuple[Any, int]] = None
+        self.weights_stamp = 0
+        self.weights_path = ""
+        self.weights_model: Any = None
 
     def __call__(self, inputs: Any, **kwargs: Any) -> KerasTensor:
         """Apply the layer to a symbolic tensor (a list of them for ``Add``/``Concatenate``) and
@@ -103,11 +120,71 @@ class Layer:
         csrc/nn/lowering.h) and reports shapes, weights and counts per Keras layer."""
         return {"class_name": type(self).__name__, **self.arguments()}
 
-    def count_params(self, input_shape: Tuple[int, ...]) -> int:
-        """The number of weights (trainable and not) for a per-sample input shape, as the core
-        counts them."""
+    def count_params(self, input_shape: Optional[Tuple[int, ...]] = None) -> int:
+        """The number of weights (trainable and not): of the built layer (Keras' form, ValueError
+        when it is not built), or for a per-sample input shape, as the core counts them."""
+        if input_shape is None:
+            if not self.built:
+                raise ValueError(f"You tried to call `count_params` on layer '{self.name}', but the layer isn't "
+                                 "built. Build the model that holds it (model.build(), or give it an input shape), "
+                                 "or pass the per-sample input shape: count_params((h, w, c))")
+            return sum(int(np.prod(shape)) for _, shape, _ in weight_home.specs(self))
         return sum(int(np.prod(shape)) for _, shape, _ in
                    _core.layer_weight_shapes(self.core_config(), [list(input_shape)]))
+
+    # ------------------------------------------------------------------ weights (weight_home.py)
+    @property
+    def built(self) -> bool:
+        """Whether the layer has its weights (it is part of a built model, or was called on a
+        tensor); building a model that holds it builds it."""
+        return weight_home.is_built(self)
+
+    def get_weights(self) -> List[np.ndarray]:
+        """The layer's weights as NumPy arrays, Keras order and layouts ([] when not built)."""
+        return weight_home.read(self)
+
+    def set_weights(self, weights: Sequence[Any]) -> None:
+        """Replaces the layer's weights (Keras order and layouts): every model holding the layer
+        uses them. ValueError naming the layer and the expected shapes on a mismatch (nothing
+        changes then)."""
+        weight_home.write(self, weights)
+
+    @property
+    def weights(self) -> List[Variable]:
+        """Every weight of the layer, trainable ones first as Keras lists them."""
+        return [Variable(self, i) for i in range(len(weight_home.specs(self)))]
+
+    @property
+    def variables(self) -> List[Variable]:
+        return self.weights
+
+    @property
+    def trainable_weights(self) -> List[Variable]:
+        """The weights fit updates: none when ``trainable`` is False (Keras)."""
+        return [v for v in self.weights if v.trainable] if self.trainable else []
+
+    @property
+    def non_trainable_weights(self) -> List[Variable]:
+        return [v for v in self.weights if not v.trainable] if self.trainable else self.weights
+
+    trainable_variables = trainable_weights
+    non_trainable_variables = non_trainable_weights
+
+    def __getattr__(self, name: str) -> Any:
+        # Only for names normal lookup did not find: the weights by Keras' attribute names. A
+        # property that raised AttributeError lands here too: run it again for its own message.
+        prop = getattr(type(self), name, None)
+        if isinstance(prop, property) and prop.fget is not None:
+            return prop.fget(self)
+        if not name.startswith("_") and name in type(self).weight_attributes:
+            if not self.built:
+                raise AttributeError(f"You must build the layer before accessing `{name}` (layer {layer_label(self)} "
+                                     "has no input shape yet: build the model that holds it)")
+            for i, (wname, _, _) in enumerate(weight_home.specs(self)):
+                if wname == name:
+                    return Variable(self, i)
+            return None  # a weight the configuration leaves out (use_bias=False: bias is None)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items()

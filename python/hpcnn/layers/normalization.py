@@ -25,6 +25,7 @@ class BatchNormalization(Layer):
     """
 
     name_prefix = "batch_normalization"
+    weight_attributes = ("gamma", "beta", "moving_mean", "moving_variance")
     config_keys = ("axis", "momentum", "epsilon", "center", "scale")
 
     def __init__(self, axis: int = -1, momentum: float = 0.99, epsilon: float = 1e-3, center: bool = True,

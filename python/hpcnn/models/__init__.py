@@ -8,6 +8,7 @@ from typing import Any, List
 
 from .. import aliases
 from .model import Model
+from .multi_output import MultiOutputModel  # noqa: F401  (Model(inputs, [several outputs]) makes one)
 from .sequential import Sequential
 
 

@@ -27,8 +27,10 @@ import numpy as np
 from .. import _core, devices, distribute, optimizers, training, utils, validation
 from ..callbacks import Callback, History
 from ..formats import keras_config, model_files
-from ..layers import KerasTensor, Layer, graph
+from ..layers import KerasTensor, Layer, graph, weight_home
+from ..layers.weight_home import CoreWeights
 from .functional_config import functional_from_config
+from .model_weights import ModelWeights
 from .summary import print_summary
 
 ArrayLike = Any
@@ -37,18 +39,27 @@ ArrayLike = Any
 _Node = Tuple[Layer, List[int]]
 
 
-class Model:
+class Model(ModelWeights):
     """A model whose layers form a graph: Keras' functional ``Model(inputs, outputs)``.
 
     ``inputs`` is the tensor of ``hpcnn.Input(shape=...)``, ``outputs`` the tensor that layers
-    called on it produce (a list of one of each is accepted; several inputs or outputs are not
-    supported yet). The model holds every layer between them, in Keras' order (``model.layers``
+    called on it produce (a list of one of each is accepted; several inputs are not supported
+    yet). Several outputs (a list or dict of tensors: feature extractors) make a model for predict
+    only (multi_output.py). The model holds every layer between them, in Keras' order (``model.layers``
     starts with the InputLayer), and names unnamed layers as Keras does ('conv2d', 'conv2d_1').
     Compile, fit, evaluate, predict, weights, config, save and summary work as for ``Sequential``.
     ``seed`` (hpcnn's) fixes the initial weights and the dropout masks.
     """
 
     is_sequential = False  # Sequential: a chain built with add(), whose config lists only layers
+    # Model(inputs, [several outputs]) makes one of these (multi_output.py registers it).
+    several_outputs_class: Any = None
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Model":
+        outputs = kwargs.get("outputs", args[1] if len(args) > 1 else None)
+        if cls is Model and cls.several_outputs_class is not None and several_outputs(outputs):
+            return super().__new__(cls.several_outputs_class)
+        return super().__new__(cls)
 
     def __init__(self, inputs: Any = None, outputs: Any = None, name: Optional[str] = None,
                  seed: Optional[int] = None, trainable: bool = True, **kwargs: Any) -> None:
@@ -73,6 +84,7 @@ class Model:
         index = {id(layer): i for i, layer in enumerate(ordered[1:])}
         self._nodes: List[_Node] = [(layer, [-1 if t is inp else index[id(t.layer)] for t in layer.inbound_tensors or []])
                                     for layer in ordered[1:]]
+        weight_home.model_sharing(ordered[1:], self)
 
     def _setup(self, name: Any, default_name: str, seed: Any, trainable: Any) -> None:
         """What every model has: name, seed, trainable, the core model (built lazily), compile state."""
@@ -82,6 +94,7 @@ class Model:
         self._trainable = validation.boolean(trainable, "trainable", type(self).__name__)
         self._input_shape: Optional[Tuple[int, ...]] = None
         self._core: Optional[_core.Model] = None
+        self._weights: Optional[CoreWeights] = None  # the core's weights per position, shared (weight_home.py)
         self.compile_settings: Optional[Dict[str, Any]] = None
         self.optimizer: Optional[optimizers.Optimizer] = None
         self.stop_training = False
@@ -163,6 +176,15 @@ class Model:
             self.seed_drawn = not utils.seeded()
             self._seed = utils.next_model_seed()
         self._core = _core.Model(list(self._input_shape), cfgs, self._seed, inputs)
+        # Keras 3's variable paths: a Sequential builds its layers in its own name scope.
+        self._weights = CoreWeights(self._core, [layer for layer, _ in nodes],
+                                    f"{self.name}/" if self.is_sequential else "")
+
+    def drop_core(self) -> None:
+        """Forgets the built core (a Sequential changed by add/pop, or rebuilt for another input
+        shape): the next use builds a new one, which takes the layers' values from where they live
+        (weight_home.py), so layers keep their weights as in Keras. Compile again."""
+        self._core, self._weights, self.compile_settings = None, None, None
 
     @property
     def built(self) -> bool:
@@ -173,8 +195,17 @@ class Model:
         """The C++ model (hpcnn._core.Model), built on first use: what hpcnn.training, the
         callbacks and hpcnn.formats step, read and restore."""
         self._build_core()
-        assert self._core is not None
+        assert self._core is not None and self._weights is not None
+        self._weights.pull()  # the newest values of layers shared with other models (weight_home.py)
         return self._core
+
+    def claim_weights(self) -> None:
+        """Called before the model's core is written (fit, train_on_batch, set_weights,
+        load_weights, a forward pass that updates BatchNormalization's statistics): it takes the
+        newest values of the layers it shares and becomes their home (weight_home.py)."""
+        self.core  # built and pulled
+        assert self._weights is not None
+        self._weights.claim()
 
     @property
     def seed(self) -> Optional[int]:
@@ -266,6 +297,7 @@ class Model:
             if a.dtype.kind not in "fiu":
                 raise ValueError(f"set_weights: {label} has dtype {a.dtype}; expected real numbers")
             arrays.append(np.ascontiguousarray(a, dtype=np.float32))
+        self.claim_weights()
         self.core.set_weights(arrays)
 
     def get_config(self) -> Dict[str, Any]:
@@ -321,6 +353,7 @@ class Model:
         model files). Each array is checked first: a file that does not fit raises ValueError and
         the model keeps its weights (``skip_mismatch=True``: layers that do not fit keep theirs,
         with a warning). ``by_name=True`` (legacy ``.h5``): match layers by name."""
+        self.claim_weights()
         model_files.load_weights(self, filepath, skip_mismatch, by_name)
 
     def to_json(self, **kwargs: Any) -> str:
@@ -369,6 +402,7 @@ class Model:
         each sample's loss. Returns a History with loss, the compiled metrics, their ``val_``
         values, seconds and images_per_second per epoch.
         Ctrl-C stops at the next batch boundary and returns the History so far."""
+        self.claim_weights()
         return training.fit(self, x=x, y=y, batch_size=batch_size, epochs=epochs, verbose=verbose,
                             callbacks=callbacks, validation_split=validation_split,
                             validation_data=validation_data, shuffle=shuffle, initial_epoch=initial_epoch,
@@ -394,6 +428,7 @@ class Model:
     def train_on_batch(self, x: ArrayLike, y: ArrayLike, sample_weight: Any = None, class_weight: Any = None,
                        return_dict: bool = False):
         """One training step on one batch; returns the loss (and the metrics if compiled with them)."""
+        self.claim_weights()
         return training.train_on_batch(self, x, y, sample_weight, class_weight, return_dict)
 
     def test_on_batch(self, x: ArrayLike, y: ArrayLike, sample_weight: Any = None, return_dict: bool = False):
@@ -404,6 +439,12 @@ class Model:
 
     def __repr__(self) -> str:
         return f"<hpcnn.Model {self.name!r}: {len(self.layers)} layers>"
+
+
+def several_outputs(outputs: Any) -> bool:
+    """Whether Model(inputs, outputs) names more than one output tensor (a list, tuple or dict)."""
+    items = list(outputs.values()) if isinstance(outputs, dict) else outputs
+    return isinstance(items, (list, tuple)) and len(items) > 1
 
 
 def input_shape_argument(input_shape: Any) -> Tuple[int, ...]:

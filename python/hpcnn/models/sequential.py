@@ -1,11 +1,19 @@
 """``Sequential``: Keras' linear stack of layers, the special case of ``Model`` whose graph is a
-chain (each layer reads the one before it)."""
+chain (each layer reads the one before it).
+
+Once its input shape is known (``Input``/``InputLayer`` first, ``input_shape=`` on the first layer,
+or ``build(input_shape)``), the chain is also a symbolic graph, as Keras builds it: every layer has
+its ``input`` and ``output`` tensor, and ``model.inputs`` / ``outputs`` / ``input`` / ``output``
+start feature extractors such as ``Model(model.input, model.get_layer("conv1").output)``, which
+share the layers' weights (hpcnn.layers.weight_home). ``add()`` and ``pop()`` keep the tensors
+current. Keras 3.15 answers ``model.input`` / ``output`` of a Sequential with an AttributeError;
+hpcnn gives the tensors (Keras 2 did, and tutorials use them)."""
 from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .. import validation
-from ..layers import KerasTensor, Layer, deserialize, graph, serialize
+from ..layers import Input, KerasTensor, Layer, deserialize, graph, serialize, weight_home
 from .model import Model, input_shape_argument
 
 
@@ -19,27 +27,78 @@ class Sequential(Model):
                  seed: Optional[int] = None, trainable: bool = True) -> None:
         self._setup(name, "sequential", seed, trainable)
         self.layers: List[Layer] = []
+        # The symbolic chain once the input shape is known: the input tensor and the layers whose
+        # position (inbound tensors) this model set (a layer already called elsewhere keeps its own).
+        self._input_tensor: Optional[KerasTensor] = None
+        self._linked: List[Layer] = []
         for layer in validation.layer_list(layers, "Sequential: layers") or []:
             self.add(layer)
 
     def graph_nodes(self) -> List[Tuple[Layer, List[int]]]:
         return [(layer, [i - 1]) for i, layer in enumerate(self.layers)]
 
+    # ------------------------------------------------------------------ the symbolic chain
+    def _link(self) -> None:
+        """Calls the layers on symbolic tensors along the chain (from the input tensor), as far
+        as they can be: a layer called in another graph ends the chain's tensors there."""
+        if self._input_shape is None:
+            return
+        if self._input_tensor is None or self._input_tensor.sample_shape != tuple(self._input_shape):
+            self._unlink(0)
+            self._input_tensor = Input(shape=self._input_shape, name="input_layer")
+        t = self._input_tensor
+        for i, layer in enumerate(self.layers):
+            if i < len(self._linked) and self._linked[i] is layer:
+                t = layer.output_tensor
+                continue
+            self._unlink(i)
+            if not isinstance(layer, Layer) or layer.inbound_tensors is not None:
+                # Called in another graph (its tensors there are not this chain's), or not a leaf
+                # layer (a nested model): the chain's tensors end here.
+                return
+            t = layer(t)
+            self._linked.append(layer)
+
+    def _unlink(self, start: int) -> None:
+        """Forgets the chain's tensors from layer `start` on (before pop, or a new input shape)."""
+        for layer in self._linked[start:]:
+            layer.inbound_tensors, layer.output_tensor = None, None
+        del self._linked[start:]
+
     @property
     def inputs(self) -> List[KerasTensor]:
-        raise AttributeError("a Sequential model has no symbolic inputs; build a graph with hpcnn.Input and hpcnn.Model")
+        if self._input_tensor is None:
+            raise AttributeError(f"Sequential model '{self.name}' has no defined inputs yet: start it with "
+                                 "hpcnn.Input(shape=...) or InputLayer, or pass input_shape= to its first layer")
+        return [self._input_tensor]
 
     @property
     def outputs(self) -> List[KerasTensor]:
-        raise AttributeError("a Sequential model has no symbolic outputs; build a graph with hpcnn.Input and hpcnn.Model")
+        if self._input_tensor is None:
+            raise AttributeError(f"The layer {self.name} has never been called and thus has no defined output: give "
+                                 "the Sequential an input shape (hpcnn.Input(shape=...) first)")
+        if len(self._linked) < len(self.layers):
+            self._link()  # raises the shape error of a layer that does not fit
+        if len(self._linked) < len(self.layers):
+            bad = self.layers[len(self._linked)]
+            raise AttributeError(f"Sequential model '{self.name}': layer {graph.layer_label(bad)} was already called "
+                                 "in another graph, so this chain has no symbolic output (a layer has one position; "
+                                 "create a new layer for this model)")
+        return [self._linked[-1].output_tensor if self._linked else self._input_tensor]
 
-    input = inputs  # type: ignore[assignment]
-    output = outputs  # type: ignore[assignment]
+    @property
+    def input(self) -> KerasTensor:
+        return self.inputs[0]
+
+    @property
+    def output(self) -> KerasTensor:
+        return self.outputs[0]
 
     # ------------------------------------------------------------------ structure
     def add(self, layer: Union[Layer, KerasTensor]) -> None:
         """Append a layer (or start with ``hpcnn.Input(shape=...)``). Adding to a model that was
-        already built rebuilds it with fresh weights."""
+        already built rebuilds it (compile again): the layers it had keep their weights, as in
+        Keras; the new layer gets fresh ones."""
         if isinstance(layer, KerasTensor):
             if not layer.layer.is_input:
                 raise TypeError("add() takes an hpcnn layer or the tensor of hpcnn.Input(); got the output of layer "
@@ -51,6 +110,7 @@ class Sequential(Model):
             if self.layers or self._input_shape is not None:
                 raise ValueError("InputLayer must come first")
             self._input_shape = layer.input_shape
+            self._input_tensor = layer.output
             return
         if layer.merges_inputs:
             raise ValueError(f"{type(layer).__name__} takes several inputs and cannot be part of a Sequential: "
@@ -67,13 +127,22 @@ class Sequential(Model):
             k = counts.get(layer.name_prefix, 0)
             layer.name = layer.name_prefix + (f"_{k}" if k else "")
         self.layers.append(layer)
+        try:
+            self._link()
+        except (ValueError, TypeError, NotImplementedError):
+            pass  # a layer that does not fit the chain's shapes: raised by build() (and by .output)
+        if isinstance(layer, Layer):
+            weight_home.model_sharing([layer], self)
         if self._core is not None:
-            self._core = None
-            self.compile_settings = None
+            self.drop_core()
 
     def pop(self) -> Layer:
+        """Removes the last layer; the others keep their weights (Keras)."""
+        if not self.layers:
+            raise TypeError("There are no layers in the model.")
+        self._unlink(len(self.layers) - 1)
         layer = self.layers.pop()
-        self._core, self.compile_settings = None, None
+        self.drop_core()
         return layer
 
     def build(self, input_shape: Optional[Sequence[Optional[int]]] = None) -> None:
@@ -81,8 +150,9 @@ class Sequential(Model):
         if input_shape is not None:
             shp = input_shape_argument(input_shape)
             if self._input_shape is not None and shp != self._input_shape:
-                self._core, self.compile_settings = None, None
+                self.drop_core()
             self._input_shape = shp
+            self._link()
         self._build_core()
 
     # ------------------------------------------------------------------ config
