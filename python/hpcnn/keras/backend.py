@@ -27,7 +27,8 @@ def floatx() -> str:
 
 def set_floatx(value: str) -> None:
     if value != "float32":
-        raise NotImplementedError(f"set_floatx({value!r}): hpcnn computes in float32 only")
+        raise NotImplementedError(f"set_floatx({value!r}): hpcnn computes in float32 only: keep 'float32' and give "
+                                  "float32 arrays (x.astype('float32'))")
 
 
 def image_data_format() -> str:
@@ -36,7 +37,8 @@ def image_data_format() -> str:
 
 def set_image_data_format(data_format: str) -> None:
     if data_format != "channels_last":
-        raise NotImplementedError(f"set_image_data_format({data_format!r}): hpcnn is NHWC (channels_last) only")
+        raise NotImplementedError(f"set_image_data_format({data_format!r}): hpcnn is NHWC (channels_last) only: "
+                                  "transpose channels-first arrays with x.transpose(0, 2, 3, 1)")
 
 
 def epsilon() -> float:
