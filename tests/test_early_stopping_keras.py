@@ -286,3 +286,23 @@ def test_fit_warns_when_the_monitor_is_not_logged():
     with pytest.warns(UserWarning, match=r"`val_loss` which is not available. Available metrics are: loss,accuracy"):
         h = m.fit(x, y, epochs=2, verbose=0, callbacks=[EarlyStopping()])
     assert len(h.epoch) == 2 and not math.isnan(h.history["loss"][-1])
+
+
+def test_a_fit_stopped_by_a_signal_keeps_its_last_weights():
+    """fit's message after SIGTERM says the model keeps the last batch's weights: no restore then."""
+    import signal
+    x, y, val = diverging_data()
+    m = small_model()
+    m.compile(hpcnn.optimizers.Adam(0.01), "sparse_categorical_crossentropy", ["accuracy"])
+    seen = []
+
+    def epoch_end(epoch, logs):
+        seen.append(m.get_weights())
+        if epoch == 3:
+            os.kill(os.getpid(), signal.SIGTERM)  # fit stops before epoch 5
+
+    es = EarlyStopping(patience=50, restore_best_weights=True)
+    h = m.fit(x, y, batch_size=16, epochs=30, validation_data=val, verbose=0,
+              callbacks=[LambdaCallback(on_epoch_end=epoch_end), es])
+    assert h.interrupted and len(h.epoch) == 4 and es.best_epoch < 3
+    assert same(m.get_weights(), seen[-1])

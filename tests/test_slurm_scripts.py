@@ -296,7 +296,6 @@ def test_train_script_requeues_itself_on_usr1_and_the_next_run_continues(tmp_pat
     assert not (results / "backup").exists()
     summary = __import__("json").loads((results / "summary.json").read_text())
     assert len(summary["runs"]["cpu"]["history"]["loss"]) == 6  # every epoch, across both runs
-    assert len(summary["runs"]["cpu"]["epoch_seconds"]) == 6  # the timings of the first run came back too
     assert log.read_text().split() == ["requeue", "4242"]  # no second requeue
 
 
