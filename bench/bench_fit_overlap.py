@@ -99,7 +99,7 @@ def main(argv=None) -> int:
             cache = "memory" if "cache" in mode else "none"
             with hpcnn.data.HDF5Dataset(path, batch_size=250, seed=0, cache=cache) as ds:
                 h = m.fit(ds, epochs=1, verbose=0)
-        return h.history["images_per_second"][0]
+        return h.images_per_second[0]
 
     modes = ["memory arrays", "tutorial file, streamed", "write_hdf5 file, streamed", "tutorial file, memory cache"]
     if a.augment:

@@ -97,9 +97,9 @@ def test_the_layers_and_optimizers_main_gained_are_there():
 
 
 @pytest.mark.parametrize("module, name, advice", [
-    ("layers", "LSTM", r"recurrent and text layers are not implemented"),
+    ("layers", "LSTM", r"recurrent, attention and text layers are not in hpcnn"),
     ("layers", "Conv1D", r"kernel_size=\(k, 1\)"),
-    ("layers", "Lambda", r"Lambda layers"),
+    ("layers", "Lambda", r"Lambda layer runs Python"),
     ("optimizers", "Nadam", r"hpcnn has SGD, Adam, AdamW and RMSprop"),
     ("callbacks", "RemoteMonitor", r"CSVLogger or LambdaCallback"),
     ("utils", "plot_model", r"model.summary\(\)"),

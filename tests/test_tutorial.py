@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import hpcnn
 
@@ -33,6 +34,10 @@ def test_tutorial_end_to_end(tmp_path):
     # loss goes down and everything is finite (learning itself is tested on Fashion-MNIST).
     assert all(np.isfinite(hist[k]).all() for k in ("loss", "val_loss", "accuracy", "val_accuracy"))
     assert hist["loss"][1] < hist["loss"][0]
+    # The timings are the History's own lists, beside Keras' keys (the CSV rows and speed-up read them).
+    assert sorted(hist) == ["accuracy", "loss", "val_accuracy", "val_loss"]
+    assert [float(row["seconds"]) for row in rows] == pytest.approx(summary["runs"]["cpu"]["epoch_seconds"])
+    assert len(summary["runs"]["cpu"]["images_per_second"]) == 2
     # The dataset is kept in the data dir (not in --out), and the output says where it went.
     h5 = tmp_path / "data" / "synthetic_cifar10_seed0_train3000.hdf5"
     assert os.path.getsize(h5) > 0 and summary["hdf5"] == str(h5)

@@ -87,6 +87,9 @@ class Metric:
 
     #: The core's name of the metric (Keras' function name).
     core_name = ""
+    #: Whether a better model has a higher ("up": the accuracies) or a lower ("down": errors)
+    #: value, as Keras' metrics say: callbacks with mode='auto' (EarlyStopping) go by it.
+    direction = "up"
 
     def __init__(self, name: Optional[str] = None, dtype: Any = None) -> None:
         if dtype not in (None, "float32", np.float32):
@@ -143,10 +146,12 @@ class SparseTopKCategoricalAccuracy(TopKCategoricalAccuracy):
 
 class MeanSquaredError(Metric):
     core_name = "mean_squared_error"
+    direction = "down"
 
 
 class MeanAbsoluteError(Metric):
     core_name = "mean_absolute_error"
+    direction = "down"
 
 
 # ---------------------------------------------------------------------- lookup

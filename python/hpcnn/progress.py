@@ -98,15 +98,11 @@ def _fmt_time(s: float) -> str:
     return f"{s:.0f}s" if s >= 1 else f"{s * 1000:.0f}ms"
 
 
-def format_logs(logs: Dict[str, float]) -> str:
-    parts = []
-    for k, v in logs.items():
-        if k == "seconds":
-            continue
-        if k == "images_per_second":
-            parts.append(f"{v:,.0f} img/s")
-        else:
-            parts.append(f"{k}: {v:.4f}")
+def format_logs(logs: Dict[str, float], images_per_second: Optional[float] = None) -> str:
+    """'loss: 0.1234 - accuracy: 0.5000', then the training speed when given ('12,345 img/s')."""
+    parts = [f"{k}: {v:.4f}" for k, v in logs.items()]
+    if images_per_second is not None:
+        parts.append(f"{images_per_second:,.0f} img/s")
     return " - ".join(parts)
 
 
@@ -138,7 +134,7 @@ class ProgressBar:
     def _text(self, line: str) -> str:
         return f"{self.title}\n{line}" if self.title and self._titled_display() else line
 
-    def _bar_line(self, done: int, logs: Dict[str, float]) -> str:
+    def _bar_line(self, done: int, logs: Dict[str, float], images_per_second: Optional[float] = None) -> str:
         elapsed = time.perf_counter() - self.start
         frac = done / self.total if self.total else 1.0
         filled = int(self.width * frac)
@@ -150,7 +146,8 @@ class ProgressBar:
         else:
             timing = f"{_fmt_time(elapsed)} {_fmt_time(elapsed / max(done, 1))}/step"
         line = f"{done:>{digits}}/{self.total} [{bar}] - {timing}"
-        return line + (" - " + format_logs(logs) if logs else "")
+        text = format_logs(logs, images_per_second)
+        return line + (" - " + text if text else "")
 
     def update(self, done: int, logs: Dict[str, float]) -> None:
         if self.verbose != 1 or self.live.kind == FILE:
@@ -163,10 +160,12 @@ class ProgressBar:
         self._last_draw = now
         self.live.show(self._text(self._bar_line(done, logs)))
 
-    def finish(self, logs: Dict[str, float]) -> None:
+    def finish(self, logs: Dict[str, float], images_per_second: Optional[float] = None) -> None:
+        """The complete bar with the epoch's logs (and fit's training speed, which is not a log)."""
         if self.verbose == 1 and self.live.kind != FILE:
-            self.live.close(self._text(self._bar_line(self.total, logs)))
+            self.live.close(self._text(self._bar_line(self.total, logs, images_per_second)))
         elif self.verbose:
             elapsed = time.perf_counter() - self.start
-            self.stream.write(f"{self.total}/{self.total} - {_fmt_time(elapsed)} - {format_logs(logs)}\n")
+            self.stream.write(f"{self.total}/{self.total} - {_fmt_time(elapsed)} - "
+                              f"{format_logs(logs, images_per_second)}\n")
             self.stream.flush()

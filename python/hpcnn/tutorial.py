@@ -151,7 +151,7 @@ def train_on(device: str, model, train_ds, valid_ds, epochs: int, verbose, backu
              backup_every: Optional[int] = None) -> Tuple[Any, float]:
     """Compile and fit on `device`; with `backup_dir`, through BackupAndRestore (kept when training
     completes, so a run started again skips what is done). Returns (History, seconds of training:
-    the History's when it continued an earlier run)."""
+    the sum of the History's epoch timings when it continued an earlier run)."""
     model.compile(optimizer=optimizers.Adam(learning_rate=0.001), loss="categorical_crossentropy",
                   metrics=["accuracy"], device=device)
     cbs = []
@@ -161,7 +161,7 @@ def train_on(device: str, model, train_ds, valid_ds, epochs: int, verbose, backu
     history = model.fit(train_ds, epochs=epochs, verbose=verbose, validation_data=valid_ds, callbacks=cbs)
     seconds = time.perf_counter() - t
     if cbs and cbs[0].resumed_from is not None:
-        seconds = float(sum(history.history.get("seconds", [])))
+        seconds = float(sum(history.seconds))  # the epochs of the interrupted run too
     return history, seconds
 
 
@@ -245,15 +245,16 @@ def run(a, stop) -> int:
     if os.path.exists(csv_path):
         os.remove(csv_path)
     for dev, r in runs.items():
-        h = r["history"].history
+        hist = r["history"]
+        h = hist.history
         for e in range(len(h["loss"])):
-            bench.append_csv(csv_path, {"device": dev, "epoch": e + 1, "seconds": h["seconds"][e],
-                                        "images_per_second": h["images_per_second"][e], "loss": h["loss"][e],
+            bench.append_csv(csv_path, {"device": dev, "epoch": e + 1, "seconds": hist.seconds[e],
+                                        "images_per_second": hist.images_per_second[e], "loss": h["loss"][e],
                                         "accuracy": h["accuracy"][e], "val_loss": h.get("val_loss", [None] * 99)[e],
                                         "val_accuracy": h.get("val_accuracy", [None] * 99)[e]})
     print("\n=== Timings ===")
     for dev, r in runs.items():
-        ips = r["history"].history["images_per_second"]
+        ips = r["history"].images_per_second
         print(f"{dev}: {r['seconds']:.1f} s for {len(ips)} epochs; {np.median(ips):,.0f} img/s (median epoch)")
     if "cpu" in runs and "gpu" in runs:
         print(f"GPU speed-up: {runs['cpu']['seconds'] / runs['gpu']['seconds']:.1f}x")
@@ -261,7 +262,9 @@ def run(a, stop) -> int:
     # Evaluate and predict with the last trained model, as the tutorial does.
     last = runs.get("gpu", runs.get("cpu"))
     summary: Dict[str, Any] = {"data": source, "hdf5": h5, "epochs": a.epochs, "batch_size": a.batch_size,
-                               "runs": {d: {"seconds": r["seconds"], "history": r["history"].history}
+                               "runs": {d: {"seconds": r["seconds"], "history": r["history"].history,
+                                            "epoch_seconds": r["history"].seconds,
+                                            "images_per_second": r["history"].images_per_second}
                                         for d, r in runs.items()}}
     if last:
         m = last["model"]

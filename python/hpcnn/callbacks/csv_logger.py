@@ -10,7 +10,10 @@ from .base import Callback
 
 
 class CSVLogger(Callback):
-    """One CSV row per epoch (epoch, metrics, seconds, images_per_second): handy in sbatch jobs.
+    """One CSV row per epoch: the epoch, then the logs' keys sorted (loss, the metrics, their
+    ``val_`` values), Keras' columns: without validation data Keras adds the ``val_`` columns
+    anyway, and a value missing from an epoch's logs is written as ``NA``. hpcnn's timings are not
+    logs: they are on the History (``history.seconds``, ``history.images_per_second``).
     ``append=False`` starts the file anew with the first row this training writes. With
     BackupAndRestore, a resumed fit continues the same file, cut back to the rows it had when the
     backup was written (rows of epochs trained again are not repeated)."""
@@ -44,11 +47,13 @@ class CSVLogger(Callback):
         new = not os.path.exists(self.filename) or os.path.getsize(self.filename) == 0
         if self._keys is None:
             self._keys = sorted(logs)
+            if self._keys and not any(k.startswith("val_") for k in self._keys):
+                self._keys += [f"val_{k}" for k in self._keys]  # as Keras: the columns of a validated fit
         with open(self.filename, "a", newline="") as f:
             w = csv.writer(f, delimiter=self.sep)
             if new:
                 w.writerow(["epoch"] + self._keys)
-            w.writerow([epoch] + [logs.get(k, "") for k in self._keys])
+            w.writerow([epoch] + [logs.get(k, "NA") for k in self._keys])
 
     def get_state(self) -> Dict[str, Any]:
         size = os.path.getsize(self.filename) if os.path.exists(self.filename) and not self._start_anew else 0

@@ -7,6 +7,7 @@ from typing import Any, Callable, Union
 
 import numpy as np
 
+from ..layers.arguments import ACTIVATIONS
 from ._compat import install
 
 
@@ -56,7 +57,11 @@ def deserialize(name: str) -> Callable:
     return get(name)
 
 
-install(__name__, "activations",
-        default_advice="hpcnn's layers take activation='relu', 'softmax' or 'linear' (None)")
+# The activations hpcnn's layers compute by name (in C++) but keeps no NumPy function of here.
+_BY_LAYER = {name: f"pass activation='{name}' (the name) to Conv2D, Dense or Activation: hpcnn computes it in C++"
+             for name in ACTIVATIONS if name not in _BY_NAME}
+install(__name__, "activations", advice=_BY_LAYER,
+        default_advice="pass one of the activations hpcnn's layers compute by name to Conv2D, Dense or Activation "
+                       "(e.g. activation='gelu'): " + ", ".join(repr(n) for n in ACTIVATIONS) + " or None")
 
 __all__ = ["relu", "softmax", "linear", "sigmoid", "tanh", "get", "serialize", "deserialize"]

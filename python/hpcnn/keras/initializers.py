@@ -6,4 +6,4 @@ from ._compat import install
 
 install(__name__, "initializers",
         default_advice="hpcnn initializes kernels with glorot_uniform and biases with zeros (Keras' defaults): leave "
-                       "kernel_initializer / bias_initializer unset, or give the strings 'glorot_uniform' / 'zeros'")
+                       "kernel_initializer / bias_initializer unset, or give the strings 'glorot_uniform' / 'zeros'; set other values with model.set_weights()")

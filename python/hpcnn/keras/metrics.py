@@ -5,5 +5,7 @@ from __future__ import annotations
 from ._compat import install
 
 install(__name__, "metrics", sources=["hpcnn.metrics"], exclude=["resolve"],
-        default_advice="not yet: hpcnn has accuracy, categorical/sparse/binary accuracy, (sparse) top-k "
-                       "categorical accuracy, mean squared and mean absolute error")
+        default_advice="hpcnn's metrics (computed in C++) are 'accuracy', CategoricalAccuracy, "
+                       "SparseCategoricalAccuracy, BinaryAccuracy, TopKCategoricalAccuracy, "
+                       "SparseTopKCategoricalAccuracy, MeanSquaredError and MeanAbsoluteError (the loss is logged "
+                       "as 'loss'); compute others with NumPy on what model.predict() returns")

@@ -19,7 +19,7 @@ def model_from_config(config: Any, custom_objects: Any = None) -> Any:
     return model_from_json(json.dumps(config), custom_objects)
 
 
-_ADVICE = {"Model": "the functional API (Model(inputs, outputs)) is not in this hpcnn yet: use Sequential for a "
-                   "stack of layers; subclassing Model (a Python call()) is not supported",
-          "model_from_yaml": "Keras removed YAML configs: use model.to_json() / model_from_json()"}
+_ADVICE = {"model_from_yaml": "Keras removed YAML configs: use model.to_json() / model_from_json()",
+          "experimental": "hpcnn has none of Keras' experimental model tools: hpcnn.keras.models has Sequential, "
+                          "Model, clone_model, load_model, save_model and model_from_json"}
 install(__name__, "models", sources=["hpcnn.models"], advice=_ADVICE)

@@ -18,6 +18,9 @@ def load_weights(model: Any, filepath: Any, skip_mismatch: bool = False, **kwarg
     model.load_weights(filepath, skip_mismatch=skip_mismatch, **kwargs)
 
 
-install(__name__, "saving", default_advice="custom objects are not supported: hpcnn's files hold hpcnn's layers only")
+install(__name__, "saving", advice={"KerasFileEditor": "open the file with h5py or zipfile to look inside; "
+                                                        "hpcnn.keras.models.load_model reads it"},
+        default_advice="custom objects are not supported: hpcnn's files hold hpcnn's layers only; save and load "
+                       "with model.save() and hpcnn.keras.models.load_model()")
 
 __all__ = ["save_model", "load_model", "save_weights", "load_weights"]

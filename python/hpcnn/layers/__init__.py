@@ -15,7 +15,8 @@ fuses ReLU into Conv2D and Dense; any other activation runs as its own step afte
 
 Layers go into a ``Sequential`` model, or are called on symbolic tensors to build a graph for
 ``hpcnn.Model`` (the functional API, graph.py): ``y = Conv2D(8, 3)(hpcnn.Input((32, 32, 3)))``.
-``Add`` and ``Concatenate`` take a list of tensors.
+``Add`` and ``Concatenate`` take a list of tensors (``add`` and ``concatenate`` are Keras' functional
+forms: ``add([a, b])`` is ``Add()([a, b])``).
 
 One module per kind of layer, as in Keras: ``layer`` (the base, InputLayer, Input), ``graph``
 (symbolic tensors: the bottom of this package), ``convolutional``, ``pooling``, ``reshaping``,
@@ -30,7 +31,7 @@ from .convolutional import Conv2D
 from .core import Activation, Dense
 from .graph import KerasTensor
 from .layer import Input, InputLayer, Layer
-from .merging import Add, Concatenate
+from .merging import Add, Concatenate, add, concatenate
 from .normalization import BatchNormalization
 from .pooling import (AveragePooling2D, AvgPool2D, GlobalAveragePooling2D, GlobalAvgPool2D, GlobalMaxPool2D,
                       GlobalMaxPooling2D, MaxPool2D, MaxPooling2D)
@@ -43,5 +44,6 @@ from .variable import Variable
 __all__ = ["Layer", "InputLayer", "Input", "Conv2D", "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D",
            "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPooling2D", "GlobalMaxPool2D", "ZeroPadding2D",
            "Flatten", "Dense", "Dropout", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "Rescaling",
-           "BatchNormalization", "RandomFlip", "RandomTranslation", "RandomCrop", "Add", "Concatenate", "KerasTensor",
+           "BatchNormalization", "RandomFlip", "RandomTranslation", "RandomCrop", "Add", "Concatenate", "add",
+           "concatenate", "KerasTensor",
            "serialize", "deserialize", "LAYER_CLASSES", "Variable"]

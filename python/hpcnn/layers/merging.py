@@ -43,3 +43,16 @@ class Concatenate(_Merge):
                              "Received: axis=0")
         self.axis = int(axis)
         super().__init__(name=name, **kwargs)
+
+
+# ------------------------------------------------------------------ Keras' functional forms
+def add(inputs: Any, **kwargs: Any) -> Any:
+    """``layers.add([a, b, ...])``: Keras' functional form of ``Add(**kwargs)([a, b, ...])`` (a new
+    Add layer, named as Keras names it, called on the tensors)."""
+    return Add(**kwargs)(inputs)
+
+
+def concatenate(inputs: Any, axis: int = -1, **kwargs: Any) -> Any:
+    """``layers.concatenate([a, b, ...], axis=-1)``: Keras' functional form of
+    ``Concatenate(axis=axis, **kwargs)([a, b, ...])``."""
+    return Concatenate(axis=axis, **kwargs)(inputs)

@@ -399,8 +399,8 @@ class Model(ModelWeights):
         hpcnn.utils.PyDataset (keras.utils.Sequence-style) whose items are ``(x, y)`` or
         ``(x, y, sample_weight)`` batches, or a Python generator of such batches with
         ``steps_per_epoch``. ``sample_weight=`` (arrays) or ``class_weight={class: weight}`` weigh
-        each sample's loss. Returns a History with loss, the compiled metrics, their ``val_``
-        values, seconds and images_per_second per epoch.
+        each sample's loss. Returns a History: ``.history`` has loss, the compiled metrics and their
+        ``val_`` values per epoch (Keras' keys); ``.seconds`` and ``.images_per_second`` the timings.
         Ctrl-C stops at the next batch boundary and returns the History so far."""
         self.claim_weights()
         return training.fit(self, x=x, y=y, batch_size=batch_size, epochs=epochs, verbose=verbose,

@@ -52,6 +52,7 @@ def compile_model(model: Any, optimizer: Any, loss: Any, metrics: Optional[Seque
     model.compile_settings = {"loss": spec["loss"], "accuracy": bool(metric_objs), "from_logits": spec["from_logits"],
                               "label_smoothing": spec["label_smoothing"], "loss_object": spec["object"],
                               "metrics": [m.name for m in metric_objs], "metric_sources": where,
+                              "metric_directions": {m.name: m.direction for m in metric_objs},
                               "metrics_given": [metrics_mod.serialize(m) for m in (metrics or [])],
                               "trainable": mask}
     model.distribute_strategy = None

@@ -280,9 +280,11 @@ class _Run:
                 except StopInValidation:
                     return self.stopped(self.position(epoch, done, sums, seconds), logs)
                 logs.update({"val_" + k: v for k, v in vres.items()})
-            logs["seconds"] = seconds
-            logs["images_per_second"] = seen / seconds if seconds > 0 else 0.0
-            bar.finish(logs)
+            # The timings go to the History (and the bar), not into the logs: callbacks and
+            # history.history see Keras' keys only.
+            rate = seen / seconds if seconds > 0 else 0.0
+            self.history.record_timing(seconds, rate)
+            bar.finish(logs, images_per_second=rate)
             for cb in cbs:
                 cb.on_epoch_end(epoch, logs)
             self.reached(self.position(epoch + 1, 0, zero_sums(self.comp), 0.0), epoch_end=True)

@@ -1,11 +1,26 @@
 """``keras.layers.merge`` (Keras 2's module, which old tutorials import: ``from keras.layers.merge
-import Concatenate``): the merging layers of hpcnn.layers, when hpcnn has them."""
+import Concatenate``): the merging layers of hpcnn.layers (Add, Concatenate and their functional
+forms add, concatenate); the others import and, when used, raise NotImplementedError naming the
+recipe that works with hpcnn's layers."""
 from __future__ import annotations
 
 from .._compat import install
 
-_MERGE = "merging layers need the functional API (hpcnn.Model), which is not in this hpcnn yet"
-_ADVICE = {n: _MERGE for n in ("Add", "Concatenate", "Multiply", "Average", "Maximum", "Minimum", "Subtract", "Dot",
-                              "add", "concatenate", "multiply", "average", "maximum", "minimum", "subtract", "dot")}
-# Importable (the tutorial imports Concatenate without using it); using one raises NotImplementedError.
-install(__name__, "layers.merge", sources=["hpcnn.layers"], advice=_ADVICE, keras_only=True, placeholders=list(_ADVICE))
+_OTHERS = ("hpcnn's merging layers are Add (the sum) and Concatenate (side by side): merge with one of them and "
+           "let a following Conv2D or Dense learn the combination")
+
+#: What to use for each merging layer hpcnn lacks (keras.layers says the same).
+MERGE_ADVICE = {
+    "Multiply": _OTHERS, "multiply": _OTHERS, "Maximum": _OTHERS, "maximum": _OTHERS, "Minimum": _OTHERS,
+    "minimum": _OTHERS,
+    "Average": "use Rescaling(1 / n)(Add()([a, b, ...])): the sum of the n tensors, scaled",
+    "average": "use Rescaling(1 / n)(add([a, b, ...])): the sum of the n tensors, scaled",
+    "Subtract": "use Add()([a, Rescaling(-1.0)(b)]): a + (-1) * b",
+    "subtract": "use add([a, Rescaling(-1.0)(b)]): a + (-1) * b",
+    "Dot": "use Concatenate then Dense (a learned combination of the two)",
+    "dot": "use concatenate then Dense (a learned combination of the two)",
+}
+_HPCNN_HAS = ("Add", "add", "Concatenate", "concatenate")
+# Every merging name imports (the tutorial imports Concatenate without using it).
+install(__name__, "layers.merge", sources=["hpcnn.layers"], advice={**MERGE_ADVICE, **{n: "" for n in _HPCNN_HAS}},
+        keras_only=True, placeholders=list(MERGE_ADVICE) + list(_HPCNN_HAS))
