@@ -2,10 +2,13 @@
 // tabulated once (augment_body.h's sample_map and axis_taps, the GPU kernel's functions), then
 // every output pixel is a table look-up: a copy when every weight is 1 (flips, crops, a
 // translation with nearest interpolation or a whole-pixel shift), else the bilinear combination
-// written as body::combine. The source is read where it is (the batch's rows of the caller's
+// written as body::combine. An affine map without cross terms (a1 = b0 = 0: a zoom, or
+// a rotation by a multiple of a half turn) is separable and takes the same tables; a rotation
+// computes its taps per output pixel with the kernel's body::affine_taps. The source is read where it is (the batch's rows of the caller's
 // array) and uint8 is decoded on the way, so for the batch stager this is the gather, the decode
 // and the augmentation in one pass over the batch.
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "core/pixel.h"
@@ -79,6 +82,30 @@ void augment_sample(const AugmentGeometry& g, const Source& src, long long row, 
   }
 }
 
+// A sample under an affine map with cross terms (a rotation): the taps per output pixel.
+template <typename Source>
+void augment_sample_affine(const AugmentGeometry& g, const Source& src, long long row, const body::Affine& m,
+                           FillMode mode, Interpolation interp, float fill, float* out) {
+  const int c = g.c;
+  const long long base = row * static_cast<long long>(g.h) * g.w * c;
+  auto value = [&](int iy, int ix, int ch) {
+    return iy < 0 || ix < 0 ? fill : src.at(base + (static_cast<long long>(iy) * g.w + ix) * c + ch, ch);
+  };
+  for (int oy = 0; oy < g.oh; ++oy) {
+    for (int ox = 0; ox < g.ow; ++ox) {
+      body::Taps y, x;
+      body::affine_taps(m, g.h, g.w, oy, ox, mode, interp, y, x);
+      float* o = out + (static_cast<long long>(oy) * g.ow + ox) * c;
+      for (int ch = 0; ch < c; ++ch) {
+        const float r0 = body::combine(value(y.i0, x.i0, ch), value(y.i0, x.i1, ch), x.w0, x.w1);
+        o[ch] = y.w1 == 0.f ? r0
+                            : body::combine(r0, body::combine(value(y.i1, x.i0, ch), value(y.i1, x.i1, ch), x.w0, x.w1),
+                                            y.w0, y.w1);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void augment(const AugmentGeometry& g, const AugmentSpec& s, const AugmentDraw& d, const AugmentSource& x, float* y) {
@@ -90,18 +117,37 @@ void augment(const AugmentGeometry& g, const AugmentSpec& s, const AugmentDraw& 
   parallel_for(g.n, [&](long long i0, long long i1, int) {
     std::vector<body::Taps> ty(g.oh), tx(g.ow);
     for (long long i = i0; i < i1; ++i) {
-      const body::SampleMap m = body::sample_map(s, d, g.h, g.w, i);
-      bool copies = true;  // every weight 1: a copy (or the fill) per output pixel
-      for (int o = 0; o < g.oh; ++o) {
-        ty[o] = body::axis_taps(m.rows, g.h, o, mode, interp);
-        copies = copies && ty[o].w1 == 0.f;
-      }
-      for (int o = 0; o < g.ow; ++o) {
-        tx[o] = body::axis_taps(m.cols, g.w, o, mode, interp);
-        copies = copies && tx[o].w1 == 0.f;
-      }
       const long long row = x.rows ? x.rows[i] : i;
       float* out = y + i * per;
+      bool copies = true;  // every weight 1: a copy (or the fill) per output pixel
+      if (body::is_affine(s)) {
+        const body::Affine m = body::sample_affine(s, d, g.h, g.w, i);
+        if (m.a1 != 0.f || m.b0 != 0.f) {
+          if (x.u8) augment_sample_affine(g, ByteSource{x.u8, x.scale, x.shift}, row, m, mode, interp, fill, out);
+          else augment_sample_affine(g, FloatSource{x.f32}, row, m, mode, interp, fill, out);
+          continue;
+        }
+        // No cross terms: column fmaf(a0, x, a2), row fmaf(b1, y, b2), what affine_taps computes
+        // then (fmaf(0, y, a2) is a2), tabulated per axis.
+        for (int o = 0; o < g.oh; ++o) {
+          ty[o] = body::coordinate_taps(fmaf(m.b1, static_cast<float>(o), m.b2), g.h, mode, interp);
+          copies = copies && ty[o].w1 == 0.f;
+        }
+        for (int o = 0; o < g.ow; ++o) {
+          tx[o] = body::coordinate_taps(fmaf(m.a0, static_cast<float>(o), m.a2), g.w, mode, interp);
+          copies = copies && tx[o].w1 == 0.f;
+        }
+      } else {
+        const body::SampleMap m = body::sample_map(s, d, g.h, g.w, i);
+        for (int o = 0; o < g.oh; ++o) {
+          ty[o] = body::axis_taps(m.rows, g.h, o, mode, interp);
+          copies = copies && ty[o].w1 == 0.f;
+        }
+        for (int o = 0; o < g.ow; ++o) {
+          tx[o] = body::axis_taps(m.cols, g.w, o, mode, interp);
+          copies = copies && tx[o].w1 == 0.f;
+        }
+      }
       if (x.u8) augment_sample(g, ByteSource{x.u8, x.scale, x.shift}, row, ty, tx, copies, fill, out);
       else augment_sample(g, FloatSource{x.f32}, row, ty, tx, copies, fill, out);
     }

@@ -8,7 +8,8 @@ from . import merge
 
 _CONV = "hpcnn has Conv2D (any kernel size and stride, 'same'/'valid')"
 _RNN = "recurrent and text layers are not implemented: hpcnn is for convolutional networks"
-_AUG = "data augmentation layers are not implemented: augment the arrays (NumPy) before fit"
+_AUG = ("hpcnn's augmentation layers are RandomFlip, RandomTranslation, RandomRotation, RandomZoom and RandomCrop "
+        "(with Rescaling); for others, transform the arrays (NumPy) before fit")
 _MERGE = "merging layers need the functional API (hpcnn.Model), which is not in this hpcnn yet"
 
 _ADVICE = {
@@ -27,7 +28,6 @@ _ADVICE = {
     "UpSampling2D": "not implemented", "Cropping2D": "not implemented",
     "SpatialDropout2D": "use Dropout", "GaussianNoise": "use Dropout", "GaussianDropout": "use Dropout",
     "AlphaDropout": "use Dropout",
-    "RandomFlip": _AUG, "RandomRotation": _AUG, "RandomZoom": _AUG, "RandomCrop": _AUG, "RandomTranslation": _AUG,
     "RandomContrast": _AUG, "RandomBrightness": _AUG, "Resizing": _AUG, "Normalization": _AUG,
 }
 _MERGING = ("Add", "Concatenate", "Multiply", "Average", "Maximum", "Minimum", "Subtract", "Dot")
