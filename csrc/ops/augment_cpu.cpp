@@ -34,6 +34,25 @@ struct ByteSource {
   float at(long long i, int ch) const { return pixel::decode_u8(x[i], scale[ch], shift[ch]); }
 };
 
+// One output pixel (c channels at o) from its taps, combined in body::augment_at's order: each
+// corner's element offset is computed once for all channels (-1: the fill value, as
+// body::tap_value). A second tap whose weight is 0 is not read (body::combine ignores it).
+template <typename Source>
+inline void blend(const Source& src, long long base, int w, int c, const body::Taps& y, const body::Taps& x,
+                  float fill, float* o) {
+  auto at = [&](int iy, int ix) { return iy < 0 || ix < 0 ? -1LL : base + (static_cast<long long>(iy) * w + ix) * c; };
+  auto value = [&](long long p, int ch) { return p < 0 ? fill : src.at(p + ch, ch); };
+  const long long p00 = at(y.i0, x.i0), p01 = x.w1 == 0.f ? p00 : at(y.i0, x.i1);
+  if (y.w1 == 0.f) {
+    for (int ch = 0; ch < c; ++ch) o[ch] = body::combine(value(p00, ch), value(p01, ch), x.w0, x.w1);
+    return;
+  }
+  const long long p10 = at(y.i1, x.i0), p11 = x.w1 == 0.f ? p10 : at(y.i1, x.i1);
+  for (int ch = 0; ch < c; ++ch)
+    o[ch] = body::combine(body::combine(value(p00, ch), value(p01, ch), x.w0, x.w1),
+                          body::combine(value(p10, ch), value(p11, ch), x.w0, x.w1), y.w0, y.w1);
+}
+
 template <typename Source>
 void augment_sample(const AugmentGeometry& g, const Source& src, long long row, const std::vector<body::Taps>& ty,
                     const std::vector<body::Taps>& tx, bool copies, float fill, float* out) {
@@ -62,46 +81,29 @@ void augment_sample(const AugmentGeometry& g, const Source& src, long long row, 
     }
     return;
   }
-  // A tap's value: the source, or the fill value where an index is -1 (as body::tap_value).
-  auto value = [&](int iy, int ix, int ch) {
-    return iy < 0 || ix < 0 ? fill : src.at(base + (static_cast<long long>(iy) * g.w + ix) * c + ch, ch);
-  };
   for (int oy = 0; oy < g.oh; ++oy) {
-    const body::Taps& y = ty[oy];
     float* o = out + static_cast<long long>(oy) * g.ow * c;
-    for (int ox = 0; ox < g.ow; ++ox) {
-      const body::Taps& x = tx[ox];
-      for (int ch = 0; ch < c; ++ch) {
-        const float r0 = body::combine(value(y.i0, x.i0, ch), value(y.i0, x.i1, ch), x.w0, x.w1);
-        float v = r0;
-        if (y.w1 != 0.f)
-          v = body::combine(r0, body::combine(value(y.i1, x.i0, ch), value(y.i1, x.i1, ch), x.w0, x.w1), y.w0, y.w1);
-        o[static_cast<long long>(ox) * c + ch] = v;
-      }
-    }
+    for (int ox = 0; ox < g.ow; ++ox) blend(src, base, g.w, c, ty[oy], tx[ox], fill, o + static_cast<long long>(ox) * c);
   }
 }
 
-// A sample under an affine map with cross terms (a rotation): the taps per output pixel.
+// A sample under an affine map with cross terms (a rotation): the taps per output pixel, the
+// coordinates as body::affine_taps computes them (the inner fmaf, constant along a row, once per
+// row).
 template <typename Source>
 void augment_sample_affine(const AugmentGeometry& g, const Source& src, long long row, const body::Affine& m,
                            FillMode mode, Interpolation interp, float fill, float* out) {
   const int c = g.c;
   const long long base = row * static_cast<long long>(g.h) * g.w * c;
-  auto value = [&](int iy, int ix, int ch) {
-    return iy < 0 || ix < 0 ? fill : src.at(base + (static_cast<long long>(iy) * g.w + ix) * c + ch, ch);
-  };
   for (int oy = 0; oy < g.oh; ++oy) {
+    const float fy = static_cast<float>(oy);
+    const float col0 = fmaf(m.a1, fy, m.a2), row0 = fmaf(m.b1, fy, m.b2);
+    float* o = out + static_cast<long long>(oy) * g.ow * c;
     for (int ox = 0; ox < g.ow; ++ox) {
-      body::Taps y, x;
-      body::affine_taps(m, g.h, g.w, oy, ox, mode, interp, y, x);
-      float* o = out + (static_cast<long long>(oy) * g.ow + ox) * c;
-      for (int ch = 0; ch < c; ++ch) {
-        const float r0 = body::combine(value(y.i0, x.i0, ch), value(y.i0, x.i1, ch), x.w0, x.w1);
-        o[ch] = y.w1 == 0.f ? r0
-                            : body::combine(r0, body::combine(value(y.i1, x.i0, ch), value(y.i1, x.i1, ch), x.w0, x.w1),
-                                            y.w0, y.w1);
-      }
+      const float fx = static_cast<float>(ox);
+      const body::Taps x = body::coordinate_taps(fmaf(m.a0, fx, col0), g.w, mode, interp);
+      const body::Taps y = body::coordinate_taps(fmaf(m.b0, fx, row0), g.h, mode, interp);
+      blend(src, base, g.w, c, y, x, fill, o + static_cast<long long>(ox) * c);
     }
   }
 }
