@@ -10,7 +10,8 @@
 - Live Keras 3 (jax backend; skipped without the `keras` extra, an error in CI): the deterministic
   transform at a fixed factor, every fill mode and interpolation, equal to Keras' within 1e-5
   (bilinear: only float32 rounding of the coordinates differs; measured <= 1e-6 on values in
-  [0, 1)) and exactly for nearest interpolation (these shapes have no half-pixel ties).
+  [0, 1)) and exactly for nearest interpolation (these shapes have no half-pixel ties); the
+  layers' configs as Keras' get_config; Keras' files with them load in hpcnn and hpcnn's in Keras.
 - In a model: the training step sees the op's images keyed by (model seed, step, global row,
   layer); the same with 1 and 2 CPU replicas; a layer's seed= gives the same images whatever the
   model's seed (the key layer_seed_key(seed), stream = step); configs and files keep the seed.
@@ -261,6 +262,31 @@ def test_configs_match_keras():
         for key in ours.config_keys:
             kv = list(k[key]) if isinstance(k[key], tuple) else k[key]
             assert o[key] == kv, (type(ours).__name__, key, o[key], kv)
+
+
+def test_keras_files_round_trip(tmp_path):
+    # Keras' files with the tutorials' augmentation block load in hpcnn (seeds kept) and predict the
+    # same (inference: the identity); hpcnn's load in Keras likewise.
+    keras = keras_module()
+    x = np.random.default_rng(0).random((4, 12, 12, 3), dtype=np.float32)
+    km = keras.Sequential([keras.Input((12, 12, 3)), keras.layers.RandomFlip("horizontal", seed=3),
+                           keras.layers.RandomRotation(0.1, seed=4),
+                           keras.layers.RandomZoom(0.2, (-0.1, 0.1), fill_mode="constant"),
+                           keras.layers.Flatten(), keras.layers.Dense(3)])
+    hm = head_model([RandomRotation(0.1, seed=4), RandomZoom(0.2, fill_mode="wrap")], shape=(12, 12, 3))
+    hm.build()
+    for name in ("m.keras", "m.h5"):
+        km.save(tmp_path / f"k{name}")
+        loaded = hpcnn.saving.load_model(str(tmp_path / f"k{name}"))
+        assert [type(la).__name__ for la in loaded.layers[:3]] == ["RandomFlip", "RandomRotation", "RandomZoom"]
+        assert (loaded.layers[0].seed, loaded.layers[1].seed, loaded.layers[1].factor) == (3, 4, (-0.1, 0.1))
+        assert (loaded.layers[2].width_factor, loaded.layers[2].fill_mode) == ([-0.1, 0.1], "constant")
+        np.testing.assert_allclose(loaded.predict(x, verbose=0), km.predict(x, verbose=0), rtol=1e-5, atol=1e-5)
+        hm.save(str(tmp_path / f"h{name}"))
+        theirs = keras.saving.load_model(tmp_path / f"h{name}", compile=False)
+        assert (theirs.layers[0].seed, tuple(theirs.layers[0].factor)) == (4, (-0.1, 0.1))
+        assert theirs.layers[1].fill_mode == "wrap" and theirs.layers[1].width_factor is None
+        np.testing.assert_allclose(theirs.predict(x, verbose=0), hm.predict(x, verbose=0), rtol=1e-5, atol=1e-5)
 
 
 # ------------------------------------------------------------------ in a model
