@@ -9,6 +9,7 @@
 // and the augmentation in one pass over the batch.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "core/pixel.h"
@@ -37,9 +38,12 @@ struct ByteSource {
 // One output pixel (c channels at o) from its taps, combined in body::augment_at's order: each
 // corner's element offset is computed once for all channels (-1: the fill value, as
 // body::tap_value). A second tap whose weight is 0 is not read (body::combine ignores it).
-template <typename Source>
-inline void blend(const Source& src, long long base, int w, int c, const body::Taps& y, const body::Taps& x,
+// C > 0: the channel count known at compile time (RGB, grey: the loops over channels unrolled);
+// C = 0: c at run time.
+template <int C, typename Source>
+inline void blend(const Source& src, long long base, int w, int c_run, const body::Taps& y, const body::Taps& x,
                   float fill, float* o) {
+  const int c = C > 0 ? C : c_run;
   auto at = [&](int iy, int ix) { return iy < 0 || ix < 0 ? -1LL : base + (static_cast<long long>(iy) * w + ix) * c; };
   auto value = [&](long long p, int ch) { return p < 0 ? fill : src.at(p + ch, ch); };
   const long long p00 = at(y.i0, x.i0), p01 = x.w1 == 0.f ? p00 : at(y.i0, x.i1);
@@ -51,6 +55,14 @@ inline void blend(const Source& src, long long base, int w, int c, const body::T
   for (int ch = 0; ch < c; ++ch)
     o[ch] = body::combine(body::combine(value(p00, ch), value(p01, ch), x.w0, x.w1),
                           body::combine(value(p10, ch), value(p11, ch), x.w0, x.w1), y.w0, y.w1);
+}
+
+// Calls f(std::integral_constant<int, C>) with C = c for the channel counts blend() unrolls, else 0.
+template <typename F>
+void with_channels(int c, F&& f) {
+  if (c == 3) f(std::integral_constant<int, 3>());
+  else if (c == 1) f(std::integral_constant<int, 1>());
+  else f(std::integral_constant<int, 0>());
 }
 
 template <typename Source>
@@ -81,10 +93,13 @@ void augment_sample(const AugmentGeometry& g, const Source& src, long long row, 
     }
     return;
   }
-  for (int oy = 0; oy < g.oh; ++oy) {
-    float* o = out + static_cast<long long>(oy) * g.ow * c;
-    for (int ox = 0; ox < g.ow; ++ox) blend(src, base, g.w, c, ty[oy], tx[ox], fill, o + static_cast<long long>(ox) * c);
-  }
+  with_channels(c, [&](auto C) {
+    for (int oy = 0; oy < g.oh; ++oy) {
+      float* o = out + static_cast<long long>(oy) * g.ow * c;
+      for (int ox = 0; ox < g.ow; ++ox)
+        blend<C()>(src, base, g.w, c, ty[oy], tx[ox], fill, o + static_cast<long long>(ox) * c);
+    }
+  });
 }
 
 // A sample under an affine map with cross terms (a rotation): the taps per output pixel, the
@@ -95,17 +110,19 @@ void augment_sample_affine(const AugmentGeometry& g, const Source& src, long lon
                            FillMode mode, Interpolation interp, float fill, float* out) {
   const int c = g.c;
   const long long base = row * static_cast<long long>(g.h) * g.w * c;
-  for (int oy = 0; oy < g.oh; ++oy) {
-    const float fy = static_cast<float>(oy);
-    const float col0 = fmaf(m.a1, fy, m.a2), row0 = fmaf(m.b1, fy, m.b2);
-    float* o = out + static_cast<long long>(oy) * g.ow * c;
-    for (int ox = 0; ox < g.ow; ++ox) {
-      const float fx = static_cast<float>(ox);
-      const body::Taps x = body::coordinate_taps(fmaf(m.a0, fx, col0), g.w, mode, interp);
-      const body::Taps y = body::coordinate_taps(fmaf(m.b0, fx, row0), g.h, mode, interp);
-      blend(src, base, g.w, c, y, x, fill, o + static_cast<long long>(ox) * c);
+  with_channels(c, [&](auto C) {
+    for (int oy = 0; oy < g.oh; ++oy) {
+      const float fy = static_cast<float>(oy);
+      const float col0 = fmaf(m.a1, fy, m.a2), row0 = fmaf(m.b1, fy, m.b2);
+      float* o = out + static_cast<long long>(oy) * g.ow * c;
+      for (int ox = 0; ox < g.ow; ++ox) {
+        const float fx = static_cast<float>(ox);
+        const body::Taps x = body::coordinate_taps(fmaf(m.a0, fx, col0), g.w, mode, interp);
+        const body::Taps y = body::coordinate_taps(fmaf(m.b0, fx, row0), g.h, mode, interp);
+        blend<C()>(src, base, g.w, c, y, x, fill, o + static_cast<long long>(ox) * c);
+      }
     }
-  }
+  });
 }
 
 }  // namespace
