@@ -2,11 +2,11 @@
 // tabulated once (augment_body.h's sample_map and axis_taps, the GPU kernel's functions), then
 // every output pixel is a table look-up: a copy when every weight is 1 (flips, crops, a
 // translation with nearest interpolation or a whole-pixel shift), else the bilinear combination
-// written as body::combine. An affine map without cross terms (a1 = b0 = 0: a zoom, or
-// a rotation by a multiple of a half turn) is separable and takes the same tables; a rotation
-// computes its taps per output pixel with the kernel's body::affine_taps. The source is read where it is (the batch's rows of the caller's
-// array) and uint8 is decoded on the way, so for the batch stager this is the gather, the decode
-// and the augmentation in one pass over the batch.
+// written as body::combine. An affine map without cross terms (a1 = b0 = 0: a zoom, a rotation
+// by 0, inference) is separable and takes the same tables; a rotation computes its taps per output
+// pixel as the kernel's body::affine_taps does. The source is read where it is (the batch's rows
+// of the caller's array) and uint8 is decoded on the way, so for the batch stager this is the
+// gather, the decode and the augmentation in one pass over the batch.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
