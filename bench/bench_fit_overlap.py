@@ -30,14 +30,28 @@ import hpcnn  # noqa: E402
 def augmentation_op_ms(x8: np.ndarray) -> dict:
     """The staged augmentation's passes timed alone (hpcnn._core.ops.augment, the op the batch
     stager runs): flip fused with the gather of 250 shuffled rows (float32, and uint8 decoded on the
-    way), and the padded crop of a gathered batch; NumPy's gather of the same rows for scale."""
+    way), the padded crop of a gathered batch, RandomRotation(0.1) and RandomZoom(0.1) (Keras'
+    defaults: reflect, bilinear) fused with the gather and decode and on a gathered batch, and the
+    TensorFlow CNN tutorials' block (RandomFlip("horizontal"), RandomRotation(0.1), RandomZoom(0.1):
+    three passes, the first fused with the gather and decode); NumPy's gather of the same rows for
+    scale."""
     from hpcnn._core import ops
     rng = np.random.default_rng(1)
     xf = x8.astype(np.float32) / 255.0
     rows = rng.permutation(len(x8))[:250].astype(np.int64)
     flip = dict(class_name="RandomFlip", mode="horizontal")
     crop = dict(class_name="RandomCrop", height=32, width=32)
+    rotation = dict(class_name="RandomRotation", factor_lo=-0.1, factor_hi=0.1, fill_mode="reflect",
+                    fill_value=0.0, interpolation="bilinear")
+    zoom = dict(class_name="RandomZoom", height_lo=-0.1, height_hi=0.1, fill_mode="reflect", fill_value=0.0,
+                interpolation="bilinear")
+    decode = dict(scale=[1 / 255] * 3, shift=[0.0] * 3)
     batch = xf[rows]
+
+    def tutorial_block() -> None:
+        for _ in range(reps):
+            y = ops.augment(x8, flip, rows=rows, **decode)
+            ops.augment(ops.augment(y, rotation, stream=1), zoom, stream=2)
     reps = 100
 
     def ms(call) -> float:
@@ -54,6 +68,11 @@ def augmentation_op_ms(x8: np.ndarray) -> dict:
         "flip + gather + decode (uint8)": ms(lambda: ops.augment(x8, flip, rows=rows, scale=[1 / 255] * 3,
                                                                  shift=[0.0] * 3, repeat=reps)),
         "padded crop (pad 4)": ms(lambda: ops.augment(batch, crop, padding=[4, 4, 4, 4], repeat=reps)),
+        "rotation 0.1 + gather + decode (uint8)": ms(lambda: ops.augment(x8, rotation, rows=rows, **decode,
+                                                                         repeat=reps)),
+        "rotation 0.1 of a gathered batch": ms(lambda: ops.augment(batch, rotation, repeat=reps)),
+        "zoom 0.1 of a gathered batch": ms(lambda: ops.augment(batch, zoom, repeat=reps)),
+        "flip + rotation + zoom (uint8 rows; + NumPy's copies out)": ms(tutorial_block),
         "NumPy x[rows] (float32)": ms(lambda: [xf[rows] for _ in range(reps)]),
     }
 

@@ -3,7 +3,7 @@ import numpy as np
 
 import hpcnn
 from hpcnn.layers import (Add, Concatenate, Conv2D, Dense, Dropout, Flatten, InputLayer, MaxPooling2D, RandomCrop,
-                          RandomFlip, RandomTranslation, ReLU, Rescaling, ZeroPadding2D)
+                          RandomFlip, RandomRotation, RandomTranslation, RandomZoom, ReLU, Rescaling, ZeroPadding2D)
 
 ROWS = 80   # 5 global batches of 16
 BATCH = 16  # the global batch
@@ -55,11 +55,12 @@ def residual_model(seed=21, dropout=0.25, optimizer="adam"):
 
 
 def augmented_model(seed=21, dropout=0.25, optimizer="adam"):
-    """small_cnn that augments: leading RandomFlip, ZeroPadding2D + RandomCrop (run by the batch
-    stager, fused into the gather) and a RandomTranslation after a Rescaling (run as an op in the
-    model). Every draw is keyed by the sample's global row, so replicas must agree with one device."""
-    augmentation = [RandomFlip("horizontal"), ZeroPadding2D(2), RandomCrop(8, 8), Rescaling(0.5),
-                    RandomTranslation(0.25, 0.25, fill_mode="constant")]
+    """small_cnn that augments: leading RandomFlip, ZeroPadding2D + RandomCrop, RandomRotation (run
+    by the batch stager, fused into the gather) and a RandomTranslation and a RandomZoom with a seed
+    of its own after a Rescaling (run as ops in the model). Every draw is keyed by the sample's
+    global row, so replicas must agree with one device."""
+    augmentation = [RandomFlip("horizontal"), ZeroPadding2D(2), RandomCrop(8, 8), RandomRotation(0.1), Rescaling(0.5),
+                    RandomTranslation(0.25, 0.25, fill_mode="constant"), RandomZoom(0.2, seed=7)]
     return small_cnn(augmentation, seed, dropout, optimizer)
 
 

@@ -225,7 +225,7 @@ def test_op_bad_input():
     with pytest.raises(ValueError, match="RandomTranslation.*\\[-1, 1\\]"):
         ops.augment(x, dict(TRANSLATIONS[0], height_hi=1.5))
     with pytest.raises(ValueError, match="unknown augmentation"):
-        ops.augment(x, dict(class_name="RandomZoom"))
+        ops.augment(x, dict(class_name="RandomContrast"))
 
 
 # ------------------------------------------------------------------ in a model
@@ -401,7 +401,7 @@ def test_bad_arguments_name_the_layer():
     with pytest.raises(ValueError, match="RandomCrop"):
         RandomCrop(0, 4)
     with pytest.raises(ValueError, match="seed"):
-        RandomFlip(seed=3)
+        RandomFlip(seed=-3)
     with pytest.raises(ValueError, match="smaller than the crop"):
         head_model([RandomCrop(7, 6)]).build()
     with pytest.raises(ValueError, match="RandomFlip comes after Conv2D"):

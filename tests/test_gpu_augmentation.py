@@ -1,5 +1,6 @@
-"""The augmentation on the GPU against the CPU (issue 13): the CUDA kernel computes every output
-element with the CPU's functions (csrc/ops/augment_body.h), so the op is compared bit for bit; a
+"""The augmentation on the GPU against the CPU (issues 13, 23): the CUDA kernel computes every output
+element with the CPU's functions (csrc/ops/augment_body.h; a rotation's sine and cosine too, written
+out in double precision rather than the libraries' sinf/cosf), so the op is compared bit for bit; a
 model with augmentation layers at its start (run by the batch stager after the upload on a GPU,
 fused into the gather on the CPU) and one with an augmentation op after a Rescaling train to the
 same weights on both devices (within the GPU's float tolerance for the convolution), from float32
@@ -16,8 +17,8 @@ import pytest
 import hpcnn
 from gpu_target import GPU, MARKS
 from hpcnn import _core, optimizers
-from hpcnn.layers import (Conv2D, Dense, Flatten, InputLayer, RandomCrop, RandomFlip, RandomTranslation, Rescaling,
-                          ZeroPadding2D)
+from hpcnn.layers import (Conv2D, Dense, Flatten, InputLayer, RandomCrop, RandomFlip, RandomRotation, RandomTranslation,
+                          RandomZoom, Rescaling, ZeroPadding2D)
 
 ops = _core.ops
 pytestmark = MARKS
@@ -26,7 +27,14 @@ CONFIGS = ([dict(class_name="RandomFlip", mode=m) for m in ("horizontal", "verti
            + [dict(class_name="RandomTranslation", height_lo=-0.7, height_hi=0.4, width_lo=-0.2, width_hi=0.9,
                    fill_mode=f, fill_value=-0.5, interpolation=i)
               for f in ("constant", "reflect", "wrap", "nearest") for i in ("nearest", "bilinear")]
-           + [dict(class_name="RandomCrop", height=6, width=5)])
+           + [dict(class_name="RandomCrop", height=6, width=5)]
+           + [dict(class_name="RandomRotation", factor_lo=-0.8, factor_hi=0.6, fill_mode=f, fill_value=-0.5,
+                   interpolation=i) for f in ("constant", "reflect", "wrap", "nearest") for i in ("nearest", "bilinear")]
+           + [dict(class_name="RandomZoom", height_lo=-0.6, height_hi=0.5, width_lo=-0.2, width_hi=0.9, fill_mode=f,
+                   fill_value=-0.5, interpolation=i)
+              for f in ("constant", "reflect", "wrap", "nearest") for i in ("nearest", "bilinear")]
+           + [dict(class_name="RandomZoom", height_lo=-0.3, height_hi=0.3, fill_mode="reflect", fill_value=0.0,
+                   interpolation="bilinear")])
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: "-".join(str(v) for v in c.values()))
@@ -48,7 +56,9 @@ def model(front):
     lambda: [RandomFlip("horizontal"), ZeroPadding2D(2), RandomCrop(10, 10)],
     lambda: [RandomTranslation(0.2, 0.3, fill_mode="reflect"), RandomFlip()],
     lambda: [Rescaling(1 / 255), RandomFlip("vertical"), RandomTranslation(0.1, 0.1, interpolation="nearest")],
-], ids=["flip+padded-crop", "translation+flip", "after-rescaling"])
+    lambda: [RandomRotation(0.2), RandomZoom(0.2, seed=4)],
+    lambda: [Rescaling(1 / 255), RandomZoom((-0.3, 0.1), 0.2, fill_mode="constant"), RandomRotation(0.1, seed=8)],
+], ids=["flip+padded-crop", "translation+flip", "after-rescaling", "rotation+zoom", "zoom+rotation-after-rescaling"])
 @pytest.mark.parametrize("dtype", [np.float32, np.uint8])
 def test_a_model_with_augmentation_trains_the_same_on_the_gpu(front, dtype):
     r = np.random.default_rng(1)

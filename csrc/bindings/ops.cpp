@@ -674,7 +674,8 @@ void bind_ops(py::module_& m) {
   }, py::arg("x"), py::arg("scale"), py::arg("shift"), py::arg("device") = "cpu");
 
   // The augmentation of one layer (ops/augment.h), its spec from the layer's core config (what
-  // layers.py sends: class_name RandomFlip, RandomTranslation or RandomCrop and their keys), a
+  // layers.py sends: class_name RandomFlip, RandomTranslation, RandomRotation, RandomZoom or
+  // RandomCrop and their keys; a seed key is ignored: the draw is `seed`, `stream`), a
   // crop optionally from the input with `padding` (top, bottom, left, right) zeros around it.
   // float32 x on any device; `rows`, or a uint8 x (decoded with scale, shift per channel), take
   // the stager's host pass (ops::augment_rows).

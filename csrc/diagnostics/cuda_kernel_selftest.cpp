@@ -274,6 +274,14 @@ void check_augment(std::vector<SelftestResult>& out) {
       t.height_lo = -0.9f, t.height_hi = 0.6f, t.width_lo = -0.3f, t.width_hi = 1.f;
       t.fill_mode = m, t.fill_value = 0.25f, t.interpolation = in;
       specs.push_back(t);
+      AugmentSpec r = t;  // a rotation: taps per pixel on the CPU
+      r.kind = AugmentKind::Rotate;
+      r.rotation_lo = -0.7f, r.rotation_hi = 0.4f;
+      specs.push_back(r);
+      AugmentSpec z = t;  // a zoom: per-axis tables on the CPU
+      z.kind = AugmentKind::Zoom;
+      z.height_lo = -0.6f, z.height_hi = 0.5f, z.width_lo = -0.3f, z.width_hi = 0.8f;
+      specs.push_back(z);
     }
   AugmentSpec crop;
   crop.kind = AugmentKind::Crop;
@@ -294,7 +302,7 @@ void check_augment(std::vector<SelftestResult>& out) {
       for (size_t i = 0; i < emu.size(); ++i) emu[i] = body::augment_at(a, x.data(), (long long)i);
       bad += mismatches(emu, cpu_y);
     }
-  out.push_back({"augmentation: flip, translation (4 fill modes x 2 interpolations), padded crop (mismatches)", bad, 0});
+  out.push_back({"augmentation: flip, translation, rotation, zoom (4 fill modes x 2 interpolations), padded crop (mismatches)", bad, 0});
 }
 
 // Concatenating three NHWC tensors along channels and splitting them back: the CUDA row copy's

@@ -3,13 +3,15 @@
 #include <utility>
 
 #include "core/errors.h"
+#include "core/rng.h"
 #include "nn/layers.h"
 #include "ops/ops.h"
 
 namespace hpcnn::nn {
 
 // ------------------------------------------------------------------ the layer
-AugmentationLayer::AugmentationLayer(std::string kind, const AugmentSpec& spec) : kind_(std::move(kind)), spec_(spec) {
+AugmentationLayer::AugmentationLayer(std::string kind, const AugmentSpec& spec, std::optional<uint64_t> seed)
+    : kind_(std::move(kind)), spec_(spec), seed_(seed) {
   check_augment_spec(spec_);
 }
 
@@ -22,7 +24,7 @@ Shape AugmentationLayer::output_shape(const Shape& in) const {
 }
 
 void AugmentationLayer::forward(const Tensor& x, Tensor& y, const StepContext& ctx) {
-  ops::augment(x, y, spec_, augment_draw(ctx, ctx.layer_index));
+  ops::augment(x, y, spec_, augment_draw(ctx, ctx.layer_index, seed_));
 }
 
 void AugmentationLayer::backward(const Tensor&, const Tensor&, Tensor&, Tensor*, const StepContext&) {
@@ -30,10 +32,17 @@ void AugmentationLayer::backward(const Tensor&, const Tensor&, Tensor&, Tensor*,
                        "weights"));
 }
 
-AugmentDraw augment_draw(const StepContext& ctx, int layer) {
+AugmentDraw augment_draw(const StepContext& ctx, int layer, const std::optional<uint64_t>& layer_seed) {
+  if (layer_seed) return AugmentDraw{ctx.training, layer_seed_key(*layer_seed), ctx.step, ctx.first_row};
   StepContext at = ctx;
   at.layer_index = layer;
   return AugmentDraw{ctx.training, ctx.seed, at.dropout_stream(), ctx.first_row};
+}
+
+uint64_t layer_seed_key(uint64_t seed) {
+  // Stream 2^64 - 1 is never a model's (step * 1024 + layer) nor a seeded layer's (step).
+  const rng::U32x4 r = rng::bits4(seed, ~0ull, 0);
+  return static_cast<uint64_t>(r.v[0]) | (static_cast<uint64_t>(r.v[1]) << 32);
 }
 
 // ------------------------------------------------------------------ the stager's part
@@ -70,10 +79,12 @@ LeadingAugmentation leading_augmentation(const std::vector<const Layer*>& layers
       aug = next;
       covers = 2;
       st.spec = next->spec();
+      st.seed = next->seed();
       pad->padding(st.spec.pad_top, st.spec.pad_bottom, st.spec.pad_left, st.spec.pad_right);
       st.layer = static_cast<int>(i + 1);
     } else {
       st.spec = aug->spec();
+      st.seed = aug->seed();
       st.layer = static_cast<int>(i);
     }
     if (st.in.size() != 3) break;  // not images: the layer's own output_shape raises

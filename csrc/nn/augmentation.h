@@ -1,7 +1,10 @@
-// Keras' augmentation layers (RandomFlip, RandomTranslation, RandomCrop) and where a model runs
-// them. They change the images in training only (in inference a flip and a translation are the
-// identity and a crop takes the centre), drawing per sample from (model seed, step, the sample's
-// global row, the layer's index): ops/augment.h has the draws and the arithmetic.
+// Keras' augmentation layers (RandomFlip, RandomTranslation, RandomRotation, RandomZoom,
+// RandomCrop) and where a model runs them. They change the images in training only (in inference
+// a crop takes the centre, the others are the identity), drawing per sample from (model seed,
+// step, the sample's global row, the layer's index): ops/augment.h has the draws and the
+// arithmetic. A layer given Keras' seed= draws from (its own seed, step, global row) instead: the
+// same images whatever the model's seed and wherever the layer sits (Keras: a layer with a seed
+// has a SeedGenerator of its own; two layers with the same seed draw alike).
 //
 //   at the model's start   the leading augmentation layers, and a ZeroPadding2D right before a
 //                          RandomCrop (the crop then reads the padded input: "pad 4, crop 32" in
@@ -16,6 +19,8 @@
 // Both ways give the same images: the draws do not depend on where the layer runs.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,10 +32,12 @@ namespace hpcnn::nn {
 
 class AugmentationLayer : public Layer {
  public:
-  // kind: "RandomFlip", "RandomTranslation" or "RandomCrop" (what spec.kind is).
-  AugmentationLayer(std::string kind, const AugmentSpec& spec);
+  // kind: "RandomFlip", "RandomTranslation", "RandomRotation", "RandomZoom" or "RandomCrop" (what
+  // spec.kind is); seed: the layer's own (Keras' seed=), or none (the model's).
+  AugmentationLayer(std::string kind, const AugmentSpec& spec, std::optional<uint64_t> seed = std::nullopt);
   std::string kind() const override { return kind_; }
   const AugmentSpec& spec() const { return spec_; }
+  const std::optional<uint64_t>& seed() const { return seed_; }
   Shape output_shape(const Shape& in) const override;
   // In inference a flip and a translation return their input.
   bool forward_is_view(bool training) const override { return !training && spec_.kind != AugmentKind::Crop; }
@@ -41,17 +48,23 @@ class AugmentationLayer : public Layer {
  private:
   std::string kind_;
   AugmentSpec spec_;
+  std::optional<uint64_t> seed_;
 };
 
-// The draw of the augmentation layer at index `layer` in the step `ctx` describes: its stream is
-// dropout's rule (StepContext::dropout_stream of that layer).
-AugmentDraw augment_draw(const StepContext& ctx, int layer);
+// The draw of the augmentation layer at index `layer` in the step `ctx` describes: the model's
+// seed and dropout's stream rule (StepContext::dropout_stream of that layer); for a layer with a
+// seed of its own, the key layer_seed_key(seed) and the stream `step` (not the layer's index).
+AugmentDraw augment_draw(const StepContext& ctx, int layer, const std::optional<uint64_t>& layer_seed = std::nullopt);
+// The Philox key of a layer's own seed: the seed hashed (one Philox block of it), so that a layer
+// seed equal to a model seed does not replay the model's streams.
+uint64_t layer_seed_key(uint64_t seed);
 
 // One stage of the stager's augmentation: a layer's spec (a crop with the padding of the
 // ZeroPadding2D before it), the index of the layer that draws, per-sample shapes in and out.
 struct AugmentStage {
   AugmentSpec spec;
   int layer = 0;
+  std::optional<uint64_t> seed;  // the layer's own seed (Keras' seed=)
   Shape in, out;
   // Whether it changes the images (training: always; inference: a crop that is not the identity).
   bool active(bool training) const;

@@ -303,7 +303,7 @@ Tensor BatchStager::augment_on_host(const Batch& b, long long n, SlotBuffers& s,
     if (cur.defined() && !st.active(step.training)) continue;
     Tensor out = host_buffer(*bufs[next], with_batch(n, st.out), DType::F32);
     next ^= 1;
-    const AugmentDraw d = augment_draw(step, st.layer);
+    const AugmentDraw d = augment_draw(step, st.layer, st.seed);
     if (cur.defined()) {
       ops::augment(cur, out, st.spec, d);
     } else {
@@ -325,7 +325,7 @@ Tensor BatchStager::augment_on_device(const Tensor& x, SlotBuffers& s, const Ste
     if (!st.active(step.training)) continue;
     Tensor out = device_buffer(s.dev_aug[next], with_batch(n, st.out), DType::F32);
     next ^= 1;
-    ops::augment(cur, out, st.spec, augment_draw(step, st.layer));
+    ops::augment(cur, out, st.spec, augment_draw(step, st.layer, st.seed));
     cur = out;
   }
   return cur;

@@ -32,6 +32,12 @@ int Config::get_int(const std::string& key) const {
   return to_int(std::get<long long>(v), what_, key);
 }
 
+long long Config::get_int64(const std::string& key) const {
+  const ConfigValue& v = at(key);
+  if (!std::holds_alternative<long long>(v)) wrong_kind(key, "an integer");
+  return std::get<long long>(v);
+}
+
 float Config::get_float(const std::string& key) const { return static_cast<float>(get_double(key)); }
 
 double Config::get_double(const std::string& key) const {

@@ -25,6 +25,7 @@ class Config {
   bool has(const std::string& key) const { return values_.count(key) != 0; }
 
   int get_int(const std::string& key) const;                  // an integer within int's range
+  long long get_int64(const std::string& key) const;          // any integer (64-bit)
   float get_float(const std::string& key) const;              // a number (an integer is one too)
   bool get_bool(const std::string& key) const;
   std::string get_string(const std::string& key) const;

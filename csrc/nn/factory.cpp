@@ -1,6 +1,7 @@
 #include "nn/factory.h"
 
 #include <cmath>
+#include <optional>
 
 #include "core/errors.h"
 #include "nn/augmentation.h"
@@ -11,19 +12,29 @@ namespace hpcnn::nn {
 
 namespace {
 
-FillMode parse_fill_mode(const std::string& m) {
+FillMode parse_fill_mode(const std::string& m, const std::string& layer) {
   if (m == "constant") return FillMode::Constant;
   if (m == "reflect") return FillMode::Reflect;
   if (m == "wrap") return FillMode::Wrap;
   if (m == "nearest") return FillMode::Nearest;
-  throw ValueError(cat("RandomTranslation: unknown fill_mode '", m, "': use 'constant', 'reflect', 'wrap' or "
-                       "'nearest'"));
+  throw ValueError(cat(layer, ": unknown fill_mode '", m, "': use 'constant', 'reflect', 'wrap' or 'nearest'"));
 }
 
-Interpolation parse_interpolation(const std::string& m) {
+Interpolation parse_interpolation(const std::string& m, const std::string& layer) {
   if (m == "nearest") return Interpolation::Nearest;
   if (m == "bilinear") return Interpolation::Bilinear;
-  throw ValueError(cat("RandomTranslation: unknown interpolation '", m, "': use 'nearest' or 'bilinear'"));
+  throw ValueError(cat(layer, ": unknown interpolation '", m, "': use 'nearest' or 'bilinear'"));
+}
+
+// An augmentation layer's own seed (Keras' seed=): an integer, absent or None for the model's.
+std::optional<uint64_t> layer_seed(const Config& cfg) {
+  if (!cfg.has("seed")) return std::nullopt;
+  return static_cast<uint64_t>(cfg.get_int64("seed"));  // Python sends seeds >= 2^63 as negatives
+}
+
+bool is_augmentation(const std::string& kind) {
+  return kind == "RandomFlip" || kind == "RandomTranslation" || kind == "RandomRotation" || kind == "RandomZoom" ||
+         kind == "RandomCrop";
 }
 
 LayerPtr make_layer_of_kind(const Config& cfg) {
@@ -64,8 +75,7 @@ LayerPtr make_layer_of_kind(const Config& cfg) {
                                             cfg.get_bool("center"), cfg.get_bool("scale"),
                                             parse_fused_relu(cfg.get_string_or("activation", "linear"),
                                                              "BatchNormalization"));
-  if (kind == "RandomFlip" || kind == "RandomTranslation" || kind == "RandomCrop")
-    return std::make_unique<AugmentationLayer>(kind, make_augment_spec(cfg));
+  if (is_augmentation(kind)) return std::make_unique<AugmentationLayer>(kind, make_augment_spec(cfg), layer_seed(cfg));
   if (kind == "Add") return std::make_unique<AddLayer>();
   if (kind == "Concatenate") return std::make_unique<ConcatenateLayer>(cfg.get_int("axis"));
   throw ValueError(cat("unknown layer class '", kind, "'"));
@@ -150,9 +160,27 @@ AugmentSpec make_augment_spec(const Config& cfg) {
     s.height_hi = cfg.get_float("height_hi");
     s.width_lo = cfg.get_float("width_lo");
     s.width_hi = cfg.get_float("width_hi");
-    s.fill_mode = parse_fill_mode(cfg.get_string("fill_mode"));
+    s.fill_mode = parse_fill_mode(cfg.get_string("fill_mode"), kind);
     s.fill_value = cfg.get_float_or("fill_value", 0.f);
-    s.interpolation = parse_interpolation(cfg.get_string("interpolation"));
+    s.interpolation = parse_interpolation(cfg.get_string("interpolation"), kind);
+  } else if (kind == "RandomRotation") {
+    s.kind = AugmentKind::Rotate;
+    s.rotation_lo = cfg.get_float("factor_lo");
+    s.rotation_hi = cfg.get_float("factor_hi");
+    s.fill_mode = parse_fill_mode(cfg.get_string("fill_mode"), kind);
+    s.fill_value = cfg.get_float_or("fill_value", 0.f);
+    s.interpolation = parse_interpolation(cfg.get_string("interpolation"), kind);
+  } else if (kind == "RandomZoom") {
+    s.kind = AugmentKind::Zoom;
+    s.height_lo = cfg.get_float("height_lo");
+    s.height_hi = cfg.get_float("height_hi");
+    // No width range: the width zooms as the height (Keras' width_factor=None keeps the aspect).
+    s.zoom_keep_aspect = !cfg.has("width_lo");
+    s.width_lo = s.zoom_keep_aspect ? s.height_lo : cfg.get_float("width_lo");
+    s.width_hi = s.zoom_keep_aspect ? s.height_hi : cfg.get_float("width_hi");
+    s.fill_mode = parse_fill_mode(cfg.get_string("fill_mode"), kind);
+    s.fill_value = cfg.get_float_or("fill_value", 0.f);
+    s.interpolation = parse_interpolation(cfg.get_string("interpolation"), kind);
   } else if (kind == "RandomCrop") {
     s.kind = AugmentKind::Crop;
     s.crop_h = cfg.get_int("height");

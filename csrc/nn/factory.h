@@ -10,7 +10,11 @@
 //             a number or one per channel), BatchNormalization (axis, momentum, epsilon, center, scale,
 //             activation 'relu'|'linear' = 'linear': a fused ReLU, set by the lowering), RandomFlip (mode),
 //             RandomTranslation (height_lo, height_hi, width_lo, width_hi, fill_mode, fill_value,
-//             interpolation), RandomCrop (height, width) (nn/augmentation.h); of several inputs (nn/
+//             interpolation), RandomRotation (factor_lo, factor_hi: fractions of a turn, fill_mode,
+//             fill_value, interpolation), RandomZoom (height_lo, height_hi, and width_lo, width_hi
+//             or neither: the height's zoom; fill_mode, fill_value, interpolation), RandomCrop
+//             (height, width); every augmentation layer: seed (an integer: its own draws, Keras'
+//             seed=; absent: the model's) (nn/augmentation.h); of several inputs (nn/
 //             merge_layers.h): Add, Concatenate (axis); any layer: kernel_l1, kernel_l2, bias_l1,
 //             bias_l2 (Keras' kernel_regularizer / bias_regularizer factors, nn/regularization.h)
 //   optimizer name: Adam (learning_rate, beta_1, beta_2, epsilon), AdamW (the same and
@@ -35,7 +39,8 @@
 namespace hpcnn::nn {
 
 LayerPtr make_layer(const Config& cfg);
-// An augmentation layer's spec (class_name RandomFlip, RandomTranslation or RandomCrop).
+// An augmentation layer's spec (class_name RandomFlip, RandomTranslation, RandomRotation, RandomZoom or
+// RandomCrop).
 AugmentSpec make_augment_spec(const Config& cfg);
 std::unique_ptr<Optimizer> make_optimizer(const Config& cfg);
 std::unique_ptr<LearningRateSchedule> make_learning_rate_schedule(const Config& cfg);

@@ -1,6 +1,7 @@
-// Image augmentation of a batch, NHWC: Keras 3's RandomFlip, RandomTranslation and RandomCrop (a
-// crop may read its input padded by zeros: ZeroPadding2D then RandomCrop, the CIFAR recipe "pad 4,
-// crop 32" in one pass). x (n, h, w, c) -> y (n, oh, ow, c); oh, ow = h, w except for a crop.
+// Image augmentation of a batch, NHWC: Keras 3's RandomFlip, RandomTranslation, RandomRotation,
+// RandomZoom and RandomCrop (a crop may read its input padded by zeros: ZeroPadding2D then
+// RandomCrop, the CIFAR recipe "pad 4, crop 32" in one pass). x (n, h, w, c) -> y (n, oh, ow, c);
+// oh, ow = h, w except for a crop.
 //
 // What each sample becomes (augment_body.h has it as code):
 //   per axis (rows, columns) of size `size`, output index o reads the input at the coordinate
@@ -8,6 +9,17 @@
 //     flip          base = size - 1, dir = -1 (flipped) or the identity (base 0, dir 1, coef 0)
 //     crop          base = offset - pad (offset: where the crop starts in the padded input), dir 1
 //     translation   coef = -fraction (so src = o - fraction * size), base 0, dir 1
+//   rotation and zoom (not separable: a 2-D affine map, Keras 3's affine_transform matrix): output
+//   pixel (row y, column x) reads the input at
+//       column = a0 * x + a1 * y + a2,   row = b0 * x + b1 * y + b2   (fmaf(a0, x, fmaf(a1, y, a2)))
+//     rotation      by the angle t (radians) about the centre (cx, cy) = ((w - 1) / 2, (h - 1) / 2):
+//                   a0 = cos t, a1 = -sin t, a2 = cx - cx * a0 - cy * a1,
+//                   b0 = sin t, b1 = cos t,  b2 = cy - cx * b0 - cy * b1
+//                   (Keras: a positive factor turns the image counter-clockwise)
+//     zoom          a0 = zx, a2 = cx * (1 - zx), b1 = zy, b2 = cy * (1 - zy), a1 = b0 = 0; zoom
+//                   zx = 1 + the width's factor: above 1 reads a larger area (Keras 3: a positive
+//                   factor zooms out), below 1 a smaller one (zooms in)
+//   and each of the two coordinates is sampled like an axis' above;
 //   sampled with the interpolation (nearest: the index round(src), halves away from zero;
 //   bilinear: indices floor(src) and floor(src) + 1, weights 1 - frac and frac, frac =
 //   src - floor(src)), each integer index outside [0, size) fixed by the fill mode (constant: the
@@ -24,10 +36,17 @@
 //                 width (the factors' range [lo, hi])
 //   crop          offset = (word >> 8) * (range + 1) >> 24 in [0, range], range = padded size -
 //                 crop size: word 0 for the rows, word 1 for the columns
+//   rotation      the turn f = fma(u(0), hi - lo, lo) (a fraction of a full turn, Keras' factor);
+//                 t = (f * 360) * float(pi / 180) radians, as Keras computes it; cos t and sin t
+//                 from body::sin_cos (the same bits on the host and the device)
+//   zoom          zy = fma(u(0), hi - lo, 1 + lo) from the height's range; zx likewise from the
+//                 width's range with u(1), or zx = zy when the layer has no width_factor (Keras:
+//                 the aspect ratio kept)
 // A model draws stream = step * 1024 + the layer's index (nn::StepContext: dropout's rule), so
 // the images depend on (seed, step, global row, layer) only: not on threads, replicas or devices.
-// In inference (AugmentDraw::training false) a flip and a translation are the identity and a
-// crop takes the centre: offset = range / 2 (rounded down).
+// In inference (AugmentDraw::training false) a flip, a translation, a rotation and a zoom are the
+// identity and a crop takes the centre: offset = range / 2 (rounded down). A layer built with
+// Keras' seed= draws with a key of its own instead (nn/augmentation.h).
 //
 // CPU: augment_cpu.cpp (reads the batch's rows of a uint8 or float32 source, decoding uint8 on
 // the way: the batch stager's gather, decode and augmentation in one pass); CUDA: augment_cuda.cu
@@ -38,7 +57,7 @@
 
 namespace hpcnn {
 
-enum class AugmentKind { Flip, Translate, Crop };
+enum class AugmentKind { Flip, Translate, Crop, Rotate, Zoom };
 // Keras' fill_mode (constant, reflect, wrap, nearest) and interpolation (nearest, bilinear).
 enum class FillMode { Constant, Reflect, Wrap, Nearest };
 enum class Interpolation { Nearest, Bilinear };
@@ -47,8 +66,12 @@ struct AugmentSpec {
   AugmentKind kind = AugmentKind::Flip;
   bool flip_rows = false, flip_cols = false;  // Flip: vertical, horizontal
   // Translate: the ranges [lo, hi] of the shift as a fraction of the height and of the width.
+  // Zoom: the ranges of the zoom factor (1 + factor is the scale) of the height and the width.
   float height_lo = 0.f, height_hi = 0.f, width_lo = 0.f, width_hi = 0.f;
-  FillMode fill_mode = FillMode::Constant;  // Translate (a crop fills with zeros)
+  bool zoom_keep_aspect = false;  // Zoom without a width factor: the width's zoom is the height's
+  // Rotate: the range [lo, hi] of the angle as a fraction of a full turn (Keras' factor).
+  float rotation_lo = 0.f, rotation_hi = 0.f;
+  FillMode fill_mode = FillMode::Constant;  // Translate, Rotate, Zoom (a crop fills with zeros)
   float fill_value = 0.f;
   Interpolation interpolation = Interpolation::Nearest;
   // Crop: the output size, from the input with these zeros around it.

@@ -66,6 +66,21 @@ void check_augment_spec(const AugmentSpec& s) {
     HPCNN_CHECK_ARG(s.height_lo <= s.height_hi && s.width_lo <= s.width_hi,
                     "RandomTranslation: a factor's lower bound exceeds its upper bound");
     HPCNN_CHECK_ARG(std::isfinite(s.fill_value), "RandomTranslation: fill_value must be finite, got ", s.fill_value);
+  } else if (s.kind == AugmentKind::Zoom) {
+    // Keras: factors in (-1, 1]; a zoom of 1 + factor in (0, 2] (a lower bound of -1 from a
+    // factor 1.0, the range [-1, 1], reaches 0: every pixel reads the centre).
+    for (float f : {s.height_lo, s.height_hi, s.width_lo, s.width_hi})
+      HPCNN_CHECK_ARG(std::isfinite(f) && f >= -1.f && f <= 1.f, "RandomZoom: factors must be in [-1, 1], got ", f);
+    HPCNN_CHECK_ARG(s.height_lo <= s.height_hi && s.width_lo <= s.width_hi,
+                    "RandomZoom: a factor's lower bound exceeds its upper bound");
+    HPCNN_CHECK_ARG(std::isfinite(s.fill_value), "RandomZoom: fill_value must be finite, got ", s.fill_value);
+  } else if (s.kind == AugmentKind::Rotate) {
+    // Keras checks only that a range reaches into [-1, 1]; a turn beyond it is still a rotation.
+    HPCNN_CHECK_ARG(std::isfinite(s.rotation_lo) && std::isfinite(s.rotation_hi) && s.rotation_lo <= s.rotation_hi &&
+                    std::fabs(s.rotation_lo) <= 1e6f && std::fabs(s.rotation_hi) <= 1e6f,
+                    "RandomRotation: the factor must be a finite range (lower <= upper), got [", s.rotation_lo, ", ",
+                    s.rotation_hi, "]");
+    HPCNN_CHECK_ARG(std::isfinite(s.fill_value), "RandomRotation: fill_value must be finite, got ", s.fill_value);
   } else if (s.kind == AugmentKind::Crop) {
     HPCNN_CHECK_ARG(s.crop_h > 0 && s.crop_w > 0, "RandomCrop: height and width must be > 0, got ", s.crop_h, "x",
                     s.crop_w);

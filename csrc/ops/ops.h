@@ -163,7 +163,8 @@ void copy(const Tensor& src, Tensor& dst);
 // uint8 (N, ..., C) -> float32 same shape; scale/shift: `C` host floats each.
 void decode_u8(const Tensor& x, Tensor& y, const float* scale, const float* shift);
 
-// Image augmentation (augment.h: Keras' RandomFlip, RandomTranslation, RandomCrop):
+// Image augmentation (augment.h: Keras' RandomFlip, RandomTranslation, RandomRotation, RandomZoom,
+// RandomCrop):
 // x (n, h, w, c) float32 -> y (n, oh, ow, c) float32 on x's device.
 void augment(const Tensor& x, Tensor& y, const AugmentSpec& s, const AugmentDraw& d);
 // The batch stager's pass on the host: sample i is row rows[i] of x (N, h, w, c) (rows null: row

@@ -35,7 +35,7 @@ from .merging import Add, Concatenate, add, concatenate
 from .normalization import BatchNormalization
 from .pooling import (AveragePooling2D, AvgPool2D, GlobalAveragePooling2D, GlobalAvgPool2D, GlobalMaxPool2D,
                       GlobalMaxPooling2D, MaxPool2D, MaxPooling2D)
-from .preprocessing import RandomCrop, RandomFlip, RandomTranslation, Rescaling
+from .preprocessing import RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom, Rescaling
 from .regularization import Dropout
 from .reshaping import Flatten, ZeroPadding2D
 from .serialization import LAYER_CLASSES, deserialize, serialize
@@ -44,6 +44,5 @@ from .variable import Variable
 __all__ = ["Layer", "InputLayer", "Input", "Conv2D", "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D",
            "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPooling2D", "GlobalMaxPool2D", "ZeroPadding2D",
            "Flatten", "Dense", "Dropout", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "Rescaling",
-           "BatchNormalization", "RandomFlip", "RandomTranslation", "RandomCrop", "Add", "Concatenate", "add",
-           "concatenate", "KerasTensor",
-           "serialize", "deserialize", "LAYER_CLASSES", "Variable"]
+           "BatchNormalization", "RandomFlip", "RandomTranslation", "RandomRotation", "RandomZoom", "RandomCrop", "Add",
+           "Concatenate", "add", "concatenate", "KerasTensor", "serialize", "deserialize", "LAYER_CLASSES", "Variable"]

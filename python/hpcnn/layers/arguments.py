@@ -2,7 +2,7 @@
 names, padding modes, Keras arguments accepted at their defaults only, kernel/bias regularizers)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -153,10 +153,66 @@ def default_initializer(value: Any, default: str) -> bool:
 
 
 # ---------------------------------------------------------------------- augmentation
-def no_layer_seed(seed: Any, cls: str) -> None:
-    if seed is not None:
-        raise ValueError(f"{cls}: seed= is not supported: augmentation draws come from the model's seed "
-                         "(Sequential(..., seed=N) or hpcnn.utils.set_random_seed(N)), per step and per sample")
+def layer_seed(seed: Any, cls: str) -> Optional[int]:
+    """An augmentation layer's ``seed`` (Keras': the layer draws from its own seed, whatever the
+    model's): None or an integer in [0, 2**64)."""
+    return validation.integer(seed, "seed", cls, minimum=0, maximum=2**64 - 1, allow_none=True)
+
+
+def core_seed(seed: Optional[int]) -> Dict[str, Any]:
+    """A layer seed as the core's config takes it: absent for None, else the same 64 bits as a
+    signed integer (the core's integers are 64-bit signed)."""
+    if seed is None:
+        return {}
+    return {"seed": seed - 2**64 if seed >= 2**63 else seed}
+
+
+def rotation_factor(factor: Any, cls: str = "RandomRotation") -> Tuple[float, float]:
+    """Keras 3's RandomRotation factor (its base layer's rule): a number f in [-1, 1] (the range
+    [-|f|, |f|]) or two numbers, sorted, refused only when the range misses [-1, 1] altogether."""
+    msg = f"{cls}: {FACTOR_ERROR}Received: factor={factor!r}"
+
+    def one(v: Any) -> float:
+        if not (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+                and np.isfinite(v)):
+            raise ValueError(msg)
+        return float(v)
+
+    if isinstance(factor, (tuple, list)):
+        if len(factor) != 2:
+            raise ValueError(msg)
+        a, b = one(factor[0]), one(factor[1])
+        if a > 1.0 or b < -1.0:
+            raise ValueError(msg)
+        lo, hi = sorted((a, b))
+        return lo, hi
+    f = one(factor)
+    if not -1.0 <= f <= 1.0:
+        raise ValueError(msg)
+    return -abs(f), abs(f)
+
+
+ZOOM_ERROR = ("The `height_factor` and `width_factor` arguments should be a number (or a list of two numbers) in "
+              "the range (-1.0, 1.0]. ")
+
+
+def zoom_factor(factor: Any, name: str, cls: str = "RandomZoom") -> Tuple[float, float]:
+    """Keras 3's RandomZoom factor: a number f in (-1, 1] (the range [-|f|, |f|]) or two numbers
+    in (-1, 1], sorted. 1 + factor is the scale: positive zooms out, negative zooms in."""
+    def one(v: Any) -> float:
+        ok = (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+              and np.isfinite(v) and -1.0 < float(v) <= 1.0)
+        if not ok:
+            raise ValueError(f"{cls}: {ZOOM_ERROR}Received: {name}={factor!r}")
+        return float(v)
+
+    if isinstance(factor, (tuple, list)):
+        if len(factor) != 2:
+            raise ValueError(f"{cls}: {ZOOM_ERROR}Received: {name}={factor!r}")
+        lo, hi = sorted((one(factor[0]), one(factor[1])))
+        return lo, hi
+    f = abs(one(factor))
+    return -f, f
 
 
 FACTOR_ERROR = "The `factor` argument should be a number (or a list of two numbers) in the range [-1.0, 1.0]. "

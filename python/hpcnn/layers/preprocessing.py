@@ -1,11 +1,12 @@
 """The preprocessing layers: ``Rescaling`` and the augmentation layers ``RandomFlip``,
-``RandomTranslation``, ``RandomCrop``."""
+``RandomTranslation``, ``RandomRotation``, ``RandomZoom``, ``RandomCrop``."""
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from .. import validation
-from .arguments import channels_last_only, factor_range, no_layer_seed, rescaling_values
+from .arguments import (channels_last_only, core_seed, factor_range, layer_seed, rescaling_values, rotation_factor,
+                        zoom_factor)
 from .layer import Layer
 
 
@@ -25,34 +26,60 @@ class Rescaling(Layer):
 
 class _Augmentation(Layer):
     """Base of the augmentation layers: active in ``fit`` only (``evaluate``/``predict``: the
-    identity; RandomCrop: the centre), no weights. See RandomFlip for where they run and how they
-    draw."""
+    identity; RandomCrop: the centre), no weights, a ``seed`` (Keras'). See RandomFlip for where
+    they run and how they draw."""
+
+    seed: Optional[int] = None
+
+    def core_config(self) -> Dict[str, Any]:
+        args = {k: v for k, v in self.arguments().items() if k != "seed"}
+        return {"class_name": type(self).__name__, **args, **core_seed(self.seed)}
+
+    @staticmethod
+    def _fill(cls: str, fill_mode: Any, interpolation: Any, fill_value: Any) -> Tuple[str, str, float]:
+        """Keras' fill_mode, interpolation and fill_value of the geometric layers, checked."""
+        if not isinstance(fill_mode, str) or fill_mode not in _FILL_MODES:
+            raise ValueError(f"{cls}: Unknown `fill_mode` {fill_mode!r}. Expected one of {_FILL_MODES}.")
+        if not isinstance(interpolation, str) or interpolation not in _INTERPOLATIONS:
+            raise ValueError(f"{cls}: Unknown `interpolation` {interpolation!r}. Expected one of {_INTERPOLATIONS}.")
+        return fill_mode, interpolation, validation.number(fill_value, "fill_value", cls)
+
+
+_FILL_MODES = ("reflect", "wrap", "constant", "nearest")
+_INTERPOLATIONS = ("nearest", "bilinear")
+
+
+def _as_given(factor: Any) -> Any:
+    """A factor as given (a number or a pair, in config order), as plain floats: configs are JSON."""
+    return [float(v) for v in factor] if isinstance(factor, (tuple, list)) else float(factor)
 
 
 class RandomFlip(_Augmentation):
     """``RandomFlip(mode="horizontal_and_vertical")``: in training, each image is flipped with
     probability 1/2 (Keras 3: "horizontal_and_vertical" flips the chosen images along both axes).
 
-    The augmentation layers (RandomFlip, RandomTranslation, RandomCrop) change the images during
-    ``fit`` only; ``evaluate`` and ``predict`` see them unchanged (RandomCrop: its centre). At the
+    The augmentation layers (RandomFlip, RandomTranslation, RandomRotation, RandomZoom, RandomCrop)
+    change the images during ``fit`` only; ``evaluate`` and ``predict`` see them unchanged (RandomCrop: its centre). At the
     start of a model (a ZeroPadding2D right before a RandomCrop included) they run in the native
     batch pipeline, not as model ops: on the CPU while the batch's rows are gathered and decoded,
     on a GPU on the device after the upload. Placed after other layers without weights (such as
     Rescaling) they run as ops of the step; after a layer with weights they are an error. The
     draws are per image, keyed by the model's seed, the training step and the image's row in the
     global batch (not by threads, devices or replicas): the same seed gives the same images on any
-    thread count, on the CPU and the GPU, and in a resumed or data-parallel run. There is no
-    per-layer ``seed``.
+    thread count, on the CPU and the GPU, and in a resumed or data-parallel run. A layer given
+    ``seed=N`` (Keras') draws from its own seed instead (with the step and the row): the same images
+    whatever the model's seed or the layer's place in the model; two layers with the same seed draw
+    alike, as in Keras.
     """
 
     name_prefix = "random_flip"
-    config_keys = ("mode",)
+    config_keys = ("mode", "seed")
     _MODES = ("horizontal", "vertical", "horizontal_and_vertical")
 
     def __init__(self, mode: str = "horizontal_and_vertical", seed: Optional[int] = None,
                  name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
         channels_last_only(kwargs)
-        no_layer_seed(seed, "RandomFlip")
+        self.seed = layer_seed(seed, "RandomFlip")
         if not isinstance(mode, str) or mode not in self._MODES:
             raise ValueError(f"RandomFlip layer {name or 'random_flip'} received an unknown mode argument {mode!r}: "
                              f"use one of {', '.join(repr(m) for m in self._MODES)}")
@@ -71,37 +98,85 @@ class RandomTranslation(_Augmentation):
     for when and where augmentation runs."""
 
     name_prefix = "random_translation"
-    config_keys = ("height_factor", "width_factor", "fill_mode", "interpolation", "fill_value")
+    config_keys = ("height_factor", "width_factor", "fill_mode", "interpolation", "seed", "fill_value")
 
     def core_config(self) -> Dict[str, Any]:
         return dict(class_name="RandomTranslation", height_lo=self.height_lower, height_hi=self.height_upper,
                     width_lo=self.width_lower, width_hi=self.width_upper, fill_mode=self.fill_mode,
-                    fill_value=self.fill_value, interpolation=self.interpolation)
-    _FILL_MODES = ("reflect", "wrap", "constant", "nearest")
-    _INTERPOLATIONS = ("nearest", "bilinear")
+                    fill_value=self.fill_value, interpolation=self.interpolation, **core_seed(self.seed))
 
     def __init__(self, height_factor: Any, width_factor: Any, fill_mode: str = "reflect",
                  interpolation: str = "bilinear", seed: Optional[int] = None, fill_value: float = 0.0,
                  name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
         channels_last_only(kwargs)
-        no_layer_seed(seed, "RandomTranslation")
+        self.seed = layer_seed(seed, "RandomTranslation")
         self.height_lower, self.height_upper = factor_range(height_factor, "height_factor", "RandomTranslation")
         self.width_lower, self.width_upper = factor_range(width_factor, "width_factor", "RandomTranslation")
-        if not isinstance(fill_mode, str) or fill_mode not in self._FILL_MODES:
-            raise ValueError(f"RandomTranslation: Unknown `fill_mode` {fill_mode!r}. Expected one of "
-                             f"{self._FILL_MODES}.")
-        if not isinstance(interpolation, str) or interpolation not in self._INTERPOLATIONS:
-            raise ValueError(f"RandomTranslation: Unknown `interpolation` {interpolation!r}. Expected one of "
-                             f"{self._INTERPOLATIONS}.")
-        # As given (a number or a pair, in config order), as plain floats: configs are JSON.
-        self.height_factor = ([float(v) for v in height_factor] if isinstance(height_factor, (tuple, list))
-                              else float(height_factor))
-        self.width_factor = ([float(v) for v in width_factor] if isinstance(width_factor, (tuple, list))
-                             else float(width_factor))
-        self.fill_mode = fill_mode
-        self.interpolation = interpolation
-        self.fill_value = validation.number(fill_value, "fill_value", "RandomTranslation")
+        self.fill_mode, self.interpolation, self.fill_value = self._fill("RandomTranslation", fill_mode, interpolation,
+                                                                         fill_value)
+        self.height_factor = _as_given(height_factor)
+        self.width_factor = _as_given(width_factor)
         super().__init__(name=name, input_shape=input_shape, **kwargs)
+
+
+class RandomRotation(_Augmentation):
+    """``RandomRotation(factor, fill_mode="reflect", interpolation="bilinear", seed=None,
+    fill_value=0.0)``, Keras 3's: in training each image is turned about its centre by an angle
+    drawn uniformly from the factor's range, in fractions of a full turn (a number f: [-f, f] of
+    360 degrees; a pair: its range); positive turns counter-clockwise. Pixels from outside the
+    image are filled by ``fill_mode`` ('reflect', 'wrap', 'constant' with ``fill_value``,
+    'nearest'); ``interpolation`` 'bilinear' or 'nearest'. Keras' config shows the factor as the
+    range (lower, upper). See RandomFlip for when and where augmentation runs."""
+
+    name_prefix = "random_rotation"
+    config_keys = ("factor", "fill_mode", "fill_value", "interpolation", "seed")
+
+    def __init__(self, factor: Any, fill_mode: str = "reflect", interpolation: str = "bilinear",
+                 seed: Optional[int] = None, fill_value: float = 0.0, name: Optional[str] = None,
+                 input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
+        channels_last_only(kwargs)
+        self.seed = layer_seed(seed, "RandomRotation")
+        self.factor = rotation_factor(factor)
+        self.fill_mode, self.interpolation, self.fill_value = self._fill("RandomRotation", fill_mode, interpolation,
+                                                                         fill_value)
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
+
+    def core_config(self) -> Dict[str, Any]:
+        return dict(class_name="RandomRotation", factor_lo=self.factor[0], factor_hi=self.factor[1],
+                    fill_mode=self.fill_mode, fill_value=self.fill_value, interpolation=self.interpolation,
+                    **core_seed(self.seed))
+
+
+class RandomZoom(_Augmentation):
+    """``RandomZoom(height_factor, width_factor=None, fill_mode="reflect", interpolation="bilinear",
+    seed=None, fill_value=0.0)``, Keras 3's: in training each image is scaled about its centre by
+    1 + a factor drawn per axis from its range (a number f: [-f, f]; a pair: its range; factors in
+    (-1, 1]). A positive factor zooms out (the image shrinks and ``fill_mode`` fills the border:
+    'reflect', 'wrap', 'constant' with ``fill_value``, 'nearest'), a negative one zooms in;
+    ``width_factor=None`` zooms the width as the height (the aspect ratio kept). ``interpolation``
+    'bilinear' or 'nearest'. See RandomFlip for when and where augmentation runs."""
+
+    name_prefix = "random_zoom"
+    config_keys = ("height_factor", "width_factor", "fill_mode", "interpolation", "seed", "fill_value")
+
+    def __init__(self, height_factor: Any, width_factor: Any = None, fill_mode: str = "reflect",
+                 interpolation: str = "bilinear", seed: Optional[int] = None, fill_value: float = 0.0,
+                 name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
+        channels_last_only(kwargs)
+        self.seed = layer_seed(seed, "RandomZoom")
+        self.height_lower, self.height_upper = zoom_factor(height_factor, "height_factor")
+        self.width_range = None if width_factor is None else zoom_factor(width_factor, "width_factor")
+        self.fill_mode, self.interpolation, self.fill_value = self._fill("RandomZoom", fill_mode, interpolation,
+                                                                         fill_value)
+        self.height_factor = _as_given(height_factor)
+        self.width_factor = None if width_factor is None else _as_given(width_factor)
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
+
+    def core_config(self) -> Dict[str, Any]:
+        width = {} if self.width_range is None else dict(width_lo=self.width_range[0], width_hi=self.width_range[1])
+        return dict(class_name="RandomZoom", height_lo=self.height_lower, height_hi=self.height_upper, **width,
+                    fill_mode=self.fill_mode, fill_value=self.fill_value, interpolation=self.interpolation,
+                    **core_seed(self.seed))
 
 
 class RandomCrop(_Augmentation):
@@ -114,12 +189,12 @@ class RandomCrop(_Augmentation):
     See RandomFlip for when and where augmentation runs."""
 
     name_prefix = "random_crop"
-    config_keys = ("height", "width")
+    config_keys = ("height", "width", "seed")
 
     def __init__(self, height: int, width: int, seed: Optional[int] = None, name: Optional[str] = None,
                  input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
         channels_last_only(kwargs)
-        no_layer_seed(seed, "RandomCrop")
+        self.seed = layer_seed(seed, "RandomCrop")
         self.height = validation.integer(height, "height", "RandomCrop")
         self.width = validation.integer(width, "width", "RandomCrop")
         super().__init__(name=name, input_shape=input_shape, **kwargs)

@@ -10,7 +10,7 @@ from .layer import InputLayer, Layer
 from .merging import Add, Concatenate
 from .normalization import BatchNormalization
 from .pooling import AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, MaxPooling2D
-from .preprocessing import RandomCrop, RandomFlip, RandomTranslation, Rescaling
+from .preprocessing import RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom, Rescaling
 from .regularization import Dropout
 from .reshaping import Flatten, ZeroPadding2D
 
@@ -19,7 +19,7 @@ from .reshaping import Flatten, ZeroPadding2D
 LAYER_CLASSES = {c.__name__: c for c in (InputLayer, Conv2D, MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
                                       GlobalMaxPooling2D, ZeroPadding2D, Flatten, Dense, Dropout, Activation, ReLU,
                                       LeakyReLU, ELU, Softmax, Rescaling, BatchNormalization, RandomFlip,
-                                      RandomTranslation, RandomCrop, Add, Concatenate)}
+                                      RandomTranslation, RandomRotation, RandomZoom, RandomCrop, Add, Concatenate)}
 
 
 def deserialize(config: Dict[str, Any]) -> Layer:

@@ -22,8 +22,8 @@ _SEQUENCE = ("recurrent, attention and text layers are not in hpcnn (it runs con
              "encode text as arrays with NumPy first")
 _NORMALIZE = "use BatchNormalization"
 _DROPOUT = "use Dropout"
-_AUG = ("hpcnn's augmentation layers are RandomFlip, RandomTranslation and RandomCrop (Rescaling scales); other "
-        "augmentations: transform the arrays with NumPy before fit")
+_AUG = ("hpcnn's augmentation layers are RandomFlip, RandomTranslation, RandomRotation, RandomZoom and RandomCrop "
+        "(Rescaling scales); other augmentations: transform the arrays with NumPy before fit")
 _PREPROCESS = ("prepare the arrays with NumPy before fit (utils.to_categorical one-hot encodes class indices); "
                "inside the model, Rescaling(scale, offset) scales per channel")
 _FOREIGN = ("modules of other frameworks do not run in hpcnn: rebuild the model from hpcnn.keras.layers "
@@ -92,7 +92,6 @@ for _name in ("AugMix", "AutoContrast", "ContrastLimitedAdaptiveHistogramEqualiz
               "RandomGrayscale", "RandomHue", "RandomInvert", "RandomPerspective", "RandomPosterization",
               "RandomSaturation", "RandomSharpness", "RandomShear", "Solarization"):
     _ADVICE[_name] = _AUG
-_ADVICE.update({"RandomRotation": _AUG, "RandomZoom": _AUG})
 for _name in ("CategoryEncoding", "Discretization", "Hashing", "HashedCrossing", "IntegerLookup", "StringLookup"):
     _ADVICE[_name] = _PREPROCESS
 
