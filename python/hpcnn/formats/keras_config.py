@@ -118,13 +118,18 @@ def model_to_keras(model: Any, legacy: bool = False, include_compile: bool = Tru
     shapes = {}
     if model.built:  # each layer's input shape, for Keras 3's build_config
         cur: Tuple[Any, ...] = tuple(input_shape or ())
-        for layer, out_shape, _ in model.layer_outputs():
+        flat = model.layer_outputs()
+        for layer, _, end in model.top_level_spans():
             shapes[layer.name] = [None] + list(cur)
-            cur = out_shape
+            cur = flat[end - 1][1]
+    nested = {layer.name: layer for layer in model.layers if _is_model(layer)}
     for entry in cfg["layers"]:
         cls, lcfg = entry["class_name"], entry["config"]
         if cls == "InputLayer":
             layers.append(_input_layer(lcfg["input_shape"], legacy, lcfg.get("name") or "input_layer"))
+            continue
+        if cls in _MODEL_CLASSES:  # a nested model: its own config, as Keras writes one
+            layers.append(model_to_keras(nested[lcfg["name"]], legacy, include_compile=False))
             continue
         keras_layer = wrap("keras.layers", cls, _layer_to_keras(cls, lcfg, legacy), legacy)
         if not legacy and lcfg.get("name") in shapes and cls not in _BUILT_AT_INIT:
@@ -147,9 +152,13 @@ def model_to_keras(model: Any, legacy: bool = False, include_compile: bool = Tru
     return out
 
 
-def _legacy_inbound(layer: Any) -> List[Any]:
+def _is_model(layer: Any) -> bool:
+    return hasattr(layer, "top_level_spans")
+
+
+def _legacy_inbound(layer: Any, kwargs: Optional[Dict[str, Any]] = None) -> List[Any]:
     """Keras 2's inbound nodes: [[[layer name, node, tensor, call kwargs], ...]] (one node)."""
-    return [[[t.layer.name, 0, 0, {}] for t in layer.inbound_tensors or []]]
+    return [[[t.layer.name, 0, 0, dict(kwargs or {})] for t in layer.inbound_tensors or []]]
 
 
 def _functional_to_keras(model: Any, legacy: bool, include_compile: bool) -> Dict[str, Any]:
@@ -165,6 +174,18 @@ def _functional_to_keras(model: Any, legacy: bool, include_compile: bool) -> Dic
         if cls == "InputLayer":
             keras_layer = _input_layer(lcfg["input_shape"], legacy, name)
             keras_layer.update(name=name, inbound_nodes=[])
+            layers.append(keras_layer)
+            continue
+        if cls in _MODEL_CLASSES:  # a nested model: its config, called on the tensors the entry names
+            keras_layer = model_to_keras(layer, legacy, include_compile=False)
+            keras_layer["name"] = name
+            if legacy:
+                node = entry["inbound_nodes"][0]
+                keras_layer["inbound_nodes"] = [[[t["config"]["keras_history"][0], 0, 0, dict(node.get("kwargs", {}))]
+                                                 for t in node["args"]]]
+            else:
+                keras_layer["inbound_nodes"] = copy.deepcopy(entry["inbound_nodes"])
+                keras_layer["build_config"] = {"input_shape": [None] + list(layer.input_shape[1:])}
             layers.append(keras_layer)
             continue
         keras_layer = wrap("keras.layers", cls, _layer_to_keras(cls, lcfg, legacy), legacy)
@@ -308,10 +329,10 @@ def missing_layer_classes(config: Any, where: str) -> List[str]:
     missing = set()
     for entry in entries:
         cls = _CLASS_ALIASES.get(entry["class_name"], entry["class_name"])
-        if entry.get("registered_name") not in (None, cls) and "keras.layers" not in str(entry.get("module", "keras.layers")):
+        if cls in _MODEL_CLASSES and entry.get("registered_name") in (None, cls, "Functional"):
+            missing.update(missing_layer_classes(entry, where))  # a nested model: its layers
+        elif entry.get("registered_name") not in (None, cls) and "keras.layers" not in str(entry.get("module", "keras.layers")):
             missing.add(f"{cls} (custom: {entry.get('registered_name')})")
-        elif cls in _MODEL_CLASSES:
-            missing.add(f"{cls} (a model nested as a layer)")
         elif cls not in have:
             missing.add(cls)
     return sorted(missing)
@@ -330,6 +351,14 @@ def hpcnn_config_from_keras(config: Any, weights_follow: bool, where: str) -> Tu
                                "supports)")
     translated = []
     for i, entry in enumerate(entries):
+        if entry["class_name"] in _MODEL_CLASSES:  # a nested model: translated as a model
+            name, cfg = hpcnn_config_from_keras(entry, weights_follow, f"{where}: nested model #{i}")
+            item = {"class_name": name, "config": cfg}
+            for key in ("name", "inbound_nodes"):
+                if key in entry:
+                    item[key] = entry[key]
+            translated.append(item)
+            continue
         try:
             name, cfg = _layer_from_keras(entry, weights_follow, i)
         except UnsupportedConfig as e:

@@ -23,8 +23,10 @@ def inbound_names(entry: Dict[str, Any], name: str) -> List[str]:
     node = nodes[0]
     if isinstance(node, dict):  # Keras 3
         kwargs = node.get("kwargs", {})
-        nested = entry.get("class_name") in ("Functional", "Sequential", "Model")
-        allowed = (lambda k, v: v is None or (nested and k == "training" and v is False))
+        # Keras 3 records a layer's `training` default (Dropout's False) in every node; the call of
+        # the outer model overrides it, so it changes nothing. A nested model's training=False is
+        # kept (its layers in inference mode: call_training below).
+        allowed = (lambda k, v: v is None or (k == "training" and isinstance(v, bool)))
         if not isinstance(kwargs, dict) or any(not allowed(k, v) for k, v in kwargs.items() if k in ("training", "mask")) \
                 or set(kwargs) - {"training", "mask"}:
             raise ValueError(f"layer '{name}': call arguments {kwargs!r:.200} are not supported")
@@ -66,6 +68,9 @@ def call_training(config: Dict[str, Any], name: str) -> Any:
             nodes = entry.get("inbound_nodes") or []
             if nodes and isinstance(nodes[0], dict):
                 return (nodes[0].get("kwargs") or {}).get("training")
+            if nodes and isinstance(nodes[0], list) and nodes[0] and isinstance(nodes[0][0], list) \
+                    and len(nodes[0][0]) > 3 and isinstance(nodes[0][0][3], dict):  # Keras 2: [name, 0, 0, kwargs]
+                return nodes[0][0][3].get("training")
     return None
 
 

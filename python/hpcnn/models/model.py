@@ -114,6 +114,13 @@ class Model:
         """The core's positions with the flags nested models give them (models/nesting.py)."""
         return nesting.flat_nodes(self.top_level_nodes())
 
+    def top_level_spans(self) -> List[Tuple[Any, int, int]]:
+        """Per Keras layer (``model.layers`` without the InputLayer): the layer or nested model and
+        its [begin, end) of the core's positions (what hpcnn.formats writes per layer)."""
+        nodes = self.top_level_nodes()
+        return [(item.model if isinstance(item, nesting.NestedCall) else item, b, e)
+                for (item, _), (b, e) in zip(nodes, nesting.spans(nodes))]
+
     def graph_nodes(self) -> List[_Node]:
         """The core's positions in topological order: each a LEAF layer and the positions it reads
         (a nested model expanded into its layers, models/nesting.py)."""
