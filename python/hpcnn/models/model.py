@@ -76,6 +76,7 @@ class Model:
             raise ValueError("Model: the output is the input itself: the model has no layers")
         self._setup(name, "functional", seed, trainable)
         ordered = graph.ordered_layers(inp, out)
+        nesting.check_called_once([(item, []) for item in ordered])
         assign_names(ordered)
         # Keras' model.layers: a nested model (a NestedCall in the graph) as one element.
         self.layers: List[Layer] = [item.model if isinstance(item, nesting.NestedCall) else item for item in ordered]
