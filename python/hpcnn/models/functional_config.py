@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Tuple
 
 from .. import validation
 from ..layers import KerasTensor, Layer, deserialize
+from .nesting import nested_from_config
 
 
 def inbound_names(entry: Dict[str, Any], name: str) -> List[str]:
@@ -55,12 +56,6 @@ def inbound_names(entry: Dict[str, Any], name: str) -> List[str]:
     raise ValueError(f"layer '{name}': an inbound node must be a dict or a list, got {node!r:.200}")
 
 
-def nested_entry(entry: Dict[str, Any]) -> Any:
-    """A model nested as a layer (its entry's class 'Functional' or 'Sequential')."""
-    from .sequential import nested_from_config  # the module that defines Sequential, above this one
-    return nested_from_config(entry)
-
-
 def call_training(config: Dict[str, Any], name: str) -> Any:
     """The ``training`` argument a nested model's call has in a Keras 3 config (None: not given)."""
     for entry in config["layers"]:
@@ -86,7 +81,7 @@ def functional_from_config(cls: type, config: Any) -> Any:
     for entry in config["layers"]:
         if not isinstance(entry, dict):
             raise ValueError(f"a layer entry must be a dict, got {entry!r:.200}")
-        layer = nested_entry(entry) if entry.get("class_name") in ("Functional", "Sequential", "Model") \
+        layer = nested_from_config(entry) if entry.get("class_name") in ("Functional", "Sequential", "Model") \
             else deserialize(entry)
         name = entry.get("name", layer.name)
         if not isinstance(name, str) or not name:

@@ -464,6 +464,9 @@ class Model:
         return f"<hpcnn.Model {self.name!r}: {len(self.layers)} layers>"
 
 
+nesting.MODEL_CLASSES.update(Functional=Model, Model=Model)
+
+
 def input_shape_argument(input_shape: Any) -> Tuple[int, ...]:
     """build()'s input_shape: per sample, or Keras' (None, h, w, c) with the batch axis."""
     dims = list(input_shape) if isinstance(input_shape, (list, tuple)) else input_shape

@@ -77,6 +77,20 @@ class NestedCall:
         return f"<call of model {self.model.name!r}, training={self.training}>"
 
 
+# The model classes by the class name a config gives a nested model ('Functional', 'Model',
+# 'Sequential'): each registers itself where it is defined (model.py, sequential.py).
+MODEL_CLASSES: dict = {}
+
+
+def nested_from_config(entry: dict) -> Any:
+    """A nested model's entry of a config (``{"class_name": "Functional" or "Sequential",
+    "config": {...}}``): the model it describes, named as the entry says."""
+    model = MODEL_CLASSES[entry["class_name"]].from_config(entry.get("config", {}))
+    if isinstance(entry.get("name"), str):
+        model.name = entry["name"]
+    return model
+
+
 def keras_class_name(item: Any) -> str:
     """The class Keras shows and writes for a layer or a nested model: 'Functional' for a
     functional model (hpcnn's ``Model``), 'Sequential', or the layer's class."""

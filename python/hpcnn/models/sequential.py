@@ -136,24 +136,13 @@ class Sequential(Model):
         model = cls(name=config.get("name"),
                     trainable=validation.boolean(config.get("trainable", True), "trainable", "Sequential"))
         for lc in config["layers"]:
-            model.add(nested_from_config(lc) if isinstance(lc, dict) and lc.get("class_name") in NESTED_CLASSES
-                      else deserialize(lc))
+            model.add(nesting.nested_from_config(lc) if isinstance(lc, dict) and lc.get("class_name") in
+                      nesting.MODEL_CLASSES else deserialize(lc))
         return model
 
     def __repr__(self) -> str:
         return f"<hpcnn.Sequential {self.name!r}: {len(self.layers)} layers>"
 
 
-# The class names a model nested as a layer has in a config (Keras 3 writes 'Functional' and
-# 'Sequential'; 'Model' is accepted as the functional one).
-NESTED_CLASSES = ("Functional", "Sequential", "Model")
 
-
-def nested_from_config(entry: Dict[str, Any]) -> Model:
-    """A nested model's entry of a config (``{"class_name": "Functional" or "Sequential",
-    "config": {...}}``): the model it describes, named as the entry says."""
-    cls = Sequential if entry["class_name"] == "Sequential" else Model
-    model = cls.from_config(entry.get("config", {}))
-    if isinstance(entry.get("name"), str):
-        model.name = entry["name"]
-    return model
+nesting.MODEL_CLASSES["Sequential"] = Sequential
