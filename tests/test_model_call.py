@@ -134,6 +134,27 @@ def test_training_true_needs_no_compile_and_keeps_fit_working():
     assert model.predict(x).shape == (10, 6)
 
 
+def test_call_builds_a_sequential_without_input_shape():
+    model = keras.Sequential([layers.Dense(3)])
+    assert model(np.ones((2, 5))).shape == (2, 3)
+    assert model.input_shape == (None, 5)
+
+
+def test_training_call_keeps_replicas_alike():
+    """Under a strategy the call runs on replica 0; the other replicas take its moving statistics."""
+    from hpcnn.distribute import MirroredStrategy
+    with MirroredStrategy(["cpu", "cpu"]).scope():
+        model = keras.Sequential([keras.Input((6,)), layers.Dense(4), layers.BatchNormalization()], seed=2)
+        model.compile("sgd", "mse")
+    x = np.random.default_rng(6).random((8, 6)).astype("float32")
+    model.fit(x, np.zeros((8, 4), np.float32), batch_size=4, epochs=1, verbose=0)
+    model(x, training=True)
+    core = model.core
+    for a, b in zip(core.replica_weights(0), core.replica_weights(1)):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(model.get_weights()[4], np.zeros(4, np.float32))
+
+
 # ---------------------------------------------------------------------- live Keras
 def _keras():
     if os.environ.get("HPCNN_EXPECT_KERAS") == "1":

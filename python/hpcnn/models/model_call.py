@@ -39,6 +39,8 @@ def call_on_data(model: Any, x: Any, training: Optional[bool]) -> CallOutput:
     """``model(x, training=...)`` on arrays (NumPy, lists, anything ``np.asarray`` takes)."""
     training = bool(validation.boolean(training, "training", "Model.__call__")) if training is not None else False
     arr = prepare_inputs(x)
+    if model.sample_shape is None and arr.ndim >= 2:
+        model.build((None,) + tuple(arr.shape[1:]))  # Keras builds a model without an input shape at its first call
     if arr.ndim != len(model.input_shape):
         raise ValueError(f"model {model.name!r} expects inputs of shape {model.input_shape} (a batch), got an array of "
                          f"shape {arr.shape}; add the batch axis (x[None]) for one sample")
