@@ -368,3 +368,28 @@ def test_files_both_ways_with_keras(tmp_path, suffix):
     mine2 = keras.Sequential([make_base(name="kbase"), layers.Dense(2, name="top")])
     mine2.load_weights(weights_path)
     np.testing.assert_allclose(mine2.predict(x), made.predict(x, verbose=0), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("suffix", [".keras", ".h5"])
+def test_deeper_nesting_files_with_keras(tmp_path, suffix):
+    """A functional model in a Sequential in a Sequential (BatchNormalization inside): Keras reads
+    hpcnn's file with the same predictions, and hpcnn reads Keras' file of it."""
+    real = _keras()
+    inner_in = keras.Input((8, 8, 3))
+    inner = keras.Model(inner_in, layers.Flatten()(layers.BatchNormalization()(layers.Conv2D(2, 3)(inner_in))),
+                        name="inner")
+    outer = keras.Sequential([keras.Sequential([inner, layers.Dense(5, name="mid_dense")], name="middle"),
+                              layers.Dense(2, name="out")])
+    rng = np.random.default_rng(0)
+    outer.set_weights([np.abs(rng.standard_normal(w.shape)).astype("float32") * 0.3 + 0.2 for w in outer.get_weights()])
+    x, _ = data(4)
+    want = outer.predict(x)
+    path = str(tmp_path / f"deep{suffix}")
+    outer.save(path)
+    theirs = real.models.load_model(path)
+    np.testing.assert_allclose(theirs.predict(x, verbose=0), want, rtol=1e-5, atol=1e-6)
+    back = str(tmp_path / f"deep_keras{suffix}")
+    theirs.save(back)
+    again = keras.models.load_model(back)
+    assert type(again.layers[0].layers[0]).__name__ == "Model"
+    np.testing.assert_allclose(again.predict(x), want, rtol=1e-5, atol=1e-6)

@@ -106,12 +106,13 @@ def _input_layer(shape: Sequence[int], legacy: bool, name: str = "input_layer") 
                                                 "ragged": False, "name": name, "optional": False}, legacy)
 
 
-def model_to_keras(model: Any, legacy: bool = False, include_compile: bool = True) -> Dict[str, Any]:
+def model_to_keras(model: Any, legacy: bool = False, include_compile: bool = True,
+                   nested: bool = False) -> Dict[str, Any]:
     """The model's config as Keras serializes it: Keras 3's shape (``.keras``, ``to_json``), or
     with ``legacy`` Keras 2's (the ``model_config`` attribute of ``.h5`` files, which both Keras 2
-    and Keras 3 read)."""
+    and Keras 3 read). ``nested``: the config of a model nested as a layer of another."""
     if not model.is_sequential:
-        return _functional_to_keras(model, legacy, include_compile)
+        return _functional_to_keras(model, legacy, include_compile, nested)
     cfg = model.get_config()
     input_shape = list(model.input_shape[1:]) if model.sample_shape is not None else None
     layers: List[Dict[str, Any]] = []
@@ -129,7 +130,7 @@ def model_to_keras(model: Any, legacy: bool = False, include_compile: bool = Tru
             layers.append(_input_layer(lcfg["input_shape"], legacy, lcfg.get("name") or "input_layer"))
             continue
         if cls in _MODEL_CLASSES:  # a nested model: its own config, as Keras writes one
-            layers.append(model_to_keras(nested[lcfg["name"]], legacy, include_compile=False))
+            layers.append(model_to_keras(nested[lcfg["name"]], legacy, include_compile=False, nested=True))
             continue
         keras_layer = wrap("keras.layers", cls, _layer_to_keras(cls, lcfg, legacy), legacy)
         if not legacy and lcfg.get("name") in shapes and cls not in _BUILT_AT_INIT:
@@ -161,7 +162,7 @@ def _legacy_inbound(layer: Any, kwargs: Optional[Dict[str, Any]] = None) -> List
     return [[[t.layer.name, 0, 0, dict(kwargs or {})] for t in layer.inbound_tensors or []]]
 
 
-def _functional_to_keras(model: Any, legacy: bool, include_compile: bool) -> Dict[str, Any]:
+def _functional_to_keras(model: Any, legacy: bool, include_compile: bool, nested: bool = False) -> Dict[str, Any]:
     """A functional ``hpcnn.Model`` as Keras' ``Functional`` config: each layer with its name and
     inbound nodes (Keras 3's ``__keras_tensor__`` records, or Keras 2's name lists with
     ``legacy``), and the input and output layers."""
@@ -177,7 +178,7 @@ def _functional_to_keras(model: Any, legacy: bool, include_compile: bool) -> Dic
             layers.append(keras_layer)
             continue
         if cls in _MODEL_CLASSES:  # a nested model: its config, called on the tensors the entry names
-            keras_layer = model_to_keras(layer, legacy, include_compile=False)
+            keras_layer = model_to_keras(layer, legacy, include_compile=False, nested=True)
             keras_layer["name"] = name
             if legacy:
                 node = entry["inbound_nodes"][0]
@@ -196,11 +197,13 @@ def _functional_to_keras(model: Any, legacy: bool, include_compile: bool) -> Dic
         keras_layer["inbound_nodes"] = _legacy_inbound(layer) if legacy else copy.deepcopy(entry["inbound_nodes"])
         layers.append(keras_layer)
     # Keras 3 writes a single input or output as one [name, node, tensor] record, Keras 2 as a list
-    # of them (Keras 3 reads both; tf.keras 2 only the list).
+    # of them (Keras 3 reads both; tf.keras 2 only the list). A nested model's as Keras 3 does in
+    # both: a list of one would make its call's output a list in Keras 3.
     inputs, outputs = cfg["input_layers"][0], cfg["output_layers"][0]
+    as_list = legacy and not nested
     model_cfg: Dict[str, Any] = {"name": cfg["name"], "trainable": cfg.get("trainable", True), "layers": layers,
-                                 "input_layers": [inputs] if legacy else inputs,
-                                 "output_layers": [outputs] if legacy else outputs}
+                                 "input_layers": [inputs] if as_list else inputs,
+                                 "output_layers": [outputs] if as_list else outputs}
     if legacy:
         return wrap("keras", "Functional", model_cfg, legacy)
     out = {"module": "keras.src.models.functional", "class_name": "Functional", "config": model_cfg,
