@@ -136,8 +136,9 @@ class Sequential(Model):
         model = cls(name=config.get("name"),
                     trainable=validation.boolean(config.get("trainable", True), "trainable", "Sequential"))
         for lc in config["layers"]:
-            model.add(nesting.nested_from_config(lc) if isinstance(lc, dict) and lc.get("class_name") in
-                      nesting.MODEL_CLASSES else deserialize(lc))
+            nested = isinstance(lc, dict) and isinstance(lc.get("class_name"), str) and \
+                lc["class_name"] in nesting.MODEL_CLASSES
+            model.add(nesting.nested_from_config(lc) if nested else deserialize(lc))
         return model
 
     def __repr__(self) -> str:
