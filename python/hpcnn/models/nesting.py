@@ -14,8 +14,12 @@ Each flat position also carries two flags from the nested models around it:
                         freezes all of it, whatever its layers say; taken at compile, as always);
   ``inference_only``    some enclosing call had ``training=False``: the layer runs in inference
                         mode in every step, fit's included (Dropout the identity,
-                        BatchNormalization on its moving statistics: Keras' transfer-learning
-                        recipe); the core takes it in the position's config ("inference_only").
+                        BatchNormalization on its moving statistics: what Keras' transfer-learning
+                        guide says the call does); the core takes it in the position's config
+                        ("inference_only"). Keras 3.15 itself lets the outer call's training
+                        (fit's True, model(x, training=True)) override it (keras-team/keras#20285),
+                        so there a trainable BatchNormalization inside trains on batch statistics;
+                        hpcnn keeps the guide's meaning.
 
 A nested model is called once per graph (a second call in the same graph would need its layers at
 two positions: refused); it may be nested in several models, each building its own core from
