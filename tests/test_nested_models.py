@@ -393,3 +393,23 @@ def test_deeper_nesting_files_with_keras(tmp_path, suffix):
     again = keras.models.load_model(back)
     assert type(again.layers[0].layers[0]).__name__ == "Model"
     np.testing.assert_allclose(again.predict(x), want, rtol=1e-5, atol=1e-6)
+
+
+def test_inference_only_dropout_passes_gradients_unchanged():
+    """Dropout inside a model called with training=False is the identity in fit, forward and
+    backward: training equals that of the same model without the Dropout."""
+    def build(with_dropout):
+        inputs = keras.Input((4,))
+        h = layers.Dense(3, name="d1")(inputs)
+        if with_dropout:
+            h = keras.Sequential([keras.Input((3,)), layers.Dropout(0.5)], name="inner")(h, training=False)
+        return keras.Model(inputs, layers.Dense(2, name="d2")(h))
+    a, b = build(True), build(False)
+    b.set_weights(a.get_weights())
+    rng = np.random.default_rng(8)
+    x, y = rng.standard_normal((16, 4)).astype("float32"), rng.standard_normal((16, 2)).astype("float32")
+    for m in (a, b):
+        m.compile(optimizers.SGD(0.1), "mse")
+        m.fit(x, y, batch_size=8, epochs=2, verbose=0, shuffle=False)
+    for wa, wb in zip(a.get_weights(), b.get_weights()):
+        np.testing.assert_allclose(wa, wb, rtol=1e-6, atol=1e-7)

@@ -113,6 +113,9 @@ class DropoutLayer : public Layer {
   std::string kind() const override { return "Dropout"; }
   Shape output_shape(const Shape& in) const override { return in; }
   bool forward_is_view(bool training) const override { return !training || inference_only() || rate_ == 0.f; }
+  // In inference mode in every step (inside a nested model called with training=False): the
+  // identity, whose gradient is dy itself.
+  bool backward_is_view() const override { return inference_only(); }
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
   bool backward_reads_input() const override { return false; }  // the mask is recomputed
