@@ -105,6 +105,17 @@ def test_symbolic_call_arguments():
         base(keras.Input((9, 9, 3)))
 
 
+def test_augmentation_inside_a_training_false_call_is_refused():
+    aug = keras.Sequential([keras.Input((8, 8, 3)), layers.RandomFlip("horizontal")], name="aug")
+    with pytest.raises(NotImplementedError, match="RandomFlip.*data_augmentation"):
+        aug(keras.Input((8, 8, 3)), training=False)
+    inputs = keras.Input((8, 8, 3))  # the Keras recipe: augmentation outside, base_model(x, training=False)
+    x = aug(inputs)
+    x = make_base()(x, training=False)
+    model = keras.Model(inputs, layers.Dense(2)(x))
+    assert model.output_shape == (None, 2)
+
+
 def test_a_sequential_without_input_takes_the_tensors_shape():
     base = keras.Sequential([layers.Dense(4)], name="no_input")
     inputs = keras.Input((6,))

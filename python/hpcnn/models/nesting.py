@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, List, NamedTuple, Optional, Tuple
 
-from ..layers import KerasTensor
+from ..layers import KerasTensor, preprocessing
 
 # A position of a model's graph: (layer, the positions it reads; -1 is the model's input).
 Node = Tuple[Any, List[int]]
@@ -117,6 +117,15 @@ def call_symbolic(model: Any, inputs: Any, training: Optional[bool]) -> KerasTen
             "mode; leave training unset for the former")
     if training not in (None, False):
         raise ValueError(f"model {model.name!r}: training must be None, True or False, got {training!r}")
+    if training is False:
+        augmenting = [node.layer for node in model.flat_graph() if isinstance(node.layer, preprocessing._Augmentation)]
+        if augmenting:
+            raise NotImplementedError(
+                f"model {model.name!r} called with training=False holds augmentation layers "
+                f"({', '.join(type(la).__name__ for la in augmenting)}), which would then never change the images: "
+                "hpcnn runs augmentation in fit only and does not switch it off per call; apply the augmentation "
+                "in the outer model (x = data_augmentation(inputs); x = base_model(x, training=False)), or call "
+                "the model without training=False")
     if model.sample_shape is None:
         model.build((None,) + x.sample_shape)  # a Sequential without an input shape takes the tensor's
     if tuple(model.sample_shape) != x.sample_shape:
