@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, List, NamedTuple, Optional, Tuple
 
-from ..layers import KerasTensor, preprocessing
+from ..layers import KerasTensor
 
 # A position of a model's graph: (layer, the positions it reads; -1 is the model's input).
 Node = Tuple[Any, List[int]]
@@ -118,7 +118,8 @@ def call_symbolic(model: Any, inputs: Any, training: Optional[bool]) -> KerasTen
     if training not in (None, False):
         raise ValueError(f"model {model.name!r}: training must be None, True or False, got {training!r}")
     if training is False:
-        augmenting = [node.layer for node in model.flat_graph() if isinstance(node.layer, preprocessing._Augmentation)]
+        # Keras' augmentation layers are the Random* classes (RandomFlip, RandomCrop, ...).
+        augmenting = [node.layer for node in model.flat_graph() if type(node.layer).__name__.startswith("Random")]
         if augmenting:
             raise NotImplementedError(
                 f"model {model.name!r} called with training=False holds augmentation layers "
