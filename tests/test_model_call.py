@@ -124,6 +124,27 @@ def test_calls_do_not_change_fits_random_draws():
         np.testing.assert_array_equal(a, b)
 
 
+def test_calls_from_a_callback_inside_fit_change_nothing():
+    """A callback calling model(x) and model(x, training=True) between steps (the staged batch is
+    dropped and staged again): fit trains exactly as without it."""
+    rng = np.random.default_rng(1)
+    x, y = rng.random((40, 8)).astype("float32"), rng.random((40, 1)).astype("float32")
+
+    class Probe(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            self.model(x[:5], training=True)
+            self.model(x[:3])
+
+    def run(callbacks):
+        m = keras.Sequential([keras.Input((8,)), layers.Dense(16, activation="relu"), layers.Dropout(0.5),
+                              layers.Dense(1)], seed=4)
+        m.compile("adam", "mse")
+        m.fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=callbacks)
+        return m.get_weights()
+    for a, b in zip(run([]), run([Probe()])):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_training_true_needs_no_compile_and_keeps_fit_working():
     model = bn_dropout_model()
     x = np.random.default_rng(3).random((10, 6)).astype("float32")
