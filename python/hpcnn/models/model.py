@@ -16,7 +16,10 @@ hpcnn.training, the summary table in summary.py, files in hpcnn.formats.
 
 What hpcnn's own modules (training, callbacks, formats, distribute) use of a model is public
 here: ``core`` (the C++ model), ``compile_settings``, ``require_compiled``, ``weight_names``,
-``layer_outputs``, ``graph_nodes``, ``sample_shape``, ``seed``, ``distribute_strategy``.
+``layer_outputs``, ``graph_nodes``, ``sample_shape``, ``seed``, ``distribute_strategy``, and for
+nested models (models/nesting.py) ``top_level_nodes``, ``top_level_spans`` and ``flat_graph``.
+A model is callable (``model(x)`` on data: models/model_call.py; on a symbolic tensor it becomes
+a layer of another model: models/nesting.py).
 """
 from __future__ import annotations
 
