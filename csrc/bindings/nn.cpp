@@ -519,6 +519,31 @@ void bind_nn(py::module_& m) {
         return to_numpy(out);
       }, py::arg("batch"), py::arg("next") = py::none(),
          "Outputs for batch (x[, y[, rows[, decode]]]) (y is ignored); stages next. batch as for train_step.")
+      .def("call_training", [](PyModel& p, py::object batch) {
+        Tensor out;
+        {
+          auto lk = lock_model(p);
+          std::optional<nn::Batch> b = batch_of(batch, p.model(), false);
+          p.staged_source = py::none();  // a batch staged ahead is dropped
+          {
+            py::gil_scoped_release nogil;
+            if (p.rm->has_staged()) p.rm->drop_staged();
+            out = p.rm->call_training(*b);
+            b.reset();  // the arrays, released without the GIL: their keep-alive takes it
+          }
+        }
+        raise_core_warnings();
+        return to_numpy(out);
+      }, py::arg("batch"),
+         "Keras' model(x, training=True): the outputs of a forward pass in training mode (dropout drawn, "
+         "BatchNormalization on the batch's statistics, updating its moving statistics), with no loss, backward "
+         "pass or optimizer step; the model need not be compiled. Dropout draws its own stream (a call counter): "
+         "two calls draw different masks, fit's steps are unchanged. batch: (x,) as for predict_step. Drops a "
+         "batch staged ahead.")
+      .def_property_readonly("calls", [](PyModel& p) {
+        auto lk = lock_model(p);
+        return p.model().calls();
+      }, "How many call_training calls the model has made (their random streams' counter).")
       .def_property_readonly("has_staged", [](PyModel& p) {
         auto lk = lock_model(p);
         return p.rm->has_staged();

@@ -164,6 +164,16 @@ Tensor ReplicatedModel::predict_step(const nn::Batch* current, const nn::Batch* 
   return replicas_ ? replicas_->predict_step(current, next) : model_->predict_step(current, next);
 }
 
+Tensor ReplicatedModel::call_training(const nn::Batch& batch) {
+  for (auto& o : others_) o->drop_staged();
+  Tensor out = model_->call_training(batch);
+  if (!others_.empty()) {
+    const std::vector<Tensor> weights = model_->get_weights();
+    for (auto& o : others_) o->set_weights(weights);
+  }
+  return out;
+}
+
 bool ReplicatedModel::has_staged() const { return replicas_ ? replicas_->has_staged() : model_->has_staged(); }
 
 void ReplicatedModel::drop_staged() {

@@ -84,6 +84,10 @@ class ReplicatedModel {
   nn::BatchStats train_step(const nn::Batch* current, const nn::Batch* next);
   nn::BatchStats test_step(const nn::Batch* current, const nn::Batch* next);
   Tensor predict_step(const nn::Batch* current, const nn::Batch* next);
+  // Keras' model(x, training=True) (nn::Model::call_training) on replica 0; its state (the
+  // moving statistics) then copied to this process's other replicas, so they stay alike. Under
+  // MPI each rank's call updates its own replicas (every rank calls with the batch it has).
+  Tensor call_training(const nn::Batch& batch);
   bool has_staged() const;
   void drop_staged();
 

@@ -195,6 +195,8 @@ AugmentSpec make_augment_spec(const Config& cfg) {
 LayerPtr make_layer(const Config& cfg) {
   LayerPtr layer = make_layer_of_kind(cfg);
   add_regularizers(*layer, cfg);
+  // A layer of a nested model called with training=False (Layer::set_inference_only).
+  layer->set_inference_only(cfg.get_bool_or("inference_only", false));
   return layer;
 }
 

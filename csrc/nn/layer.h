@@ -122,12 +122,23 @@ class Layer {
   void set_trainable(bool t) { trainable_ = t; }
   bool trainable() const { return trainable_; }
 
+  // Keras' `training=False` at a nested model's call (`base_model(inputs, training=False)`): the
+  // layer computes in inference mode in every step, fit's included (Dropout the identity,
+  // BatchNormalization on its moving statistics), while a trainable layer's weights still take
+  // gradients. Set from the position's config ("inference_only", nn/factory.h), so the replicas
+  // built from the same recipe agree.
+  void set_inference_only(bool on) { inference_only_ = on; }
+  bool inference_only() const { return inference_only_; }
+  // Whether this step trains this layer's computation: a training step and not inference_only.
+  bool training(const StepContext& ctx) const { return ctx.training && !inference_only_; }
+
  protected:
   std::vector<Tensor> params_, grads_;
 
  private:
   std::map<std::string, Regularizer> regularizers_;
   bool trainable_ = true;
+  bool inference_only_ = false;
 };
 
 using LayerPtr = std::unique_ptr<Layer>;

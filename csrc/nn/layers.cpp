@@ -284,8 +284,9 @@ void BatchNormLayer::ensure_batch_stats(Device d, int c) {
 }
 
 void BatchNormLayer::forward(const Tensor& x, Tensor& y, const StepContext& ctx) {
-  // Keras: batch statistics only when training AND trainable (a frozen layer runs in inference mode).
-  used_batch_stats_ = ctx.training && trainable();
+  // Keras: batch statistics only when training AND trainable (a frozen layer runs in inference
+  // mode), and not inside a nested model called with training=False (inference_only).
+  used_batch_stats_ = training(ctx) && trainable();
   uncommitted_ = false;
   if (!used_batch_stats_) {
     ops::batchnorm_forward_inference(x, gamma(), beta(), moving_mean(), moving_var(), y, epsilon_, relu_);
@@ -299,7 +300,9 @@ void BatchNormLayer::forward(const Tensor& x, Tensor& y, const StepContext& ctx)
 }
 
 void BatchNormLayer::backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext&) {
-  if (!used_batch_stats_) {  // inference mode (a frozen layer): the statistics are constants
+  if (!used_batch_stats_) {  // inference mode: the statistics are constants
+    // A frozen layer has no gradients to write; a trainable one in inference mode has (gamma, beta).
+    if (trainable() && (scale_ || center_)) inference_param_gradients(x, y, dy);
     if (dx) ops::batchnorm_backward_inference(y, dy, gamma(), moving_var(), epsilon_, relu_, *dx);
     return;
   }
@@ -310,6 +313,22 @@ void BatchNormLayer::backward(const Tensor& x, const Tensor& y, Tensor& dy, Tens
   if (center_) dbeta = grads_[scale_ ? 1 : 0];
   ops::batchnorm_backward_training(x, y, dy, gamma(), mean, invstd, epsilon_, relu_, dx, scale_ ? &dgamma : nullptr,
                                    center_ ? &dbeta : nullptr);
+}
+
+// dgamma = sum g * xhat and dbeta = sum g with xhat = (x - moving_mean) * invstd(moving_var): the
+// training backward's parameter sums given the moving statistics as its mean and invstd (its dx,
+// which would differentiate through the batch statistics, is not asked for). It masks dy by the
+// fused ReLU in place, which the inference backward after it does again with the same result.
+void BatchNormLayer::inference_param_gradients(const Tensor& x, const Tensor& y, Tensor& dy) {
+  const int c = static_cast<int>(x.dim(-1));
+  if (!inference_invstd_.defined() || inference_invstd_.device() != x.device() || inference_invstd_.numel() != c)
+    inference_invstd_ = Tensor::zeros({c}, DType::F32, x.device());
+  ops::batchnorm_inference_invstd(moving_var(), epsilon_, inference_invstd_);
+  Tensor dgamma, dbeta;
+  if (scale_) dgamma = grads_[0];
+  if (center_) dbeta = grads_[scale_ ? 1 : 0];
+  ops::batchnorm_backward_training(x, y, dy, gamma(), moving_mean(), inference_invstd_, epsilon_, relu_, nullptr,
+                                   scale_ ? &dgamma : nullptr, center_ ? &dbeta : nullptr);
 }
 
 void BatchNormLayer::commit_training_step(const StepContext&) {

@@ -112,7 +112,10 @@ class DropoutLayer : public Layer {
   explicit DropoutLayer(float rate);
   std::string kind() const override { return "Dropout"; }
   Shape output_shape(const Shape& in) const override { return in; }
-  bool forward_is_view(bool training) const override { return !training || rate_ == 0.f; }
+  bool forward_is_view(bool training) const override { return !training || inference_only() || rate_ == 0.f; }
+  // In inference mode in every step (inside a nested model called with training=False): the
+  // identity, whose gradient is dy itself.
+  bool backward_is_view() const override { return inference_only(); }
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
   bool backward_reads_input() const override { return false; }  // the mask is recomputed
@@ -216,12 +219,16 @@ class BatchNormLayer : public Layer {
   Tensor moving_mean() const { return params_[(scale_ ? 1 : 0) + (center_ ? 1 : 0)]; }
   Tensor moving_var() const { return params_[(scale_ ? 1 : 0) + (center_ ? 1 : 0) + 1]; }
   void ensure_batch_stats(Device d, int c);
+  // gamma's and beta's gradients in inference mode (a trainable layer called with
+  // training=False): the moving statistics are the constants xhat is made of.
+  void inference_param_gradients(const Tensor& x, const Tensor& y, Tensor& dy);
 
   int axis_;
   float momentum_, epsilon_;
   bool center_, scale_, relu_;
   // The last training forward's batch statistics on the model's device: mean, var, invstd (c each).
   Tensor batch_stats_;
+  Tensor inference_invstd_;        // 1 / sqrt(moving_variance + epsilon), for those gradients
   bool used_batch_stats_ = false;  // the last forward normalized with them (training mode)
   bool uncommitted_ = false;       // ... and the moving statistics have not taken them yet
 };

@@ -149,6 +149,7 @@ Tensor Model::forward(const Tensor& x, StepMode mode) {
   const StepPlan& plan = plans_[static_cast<int>(mode)];
   StepContext ctx{mode == StepMode::Train, seed_, step_, 0};
   ctx.first_row = mode == StepMode::Train ? step_first_row_ : 0;  // the global row of x's row 0
+  if (mode == StepMode::Call) ctx = call_context();
   const long long n = x.dim(0);
   vals_.assign(graph_.size(), Tensor());
   // The leading augmentation nodes ran in the stager: x is the last one's output (each earlier one
@@ -302,6 +303,29 @@ Tensor Model::predict_step(const Batch* current, const Batch* next) {
   StagedBatch b = take_batch(current, false, false);
   Tensor out = forward(b.x, StepMode::Predict).to(Device::cpu());  // a copy: buffers are reused
   if (next) stager_.stage_ahead(*next, false, staging_step(false));
+  return out;
+}
+
+// ------------------------------------------------------------------ the model called in training mode
+// A key of its own: the seed mixed with a constant (so no call draws what a training step of the
+// same counter draws) and the call counter as the step.
+StepContext Model::call_context() const {
+  return StepContext{true, seed_ ^ 0x9E3779B97F4A7C15ULL, calls_, 0, 0};
+}
+
+Tensor Model::call_training(const Batch& batch) {
+  stager_.drop_ahead();
+  if (batch.x.defined() && batch.x.rank() >= 1 && !batch.error) {
+    const long long n = batch.rows ? static_cast<long long>(batch.rows->size()) : batch.x.dim(0);
+    if (n > 0) ensure_buffers(n);
+  }
+  ++calls_;
+  StagedBatch b = stager_.stage(batch, false, call_context());
+  ensure_buffers(b.x.dim(0));
+  Tensor out = forward(b.x, StepMode::Call).to(Device::cpu());  // a copy: buffers are reused
+  // Keras' BatchNormalization updates its moving statistics in a training call.
+  const StepContext ctx = call_context();
+  for (int i = 0; i < graph_.size(); ++i) graph_.layer(i).commit_training_step(ctx);
   return out;
 }
 

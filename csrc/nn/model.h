@@ -187,6 +187,15 @@ class Model {
   BatchStats test_step(const Batch* current, const Batch* next = nullptr);
   // Outputs (n, *output_shape) on the host; the batches' targets are not needed (nor checked).
   Tensor predict_step(const Batch* current, const Batch* next = nullptr);
+  // Keras' model(x, training=True): the outputs (n, *output_shape) on the host of a forward pass in
+  // training mode (dropout masks drawn, BatchNormalization normalizing with the batch's statistics
+  // and then moving its moving statistics toward them, augmentation applied), with no loss,
+  // backward pass or optimizer step; the model need not be compiled. Its random draws are keyed
+  // by a stream of their own (the seed mixed with a constant, and a call counter), so two calls
+  // draw different masks and fit's steps draw what they would have drawn without the calls.
+  // Drops a batch staged ahead.
+  Tensor call_training(const Batch& batch);
+  uint64_t calls() const { return calls_; }
   bool has_staged() const { return stager_.has_ahead(); }
   // Drops a staged batch (and releases its arrays).
   void drop_staged() { stager_.drop_ahead(); }
@@ -229,7 +238,7 @@ class Model {
   bool memory_reuse() const { return memory_reuse_; }
 
  private:
-  static constexpr int kModes = 3;  // StepMode: Train, Test, Predict
+  static constexpr int kModes = 4;  // StepMode: Train, Test, Predict, Call
   // ---- construction and the step (nn/model.cpp)
   void bind_layers();
   // Augmentation (nn/augmentation.h): ValueError for an augmentation layer after a layer with
@@ -240,6 +249,8 @@ class Model {
   // The batch of this step: `current` staged now, or the one staged ahead; `training`: for a
   // training step (the leading augmentation layers draw for it).
   StagedBatch take_batch(const Batch* current, bool with_targets, bool training);
+  // The random context of call_training's forward (and its staging): the call counter's.
+  StepContext call_context() const;
   // The step a batch staged now is for: the next training step (step_ + 1), or inference.
   StepContext staging_step(bool training) const;
   BatchStats train_on(const StagedBatch& b);
@@ -282,6 +293,7 @@ class Model {
   std::vector<std::vector<ParamSpec>> specs_;
   uint64_t seed_;
   uint64_t step_ = 0;
+  uint64_t calls_ = 0;  // call_training's counter: its dropout and augmentation streams
   Device device_ = Device::cpu();
 
   Tensor params_, grads_;                 // the one parameter buffer and its gradients

@@ -41,6 +41,7 @@ void Model::make_plans() {
   plans_[static_cast<int>(StepMode::Train)] = plan_step(graph_, StepMode::Train, loss_end(), trains);
   plans_[static_cast<int>(StepMode::Test)] = plan_step(graph_, StepMode::Test, loss_end(), trains);
   plans_[static_cast<int>(StepMode::Predict)] = plan_step(graph_, StepMode::Predict, graph_.size(), trains);
+  plans_[static_cast<int>(StepMode::Call)] = plan_step(graph_, StepMode::Call, graph_.size(), trains);
   if (!memory_reuse_)
     for (StepPlan& plan : plans_) keep_apart(plan, graph_.size());
   plans_current_ = true;

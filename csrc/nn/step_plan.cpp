@@ -28,7 +28,7 @@ StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<boo
   auto value_of = [&](int p) { return p == kModelInput ? kBatchBuffer : plan.value_buffer[p]; };
 
   // ---- forward: each node's output, read by the nodes that take it
-  const bool training = mode == StepMode::Train;
+  const bool training = mode == StepMode::Train || mode == StepMode::Call;
   for (int i = 0; i < end; ++i) {
     const Layer& l = g.layer(i);
     const std::vector<int>& in = g.inputs(i);

@@ -30,7 +30,10 @@
 
 namespace hpcnn::nn {
 
-enum class StepMode { Train, Test, Predict };
+// Call: the model called in training mode (Keras' model(x, training=True)): the forward pass of a
+// training step over every node (Dropout draws, BatchNormalization on the batch's statistics),
+// returning the outputs, without a loss or a backward pass.
+enum class StepMode { Train, Test, Predict, Call };
 enum class GradRoute : uint8_t { None, Write, WriteTemp, Alias, Copy, Accumulate };
 
 constexpr int kBatchBuffer = -1;  // a value that is (a view of) the staged batch itself

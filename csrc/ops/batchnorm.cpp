@@ -118,4 +118,17 @@ void batchnorm_update_moving(Tensor& moving_mean, Tensor& moving_var, const Tens
                                                var.f32(), momentum));
 }
 
+void batchnorm_inference_invstd(const Tensor& moving_var, float eps, Tensor& invstd) {
+  const char* op = "batch_norm inference scale";
+  expect_f32(op, "moving variance", moving_var);
+  HPCNN_CHECK_ARG(moving_var.rank() == 1, op, ": statistics must be 1-D (channels,), got ",
+                  shape_str(moving_var.shape()));
+  HPCNN_CHECK_ARG(eps > 0, op, ": epsilon must be positive, got ", eps);
+  const int c = as_int(moving_var.dim(0), op);
+  expect_channels(op, "inverse std", invstd, c);
+  same_device(op, {&moving_var, &invstd});
+  HPCNN_DISPATCH(moving_var.device(), cpu::batchnorm_inference_invstd(c, moving_var.f32(), eps, invstd.f32()),
+                 cuda::batchnorm_inference_invstd(device_index, c, moving_var.f32(), eps, invstd.f32()));
+}
+
 }  // namespace hpcnn::ops

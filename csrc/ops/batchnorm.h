@@ -10,6 +10,9 @@
 //             dx = gamma * invstd * (g - dbeta / rows - xhat * dgamma / rows)
 //   backward (inference: a frozen layer, whose statistics are constants)
 //             dx = g * gamma / sqrt(moving_var + eps)
+//   inference scale invstd[c] = 1 / sqrt(moving_var[c] + eps) (ew::inv_std): with moving_mean as the
+//             mean, the training backward's dgamma/dbeta are those of a trainable layer run in
+//             inference mode (a nested model called with training=False)
 //   moving update (Keras): moving_mean = moving_mean * momentum + mean * (1 - momentum), and the
 //             same for moving_var with the biased batch variance var.
 //
@@ -43,6 +46,7 @@ void batchnorm_backward_inference(const BatchNormGeometry& g, const float* y, fl
                                   const float* moving_var, float eps, bool relu, float* dx);
 void batchnorm_update_moving(int c, float* moving_mean, float* moving_var, const float* mean, const float* var,
                              float momentum);
+void batchnorm_inference_invstd(int c, const float* moving_var, float eps, float* invstd);
 }  // namespace cpu
 
 namespace cuda {
@@ -59,6 +63,7 @@ void batchnorm_backward_inference(int device, const BatchNormGeometry& g, const 
                                   const float* gamma, const float* moving_var, float eps, bool relu, float* dx);
 void batchnorm_update_moving(int device, int c, float* moving_mean, float* moving_var, const float* mean,
                              const float* var, float momentum);
+void batchnorm_inference_invstd(int device, int c, const float* moving_var, float eps, float* invstd);
 }  // namespace cuda
 
 }  // namespace hpcnn

@@ -318,4 +318,8 @@ void batchnorm_update_moving(int c, float* moving_mean, float* moving_var, const
   }
 }
 
+void batchnorm_inference_invstd(int c, const float* moving_var, float eps, float* invstd) {
+  for (int j = 0; j < c; ++j) invstd[j] = ew::inv_std(moving_var[j], eps);
+}
+
 }  // namespace hpcnn::cpu

@@ -46,6 +46,11 @@ __global__ void moving_update_kernel(int c, float* moving_mean, float* moving_va
   moving_var[j] = ew::moving_average(moving_var[j], var[j], momentum);
 }
 
+__global__ void inference_invstd_kernel(int c, const float* moving_var, float eps, float* invstd) {
+  int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j < c) invstd[j] = ew::inv_std(moving_var[j], eps);
+}
+
 __global__ void frozen_backward_kernel(long long count, int c, const float* y, const float* dy, const float* gamma,
                                        const float* moving_var, float eps, float* dx) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x) {
@@ -172,6 +177,12 @@ void batchnorm_update_moving(int device, int c, float* moving_mean, float* movin
                              const float* var, float momentum) {
   ContextLock ctx(device);
   moving_update_kernel<<<(c + 255) / 256, 256, 0, ctx.stream()>>>(c, moving_mean, moving_var, mean, var, momentum);
+  HPCNN_CUDA_CHECK_LAUNCH();
+}
+
+void batchnorm_inference_invstd(int device, int c, const float* moving_var, float eps, float* invstd) {
+  ContextLock ctx(device);
+  inference_invstd_kernel<<<(c + 255) / 256, 256, 0, ctx.stream()>>>(c, moving_var, eps, invstd);
   HPCNN_CUDA_CHECK_LAUNCH();
 }
 

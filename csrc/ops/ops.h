@@ -81,6 +81,9 @@ void batchnorm_backward_inference(const Tensor& y, Tensor& dy, const Tensor& gam
                                   bool relu, Tensor& dx);
 void batchnorm_update_moving(Tensor& moving_mean, Tensor& moving_var, const Tensor& mean, const Tensor& var,
                              float momentum);
+// invstd = 1 / sqrt(moving_var + eps), per channel: inference mode's scale, for the gradients of a
+// trainable layer run in inference mode.
+void batchnorm_inference_invstd(const Tensor& moving_var, float eps, Tensor& invstd);
 
 // x (..., C): y = x * scale + offset per channel; scale, offset (C,) (scale_shift.h).
 void scale_shift_forward(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& y);

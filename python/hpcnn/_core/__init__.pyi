@@ -63,6 +63,13 @@ class Model:
     def __init__(self, input_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], layers: list, seed: typing.SupportsInt | typing.SupportsIndex, inputs: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]] | None=None) -> None:
         """A model of `layers`: one config per Keras layer (its position; class_name the Keras class), lowered to core layers by the core (nn/lowering.h: fused ReLUs, the softmax split, BatchNormalization+ReLU). inputs: per layer, the indices of the layers it reads (-1: the model's input; each earlier in the list; the last layer is the output); None: a chain (Sequential)."""
 
+    def call_training(self, batch: object) -> numpy.ndarray:
+        """Keras' model(x, training=True): the outputs of a forward pass in training mode (dropout drawn, BatchNormalization on the batch's statistics, updating its moving statistics), with no loss, backward pass or optimizer step; the model need not be compiled. Dropout draws its own stream (a call counter): two calls draw different masks, fit's steps are unchanged. batch: (x,) as for predict_step. Drops a batch staged ahead."""
+
+    @property
+    def calls(self) -> int:
+        ...
+
     def compile(self, optimizer: dict, loss: str, from_logits: bool=False, label_smoothing: typing.SupportsFloat | typing.SupportsIndex=0.0) -> None:
         ...
 

@@ -106,25 +106,31 @@ def _input_layer(shape: Sequence[int], legacy: bool, name: str = "input_layer") 
                                                 "ragged": False, "name": name, "optional": False}, legacy)
 
 
-def model_to_keras(model: Any, legacy: bool = False, include_compile: bool = True) -> Dict[str, Any]:
+def model_to_keras(model: Any, legacy: bool = False, include_compile: bool = True,
+                   nested: bool = False) -> Dict[str, Any]:
     """The model's config as Keras serializes it: Keras 3's shape (``.keras``, ``to_json``), or
     with ``legacy`` Keras 2's (the ``model_config`` attribute of ``.h5`` files, which both Keras 2
-    and Keras 3 read)."""
+    and Keras 3 read). ``nested``: the config of a model nested as a layer of another."""
     if not model.is_sequential:
-        return _functional_to_keras(model, legacy, include_compile)
+        return _functional_to_keras(model, legacy, include_compile, nested)
     cfg = model.get_config()
     input_shape = list(model.input_shape[1:]) if model.sample_shape is not None else None
     layers: List[Dict[str, Any]] = []
     shapes = {}
     if model.built:  # each layer's input shape, for Keras 3's build_config
         cur: Tuple[Any, ...] = tuple(input_shape or ())
-        for layer, out_shape, _ in model.layer_outputs():
+        flat = model.layer_outputs()
+        for layer, _, end in model.top_level_spans():
             shapes[layer.name] = [None] + list(cur)
-            cur = out_shape
+            cur = flat[end - 1][1]
+    nested = {layer.name: layer for layer in model.layers if _is_model(layer)}
     for entry in cfg["layers"]:
         cls, lcfg = entry["class_name"], entry["config"]
         if cls == "InputLayer":
             layers.append(_input_layer(lcfg["input_shape"], legacy, lcfg.get("name") or "input_layer"))
+            continue
+        if cls in _MODEL_CLASSES:  # a nested model: its own config, as Keras writes one
+            layers.append(model_to_keras(nested[lcfg["name"]], legacy, include_compile=False, nested=True))
             continue
         keras_layer = wrap("keras.layers", cls, _layer_to_keras(cls, lcfg, legacy), legacy)
         if not legacy and lcfg.get("name") in shapes and cls not in _BUILT_AT_INIT:
@@ -147,12 +153,16 @@ def model_to_keras(model: Any, legacy: bool = False, include_compile: bool = Tru
     return out
 
 
-def _legacy_inbound(layer: Any) -> List[Any]:
+def _is_model(layer: Any) -> bool:
+    return hasattr(layer, "top_level_spans")
+
+
+def _legacy_inbound(layer: Any, kwargs: Optional[Dict[str, Any]] = None) -> List[Any]:
     """Keras 2's inbound nodes: [[[layer name, node, tensor, call kwargs], ...]] (one node)."""
-    return [[[t.layer.name, 0, 0, {}] for t in layer.inbound_tensors or []]]
+    return [[[t.layer.name, 0, 0, dict(kwargs or {})] for t in layer.inbound_tensors or []]]
 
 
-def _functional_to_keras(model: Any, legacy: bool, include_compile: bool) -> Dict[str, Any]:
+def _functional_to_keras(model: Any, legacy: bool, include_compile: bool, nested: bool = False) -> Dict[str, Any]:
     """A functional ``hpcnn.Model`` as Keras' ``Functional`` config: each layer with its name and
     inbound nodes (Keras 3's ``__keras_tensor__`` records, or Keras 2's name lists with
     ``legacy``), and the input and output layers."""
@@ -167,6 +177,18 @@ def _functional_to_keras(model: Any, legacy: bool, include_compile: bool) -> Dic
             keras_layer.update(name=name, inbound_nodes=[])
             layers.append(keras_layer)
             continue
+        if cls in _MODEL_CLASSES:  # a nested model: its config, called on the tensors the entry names
+            keras_layer = model_to_keras(layer, legacy, include_compile=False, nested=True)
+            keras_layer["name"] = name
+            if legacy:
+                node = entry["inbound_nodes"][0]
+                keras_layer["inbound_nodes"] = [[[t["config"]["keras_history"][0], 0, 0, dict(node.get("kwargs", {}))]
+                                                 for t in node["args"]]]
+            else:
+                keras_layer["inbound_nodes"] = copy.deepcopy(entry["inbound_nodes"])
+                keras_layer["build_config"] = {"input_shape": [None] + list(layer.input_shape[1:])}
+            layers.append(keras_layer)
+            continue
         keras_layer = wrap("keras.layers", cls, _layer_to_keras(cls, lcfg, legacy), legacy)
         if not legacy and cls not in _BUILT_AT_INIT:
             shapes = [list(t.shape) for t in layer.inbound_tensors or []]
@@ -175,11 +197,13 @@ def _functional_to_keras(model: Any, legacy: bool, include_compile: bool) -> Dic
         keras_layer["inbound_nodes"] = _legacy_inbound(layer) if legacy else copy.deepcopy(entry["inbound_nodes"])
         layers.append(keras_layer)
     # Keras 3 writes a single input or output as one [name, node, tensor] record, Keras 2 as a list
-    # of them (Keras 3 reads both; tf.keras 2 only the list).
+    # of them (Keras 3 reads both; tf.keras 2 only the list). A nested model's as Keras 3 does in
+    # both: a list of one would make its call's output a list in Keras 3.
     inputs, outputs = cfg["input_layers"][0], cfg["output_layers"][0]
+    as_list = legacy and not nested
     model_cfg: Dict[str, Any] = {"name": cfg["name"], "trainable": cfg.get("trainable", True), "layers": layers,
-                                 "input_layers": [inputs] if legacy else inputs,
-                                 "output_layers": [outputs] if legacy else outputs}
+                                 "input_layers": [inputs] if as_list else inputs,
+                                 "output_layers": [outputs] if as_list else outputs}
     if legacy:
         return wrap("keras", "Functional", model_cfg, legacy)
     out = {"module": "keras.src.models.functional", "class_name": "Functional", "config": model_cfg,
@@ -308,10 +332,10 @@ def missing_layer_classes(config: Any, where: str) -> List[str]:
     missing = set()
     for entry in entries:
         cls = _CLASS_ALIASES.get(entry["class_name"], entry["class_name"])
-        if entry.get("registered_name") not in (None, cls) and "keras.layers" not in str(entry.get("module", "keras.layers")):
+        if cls in _MODEL_CLASSES and entry.get("registered_name") in (None, cls, "Functional"):
+            missing.update(missing_layer_classes(entry, where))  # a nested model: its layers
+        elif entry.get("registered_name") not in (None, cls) and "keras.layers" not in str(entry.get("module", "keras.layers")):
             missing.add(f"{cls} (custom: {entry.get('registered_name')})")
-        elif cls in _MODEL_CLASSES:
-            missing.add(f"{cls} (a model nested as a layer)")
         elif cls not in have:
             missing.add(cls)
     return sorted(missing)
@@ -330,6 +354,14 @@ def hpcnn_config_from_keras(config: Any, weights_follow: bool, where: str) -> Tu
                                "supports)")
     translated = []
     for i, entry in enumerate(entries):
+        if entry["class_name"] in _MODEL_CLASSES:  # a nested model: translated as a model
+            name, cfg = hpcnn_config_from_keras(entry, weights_follow, f"{where}: nested model #{i}")
+            item = {"class_name": name, "config": cfg}
+            for key in ("name", "inbound_nodes"):
+                if key in entry:
+                    item[key] = entry[key]
+            translated.append(item)
+            continue
         try:
             name, cfg = _layer_from_keras(entry, weights_follow, i)
         except UnsupportedConfig as e:

@@ -12,6 +12,12 @@ layer, and the model keeps its weights.
   a ``weight_names`` attribute that names its datasets; a model file keeps the layer groups under
   ``model_weights``. Layers are matched in order of the layers that hold weights (Keras'
   topological loading) or, with ``by_name=True``, by name.
+
+A model nested as a layer (hpcnn.models' nesting) is one layer here, as in Keras: in Keras 3's
+layout its group (``layers/sequential``, ``layers/functional``) holds a ``vars`` group and its own
+``layers/...`` groups, recursively; in the legacy layout its group (named by the model) lists all
+its weights by their paths (``base/conv2d/kernel``), the trainable ones first (Keras'
+``_legacy_weights`` order).
 """
 from __future__ import annotations
 
@@ -26,28 +32,73 @@ from .keras_objects import KERAS_VERSION, snake_case
 
 
 # ---------------------------------------------------------------------- the model's weights, per layer
-class LayerWeights:
-    """One layer of the model with its weights in Keras' order: kinds ('kernel', 'bias', ...) and shapes."""
+def is_model(layer: Any) -> bool:
+    """A model nested as a layer (it has positions of its own)."""
+    return hasattr(layer, "top_level_spans")
 
-    def __init__(self, layer: Any, kinds: List[str], shapes: List[Tuple[int, ...]]) -> None:
+
+def keras_class(layer: Any) -> str:
+    """The class Keras names a layer by: a nested model's is 'Sequential' or 'Functional'."""
+    if is_model(layer):
+        return "Sequential" if layer.is_sequential else "Functional"
+    return type(layer).__name__
+
+
+class LayerWeights:
+    """One layer of the model with its weights in Keras' order: kinds ('kernel', 'bias', ...) and
+    shapes. ``key`` names it in the model's weight names (``f"{key}/{kind}"``): its name, or its
+    path in nested models ('base/conv2d'); a nested model's kinds are its weights' paths in it."""
+
+    def __init__(self, layer: Any, kinds: List[str], shapes: List[Tuple[int, ...]], key: Optional[str] = None) -> None:
         self.layer, self.kinds, self.shapes = layer, kinds, shapes
+        self.key = key if key is not None else layer.name
 
     @property
     def name(self) -> str:
-        return self.layer.name
+        return self.key
 
     @property
     def class_name(self) -> str:
-        return type(self.layer).__name__
+        return keras_class(self.layer)
 
     def label(self, i: Optional[int] = None) -> str:
         base = f"layer '{self.name}' ({self.class_name})"
         return base if i is None else f"{base} {self.kinds[i]}"
 
 
-def weight_layout(model: Any) -> List[LayerWeights]:
+def leaf_layout(model: Any) -> List[LayerWeights]:
+    """Per position of the core (a leaf layer, nested models expanded), its weights, keyed by the
+    layer's path ('conv2d', 'base/conv2d')."""
+    names = model.weight_names()
+    out, k = [], 0
+    for (layer, _), weights in zip(model.graph_nodes(), model.core.layer_weights):
+        kinds = [n for n, _, _ in weights]
+        key = names[k].rsplit("/", 1)[0] if kinds else layer.name
+        out.append(LayerWeights(layer, kinds, [tuple(int(d) for d in shape) for _, shape, _ in weights], key))
+        k += len(kinds)
+    return out
+
+
+def weight_layout(model: Any, legacy: bool = False) -> List[LayerWeights]:
     """The model's layers (InputLayer excluded, as Keras' model.layers), each with its weights in
-    get_weights() order. Built from the model's weight names, so any layer kind fits."""
+    get_weights() order; a nested model as one of them with all its weights (with ``legacy``:
+    the trainable ones first, Keras' legacy HDF5 order). Built from the model's weight names, so
+    any layer kind fits."""
+    if any(is_model(layer) for layer in model.layers):
+        leaves = leaf_layout(model)
+        mask = model.trainable_mask()
+        trainable_kind = [[bool(t) for _, _, t in weights] for weights in model.core.layer_weights]
+        out = []
+        for layer, b, e in model.top_level_spans():
+            if not is_model(layer):
+                out.append(leaves[b])
+                continue
+            entries = [(f"{leaves[p].key[len(layer.name) + 1:]}/{kind}", shape, mask[p] and trainable_kind[p][j])
+                       for p in range(b, e) for j, (kind, shape) in enumerate(zip(leaves[p].kinds, leaves[p].shapes))]
+            if legacy:
+                entries = [x for x in entries if x[2]] + [x for x in entries if not x[2]]
+            out.append(LayerWeights(layer, [x[0] for x in entries], [x[1] for x in entries], layer.name))
+        return out
     names = model.weight_names()
     shapes = [tuple(int(d) for d in shape) for per_layer in model.core.weight_shapes for _, shape in per_layer]
     if len(names) != len(shapes):
@@ -61,6 +112,32 @@ def weight_layout(model: Any) -> List[LayerWeights]:
     out = [LayerWeights(layer, *per.pop(layer.name, ([], []))) for layer in model.layers if not layer.is_input]
     if per:
         raise RuntimeError(f"hpcnn: weights of layers that are not in model.layers: {sorted(per)}")
+    return out
+
+
+def keras3_groups(model: Any) -> List[Tuple[str, Any, Optional[int]]]:
+    """Every group of a Keras 3 weights file, in order: (path, layer or nested model, its core
+    position for a leaf layer, else None). A functional model's InputLayer has a group; a nested
+    model's group holds its own layers' groups."""
+    out: List[Tuple[str, Any, Optional[int]]] = []
+    position = [0]
+
+    def walk(m: Any, prefix: str) -> None:
+        first = m.layers[0] if m.layers else None
+        if first is not None and first.is_input and not m.is_sequential:
+            out.append((f"{prefix}/layers/{snake_case('InputLayer')}", first, None))
+        items = [layer for layer in m.layers if not layer.is_input]
+        paths = keras3_paths([LayerWeights(layer, [], []) for layer in items])
+        for layer, path in zip(items, paths):
+            group = f"{prefix}/{path}"
+            if is_model(layer):
+                out.append((group, layer, None))
+                walk(layer, group)
+            else:
+                out.append((group, layer, position[0]))
+                position[0] += 1
+
+    walk(model, "")
     return out
 
 
@@ -107,6 +184,8 @@ def _current(lw: LayerWeights, current: Dict[str, np.ndarray]) -> List[np.ndarra
 # ---------------------------------------------------------------------- Keras 3 weights (.weights.h5)
 def keras3_weight_items(model: Any) -> List[Tuple[str, Optional[np.ndarray], Dict[str, Any]]]:
     """The items of a Keras 3 weights file for the model (groups per layer, vars datasets)."""
+    if any(is_model(layer) for layer in model.layers):
+        return _nested_keras3_items(model)
     layout = weight_layout(model)
     weights = dict(zip(model.weight_names(), model.get_weights()))
     items: List[Tuple[str, Optional[np.ndarray], Dict[str, Any]]] = [("/vars", None, {"name": model.name})]
@@ -118,6 +197,19 @@ def keras3_weight_items(model: Any) -> List[Tuple[str, Optional[np.ndarray], Dic
         items.append((f"/{path}/vars", None, {"name": lw.name}))
         for i, kind in enumerate(lw.kinds):
             items.append((f"/{path}/vars/{i}", weights[f"{lw.name}/{kind}"], {}))
+    return items
+
+
+def _nested_keras3_items(model: Any) -> List[Tuple[str, Optional[np.ndarray], Dict[str, Any]]]:
+    leaves = leaf_layout(model)
+    weights = dict(zip(model.weight_names(), model.get_weights()))
+    items: List[Tuple[str, Optional[np.ndarray], Dict[str, Any]]] = [("/vars", None, {"name": model.name})]
+    for group, layer, position in keras3_groups(model):
+        items.append((f"{group}/vars", None, {"name": layer.name}))
+        if position is not None:
+            lw = leaves[position]
+            for i, kind in enumerate(lw.kinds):
+                items.append((f"{group}/vars/{i}", weights[f"{lw.name}/{kind}"], {}))
     return items
 
 
@@ -140,12 +232,18 @@ def _keras3_layer(tree: H5Tree, lw: LayerWeights, group: str) -> List[np.ndarray
 
 def read_keras3_weights(tree: H5Tree, model: Any, skip_mismatch: bool = False) -> List[np.ndarray]:
     """get_weights()-ordered arrays for `model` from a Keras 3 weights file."""
-    layout = weight_layout(model)
     root = _keras3_root(tree)
     current = dict(zip(model.weight_names(), model.get_weights())) if skip_mismatch else {}
     used = set()
     per_layer = []
-    for lw, path in zip(layout, keras3_paths(layout)):
+    if any(is_model(layer) for layer in model.layers):  # the leaves' groups, nested in their models'
+        leaves = leaf_layout(model)
+        layout = [leaves[p] for _, _, p in keras3_groups(model) if p is not None]
+        paths = [g[1:] for g, _, p in keras3_groups(model) if p is not None]
+    else:
+        layout = weight_layout(model)
+        paths = keras3_paths(layout)
+    for lw, path in zip(layout, paths):
         group = f"{root}/{path.split('/', 1)[1]}/vars"
         used.add(group)
         per_layer.append(_fit_or_keep(lw, lambda: _keras3_layer(tree, lw, group), skip_mismatch, current))
@@ -164,7 +262,7 @@ def read_keras3_weights(tree: H5Tree, model: Any, skip_mismatch: bool = False) -
 def legacy_weight_items(model: Any, prefix: str) -> List[Tuple[str, Optional[np.ndarray], Dict[str, Any]]]:
     """Layer groups of a legacy Keras HDF5 file under `prefix` ('' for a weights file, whose root
     holds them; '/model_weights' for a model file), as tf.keras writes them."""
-    layout = weight_layout(model)
+    layout = weight_layout(model, legacy=True)
     names = [lw.name for lw in layout]
     if len(set(names)) != len(names):
         raise ValueError(f"the model has layers with the same name ({sorted(n for n in set(names) if names.count(n) > 1)}): "
@@ -210,7 +308,7 @@ def read_legacy_weights(tree: H5Tree, model: Any, by_name: bool = False, skip_mi
             raise FileProblem(f"layer '{name}' is listed in 'layer_names' but its group '{group}' is missing")
         wnames = tree.text_list(group, "weight_names") or []
         file_layers.append((name, group, wnames))
-    layout = weight_layout(model)
+    layout = weight_layout(model, legacy=True)
     current = dict(zip(model.weight_names(), model.get_weights())) if (skip_mismatch or by_name) else {}
     if by_name:
         by = {name: (group, wnames) for name, group, wnames in file_layers}

@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Tuple
 
 from .. import validation
 from ..layers import KerasTensor, Layer, deserialize
+from .nesting import nested_from_config
 
 
 def inbound_names(entry: Dict[str, Any], name: str) -> List[str]:
@@ -23,7 +24,11 @@ def inbound_names(entry: Dict[str, Any], name: str) -> List[str]:
     node = nodes[0]
     if isinstance(node, dict):  # Keras 3
         kwargs = node.get("kwargs", {})
-        if not isinstance(kwargs, dict) or any(v is not None for k, v in kwargs.items() if k in ("training", "mask")) \
+        # Keras 3 records a layer's `training` default (Dropout's False) in every node; the call of
+        # the outer model overrides it, so it changes nothing. A nested model's training=False is
+        # kept (its layers in inference mode: call_training below).
+        allowed = (lambda k, v: v is None or (k == "training" and isinstance(v, bool)))
+        if not isinstance(kwargs, dict) or any(not allowed(k, v) for k, v in kwargs.items() if k in ("training", "mask")) \
                 or set(kwargs) - {"training", "mask"}:
             raise ValueError(f"layer '{name}': call arguments {kwargs!r:.200} are not supported")
         args = node.get("args", [])
@@ -51,6 +56,19 @@ def inbound_names(entry: Dict[str, Any], name: str) -> List[str]:
     raise ValueError(f"layer '{name}': an inbound node must be a dict or a list, got {node!r:.200}")
 
 
+def call_training(config: Dict[str, Any], name: str) -> Any:
+    """The ``training`` argument a nested model's call has in a Keras 3 config (None: not given)."""
+    for entry in config["layers"]:
+        if entry.get("name") == name:
+            nodes = entry.get("inbound_nodes") or []
+            if nodes and isinstance(nodes[0], dict):
+                return (nodes[0].get("kwargs") or {}).get("training")
+            if nodes and isinstance(nodes[0], list) and nodes[0] and isinstance(nodes[0][0], list) \
+                    and len(nodes[0][0]) > 3 and isinstance(nodes[0][0][3], dict):  # Keras 2: [name, 0, 0, kwargs]
+                return nodes[0][0][3].get("training")
+    return None
+
+
 def functional_from_config(cls: type, config: Any) -> Any:
     if not isinstance(config, dict) or not isinstance(config.get("layers"), list):
         raise ValueError(f"a functional model's config is a dict with a 'layers' list, got {config!r:.200}")
@@ -63,7 +81,8 @@ def functional_from_config(cls: type, config: Any) -> Any:
     for entry in config["layers"]:
         if not isinstance(entry, dict):
             raise ValueError(f"a layer entry must be a dict, got {entry!r:.200}")
-        layer = deserialize(entry)
+        layer = nested_from_config(entry) if entry.get("class_name") in ("Functional", "Sequential", "Model") \
+            else deserialize(entry)
         name = entry.get("name", layer.name)
         if not isinstance(name, str) or not name:
             raise ValueError(f"a layer entry needs a name, got {name!r:.100}")
@@ -88,9 +107,12 @@ def functional_from_config(cls: type, config: Any) -> Any:
             if not inbound:
                 raise ValueError(f"layer '{name}' has no inbound node")
             args = [tensors[n] for n in inbound]
-            if not layer.merges_inputs and len(args) != 1:
+            if not getattr(layer, "merges_inputs", False) and len(args) != 1:
                 raise ValueError(f"layer '{name}' ({type(layer).__name__}) takes one input; the config gives {len(args)}")
-            tensors[name] = layer(args) if layer.merges_inputs else layer(args[0])
+            if hasattr(layer, "graph_nodes"):  # a nested model, called as the config says
+                tensors[name] = layer(args[0], training=call_training(config, name))
+            else:
+                tensors[name] = layer(args) if layer.merges_inputs else layer(args[0])
         pending = [e for e in pending if e not in ready]
 
     def endpoint(key: str) -> KerasTensor:

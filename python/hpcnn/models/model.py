@@ -16,7 +16,10 @@ hpcnn.training, the summary table in summary.py, files in hpcnn.formats.
 
 What hpcnn's own modules (training, callbacks, formats, distribute) use of a model is public
 here: ``core`` (the C++ model), ``compile_settings``, ``require_compiled``, ``weight_names``,
-``layer_outputs``, ``graph_nodes``, ``sample_shape``, ``seed``, ``distribute_strategy``.
+``layer_outputs``, ``graph_nodes``, ``sample_shape``, ``seed``, ``distribute_strategy``, and for
+nested models (models/nesting.py) ``top_level_nodes``, ``top_level_spans`` and ``flat_graph``.
+A model is callable (``model(x)`` on data: models/model_call.py; on a symbolic tensor it becomes
+a layer of another model: models/nesting.py).
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from ..callbacks import Callback, History
 from ..formats import keras_config, model_files
 from ..layers import KerasTensor, Layer, graph, weight_home
 from ..layers.weight_home import CoreWeights
+from . import model_call, nesting
 from .functional_config import functional_from_config
 from .model_weights import ModelWeights
 from .summary import print_summary
@@ -61,6 +65,16 @@ class Model(ModelWeights):
             return super().__new__(cls.several_outputs_class)
         return super().__new__(cls)
 
+    # Read where a model stands among another model's layers (models/nesting.py): never the input,
+    # one input.
+    is_input = False
+    merges_inputs = False
+
+    @property
+    def name_prefix(self) -> str:
+        """The base of Keras' default name: 'sequential' or 'functional'."""
+        return "sequential" if self.is_sequential else "functional"
+
     def __init__(self, inputs: Any = None, outputs: Any = None, name: Optional[str] = None,
                  seed: Optional[int] = None, trainable: bool = True, **kwargs: Any) -> None:
         validation.no_other_arguments(kwargs, "Model")
@@ -77,14 +91,18 @@ class Model(ModelWeights):
             raise ValueError("Model: the output is the input itself: the model has no layers")
         self._setup(name, "functional", seed, trainable)
         ordered = graph.ordered_layers(inp, out)
+        nesting.check_called_once([(item, []) for item in ordered])
         assign_names(ordered)
-        self.layers: List[Layer] = ordered
+        # Keras' model.layers: a nested model (a NestedCall in the graph) as one element.
+        self.layers: List[Layer] = [item.model if isinstance(item, nesting.NestedCall) else item for item in ordered]
         self._input_shape = inp.layer.input_shape
         self._input_tensor, self._output_tensor = inp, out
         index = {id(layer): i for i, layer in enumerate(ordered[1:])}
+        # The top-level positions: each a layer or a NestedCall, and the positions it reads.
         self._nodes: List[_Node] = [(layer, [-1 if t is inp else index[id(t.layer)] for t in layer.inbound_tensors or []])
                                     for layer in ordered[1:]]
-        weight_home.model_sharing(ordered[1:], self)
+        nesting.check_called_once(self._nodes)
+        weight_home.model_sharing([layer for layer, _ in self.graph_nodes()], self)
 
     def _setup(self, name: Any, default_name: str, seed: Any, trainable: Any) -> None:
         """What every model has: name, seed, trainable, the core model (built lazily), compile state."""
@@ -105,9 +123,43 @@ class Model(ModelWeights):
         self.seed_drawn = False  # the seed was drawn at random (no seed, no set_random_seed)
 
     # ------------------------------------------------------------------ structure
-    def graph_nodes(self) -> List[_Node]:
-        """The model's positions in topological order: each a layer and the positions it reads."""
+    def top_level_nodes(self) -> List[_Node]:
+        """Keras' positions of the model: each a layer, or a nested model (a NestedCall for one
+        called in a functional graph), and the top-level positions it reads."""
         return self._nodes
+
+    def flat_graph(self) -> List[nesting.FlatNode]:
+        """The core's positions with the flags nested models give them (models/nesting.py)."""
+        return nesting.flat_nodes(self.top_level_nodes())
+
+    def top_level_spans(self) -> List[Tuple[Any, int, int]]:
+        """Per Keras layer (``model.layers`` without the InputLayer): the layer or nested model and
+        its [begin, end) of the core's positions (what hpcnn.formats writes per layer)."""
+        nodes = self.top_level_nodes()
+        return [(item.model if isinstance(item, nesting.NestedCall) else item, b, e)
+                for (item, _), (b, e) in zip(nodes, nesting.spans(nodes))]
+
+    def graph_nodes(self) -> List[_Node]:
+        """The core's positions in topological order: each a LEAF layer and the positions it reads
+        (a nested model expanded into its layers, models/nesting.py)."""
+        return [(node.layer, node.parents) for node in self.flat_graph()]
+
+    def __call__(self, inputs: Any, training: Optional[bool] = None, mask: Any = None, **kwargs: Any) -> Any:
+        """Keras' call. On data (NumPy arrays, lists: one batch of any size): the outputs, with
+        ``training=False`` (the default) the inference forward (as predict), with ``training=True``
+        one forward pass in training mode (Dropout active, BatchNormalization on the batch's
+        statistics, updating its moving statistics) without any weight update (models/model_call.py).
+        On a symbolic tensor: the model used as a layer of the graph being built
+        (``base_model(inputs, training=False)``: its BatchNormalization and Dropout then stay in
+        inference mode, in fit too), models/nesting.py."""
+        if kwargs:
+            raise TypeError(f"Unrecognized keyword arguments passed to {type(self).__name__}.__call__: {kwargs}")
+        if mask is not None:
+            raise NotImplementedError("Model.__call__: masks are not supported (hpcnn layers take no mask)")
+        items = inputs if isinstance(inputs, (list, tuple)) else [inputs]
+        if any(isinstance(t, KerasTensor) for t in items):
+            return nesting.call_symbolic(self, inputs, training)
+        return model_call.call_on_data(self, inputs, training)
 
     def is_chain(self) -> bool:
         return all(parents == [i - 1] for i, (_, parents) in enumerate(self.graph_nodes()))
@@ -170,8 +222,11 @@ class Model(ModelWeights):
             raise ValueError("the model has no layers")
         # One config per position and the positions each reads: the core lowers them (fusions, the
         # softmax split) and reports shapes, weights and counts per position.
-        cfgs = [layer.core_config() for layer, _ in nodes]
-        inputs = [list(parents) for _, parents in nodes]
+        # A layer inside a nested model called with training=False runs in inference mode always.
+        flat = self.flat_graph()
+        cfgs = [dict(node.layer.core_config(), **({"inference_only": True} if node.inference_only else {}))
+                for node in flat]
+        inputs = [list(node.parents) for node in flat]
         if self._seed is None:
             self.seed_drawn = not utils.seeded()
             self._seed = utils.next_model_seed()
@@ -264,7 +319,7 @@ class Model(ModelWeights):
 
     def trainable_mask(self) -> List[bool]:
         """One flag per position: whether the optimizer updates it, from the layers' trainable now."""
-        return [bool(self._trainable and layer.trainable) for layer, _ in self.graph_nodes()]
+        return [bool(self._trainable and node.owners_trainable and node.layer.trainable) for node in self.flat_graph()]
 
     def trainable_changed_since_compile(self) -> bool:
         return self.compile_settings is not None and self.compile_settings.get("trainable") != self.trainable_mask()
@@ -309,13 +364,18 @@ class Model(ModelWeights):
                     "config": {"shape": list(t.shape), "dtype": t.dtype, "keras_history": [t.layer.name, 0, 0]}}
 
         cfg_layers = []
+        calls = {id(item.model): item for item, _ in self._nodes if isinstance(item, nesting.NestedCall)}
         for layer in self.layers:
             inbound: List[Dict[str, Any]] = []
-            if not layer.is_input:
+            call = calls.get(id(layer))
+            if call is not None:  # a nested model: its own config, called as Keras records it
+                kwargs = {} if call.training is None else {"training": call.training}
+                inbound = [{"args": [tensor(t) for t in call.inbound_tensors or []], "kwargs": kwargs}]
+            elif not layer.is_input:
                 ts = [tensor(t) for t in layer.inbound_tensors or []]
                 inbound = [{"args": [ts if layer.merges_inputs else ts[0]], "kwargs": {}}]
-            cfg_layers.append({"class_name": type(layer).__name__, "name": layer.name, "config": layer.get_config(),
-                               "inbound_nodes": inbound})
+            cfg_layers.append({"class_name": nesting.keras_class_name(layer), "name": layer.name,
+                               "config": layer.get_config(), "inbound_nodes": inbound})
         return {"name": self.name, "trainable": self._trainable, "layers": cfg_layers,
                 "input_layers": [[self.layers[0].name, 0, 0]],
                 "output_layers": [[self._output_tensor.layer.name, 0, 0]]}
@@ -328,8 +388,9 @@ class Model(ModelWeights):
 
     def weight_names(self) -> List[str]:
         """'conv2d/kernel', 'conv2d/bias', 'batch_normalization/gamma', ...: the get_weights() order,
-        named by the core's per-layer weights."""
-        return [f"{layer.name}/{name}" for (layer, _), weights in zip(self.graph_nodes(), self.core.layer_weights)
+        named by the core's per-layer weights; a nested model's weights by their path in it, as
+        Keras names them ('base/conv2d/kernel')."""
+        return [f"{node.path}{node.layer.name}/{name}" for node, weights in zip(self.flat_graph(), self.core.layer_weights)
                 for name, _, _ in weights]
 
     def save(self, filepath: str, overwrite: bool = True, include_optimizer: bool = True,
@@ -445,6 +506,9 @@ def several_outputs(outputs: Any) -> bool:
     """Whether Model(inputs, outputs) names more than one output tensor (a list, tuple or dict)."""
     items = list(outputs.values()) if isinstance(outputs, dict) else outputs
     return isinstance(items, (list, tuple)) and len(items) > 1
+
+
+nesting.MODEL_CLASSES.update(Functional=Model, Model=Model)
 
 
 def input_shape_argument(input_shape: Any) -> Tuple[int, ...]:

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import validation
 from ..layers import KerasTensor, Layer, graph
+from . import model_call
 from .model import Model, assign_names
 
 
@@ -152,6 +153,23 @@ class MultiOutputModel(Model):
 
     def predict_on_batch(self, x: Any) -> Any:
         return self._arrange([part.predict_on_batch(x) for part in self.parts])
+
+    def __call__(self, inputs: Any, training: Optional[bool] = None, mask: Any = None, **kwargs: Any) -> Any:
+        """``model(x)`` on arrays: one array per output (a dict for a dict of outputs), each with
+        Keras' ``numpy()``, as Keras' call returns them. ``training=True`` (which would move
+        BatchNormalization's statistics once per output) and a call on symbolic tensors (this model
+        as a layer of another) are refused."""
+        n = len(self._output_tensors)
+        if kwargs:
+            raise TypeError(f"Unrecognized keyword arguments passed to Model.__call__: {kwargs}")
+        if mask is not None:
+            raise NotImplementedError("Model.__call__: masks are not supported (hpcnn layers take no mask)")
+        if training:
+            raise refused("model(x, training=True)", n)
+        items = inputs if isinstance(inputs, (list, tuple)) else [inputs]
+        if any(isinstance(t, KerasTensor) for t in items):
+            raise refused("using it as a layer of another model", n)
+        return self._arrange([model_call.call_on_data(part, inputs, False) for part in self.parts])
 
     def _arrange(self, maps: List[np.ndarray]) -> Any:
         out = [maps[j] for j in self._part_of]

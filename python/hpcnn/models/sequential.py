@@ -14,6 +14,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .. import validation
 from ..layers import Input, KerasTensor, Layer, deserialize, graph, serialize, weight_home
+from . import nesting
 from .model import Model, input_shape_argument
 
 
@@ -34,7 +35,8 @@ class Sequential(Model):
         for layer in validation.layer_list(layers, "Sequential: layers") or []:
             self.add(layer)
 
-    def graph_nodes(self) -> List[Tuple[Layer, List[int]]]:
+    def top_level_nodes(self) -> List[Tuple[Layer, List[int]]]:
+        """The chain of Keras' layers (a nested model as one of them), each reading the one before."""
         return [(layer, [i - 1]) for i, layer in enumerate(self.layers)]
 
     # ------------------------------------------------------------------ the symbolic chain
@@ -95,10 +97,14 @@ class Sequential(Model):
         return self.outputs[0]
 
     # ------------------------------------------------------------------ structure
-    def add(self, layer: Union[Layer, KerasTensor]) -> None:
-        """Append a layer (or start with ``hpcnn.Input(shape=...)``). Adding to a model that was
-        already built rebuilds it (compile again): the layers it had keep their weights, as in
-        Keras; the new layer gets fresh ones."""
+    def add(self, layer: Union[Layer, KerasTensor, Model]) -> None:
+        """Append a layer (or start with ``hpcnn.Input(shape=...)``), or a model, which becomes one
+        layer of this one (Keras' nesting: ``Sequential([base_model, Dense(10)])``, models/nesting.py).
+        Adding to a model that was already built rebuilds it (compile again): the layers it had keep
+        their weights, as in Keras; a new layer gets fresh ones."""
+        if isinstance(layer, Model):
+            self._add_model(layer)
+            return
         if isinstance(layer, KerasTensor):
             if not layer.layer.is_input:
                 raise TypeError("add() takes an hpcnn layer or the tensor of hpcnn.Input(); got the output of layer "
@@ -136,6 +142,29 @@ class Sequential(Model):
         if self._core is not None:
             self.drop_core()
 
+    def _add_model(self, model: Model) -> None:
+        if model is self or any(item is model for item in self.layers):
+            raise NotImplementedError(f"model {model.name!r} is already part of this Sequential: hpcnn keeps a layer at "
+                                      "one position of a model (clone_model gives a second copy)")
+        if model.sample_shape is not None:
+            if not self.layers and self._input_shape is None:
+                self._input_shape = tuple(model.sample_shape)
+            elif not self.layers and self._input_shape != tuple(model.sample_shape):
+                raise ValueError(f"model {model.name!r} takes inputs of shape {model.input_shape}, but this Sequential's "
+                                 f"input is {(None,) + tuple(self._input_shape or ())}")
+        elif not self.layers and self._input_shape is not None:
+            model.build((None,) + tuple(self._input_shape))
+        elif self.layers:
+            raise ValueError(f"model {model.name!r} has no input shape: give it one (InputLayer or input_shape=) "
+                             "before nesting it after other layers")
+        names = {existing.name for existing in self.layers}
+        if model.name in names:
+            raise ValueError(f'The name "{model.name}" is used 2 times in the model. All layer names should be unique '
+                             "(pass name= to the nested model)")
+        self.layers.append(model)
+        if self._core is not None:
+            self.drop_core()
+
     def pop(self) -> Layer:
         """Removes the last layer; the others keep their weights (Keras)."""
         if not self.layers:
@@ -160,7 +189,8 @@ class Sequential(Model):
         cfg_layers = []
         if self._input_shape is not None:
             cfg_layers.append({"class_name": "InputLayer", "config": {"input_shape": list(self._input_shape)}})
-        cfg_layers += [serialize(layer) for layer in self.layers]
+        cfg_layers += [{"class_name": nesting.keras_class_name(layer), "config": layer.get_config()}
+                       if nesting.is_model(layer) else serialize(layer) for layer in self.layers]
         cfg: Dict[str, Any] = {"name": self.name, "layers": cfg_layers}
         if not self._trainable:
             cfg["trainable"] = False
@@ -174,8 +204,14 @@ class Sequential(Model):
         model = cls(name=config.get("name"),
                     trainable=validation.boolean(config.get("trainable", True), "trainable", "Sequential"))
         for lc in config["layers"]:
-            model.add(deserialize(lc))
+            nested = isinstance(lc, dict) and isinstance(lc.get("class_name"), str) and \
+                lc["class_name"] in nesting.MODEL_CLASSES
+            model.add(nesting.nested_from_config(lc) if nested else deserialize(lc))
         return model
 
     def __repr__(self) -> str:
         return f"<hpcnn.Sequential {self.name!r}: {len(self.layers)} layers>"
+
+
+
+nesting.MODEL_CLASSES["Sequential"] = Sequential

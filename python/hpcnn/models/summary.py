@@ -7,19 +7,27 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 from .. import _core
+from .nesting import NestedCall, keras_class_name, spans
 
 
 def print_summary(model: Any, print_fn: Any = print, line_length: Optional[int] = None) -> None:
     """A Keras-style table: layer, output shape, parameters (and, for a graph that is not a
     chain, Keras' "Connected to" column: the layers each one reads); totals; device."""
-    rows = model.layer_outputs()
-    labels = [f" {layer.name} ({type(layer).__name__})" for layer, _, _ in rows]
+    # One row per Keras layer: a nested model is one row (Keras' " base (Sequential)"), its output
+    # shape its last position's, its parameters the sum over its positions.
+    flat = model.layer_outputs()
+    nodes = model.top_level_nodes()
+    rows = []
+    for (item, _), (b, e) in zip(nodes, spans(nodes)):
+        layer = item.model if isinstance(item, NestedCall) else item
+        rows.append((layer, flat[e - 1][1], sum(params for _, _, params in flat[b:e])))
+    labels = [f" {layer.name} ({keras_class_name(layer)})" for layer, _, _ in rows]
     if not model.is_sequential:
         labels.append(f" {model.layers[0].name} ({type(model.layers[0]).__name__})")
     # The first column fits the longest " name (Type)" label (Keras' long class names).
     c1 = max([34] + [len(label) + 2 for label in labels])
     c2 = 26
-    wide = not model.is_chain()  # Keras shows "Connected to" when the layers are not a chain
+    wide = not all(parents == [i - 1] for i, (_, parents) in enumerate(nodes))  # Keras shows "Connected to" when the layers are not a chain
     line_length = max(line_length or (106 if wide else 76), c1 + c2 + (30 if wide else 12))
     sep = "_" * line_length
     print_fn(f'Model: "{model.name}"')
@@ -28,9 +36,9 @@ def print_summary(model: Any, print_fn: Any = print, line_length: Optional[int] 
     if not model.is_sequential:
         inp = model.layers[0]
         table.append((f" {inp.name} ({type(inp).__name__})", str(model.input_shape), 0, ["-"]))
-    for (layer, parents), (_, shape, params) in zip(model.graph_nodes(), rows):
-        sources = [f"{(model.layers[0] if p < 0 else model.graph_nodes()[p][0]).name}[0][0]" for p in parents]
-        table.append((f" {layer.name} ({type(layer).__name__})", str((None,) + shape), params, sources))
+    for (_, parents), (layer, shape, params) in zip(nodes, rows):
+        sources = [f"{(model.layers[0] if p < 0 else rows[p][0]).name}[0][0]" for p in parents]
+        table.append((f" {layer.name} ({keras_class_name(layer)})", str((None,) + shape), params, sources))
     if wide:
         c3 = 12
         print_fn(f"{' Layer (type)':<{c1}}{'Output Shape':<{c2}}{'Param #':<{c3}}Connected to")
