@@ -424,3 +424,39 @@ def test_inference_only_dropout_passes_gradients_unchanged():
         m.fit(x, y, batch_size=8, epochs=2, verbose=0, shuffle=False)
     for wa, wb in zip(a.get_weights(), b.get_weights()):
         np.testing.assert_allclose(wa, wb, rtol=1e-6, atol=1e-7)
+
+
+# ---------------------------------------------------------------------- one set of values (weight homes)
+def test_the_base_model_sees_what_the_outer_model_learned_and_back():
+    """A nested model's layers hold one set of values (hpcnn.layers.weight_home): after the outer
+    model trains, the base model's own get_weights, predict and save show the trained values, and
+    a base layer's set_weights is seen by the outer model."""
+    base = make_base()
+    outer = make_outer(base)
+    outer.compile(optimizer=optimizers.SGD(0.1), loss="mse")
+    x, y = data()
+    before = base.get_weights()
+    outer.fit(x, y, batch_size=8, epochs=2, verbose=0)
+    trained = outer.get_weights()
+    assert not np.allclose(before[0], trained[0])
+    for a, b in zip(base.get_weights(), trained[:len(before)]):
+        np.testing.assert_array_equal(a, b)
+    flat = make_base(name="flat")
+    flat.set_weights(trained[:len(before)])
+    np.testing.assert_allclose(base.predict(x, verbose=0), flat.predict(x, verbose=0), rtol=1e-6, atol=1e-6)
+    kernel = base.get_layer("c1").get_weights()
+    base.get_layer("c1").set_weights([np.zeros_like(kernel[0]), kernel[1]])
+    np.testing.assert_array_equal(outer.get_weights()[0], 0.0)
+
+
+def test_a_model_with_several_outputs_is_callable_on_data():
+    base = make_base()
+    x, _ = data(4)
+    extractor = keras.Model(base.inputs, [base.get_layer("c1").output, base.get_layer("gap").output])
+    maps = extractor(x)
+    expected = extractor.predict(x, verbose=0)
+    assert isinstance(maps, list) and len(maps) == 2
+    for got, want in zip(maps, expected):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-6)
+    with pytest.raises(NotImplementedError, match="2 outputs"):
+        extractor(x, training=True)
