@@ -15,16 +15,10 @@ import pytest
 import hpcnn
 from hpcnn.callbacks import EarlyStopping, LambdaCallback
 from small_models import small_model
+from live_keras import REASON, import_keras
 
-os.environ.setdefault("KERAS_BACKEND", "jax")
-if os.environ.get("HPCNN_EXPECT_KERAS") == "1":
-    import keras  # CI: a missing extra is an error, not a skip
-else:
-    try:
-        import keras
-    except ImportError:
-        keras = None
-needs_keras = pytest.mark.skipif(keras is None, reason="the live Keras comparison needs `pip install '.[keras]'`")
+keras = import_keras()
+needs_keras = pytest.mark.skipif(keras is None, reason=REASON)
 
 NAN = float("nan")
 # The metric names below, as a model compiled with metrics=['accuracy', 'mae',

@@ -3,22 +3,18 @@ layer.output, model.inputs / outputs / input / output, kept current by add and p
 built from a trained model's tensors computes with the trained weights (the silently wrong
 answer's regression test); extractors with several outputs predict a list (or dict) of arrays.
 Compared with NumPy, and with live Keras where the `keras` extra is installed."""
-import os
 
 import numpy as np
 import pytest
 
 import hpcnn
 from hpcnn.layers import Conv2D, Dense, Flatten, InputLayer, MaxPooling2D
+from live_keras import keras_or_skip
 
 
 @pytest.fixture(scope="module")
 def keras():
-    os.environ.setdefault("KERAS_BACKEND", "jax")
-    if os.environ.get("HPCNN_EXPECT_KERAS") == "1":
-        import keras as k
-        return k
-    return pytest.importorskip("keras", reason="the live Keras comparisons need `pip install '.[keras]'`")
+    return keras_or_skip()
 
 
 def conv_relu(x, kernel, bias):

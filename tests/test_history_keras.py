@@ -12,19 +12,12 @@ import pytest
 
 import hpcnn
 from hpcnn import optimizers
-from hpcnn.callbacks import (BackupAndRestore, Callback, CSVLogger, History, LambdaCallback, LearningRateScheduler,
-                             ReduceLROnPlateau)
+from hpcnn.callbacks import BackupAndRestore, Callback, CSVLogger, History
 from hpcnn.layers import Dense, Flatten, InputLayer
+from live_keras import REASON, import_keras
 
-os.environ.setdefault("KERAS_BACKEND", "jax")
-if os.environ.get("HPCNN_EXPECT_KERAS") == "1":
-    import keras  # CI: a missing extra is an error, not a skip
-else:
-    try:
-        import keras
-    except ImportError:
-        keras = None
-needs_keras = pytest.mark.skipif(keras is None, reason="the live Keras comparison needs `pip install '.[keras]'`")
+keras = import_keras()
+needs_keras = pytest.mark.skipif(keras is None, reason=REASON)
 TIMINGS = {"seconds", "images_per_second"}
 
 
@@ -142,7 +135,7 @@ def test_a_backup_with_timings_in_the_history_still_loads():
 
 
 def test_pandas_plots_only_keras_columns():
-    pd = pytest.importorskip("pandas")
+    pd = pytest.importorskip("pandas", reason="pandas comes with the `jupyter` extra")
     x, y = data()
     h = hpcnn_model(["accuracy"]).fit(x, y, batch_size=16, epochs=2, verbose=0, validation_data=(x[:16], y[:16]))
     assert sorted(pd.DataFrame(h.history).columns) == ["accuracy", "loss", "val_accuracy", "val_loss"]

@@ -2,23 +2,16 @@
 functional model as the classes and predict as Keras' (live, with the `keras` extra); the merge
 functions and classes hpcnn lacks import and refuse when used, naming a recipe that works, and
 those recipes (Average, Subtract from Add and Rescaling) compute what Keras' layers do."""
-import os
 
 import numpy as np
 import pytest
 
 import hpcnn
 from hpcnn import keras as hk
+from live_keras import REASON, import_keras
 
-os.environ.setdefault("KERAS_BACKEND", "jax")
-if os.environ.get("HPCNN_EXPECT_KERAS") == "1":
-    import keras  # CI: a missing extra is an error, not a skip
-else:
-    try:
-        import keras
-    except ImportError:
-        keras = None
-needs_keras = pytest.mark.skipif(keras is None, reason="the live Keras comparison needs `pip install '.[keras]'`")
+keras = import_keras()
+needs_keras = pytest.mark.skipif(keras is None, reason=REASON)
 X = np.random.default_rng(5).random((6, 8, 8, 3), dtype=np.float32)
 
 

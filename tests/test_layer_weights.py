@@ -3,7 +3,6 @@ trainable_weights, non_trainable_weights, kernel/bias/gamma/..., the Variable ob
 count_params() without arguments, model.weights and friends; one set of values for a layer
 shared by several models (hpcnn.layers.weight_home); the core's per-position get/set on every
 replica and on the model's device. Live Keras comparisons skip without the `keras` extra."""
-import os
 
 import numpy as np
 import pytest
@@ -13,15 +12,12 @@ from gpu_target import KINDS, GPU
 from hpcnn.distribute import MirroredStrategy
 from hpcnn.layers import BatchNormalization, Conv2D, Dense, Flatten, MaxPooling2D
 from hpcnn.models import tutorial_cnn
+from live_keras import keras_or_skip
 
 
 @pytest.fixture(scope="module")
 def keras():
-    os.environ.setdefault("KERAS_BACKEND", "jax")
-    if os.environ.get("HPCNN_EXPECT_KERAS") == "1":
-        import keras as k  # CI: a missing extra is an error, not a skip
-        return k
-    return pytest.importorskip("keras", reason="the live Keras comparisons need `pip install '.[keras]'`")
+    return keras_or_skip()
 
 
 def small_cnn(seed=1, name=None):

@@ -10,6 +10,7 @@ import pytest
 import hpcnn.keras as keras
 from gpu_target import KINDS
 from hpcnn.keras import layers
+from live_keras import keras_or_skip
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
@@ -177,15 +178,9 @@ def test_training_call_keeps_replicas_alike():
 
 
 # ---------------------------------------------------------------------- live Keras
-def _keras():
-    if os.environ.get("HPCNN_EXPECT_KERAS") == "1":
-        import keras as real
-        return real
-    return pytest.importorskip("keras", reason="the live Keras comparisons need `pip install '.[keras]'`")
 
-
-def test_training_true_matches_keras():
-    real = _keras()
+def test_training_true_matcheskeras_or_skip():
+    real = keras_or_skip()
     rng = np.random.default_rng(4)
     x = (rng.standard_normal((12, 5, 5, 3)) * 2 + 1).astype("float32")
     ours = keras.Sequential([keras.Input((5, 5, 3)), layers.Conv2D(4, 3, name="c"),

@@ -13,15 +13,10 @@ import hpcnn.keras as keras
 from gpu_target import KINDS
 from hpcnn import optimizers
 from hpcnn.keras import layers
+from live_keras import keras_or_skip
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
-
-def _keras():
-    if os.environ.get("HPCNN_EXPECT_KERAS") == "1":
-        import keras as real
-        return real
-    return pytest.importorskip("keras", reason="the live Keras comparisons need `pip install '.[keras]'`")
 
 
 def make_base(lib=keras, name="base"):
@@ -323,8 +318,8 @@ def test_weights_files_and_json_round_trip(tmp_path):
 
 
 # ---------------------------------------------------------------------- live Keras
-def test_get_weights_order_and_predictions_match_keras():
-    real = _keras()
+def test_get_weights_order_and_predictions_matchkeras_or_skip():
+    real = keras_or_skip()
     ours = make_outer(make_base())
     theirs = make_outer(make_base(real), lib=real)
     weights = random_weights(ours)
@@ -339,8 +334,8 @@ def test_get_weights_order_and_predictions_match_keras():
     assert [w.shape for w in seq_theirs.get_weights()] == [w.shape for w in seq_ours.get_weights()]
 
 
-def test_summary_rows_match_keras():
-    real = _keras()
+def test_summary_rows_matchkeras_or_skip():
+    real = keras_or_skip()
     ours, theirs = make_outer(make_base()), make_outer(make_base(real), lib=real)
     lines = []
     theirs.summary(print_fn=lambda s, **k: lines.extend(s.split("\n")))
@@ -354,7 +349,7 @@ def test_summary_rows_match_keras():
 
 @pytest.mark.parametrize("suffix", [".keras", ".h5"])
 def test_files_both_ways_with_keras(tmp_path, suffix):
-    real = _keras()
+    real = keras_or_skip()
     ours = make_outer(make_base())
     ours.set_weights(random_weights(ours))
     x, _ = data()
@@ -385,7 +380,7 @@ def test_files_both_ways_with_keras(tmp_path, suffix):
 def test_deeper_nesting_files_with_keras(tmp_path, suffix):
     """A functional model in a Sequential in a Sequential (BatchNormalization inside): Keras reads
     hpcnn's file with the same predictions, and hpcnn reads Keras' file of it."""
-    real = _keras()
+    real = keras_or_skip()
     inner_in = keras.Input((8, 8, 3))
     inner = keras.Model(inner_in, layers.Flatten()(layers.BatchNormalization()(layers.Conv2D(2, 3)(inner_in))),
                         name="inner")
