@@ -97,3 +97,13 @@ def test_fit_overlap_augment_smoke(tmp_path):
                  "augmentation's cost, tutorial file, streamed: step time x"):
         assert line in r.stdout, (line, r.stdout)
     assert not list(tmp_path.iterdir())  # its HDF5 files removed
+
+
+def test_fit_speed_against_a_baseline_smoke():
+    """bench_fit_speed.py (issue 23's 'training speed unchanged' figure) runs this build against a
+    baseline interpreter (here the same one) and prints both and the ratio."""
+    r = subprocess.run([sys.executable, str(BENCH / "bench_fit_speed.py"), "--rows", "500", "--epochs", "1",
+                        "--rounds", "1", "--baseline-python", f"same={sys.executable}"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "this build" in r.stdout and "\nsame " in r.stdout and "x, " in r.stdout
