@@ -242,6 +242,25 @@ void bind_data(py::module_& root) {
     return py::array(out);
   }, py::arg("path"), py::arg("name"));
 
+  m.def("epoch_plan", [](long long rows, long long block_rows, long long window_blocks, bool shuffle, uint64_t seed,
+                         long long epoch) {
+    HPCNN_CHECK_ARG(rows >= 0 && block_rows > 0 && window_blocks > 0 && epoch >= 0,
+                    "epoch_plan: rows >= 0, block_rows > 0, window_blocks > 0 and epoch >= 0, got ", rows, ", ",
+                    block_rows, ", ", window_blocks, ", ", epoch);
+    EpochPlan p = make_epoch_plan(rows, block_rows, window_blocks, shuffle, seed, epoch);
+    py::array_t<int64_t> order(static_cast<py::ssize_t>(p.order.size()));
+    std::copy(p.order.begin(), p.order.end(), order.mutable_data());
+    return py::make_tuple(order, p.windows, p.window_end);
+  }, py::arg("rows"), py::arg("block_rows"), py::arg("window_blocks"), py::arg("shuffle"), py::arg("seed"),
+     py::arg("epoch"),
+     "The loader's row order for one epoch (data/shuffle_plan.h), for tests of its distribution: (order: the "
+     "rows in delivery order, windows: the block ids of each window, window_end: each window's end position).");
+  m.def("check_epoch_plan", [](std::vector<long long> order, std::vector<std::vector<long long>> windows,
+                               std::vector<long long> window_end, long long rows, long long block_rows) {
+    check_epoch_plan(EpochPlan{std::move(order), std::move(windows), std::move(window_end)}, rows, block_rows);
+  }, py::arg("order"), py::arg("windows"), py::arg("window_end"), py::arg("rows"), py::arg("block_rows"),
+     "The check the loader makes of every epoch plan it makes: RuntimeError naming what is wrong (a plan that "
+     "misses or repeats rows, or whose windows do not load the blocks its positions read).");
   m.def("default_chunk_rows", &default_chunk_rows, py::arg("rows"), py::arg("row_bytes"));
   m.def("inflate_library", &inflate_library);
 

@@ -211,6 +211,7 @@ std::string Loader::repr() const {
 const EpochPlan& Loader::plan(long long epoch) {
   if (epoch != plan_epoch_) {
     plan_ = make_epoch_plan(rows_, x_->block_rows(), window_blocks_, opt_.shuffle, *opt_.seed, epoch);
+    check_epoch_plan(plan_, rows_, x_->block_rows());  // fill reads only the blocks the plan loads
     plan_epoch_ = epoch;
     if (!in_memory_)  // streaming: every epoch reads the file again
       for (auto it = cache_.begin(); it != cache_.end();) it = drop_block(it);

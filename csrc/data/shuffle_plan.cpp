@@ -1,7 +1,9 @@
 #include "data/shuffle_plan.h"
 
 #include <algorithm>
+#include <vector>
 
+#include "core/errors.h"
 #include "core/rng.h"
 
 namespace hpcnn::data {
@@ -57,6 +59,42 @@ EpochPlan make_epoch_plan(long long rows, long long block_rows, long long window
     p.window_end.push_back(static_cast<long long>(p.order.size()));
   }
   return p;
+}
+
+void check_epoch_plan(const EpochPlan& p, long long rows, long long block_rows) {
+  auto fail = [&](const std::string& what) {
+    throw BackendError(cat("internal error in the shuffle plan (", rows, " rows in blocks of ", block_rows,
+                           "): ", what, "; this is a bug in hpcnn, please report it"));
+  };
+  if (block_rows <= 0) fail(cat("block_rows is ", block_rows));
+  if (static_cast<long long>(p.order.size()) != rows)
+    fail(cat("it orders ", p.order.size(), " rows, not ", rows));
+  if (p.windows.size() != p.window_end.size())
+    fail(cat(p.windows.size(), " windows but ", p.window_end.size(), " window ends"));
+  if (rows > 0 && (p.window_end.empty() || p.window_end.back() != rows))
+    fail(cat("its windows end at ", p.window_end.empty() ? 0 : p.window_end.back(), ", not at ", rows));
+  const long long nblocks = (rows + block_rows - 1) / block_rows;
+  std::vector<long long> window_of_block(nblocks, -1);
+  for (size_t w = 0; w < p.windows.size(); ++w) {
+    if (w > 0 && p.window_end[w] < p.window_end[w - 1]) fail(cat("window ", w, " ends before window ", w - 1));
+    for (long long b : p.windows[w]) {
+      if (b < 0 || b >= nblocks) fail(cat("window ", w, " names block ", b, " of ", nblocks));
+      if (window_of_block[b] != -1) fail(cat("block ", b, " is in windows ", window_of_block[b], " and ", w));
+      window_of_block[b] = static_cast<long long>(w);
+    }
+  }
+  std::vector<bool> seen(rows, false);
+  long long w = 0;
+  for (long long pos = 0; pos < rows; ++pos) {
+    while (w < static_cast<long long>(p.window_end.size()) && pos >= p.window_end[w]) ++w;
+    const long long r = p.order[pos];
+    if (r < 0 || r >= rows) fail(cat("position ", pos, " holds row ", r));
+    if (seen[r]) fail(cat("row ", r, " comes twice"));
+    seen[r] = true;
+    if (window_of_block[r / block_rows] != w)
+      fail(cat("position ", pos, " (window ", w, ") holds row ", r, " of block ", r / block_rows, ", which window ",
+               window_of_block[r / block_rows], " loads"));
+  }
 }
 
 }  // namespace hpcnn::data

@@ -24,4 +24,11 @@ struct EpochPlan {
 EpochPlan make_epoch_plan(long long rows, long long block_rows, long long window_blocks, bool shuffle,
                           uint64_t seed, long long epoch);
 
+// Checks that a plan covers `rows` rows in blocks of `block_rows` as the loader reads them: every
+// row exactly once, window_end increasing to `rows` with one entry per window, and the row at each
+// position inside a block of that position's window (the blocks the loader has in memory then).
+// The loader checks every plan it makes: a wrong plan (a bug) is a BackendError (RuntimeError in
+// Python) naming what is wrong, never a read outside the loaded blocks. O(rows + blocks).
+void check_epoch_plan(const EpochPlan& plan, long long rows, long long block_rows);
+
 }  // namespace hpcnn::data

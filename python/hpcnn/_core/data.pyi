@@ -3,6 +3,7 @@
 """HDF5 loader, prefetcher and writer (use hpcnn.data)"""
 import collections.abc
 import numpy
+import numpy.typing
 import typing
 
 class EpochIterator:
@@ -144,11 +145,17 @@ class Loader:
     def y_info(self) -> object:
         ...
 
+def check_epoch_plan(order: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], windows: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]], window_end: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], rows: typing.SupportsInt | typing.SupportsIndex, block_rows: typing.SupportsInt | typing.SupportsIndex) -> None:
+    """The check the loader makes of every epoch plan it makes: RuntimeError naming what is wrong (a plan that misses or repeats rows, or whose windows do not load the blocks its positions read)."""
+
 def dataset_info(path: str, name: str) -> dict:
     ...
 
 def default_chunk_rows(rows: typing.SupportsInt | typing.SupportsIndex, row_bytes: typing.SupportsInt | typing.SupportsIndex) -> int:
     ...
+
+def epoch_plan(rows: typing.SupportsInt | typing.SupportsIndex, block_rows: typing.SupportsInt | typing.SupportsIndex, window_blocks: typing.SupportsInt | typing.SupportsIndex, shuffle: bool, seed: typing.SupportsInt | typing.SupportsIndex, epoch: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.int64], list[list[int]], list[int]]:
+    """The loader's row order for one epoch (data/shuffle_plan.h), for tests of its distribution: (order: the rows in delivery order, windows: the block ids of each window, window_end: each window's end position)."""
 
 def h5_tree_image(items: list, caller: str='h5_tree_image') -> bytes:
     """The HDF5 file write_h5_tree would write, as bytes."""

@@ -1,0 +1,121 @@
+"""The loader's epoch order (csrc/data/shuffle_plan.*) as a distribution, and the check the loader
+makes of every plan.
+
+The data tests elsewhere check that an epoch is complete and differs between epochs; a shuffle can
+pass both and still be biased (a Fisher-Yates off by one that only ever makes cyclic orders, found
+by a mutation run). These tests count orders over many epochs and compare the counts with the
+uniform distribution by a chi-square test at a significance of 1e-6 (a correct shuffle fails one
+in a million runs; the draws are a pure function of (seed, epoch), so each run here is the same).
+"""
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from hpcnn._core import data as core_data
+
+ALPHA = 1e-6
+
+
+def chi2_upper(dof: int, alpha: float = ALPHA) -> float:
+    """The chi-square value exceeded with probability alpha (Wilson-Hilferty, accurate to a few
+    per cent for dof >= 3, ample at 1e-6)."""
+    z = {1e-6: 4.753424}[alpha]  # the standard normal's upper 1e-6 quantile
+    return dof * (1 - 2 / (9 * dof) + z * math.sqrt(2 / (9 * dof))) ** 3
+
+
+def chi2(counts: np.ndarray, expected: float) -> float:
+    return float(((counts - expected) ** 2 / expected).sum())
+
+
+def orders(rows, block_rows, window_blocks, epochs, seed=7):
+    return [core_data.epoch_plan(rows, block_rows, window_blocks, True, seed, e)[0] for e in range(epochs)]
+
+
+@pytest.mark.parametrize("rows, block_rows", [(4, 4), (4, 1), (5, 2)])
+def test_every_order_of_a_one_window_epoch_is_equally_likely(rows, block_rows):
+    """One window holds every block: the order is a uniform permutation of all rows (all n! orders
+    equally likely), whatever the block size."""
+    perms = {p: i for i, p in enumerate(itertools.permutations(range(rows)))}
+    per_perm = 200
+    epochs = per_perm * len(perms)
+    counts = np.zeros(len(perms))
+    for order in orders(rows, block_rows, 1 << 20, epochs):
+        counts[perms[tuple(int(r) for r in order)]] += 1
+    assert counts.min() > 0, "some orders never occur (a cyclic-only shuffle makes (n-1)! of the n!)"
+    assert chi2(counts, per_perm) < chi2_upper(len(perms) - 1), counts
+
+
+def test_each_row_is_equally_likely_at_each_position():
+    """For more rows than permutations can be counted: every (position, row) cell of 40 rows over
+    8,000 epochs, and the row that follows each row (a cyclic shuffle never puts a row first after
+    itself...)."""
+    rows, epochs = 40, 8000
+    cells = np.zeros((rows, rows))
+    for order in orders(rows, 8, 1 << 20, epochs):
+        cells[np.arange(rows), order] += 1
+    assert chi2(cells, epochs / rows) < chi2_upper((rows - 1) ** 2)
+
+
+def test_the_windowed_shuffle_permutes_blocks_and_rows_within_windows_uniformly():
+    """cache='none' with a window of one block: the block order is a uniform permutation of the
+    blocks, and each block's rows come in a uniform order; every row exactly once."""
+    rows, block_rows, epochs = 8, 2, 4800
+    block_perms = {p: i for i, p in enumerate(itertools.permutations(range(4)))}
+    block_counts, first_row = np.zeros(len(block_perms)), np.zeros(rows)
+    for e in range(epochs):
+        order, windows, window_end = core_data.epoch_plan(rows, block_rows, 1, True, 3, e)
+        assert sorted(order.tolist()) == list(range(rows))
+        assert window_end == [2, 4, 6, 8] and all(len(w) == 1 for w in windows)
+        block_counts[block_perms[tuple(w[0] for w in windows)]] += 1
+        for w, end in zip(windows, window_end):
+            assert set(order[end - 2:end].tolist()) == {2 * w[0], 2 * w[0] + 1}
+        first_row[order[0]] += 1
+    assert chi2(block_counts, epochs / len(block_perms)) < chi2_upper(len(block_perms) - 1)
+    assert chi2(first_row, epochs / rows) < chi2_upper(rows - 1)
+
+
+def test_without_shuffle_the_order_is_the_file_order():
+    order, windows, window_end = core_data.epoch_plan(10, 4, 1, False, 1, 3)
+    assert order.tolist() == list(range(10)) and windows == [[0], [1], [2]] and window_end == [4, 8, 10]
+
+
+def test_orders_are_a_function_of_seed_and_epoch():
+    a = core_data.epoch_plan(50, 8, 2, True, 11, 4)[0]
+    assert np.array_equal(a, core_data.epoch_plan(50, 8, 2, True, 11, 4)[0])
+    assert not np.array_equal(a, core_data.epoch_plan(50, 8, 2, True, 12, 4)[0])
+    assert not np.array_equal(a, core_data.epoch_plan(50, 8, 2, True, 11, 5)[0])
+
+
+# ---------------------------------------------------------------------- the loader's check of a plan
+def good_plan():
+    order, windows, window_end = core_data.epoch_plan(10, 4, 2, True, 5, 0)
+    return order.tolist(), windows, window_end
+
+
+def test_the_plans_it_makes_pass_the_check():
+    for rows, block_rows, window_blocks in [(0, 4, 1), (1, 4, 1), (10, 4, 1), (10, 4, 2), (97, 8, 3), (64, 8, 100)]:
+        for shuffle in (False, True):
+            order, windows, window_end = core_data.epoch_plan(rows, block_rows, window_blocks, shuffle, 9, 2)
+            core_data.check_epoch_plan(order.tolist(), windows, window_end, rows, block_rows)
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda o, w, e: (o[:-1], w, e[:-1] + [e[-1] - 1]), "orders 9 rows, not 10"),
+    (lambda o, w, e: (o[:-1], w, e), "orders 9 rows, not 10"),
+    (lambda o, w, e: (o[:1] + o[:-1], w, e), "comes twice"),
+    (lambda o, w, e: ([10] + o[1:], w, e), "holds row 10"),
+    (lambda o, w, e: (o, w, e[:-1] + [9]), "end at 9, not at 10"),
+    (lambda o, w, e: (o, w[:-1], e), "windows but"),
+    (lambda o, w, e: (o, [w[1], w[0]], e), "which window"),
+    (lambda o, w, e: (o, [w[0], w[0]], e), "is in windows"),
+])
+def test_a_wrong_plan_is_an_error_naming_what_is_wrong(damage, message):
+    """A plan shorter than the rows it should cover (or repeating a row, or whose windows do not
+    load the blocks its positions read) made the loader read outside its cache: the check that the
+    loader makes of every plan raises instead."""
+    order, windows, window_end = damage(*good_plan())
+    with pytest.raises(RuntimeError, match=message) as e:
+        core_data.check_epoch_plan(order, windows, window_end, 10, 4)
+    assert "internal error in the shuffle plan (10 rows in blocks of 4)" in str(e.value)
