@@ -75,3 +75,32 @@ def flat(weights):
 def rel_err(a, b):
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))
+
+
+# ---- resuming a backup on another replica count (tests/test_resume_replicas.py, dist_worker.py)
+RESUME_BATCH = 12  # divisible by 1, 2 and 3; 80 rows: 6 full batches and a last one of 8 (uneven on 3)
+RESUME_EPOCHS = 2
+STOP_AFTER = 4     # the interrupted run stops after its 4th batch: mid-epoch 1
+
+
+def fit_resumable(model, data, backup_dir, stop=False, batch_size=RESUME_BATCH):
+    """fit for RESUME_EPOCHS with a BackupAndRestore in `backup_dir` on `data` ('arrays', or the
+    path of an HDF5 file); `stop`: this process raises SIGUSR1 after STOP_AFTER batches, which
+    stops fit (every rank, under MPI) at that batch boundary with a backup. Returns (history, backup)."""
+    import signal
+    calls = [0]
+
+    def maybe_stop(batch, logs):
+        calls[0] += 1
+        if stop and calls[0] == STOP_AFTER:
+            signal.raise_signal(signal.SIGUSR1)
+
+    backup = hpcnn.callbacks.BackupAndRestore(backup_dir, save_freq=False)  # the signal writes it
+    cbs = [backup, hpcnn.callbacks.LambdaCallback(on_train_batch_end=maybe_stop)]
+    if data == "arrays":
+        x, y = make_arrays()
+        history = model.fit(x, y, batch_size=batch_size, epochs=RESUME_EPOCHS, shuffle=True, verbose=0, callbacks=cbs)
+    else:
+        with hpcnn.data.HDF5Dataset(data, batch_size=batch_size, shuffle=True, seed=7) as ds:
+            history = model.fit(ds, epochs=RESUME_EPOCHS, verbose=0, callbacks=cbs)
+    return history, backup

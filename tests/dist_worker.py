@@ -20,7 +20,8 @@ import numpy as np  # noqa: E402
 
 import hpcnn  # noqa: E402
 from hpcnn import _core  # noqa: E402
-from dist_common import BATCH, augmented_model, make_arrays, make_model, residual_model, write_h5  # noqa: E402
+from dist_common import (BATCH, augmented_model, fit_resumable, make_arrays, make_model, residual_model,  # noqa: E402
+                         write_h5)
 
 
 def main() -> None:
@@ -108,6 +109,18 @@ def main() -> None:
         backup = hpcnn.callbacks.BackupAndRestore(os.path.join(out, "backup"), delete_checkpoint=False)
         model.fit(x, y, batch_size=BATCH, epochs=1 if scenario == "resume1" else 2, shuffle=True, verbose=0,
                   callbacks=[backup])
+    elif scenario.startswith("rankchange_"):  # rankchange_{stop,resume}_{arrays,hdf5}: a backup, another count
+        _, phase, kind = scenario.split("_")
+        data = "arrays"
+        if kind == "hdf5":
+            data = os.path.join(out, "data.h5")
+            if rank == 0 and not os.path.exists(data):
+                write_h5(data, x, y)
+            strategy.group.barrier()
+        history, backup = fit_resumable(model, data, os.path.join(out, "backup"), stop=phase == "stop" and rank == 0)
+        result["interrupted"] = np.array(bool(history.interrupted))
+        result["resumed_from"] = np.array([-1, -1] if backup.resumed_from is None else
+                                          [backup.resumed_from["epoch"], backup.resumed_from["batch"]])
     elif scenario == "tensorboard":  # every rank logs to the same folder: only the chief may write
         tb = hpcnn.callbacks.TensorBoard(os.path.join(out, "tb"), update_freq="batch")
         model.fit(x, y, batch_size=BATCH, epochs=2, verbose=0, validation_data=(x, y), callbacks=[tb])

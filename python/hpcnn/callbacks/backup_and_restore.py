@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 from .. import distribute, interrupts, validation
 from ..errors import FileProblem, OtherTraining
-from ..formats.backup_file import BACKUP_FILE, PREVIOUS_FILE, keyed, read_backup, write_backup
+from ..formats.backup_file import BACKUP_FILE, PREVIOUS_FILE, backup_fit, keyed, read_backup, write_backup
 from ..formats.hpcnn_files import restore_optimizer_state, restore_rng_state
 from .base import Callback, FitRun
 from .checkpoint_arguments import path_argument, save_freq_argument
@@ -32,7 +32,10 @@ class BackupAndRestore(Callback):
     Resuming needs the same model (config), the same optimizer class and the same data shape
     (batches per epoch, batch size, rows); anything else, a damaged backup, or a directory holding
     files that are not backups is a ValueError before anything trains: never a silent fresh start.
-    The epochs passed to fit may differ (training longer than first planned is fine)."""
+    The epochs passed to fit may differ (training longer than first planned is fine). The replica
+    count may differ too (a backup of 2 ranks resumed on 1 or 3, within 1e-5 relative of the
+    uninterrupted run: docs/distributed.md), when it divides the backup's global batch; else a
+    ValueError naming the backup and both counts, before any weight changes."""
 
     def __init__(self, backup_dir: Any, save_freq: Union[str, int, bool] = "epoch", double_checkpoint: bool = False,
                  delete_checkpoint: bool = True, **kwargs: Any) -> None:
@@ -98,6 +101,29 @@ class BackupAndRestore(Callback):
 
     # ---- fit's hooks
     restores_training = True  # fit takes at most one such callback
+
+    def uneven_split_error(self, batch_size: int, replicas: int) -> Optional[str]:
+        """fit found that its global batch does not split among its replicas: when this directory
+        holds a backup, the message for resuming it on this replica count (None when it holds
+        none: fit's own message applies). Called before anything is read into the model."""
+        if not os.path.isdir(self.backup_dir):
+            return None
+        path = next((p for p in (self.path, self.previous_path) if os.path.exists(p)), None)
+        if path is None:
+            return None
+        fit = backup_fit(path)
+        old = fit.get("replicas")
+        old_batch = fit.get("batch_size") or batch_size
+        written = (f"written on {old} replica{'s' if old != 1 else ''}" if validation.is_integer(old)
+                   else "written on a replica count it does not record")
+        fits = [n for n in range(1, int(old_batch) + 1) if int(old_batch) % n == 0] if validation.is_integer(
+            old_batch) else []
+        counts = ", ".join(map(str, fits[:8])) + (", ..." if len(fits) > 8 else "")
+        return (f"BackupAndRestore cannot resume the backup '{path}' ({written}, global batch {old_batch}) on "
+                f"{replicas} replicas: the global batch {batch_size} must be divisible by the replica count, and a "
+                f"resumed fit keeps the backup's batch size. Resume it on a replica count that divides "
+                f"{old_batch} ({counts}), or delete '{self.backup_dir}' to train from the start with a global "
+                f"batch divisible by {replicas}. Nothing was changed: the model and the backup are as they were")
 
     def on_train_position(self, position: Dict[str, Any], epoch_end: bool) -> None:
         """A backup at the end of each epoch (save_freq='epoch') or every save_freq batches."""
@@ -198,8 +224,11 @@ class BackupAndRestore(Callback):
         self._last_position = (int(pos["epoch"]), int(pos["batch"]))
         where = (f"epoch {pos['epoch'] + 1}, batch {pos['batch'] + 1} of {signature['steps']}" if pos["batch"]
                  else f"the start of epoch {pos['epoch'] + 1}")
+        old, now = found["meta"]["fit"].get("replicas"), signature.get("replicas")
+        count = (f" (written on {old} replicas, resumed on {now}: the same batches, float sums in another order)"
+                 if validation.is_integer(old) and validation.is_integer(now) and old != now else "")
         self._say(f"BackupAndRestore: resuming from '{found['path']}' (written {found['meta'].get('written', '?')}) "
-                  f"at {where}; restored weights, optimizer state, random state"
+                  f"at {where}{count}; restored weights, optimizer state, random state"
                   + (f", states of {', '.join(restored)}" if restored else ""))
         return dict(pos)
 

@@ -15,7 +15,9 @@ writer is removed by the next write. It holds everything the rest of the trainin
                      ModelCheckpoint's best value, ...); arrays in them as ``array_000``, ...
   description        ``hpcnn_backup_json``: all of the above that is not an array, plus the model's
                      config and what the data looked like (batches per epoch, batch size, rows),
-                     checked when resuming.
+                     checked when resuming, and the replica count it trained on (not checked: a
+                     backup resumes on any count that divides its global batch, see
+                     docs/distributed.md).
 
 This module writes and reads that file (``write_backup``, ``read_backup``: everything read is
 checked before anything is applied); the callback decides when, where, and what to say.
@@ -192,6 +194,20 @@ def _read_backup(tree: H5Tree, model: Any, signature: Dict[str, Any], backup_dir
         states[entry["key"]] = _from_json(entry["state"], cb_arrays)
     return {"meta": meta, "weights": weights, "optimizer": desc, "buffers": buffers, "states": states,
             "position": pos, "path": path}
+
+
+def backup_fit(path: str) -> Dict[str, Any]:
+    """The description of the fit that wrote the backup at `path` (batch size, batches per epoch,
+    rows, replicas: what ``_Run.signature`` held), read without its arrays; {} when the file
+    cannot be read as a backup (``read_backup`` says why when it is resumed)."""
+    try:
+        with H5Tree.open(path) as tree:
+            meta = read_description(tree, BACKUP_META, BACKUP_FORMAT, BACKUP_FORMAT_VERSION, "BackupAndRestore",
+                                    "backup")
+    except (ValueError, FileProblem):
+        return {}
+    fit = meta.get("fit")
+    return fit if isinstance(fit, dict) else {}
 
 
 def _config_difference(theirs: Dict[str, Any], mine: Dict[str, Any]) -> str:

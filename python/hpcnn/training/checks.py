@@ -61,12 +61,19 @@ def target_shape_problem(loss: str, units: int, ys: Tuple[int, ...], y_name: str
     return None
 
 
-def check_global_batch(strategy: Any, x: Any, batch_size: Optional[int], is_ds: bool, caller: str) -> None:
+def check_global_batch(strategy: Any, x: Any, batch_size: Optional[int], is_ds: bool, caller: str,
+                       restoring: Any = None) -> None:
     """A global batch must split evenly among the replicas (only the last batch of an epoch may be
-    smaller): ValueError before anything trains."""
+    smaller): ValueError before anything trains. `restoring`: fit's BackupAndRestore, if any; when
+    it holds a backup, the error is about resuming that backup on this replica count (its batch
+    size cannot change either), naming it, both counts and what to do."""
     size = getattr(x, "batch_size", None) if is_ds else batch_size
     replicas = strategy.num_replicas_in_sync
     if validation.is_integer(size) and int(size) % replicas:
+        explain = getattr(restoring, "uneven_split_error", None)
+        message = explain(int(size), replicas) if explain is not None else None
+        if message:
+            raise ValueError(f"{caller}: {message}")
         what = "the dataset's batch_size" if is_ds else "batch_size"
         raise ValueError(f"{caller}: {what} {size} is the global batch and must be divisible by the "
                          f"{replicas} replicas of {type(strategy).__name__} (e.g. {replicas * max(1, int(size) // replicas)})")

@@ -112,7 +112,8 @@ def _fit(model: Any, *, x: Any, y: Any, batch_size: Optional[int], epochs: int, 
     if steps == 0:
         raise ValueError("fit: the training data has no batches")
     if strategy is not None:
-        check_global_batch(strategy, x, batch_size, is_ds, "fit")
+        restorers = [cb for cb in user_callbacks if cb.restores_training]
+        check_global_batch(strategy, x, batch_size, is_ds, "fit", restorers[0] if restorers else None)
         if strategy.multi_process and is_ds and hasattr(x, "set_seed"):
             seed = strategy.broadcast_int(x.seed)  # every rank follows rank 0's shuffle
             if seed != x.seed:
@@ -192,7 +193,10 @@ class _Run:
         self.signature = {"data": type(x).__name__ if is_ds else "arrays", "steps": steps, "batch_size": batch_size,
                           "rows": int(getattr(x, "num_rows", 0)) or None if is_ds else int(len(x)),
                           "shuffle": bool(shuffle),
-                          "data_seed": int(x.seed) if is_ds and hasattr(x, "set_seed") else None}
+                          "data_seed": int(x.seed) if is_ds and hasattr(x, "set_seed") else None,
+                          # Recorded, not compared: a backup resumes on another replica count
+                          # (docs/distributed.md); the number names the old count in messages.
+                          "replicas": int(strategy.num_replicas_in_sync) if strategy is not None else 1}
 
     # ------------------------------------------------------------------ positions and checkpoints
     def position(self, epoch: int, batch: int, sums: Sums, seconds: float) -> Dict[str, Any]:
