@@ -109,6 +109,11 @@ def main() -> None:
         backup = hpcnn.callbacks.BackupAndRestore(os.path.join(out, "backup"), delete_checkpoint=False)
         model.fit(x, y, batch_size=BATCH, epochs=1 if scenario == "resume1" else 2, shuffle=True, verbose=0,
                   callbacks=[backup])
+    elif scenario == "rankchange_stop16":  # a backup of a global batch of 16, which 3 ranks cannot split
+        history, _ = fit_resumable(model, "arrays", os.path.join(out, "backup"), stop=rank == 0, batch_size=16)
+        result["interrupted"] = np.array(bool(history.interrupted))
+    elif scenario == "rankchange_refused16":  # ... resumed on 3 ranks: fit raises before the first step
+        fit_resumable(model, "arrays", os.path.join(out, "backup"), batch_size=16)
     elif scenario.startswith("rankchange_"):  # rankchange_{stop,resume}_{arrays,hdf5}: a backup, another count
         _, phase, kind = scenario.split("_")
         data = "arrays"

@@ -124,3 +124,20 @@ def test_a_two_rank_backup_resumes_on_three_ranks(tmp_path, kind):
     diff = rel_err(ranks[0]["weights"], uninterrupted(data))
     print(f"\n{kind}: mpirun -np 2 -> mpirun -np 3: max relative difference of the final weights {diff:.3g}")
     assert diff <= 1e-5
+
+
+@pytest.mark.skipif(bool(_MISSING) and os.environ.get("HPCNN_EXPECT_MPI") != "1", reason=_MISSING or "MPI")
+def test_three_ranks_refuse_a_two_rank_backup_of_a_batch_they_cannot_split(tmp_path):
+    # The ValueError is raised before the first step, and ends the job as any rank's error does
+    # (the others stop at once, naming it: no rank waits for the timeout); the backup is untouched.
+    checked(mpirun("rankchange_stop16", tmp_path, ranks=2))
+    path = tmp_path / "backup" / "backup.h5"
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    proc = mpirun("rankchange_refused16", tmp_path, ranks=3, timeout=100)
+    assert proc.returncode != 0
+    text = proc.stdout + proc.stderr
+    assert (f"ValueError: fit: BackupAndRestore cannot resume the backup '{path}' (written on 2 replicas, global "
+            "batch 16) on 3 replicas") in text
+    assert "no answer" not in text  # stopped by the error, not by the collective timeout
+    assert not list(tmp_path.glob("rankchange_refused16_rank*.npz"))  # no rank trained to the end
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
