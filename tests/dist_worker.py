@@ -58,8 +58,13 @@ def main() -> None:
             print(f"rank {rank}: ValueError: {err}", flush=True)
             np.savez(os.path.join(out, f"mismatch_rank{rank}.npz"), refused=np.array(1))
         return
-    if scenario == "version_mismatch":  # rank 1 reports another hpcnn version: both ranks must refuse
-        if rank == 1:
+    if scenario in ("version_mismatch", "chief_version_mismatch"):
+        # rank 1 (chief_...: rank 0, of 3, with one differing rank detailed) reports another hpcnn
+        # version: every rank must refuse
+        odd = 0 if scenario.startswith("chief") else 1
+        if scenario.startswith("chief"):
+            hpcnn.distribute._RANKS_SHOWN = 1
+        if rank == odd:
             real = hpcnn.distribute.build_description
             hpcnn.distribute.build_description = lambda: dict(real(), **{"hpcnn version": "0.0.0-test"})
         try:
@@ -67,7 +72,7 @@ def main() -> None:
                 make_model()
         except hpcnn.distribute.RanksDisagree as err:
             print(f"rank {rank}: RanksDisagree: {err}", flush=True)
-            np.savez(os.path.join(out, f"version_mismatch_rank{rank}.npz"), refused=np.array(1))
+            np.savez(os.path.join(out, f"{scenario}_rank{rank}.npz"), refused=np.array(1))
         return
     if scenario == "rows_mismatch":  # rank 1 is given one batch fewer: refused before any step
         with strategy.scope():

@@ -142,6 +142,18 @@ def test_ranks_of_another_hpcnn_version_are_refused_on_every_rank_naming_it(tmp_
                                 f"{hpcnn.__version__}"), line[0]
 
 
+def test_a_chief_of_another_version_is_named_by_the_first_ranks_the_rest_counted(tmp_path):
+    # When rank 0 is the odd one every other rank differs from it: only the first are detailed
+    # (_RANKS_SHOWN, set to 1 by the worker), so the message and its collectives stay small.
+    proc = mpirun("chief_version_mismatch", tmp_path, ranks=3)
+    checked(proc)
+    for r in range(3):
+        assert (tmp_path / f"chief_version_mismatch_rank{r}.npz").exists()
+        assert f"rank {r}: RanksDisagree" in proc.stdout
+    assert proc.stdout.count(f"rank 1: hpcnn version {hpcnn.__version__} vs rank 0's 0.0.0-test | "
+                             "and 1 more ranks (2, ...)") == 3, proc.stdout
+
+
 def test_ranks_given_another_number_of_rows_are_refused_before_any_step(tmp_path):
     proc = mpirun("rows_mismatch", tmp_path)
     checked(proc)  # refused on every rank at once: no rank stops the others (no MPI_Abort)

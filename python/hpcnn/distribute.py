@@ -183,20 +183,24 @@ class Strategy:
         bad = [r for r in range(self.num_workers) if flags[r] > 0]
         if not bad:
             return
-        # Only the ranks that differ send their descriptions, as bytes in float64 rows (exact) of
-        # one sum: the longest first, so that every rank sizes the rows alike.
+        # Only the first ranks that differ send their descriptions (all ranks differ when rank 0
+        # is the odd one: the sum stays small), as bytes in float64 rows (exact) of one sum: the
+        # longest first, so that every rank sizes the rows alike.
+        shown = bad[:_RANKS_SHOWN]
         sizes = np.zeros(self.num_workers)
         sizes[self.worker_index] = len(mine)
-        longest = int(self._group.allreduce_host(sizes)[bad].max())
-        rows = np.zeros((len(bad), longest))
-        if self.worker_index in bad:
-            rows[bad.index(self.worker_index), :len(mine)] = np.frombuffer(mine, dtype=np.uint8)
-        rows = self._group.allreduce_host(rows.ravel()).reshape(len(bad), longest)
+        longest = int(self._group.allreduce_host(sizes)[shown].max())
+        rows = np.zeros((len(shown), longest))
+        if self.worker_index in shown:
+            rows[shown.index(self.worker_index), :len(mine)] = np.frombuffer(mine, dtype=np.uint8)
+        rows = self._group.allreduce_host(rows.ravel()).reshape(len(shown), longest)
         reference = json.loads(chief.decode())
         lines = []
-        for i, r in enumerate(bad):
+        for i, r in enumerate(shown):
             other = json.loads(bytes(rows[i].astype(np.uint8)).rstrip(b"\0").decode())
             lines.append(f"rank {r}: " + "; ".join(_differences(other, reference, list(description))))
+        if len(bad) > len(shown):
+            lines.append(f"and {len(bad) - len(shown)} more ranks ({bad[len(shown)]}, ...)")
         raise RanksDisagree(f"{type(self).__name__}: every rank must run the same script, build and data "
                             "(refused on every rank, before the first step): " + " | ".join(lines))
 
@@ -232,6 +236,9 @@ class RanksDisagree(ValueError):
     """Ranks that started with different models, builds or data (Strategy.agree). Raised on
     every rank at once, so no rank has to stop the others (fit does not abort the group for it)."""
 
+
+# How many differing ranks the message details (Strategy.agree).
+_RANKS_SHOWN = 8
 
 # The model description's parts under the names the message gives them.
 _MODEL_FIELDS = {"config": "model", "compile": "compile settings", "seed": "seed"}
