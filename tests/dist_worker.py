@@ -56,7 +56,7 @@ def main() -> None:
                 make_model(seed=21 + rank)
         except ValueError as err:
             print(f"rank {rank}: ValueError: {err}", flush=True)
-            np.savez(os.path.join(out, f"mismatch_rank{rank}.npz"), refused=np.array(1))
+            np.savez(os.path.join(out, f"mismatch_rank{rank}.npz"), refused=np.array(1), message=np.array(str(err)))
         return
     if scenario in ("version_mismatch", "chief_version_mismatch"):
         # rank 1 (chief_...: rank 0, of 3, with one differing rank detailed) reports another hpcnn
@@ -72,7 +72,7 @@ def main() -> None:
                 make_model()
         except hpcnn.distribute.RanksDisagree as err:
             print(f"rank {rank}: RanksDisagree: {err}", flush=True)
-            np.savez(os.path.join(out, f"{scenario}_rank{rank}.npz"), refused=np.array(1))
+            np.savez(os.path.join(out, f"{scenario}_rank{rank}.npz"), refused=np.array(1), message=np.array(str(err)))
         return
     if scenario == "rows_mismatch":  # rank 1 is given one batch fewer: refused before any step
         with strategy.scope():
@@ -87,7 +87,8 @@ def main() -> None:
             print(f"rank {rank}: RanksDisagree: {err}", flush=True)
             after = np.concatenate([w.ravel() for w in model.get_weights()])
             np.savez(os.path.join(out, f"rows_mismatch_rank{rank}.npz"), refused=np.array(1),
-                     steps=np.array(len(steps)), iterations=np.array(model.optimizer.iterations),
+                     message=np.array(str(err)), steps=np.array(len(steps)),
+                     iterations=np.array(model.optimizer.iterations),
                      unchanged=np.array(bool(np.array_equal(before, after))))
         return
     with strategy.scope():
