@@ -57,7 +57,40 @@ def main() -> None:
                 make_model(seed=21 + rank)
         except ValueError as err:
             print(f"rank {rank}: ValueError: {err}", flush=True)
-            np.savez(os.path.join(out, f"mismatch_rank{rank}.npz"), refused=np.array(1))
+            np.savez(os.path.join(out, f"mismatch_rank{rank}.npz"), refused=np.array(1), message=np.array(str(err)))
+        return
+    if scenario in ("version_mismatch", "chief_version_mismatch"):
+        # rank 1 (chief_...: rank 0, of 3, with one differing rank detailed) reports another hpcnn
+        # version: every rank must refuse
+        odd = 0 if scenario.startswith("chief") else 1
+        if scenario.startswith("chief"):
+            hpcnn.distribute._RANKS_SHOWN = 1
+        if rank == odd:
+            real = hpcnn.distribute.build_description
+            hpcnn.distribute.build_description = lambda: dict(real(), **{"hpcnn version": "0.0.0-test"})
+        try:
+            with strategy.scope():
+                make_model()
+        except hpcnn.distribute.RanksDisagree as err:
+            print(f"rank {rank}: RanksDisagree: {err}", flush=True)
+            np.savez(os.path.join(out, f"{scenario}_rank{rank}.npz"), refused=np.array(1), message=np.array(str(err)))
+        return
+    if scenario == "rows_mismatch":  # rank 1 is given one batch fewer: refused before any step
+        with strategy.scope():
+            model = make_model()
+        before = np.concatenate([w.ravel() for w in model.get_weights()])
+        steps = []
+        cb = hpcnn.callbacks.LambdaCallback(on_train_batch_begin=lambda batch, logs: steps.append(batch))
+        n = len(x) - BATCH * rank
+        try:
+            model.fit(x[:n], y[:n], batch_size=BATCH, epochs=1, verbose=0, callbacks=[cb])
+        except hpcnn.distribute.RanksDisagree as err:
+            print(f"rank {rank}: RanksDisagree: {err}", flush=True)
+            after = np.concatenate([w.ravel() for w in model.get_weights()])
+            np.savez(os.path.join(out, f"rows_mismatch_rank{rank}.npz"), refused=np.array(1),
+                     message=np.array(str(err)), steps=np.array(len(steps)),
+                     iterations=np.array(model.optimizer.iterations),
+                     unchanged=np.array(bool(np.array_equal(before, after))))
         return
     with strategy.scope():
         model = {"functional": residual_model, "augment": augmented_model}.get(scenario, make_model)()

@@ -432,3 +432,37 @@ def test_core_batch_tuple_carries_sample_weights_and_a_share():
         a.train_step((x, y, None, None, w, 0, 16, 1))
     with pytest.raises(ValueError, match="does not fit in a global batch of 10 rows"):
         a.train_step((x, y, None, None, w, 0, 10))
+
+
+def test_start_description_names_the_build_fields_that_must_agree():
+    # What every rank of a multi-process strategy compares before the first step (Strategy.agree).
+    info = hpcnn.build_info()
+    d = hpcnn.distribute.build_description()
+    assert d["hpcnn version"] == hpcnn.__version__
+    assert d["BLAS"] == info["blas_vendor"] and d["CUDA"] == bool(info["cuda"]) and d["NCCL"] == bool(info["nccl"])
+    assert d["NumPy"] == np.__version__ and "Python" in d and "MPI" in d and "compiler" in d
+    assert "blas_config" not in d and "num_threads" not in d  # may differ between nodes of one job
+
+
+def test_start_differences_name_each_field_with_both_values():
+    from hpcnn.distribute import _differences
+    rank0 = {"hpcnn version": "0.3.0", "training rows": 50000, "seed": 21,
+             "model": {"layers": [{"config": {"units": 8}}, {"config": {"units": 4}}]}}
+    rank1 = dict(rank0, **{"hpcnn version": "0.2.0", "training rows": 49000,
+                           "model": {"layers": [{"config": {"units": 8}}, {"config": {"units": 5}}]}})
+    assert _differences(rank1, rank0, list(rank0)) == [
+        "hpcnn version 0.2.0 vs rank 0's 0.3.0", "training rows 49000 vs rank 0's 50000",
+        "model at layers[1].config.units 5 vs rank 0's 4"]
+    assert _differences({"x": "a" * 200}, {"x": "b"}, ["x"]) == ["x " + "a" * 77 + "... vs rank 0's b"]
+    assert _differences({"extra": 1}, {}, []) == ["extra 1 vs rank 0's (none)"]
+
+
+def test_one_process_strategy_agrees_with_itself():
+    # The description is compared only between processes: one process has nothing to compare.
+    s = MirroredStrategy(["cpu", "cpu"])
+    s.agree({"anything": object()})
+    model = make_model()
+    with s.scope():
+        model.compile("adam", "sparse_categorical_crossentropy", ["accuracy"])
+    x, y = make_arrays()
+    model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0)

@@ -37,6 +37,7 @@ import os
 import contextlib
 import contextvars
 import json
+import platform
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
@@ -157,28 +158,51 @@ class Strategy:
 
     def distribute(self, core: Any, description: Dict[str, Any], seed: int) -> int:
         """Makes a compiled core model (hpcnn._core.Model) train with this strategy: every rank
-        must have built and compiled the same model (`description`: its config, compile settings
-        and seed, None when drawn at random; a ValueError naming the ranks that differ, on every
-        rank, before anything trains). Returns the seed the model must use: rank 0's when it was
-        drawn at random."""
+        must run the same build (``build_description()``) and have built and compiled the same
+        model (`description`: its config, compile settings and seed, None when drawn at random; a
+        RanksDisagree naming, per rank that differs from rank 0, the fields and both values, on
+        every rank, before anything trains). Returns the seed the model must use: rank 0's when it
+        was drawn at random."""
         if self.multi_process:
-            seed = self._agree(description, seed)
+            self.agree(dict(build_description(), **{_MODEL_FIELDS.get(k, k): v for k, v in description.items()}))
+            seed = self.broadcast_int(seed)
         core.distribute(self._group, self._bytes_per_pack)
         return seed
 
-    def _agree(self, description: Dict[str, Any], seed: int) -> int:
+    def agree(self, description: Dict[str, Any]) -> None:
+        """Every rank must give the same `description` (field name -> JSON-able value): else a
+        RanksDisagree on every rank naming, for each rank that differs from rank 0, the fields
+        and both values (collective: two host collectives when the ranks agree, two more when not)."""
+        if not self.multi_process:
+            return
         mine = json.dumps(description, sort_keys=True, default=str).encode()
         chief = self._group.broadcast_host(mine, 0)
         flags = np.zeros(self.num_workers)
         flags[self.worker_index] = 0.0 if chief == mine else 1.0
         flags = self._group.allreduce_host(flags)
         bad = [r for r in range(self.num_workers) if flags[r] > 0]
-        if bad:
-            what = "rank" if len(bad) == 1 else "ranks"
-            raise ValueError(f"{type(self).__name__}: {what} {', '.join(map(str, bad))} built or compiled another "
-                             "model than rank 0 (layers, optimizer, loss or seed differ): every rank must run the same "
-                             "script with the same arguments")
-        return self.broadcast_int(seed)
+        if not bad:
+            return
+        # Only the first ranks that differ send their descriptions (all ranks differ when rank 0
+        # is the odd one: the sum stays small), as bytes in float64 rows (exact) of one sum: the
+        # longest first, so that every rank sizes the rows alike.
+        shown = bad[:_RANKS_SHOWN]
+        sizes = np.zeros(self.num_workers)
+        sizes[self.worker_index] = len(mine)
+        longest = int(self._group.allreduce_host(sizes)[shown].max())
+        rows = np.zeros((len(shown), longest))
+        if self.worker_index in shown:
+            rows[shown.index(self.worker_index), :len(mine)] = np.frombuffer(mine, dtype=np.uint8)
+        rows = self._group.allreduce_host(rows.ravel()).reshape(len(shown), longest)
+        reference = json.loads(chief.decode())
+        lines = []
+        for i, r in enumerate(shown):
+            other = json.loads(bytes(rows[i].astype(np.uint8)).rstrip(b"\0").decode())
+            lines.append(f"rank {r}: " + "; ".join(_differences(other, reference, list(description))))
+        if len(bad) > len(shown):
+            lines.append(f"and {len(bad) - len(shown)} more ranks ({bad[len(shown)]}, ...)")
+        raise RanksDisagree(f"{type(self).__name__}: every rank must run the same script, build and data "
+                            "(refused on every rank, before the first step): " + " | ".join(lines))
 
     def broadcast_int(self, value: int) -> int:
         """Rank 0's `value` (an unsigned 64-bit integer) on every rank (collective)."""
@@ -206,6 +230,67 @@ class Strategy:
     def group(self) -> Any:
         """The transport's group (hpcnn._core.distribute.Group): for benchmarks and tests."""
         return self._group
+
+
+class RanksDisagree(ValueError):
+    """Ranks that started with different models, builds or data (Strategy.agree). Raised on
+    every rank at once, so no rank has to stop the others (fit does not abort the group for it)."""
+
+
+# How many differing ranks the message details (Strategy.agree).
+_RANKS_SHOWN = 8
+
+# The model description's parts under the names the message gives them.
+_MODEL_FIELDS = {"config": "model", "compile": "compile settings", "seed": "seed"}
+
+
+def build_description() -> Dict[str, Any]:
+    """What of this process's build and runtime must be the same on every rank (Strategy.agree):
+    the hpcnn version (the same code: layers, collectives, file formats); the compiler and BLAS
+    vendor (which kernels compute each replica's share: with different ones, the numbers would
+    depend on which rank took which rows, not only on the global batch); whether CUDA and NCCL are
+    built (the 'auto' transport is chosen from them: ranks that choose differently would wait in
+    different collectives); the MPI library (ranks of different MPIs cannot talk); NumPy's
+    version (its generators order shuffles and draw seeds) and Python's (JSON and hashing of the
+    descriptions). Left out on purpose: BLAS's detected CPU core (DYNAMIC_ARCH; a cluster may mix
+    CPU generations), thread counts, CUDA archs and library versions of one build's install (a
+    node's driver may differ), HDF5's version (the bytes read are the file's)."""
+    info = _core.build_info()
+    return {"hpcnn version": info["version"], "compiler": info["compiler"], "BLAS": info["blas_vendor"],
+            "CUDA": bool(info["cuda"]), "NCCL": bool(info["nccl"]), "MPI": info["mpi_library"],
+            "NumPy": np.__version__, "Python": ".".join(platform.python_version_tuple()[:2])}
+
+
+def _differences(other: Dict[str, Any], reference: Dict[str, Any], order: List[str]) -> List[str]:
+    """'field value vs rank 0's value' for each field where `other` differs from rank 0's, in
+    `order` (this rank's description's: the JSON compared had its keys sorted)."""
+    out = []
+    for field in order + [f for f in list(reference) + list(other) if f not in order]:
+        a, b = other.get(field), reference.get(field)
+        if a != b:
+            where, a, b = _first_difference(a, b)
+            out.append(f"{field}{where} {_short(a)} vs rank 0's {_short(b)}")
+    return out
+
+
+def _first_difference(a: Any, b: Any, where: str = "") -> tuple:
+    """The path (' at layers[2].config.units') and values where two JSON values first differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in list(b) + [k for k in a if k not in b]:
+            if a.get(k) != b.get(k):
+                return _first_difference(a.get(k), b.get(k), f"{where}.{k}" if where else f" at {k}")
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (u, v) in enumerate(zip(a, b)):
+            if u != v:
+                return _first_difference(u, v, f"{where}[{i}]" if where else f" at [{i}]")
+    return where, a, b
+
+
+def _short(value: Any) -> str:
+    if value is None:
+        return "(none)"  # a field this rank lacks, a seed drawn at random, rows a dataset does not know
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 class MirroredStrategy(Strategy):
@@ -345,5 +430,5 @@ def writes_files(model: Any) -> bool:
     return s is None or not s.multi_process or s.is_chief
 
 
-__all__ = ["MirroredStrategy", "MultiWorkerMirroredStrategy", "CommunicationOptions", "Strategy", "get_strategy",
-           "has_strategy"]
+__all__ = ["MirroredStrategy", "MultiWorkerMirroredStrategy", "CommunicationOptions", "Strategy", "RanksDisagree",
+           "get_strategy", "has_strategy"]

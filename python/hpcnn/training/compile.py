@@ -66,7 +66,8 @@ def compile_model(model: Any, optimizer: Any, loss: Any, metrics: Optional[Seque
 
 def distribute_model(strategy: Any, model: Any) -> None:
     """A compiled model trains with `strategy` from now on: every rank must have built and compiled
-    the same model (its config and compile settings are compared), a seed drawn at random is rank
+    the same model with the same build (its config, compile settings and hpcnn's build are
+    compared: distribute.build_description), a seed drawn at random is rank
     0's everywhere, and the replicas start from rank 0's weights."""
     description = {"config": model.get_config(), "compile": compile_config.describe(model),
                    "seed": None if model.seed_drawn else int(model.seed)}

@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .. import _core, interrupts, progress, threads, validation
+from .. import _core, distribute, interrupts, progress, threads, validation
 from ..callbacks import Callback, FitRun, History
 from .checks import check_callbacks, check_global_batch, check_unsupported, check_verbose
 from .class_weights import ClassWeights, class_weight_table
@@ -32,9 +32,25 @@ def fit(model: Any, **arguments: Any) -> History:
     try:
         return _fit(model, **arguments)
     except BaseException as err:
-        if strategy is not None:
+        if strategy is not None and not isinstance(err, distribute.RanksDisagree):  # that one is every rank's
             strategy.abort(f"{type(err).__name__}: {err}")
         raise
+
+
+def training_description(x: Any, y: Any, batch_size: Optional[int], is_ds: bool, steps: int, epochs: int,
+                         initial_epoch: int) -> Dict[str, Any]:
+    """What of fit's data and loop every rank must share (each passes the whole data; a dataset
+    reads its rank's share itself): the rows, the global batch, one row's shapes, the steps and
+    epochs. Rows unknown to a dataset (a Sequence, a generator) are None: its steps are compared."""
+    if is_ds:
+        rows = getattr(x, "num_rows", None)  # a Sequence's length is its batches: compared as the steps
+        shape = getattr(x, "x_shape", None)
+        return {"training rows": rows, "batch size": getattr(x, "batch_size", None),
+                "x row shape": list(shape) if shape is not None else None, "steps per epoch": steps,
+                "epochs": epochs, "initial epoch": initial_epoch}
+    return {"training rows": len(x), "batch size": batch_size, "x row shape": list(np.shape(x)[1:]),
+            "y row shape": list(np.shape(y)[1:]) if y is not None else None, "steps per epoch": steps,
+            "epochs": epochs, "initial epoch": initial_epoch}
 
 
 def _fit(model: Any, *, x: Any, y: Any, batch_size: Optional[int], epochs: int, verbose: Any,
@@ -114,6 +130,8 @@ def _fit(model: Any, *, x: Any, y: Any, batch_size: Optional[int], epochs: int, 
     if strategy is not None:
         restorers = [cb for cb in user_callbacks if cb.restores_training]
         check_global_batch(strategy, x, batch_size, is_ds, "fit", restorers[0] if restorers else None)
+        if strategy.multi_process:  # ranks given other data or lengths would part ways in some later step
+            strategy.agree(training_description(x, y, batch_size, is_ds, steps, epochs, initial_epoch))
         if strategy.multi_process and is_ds and hasattr(x, "set_seed"):
             seed = strategy.broadcast_int(x.seed)  # every rank follows rank 0's shuffle
             if seed != x.seed:
