@@ -192,7 +192,7 @@ def test_to_json_and_model_from_json():
     assert fresh.compiled and type(fresh.optimizer).__name__ == "Adam"  # compile_config, as Keras
     assert model_from_json(json.dumps(m.get_config())).get_config() == m.get_config()  # hpcnn's own config
     assert "\n" in m.to_json(indent=2)
-    with pytest.raises(ValueError, match="model_from_json: not valid JSON"):
+    with pytest.raises(ValueError, match="model_from_json: the JSON text is not valid JSON"):
         model_from_json("{")
     with pytest.raises(ValueError, match="expected a JSON string"):
         model_from_json(3)
@@ -479,7 +479,7 @@ MODEL_DAMAGE = {
     "model_config not JSON": (lambda f: f.attrs.__setitem__("model_config", "{oops"),
                               r"is damaged: its 'model_config' attribute is not valid JSON"),
     "model_config nested deeply": (lambda f: f.attrs.__setitem__("model_config", "[" * 100000 + "]" * 100000),
-                                   r"not valid JSON \(RecursionError"),
+                                   r"is nested \d+ levels deep, more than the 100 hpcnn reads \(file_limits.MAX_CONFIG_DEPTH\)"),
     "model_config a number": (lambda f: f.attrs.__setitem__("model_config", "3"),
                               r"a Keras model config is a dict with 'class_name' and 'config'"),
     "model_config not a text": (lambda f: f.attrs.__setitem__("model_config", np.arange(4.0)),
@@ -538,7 +538,7 @@ def test_damaged_keras_archives(tmp_path):
                                      "model.weights.h5": members["model.weights.h5"][:3000]},
                                     r"cannot open '.*model.weights.h5' \(a damaged or truncated HDF5 file"),
         "huge_config.keras": ({"config.json": b" " * (keras_archive.MAX_CONFIG_BYTES + 1)},
-                              r"its 'config.json' is \d+ bytes \(more than hpcnn reads"),
+                              r"its 'config.json' is \d+ bytes, more than the \d+ hpcnn reads \(file_limits.MAX_CONFIG_BYTES\)"),
     }
     for name, (content, expect) in cases.items():
         path = tmp_path / name

@@ -116,7 +116,7 @@ def damage(kind):
 EXPECT = {
     "malformed JSON": r"not valid JSON",
     "not UTF-8": r"not valid JSON \(UnicodeDecodeError",
-    "deeply nested JSON": r"not valid JSON \(RecursionError",
+    "deeply nested JSON": r"is nested \d+ levels deep, more than the 100 hpcnn reads \(file_limits.MAX_CONFIG_DEPTH\)",
     "JSON list": r"not an 'hpcnn-model' description",
     "description of float32": r"not UTF-8 bytes|not an hpcnn model file",
     "other format": r"not an 'hpcnn-model' description",

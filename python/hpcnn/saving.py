@@ -20,7 +20,8 @@ import numpy as np
 from . import validation
 from .errors import FileProblem, UnsupportedConfig, reported_as_value_errors
 from .formats.compile_config import compile_from_description, compile_or_warn
-from .formats.h5tree import MAX_CONFIG_BYTES, H5Tree, file_kind
+from .formats.config_json import read_config_json
+from .formats.h5tree import H5Tree, file_kind
 from .formats.hpcnn_files import (META_DATASET, WEIGHTS_IN_KERAS_LAYOUT, check_meta, file_path, read_meta,
                                   read_optimizer_buffers, read_weights, restore_optimizer_state, restore_rng_state)
 from .formats.keras_archive import ARCHIVE_CONFIG, ARCHIVE_HPCNN, ARCHIVE_STATE, Archive
@@ -81,12 +82,7 @@ def _keras_json_attr(tree: "H5Tree", name: str) -> Any:
     text = tree.text("/", name)
     if text is None:
         return None
-    if len(text) > MAX_CONFIG_BYTES:
-        raise FileProblem(f"its '{name}' attribute is {len(text)} bytes long")
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as e:
-        raise FileProblem(f"its '{name}' attribute is not valid JSON ({type(e).__name__}: {str(e)[:200]})") from None
+    return read_config_json(text, f"its '{name}' attribute")
 
 
 def _load_hdf5(path: str, compile: bool) -> Any:
@@ -194,13 +190,18 @@ def model_from_json(json_string: str, custom_objects: Optional[Dict[str, Any]] =
     if not isinstance(json_string, (str, bytes)):
         raise ValueError(f"model_from_json: expected a JSON string, got {type(json_string).__name__}")
     try:
-        config = json.loads(json_string)
-    except (ValueError, RecursionError) as e:
-        raise ValueError(f"model_from_json: not valid JSON ({type(e).__name__}: {str(e)[:200]})") from None
-    if isinstance(config, dict) and "class_name" not in config and isinstance(config.get("layers"), list):
-        cls = Model if "input_layers" in config else Sequential
-        return cls.from_config(config)  # hpcnn's own get_config()
-    model = model_from_keras(config, weights_follow=False, where="model_from_json")
+        config = read_config_json(json_string, "the JSON text")
+        if isinstance(config, dict) and "class_name" not in config and isinstance(config.get("layers"), list):
+            cls = Model if "input_layers" in config else Sequential
+            try:
+                return cls.from_config(config)  # hpcnn's own get_config()
+            except (TypeError, KeyError, IndexError, AttributeError) as e:  # a malformed hpcnn config
+                raise FileProblem(f"the JSON text is not a valid hpcnn model config ({type(e).__name__}: "
+                                  f"{str(e)[:200]})") from None
+        model = model_from_keras(config, weights_follow=False, where="model_from_json")
+    except FileProblem as e:
+        message = str(e)
+        raise ValueError(message if message.startswith("model_from_json") else f"model_from_json: {message}") from None
     if isinstance(config, dict) and config.get("compile_config") is not None:
         compile_or_warn(model, config["compile_config"], "model_from_json")
     return model

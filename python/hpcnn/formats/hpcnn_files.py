@@ -18,7 +18,9 @@ import numpy as np
 from .. import _core, data, validation
 from ..errors import FileProblem
 from .compile_config import describe
-from .h5tree import MAX_CONFIG_BYTES, H5Tree
+from .config_json import read_config_json
+from .file_limits import MAX_CONFIG_BYTES
+from .h5tree import H5Tree
 
 FORMAT = "hpcnn-model"
 # 1: weight_000, ...; 2: + the optimizer state and the step counter; 3: the weights in Keras' layout
@@ -191,18 +193,15 @@ def read_description(tree: H5Tree, dataset: str, fmt: str, max_version: int, cal
     if obj["dtype"] != "uint8" or len(obj["shape"]) != 1:
         raise FileProblem(f"its {what} description '{dataset}' is {obj['dtype']} {tuple(obj['shape'])}, not UTF-8 bytes")
     if obj["shape"][0] > MAX_CONFIG_BYTES:
-        raise FileProblem(f"its {what} description is {obj['shape'][0]} bytes (more than hpcnn reads: "
-                          f"{MAX_CONFIG_BYTES})")
+        raise FileProblem(f"its {what} description is {obj['shape'][0]} bytes long, more than the {MAX_CONFIG_BYTES} "
+                          "bytes hpcnn reads (file_limits.MAX_CONFIG_BYTES)")
     raw = np.asarray(tree.reader.read("/" + dataset)).astype(np.uint8)
     return parse_description(raw.tobytes(), fmt, max_version, what)
 
 
 def parse_description(raw: bytes, fmt: str, max_version: int, what: str) -> Dict[str, Any]:
     """UTF-8 JSON bytes -> a dict of format `fmt` with a format_version in 1..max_version (else FileProblem)."""
-    try:
-        meta = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise FileProblem(f"its {what} description is not valid JSON ({type(e).__name__}: {str(e)[:200]})") from None
+    meta = read_config_json(raw, f"its {what} description")
     if not isinstance(meta, dict) or meta.get("format") != fmt:
         raise FileProblem(f"its {what} description is not an '{fmt}' description")
     version = meta.get("format_version")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import UnsupportedConfig
@@ -325,20 +326,75 @@ def _layer_entries(config: Any, where: str) -> Tuple[str, Dict[str, Any], List[D
     return cls, inner, inner["layers"]
 
 
+# Class names are plain identifiers: hpcnn looks them up in its own tables, never as a module path.
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
+# Keras classes that carry Python code (a marshalled function, a TensorFlow op by name).
+_CODE_CLASSES = ("Lambda", "TFOpLambda", "SlicingOpLambda", "__lambda__")
+_NOTHING_RUNS = ("hpcnn builds only the Keras classes in its own table, by plain name: nothing a file names is "
+                 "imported, evaluated or unpickled (Lambda layers hold Python code, which Keras' own "
+                 "safe_mode=True refuses too; custom objects would need their code imported)")
+
+
+def _custom(entry: Dict[str, Any]) -> Optional[str]:
+    """How a serialized object names code outside Keras (None for Keras' own): a registered name
+    ('package>Name') or a module that is not Keras'."""
+    registered, module = entry.get("registered_name"), entry.get("module")
+    if registered is not None and (not isinstance(registered, str) or ">" in registered):
+        return f"custom: {str(registered)[:60]}"
+    if module is not None and (not isinstance(module, str) or module.split(".")[0] not in ("keras", "tf_keras")):
+        return f"custom: module {str(module)[:60]!r}"
+    return None
+
+
 def missing_layer_classes(config: Any, where: str) -> List[str]:
-    """The layer classes of a Keras model config that hpcnn does not have, sorted."""
+    """The layer classes of a Keras model config that hpcnn does not have or will not build,
+    sorted: absent ones, code (Lambda), custom objects and names that are not plain class names."""
     _, _, entries = _layer_entries(config, where)
     have = set(LAYER_CLASSES)
     missing = set()
     for entry in entries:
-        cls = _CLASS_ALIASES.get(entry["class_name"], entry["class_name"])
-        if cls in _MODEL_CLASSES and entry.get("registered_name") in (None, cls, "Functional"):
+        raw = entry["class_name"]
+        cls = _CLASS_ALIASES.get(raw, raw)
+        custom = _custom(entry)
+        if not _PLAIN_NAME.fullmatch(raw):
+            missing.add(f"{raw[:100]!r} (not a plain class name)")
+        elif cls in _CODE_CLASSES:
+            missing.add(f"{cls} (Python code)")
+        elif cls in _MODEL_CLASSES and entry.get("registered_name") in (None, cls, "Functional") and custom is None:
             missing.update(missing_layer_classes(entry, where))  # a nested model: its layers
         elif entry.get("registered_name") not in (None, cls) and "keras.layers" not in str(entry.get("module", "keras.layers")):
-            missing.add(f"{cls} (custom: {entry.get('registered_name')})")
+            missing.add(f"{cls} (custom: {str(entry.get('registered_name'))[:60]})")
+        elif custom is not None:
+            missing.add(f"{cls} ({custom})")
         elif cls not in have:
             missing.add(cls)
     return sorted(missing)
+
+
+def refuse_code_and_foreign_names(config: Any, where: str) -> None:
+    """UnsupportedConfig for any serialized object anywhere in `config` (initializers, activations,
+    regularizers, compile settings, ...) whose class name is not a plain name, that holds code
+    (``__lambda__``, Lambda) or that names code outside Keras (a custom object). Walked without
+    recursion (the JSON reader bounds the depth anyway)."""
+    stack = [config]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(value)
+            continue
+        if not isinstance(value, dict):
+            continue
+        stack.extend(value.values())
+        if "class_name" not in value:
+            continue
+        cls = value["class_name"]
+        if not isinstance(cls, str) or not _PLAIN_NAME.fullmatch(cls):
+            raise UnsupportedConfig(f"{where}: class name {str(cls)[:100]!r} is not a plain class name: {_NOTHING_RUNS}")
+        if cls in _CODE_CLASSES:
+            raise UnsupportedConfig(f"{where}: it holds Python code ({cls}): {_NOTHING_RUNS}")
+        custom = _custom(value)
+        if custom is not None:
+            raise UnsupportedConfig(f"{where}: {cls} is a custom object ({custom}): {_NOTHING_RUNS}")
 
 
 def hpcnn_config_from_keras(config: Any, weights_follow: bool, where: str) -> Tuple[str, Dict[str, Any]]:
@@ -349,9 +405,11 @@ def hpcnn_config_from_keras(config: Any, weights_follow: bool, where: str) -> Tu
     cls, inner, entries = _layer_entries(config, where)
     missing = missing_layer_classes(config, where)
     if missing:
+        why = f"; {_NOTHING_RUNS}" if any("(" in m for m in missing) else ""
         raise UnsupportedConfig(f"{where}: the model uses layer classes hpcnn does not have: {', '.join(missing)} "
                                f"(hpcnn has {', '.join(sorted(LAYER_CLASSES))}; docs/keras.md lists what each "
-                               "supports)")
+                               f"supports){why}")
+    refuse_code_and_foreign_names(config, where)
     translated = []
     for i, entry in enumerate(entries):
         if entry["class_name"] in _MODEL_CLASSES:  # a nested model: translated as a model
