@@ -195,9 +195,9 @@ def model_from_json(json_string: str, custom_objects: Optional[Dict[str, Any]] =
             cls = Model if "input_layers" in config else Sequential
             try:
                 return cls.from_config(config)  # hpcnn's own get_config()
-            except (TypeError, KeyError, IndexError, AttributeError) as e:  # a malformed hpcnn config
+            except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:  # a malformed hpcnn config
                 raise FileProblem(f"the JSON text is not a valid hpcnn model config ({type(e).__name__}: "
-                                  f"{str(e)[:200]})") from None
+                                  f"{str(e)[:300]})") from None
         model = model_from_keras(config, weights_follow=False, where="model_from_json")
     except FileProblem as e:
         message = str(e)
