@@ -23,7 +23,7 @@ MAX_CONFIG_DEPTH = 100
 #: The largest member of a ``.keras`` archive hpcnn reads, in bytes, after inflation (members are
 #: read into memory, never extracted to disk): the largest Keras application's weights (1.4 GB)
 #: with room to spare.
-MAX_ARCHIVE_MEMBER_BYTES = 4 << 30
+MAX_ARCHIVE_MEMBER_BYTES = 2 << 30
 
 #: The most members a ``.keras`` archive may list. Keras writes 3 (config.json, metadata.json,
 #: model.weights.h5) plus its assets, hpcnn 5; Python's zipfile builds an object per listed

@@ -129,10 +129,10 @@ def _check_listing(zf: zipfile.ZipFile, size: int) -> None:
                           f"Keras model archive holds {', '.join(KNOWN_MEMBERS[:3])}, hpcnn's also "
                           f"{', '.join(KNOWN_MEMBERS[3:5])})")
     for info in infos:
-        _check_member(info, size)
+        check_member(info, size)
 
 
-def _check_member(info: zipfile.ZipInfo, size: int) -> None:
+def check_member(info: zipfile.ZipInfo, size: int) -> None:
     """One member's declared sizes and coding, against the limits and the archive's own size."""
     name = info.filename
     if info.flag_bits & 0x1:
