@@ -6,6 +6,7 @@ import base64
 import io
 import json
 import marshal
+import re
 import stat
 import struct
 import zipfile
@@ -113,3 +114,12 @@ def lambda_layer(marker):
                        "function": {"class_name": "__lambda__", "config": {"code": code, "defaults": [str(marker)],
                                                                               "closure": None}},
                        "arguments": {}, "output_shape": None}}
+
+
+_MTIME = re.compile(rb"(\x12\x00\x08\x00.\x00\x00\x00\x01\x00\x00\x00)....", re.DOTALL)
+
+
+def fixed_times(h5: bytes) -> bytes:
+    """An HDF5 image (version 1 object headers, as hpcnn writes them) with every object's
+    modification time (message 0x12) set to DATE: the same bytes on every run."""
+    return _MTIME.sub(lambda m: m.group(1) + struct.pack("<I", 1577836800), h5)

@@ -345,3 +345,35 @@ def test_model_from_json_with_a_lambda_layer(tmp_path):
     with pytest.raises(ValueError, match=r"model_from_json: .*Lambda \(Python code\).*safe_mode"):
         model_from_json(json.dumps(cfg))
     assert not (tmp_path / "ran").exists()
+
+
+# ---------------------------------------------------------------------- found by the corpus (tests/test_hostile_models.py)
+def test_a_config_whose_layers_do_not_fit_together_names_the_file(keras_file):
+    _, members, path = keras_file
+    cfg = config_of(members)
+    layers = cfg["config"]["layers"]
+    layers[1], layers[-1] = layers[-1], layers[1]  # a Dense on images
+    refused(path, at.build(with_config(members, cfg)), r"': its config.json: the model it describes cannot "
+                                                        r"be built \(.*Dense expects a flat input")
+
+
+def test_a_malformed_inbound_tensor_in_hpcnn_s_description_names_the_file(tmp_path):
+    from small_models import residual_model
+    m = residual_model()
+    m.save(tmp_path / "r.keras")
+    members = at.read_members(tmp_path / "r.keras")
+    meta = json.loads(dict(members)["hpcnn.json"])
+    entry = next(e for e in meta["config"]["layers"] if e.get("inbound_nodes"))
+    entry["inbound_nodes"][0]["args"][0]["config"] = 2 ** 31
+    data = at.build([(n, json.dumps(meta).encode() if n == "hpcnn.json" else d) for n, d in members])
+    refused(tmp_path / "case" / "r.keras", data, r"is damaged: its model description is not valid \(.*an inbound "
+                                                 r"tensor has no keras_history")
+
+
+def test_model_from_json_names_itself_for_what_hpcnn_cannot_build_yet():
+    from small_models import residual_model
+    cfg = residual_model().get_config()
+    entry = next(e for e in cfg["layers"] if e.get("inbound_nodes"))
+    entry["inbound_nodes"][0]["args"][0]["config"]["keras_history"][1] = 1
+    with pytest.raises(NotImplementedError, match=r"model_from_json: .* reads node \[1, 0\]"):
+        model_from_json(json.dumps(cfg))

@@ -43,6 +43,18 @@ def model_from_keras(config: Any, weights_follow: bool, where: str) -> Model:
         raise UnsupportedConfig(f"{where}: {e}") from None
 
 
+def _built(model: Model, where: str, path: str) -> Model:
+    """The model built (its weights allocated), a config whose layers do not fit together (a Dense
+    on images) refused naming `where`; a model too large for memory a MemoryError naming the file."""
+    try:
+        model.build()
+    except MemoryError as e:
+        raise MemoryError(f"load_model: '{path}': the model it describes does not fit in memory ({e})") from None
+    except ValueError as e:
+        raise UnsupportedConfig(f"{where}: the model it describes cannot be built ({e})") from None
+    return model
+
+
 def _model_from_meta(meta: Dict[str, Any], path: str) -> Model:
     class_name = meta.get("class_name", "Sequential")  # files of hpcnn before graphs: Sequential
     if not isinstance(class_name, str) or class_name not in MODEL_CLASSES:
@@ -107,8 +119,7 @@ def _load_hdf5(path: str, compile: bool) -> Any:
                                  "save_weights file), not a model: build the model and call model.load_weights()")
             raise ValueError(f"load_model: '{path}' is not an hpcnn model file, nor a Keras HDF5 model file (it has "
                              "no 'model_config' attribute)")
-        model = model_from_keras(config, weights_follow=True, where="its model_config")
-        model.build()
+        model = _built(model_from_keras(config, weights_follow=True, where="its model_config"), "its model_config", path)
         model.set_weights(read_legacy_weights(tree, model))
         if compile:
             _compile_keras(model, _keras_json_attr(tree, "training_config"), path)
@@ -135,8 +146,7 @@ def _load_archive(path: str, compile: bool) -> Any:
                 return model
         # Written by Keras: the model from its config first (a class hpcnn lacks is named before the
         # weights are read), then its weights.
-        model = model_from_keras(config, weights_follow=True, where="its config.json")
-        model.build()
+        model = _built(model_from_keras(config, weights_follow=True, where="its config.json"), "its config.json", path)
         with archive.weights(path) as tree:
             model.set_weights(read_keras3_weights(tree, model))
     if compile and isinstance(config, dict):
@@ -202,6 +212,10 @@ def model_from_json(json_string: str, custom_objects: Optional[Dict[str, Any]] =
     except FileProblem as e:
         message = str(e)
         raise ValueError(message if message.startswith("model_from_json") else f"model_from_json: {message}") from None
+    except NotImplementedError as e:  # a graph hpcnn cannot build yet (several inputs, a shared layer)
+        message = str(e)
+        raise NotImplementedError(message if message.startswith("model_from_json") else
+                                  f"model_from_json: {message}") from None
     if isinstance(config, dict) and config.get("compile_config") is not None:
         compile_or_warn(model, config["compile_config"], "model_from_json")
     return model

@@ -38,7 +38,8 @@ def inbound_names(entry: Dict[str, Any], name: str) -> List[str]:
         tensors = arg if isinstance(arg, list) else [arg]
         names = []
         for t in tensors:
-            hist = t.get("config", {}).get("keras_history") if isinstance(t, dict) else None
+            tcfg = t.get("config") if isinstance(t, dict) else None
+            hist = tcfg.get("keras_history") if isinstance(tcfg, dict) else None
             if not (isinstance(hist, list) and hist and isinstance(hist[0], str)):
                 raise ValueError(f"layer '{name}': an inbound tensor has no keras_history: {t!r:.200}")
             if hist[1:3] not in ([0, 0], []):
