@@ -171,3 +171,13 @@ def test_max_member_inflation(extra, refused):
 def test_a_deflated_archive_of_real_weights_loads(keras_file):
     m, members, path = keras_file
     assert same_weights(load_or_message(path, at.build(members, deflate=True)), m)
+
+
+def test_hpcnn_never_writes_a_description_it_would_not_read_back(tmp_path):
+    from hpcnn.formats import hpcnn_files
+    with pytest.raises(ValueError, match=r"the file's description would be \d+ bytes nested 101 levels deep, more than "
+                                         r"hpcnn reads back .*MAX_CONFIG_DEPTH"):
+        hpcnn_files.json_bytes({"x": json.loads("[" * 100 + "]" * 100)})
+    with pytest.raises(ValueError, match=r"MAX_CONFIG_BYTES"):
+        hpcnn_files.json_bytes({"x": " " * L.MAX_CONFIG_BYTES})
+    assert len(hpcnn_files.json_bytes({"x": json.loads("[" * 99 + "]" * 99)})) > 0

@@ -56,3 +56,14 @@ def read_config_json(text: Union[bytes, str], what: str) -> Any:
         return json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise FileProblem(f"{what} is not valid JSON ({type(e).__name__}: {str(e)[:200]})") from None
+
+
+def config_json_bytes(value: Any, what: str) -> bytes:
+    """`value` as UTF-8 JSON, for a file hpcnn writes: refused (ValueError) when read_config_json
+    would refuse it, so that hpcnn never writes a config or description it cannot read back."""
+    raw = json.dumps(value).encode("utf-8")
+    if len(raw) > MAX_CONFIG_BYTES or nesting_depth(raw) > MAX_CONFIG_DEPTH:
+        raise ValueError(f"{what} would be {len(raw)} bytes nested {nesting_depth(raw)} levels deep, more than hpcnn "
+                         f"reads back ({MAX_CONFIG_BYTES} bytes, {MAX_CONFIG_DEPTH} levels: file_limits."
+                         "MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH)")
+    return raw

@@ -8,7 +8,6 @@ Everything is read from the file opened once as an H5Tree, each array checked be
 the caller completes with the file's name."""
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import Any, Dict, List, Optional, Tuple
@@ -18,7 +17,7 @@ import numpy as np
 from .. import _core, data, validation
 from ..errors import FileProblem
 from .compile_config import describe
-from .config_json import read_config_json
+from .config_json import config_json_bytes, read_config_json
 from .file_limits import MAX_CONFIG_BYTES
 from .h5tree import H5Tree
 
@@ -48,7 +47,7 @@ def optimizer_dataset(i: int) -> str:
 def json_bytes(meta: Dict[str, Any]) -> np.ndarray:
     """A JSON description as the uint8 dataset files hold. Floats are written by repr, so they read
     back bit for bit (inf and NaN as JSON's usual extensions)."""
-    return np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
+    return np.frombuffer(config_json_bytes(meta, "the file's description"), dtype=np.uint8)
 
 
 def file_path(value: Any, caller: str) -> str:

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import _core
 from ..errors import FileProblem
-from .config_json import read_config_json
+from .config_json import config_json_bytes, read_config_json
 from .file_limits import (INFLATION_SLACK_BYTES, MAX_ARCHIVE_DIRECTORY_BYTES, MAX_ARCHIVE_MEMBER_BYTES,
                           MAX_ARCHIVE_MEMBERS, MAX_CONFIG_BYTES, MAX_MEMBER_INFLATION)
 from .h5tree import H5Tree
@@ -52,9 +52,9 @@ def write_archive(path: str, model: Any, hpcnn_meta: Dict[str, Any], caller: str
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:  # stored, not deflated, as Keras writes them
         zf.writestr(ARCHIVE_METADATA, json.dumps(metadata))
-        zf.writestr(ARCHIVE_CONFIG, json.dumps(config))
+        zf.writestr(ARCHIVE_CONFIG, config_json_bytes(config, "the model's config.json"))
         zf.writestr(ARCHIVE_WEIGHTS, weights)
-        zf.writestr(ARCHIVE_HPCNN, json.dumps(hpcnn_meta))
+        zf.writestr(ARCHIVE_HPCNN, config_json_bytes(hpcnn_meta, "the model's hpcnn.json"))
         if state_items:
             zf.writestr(ARCHIVE_STATE, _core.data.h5_tree_image(list(state_items), caller))
     _core.data.write_file_atomically(path, buf.getvalue(), caller)
