@@ -171,8 +171,9 @@ def load_model(filepath: Any, compile: bool = True, custom_objects: Optional[Dic
     or foreign file is a ValueError that names the file and what is wrong: malformed JSON, an
     unknown layer class or optimizer, missing or extra weight arrays, weights of the wrong shape
     or type, an optimizer state that does not fit. Weights holding NaN or inf are refused (the
-    message names the layer). ``custom_objects`` (custom layers) are not supported; ``safe_mode`` has nothing to guard
-    (hpcnn never runs code from a file)."""
+    message names the layer). ``custom_objects`` (custom layers) are not supported; ``safe_mode`` has nothing to guard:
+    hpcnn never imports, evaluates or unpickles anything a file names (Lambda layers and custom
+    objects are refused by name), and what it reads is bounded by formats/file_limits.py."""
     path = file_path(filepath, "load_model")
     compile = validation.boolean(compile, "compile", "load_model")
     validation.boolean(safe_mode, "safe_mode", "load_model")
