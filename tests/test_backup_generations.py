@@ -11,7 +11,7 @@ never skipped. Two jobs pointed at one backup directory: the second is refused n
 import hashlib
 import json
 import os
-import shutil
+import re
 import signal
 import socket
 import subprocess
@@ -313,7 +313,10 @@ def test_under_mpi_the_chief_is_refused_and_every_rank_stops(tmp_path):
         lock.release()
     text = proc.stdout + proc.stderr
     assert proc.returncode != 0, text[-3000:]
-    assert f"backup_dir '{d}' is in use by another training (host {socket.gethostname()}, pid {os.getpid()}" in text
+    refusal = f"ValueError: BackupAndRestore: backup_dir '{d}' is in use by another training (host " \
+              f"{socket.gethostname()}, pid {os.getpid()}"
+    assert refusal in text  # the chief's
+    assert re.search(r"rank 1 \(host .*\) stops: rank 0 \(host .*\) failed: " + re.escape(refusal), text), text[-3000:]
     assert "no answer" not in text  # the other rank stopped on the chief's error, not on a timeout
     assert not list(tmp_path.glob("backup_locked_rank*.npz"))  # no rank trained to the end
     assert sorted(os.listdir(d)) == []

@@ -136,7 +136,7 @@ class BackupAndRestore(Callback):
         none: fit's own message applies). Called before anything is read into the model."""
         if not os.path.isdir(self.backup_dir):
             return None
-        path = next((p for p in (self.path, self.previous_path) if os.path.exists(p)), None)
+        path = next((p for p in (self.next_path, self.path, self.previous_path) if os.path.exists(p)), None)
         if path is None:
             return None
         fit = backup_fit(path)
