@@ -136,7 +136,10 @@ int errno_in_message(const std::string& text) {
   const size_t at = text.find(kKey);
   if (at == std::string::npos) return 0;
   const long err = std::strtol(text.c_str() + at + sizeof(kKey) - 1, nullptr, 10);
-  return err > 0 && err < 4096 ? static_cast<int>(err) : 0;
+#ifdef EDQUOT
+  if (err == EDQUOT) return EDQUOT;
+#endif
+  return err == ENOSPC || err == EFBIG || err == EIO ? static_cast<int>(err) : 0;
 }
 
 void commit_temporary(const std::string& tmp, const std::string& path, const char* caller) {

@@ -37,12 +37,14 @@ void commit_temporary(const std::string& tmp, const std::string& path, const cha
 [[noreturn]] void throw_write_failure(int err, const std::string& path, const char* caller);
 // Leaves `file` open for good (its id forgotten) and truncates `tmp` to zero bytes.
 void abandon_file(H5Id& file, const std::string& tmp);
-// The errno an HDF5 message reports ("..., errno = 28, error message = ..."), or 0.
+// The errno an HDF5 message reports ("..., errno = 28, error message = ..."), when it is one of a
+// full or failing disk (ENOSPC, EDQUOT, EFBIG, EIO); else 0 (a refused create, for one, stays the
+// ValueError it was).
 int errno_in_message(const std::string& text);
 
 // Runs `write`, which writes the temporary file `tmp` of `path` through the HDF5 file `file`
 // (created inside it) and flushes it (H5Fflush) before closing it. An error whose message
-// carries an errno from the file system becomes OsError naming `path`; other errors pass. On
+// carries the errno of a full or failing disk becomes OsError naming `path`; other errors pass. On
 // such an error `file` is abandoned, not closed: HDF5 1.10 frees a file whose close failed (its
 // flush refused) yet keeps its id, and closes it again at exit, which crashes the process. Its
 // temporary file is cut to zero bytes so that the space is free at once (the caller's guard
