@@ -147,6 +147,8 @@ def main() -> None:
         result["interrupted"] = np.array(bool(history.interrupted))
     elif scenario == "rankchange_refused16":  # ... resumed on 3 ranks: fit raises before the first step
         fit_resumable(model, "arrays", os.path.join(out, "backup"), batch_size=16)
+    elif scenario == "backup_locked":  # another process holds the backup directory's lock: every rank stops
+        fit_resumable(model, "arrays", os.path.join(out, "backup"))
     elif scenario.startswith("rankchange_"):  # rankchange_{stop,resume}_{arrays,hdf5}: a backup, another count
         _, phase, kind = scenario.split("_")
         data = "arrays"

@@ -3,6 +3,7 @@ batch and ends bitwise equal to an uninterrupted run (arrays, HDF5Dataset, Seque
 dropout on), stop signals during fit (SIGTERM, SIGUSR1, SIGINT; handlers restored), model files
 with the optimizer state, ModelCheckpoint, damaged or foreign backups. The same with real signals
 sent from outside to a training process: test_checkpoint_signals.py."""
+import hashlib
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import pytest
 import hpcnn
 from hpcnn import _core, interrupts, optimizers
 from hpcnn.formats import hpcnn_files
+from hpcnn.formats.backup_file import dataset_checksum
 from hpcnn.callbacks import BackupAndRestore, Callback, EarlyStopping, LambdaCallback, ModelCheckpoint
 from hpcnn.data import HDF5Dataset, read_dataset, write_hdf5
 from gpu_target import GPU, MARKS as GPU_MARKS
@@ -77,7 +79,8 @@ def test_resume_mid_epoch_with_arrays_is_bitwise_the_uninterrupted_run(tmp_path,
     h1 = train(first, x, y, BackupAndRestore(d, save_freq=save_freq), [SignalAt(17, signum)], validation_data=val)
     assert h1.interrupted and h1.interrupted_by == signal.Signals(signum).name
     assert first.core.step == 17 and len(h1.epoch) == 1  # 13 batches per epoch: stopped in epoch 2
-    assert os.listdir(d) == ["backup.h5"]
+    # The newest backup and (after more than one) the one before it; the lock is gone with the fit.
+    assert sorted(os.listdir(d)) in (["backup.h5"], ["backup-previous.h5", "backup.h5"])
     second = compiled(optimizer, seed=99)  # another seed: the backup's random state replaces it
     cb = BackupAndRestore(d, save_freq=save_freq)
     h2 = train(second, x, y, cb, validation_data=val)
@@ -281,7 +284,7 @@ def test_keep_the_backup_of_a_completed_training(tmp_path):
     x, y = data(40)
     m = compiled()
     h = train(m, x, y, BackupAndRestore(tmp_path / "b", delete_checkpoint=False), epochs=2)
-    assert os.listdir(tmp_path / "b") == ["backup.h5"]
+    assert sorted(os.listdir(tmp_path / "b")) == ["backup-previous.h5", "backup.h5"]
     again = compiled()
     h2 = train(again, x, y, BackupAndRestore(tmp_path / "b", delete_checkpoint=False), epochs=2)
     assert again.core.step == m.core.step == 10 and same_weights(again, m)
@@ -457,15 +460,22 @@ def test_a_read_only_backup_dir_is_an_error_before_training(tmp_path):
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "model file", "bad json", "newer version",
                                     "no position", "NaN weight", "missing optimizer buffer", "missing weight"])
 def test_a_damaged_backup_is_an_error_never_a_fresh_start(tmp_path, damage):
+    """The checks behind the checksums: a damaged backup whose checksums were made to match (as
+    its writer would have), the only generation there, is refused."""
     x, y = data(40)
     d = interrupted_backup(tmp_path, x, y)
+    os.remove(d / "backup-previous.h5")  # one generation: nothing to fall back to
     path = str(d / "backup.h5")
     meta = json.loads(bytes(read_dataset(path, "hpcnn_backup_json")).decode())
     arrays = {name: read_dataset(path, name) for name in
               [f"weight_{i:03d}" for i in range(6)] + ["optimizer_000", "optimizer_001"]}
 
     def rewrite():
-        arrays["hpcnn_backup_json"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+        meta["checksums"] = {name: dataset_checksum(name, a) for name, a in arrays.items()
+                             if not name.startswith("hpcnn_backup_json")}
+        raw = json.dumps(meta).encode()
+        arrays["hpcnn_backup_json"] = np.frombuffer(raw, np.uint8)
+        arrays["hpcnn_backup_json_sha256"] = np.frombuffer(hashlib.sha256(raw).hexdigest().encode(), np.uint8)
         os.remove(path)
         write_hdf5(path, arrays)
 
@@ -543,20 +553,21 @@ def test_double_checkpoint_falls_back_to_the_previous_backup_and_says_so(tmp_pat
         f.truncate(100)
     m = compiled()
     cb = BackupAndRestore(d, save_freq=3, double_checkpoint=True)
-    train(m, x, y, cb)
-    assert "resuming from the previous one" in capsys.readouterr().out
+    with pytest.warns(RuntimeWarning, match=r"skipped '.*backup.h5' \(.*\)\. Resuming from the previous backup "
+                      r"'.*backup-previous.h5' \(written .*, continuing from epoch 1 after batch 6\)"):
+        train(m, x, y, cb)
     assert cb.resumed_from == {"epoch": 0, "batch": 6} and same_weights(m, ref)
 
 
 def test_a_killed_writers_temporary_file_is_removed_by_the_next_backup(tmp_path):
     x, y = data(40)
     d = interrupted_backup(tmp_path, x, y)
-    stale = d / f"backup.h5.tmp-{socket.gethostname()}-{2**22 + 12345}-dead"  # no such process
+    stale = d / f"backup-next.h5.tmp-{socket.gethostname()}-{2**22 + 12345}-dead"  # no such process
     stale.write_bytes(b"half a backup")
     cb = BackupAndRestore(d, save_freq=1, delete_checkpoint=False)
     train(compiled(), x, y, cb, epochs=2)
     assert cb.resumed_from is not None and not stale.exists()
-    assert os.listdir(d) == ["backup.h5"]
+    assert sorted(os.listdir(d)) == ["backup-previous.h5", "backup.h5"]
 
 
 def test_backup_and_restore_arguments(tmp_path):

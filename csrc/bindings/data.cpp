@@ -114,6 +114,19 @@ ArrayToWrite to_write(const std::string& name, const py::array& a) {
 }  // namespace
 
 void bind_data(py::module_& root) {
+  // hpcnn::OsError -> OSError(errno, message, filename): a refused write keeps its errno (ENOSPC,
+  // EDQUOT, EFBIG, EIO), as Python's own file functions report it.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const OsError& e) {
+      py::object name = py::reinterpret_steal<py::object>(
+          PyUnicode_DecodeFSDefaultAndSize(e.filename.data(), static_cast<Py_ssize_t>(e.filename.size())));
+      if (!name) throw py::error_already_set();
+      py::object err = py::handle(PyExc_OSError)(e.err, e.what(), name);  // OSError picks the subclass
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(err.ptr())), err.ptr());
+    }
+  });
   auto m = root.def_submodule("data", "HDF5 loader, prefetcher and writer (use hpcnn.data)");
 
   py::class_<Loader, std::shared_ptr<Loader>>(m, "Loader")

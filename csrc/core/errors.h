@@ -2,6 +2,9 @@
 //   ValueError    <- hpcnn::ValueError    (derives std::invalid_argument): bad shapes or arguments
 //   RuntimeError  <- hpcnn::BackendError  (derives std::runtime_error): a library or device failure
 //   MemoryError   <- hpcnn::OutOfMemory   (derives std::bad_alloc): an allocation that failed
+//   OSError       <- hpcnn::OsError       (derives std::runtime_error): the file system refused a write
+//                    (disk full, quota, file size limit, I/O error); errno and file name kept
+//                    (translated in bindings/data.cpp)
 // Messages carry their context (operator, shapes, file:line of the failed call) so that a user
 // can act on them without a debugger.
 #pragma once
@@ -29,6 +32,15 @@ class OutOfMemory : public std::bad_alloc {
 
  private:
   std::string msg_;
+};
+
+// The operating system refused a file operation: `err` is its errno, `filename` the file the user
+// named (not a temporary one). Python sees OSError(err, what(), filename).
+struct OsError : std::runtime_error {
+  OsError(int err, std::string filename, const std::string& msg)
+      : std::runtime_error(msg), err(err), filename(std::move(filename)) {}
+  int err;
+  std::string filename;
 };
 
 // Builds a message from any streamable parts: cat("conv2d: x is ", shape, ", expected rank 4").

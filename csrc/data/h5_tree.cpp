@@ -4,7 +4,6 @@
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <new>
 
 #include "core/errors.h"
@@ -276,20 +275,6 @@ void write_items(hid_t file, const std::vector<H5Item>& items, const std::string
   }
 }
 
-void rename_into_place(const std::string& tmp, const std::string& path, const std::string& caller) {
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw BackendError(cat(caller, ": cannot rename '", tmp, "' to '", path, "'"));
-}
-
-// Removes the temporary file unless the write succeeded and it was renamed.
-struct TemporaryFile {
-  std::string name;
-  bool keep = false;
-  ~TemporaryFile() {
-    if (!keep) std::remove(name.c_str());
-  }
-};
-
 }  // namespace
 
 // ---------------------------------------------------------------- H5Reader
@@ -379,20 +364,11 @@ void write_h5_tree(const std::string& path, const std::vector<H5Item>& items, co
   h5_quiet();
   HPCNN_CHECK_ARG(!path.empty(), caller, ": empty path");
   check_write_target(path, caller.c_str());  // no links, directories, special or read-only files
-  remove_stale_temporaries(path);             // left by a killed earlier write to `path`
-  TemporaryFile tmp{temporary_path_for(path)};
-  {
-    H5Id file;
-    {
-      H5Lock lock(h5_mutex());
-      file = h5_own(H5Fcreate(tmp.name.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
-                    cat(caller, ": cannot create '", tmp.name, "' (does the directory exist and is it writable?)"));
-    }
-    write_items(file.get(), items, caller);
-    if (!file.close()) throw BackendError(cat(caller, ": closing '", tmp.name, "' failed (disk full?): ", h5_error_text()));
-  }
-  rename_into_place(tmp.name, path, caller);
-  tmp.keep = true;
+  // Built in memory (a model's size), then written with checked plain writes, fsync and rename
+  // (write_target.h): a disk that fills up is an OsError naming `path`, and HDF5 never holds a
+  // file whose flush failed (HDF5 1.10 then crashes the process at exit).
+  const std::vector<uint8_t> image = h5_tree_image(items, caller);
+  write_bytes_atomically(path, image.data(), image.size(), caller.c_str());
 }
 
 std::vector<uint8_t> h5_tree_image(const std::vector<H5Item>& items, const std::string& caller) {
@@ -413,19 +389,7 @@ std::vector<uint8_t> h5_tree_image(const std::vector<H5Item>& items, const std::
 }
 
 void write_file_atomically(const std::string& path, const std::vector<uint8_t>& bytes, const std::string& caller) {
-  HPCNN_CHECK_ARG(!path.empty(), caller, ": empty path");
-  check_write_target(path, caller.c_str());
-  remove_stale_temporaries(path);
-  TemporaryFile tmp{temporary_path_for(path)};
-  {
-    std::ofstream out(tmp.name, std::ios::binary | std::ios::trunc);
-    HPCNN_CHECK_ARG(out.good(), caller, ": cannot create '", tmp.name, "' (does the directory exist and is it writable?)");
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out.good()) throw BackendError(cat(caller, ": writing '", tmp.name, "' failed (disk full?)"));
-  }
-  rename_into_place(tmp.name, path, caller);
-  tmp.keep = true;
+  write_bytes_atomically(path, bytes.data(), bytes.size(), caller.c_str());
 }
 
 }  // namespace hpcnn::data

@@ -88,12 +88,14 @@ struct H5Item {
 };
 
 // Writes `items` in order (groups are created where missing, intermediate ones included) to a
-// new file at `path`, atomically; ValueError naming `caller` for an unwritable target or items.
+// new file at `path`, atomically (built in memory, then written as write_file_atomically writes);
+// ValueError naming `caller` for an unwritable target or items, OsError when the file system
+// refuses the write (disk full, ...).
 void write_h5_tree(const std::string& path, const std::vector<H5Item>& items, const std::string& caller);
 // The same file as bytes in memory (for an archive member).
 std::vector<uint8_t> h5_tree_image(const std::vector<H5Item>& items, const std::string& caller);
 
-// Writes `bytes` to `path` atomically, with the same target rules as write_h5_tree.
+// Writes `bytes` to `path` atomically (write_target.h: write_bytes_atomically).
 void write_file_atomically(const std::string& path, const std::vector<uint8_t>& bytes, const std::string& caller);
 
 }  // namespace hpcnn::data

@@ -144,6 +144,9 @@ void write_one(hid_t file, const ArrayToWrite& a, const WriteOptions& opt, const
   else if (n > 0)
     h5_check(H5Dwrite(dset.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, a.data),
              cat("write_hdf5: cannot write dataset '", a.name, "' to '", path, "'"));
+  // Flushed first (HDF5's sieve buffer holds small writes): a refused write shows here, not
+  // in the close.
+  h5_check(H5Dflush(dset.get()), cat("write_hdf5: cannot write dataset '", a.name, "' to '", path, "'"));
   if (!dset.close()) throw BackendError(cat("write_hdf5: closing dataset '", a.name, "' failed: ", h5_error_text()));
 }
 
@@ -174,16 +177,23 @@ void write_hdf5(const std::string& path, const std::vector<ArrayToWrite>& arrays
       if (!keep) std::remove(name.c_str());
     }
   } guard{tmp};
-  {
-    H5Id file;
+  // A write the file system refuses (disk full, ...) is reported by HDF5 at the write, or only
+  // when it flushes its caches: either is an OsError naming `path`, never a short file renamed
+  // into place (write_target.h).
+  H5Id file;
+  with_write_failures(path, tmp, file, "write_hdf5", [&] {
     {
       H5Lock lock(h5_mutex());
       file = h5_own(H5Fcreate(tmp.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
                     cat("write_hdf5: cannot create '", tmp, "' (does the directory exist and is it writable?)"));
     }
     for (auto& a : arrays) write_one(file.get(), a, opt, path);
+    {
+      H5Lock lock(h5_mutex());
+      h5_check(H5Fflush(file.get(), H5F_SCOPE_LOCAL), cat("write_hdf5: cannot flush '", tmp, "'"));
+    }
     if (!file.close()) throw BackendError(cat("write_hdf5: closing '", tmp, "' failed (disk full?): ", h5_error_text()));
-  }
+  });
   commit_temporary(tmp, path, "write_hdf5");  // fsync, rename onto path, fsync the directory
   guard.keep = true;
 }

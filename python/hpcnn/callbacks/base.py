@@ -1,6 +1,6 @@
 """The base ``Callback``: Keras' hooks, the state protocol, and the hooks through which fit lets a
 callback checkpoint the training (``restore_training``, ``on_train_position``, ``on_stop_signal``,
-``on_training_complete``: BackupAndRestore and ModelCheckpoint use them; fit names no callback).
+``on_training_complete``, ``end_training``: BackupAndRestore and ModelCheckpoint use them; fit names no callback).
 
 Callbacks whose behaviour depends on what they saw earlier in training (EarlyStopping's counters,
 ReduceLROnPlateau's, ModelCheckpoint's best value, History's epochs) implement the state protocol,
@@ -94,3 +94,7 @@ class Callback:
 
     def on_training_complete(self) -> None:
         """fit ran to its end (not stopped by a signal or an error)."""
+
+    def end_training(self) -> None:
+        """fit returns or raises (after on_train_end when it returns): release what
+        restore_training took (BackupAndRestore's lock of its directory)."""

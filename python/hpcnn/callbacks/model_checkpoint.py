@@ -24,7 +24,11 @@ class ModelCheckpoint(Callback):
     When ``fit`` is stopped by a signal (SIGTERM, SIGUSR1, Ctrl-C) it writes one more file for the
     point reached, unless ``save_best_only`` (the best model is already on disk) or ``filepath``
     names a metric that is not known yet (e.g. ``{val_loss}`` in the middle of an epoch). Its best
-    value and batch counter are part of BackupAndRestore's backups."""
+    value and batch counter are part of BackupAndRestore's backups.
+
+    Every file is written atomically (a temporary file flushed and renamed): a disk that fills up
+    is an OSError (errno kept: ENOSPC, EDQUOT, EFBIG, EIO) naming the file, which stops fit; the
+    file that was there stays as it was (and, with save_best_only, ``best`` stays its value)."""
 
     def __init__(self, filepath: Any, monitor: str = "val_loss", verbose: int = 0, save_best_only: bool = False,
                  save_weights_only: bool = False, mode: str = "auto", save_freq: Union[str, int] = "epoch",
@@ -122,8 +126,8 @@ class ModelCheckpoint(Callback):
             if self.verbose:
                 print(f"\n{where}: {self.monitor} improved from {self.best:.5f} to {current:.5f}, saving {what} to "
                       f"{path}", flush=True)
+            self._write(path)  # (an OSError, e.g. a full disk, keeps the best of the file on disk)
             self.best = float(current)
-            self._write(path)
         elif self.verbose:
             print(f"\n{where}: {self.monitor} did not improve from {self.best:.5f}", flush=True)
 

@@ -1,7 +1,18 @@
-"""The backup file of ``callbacks.BackupAndRestore``: one HDF5 file, ``<backup_dir>/backup.h5``,
-written as every hpcnn file is (a temporary file flushed to disk, then renamed into place), so the
-previous backup is valid until the new one is complete, and a temporary file left by a killed
-writer is removed by the next write. It holds everything the rest of the training depends on:
+"""The backup files of ``callbacks.BackupAndRestore`` in ``<backup_dir>``, and what each holds.
+
+The directory (the callback writes it; see its docstring for the order of the steps):
+
+  backup.h5            the newest backup
+  backup-previous.h5   the one before it (``double_checkpoint``, the default): used, with a
+                       warning, when the newest is damaged
+  backup-next.h5       a new backup complete on disk but not yet moved into place (only after a
+                       job was killed between the write and the renames: it is the newest then)
+  backup.lock          held (an OS lock) by the training that writes here (backup_lock.py)
+
+Every backup file is written as every hpcnn file is (built in memory, written to a temporary file,
+flushed to disk and renamed into place), so a file with one of these names is always complete
+when it was made, and a temporary file left by a killed writer is removed by the next write. A
+backup holds everything the rest of the training depends on:
 
   weights            ``weight_000``, ... (get_weights order, Keras layouts)
   optimizer state    ``optimizer_000``, ... (Adam's moments, SGD's momentum: flat, Keras layout),
@@ -17,13 +28,21 @@ writer is removed by the next write. It holds everything the rest of the trainin
                      config and what the data looked like (batches per epoch, batch size, rows),
                      checked when resuming, and the replica count it trained on (not checked: a
                      backup resumes on any count that divides its global batch, see
-                     docs/distributed.md).
+                     docs/distributed.md)
+  checksums          (format_version 2) ``checksums`` in the description: the SHA-256 of every
+                     array dataset (its name, dtype, shape and values as read back), and
+                     ``hpcnn_backup_json_sha256``: the SHA-256 of the description's bytes. A file
+                     damaged on disk after it was written (truncated, bytes overwritten, a dataset
+                     removed: a node that died while copying it to a shared file system) is a
+                     FileProblem before anything is applied. Backups of format_version 1 (before
+                     the checksums) still resume, without that check.
 
-This module writes and reads that file (``write_backup``, ``read_backup``: everything read is
-checked before anything is applied); the callback decides when, where, and what to say.
+This module writes and reads one backup file (``write_backup``, ``read_backup``: everything read
+is checked before anything is applied); the callback decides when, where, and what to say.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from typing import Any, Dict, List, Tuple
@@ -34,14 +53,16 @@ from .. import _core, validation
 from ..errors import FileProblem, OtherTraining
 from .compile_config import describe
 from .h5tree import H5Tree
-from .hpcnn_files import (json_bytes, optimizer_dataset, optimizer_state, read_description, read_optimizer_buffers,
-                          read_weights, rng_state, weight_dataset, write_file)
+from .hpcnn_files import (description_bytes, json_bytes, optimizer_dataset, optimizer_state, parse_description,
+                          read_optimizer_buffers, read_weights, rng_state, weight_dataset, write_file)
 
 BACKUP_FORMAT = "hpcnn-backup"
-BACKUP_FORMAT_VERSION = 1
+BACKUP_FORMAT_VERSION = 2  # 1: before the checksums (still read)
 BACKUP_META = "hpcnn_backup_json"
+BACKUP_DIGEST = "hpcnn_backup_json_sha256"  # the SHA-256 (hex) of BACKUP_META's bytes
 BACKUP_FILE = "backup.h5"
-PREVIOUS_FILE = "backup-previous.h5"  # double_checkpoint=True: the backup before the latest
+PREVIOUS_FILE = "backup-previous.h5"  # double_checkpoint=True: the backup before the newest
+NEXT_FILE = "backup-next.h5"  # a new backup until it is renamed to BACKUP_FILE
 _ARRAY_TAG = "__hpcnn_array__"
 
 
@@ -99,6 +120,17 @@ def keyed(callbacks: List[Any]) -> List[Tuple[str, Any]]:
     return out
 
 
+def dataset_checksum(name: str, a: np.ndarray) -> str:
+    """The SHA-256 of a dataset as it reads back (H5Tree gives floats as float32, integers as
+    stored), with its name, dtype and shape: a value, a shape or a name damaged on disk differs."""
+    a = np.asarray(a)
+    a = a.astype(np.uint8) if a.dtype.kind == "b" else a  # (booleans are stored, and read, as uint8)
+    a = a.astype("<f4") if a.dtype.kind == "f" else a.astype(a.dtype.newbyteorder("<"))
+    h = hashlib.sha256(f"{name}|{a.dtype.str}|{a.shape}|".encode())
+    h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
 def _normalized(obj: Any) -> Any:
     """As it reads back from JSON (tuples become lists): for comparing configs."""
     return json.loads(json.dumps(obj))
@@ -129,10 +161,12 @@ def write_backup(path: str, model: Any, callbacks: List[Any], owner: Any, signat
             "config": model.get_config(), "weight_names": model.weight_names(),
             "compile": describe(model), "optimizer_state": desc,
             "rng": rng_state(model), "fit": signature, "position": position, "callbacks": states,
-            "arrays": len(cb_arrays)}
-    arrays[BACKUP_META] = json_bytes(meta)
+            "arrays": len(cb_arrays), "checksums": {name: dataset_checksum(name, a) for name, a in arrays.items()}}
+    raw = json_bytes(meta)
+    arrays[BACKUP_META] = raw
+    arrays[BACKUP_DIGEST] = np.frombuffer(hashlib.sha256(raw.tobytes()).hexdigest().encode(), np.uint8)
     # Uncompressed: float weights hardly compress, and the write stays a plain copy.
-    write_file(path, arrays, "BackupAndRestore", compression=None)
+    write_file(path, arrays, "BackupAndRestore")
 
 
 # ---- reading (called by fit)
@@ -150,11 +184,14 @@ def read_backup(path: str, model: Any, signature: Dict[str, Any], backup_dir: st
 
 def _read_backup(tree: H5Tree, model: Any, signature: Dict[str, Any], backup_dir: str) -> Dict[str, Any]:
     path = tree.label
-    meta = read_description(tree, BACKUP_META, BACKUP_FORMAT, BACKUP_FORMAT_VERSION, "BackupAndRestore", "backup")
+    meta = _checked_description(tree)
     for key, kind in (("config", dict), ("compile", (dict, type(None))), ("optimizer_state", (dict, type(None))),
                       ("rng", dict), ("fit", dict), ("position", dict), ("callbacks", list), ("arrays", int)):
         if not isinstance(meta.get(key), kind):
             raise FileProblem(f"its backup description has no valid '{key}'")
+    checksums = meta.get("checksums")
+    if meta["format_version"] >= 2:
+        _check_members(tree, checksums)
     # The same model, optimizer and data: anything else could not continue the same training.
     mine, theirs = _normalized(model.get_config()), meta["config"]
     if mine != theirs:
@@ -187,6 +224,13 @@ def _read_backup(tree: H5Tree, model: Any, signature: Dict[str, Any], backup_dir
     desc = meta["optimizer_state"]
     buffers = read_optimizer_buffers(tree, model, desc) if desc is not None else []
     cb_arrays = [tree.read_array("/" + _array_dataset(i), "a callback state's array") for i in range(meta["arrays"])]
+    if checksums is not None:  # every value read is the value written
+        for name, a in ([(weight_dataset(i), w) for i, w in enumerate(weights)]
+                        + [(optimizer_dataset(i), b) for i, b in enumerate(buffers)]
+                        + [(_array_dataset(i), a) for i, a in enumerate(cb_arrays)]):
+            if dataset_checksum(name, a) != checksums.get(name):
+                raise FileProblem(f"the checksum of its dataset '{name}' does not match its contents: the file was "
+                                  "damaged after it was written (bytes overwritten or lost)")
     states = {}
     for entry in meta["callbacks"]:
         if not (isinstance(entry, dict) and isinstance(entry.get("key"), str) and isinstance(entry.get("state"), dict)):
@@ -196,14 +240,45 @@ def _read_backup(tree: H5Tree, model: Any, signature: Dict[str, Any], backup_dir
             "position": pos, "path": path}
 
 
+def _checked_description(tree: H5Tree) -> Dict[str, Any]:
+    """The backup's description, its checksum checked (format_version 2) before it is parsed: a
+    damaged description is damage, never taken for another training's backup."""
+    raw = description_bytes(tree, BACKUP_META, "BackupAndRestore", "backup")
+    digest = tree.dataset("/" + BACKUP_DIGEST)
+    if digest is not None:
+        if digest["dtype"] != "uint8" or tuple(digest["shape"]) != (64,):
+            raise FileProblem(f"its checksum '{BACKUP_DIGEST}' is {digest['dtype']} {tuple(digest['shape'])}, not a "
+                              "SHA-256")
+        stored = np.asarray(tree.reader.read("/" + BACKUP_DIGEST)).astype(np.uint8).tobytes()
+        if stored != hashlib.sha256(raw).hexdigest().encode():
+            raise FileProblem("the checksum of its description does not match: the file was damaged after it was "
+                              "written (bytes overwritten or lost)")
+    meta = parse_description(raw, BACKUP_FORMAT, BACKUP_FORMAT_VERSION, "backup")
+    if meta["format_version"] >= 2 and digest is None:
+        raise FileProblem(f"it has no '{BACKUP_DIGEST}' (the checksum of its description): a dataset was removed")
+    return meta
+
+
+def _check_members(tree: H5Tree, checksums: Any) -> None:
+    """The datasets of a format_version 2 backup are exactly those its checksums name."""
+    if not (isinstance(checksums, dict) and all(isinstance(v, str) for v in checksums.values())):
+        raise FileProblem("its backup description has no valid 'checksums'")
+    present = {p.lstrip("/") for p, o in tree.objects.items() if o["kind"] == "dataset"} - {BACKUP_META, BACKUP_DIGEST}
+    missing, extra = sorted(set(checksums) - present), sorted(present - set(checksums))
+    if missing:
+        raise FileProblem(f"its dataset(s) {', '.join(missing[:5])} are missing (the file is damaged: truncated, or a "
+                          "dataset was removed)")
+    if extra:
+        raise FileProblem(f"it holds dataset(s) its checksums do not name ({', '.join(extra[:5])})")
+
+
 def backup_fit(path: str) -> Dict[str, Any]:
     """The description of the fit that wrote the backup at `path` (batch size, batches per epoch,
     rows, replicas: what ``_Run.signature`` held), read without its arrays; {} when the file
     cannot be read as a backup (``read_backup`` says why when it is resumed)."""
     try:
         with H5Tree.open(path) as tree:
-            meta = read_description(tree, BACKUP_META, BACKUP_FORMAT, BACKUP_FORMAT_VERSION, "BackupAndRestore",
-                                    "backup")
+            meta = _checked_description(tree)
     except (ValueError, FileProblem):
         return {}
     fit = meta.get("fit")

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .. import _core, data, validation
+from .. import _core, validation
 from ..errors import FileProblem
 from .compile_config import describe
 from .config_json import config_json_bytes, read_config_json
@@ -72,12 +72,14 @@ def check_target(value: Any, overwrite: Any, caller: str) -> str:
     return path
 
 
-def write_file(path: str, arrays: Dict[str, np.ndarray], caller: str, compression: Optional[str] = "gzip") -> None:
-    """Writes the datasets atomically (``data.write_hdf5``: a temporary file flushed to disk and
-    renamed into place; refuses links, directories, special and read-only files; removes a killed
-    earlier writer's temporary file)."""
+def write_file(path: str, arrays: Dict[str, np.ndarray], caller: str) -> None:
+    """Writes the datasets (uncompressed) atomically: ``_core.data.write_h5_tree`` builds the file
+    in memory and writes it to a temporary file, flushed to disk (fsync) and renamed into place;
+    it refuses links, directories, special and read-only files and removes a killed earlier
+    writer's temporary file. A write the file system refuses (disk full, quota, file size limit,
+    I/O error) is an OSError with its errno, naming `path`, which is left as it was."""
     try:
-        data.write_hdf5(path, arrays, compression=compression, level=1)
+        _core.data.write_h5_tree(path, [("/" + name, a, {}) for name, a in arrays.items()], caller)
     except ValueError as e:
         raise rename_error(e, caller) from None
 
@@ -186,6 +188,12 @@ def read_description(tree: H5Tree, dataset: str, fmt: str, max_version: int, cal
     is read, then checked to be a dict of format `fmt` with a format_version in 1..max_version.
     ValueError naming the file when it has no description (not an hpcnn file of that kind at
     all); FileProblem for a malformed one."""
+    return parse_description(description_bytes(tree, dataset, caller, what), fmt, max_version, what)
+
+
+def description_bytes(tree: H5Tree, dataset: str, caller: str, what: str) -> bytes:
+    """The bytes of an hpcnn file's JSON description (read_description's first half: a backup
+    checks their checksum before it parses them)."""
     obj = tree.dataset("/" + dataset)
     if obj is None:
         raise ValueError(f"{caller}: '{tree.label}' is not an hpcnn {what} file (no '{dataset}')")
@@ -194,8 +202,7 @@ def read_description(tree: H5Tree, dataset: str, fmt: str, max_version: int, cal
     if obj["shape"][0] > MAX_CONFIG_BYTES:
         raise FileProblem(f"its {what} description is {obj['shape'][0]} bytes long, more than the {MAX_CONFIG_BYTES} "
                           "bytes hpcnn reads (file_limits.MAX_CONFIG_BYTES)")
-    raw = np.asarray(tree.reader.read("/" + dataset)).astype(np.uint8)
-    return parse_description(raw.tobytes(), fmt, max_version, what)
+    return np.asarray(tree.reader.read("/" + dataset)).astype(np.uint8).tobytes()
 
 
 def parse_description(raw: bytes, fmt: str, max_version: int, what: str) -> Dict[str, Any]:

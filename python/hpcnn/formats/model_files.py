@@ -42,7 +42,9 @@ def save_model(model: Any, filepath: Any, overwrite: bool = True, include_optimi
     ``save_format='h5'`` / ``'keras'``), with hpcnn's own description beside them: the step counter
     and (with ``include_optimizer``, the default) the optimizer's state (moments, step count,
     learning rate), so that fit after load_model continues exactly where this model is. Written
-    atomically: a temporary file flushed to disk and renamed into place.
+    atomically: a temporary file flushed to disk and renamed into place. A disk that fills up (or
+    fails) is an OSError with its errno (ENOSPC, EDQUOT, EFBIG, EIO) naming the file; the file
+    that was there stays as it was.
 
     ``overwrite=False`` refuses an existing file (FileExistsError). With a multi-process strategy
     only the chief (rank 0) writes; the other ranks return at once."""
@@ -80,8 +82,9 @@ def save_weights(model: Any, filepath: Any, overwrite: bool = True,
                  max_shard_size: Optional[float] = None) -> None:
     """``Sequential.save_weights``: ``*.weights.h5`` in Keras 3's layout (what Keras 3's
     ``load_weights`` reads), any other name in the legacy Keras HDF5 weights layout (tf.keras 2's
-    ``save_weights('x.h5')``, which Keras 2 and 3 read). Written atomically. Only the chief writes
-    under a multi-process strategy."""
+    ``save_weights('x.h5')``, which Keras 2 and 3 read). Written atomically (a full disk: an
+    OSError, the previous file kept, as ``save``). Only the chief writes under a multi-process
+    strategy."""
     if not distribute.writes_files(model):
         return
     path = check_target(filepath, overwrite, "save_weights")

@@ -166,21 +166,25 @@ def _fit(model: Any, *, x: Any, y: Any, batch_size: Optional[int], epochs: int, 
     # (interrupts.py); the previous handlers are back when fit returns.
     with interrupts.StopRequests() as stop, ClassWeights(core, class_table):
         run.stop = stop
-        for cb in cbs:
-            cb.on_train_begin({})  # logs passed as Keras does: LambdaCallback functions take them
         try:
-            run.train()
-        except KeyboardInterrupt:
-            # A second Ctrl-C (or a callback raising KeyboardInterrupt): stop now, without a final
-            # checkpoint (the last backup stays valid), as Ctrl-C always stopped fit.
-            history.interrupted, history.interrupted_by = True, "SIGINT"
-            print("\nTraining interrupted (Ctrl-C): the model keeps the weights of the last completed batch; "
-                  f"history has {len(history.epoch)} complete epoch(s).", flush=True)
-        if not history.interrupted:
             for cb in cbs:
-                cb.on_training_complete()
-        for cb in cbs:
-            cb.on_train_end({k: v[-1] for k, v in history.history.items()})  # the last epoch's logs, as Keras
+                cb.on_train_begin({})  # logs passed as Keras does: LambdaCallback functions take them
+            try:
+                run.train()
+            except KeyboardInterrupt:
+                # A second Ctrl-C (or a callback raising KeyboardInterrupt): stop now, without a final
+                # checkpoint (the last backup stays valid), as Ctrl-C always stopped fit.
+                history.interrupted, history.interrupted_by = True, "SIGINT"
+                print("\nTraining interrupted (Ctrl-C): the model keeps the weights of the last completed batch; "
+                      f"history has {len(history.epoch)} complete epoch(s).", flush=True)
+            if not history.interrupted:
+                for cb in cbs:
+                    cb.on_training_complete()
+            for cb in cbs:
+                cb.on_train_end({k: v[-1] for k, v in history.history.items()})  # the last epoch's logs, as Keras
+        finally:  # returned or raised: what restore_training took (a lock) is released
+            for cb in cbs:
+                cb.end_training()
     model.history = history
     return history
 
