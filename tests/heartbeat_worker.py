@@ -8,7 +8,8 @@ Scenarios:
           writes a backup at every epoch's end). It writes the time of the kill to OUTDIR/killed.txt;
           every other rank writes what fit raised and when to OUTDIR/lost_rank<R>.npz, then lets the
           error end the process (hpcnn's exit: MPI_Abort). A rank that finishes writes
-          OUTDIR/finished_rank<R>.npz.
+          OUTDIR/finished_rank<R>.npz. STEP_SECONDS (bench/bench_heartbeat.py): every rank sleeps that
+          long after each batch, so that the kill falls anywhere between two heartbeats.
   resume  the same fit, restarted: resumes from the backup and finishes (finished_rank<R>.npz).
   slow    at batch 2, rank 0 takes SLOW_SECONDS more, the others half as long: they first compute (their
           communication threads idle), then wait for rank 0 inside a collective; the run must finish.
@@ -51,6 +52,9 @@ def main() -> None:
                 with open(os.path.join(out, "killed.txt"), "w") as f:
                     f.write(repr(time.time()))
                 os.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer: no word to anyone
+        step = float(os.environ.get("STEP_SECONDS", "0"))
+        if step:
+            cbs.append(hpcnn.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: time.sleep(step)))
         cbs.append(hpcnn.callbacks.LambdaCallback(on_train_batch_end=kill))
     elif scenario == "slow":
         slow = float(os.environ["SLOW_SECONDS"])
