@@ -10,6 +10,10 @@ Scenarios:
           error end the process (hpcnn's exit: MPI_Abort). A rank that finishes writes
           OUTDIR/finished_rank<R>.npz. STEP_SECONDS (bench/bench_heartbeat.py): every rank sleeps that
           long after each batch, so that the kill falls anywhere between two heartbeats.
+  lost_computing  as lost, but at that batch the survivors compute for COMPUTE_SECONDS (outside any
+          collective): each records in OUTDIR/noticed_rank<R>.npz when its group first reported the
+          failure during that time (the communication thread noticed it), then raises at its next
+          collective.
   resume  the same fit, restarted: resumes from the backup and finishes (finished_rank<R>.npz).
   slow    at batch 2, rank 0 takes SLOW_SECONDS more, the others half as long: they first compute (their
           communication threads idle), then wait for rank 0 inside a collective; the run must finish.
@@ -46,12 +50,22 @@ def main() -> None:
     if scenario in ("lost", "resume"):
         backup = hpcnn.callbacks.BackupAndRestore(os.path.join(out, "backup"), delete_checkpoint=False)
         cbs.append(backup)
-    if scenario == "lost":
+    if scenario in ("lost", "lost_computing"):
         def kill(batch, logs):
-            if rank == ranks - 1 and epoch[0] == KILL_EPOCH and batch == KILL_BATCH:
+            if epoch[0] != KILL_EPOCH or batch != KILL_BATCH:
+                return
+            if rank == ranks - 1:
                 with open(os.path.join(out, "killed.txt"), "w") as f:
                     f.write(repr(time.time()))
                 os.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer: no word to anyone
+            if scenario == "lost_computing":  # a long computation (no collective) while the peer dies
+                end, noticed = time.time() + float(os.environ["COMPUTE_SECONDS"]), None
+                while time.time() < end:
+                    if noticed is None and strategy.group.failed:
+                        noticed = time.time()
+                    time.sleep(0.05)
+                np.savez(os.path.join(out, f"noticed_rank{rank}.npz"), time=np.array(noticed or -1.0),
+                         computed_until=np.array(end))
         step = float(os.environ.get("STEP_SECONDS", "0"))
         if step:
             cbs.append(hpcnn.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: time.sleep(step)))

@@ -30,10 +30,10 @@ KEEP_RUNNING = ("--mca", "orte_abort_on_non_zero_status", "0")
 WORKER = "heartbeat_worker.py"
 
 
-def run_lost(out, heartbeat):
+def run_lost(out, heartbeat, scenario="lost", **env):
     """The `lost` scenario (rank 2 of 3 SIGKILLs itself mid-epoch 2) started in the background."""
-    cmd, env = mpirun_command("lost", out, ranks=3, dist_timeout=300, worker=WORKER, mpirun_args=KEEP_RUNNING,
-                              env={"HPCNN_DIST_HEARTBEAT": str(heartbeat)})
+    cmd, env = mpirun_command(scenario, out, ranks=3, dist_timeout=300, worker=WORKER, mpirun_args=KEEP_RUNNING,
+                              env={"HPCNN_DIST_HEARTBEAT": str(heartbeat), **env})
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -100,6 +100,30 @@ def test_a_killed_rank_stops_the_others_within_the_limit_and_a_restart_resumes(t
     ref = make_model()
     ref.fit(x, y, batch_size=12, epochs=3, shuffle=True, verbose=0)
     assert rel_err(res[0]["weights"], np.concatenate([w.ravel() for w in ref.get_weights()])) <= 1e-5
+
+
+def test_survivors_that_compute_when_the_peer_dies_learn_it_at_once_and_raise_at_their_next_collective(tmp_path):
+    # At the kill the survivors compute for LIMIT + 6 s, outside any collective: their communication
+    # threads notice the loss within the limit (the group reports it failed; stderr has the line at
+    # once), and fit raises at the first collective after the computation, naming the rank and step.
+    compute = LIMIT + 6
+    proc = run_lost(tmp_path, LIMIT, "lost_computing", COMPUTE_SECONDS=str(compute))
+    try:
+        text, _ = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            end_run(proc, tmp_path)
+    killed = float((tmp_path / "killed.txt").read_text())
+    assert proc.returncode != 0, text[-4000:]
+    for r in (0, 1):
+        with np.load(tmp_path / f"noticed_rank{r}.npz") as f:
+            noticed, computed_until = float(f["time"]), float(f["computed_until"])
+        assert noticed > 0 and LIMIT - 1 <= noticed - killed <= LIMIT + 3, (r, noticed - killed)
+        with np.load(tmp_path / f"lost_rank{r}.npz") as f:
+            message, caught = str(f["message"]), float(f["time"])
+        assert computed_until <= caught <= computed_until + 3, (r, caught - computed_until)
+        assert message.startswith("epoch 2, batch 4 of 6 (training step 10): ") and "lost rank 2" in message, message
+        assert re.search(rf"hpcnn: rank {r} \(host [^)]*\) (lost rank 2|stops: .*lost rank 2)", text), text[-3000:]
 
 
 def test_without_the_heartbeat_the_survivors_would_still_wait(tmp_path):
