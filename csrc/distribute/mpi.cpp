@@ -262,9 +262,12 @@ struct MpiCommunicator::Impl {
     if (!flag) return;
     int lost_rank = -1;
     const std::string text = receive_notice(st, &lost_rank);
+    const bool first_news = !broken;
     set_failure(text);
     const std::string why = cat(self, " stops: ", text);
-    if (lost_rank >= 0) say(why);  // a silent loss: said at once, whatever this rank's main thread does
+    // A silent loss: said at once, whatever this rank's main thread does (once: the ranks that
+    // noticed it themselves send notices too).
+    if (lost_rank >= 0 && first_news) say(why);
     throw PeerFailure(why);
   }
 
