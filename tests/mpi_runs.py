@@ -31,7 +31,8 @@ def mpirun_command(scenario, out, ranks=2, dist_timeout=120, device="cpu", imple
                    OMPI_MCA_btl="self,tcp", OMPI_MCA_btl_tcp_if_include="lo", OMPI_MCA_oob_tcp_if_include="lo",
                    OMPI_MCA_rmaps_base_oversubscribe="1", HPCNN_NUM_THREADS="1", OMP_NUM_THREADS="1",
                    HPCNN_DIST_TIMEOUT=str(dist_timeout), HPCNN_TEST_DIST_DEVICE=device,
-                   HPCNN_TEST_DIST_IMPLEMENTATION=implementation, **(env or {}))
+                   HPCNN_TEST_DIST_IMPLEMENTATION=implementation)
+    environ.update(env or {})
     cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", *mpirun_args, sys.executable, os.path.join(HERE, worker),
            scenario, str(out)]
     return cmd, environ
