@@ -8,9 +8,12 @@ Measured (the tutorial CNN, global batch 256, synthetic data, same run):
     1 rank  x 1 thread      the baseline
     1 rank  x 2 threads     the same cores used by threads
     2 ranks x 1 thread      MultiWorkerMirroredStrategy under `mpirun -np 2` (each rank 128 rows)
-targets: 2x1 / 1x1 >= 1.8 and 2x1 vs 1x2 >= 0.95. Each configuration reports the median time per
-step, the interquartile range (its uncertainty) and max/median (jitter). Skipped, with the reason,
-where mpirun or an MPI build is missing.
+targets: 2x1 / 1x1 >= 1.8 and 2x1 vs 1x2 >= 0.95. The configurations run interleaved, --rounds
+times in turn (1x1, 1x2, 2x1, 1x1, ...), so that a noisy neighbour slows all of them alike; each
+reports the median time per step over its rounds' steps, the interquartile range (its
+uncertainty) and max/median (jitter). --heartbeat-ab adds 2 ranks with the heartbeat off
+(HPCNN_DIST_HEARTBEAT=0): what the lost-rank detection costs a step. 2 ranks are skipped, with the
+reason, where mpirun or an MPI build is missing.
 
 Modelled (a ring allreduce over all GPUs at the slowest link's bandwidth; NCCL's hierarchical
 rings over NVLink inside a node do better, so node figures are pessimistic): the bytes a step allreduces (every trainable gradient, float32) for the tutorial CNN and
@@ -61,15 +64,17 @@ def worker(args: argparse.Namespace) -> None:
         t = np.array(times)
         q1, med, q3 = np.percentile(t, [25, 50, 75])
         collectives = model.core.step_collectives
-        print(json.dumps({"median_s": med, "iqr_s": q3 - q1, "jitter": float(t.max() / med),
+        print(json.dumps({"times": times, "median_s": med, "iqr_s": q3 - q1, "jitter": float(t.max() / med),
                           "ranks": strategy.num_replicas_in_sync if strategy else 1, "threads": args.threads,
                           "collectives": collectives[0], "bytes": collectives[1]}))
 
 
-def run_config(ranks: int, threads: int, args: argparse.Namespace) -> dict:
+def run_config(ranks: int, threads: int, args: argparse.Namespace, heartbeat: bool = True) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--threads", str(threads), "--batch",
            str(args.batch), "--steps", str(args.steps), "--warmup", str(args.warmup)]
     env = dict(os.environ)
+    if not heartbeat:
+        env["HPCNN_DIST_HEARTBEAT"] = "0"
     if ranks > 1:
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none"] + cmd
@@ -129,6 +134,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=256, help="the global batch (default 256)")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=1, help="runs of each configuration, interleaved (default 1)")
+    ap.add_argument("--heartbeat-ab", action="store_true", help="also 2 ranks with the heartbeat off")
     ap.add_argument("--model-only", action="store_true", help="only the predicted GPU/node speedups")
     ap.add_argument("--gpu-step-ms", type=float, default=None,
                     help="measured GPU step time of the tutorial CNN at --gpu-batch images (else an estimate)")
@@ -146,14 +153,24 @@ def main() -> None:
             why = "this build has no MPI"
         elif shutil.which("mpirun") is None:
             why = "no mpirun on PATH"
-        configs = [(1, 1), (1, 2)] + ([(2, 1)] if not why else [])
+        configs = [(1, 1, True), (1, 2, True)] + ([(2, 1, True)] if not why else [])
+        if args.heartbeat_ab and not why:
+            configs.append((2, 1, False))
         res = {}
         print(f"CPU, tutorial CNN, global batch {args.batch}, {args.steps} steps after {args.warmup} warm-up, "
-              f"{os.cpu_count()} CPUs visible")
-        print(f"{'config':<18}{'ms/step':>10}{'IQR ms':>10}{'jitter':>8}{'img/s':>10}{'collectives':>13}")
-        for ranks, threads in configs:
-            r = res[(ranks, threads)] = run_config(ranks, threads, args)
-            print(f"{ranks} rank x {threads} thr".ljust(18) + f"{r['median_s'] * 1e3:>10.1f}{r['iqr_s'] * 1e3:>10.1f}"
+              f"{args.rounds} interleaved round(s), {os.cpu_count()} CPUs visible")
+        runs: dict = {c: [] for c in configs}
+        for _ in range(args.rounds):
+            for c in configs:
+                runs[c].append(run_config(c[0], c[1], args, c[2]))
+        print(f"{'config':<24}{'ms/step':>10}{'IQR ms':>10}{'jitter':>8}{'img/s':>10}{'collectives':>13}")
+        for ranks, threads, heartbeat in configs:
+            t = np.concatenate([r["times"] for r in runs[(ranks, threads, heartbeat)]])
+            q1, med, q3 = np.percentile(t, [25, 50, 75])
+            r = res[(ranks, threads) if heartbeat else "no heartbeat"] = dict(
+                runs[(ranks, threads, heartbeat)][-1], median_s=med, iqr_s=q3 - q1, jitter=float(t.max() / med))
+            name = f"{ranks} rank x {threads} thr" + ("" if heartbeat else ", no hb")
+            print(name.ljust(24) + f"{r['median_s'] * 1e3:>10.1f}{r['iqr_s'] * 1e3:>10.1f}"
                   f"{r['jitter']:>8.2f}{args.batch / r['median_s']:>10.0f}{r['collectives']:>13}")
             if args.csv:
                 new = not os.path.exists(args.csv)
@@ -163,7 +180,7 @@ def main() -> None:
                     if new:
                         w.writerow(["label", "kind", "replicas", "threads", "batch", "ms_per_step", "iqr_ms",
                                     "jitter", "images_per_second"])
-                    w.writerow([args.label, "cpu-dist", ranks, threads, args.batch, r["median_s"] * 1e3,
+                    w.writerow([args.label if heartbeat else f"{args.label}-no-heartbeat", "cpu-dist", ranks, threads, args.batch, r["median_s"] * 1e3,
                                 r["iqr_s"] * 1e3, r["jitter"], args.batch / r["median_s"]])
         if why:
             print(f"2 ranks x 1 thread: skipped ({why})")
@@ -171,6 +188,8 @@ def main() -> None:
             base, thr, dist = res[(1, 1)]["median_s"], res[(1, 2)]["median_s"], res[(2, 1)]["median_s"]
             print(f"2 ranks x 1 thread vs 1 x 1: {base / dist:.2f}x (target >= 1.8); "
                   f"vs 1 rank x 2 threads: {thr / dist:.2f}x (target >= 0.95)")
+            if "no heartbeat" in res:
+                print(f"2 ranks, heartbeat on vs off: {res['no heartbeat']['median_s'] / dist:.3f}x the speed")
         print()
 
     # The GPU model. Per-image step times: --gpu-step-ms, else an estimate for a V100-class GPU

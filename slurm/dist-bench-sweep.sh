@@ -5,7 +5,12 @@
 #   DATA=$SCRATCH/cifar10.hdf5 bash slurm/dist-bench-sweep.sh
 #   hpcnn collect results/dist-all.csv results/dist.csv --plot results/dist.png   # when all are done
 # GPU_PARTITIONS names the partitions (one per GPU type); COUNTS the GPU counts; STAGING "scratch
-# local". Without Slurm (no sbatch) it runs one configuration here: one rank, the GPU if one is
+# local". DATA: the HDF5 file on the shared file system ($SCRATCH/cifar10.hdf5 when unset and
+# $SCRATCH exists); "scratch" jobs read it there (staging off: LOCAL and TMPDIR emptied for the
+# job), "local" jobs copy it to the node's $LOCAL (else $TMPDIR) first (slurm/multi-gpu.sbatch).
+#   DRY_RUN=1 bash slurm/dist-bench-sweep.sh    prints the sbatch commands, submits nothing (no
+#                                               Slurm needed)
+# Without Slurm (no sbatch, no DRY_RUN) it runs one configuration here: one rank, the GPU if one is
 # usable, else the CPU.   QUICK=1 bash slurm/dist-bench-sweep.sh   (2,000 generated images)
 set -euo pipefail
 mkdir -p results
@@ -13,18 +18,31 @@ GPU_PARTITIONS=${GPU_PARTITIONS:-gpu}
 COUNTS=${COUNTS:-1 2 4}
 STAGING=${STAGING:-scratch local}
 HERE=$(cd "$(dirname "$0")" && pwd)
+DATA=${DATA:-${SCRATCH:+$SCRATCH/cifar10.hdf5}}
 
-if command -v sbatch >/dev/null 2>&1; then
+if [ "${DRY_RUN:-0}" = 1 ] || command -v sbatch >/dev/null 2>&1; then
+  if [ -z "$DATA" ]; then
+    echo "set DATA=<the HDF5 file on \$SCRATCH> (e.g. made by hpcnn convert cifar10): the sweep compares reading it" \
+         "from there with reading a node-local copy" >&2
+    exit 2
+  fi
+  SBATCH=(sbatch)
+  [ "${DRY_RUN:-0}" = 1 ] && SBATCH=(echo sbatch)
   for p in $GPU_PARTITIONS; do
     for n in $COUNTS; do
       for s in $STAGING; do
-        if [ "$s" = local ]; then stage_env="ALL"; else stage_env="ALL,LOCAL=,TMPDIR="; fi
-        sbatch --partition="$p" --gres="gpu:$n" --ntasks-per-node="$n" --job-name="hpcnn-dist-$p-${n}gpu-$s" \
+        case "$s" in
+          local) stage_env="ALL,DATA=$DATA" ;;                      # multi-gpu.sbatch copies DATA to $LOCAL / $TMPDIR
+          scratch) stage_env="ALL,DATA=$DATA,LOCAL=,TMPDIR=" ;;     # no staging directory: read where DATA is
+          *) echo "STAGING: 'scratch' or 'local', got '$s'" >&2; exit 2 ;;
+        esac
+        "${SBATCH[@]}" --partition="$p" --gres="gpu:$n" --ntasks-per-node="$n" --job-name="hpcnn-dist-$p-${n}gpu-$s" \
           --time=00:30:00 --output="results/%x-%j.out" --export="$stage_env,LABEL=$p-${n}gpu-$s" \
           "$HERE/multi-gpu.sbatch"
       done
     done
   done
+  [ "${DRY_RUN:-0}" = 1 ] && exit 0
   echo "submitted; when all are done: hpcnn collect results/dist-all.csv results/dist.csv --plot results/dist.png"
   exit 0
 fi

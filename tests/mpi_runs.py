@@ -21,17 +21,26 @@ def mpi_missing():
     return ""
 
 
-def mpirun(scenario, out, ranks=2, timeout=240, dist_timeout=120, device="cpu", implementation="auto"):
-    """`ranks` processes of dist_worker.py running `scenario`, writing under `out`; one thread each,
-    Open MPI over loopback TCP (as root too), oversubscribed. device / implementation: what each
-    rank's strategy is given (dist_worker.py reads them from HPCNN_TEST_DIST_*)."""
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_btl="self,tcp", OMPI_MCA_btl_tcp_if_include="lo", OMPI_MCA_oob_tcp_if_include="lo",
-               OMPI_MCA_rmaps_base_oversubscribe="1", HPCNN_NUM_THREADS="1", OMP_NUM_THREADS="1",
-               HPCNN_DIST_TIMEOUT=str(dist_timeout), HPCNN_TEST_DIST_DEVICE=device,
-               HPCNN_TEST_DIST_IMPLEMENTATION=implementation)
-    cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", sys.executable, os.path.join(HERE, "dist_worker.py"),
+def mpirun_command(scenario, out, ranks=2, dist_timeout=120, device="cpu", implementation="auto",
+                   worker="dist_worker.py", mpirun_args=(), env=None):
+    """(command, environment) of `ranks` processes of `worker` (in tests/) running `scenario`,
+    writing under `out`; one thread each, Open MPI over loopback TCP (as root too), oversubscribed.
+    device / implementation: what each rank's strategy is given (dist_worker.py reads them from
+    HPCNN_TEST_DIST_*); env: more variables."""
+    environ = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   OMPI_MCA_btl="self,tcp", OMPI_MCA_btl_tcp_if_include="lo", OMPI_MCA_oob_tcp_if_include="lo",
+                   OMPI_MCA_rmaps_base_oversubscribe="1", HPCNN_NUM_THREADS="1", OMP_NUM_THREADS="1",
+                   HPCNN_DIST_TIMEOUT=str(dist_timeout), HPCNN_TEST_DIST_DEVICE=device,
+                   HPCNN_TEST_DIST_IMPLEMENTATION=implementation)
+    environ.update(env or {})
+    cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", *mpirun_args, sys.executable, os.path.join(HERE, worker),
            scenario, str(out)]
+    return cmd, environ
+
+
+def mpirun(scenario, out, ranks=2, timeout=240, dist_timeout=120, device="cpu", implementation="auto", **more):
+    """mpirun_command's run, to its end (or `timeout` seconds)."""
+    cmd, env = mpirun_command(scenario, out, ranks, dist_timeout, device, implementation, **more)
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
 
 

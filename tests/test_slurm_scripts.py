@@ -369,3 +369,87 @@ def test_notebook_script_fails_with_the_notebook(tmp_path):
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
     assert "cell [3/3] (assert N == 1, f'N is {N}') failed: AssertionError: N is 2" in r.stderr, r.stderr
     assert (tmp_path / "results" / "notebook-local" / "mine.ipynb").exists()
+
+
+# ---- multi-node binding and the data-parallel sweep (issue 25)
+def stand_in(bin_dir, name, log):
+    """A command `name` that only records its arguments, one call per line."""
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / name).write_text(f'#!/bin/sh\necho "$@" >> "{log}"\n')
+    (bin_dir / name).chmod(0o755)
+
+
+def srun_calls(tmp_path, **env):
+    """multi-node.sbatch as a Slurm job would run it, with a stand-in srun: its calls."""
+    log = tmp_path / "srun.log"
+    stand_in(tmp_path / "fake-slurm", "srun", log)
+    r = run_script(ROOT / "slurm" / "multi-node.sbatch", tmp_path, f"{tmp_path / 'fake-slurm'}{os.pathsep}{plain_path()}",
+                   SLURM_JOB_ID="77", SLURM_NNODES="2", **env)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return r.stdout, log.read_text().splitlines()
+
+
+def test_multi_node_binds_one_rank_per_numa_domain_on_cpu_nodes(tmp_path):
+    out, calls = srun_calls(tmp_path, KIND="cpu", DOMAINS="2", CORES_PER_DOMAIN="16")
+    assert "binding: one rank per NUMA domain, 2 per node, 16 cores (hpcnn threads) each" in out
+    (call,) = calls
+    args = call.split()
+    for option in ("--ntasks-per-node=2", "--cpus-per-task=16", "--hint=nomultithread", "--cpu-bind=ldoms",
+                   "--distribution=block:block", "--kill-on-bad-exit=1"):
+        assert option in args, call
+    # 2 nodes x 2 domains = 4 ranks of 256 rows; CPU ranks; a backup that a requeued job resumes
+    assert "--batch-size 1024" in call and "--device cpu" in call and "--backup" in args, call
+    assert "hpcnn dist-train --strategy multiworker" in call
+
+
+def test_multi_node_finds_the_numa_domains_of_this_machine(tmp_path):
+    out, _ = srun_calls(tmp_path, KIND="cpu")
+    lines = subprocess.run(["lscpu", "-p=CORE,NODE"], capture_output=True, text=True).stdout.splitlines()
+    pairs = {line for line in lines if not line.startswith("#")}
+    domains = len({p.split(",")[1] for p in pairs}) or 1
+    assert f"one rank per NUMA domain, {domains} per node, {max(1, len(pairs) // domains)} cores" in out, out
+
+
+def test_multi_node_binds_one_rank_per_gpu_on_gpu_nodes(tmp_path):
+    out, calls = srun_calls(tmp_path, SLURM_NTASKS_PER_NODE="4")
+    assert "binding: one rank per GPU, 4 per node" in out
+    args = calls[-1].split()
+    for option in ("--ntasks-per-node=4", "--cpu-bind=cores", "--kill-on-bad-exit=1"):
+        assert option in args, calls
+    assert "--device" not in args and "--batch-size" in args and args[args.index("--batch-size") + 1] == "2048"
+
+
+def test_dist_bench_sweep_dry_run_prints_every_configuration(tmp_path):
+    path = plain_path()
+    r = run_script(ROOT / "slurm" / "dist-bench-sweep.sh", tmp_path, path, DRY_RUN="1", DATA="/scratch/u/c.h5",
+                   GPU_PARTITIONS="a100 h100")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 2 * 3 * 2 and all(line.startswith("sbatch ") for line in lines)
+    for p in ("a100", "h100"):
+        for n in (1, 2, 4):
+            for s in ("scratch", "local"):
+                (line,) = [x for x in lines if f"--job-name=hpcnn-dist-{p}-{n}gpu-{s} " in x]
+                assert f"--partition={p} --gres=gpu:{n} --ntasks-per-node={n}" in line
+                export = line.split("--export=")[1].split()[0]
+                assert "DATA=/scratch/u/c.h5" in export and f"LABEL={p}-{n}gpu-{s}" in export
+                assert ("LOCAL=,TMPDIR=" in export) == (s == "scratch")  # scratch: no staging directory
+                assert line.endswith("slurm/multi-gpu.sbatch")
+    # the same commands reach a real sbatch (a stand-in here)
+    log = tmp_path / "sbatch.log"
+    stand_in(tmp_path / "fake-slurm", "sbatch", log)
+    r = run_script(ROOT / "slurm" / "dist-bench-sweep.sh", tmp_path, f"{tmp_path / 'fake-slurm'}{os.pathsep}{path}",
+                   DATA="/scratch/u/c.h5", GPU_PARTITIONS="a100 h100")
+    assert r.returncode == 0 and "submitted" in r.stdout, r.stderr
+    assert ["sbatch " + x for x in log.read_text().splitlines()] == lines
+    # no data file named: refused, saying what to set
+    r = run_script(ROOT / "slurm" / "dist-bench-sweep.sh", tmp_path, path, DRY_RUN="1")
+    assert r.returncode == 2 and "set DATA=" in r.stderr
+
+
+def test_dist_bench_sweep_without_slurm_runs_one_configuration_here(tmp_path):
+    r = run_script(ROOT / "slurm" / "dist-bench-sweep.sh", tmp_path, plain_path())
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "sbatch not found: one configuration here" in r.stdout
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "results" / "dist-all.csv").read_text())))
+    assert [row["label"] for row in rows] == ["local-1rank"] and rows[0]["replicas"] == "1"

@@ -60,6 +60,9 @@ void bind_distribute(py::module_& m) {
   }, "At exit: MPI_Finalize if hpcnn initialised MPI; after a failure, the acknowledgements and MPI_Abort.");
   m.def("default_timeout_seconds", &distribute::default_timeout_seconds,
         "A collective's time limit: HPCNN_DIST_TIMEOUT seconds when set, else 600.");
+  m.def("default_heartbeat_seconds", &distribute::default_heartbeat_seconds,
+        "How long an MPI rank may be silent before the others take it for lost: HPCNN_DIST_HEARTBEAT seconds "
+        "when set (0: no heartbeat), else 30.");
   m.def("share_range", [](long long n, long long replicas, long long r) {
     HPCNN_CHECK_ARG(replicas >= 1 && r >= 0 && r < replicas && n >= 0, "share_range: need 0 <= r < replicas, n >= 0");
     return py::make_tuple(share_begin(n, replicas, r), share_end(n, replicas, r));
@@ -97,23 +100,25 @@ void bind_distribute(py::module_& m) {
         return distribute::Group::in_process(ds, t, timeout_s);
       }, py::arg("devices"), py::arg("implementation") = "auto", py::arg("timeout_seconds") = 600.0)
       .def_static("across_processes", [](const std::string& device, const std::string& implementation,
-                                         double timeout_s) {
+                                         double timeout_s, double heartbeat_s) {
         const Device d = parse_device(device);
         const distribute::Transport t = distribute::parse_transport(implementation);
         std::shared_ptr<distribute::Group> g;
         {
           py::gil_scoped_release nogil;
-          g = distribute::Group::across_processes(d, t, timeout_s);
+          g = distribute::Group::across_processes(d, t, timeout_s, heartbeat_s);
         }
         raise_core_warnings();  // ranks sharing a GPU: summed through host memory
         return g;
-      }, py::arg("device"), py::arg("implementation") = "auto", py::arg("timeout_seconds") = 600.0)
+      }, py::arg("device"), py::arg("implementation") = "auto", py::arg("timeout_seconds") = 600.0,
+         py::arg("heartbeat_seconds") = 30.0)
       .def_property_readonly("size", &distribute::Group::size)
       .def_property_readonly("local_size", &distribute::Group::local_size)
       .def_property_readonly("first_replica", &distribute::Group::first_replica)
       .def_property_readonly("multi_process", &distribute::Group::multi_process)
       .def_property_readonly("transport", &distribute::Group::transport)
       .def_property_readonly("timeout_seconds", &distribute::Group::timeout_seconds)
+      .def_property_readonly("heartbeat_seconds", &distribute::Group::heartbeat_seconds)
       .def_property_readonly("devices", [](const distribute::Group& g) {
         std::vector<std::string> out;
         for (const Device& d : g.devices()) out.push_back(d.str());

@@ -28,6 +28,15 @@ double default_timeout_seconds() {
   return 600.0;
 }
 
+double default_heartbeat_seconds() {
+  if (const char* v = std::getenv("HPCNN_DIST_HEARTBEAT")) {
+    char* end = nullptr;
+    const double t = std::strtod(v, &end);
+    if (end != v && *end == '\0' && t >= 0) return t;
+  }
+  return 30.0;
+}
+
 namespace {
 
 std::string device_list(const std::vector<Device>& ds) {
@@ -79,8 +88,10 @@ std::shared_ptr<Group> Group::in_process(const std::vector<Device>& devices, Tra
   return g;
 }
 
-std::shared_ptr<Group> Group::across_processes(Device device, Transport transport, double timeout_s) {
+std::shared_ptr<Group> Group::across_processes(Device device, Transport transport, double timeout_s,
+                                               double heartbeat_s) {
   HPCNN_CHECK_ARG(timeout_s > 0, "timeout_seconds must be > 0, got ", timeout_s);
+  HPCNN_CHECK_ARG(heartbeat_s >= 0, "heartbeat_seconds must be >= 0 (0: no heartbeat), got ", heartbeat_s);
   HPCNN_CHECK_ARG(transport != Transport::Host, "MultiWorkerMirroredStrategy runs one replica per MPI rank: "
                   "implementation='host' is for MirroredStrategy");
   const mpi::World w = mpi::init();
@@ -150,7 +161,8 @@ std::shared_ptr<Group> Group::across_processes(Device device, Transport transpor
   g->first_ = w.rank;
   g->multi_process_ = true;
   g->timeout_s_ = timeout_s;
-  auto host = std::make_unique<mpi::MpiCommunicator>(device, timeout_s);
+  g->heartbeat_s_ = w.size > 1 ? heartbeat_s : 0.0;
+  auto host = std::make_unique<mpi::MpiCommunicator>(device, timeout_s, heartbeat_s);
   // Every rank decides from the same gathered facts: all take NCCL, or none does.
   const bool use_nccl = device.is_cuda() && shared.empty() &&
                         (transport == Transport::Nccl || (transport == Transport::Auto && nccl::compiled()));

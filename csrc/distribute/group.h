@@ -34,11 +34,15 @@ Transport parse_transport(const std::string& s);  // "auto", "host", "mpi", "ncc
 
 // The default timeout of a collective: HPCNN_DIST_TIMEOUT (seconds) when set, else 600.
 double default_timeout_seconds();
+// The default heartbeat limit of MPI ranks (distribute/heartbeat.h): a rank silent that long is
+// lost. HPCNN_DIST_HEARTBEAT (seconds; 0 turns the heartbeat off) when set, else 30.
+double default_heartbeat_seconds();
 
 class Group {
  public:
   static std::shared_ptr<Group> in_process(const std::vector<Device>& devices, Transport transport, double timeout_s);
-  static std::shared_ptr<Group> across_processes(Device device, Transport transport, double timeout_s);
+  static std::shared_ptr<Group> across_processes(Device device, Transport transport, double timeout_s,
+                                                 double heartbeat_s);
 
   int size() const { return size_; }                      // replicas in sync, over all processes
   int local_size() const { return static_cast<int>(endpoints_.size()); }
@@ -47,6 +51,7 @@ class Group {
   const std::vector<Device>& devices() const { return devices_; }  // of the local replicas
   std::string transport() const { return endpoints_.at(0)->transport(); }
   double timeout_seconds() const { return timeout_s_; }
+  double heartbeat_seconds() const { return heartbeat_s_; }  // 0: none (one process, or off)
   Communicator& endpoint(int i) { return *endpoints_.at(static_cast<size_t>(i)); }
 
   // One step at a time: models trained with the same group take turns.
@@ -65,6 +70,7 @@ class Group {
   int size_ = 1, first_ = 0;
   bool multi_process_ = false;
   double timeout_s_ = 600;
+  double heartbeat_s_ = 0;
   std::mutex step_mutex_;
   std::string failure_;  // why the group cannot be used any more ("" while usable)
 };

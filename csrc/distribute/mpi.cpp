@@ -5,10 +5,14 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <cstdint>
+#include <cstring>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -16,12 +20,17 @@
 #include <mutex>
 #include <thread>
 
+#include "core/warnings.h"
+#include "distribute/heartbeat.h"
+
 namespace hpcnn::distribute::mpi {
 
 namespace {
 
-constexpr int kTagFailure = 4711;  // "rank r failed: why", sent to every other rank
-constexpr int kTagAck = 4712;      // "your notice was seen", sent at exit
+constexpr int kTagFailure = 4711;    // [int32 lost rank or -1] "rank r failed: why", sent to every other rank
+constexpr int kTagAck = 4712;        // "my error is printed, I am exiting", sent at exit after a failure
+constexpr int kTagHeartbeat = 4713;  // one byte: 1 "alive" (every interval), 0 "goodbye" (a normal exit)
+constexpr char kBeat = 1, kGoodbye = 0;
 using Clock = std::chrono::steady_clock;
 
 [[noreturn]] void throw_mpi(int code, const char* call) {
@@ -126,9 +135,14 @@ struct MpiCommunicator::Impl {
 
   // Communication thread only (and shutdown, after the thread has stopped).
   bool notices_sent = false;
-  std::string notice;                       // kept alive while the sends complete
+  std::string notice;                       // [int32 lost rank] + text, kept alive while the sends complete
   std::vector<MPI_Request> notice_requests;
-  std::vector<int> notified_by;             // ranks whose failure notice arrived here
+  std::vector<std::string> names;           // every rank's `self`, for messages about it
+  std::vector<char> lost, left;             // per rank: lost (heartbeat), left normally (goodbye)
+  Heartbeat beat{0, 1, 0};                  // off until the constructor sets it (heartbeat.h)
+  std::vector<MPI_Request> beat_requests;   // per beat.peers(): the beat in flight, one at most
+  Clock::time_point next_tick{};
+  bool said_goodbye = false;
 
   void set_failure(const std::string& why) {
     std::lock_guard<std::mutex> lk(mu);
@@ -171,6 +185,7 @@ struct MpiCommunicator::Impl {
               lk.unlock();
               try {
                 probe_notice();
+                heartbeat_tick();
               } catch (...) {
                 // recorded in `failure`: the next call throws it
               }
@@ -226,6 +241,7 @@ struct MpiCommunicator::Impl {
         throw PeerFailure(failure_text());
       }
       probe_notice();
+      heartbeat_tick();
     });
     if (done) return;
     {
@@ -244,27 +260,53 @@ struct MpiCommunicator::Impl {
     MPI_Status st;
     HPCNN_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, kTagFailure, ctrl, &flag, &st));
     if (!flag) return;
-    int n = 0;
-    MPI_Get_count(&st, MPI_CHAR, &n);
-    std::string text(static_cast<size_t>(std::max(0, n)), '\0');
-    HPCNN_MPI_CHECK(MPI_Recv(text.data(), n, MPI_CHAR, st.MPI_SOURCE, kTagFailure, ctrl, MPI_STATUS_IGNORE));
-    notified_by.push_back(st.MPI_SOURCE);
+    int lost_rank = -1;
+    const std::string text = receive_notice(st, &lost_rank);
+    const bool first_news = !broken;
     set_failure(text);
-    throw PeerFailure(cat(self, " stops: ", text));
+    const std::string why = cat(self, " stops: ", text);
+    // A silent loss: said at once, whatever this rank's main thread does (once: the ranks that
+    // noticed it themselves send notices too).
+    if (lost_rank >= 0 && first_news) say(why);
+    throw PeerFailure(why);
   }
 
-  // Tells every other rank why this one stops (once). Small messages: they leave at once.
-  void send_notices() {
+  // Receives the notice `st` announced; `lost_rank`: the rank it reports lost (-1: its sender failed).
+  std::string receive_notice(const MPI_Status& st, int* lost_rank) {
+    int n = 0;
+    MPI_Get_count(&st, MPI_CHAR, &n);
+    std::string buf(static_cast<size_t>(std::max(0, n)), '\0');
+    HPCNN_MPI_CHECK(MPI_Recv(buf.data(), n, MPI_CHAR, st.MPI_SOURCE, kTagFailure, ctrl, MPI_STATUS_IGNORE));
+    std::int32_t lr = -1;
+    if (buf.size() >= sizeof(lr)) std::memcpy(&lr, buf.data(), sizeof(lr));
+    if (lr >= 0 && lr < size) lost[static_cast<size_t>(lr)] = 1;
+    *lost_rank = lr >= 0 && lr < size ? lr : -1;
+    return buf.size() >= sizeof(lr) ? buf.substr(sizeof(lr)) : buf;
+  }
+
+  // One line on stderr at once (the comm thread's news; the Python error follows at the next call).
+  void say(const std::string& line) {
+    std::fprintf(stderr, "hpcnn: %s\n", line.c_str());
+    std::fflush(stderr);
+  }
+
+  // Tells every other rank why this one stops (once): `lost_rank` is the rank found lost (-1: this
+  // rank fails). Ranks known to be gone are skipped (a send to a dead rank never completes). Small
+  // messages: they leave at once.
+  void send_notices(int lost_rank = -1) {
     if (notices_sent) return;
     notices_sent = true;
     {
       std::lock_guard<std::mutex> lk(mu);
-      notice = abort_why.empty() ? cat(self, " failed") : abort_why;
-      if (failure.empty()) failure = notice;
+      const std::string text = abort_why.empty() ? cat(self, " failed") : abort_why;
+      if (failure.empty()) failure = text;
       broken = true;
+      const std::int32_t lr = lost_rank;
+      notice.assign(reinterpret_cast<const char*>(&lr), sizeof(lr));
+      notice += text;
     }
     for (int p = 0; p < size; ++p) {
-      if (p == rank) continue;
+      if (p == rank || gone(p)) continue;
       MPI_Request r = MPI_REQUEST_NULL;
       if (MPI_Isend(notice.data(), static_cast<int>(notice.size()), MPI_CHAR, p, kTagFailure, ctrl, &r) ==
           MPI_SUCCESS)
@@ -281,6 +323,92 @@ struct MpiCommunicator::Impl {
     }
   }
 
+  bool gone(int p) const { return lost[static_cast<size_t>(p)] || left[static_cast<size_t>(p)]; }
+
+  // The heartbeat (heartbeat.h), a few times per interval: beats received, beats due sent, and a
+  // neighbour silent for longer than the limit declared lost: every rank is told, then this throws.
+  void heartbeat_tick() {
+    if (!beat.on()) return;
+    const auto now = Clock::now();
+    if (now < next_tick) return;
+    next_tick = now + std::chrono::duration_cast<Clock::duration>(
+                          std::chrono::duration<double>(std::min(0.25, beat.interval_s() / 4)));
+    for (;;) {  // every beat that has arrived, from any rank (neighbours only send them)
+      int flag = 0;
+      MPI_Status st;
+      HPCNN_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, kTagHeartbeat, ctrl, &flag, &st));
+      if (!flag) break;
+      char b = kBeat;
+      HPCNN_MPI_CHECK(MPI_Recv(&b, 1, MPI_CHAR, st.MPI_SOURCE, kTagHeartbeat, ctrl, MPI_STATUS_IGNORE));
+      beat.heard(st.MPI_SOURCE, now);
+      if (b == kGoodbye) {
+        left[static_cast<size_t>(st.MPI_SOURCE)] = 1;
+        beat.forget(st.MPI_SOURCE);
+      }
+    }
+    if (beat.send_due(now)) send_beats(kBeat);
+    double silent = 0;
+    const int p = beat.silent_peer(now, &silent);
+    if (p < 0) return;
+    lost[static_cast<size_t>(p)] = 1;
+    beat.forget(p);
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      abort_why = cat(self, " lost ", names[static_cast<size_t>(p)], ": no heartbeat for ",
+                      std::round(silent * 10) / 10, " s (limit ", beat.limit_s(),
+                      " s: HPCNN_DIST_HEARTBEAT or heartbeat_seconds of hpcnn.distribute.CommunicationOptions); "
+                      "it was killed (out of memory? a node failure?) or cannot be reached");
+    }
+    say(abort_why);
+    send_notices(p);
+    throw PeerFailure(failure_text());
+  }
+
+  // A beat (or the goodbye) to each neighbour, unless its previous one is still in flight (a dead
+  // neighbour's never completes: no pile of requests).
+  void send_beats(const char& what) {
+    if (beat_requests.size() != beat.peers().size()) beat_requests.assign(beat.peers().size(), MPI_REQUEST_NULL);
+    for (size_t i = 0; i < beat.peers().size(); ++i) {
+      const int p = beat.peers()[i];
+      MPI_Request& r = beat_requests[i];
+      if (r != MPI_REQUEST_NULL) {
+        int done = 0;
+        MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+        if (!done) continue;
+      }
+      if (gone(p)) continue;
+      MPI_Isend(&what, 1, MPI_CHAR, p, kTagHeartbeat, ctrl, &r);
+    }
+  }
+
+  // A normal exit (the thread stopped, the group healthy): the neighbours stop watching this rank,
+  // so that one that works on alone (the chief saving a model) is not taken for lost. The beats
+  // still in flight are left to MPI (freed, not waited for beyond a second).
+  void say_goodbye() noexcept {
+    if (said_goodbye || !beat.on() || broken) return;
+    said_goodbye = true;
+    try {
+      std::vector<MPI_Request> pending;
+      for (MPI_Request& r : beat_requests)
+        if (r != MPI_REQUEST_NULL) pending.push_back(r);
+      beat_requests.clear();
+      send_beats(kGoodbye);
+      for (MPI_Request& r : beat_requests)
+        if (r != MPI_REQUEST_NULL) pending.push_back(r);
+      beat_requests.clear();
+      const auto deadline = Clock::now() + std::chrono::seconds(1);
+      Backoff backoff;
+      int all = 0;
+      while (Clock::now() < deadline && !all) {
+        MPI_Testall(static_cast<int>(pending.size()), pending.data(), &all, MPI_STATUSES_IGNORE);
+        if (!all) backoff.pause();
+      }
+      for (MPI_Request& r : pending)
+        if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+    } catch (...) {
+    }
+  }
+
   void stop_thread() {
     {
       std::lock_guard<std::mutex> lk(mu);
@@ -288,13 +416,18 @@ struct MpiCommunicator::Impl {
     }
     cv.notify_all();
     if (thread.joinable()) thread.join();
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin) say_goodbye();
   }
 
-  // At exit, the thread stopped: acknowledge the notices seen (so that the failing ranks know
-  // this rank's error is printed), and if this rank sent notices, wait for the others'.
+  // At exit after a failure, the thread stopped: every rank tells every other live one that its
+  // error is printed and it is exiting, and waits (10 s at most) until it has heard the same from
+  // all of them; then shutdown() ends the job with MPI_Abort. So no rank's MPI_Abort ends another
+  // before that one has printed why it stops. Lost ranks and ranks that left are not waited for.
   void exit_protocol() noexcept {
     try {
-      for (;;) {  // notices that arrived after the last wait
+      for (;;) {  // notices that arrived after the last wait (they name more lost ranks)
         try {
           probe_notice();
           break;
@@ -304,36 +437,35 @@ struct MpiCommunicator::Impl {
     } catch (...) {
     }
     std::vector<MPI_Request> acks;
-    std::sort(notified_by.begin(), notified_by.end());
-    notified_by.erase(std::unique(notified_by.begin(), notified_by.end()), notified_by.end());
     char one = 1;
-    for (int p : notified_by) {
+    for (int p = 0; p < size; ++p) {
+      if (p == rank || gone(p)) continue;
       MPI_Request r = MPI_REQUEST_NULL;
       if (MPI_Isend(&one, 1, MPI_CHAR, p, kTagAck, ctrl, &r) == MPI_SUCCESS) acks.push_back(r);
     }
-    const auto deadline = Clock::now() + std::chrono::seconds(notices_sent ? 10 : 2);
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
     std::vector<char> heard(static_cast<size_t>(size), 0);
     heard[static_cast<size_t>(rank)] = 1;
-    for (int p : notified_by) heard[static_cast<size_t>(p)] = 1;  // failing too: it knows
     Backoff backoff;
     while (Clock::now() < deadline) {
       int all = 0;
       MPI_Testall(static_cast<int>(acks.size()), acks.data(), &all, MPI_STATUSES_IGNORE);
-      bool everyone = true;
-      if (notices_sent) {
-        for (int tag : {kTagAck, kTagFailure}) {
-          int flag = 0;
-          MPI_Status st;
-          while (MPI_Iprobe(MPI_ANY_SOURCE, tag, ctrl, &flag, &st) == MPI_SUCCESS && flag) {
-            int n = 0;
-            MPI_Get_count(&st, MPI_CHAR, &n);
-            std::string buf(static_cast<size_t>(std::max(1, n)), '\0');
-            MPI_Recv(buf.data(), n, MPI_CHAR, st.MPI_SOURCE, tag, ctrl, MPI_STATUS_IGNORE);
-            heard[static_cast<size_t>(st.MPI_SOURCE)] = 1;
+      for (int tag : {kTagAck, kTagFailure}) {
+        int flag = 0;
+        MPI_Status st;
+        while (MPI_Iprobe(MPI_ANY_SOURCE, tag, ctrl, &flag, &st) == MPI_SUCCESS && flag) {
+          if (tag == kTagFailure) {
+            int lr = -1;
+            receive_notice(st, &lr);  // may name a lost rank: not waited for then
+            continue;
           }
+          char b = 0;
+          MPI_Recv(&b, 1, MPI_CHAR, st.MPI_SOURCE, tag, ctrl, MPI_STATUS_IGNORE);
+          heard[static_cast<size_t>(st.MPI_SOURCE)] = 1;
         }
-        everyone = std::all_of(heard.begin(), heard.end(), [](char c) { return c != 0; });
       }
+      bool everyone = true;
+      for (int p = 0; p < size; ++p) everyone = everyone && (heard[static_cast<size_t>(p)] || gone(p));
       if (all && everyone) break;
       backoff.pause();
     }
@@ -497,16 +629,28 @@ void shutdown() noexcept {
 }
 
 // ------------------------------------------------------------------ MpiCommunicator
-MpiCommunicator::MpiCommunicator(Device device, double timeout_s) : impl_(std::make_shared<Impl>()) {
+MpiCommunicator::MpiCommunicator(Device device, double timeout_s, double heartbeat_s)
+    : impl_(std::make_shared<Impl>()) {
   const World w = init();
   Impl& c = *impl_;
   c.rank = w.rank;
   c.size = w.size;
   c.timeout_s = timeout_s;
   c.self = self_name(w.rank);
+  c.names = allgather(c.self, timeout_s);  // collective: every rank makes its communicator here
+  c.lost.assign(static_cast<size_t>(w.size), 0);
+  c.left.assign(static_cast<size_t>(w.size), 0);
   int level = 0;
   MPI_Query_thread(&level);
   c.watch_idle = level == MPI_THREAD_MULTIPLE;
+  // The heartbeat must keep beating while the thread is idle (during a step's computation), which
+  // only MPI_THREAD_MULTIPLE allows: with 'serialized' the application may call MPI then.
+  if (heartbeat_s > 0 && !c.watch_idle && w.rank == 0 && w.size > 1)
+    queue_warning(cat("MultiWorkerMirroredStrategy: MPI was initialised with thread level '", level_name(level),
+                      "', so the heartbeat that notices a killed rank within ", heartbeat_s,
+                      " s is off (it needs 'multiple'): a killed rank is noticed after the collective timeout (",
+                      timeout_s, " s) only"));
+  c.beat = Heartbeat(w.rank, w.size, c.watch_idle ? heartbeat_s : 0.0);
   HPCNN_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &c.data));
   HPCNN_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &c.ctrl));
   MPI_Comm_set_errhandler(c.data, MPI_ERRORS_RETURN);  // errors as exceptions, not process exits

@@ -9,10 +9,16 @@
 //
 // Failures: a rank that fails (MpiCommunicator::abort) sends a notice, naming itself and why, to
 // every other rank; a rank that is waiting for a collective polls for notices and throws
-// PeerFailure("rank 1 failed: ...") at once. At exit (shutdown(), which hpcnn registers with
-// Python's atexit), a rank whose group failed does not call MPI_Finalize (which would wait for
-// the dead collective): the failing rank waits up to 10 s for every other rank to acknowledge
-// (each does at its own exit, once its error is printed), then MPI_Abort ends the job.
+// PeerFailure("rank 1 failed: ...") at once. A rank killed without a word (SIGKILL) is found by
+// the heartbeat (distribute/heartbeat.h): the communication threads of ring neighbours exchange a
+// byte every limit/6 s, and a neighbour silent for the limit (HPCNN_DIST_HEARTBEAT, default 30 s)
+// is lost: the rank that notices prints it on stderr at once and sends every other rank a notice
+// naming the lost rank; each rank raises PeerFailure ("... lost rank 2 (host, pid): no heartbeat
+// for 30.2 s ...") in its current collective, or at its next one when it is computing (the
+// news is on stderr at once). At exit (shutdown(), which hpcnn registers with Python's atexit),
+// a rank whose group failed does not call MPI_Finalize (which would wait for the dead
+// collective): every live rank tells every other one that it is exiting, once its error is
+// printed, waits up to 10 s to hear the same from all of them, then MPI_Abort ends the job.
 #pragma once
 
 #include <memory>
@@ -52,7 +58,9 @@ void shutdown() noexcept;
 // a GPU: distribute/group.h).
 class MpiCommunicator : public Communicator {
  public:
-  MpiCommunicator(Device device, double timeout_s);
+  // heartbeat_s: a peer silent that long is lost (0: no heartbeat; needs MPI_THREAD_MULTIPLE).
+  // Collective (gathers every rank's name for the messages).
+  MpiCommunicator(Device device, double timeout_s, double heartbeat_s);
   ~MpiCommunicator() override;
   std::string transport() const override { return "mpi"; }
   int rank() const override;

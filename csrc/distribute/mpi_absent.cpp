@@ -22,7 +22,7 @@ std::vector<std::string> allgather(const std::string&, double) { no_mpi(); }
 void shutdown() noexcept {}
 
 struct MpiCommunicator::Impl {};
-MpiCommunicator::MpiCommunicator(Device, double) { no_mpi(); }
+MpiCommunicator::MpiCommunicator(Device, double, double) { no_mpi(); }
 MpiCommunicator::~MpiCommunicator() = default;
 int MpiCommunicator::rank() const { return 0; }
 int MpiCommunicator::size() const { return 1; }

@@ -36,6 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=int, default=3, help="steps of the first epoch not timed (default 3)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="hpcnn_dist", help="folder for the chief's CSV log and model")
+    p.add_argument("--backup", default=None,
+                   help="a folder for BackupAndRestore (an epoch's backup): a requeued or restarted job continues "
+                        "from the last one, on any rank count that divides the global batch")
     p.add_argument("--csv", default=None, help="append the run's timing row to this CSV file")
     p.add_argument("--label", default=None, help="a free-form label for the CSV row (GPU type, staging, ...)")
 
@@ -94,6 +97,8 @@ def main(a) -> int:
         model.compile("adam", "sparse_categorical_crossentropy", ["accuracy"])
     timer = _StepTimer(a.warmup)
     cbs = [timer, callbacks.CSVLogger(os.path.join(a.out, "training_log.csv"))]
+    if a.backup:
+        cbs.append(callbacks.BackupAndRestore(a.backup))
     with data.HDF5Dataset(h5, x="x_train", y="y_train", batch_size=a.batch_size, shuffle=True, seed=a.seed) as ds:
         model.fit(ds, epochs=a.epochs, callbacks=cbs, verbose=2 if chief else 0)
     if chief and timer.times:

@@ -28,7 +28,10 @@ file) holds the same weights.
 Multi-process runs: only the chief (rank 0) prints progress and writes files (``model.save``,
 ``save_weights``, ModelCheckpoint, BackupAndRestore, CSVLogger do nothing on the other ranks);
 every rank reads (a resumed run restores the same backup on every rank). A rank that fails stops the
-others with an error naming it (``HPCNN_DIST_TIMEOUT`` seconds, default 600, bounds any wait).
+others with an error naming it (``HPCNN_DIST_TIMEOUT`` seconds, default 600, bounds any wait). A rank
+killed without a word (SIGKILL, a failed node) is noticed by a heartbeat within
+``HPCNN_DIST_HEARTBEAT`` seconds (default 30), however long a step takes: every other rank prints
+which rank was lost and at which step, and exits non-zero (docs/distributed.md, "Failure detection").
 """
 from __future__ import annotations
 
@@ -62,16 +65,24 @@ class CommunicationOptions:
     bytes_per_pack: gradient bucket size in bytes (None: 2 MiB; 0: one bucket for the whole
     model, no overlap with the backward pass). timeout_seconds: how long any collective may wait
     before it is an error (None: ``HPCNN_DIST_TIMEOUT`` or 600). implementation: 'auto' (NCCL for
-    GPUs when built, MPI between CPU processes, threads within one), 'host', 'mpi' or 'nccl'."""
+    GPUs when built, MPI between CPU processes, threads within one), 'host', 'mpi' or 'nccl'.
+    heartbeat_seconds (MultiWorkerMirroredStrategy): a rank whose heartbeat has been silent that
+    long is lost, and every other rank stops (None: ``HPCNN_DIST_HEARTBEAT`` or 30; 0: no heartbeat,
+    a killed rank is then noticed after timeout_seconds only). It bounds no step: a slow step
+    still beats."""
 
     def __init__(self, bytes_per_pack: Optional[int] = None, timeout_seconds: Optional[float] = None,
-                 implementation: str = "auto") -> None:
+                 implementation: str = "auto", heartbeat_seconds: Optional[float] = None) -> None:
         self.bytes_per_pack = validation.integer(bytes_per_pack, "bytes_per_pack", "CommunicationOptions",
                                                  minimum=0, maximum=None, allow_none=True)
         if timeout_seconds is not None:
             timeout_seconds = validation.number(timeout_seconds, "timeout_seconds", "CommunicationOptions",
                                                 low=0.0, low_open=True, expected="a number of seconds > 0")
         self.timeout_seconds = timeout_seconds
+        if heartbeat_seconds is not None:
+            heartbeat_seconds = validation.number(heartbeat_seconds, "heartbeat_seconds", "CommunicationOptions",
+                                                  low=0.0, expected="a number of seconds >= 0 (0: no heartbeat)")
+        self.heartbeat_seconds = heartbeat_seconds
         if not isinstance(implementation, str) or implementation.lower() not in _IMPLEMENTATIONS:
             raise ValueError(f"CommunicationOptions: implementation must be one of {list(_IMPLEMENTATIONS)}, "
                              f"got {implementation!r}")
@@ -79,7 +90,8 @@ class CommunicationOptions:
 
     def __repr__(self) -> str:
         return (f"CommunicationOptions(bytes_per_pack={self.bytes_per_pack!r}, "
-                f"timeout_seconds={self.timeout_seconds!r}, implementation={self.implementation!r})")
+                f"timeout_seconds={self.timeout_seconds!r}, implementation={self.implementation!r}, "
+                f"heartbeat_seconds={self.heartbeat_seconds!r})")
 
 
 def _options(options: Optional[CommunicationOptions], caller: str) -> CommunicationOptions:
@@ -384,7 +396,9 @@ class MultiWorkerMirroredStrategy(Strategy):
             _mpi_shutdown_registered = True
         name = normalize_device(device) if device is not None else default_rank_device(world)
         timeout = options.timeout_seconds or _dist.default_timeout_seconds()
-        group = _dist.Group.across_processes(name, options.implementation, timeout)
+        heartbeat = (options.heartbeat_seconds if options.heartbeat_seconds is not None
+                     else _dist.default_heartbeat_seconds())
+        group = _dist.Group.across_processes(name, options.implementation, timeout, heartbeat)
         super().__init__(group, options, world)
 
 

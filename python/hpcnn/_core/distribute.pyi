@@ -14,7 +14,7 @@ class Group:
         """Stops the group: the other replicas' pending and later calls raise, naming this one."""
 
     @staticmethod
-    def across_processes(device: str, implementation: str='auto', timeout_seconds: typing.SupportsFloat | typing.SupportsIndex=600.0) -> Group:
+    def across_processes(device: str, implementation: str='auto', timeout_seconds: typing.SupportsFloat | typing.SupportsIndex=600.0, heartbeat_seconds: typing.SupportsFloat | typing.SupportsIndex=30.0) -> Group:
         ...
 
     def allreduce_host(self, values: typing.Annotated[numpy.typing.ArrayLike, numpy.float64]) -> numpy.typing.NDArray[numpy.float64]:
@@ -36,6 +36,10 @@ class Group:
 
     @property
     def first_replica(self) -> int:
+        ...
+
+    @property
+    def heartbeat_seconds(self) -> float:
         ...
 
     @staticmethod
@@ -61,6 +65,9 @@ class Group:
     @property
     def transport(self) -> str:
         ...
+
+def default_heartbeat_seconds() -> float:
+    """How long an MPI rank may be silent before the others take it for lost: HPCNN_DIST_HEARTBEAT seconds when set (0: no heartbeat), else 30."""
 
 def default_timeout_seconds() -> float:
     """A collective's time limit: HPCNN_DIST_TIMEOUT seconds when set, else 600."""

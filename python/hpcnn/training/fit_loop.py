@@ -4,6 +4,7 @@ position that checkpoint callbacks save and restore."""
 from __future__ import annotations
 
 import itertools
+import sys
 import time
 import warnings
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -318,6 +319,18 @@ class _Run:
                 break
         # A stop signal after the last epoch's end changes nothing: training is complete.
 
+    def peer_failure(self, epoch: int, batch: int, err: BaseException) -> RuntimeError:
+        """The group stopped while this rank was at `batch` (0-based) of `epoch`: another rank failed or
+        was lost (the transport's error names it). Said on stderr at once, as one line (a job log
+        then shows every rank's), and returned with the step for the exception."""
+        try:
+            step = f" (training step {int(self.model.optimizer.iterations) + 1})"
+        except Exception:  # noqa: BLE001 - the position without the count is still the message
+            step = ""
+        message = f"epoch {epoch + 1}, batch {batch + 1} of {self.steps}{step}: {err}"
+        print(f"hpcnn: rank {self.strategy.worker_index} stopped at {message}", file=sys.stderr, flush=True)
+        return RuntimeError(message)
+
     def train_batches(self, epoch: int, first: int, sums: Sums, t0: float,
                       seconds_before: float) -> Tuple[int, Sums, Dict[str, float], Any, Optional[float]]:
         """Batches first.. of the epoch, one core call each. Returns (batches done, sums, last
@@ -393,6 +406,10 @@ class _Run:
                     return b, (loss_sum, correct, seen, msums), logs, here, None
                 if model.stop_training:
                     break
+        except RuntimeError as err:
+            if self.strategy is None or not self.strategy.group.failed:
+                raise
+            raise self.peer_failure(epoch, b, err) from err
         finally:
             steps_in_core.close()  # a batch left staged when stopping early: release its arrays now
             if hasattr(batches, "close"):
