@@ -30,7 +30,7 @@ def chi2(counts: np.ndarray, expected: float) -> float:
 
 
 def orders(rows, block_rows, window_blocks, epochs, seed=7):
-    return [core_data.epoch_plan(rows, block_rows, window_blocks, True, seed, e)[0] for e in range(epochs)]
+    return [core_data.epoch_plan(rows, block_rows, window_blocks, "rows", seed, e)[0] for e in range(epochs)]
 
 
 @pytest.mark.parametrize("rows, block_rows", [(4, 4), (4, 1), (5, 2)])
@@ -65,7 +65,7 @@ def test_the_windowed_shuffle_permutes_blocks_and_rows_within_windows_uniformly(
     block_perms = {p: i for i, p in enumerate(itertools.permutations(range(4)))}
     block_counts, first_row = np.zeros(len(block_perms)), np.zeros(rows)
     for e in range(epochs):
-        order, windows, window_end = core_data.epoch_plan(rows, block_rows, 1, True, 3, e)
+        order, windows, window_end, _ = core_data.epoch_plan(rows, block_rows, 1, "rows", 3, e)
         assert sorted(order.tolist()) == list(range(rows))
         assert window_end == [2, 4, 6, 8] and all(len(w) == 1 for w in windows)
         block_counts[block_perms[tuple(w[0] for w in windows)]] += 1
@@ -77,27 +77,27 @@ def test_the_windowed_shuffle_permutes_blocks_and_rows_within_windows_uniformly(
 
 
 def test_without_shuffle_the_order_is_the_file_order():
-    order, windows, window_end = core_data.epoch_plan(10, 4, 1, False, 1, 3)
+    order, windows, window_end, _ = core_data.epoch_plan(10, 4, 1, "off", 1, 3)
     assert order.tolist() == list(range(10)) and windows == [[0], [1], [2]] and window_end == [4, 8, 10]
 
 
 def test_orders_are_a_function_of_seed_and_epoch():
-    a = core_data.epoch_plan(50, 8, 2, True, 11, 4)[0]
-    assert np.array_equal(a, core_data.epoch_plan(50, 8, 2, True, 11, 4)[0])
-    assert not np.array_equal(a, core_data.epoch_plan(50, 8, 2, True, 12, 4)[0])
-    assert not np.array_equal(a, core_data.epoch_plan(50, 8, 2, True, 11, 5)[0])
+    a = core_data.epoch_plan(50, 8, 2, "rows", 11, 4)[0]
+    assert np.array_equal(a, core_data.epoch_plan(50, 8, 2, "rows", 11, 4)[0])
+    assert not np.array_equal(a, core_data.epoch_plan(50, 8, 2, "rows", 12, 4)[0])
+    assert not np.array_equal(a, core_data.epoch_plan(50, 8, 2, "rows", 11, 5)[0])
 
 
 # ---------------------------------------------------------------------- the loader's check of a plan
 def good_plan():
-    order, windows, window_end = core_data.epoch_plan(10, 4, 2, True, 5, 0)
+    order, windows, window_end, _ = core_data.epoch_plan(10, 4, 2, "rows", 5, 0)
     return order.tolist(), windows, window_end
 
 
 def test_the_plans_it_makes_pass_the_check():
     for rows, block_rows, window_blocks in [(0, 4, 1), (1, 4, 1), (10, 4, 1), (10, 4, 2), (97, 8, 3), (64, 8, 100)]:
-        for shuffle in (False, True):
-            order, windows, window_end = core_data.epoch_plan(rows, block_rows, window_blocks, shuffle, 9, 2)
+        for shuffle in ("off", "rows"):
+            order, windows, window_end, _ = core_data.epoch_plan(rows, block_rows, window_blocks, shuffle, 9, 2)
             core_data.check_epoch_plan(order.tolist(), windows, window_end, rows, block_rows)
 
 
