@@ -149,20 +149,19 @@ void Loader::plan_memory() {
   // Chunk groups: a window per lane, of blocks that the lane's rows are shuffled within; the same
   // on every rank (a function of the budget and the file): the whole lane when the file fits the
   // budget, else a size that lets one process hold every lane's current and next window.
-  const long long lanes = groups ? chunk_group_lanes(opt_.memory_budget, block_bytes) : 0;
-  lanes_ = lanes;
-  const long long group_window = fits || !groups ? nblocks
-      : std::max<long long>(1, static_cast<long long>(opt_.memory_budget / (2 * lanes) / std::max<uint64_t>(1, block_bytes)));
+  const ChunkGroupShape shape = chunk_group_shape(opt_.memory_budget, block_bytes, x_->block_rows(), opt_.batch_size,
+                                                  nblocks, fits);
+  lanes_ = groups ? shape.lanes : 0;
   if (in_memory_) {
-    window_blocks_ = groups ? std::min(group_window, nblocks) : nblocks;
+    window_blocks_ = groups ? shape.window_blocks : nblocks;
     cache_capacity_ = nblocks;
     add(total, 1);
     add(static_cast<uint64_t>(cache_capacity_), kPerCachedBlock);
   } else if (groups) {
     // One process (the most a rank can cover) holds each lane's window and the next one (a batch
-    // straddles them; read-ahead fills the next). A rank of R holds ~1/R of that.
-    window_blocks_ = std::min(group_window, nblocks);
-    cache_capacity_ = std::min(nblocks, 2 * lanes * window_blocks_);
+    // straddles them; read-ahead fills the next), shuffle_plan.h. A rank of R holds ~1/R of that.
+    window_blocks_ = shape.window_blocks;
+    cache_capacity_ = std::min(nblocks, shape.cache_blocks());
     add(static_cast<uint64_t>(cache_capacity_), block_bytes + kPerCachedBlock);
   } else {
     // Two windows fit the budget: a batch can straddle a window boundary.

@@ -89,10 +89,30 @@ long long EpochPlan::window_of(long long pos) const {
   return std::upper_bound(b, e, index) - window_end.begin();
 }
 
-long long chunk_group_lanes(uint64_t budget, uint64_t block_bytes) {
-  long long lanes = kChunkGroupLanes;
-  while (lanes > 1 && static_cast<uint64_t>(2 * lanes) * std::max<uint64_t>(1, block_bytes) > budget) lanes /= 2;
-  return lanes;
+ChunkGroupShape chunk_group_shape(uint64_t budget, uint64_t block_bytes, long long block_rows, long long batch_size,
+                                  long long nblocks, bool file_fits_budget) {
+  block_bytes = std::max<uint64_t>(1, block_bytes);
+  block_rows = std::max(1LL, block_rows);
+  nblocks = std::max(1LL, nblocks);
+  ChunkGroupShape s;
+  auto min_window = [&](long long lanes) {  // blocks holding a lane's widest share of one batch
+    const long long width = (batch_size + lanes - 1) / lanes;
+    return std::min(nblocks, std::max(1LL, (width + block_rows - 1) / block_rows));
+  };
+  auto fits = [&](long long lanes, long long window) {
+    const long double bytes = static_cast<long double>(lanes) * (2 * window + 1) * block_bytes;
+    return bytes <= static_cast<long double>(budget);
+  };
+  for (s.lanes = kChunkGroupLanes; s.lanes > 1 && !fits(s.lanes, min_window(s.lanes));) s.lanes /= 2;
+  s.window_blocks = min_window(s.lanes);
+  if (file_fits_budget) {
+    s.window_blocks = nblocks;
+  } else {
+    const uint64_t per_lane = budget / static_cast<uint64_t>(s.lanes) / block_bytes;  // blocks a lane may hold
+    const long long most = per_lane >= 1 ? static_cast<long long>((per_lane - 1) / 2) : 0;
+    s.window_blocks = std::min(nblocks, std::max(s.window_blocks, most));
+  }
+  return s;
 }
 
 std::vector<long long> lane_demands(long long rows, long long batch_size, long long lanes) {

@@ -9,8 +9,8 @@
 // holds rows of a whole window, so every rank of a data-parallel run needs every window.
 //
 // Chunk groups (ShuffleMode::ChunkGroups): every global batch is cut into S "lanes" (S = 64,
-// kChunkGroupLanes, or a smaller power of two when the memory budget cannot hold two blocks per
-// lane: chunk_group_lanes), lane k taking the positions [share_begin(n, S, k), share_end(n, S, k))
+// kChunkGroupLanes, or a smaller power of two when the memory budget cannot hold two windows per
+// lane: chunk_group_shape), lane k taking the positions [share_begin(n, S, k), share_end(n, S, k))
 // of a batch of n rows (core/batch_shares.h, the rule that splits a batch among ranks). Lane k's
 // demand over the epoch is the sum of its widths. The rows of the permuted blocks, as one stream,
 // are cut into S consecutive segments of exactly the lanes' demands: lane k's rows come from ~1/S
@@ -42,9 +42,20 @@ std::string shuffle_mode_name(ShuffleMode m);  // "off", "rows", "chunk_groups"
 // Lanes of the chunk-group shuffle: a multiple of every power of two up to 64, so that rank
 // boundaries of 2, 4, ..., 64 ranks fall on lane boundaries.
 constexpr long long kChunkGroupLanes = 64;
-// The lanes for a memory budget: the largest power of two up to 64 whose lanes' two blocks each
-// (a window and the next) fit `budget` (at least 1). A function of the options and the file only.
-long long chunk_group_lanes(uint64_t budget, uint64_t block_bytes);
+// The lanes and the window (in blocks) of the chunk-group shuffle for a memory budget, a function
+// of the options and the file only (never of the ranks, nor of the memory this machine has). A
+// window must hold a lane's rows of one batch (then a batch reads at most two windows a lane);
+// one process holds each lane's window, the next one (read ahead) and a block more (a lane's
+// first and last windows can be short: pieces of blocks), S (2 L + 1) blocks. Lanes: the largest
+// power of two up to 64 for which that fits `budget` (1 when none does). Window: the whole lane
+// when the file fits the budget (then one window per lane: rows shuffled across the whole group),
+// else the largest that fits (at least the minimum).
+struct ChunkGroupShape {
+  long long lanes = 1, window_blocks = 1;
+  long long cache_blocks() const { return lanes * (2 * window_blocks + 1); }
+};
+ChunkGroupShape chunk_group_shape(uint64_t budget, uint64_t block_bytes, long long block_rows, long long batch_size,
+                                  long long nblocks, bool file_fits_budget);
 
 struct EpochPlan {
   std::vector<long long> order;               // row indices in delivery order (size = rows)
