@@ -88,7 +88,7 @@ def bytes_worker(args: argparse.Namespace) -> None:
     for epoch in range(2):
         for _ in ds.model_batches(epoch, "cpu", shard=(rank, ranks) if ranks > 1 else None):
             pass
-        time.sleep(1.0)  # the next epoch's warm-up (started by the last batch) finishes
+        ds.settle()  # the next epoch's warm-up (started by the last batch) finishes
         after.append(dict(ds.stats))
     print(json.dumps({"rank": rank, "ranks": ranks, "shuffle": ds.shuffle_mode, "in_memory": ds.in_memory,
                       "lanes": after[1]["lanes"], "window_blocks": after[1]["window_blocks"],

@@ -41,6 +41,16 @@ def epoch_rows(ds, epoch, shard=None):
     return [ids_of(b[0]) for b in ds.model_batches(epoch, "cpu", shard=shard)]
 
 
+def read_by_epochs(ds):
+    """(blocks, bytes read, bytes inflated) of a chunk-group dataset's one epoch read, without its
+    warm-up of the next one: the counters once that warm-up has finished, minus what it read (with
+    chunk groups nothing warms up epoch 0: the rank's lanes are not known before it asks)."""
+    ds.settle()
+    st = ds.stats
+    return st["blocks_read"] - st["warm_blocks_read"], st["bytes_read"] - st["warm_bytes_read"], \
+        st["bytes_inflated"] - st["warm_bytes_inflated"]
+
+
 def test_true_picks_chunk_groups_for_a_streamed_file_and_rows_for_a_cached_one(path):
     streamed, cached = dataset(path, True), dataset(path, True, memory_budget=1 << 30)
     assert (streamed.shuffle_mode, streamed.in_memory) == ("chunk_groups", False)
@@ -66,20 +76,20 @@ def test_the_global_batches_do_not_depend_on_the_rank_count(path, shuffle):
 def test_chunk_groups_read_a_rank_its_share_of_the_file(path):
     whole = dataset(path, "chunk_groups")
     epoch_rows(whole, 0)
-    st = whole.stats
-    blocks, file_bytes = st["num_blocks"], st["bytes_read"]
-    assert st["blocks_read"] == blocks  # one process: every block once, none twice
-    assert st["bytes_inflated"] == ROWS * 48
-    assert st["peak_cached_bytes"] <= BUDGET
+    blocks = whole.stats["num_blocks"]
+    read, file_bytes, inflated = read_by_epochs(whole)
+    assert read == blocks  # one process: every block once, none twice
+    assert inflated == ROWS * 48
+    assert whole.stats["peak_cached_bytes"] <= BUDGET
     for ranks in (2, 4, 8):
         for r in range(ranks):
             ds = dataset(path, "chunk_groups")
             epoch_rows(ds, 0, (r, ranks))
-            s = ds.stats
-            assert s["blocks_read"] <= 1.2 * blocks / ranks, (ranks, r, s["blocks_read"], blocks)
-            assert s["bytes_read"] <= 1.2 * file_bytes / ranks, (ranks, r, s["bytes_read"], file_bytes)
-            assert s["bytes_inflated"] <= 1.2 * ROWS * 48 / ranks
-            assert s["peak_cached_bytes"] <= BUDGET
+            read, nbytes, inflated = read_by_epochs(ds)
+            assert read <= 1.2 * blocks / ranks, (ranks, r, read, blocks)
+            assert nbytes <= 1.2 * file_bytes / ranks, (ranks, r, nbytes, file_bytes)
+            assert inflated <= 1.2 * ROWS * 48 / ranks
+            assert ds.stats["peak_cached_bytes"] <= BUDGET
 
 
 def test_the_rows_shuffle_reads_every_window_on_every_rank(path):
@@ -87,7 +97,7 @@ def test_the_rows_shuffle_reads_every_window_on_every_rank(path):
     for r in range(2):
         ds = dataset(path, "rows")
         epoch_rows(ds, 0, (r, 2))
-        assert ds.stats["blocks_read"] == ds.stats["num_blocks"]
+        assert ds.stats["blocks_read"] >= ds.stats["num_blocks"]
 
 
 def test_later_epochs_and_a_resumed_epoch_read_only_the_share(path):
@@ -97,11 +107,14 @@ def test_later_epochs_and_a_resumed_epoch_read_only_the_share(path):
     blocks = ds.stats["num_blocks"]
     for epoch in range(2):
         epoch_rows(ds, epoch, (1, 4))
-    assert ds.stats["blocks_read"] <= 2 * 1.2 * blocks / 4
+    ds.settle()
+    st = ds.stats
+    assert st["blocks_read"] - st["warm_blocks_read"] <= 2 * 1.2 * blocks / 4
+    assert 0 < st["warm_blocks_read"] <= 2 * (64 // 4 + 1)  # two warm-ups: its lanes' first windows
     resumed = dataset(path, "chunk_groups")
     got = [ids_of(b[0]) for b in resumed.model_batches(0, "cpu", first_batch=10, shard=(1, 4))]
     np.testing.assert_array_equal(np.concatenate(got), np.concatenate(epoch_rows(dataset(path, "chunk_groups"), 0, (1, 4))[10:]))
-    assert resumed.stats["blocks_read"] <= 1.2 * blocks / 4
+    assert read_by_epochs(resumed)[0] <= 1.2 * blocks / 4
 
 
 def test_a_small_budget_has_fewer_lanes_and_stays_within_it(path):
@@ -117,7 +130,7 @@ def test_a_small_budget_has_fewer_lanes_and_stays_within_it(path):
     parts = [epoch_rows(d, 0, (r, 2)) for r, d in enumerate(half)]
     for i, batch in enumerate(full):
         np.testing.assert_array_equal(np.concatenate([parts[0][i], parts[1][i]]), batch)
-    assert all(d.stats["blocks_read"] <= 1.2 * d.stats["num_blocks"] / 2 for d in half)
+    assert all(read_by_epochs(d)[0] <= 1.2 * d.stats["num_blocks"] / 2 for d in half)
     # A batch larger than the budget can hold twice: one lane, windows of a batch's rows.
     tiny = dataset(path, "chunk_groups", memory_budget=1024)
     assert (tiny.stats["lanes"], tiny.stats["window_blocks"]) == (1, 16)
@@ -131,7 +144,7 @@ def test_the_cached_chunk_group_shuffle_keeps_a_rank_to_its_lanes(path):
     blocks = ds.stats["num_blocks"]
     assert ds.in_memory and ds.stats["window_blocks"] == blocks
     epoch_rows(ds, 0, (0, 4))
-    assert ds.stats["blocks_read"] <= 1.2 * blocks / 4
+    assert read_by_epochs(ds)[0] <= 1.2 * blocks / 4
     # Later epochs give the rank other groups: it reads the blocks it has not cached yet, never
     # one twice (over the epochs, the file once).
     for epoch in range(1, 12):

@@ -155,6 +155,14 @@ void bind_data(py::module_& root) {
       .def_property_readonly("blocks_read", &Loader::blocks_read)
       .def_property_readonly("bytes_read", &Loader::bytes_read)
       .def_property_readonly("bytes_inflated", &Loader::bytes_inflated)
+      .def_property_readonly("warm_blocks_read", &Loader::warm_blocks_read)
+      .def_property_readonly("warm_bytes_read", &Loader::warm_bytes_read)
+      .def_property_readonly("warm_bytes_inflated", &Loader::warm_bytes_inflated)
+      .def("wait_warm_up", [](Loader& l) {
+        py::gil_scoped_release nogil;
+        l.wait_warm_up();
+      }, "Waits for the background load of an epoch's first windows, if one is running (then the counters "
+         "stand still).")
       .def_property_readonly("shuffle_mode", [](const Loader& l) { return shuffle_mode_name(l.shuffle_mode()); })
       .def_property_readonly("num_blocks", [](const Loader& l) { return (l.num_rows() + l.block_rows() - 1) / l.block_rows(); })
       .def_property_readonly("peak_cached_bytes", &Loader::peak_cached_bytes)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 
@@ -190,6 +191,16 @@ void Loader::warm_async(long long epoch, const Shard& shard) {
       // Too late when a producer has already started this epoch: loading its first window again
       // would only evict the blocks it is working on.
       if (filled_epoch_ != epoch) {
+        const long long blocks0 = blocks_read_;
+        const uint64_t read0 = x_->bytes_read(), inflated0 = x_->bytes_inflated();
+        struct Count {  // whatever the warm-up read, even when it fails half-way
+          std::function<void()> f;
+          ~Count() { f(); }
+        } count{[&] {
+          warm_blocks_ += blocks_read_ - blocks0;
+          warm_bytes_read_ += x_->bytes_read() - read0;
+          warm_bytes_inflated_ += x_->bytes_inflated() - inflated0;
+        }};
         const EpochPlan& p = plan(epoch);
         if (p.lanes > 0) {  // the first windows of the shard's lanes: what its first batch reads
           long long first = 0, n = 0;
@@ -204,6 +215,11 @@ void Loader::warm_async(long long epoch, const Shard& shard) {
     }
     warming_ = false;
   });
+}
+
+void Loader::wait_warm_up() {
+  std::lock_guard<std::mutex> lk(warm_mutex_);
+  if (warm_.joinable()) warm_.join();
 }
 
 void Loader::set_seed(uint64_t seed) {

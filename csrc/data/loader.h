@@ -72,6 +72,8 @@ class Loader {
   // reading every lane would read the whole of what a rank should not). Errors are left for
   // fill_batch to report.
   void warm_async(long long epoch, const Shard& shard = {});
+  // Waits for a warm-up in progress (tests and benchmarks: counters that no longer move).
+  void wait_warm_up();
 
   const LoaderOptions& options() const { return opt_; }
   ShuffleMode shuffle_mode() const { return *opt_.shuffle; }
@@ -126,6 +128,11 @@ class Loader {
   long long blocks_read() const { return blocks_read_; }
   uint64_t bytes_read() const { return x_->bytes_read(); }
   uint64_t bytes_inflated() const { return x_->bytes_inflated(); }
+  // The part of those counts that warm-ups read (an epoch's first windows, read during the epoch
+  // before): what a counted epoch minus its warm-up of the next one read is exact.
+  long long warm_blocks_read() const { return warm_blocks_; }
+  uint64_t warm_bytes_read() const { return warm_bytes_read_; }
+  uint64_t warm_bytes_inflated() const { return warm_bytes_inflated_; }
   size_t peak_cached_bytes() const { return peak_cached_; }
   double io_seconds() const { return x_->io_seconds(); }
   double inflate_seconds() const { return x_->inflate_seconds(); }
@@ -174,7 +181,8 @@ class Loader {
   // eighth of a streamed epoch's time). Never more buffers in all than the cache ever held.
   std::vector<std::vector<uint8_t>> spare_;
   std::list<long long> lru_;                                  // most recent first
-  std::atomic<long long> blocks_read_{0};
+  std::atomic<long long> blocks_read_{0}, warm_blocks_{0};
+  std::atomic<uint64_t> warm_bytes_read_{0}, warm_bytes_inflated_{0};
   std::atomic<size_t> peak_cached_{0};
 };
 

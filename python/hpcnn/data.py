@@ -287,12 +287,21 @@ class HDF5Dataset:
     @property
     def stats(self) -> dict:
         """Counters: row blocks read from the file so far, the bytes read for them (as stored:
-        compressed) and inflated (decoded), peak bytes cached, window size."""
+        compressed) and inflated (decoded), the part of those the background warm-ups read (each
+        epoch's first windows, loaded at the end of the epoch before: ``settle()`` waits for one),
+        peak bytes cached, window size and lanes."""
         l = self._live()
         return {"blocks_read": l.blocks_read, "num_blocks": l.num_blocks, "bytes_read": l.bytes_read,
-                "bytes_inflated": l.bytes_inflated, "peak_cached_bytes": l.peak_cached_bytes,
+                "bytes_inflated": l.bytes_inflated, "warm_blocks_read": l.warm_blocks_read,
+                "warm_bytes_read": l.warm_bytes_read, "warm_bytes_inflated": l.warm_bytes_inflated,
+                "peak_cached_bytes": l.peak_cached_bytes,
                 "io_seconds": l.io_seconds, "inflate_seconds": l.inflate_seconds, "scatter_seconds": l.scatter_seconds, "decode_seconds": l.decode_seconds,
                 "block_rows": l.block_rows, "window_blocks": l.window_blocks, "lanes": l.lanes, "raw_chunk_path": l.raw_chunk_path}
+
+    def settle(self) -> None:
+        """Waits for the background load of an epoch's first windows, if one is running, so that
+        ``stats`` stand still (benchmarks and tests of the bytes read)."""
+        self._live().wait_warm_up()
 
     def __repr__(self) -> str:
         if self._loader is None:

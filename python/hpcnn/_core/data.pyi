@@ -154,6 +154,21 @@ class Loader:
     def shuffle_mode(self) -> str:
         ...
 
+    def wait_warm_up(self) -> None:
+        """Waits for the background load of an epoch's first windows, if one is running (then the counters stand still)."""
+
+    @property
+    def warm_blocks_read(self) -> int:
+        ...
+
+    @property
+    def warm_bytes_inflated(self) -> int:
+        ...
+
+    @property
+    def warm_bytes_read(self) -> int:
+        ...
+
     @property
     def window_blocks(self) -> int:
         ...
