@@ -88,6 +88,7 @@ def groups_fit(model, path, shard_stats=None):
                                 memory_budget=GROUPS_BUDGET) as ds:
         assert not ds.in_memory and ds.stats["lanes"] == 64
         model.fit(ds, epochs=GROUPS_EPOCHS, verbose=0)
+        ds.settle()  # the warm-up of the epoch after the last has finished: counters that stand still
         return dict(ds.stats)
 
 
