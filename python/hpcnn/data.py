@@ -99,12 +99,14 @@ class HDF5Dataset:
     drop_remainder : bool
         Drop the last partial batch (default: deliver it).
     cache : 'auto' | 'memory' | 'none'
-        'memory' keeps the stored bytes in RAM after the first epoch (exact full shuffle); 'none'
-        streams from the file every epoch through windows of chunks within ``memory_budget``
-        (shuffled chunk order, then rows shuffled inside each window); 'auto' picks 'memory'
-        when the dataset's stored bytes fit ``memory_budget``.
+        'memory' keeps the stored bytes in RAM after the first epoch (with ``shuffle=True``, the
+        exact full row shuffle); 'none' streams from the file every epoch through windows of
+        chunks within ``memory_budget`` (with ``shuffle=True``, the chunk-group shuffle); 'auto'
+        picks 'memory' when the dataset's stored bytes fit ``memory_budget``.
     memory_budget : int
-        Bytes (default 1 GiB).
+        Bytes per process (default 1 GiB). It also shapes the orders (the rows shuffle's window,
+        the chunk groups' lanes and windows), so every rank of a data-parallel run must give the
+        same value (as it must give the same seed).
     prefetch : int
         Batches prepared ahead by the background producer (default 4).
     """
