@@ -37,6 +37,12 @@ def fit(model: Any, **arguments: Any) -> History:
         raise
 
 
+def _windows(x: Any) -> Optional[list]:
+    """[lanes, window blocks, block rows] of an HDF5Dataset's order; None for other data."""
+    stats = getattr(x, "stats", None) if hasattr(x, "shuffle_mode") else None
+    return [int(stats["lanes"]), int(stats["window_blocks"]), int(stats["block_rows"])] if stats else None
+
+
 def training_description(x: Any, y: Any, batch_size: Optional[int], is_ds: bool, steps: int, epochs: int,
                          initial_epoch: int) -> Dict[str, Any]:
     """What of fit's data and loop every rank must share (each passes the whole data; a dataset
@@ -47,6 +53,9 @@ def training_description(x: Any, y: Any, batch_size: Optional[int], is_ds: bool,
         shape = getattr(x, "x_shape", None)
         return {"training rows": rows, "batch size": getattr(x, "batch_size", None),
                 "dataset shuffle": getattr(x, "shuffle_mode", None),
+                # The order's shape (memory_budget and the memory cache decide it): another one
+                # makes other batches.
+                "dataset windows": _windows(x),
                 "x row shape": list(shape) if shape is not None else None, "steps per epoch": steps,
                 "epochs": epochs, "initial epoch": initial_epoch}
     return {"training rows": len(x), "batch size": batch_size, "x row shape": list(np.shape(x)[1:]),
