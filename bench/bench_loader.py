@@ -245,6 +245,9 @@ def main(argv=None):
     ap.add_argument("--epochs", type=int, default=3, help="epochs timed back to back per streaming mode")
     ap.add_argument("--skip-overlap", action="store_true")
     ap.add_argument("--repeat", type=int, default=1, help="alternate (a) and (b) this many times (median ratio)")
+    ap.add_argument("--shuffle", default="True",
+                    help="HDF5Dataset's shuffle for (b)-(d): True (default: 'rows' when cached, 'chunk_groups' "
+                         "when streamed), 'rows' or 'chunk_groups'")
     args = ap.parse_args(argv)
     kinds = [k.strip() for k in args.data.split(",") if k.strip()]
     for k in kinds:
@@ -295,6 +298,8 @@ def bench_kind(args, kind):
         # Sustained rate: construction (which starts loading epoch 0 in the background) plus
         # `epochs` full shuffled epochs back to back; for the memory cache, the second epoch alone.
         t0 = time.perf_counter()
+        if args.shuffle != "True":
+            kw["shuffle"] = args.shuffle
         ds = hdata.HDF5Dataset(path, batch_size=args.batch, seed=1, one_hot=10, **kw)
         if ds.in_memory:
             time_hpcnn(ds, 0)
@@ -308,7 +313,8 @@ def bench_kind(args, kind):
         results.append((label, r))
         st = ds.stats
         print(f"{label:43s}: {r:10.0f} img/s  ({t * args.rows / n:.2f} s/epoch, x{r / rate_a:.1f} vs (a)) "
-              f"[window {st['window_blocks']} x {st['block_rows']} rows; io {st['io_seconds']:.2f} s, inflate "
+              f"[{getattr(ds, 'shuffle_mode', 'rows')}, {st.get('lanes') or 'no'} lanes, window "
+              f"{st['window_blocks']} x {st['block_rows']} rows; io {st['io_seconds']:.2f} s, inflate "
               f"{st['inflate_seconds']:.2f} s, scatter {st['scatter_seconds']:.2f} s, decode "
               f"{st['decode_seconds']:.2f} s in all]")
         return ds

@@ -77,16 +77,37 @@ def rel_err(a, b):
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))
 
 
+# ---- the chunk-group shuffle streamed under MPI (test_distribute_mpi.py, dist_worker.py "groups_*")
+GROUPS_ROWS, GROUPS_BATCH, GROUPS_EPOCHS = 1024, 48, 2
+GROUPS_BUDGET = 400 * 1024  # 256 blocks of 4 rows x 512 bytes (512 KiB) stream: 64 lanes, windows of 1 block
+
+
+def groups_fit(model, path, shard_stats=None):
+    """GROUPS_EPOCHS of `path` shuffled by chunk groups, streamed; returns the dataset's stats."""
+    with hpcnn.data.HDF5Dataset(path, batch_size=GROUPS_BATCH, shuffle="chunk_groups", seed=7,
+                                memory_budget=GROUPS_BUDGET) as ds:
+        assert not ds.in_memory and ds.stats["lanes"] == 64
+        model.fit(ds, epochs=GROUPS_EPOCHS, verbose=0)
+        ds.settle()  # the warm-up of the epoch after the last has finished: counters that stand still
+        return dict(ds.stats)
+
+
+def write_groups_h5(path):
+    x, y = make_arrays(GROUPS_ROWS)
+    hpcnn.data.write_hdf5(path, {"x_train": x, "y_train": y}, chunk_rows=4)
+
+
 # ---- resuming a backup on another replica count (tests/test_resume_replicas.py, dist_worker.py)
 RESUME_BATCH = 12  # divisible by 1, 2 and 3; 80 rows: 6 full batches and a last one of 8 (uneven on 3)
 RESUME_EPOCHS = 2
 STOP_AFTER = 4     # the interrupted run stops after its 4th batch: mid-epoch 1
 
 
-def fit_resumable(model, data, backup_dir, stop=False, batch_size=RESUME_BATCH):
+def fit_resumable(model, data, backup_dir, stop=False, batch_size=RESUME_BATCH, shuffle=True):
     """fit for RESUME_EPOCHS with a BackupAndRestore in `backup_dir` on `data` ('arrays', or the
-    path of an HDF5 file); `stop`: this process raises SIGUSR1 after STOP_AFTER batches, which
-    stops fit (every rank, under MPI) at that batch boundary with a backup. Returns (history, backup)."""
+    path of an HDF5 file, read with HDF5Dataset(shuffle=shuffle)); `stop`: this process raises
+    SIGUSR1 after STOP_AFTER batches, which stops fit (every rank, under MPI) at that batch
+    boundary with a backup. Returns (history, backup)."""
     import signal
     calls = [0]
 
@@ -101,6 +122,6 @@ def fit_resumable(model, data, backup_dir, stop=False, batch_size=RESUME_BATCH):
         x, y = make_arrays()
         history = model.fit(x, y, batch_size=batch_size, epochs=RESUME_EPOCHS, shuffle=True, verbose=0, callbacks=cbs)
     else:
-        with hpcnn.data.HDF5Dataset(data, batch_size=batch_size, shuffle=True, seed=7) as ds:
+        with hpcnn.data.HDF5Dataset(data, batch_size=batch_size, shuffle=shuffle, seed=7) as ds:
             history = model.fit(ds, epochs=RESUME_EPOCHS, verbose=0, callbacks=cbs)
     return history, backup

@@ -20,8 +20,8 @@ import numpy as np  # noqa: E402
 
 import hpcnn  # noqa: E402
 from hpcnn import _core  # noqa: E402
-from dist_common import (BATCH, augmented_model, fit_resumable, make_arrays, make_model, residual_model,  # noqa: E402
-                         write_h5)
+from dist_common import (BATCH, augmented_model, fit_resumable, groups_fit, make_arrays, make_model,  # noqa: E402
+                         residual_model, write_groups_h5, write_h5)
 
 
 def main() -> None:
@@ -75,6 +75,20 @@ def main() -> None:
             print(f"rank {rank}: RanksDisagree: {err}", flush=True)
             np.savez(os.path.join(out, f"{scenario}_rank{rank}.npz"), refused=np.array(1), message=np.array(str(err)))
         return
+    if scenario == "shuffle_mismatch":  # rank 1 reads the dataset in another order: refused before any step
+        path = os.path.join(out, "data.h5")
+        if rank == 0:
+            write_h5(path, x, y)
+        strategy.group.barrier()
+        with strategy.scope():
+            model = make_model()
+        try:
+            with hpcnn.data.HDF5Dataset(path, batch_size=BATCH, seed=7, shuffle="rows" if rank else "chunk_groups") as ds:
+                model.fit(ds, epochs=1, verbose=0)
+        except hpcnn.distribute.RanksDisagree as err:
+            np.savez(os.path.join(out, f"{scenario}_rank{rank}.npz"), refused=np.array(1), message=np.array(str(err)),
+                     iterations=np.array(model.optimizer.iterations))
+        return
     if scenario == "rows_mismatch":  # rank 1 is given one batch fewer: refused before any step
         with strategy.scope():
             model = make_model()
@@ -112,6 +126,14 @@ def main() -> None:
         with hpcnn.data.HDF5Dataset(path, batch_size=BATCH, shuffle=True, seed=7) as ds:
             model.fit(ds, epochs=1, verbose=0)
             result["evaluate"] = np.array(model.evaluate(ds, verbose=0))
+    elif scenario == "groups":  # the chunk-group shuffle, streamed: each rank reads ~1/ranks of the file
+        path = os.path.join(out, "groups.h5")
+        if rank == 0:
+            write_groups_h5(path)
+        strategy.group.barrier()
+        stats = groups_fit(model, path)
+        for key in ("blocks_read", "num_blocks", "bytes_read", "bytes_inflated", "peak_cached_bytes"):
+            result[key] = np.array(stats[key])
     elif scenario in ("fail_first_bucket", "stall_first_bucket"):
         # Rank 1 fails (or hangs 30 s) at step 2 after the loss statistics, before its first bucket.
         def arm(batch, logs):
@@ -149,15 +171,16 @@ def main() -> None:
         fit_resumable(model, "arrays", os.path.join(out, "backup"), batch_size=16)
     elif scenario == "backup_locked":  # another process holds the backup directory's lock: every rank stops
         fit_resumable(model, "arrays", os.path.join(out, "backup"))
-    elif scenario.startswith("rankchange_"):  # rankchange_{stop,resume}_{arrays,hdf5}: a backup, another count
+    elif scenario.startswith("rankchange_"):  # rankchange_{stop,resume}_{arrays,hdf5,groups}: a backup, another count
         _, phase, kind = scenario.split("_")
         data = "arrays"
-        if kind == "hdf5":
+        if kind in ("hdf5", "groups"):
             data = os.path.join(out, "data.h5")
             if rank == 0 and not os.path.exists(data):
                 write_h5(data, x, y)
             strategy.group.barrier()
-        history, backup = fit_resumable(model, data, os.path.join(out, "backup"), stop=phase == "stop" and rank == 0)
+        history, backup = fit_resumable(model, data, os.path.join(out, "backup"), stop=phase == "stop" and rank == 0,
+                                        shuffle="chunk_groups" if kind == "groups" else True)
         result["interrupted"] = np.array(bool(history.interrupted))
         result["resumed_from"] = np.array([-1, -1] if backup.resumed_from is None else
                                           [backup.resumed_from["epoch"], backup.resumed_from["batch"]])

@@ -635,7 +635,10 @@ CASES = [
     ("HDF5Dataset batch_size=2.5", lambda c: c.ds(batch_size=2.5), V, invalid("batch_size", "2.5")),
     ("HDF5Dataset batch_size=2**31", lambda c: c.ds(batch_size=2**31), V, invalid("batch_size", "2147483648")),
     ("HDF5Dataset prefetch=0", lambda c: c.ds(prefetch=0), V, invalid("prefetch", "0")),
-    ("HDF5Dataset shuffle='no'", lambda c: c.ds(shuffle="no"), V, invalid("shuffle", "'no'")),
+    ("HDF5Dataset shuffle='no'", lambda c: c.ds(shuffle="no"), V,
+     r"Unknown value for `shuffle` argument of HDF5Dataset\. Allowed values are: \[True, False, 'rows', "
+     r"'chunk_groups'\]\. Received: shuffle='no'"),
+    ("HDF5Dataset shuffle=2", lambda c: c.ds(shuffle=2), V, invalid("shuffle", "2")),
     ("HDF5Dataset drop_remainder=2", lambda c: c.ds(drop_remainder=2), V, invalid("drop_remainder", "2")),
     ("HDF5Dataset cache", lambda c: c.ds(cache="disk"), V,
      r"Unknown value for `cache` argument of HDF5Dataset.*Received: cache='disk'"),

@@ -142,8 +142,10 @@ def test_streaming_under_a_budget_smaller_than_the_file(tmp_path):
         assert sorted(ids) == list(range(n))
     st = ds.stats
     assert st["peak_cached_bytes"] <= budget
-    # Each 50-row block read once per epoch; the next epoch's first window may be warming up.
-    assert 2 * 40 <= st["blocks_read"] <= 2 * 40 + st["window_blocks"]
+    # Each 50-row block read once per epoch; the next epoch's first window (streamed: chunk groups,
+    # each lane's first window, the lanes' segments sharing their boundary blocks) may be warming up.
+    assert ds.shuffle_mode == "chunk_groups" and st["lanes"] == 2  # two blocks per lane fit the budget
+    assert 2 * 40 <= st["blocks_read"] <= 2 * 40 + st["lanes"] * st["window_blocks"] + 1
     # Shuffled across windows too: the first batch is not just one block's rows.
     first = row_ids(next(iter(ds.epoch_batches(0)))[0])
     assert len({i // 50 for i in first}) > 1
@@ -442,20 +444,26 @@ def test_the_tutorials_exact_file(tmp_path):
     np.testing.assert_array_equal(ys[order].argmax(1), y_train[ref, 0])
 
 
-def test_streaming_reads_the_next_window_ahead(tmp_path):
+@pytest.mark.parametrize("shuffle", ["rows", "chunk_groups"])
+def test_streaming_reads_the_next_window_ahead(tmp_path, shuffle):
     import time
     n = 2000
     x = indexed_images(n, 8, 8, 3)  # 192 bytes a row; blocks of 50 rows = 9600 bytes
     p = write(tmp_path / "d.h5", x, np.zeros(n, np.uint8), compression="gzip", chunks=(50, 8, 8, 3))
-    ds = data.HDF5Dataset(p, batch_size=20, seed=0, scale=1.0, cache="none", memory_budget=2 * 4 * 9600, prefetch=2)
-    assert ds.stats["window_blocks"] == 4
+    ds = data.HDF5Dataset(p, batch_size=20, seed=0, scale=1.0, cache="none", memory_budget=2 * 4 * 9600, prefetch=2,
+                          shuffle=shuffle)
+    # rows: windows of 4 blocks, two in memory; chunk groups: 2 lanes (each lane's window, the
+    # next and a block: 3 blocks of 9600 bytes a lane fit the budget, 4 lanes would not) of windows
+    # of 1 block: the first batch reads 2 blocks, or 3 where the lanes' segments share one.
+    assert (ds.stats["window_blocks"], ds.stats["lanes"]) == ((4, 0) if shuffle == "rows" else (1, 2))
+    first_window = 4 if shuffle == "rows" else 3
     it = ds.epoch_batches(0)
     ids = row_ids(next(it)[0])
     # A slow training step: the producer's queue is full, so it reads the next window ahead.
     deadline = time.monotonic() + 10
-    while ds.stats["blocks_read"] <= 4 and time.monotonic() < deadline:
+    while ds.stats["blocks_read"] <= first_window and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert ds.stats["blocks_read"] > 4  # more than window 0 is in
+    assert ds.stats["blocks_read"] > first_window  # more than window 0 is in
     assert ds.stats["peak_cached_bytes"] <= 2 * 4 * 9600
     for xb, _ in it:
         ids += row_ids(xb)

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import hpcnn
-from dist_common import BATCH, augmented_model, make_arrays, make_model, rel_err, residual_model, write_h5
+from dist_common import (BATCH, GROUPS_EPOCHS, augmented_model, groups_fit, make_arrays, make_model, rel_err,
+                         residual_model, write_h5)
 from mpi_runs import checked, load_ranks, mpi_missing, mpirun
 
 
@@ -91,6 +92,39 @@ def test_two_ranks_hdf5_shards_match_one_process(tmp_path):
     w = np.concatenate([a.ravel() for a in ref.get_weights()])
     assert rel_err(r0["weights"], w) <= 1e-5
     np.testing.assert_allclose(r0["evaluate"], ev, rtol=1e-5)
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_chunk_group_ranks_match_one_process_and_each_read_its_share(tmp_path, ranks):
+    """A streamed file shuffled by chunk groups: `ranks` ranks end with one process's weights
+    (the same global batches), and each rank reads at most 1.2/ranks of the blocks and bytes one
+    process reads (issue 25), beside the first windows of the epoch after the last, which the end
+    of the last epoch warms up (a lane's first window: one block here)."""
+    checked(mpirun("groups", tmp_path, ranks=ranks, timeout=400))
+    res = load_ranks(tmp_path, "groups", n=ranks)
+    for r in res[1:]:
+        np.testing.assert_array_equal(r["weights"], res[0]["weights"])
+    ref = make_model()
+    one = groups_fit(ref, str(tmp_path / "groups.h5"))
+    assert rel_err(res[0]["weights"], np.concatenate([a.ravel() for a in ref.get_weights()])) <= 1e-5
+    blocks = one["num_blocks"]
+    # One process: each block once an epoch, and the third epoch's first windows.
+    assert GROUPS_EPOCHS * blocks < one["blocks_read"] <= GROUPS_EPOCHS * blocks + 64 + 1
+    warm = 64 // ranks + 1
+    for rank, r in enumerate(res):
+        per_epoch = (int(r["blocks_read"]) - warm) / GROUPS_EPOCHS
+        print(f"\nrank {rank} of {ranks}: {int(r['blocks_read'])} blocks, {int(r['bytes_read'])} bytes read "
+              f"(one process: {one['blocks_read']}, {one['bytes_read']})")
+        assert per_epoch <= 1.2 * blocks / ranks, (rank, int(r["blocks_read"]), blocks)
+        assert int(r["bytes_read"]) <= 1.2 * one["bytes_read"] / ranks
+        assert int(r["bytes_inflated"]) <= 1.2 * one["bytes_inflated"] / ranks
+
+
+def test_ranks_reading_a_dataset_in_another_shuffle_mode_are_refused_naming_it(tmp_path):
+    checked(mpirun("shuffle_mismatch", tmp_path))
+    for res in load_ranks(tmp_path, "shuffle_mismatch"):
+        assert int(res["iterations"]) == 0
+        assert "rank 1: dataset shuffle rows vs rank 0's chunk_groups" in str(res["message"]), res["message"]
 
 
 def test_a_failing_rank_stops_the_other_naming_it(tmp_path):

@@ -1,8 +1,9 @@
 """BackupAndRestore across replica counts (docs/distributed.md, "Resuming on another replica
 count"): a backup written mid-epoch on R replicas, resumed on R' replicas, ends within 1e-5
 relative of the uninterrupted run on one device: 2 CPU replicas -> 1, 1 -> 2 (one process), and
-`mpirun -np 2` -> `mpirun -np 3`; arrays and an HDF5 dataset, shuffled, with dropout, so that
-the shuffle order and the dropout masks after the resume matter. Where the new count cannot split
+`mpirun -np 2` -> `mpirun -np 3`; arrays and an HDF5 dataset, shuffled (its rows shuffle, and its
+chunk-group shuffle: kind "groups"), with dropout, so that the shuffle order and the dropout masks
+after the resume matter. A backup resumed with another shuffle mode is refused, naming both. Where the new count cannot split
 the backup's global batch: a ValueError naming the backup and both counts, before any weight changes.
 
 Each test prints the measured difference (pytest -s shows it)."""
@@ -34,6 +35,10 @@ def model_on(replicas):
         return make_model()
 
 
+def shuffle_of(kind):
+    return "chunk_groups" if kind == "groups" else True
+
+
 def data_for(kind, tmp_path):
     if kind == "arrays":
         return "arrays"
@@ -43,30 +48,30 @@ def data_for(kind, tmp_path):
     return path
 
 
-def uninterrupted(data):
+def uninterrupted(data, shuffle=True):
     """The final weights of the same training on one device, never stopped."""
     model = make_model()
     x, y = make_arrays()
     if data == "arrays":
         model.fit(x, y, batch_size=RESUME_BATCH, epochs=RESUME_EPOCHS, shuffle=True, verbose=0)
     else:
-        with hpcnn.data.HDF5Dataset(data, batch_size=RESUME_BATCH, shuffle=True, seed=7) as ds:
+        with hpcnn.data.HDF5Dataset(data, batch_size=RESUME_BATCH, shuffle=shuffle, seed=7) as ds:
             model.fit(ds, epochs=RESUME_EPOCHS, verbose=0)
     return weights(model)
 
 
-@pytest.mark.parametrize("kind", ["arrays", "hdf5"])
+@pytest.mark.parametrize("kind", ["arrays", "hdf5", "groups"])
 @pytest.mark.parametrize("before,after", [(2, 1), (1, 2)])
 def test_a_backup_resumes_on_another_replica_count_in_one_process(tmp_path, kind, before, after):
-    data = data_for(kind, tmp_path)
+    data, shuffle = data_for(kind, tmp_path), shuffle_of(kind)
     backup_dir = str(tmp_path / "backup")
-    history, _ = fit_resumable(model_on(before), data, backup_dir, stop=True)
+    history, _ = fit_resumable(model_on(before), data, backup_dir, stop=True, shuffle=shuffle)
     assert history.interrupted and os.path.exists(os.path.join(backup_dir, "backup.h5"))
     model = model_on(after)
-    history, backup = fit_resumable(model, data, backup_dir)
+    history, backup = fit_resumable(model, data, backup_dir, shuffle=shuffle)
     assert backup.resumed_from == {"epoch": 0, "batch": STOP_AFTER}  # mid-epoch 1
     assert not history.interrupted and model.optimizer.iterations == RESUME_EPOCHS * STEPS
-    diff = rel_err(weights(model), uninterrupted(data))
+    diff = rel_err(weights(model), uninterrupted(data, shuffle))
     print(f"\n{kind}: {before} replica(s) -> {after}: max relative difference of the final weights {diff:.3g}")
     assert diff <= 1e-5  # not bitwise: the gradient sums ran in another order
 
@@ -97,6 +102,21 @@ def test_a_backup_whose_global_batch_the_new_count_cannot_split_is_refused_namin
     assert backup.resumed_from == {"epoch": 0, "batch": STOP_AFTER} and not history.interrupted
 
 
+def test_a_backup_of_another_shuffle_mode_is_refused_naming_both(tmp_path):
+    data = data_for("hdf5", tmp_path)
+    backup_dir = str(tmp_path / "backup")
+    history, _ = fit_resumable(model_on(1), data, backup_dir, stop=True, shuffle="chunk_groups")
+    assert history.interrupted
+    model = model_on(1)
+    before = weights(model)
+    with pytest.raises(ValueError, match=r"shuffle_mode 'chunk_groups', this fit's dataset has 'rows': another order "
+                                         r"makes other batches; resume with HDF5Dataset\(shuffle='chunk_groups'\)"):
+        fit_resumable(model, data, backup_dir, shuffle="rows")
+    np.testing.assert_array_equal(weights(model), before)
+    history, backup = fit_resumable(model, data, backup_dir, shuffle="chunk_groups")  # the same mode resumes
+    assert backup.resumed_from == {"epoch": 0, "batch": STOP_AFTER} and not history.interrupted
+
+
 def test_without_a_backup_the_uneven_split_keeps_fits_own_message(tmp_path):
     with pytest.raises(ValueError, match=r"batch_size 16 is the global batch and must be divisible by the 3 replicas"):
         fit_resumable(model_on(3), "arrays", str(tmp_path / "backup"), batch_size=16)
@@ -106,7 +126,7 @@ _MISSING = mpi_missing()
 
 
 @pytest.mark.skipif(bool(_MISSING) and os.environ.get("HPCNN_EXPECT_MPI") != "1", reason=_MISSING or "MPI")
-@pytest.mark.parametrize("kind", ["arrays", "hdf5"])
+@pytest.mark.parametrize("kind", ["arrays", "hdf5", "groups"])
 def test_a_two_rank_backup_resumes_on_three_ranks(tmp_path, kind):
     # `mpirun -np 2` stops mid-epoch (SIGUSR1 on rank 0: every rank stops at that batch, the chief
     # writes the backup); `mpirun -np 3` resumes it (the last batch of 8 rows splits 3/3/2).
@@ -121,7 +141,7 @@ def test_a_two_rank_backup_resumes_on_three_ranks(tmp_path, kind):
         assert int(r["iterations"]) == RESUME_EPOCHS * STEPS and not bool(r["interrupted"])
         np.testing.assert_array_equal(r["weights"], ranks[0]["weights"])
     data = "arrays" if kind == "arrays" else str(tmp_path / "data.h5")
-    diff = rel_err(ranks[0]["weights"], uninterrupted(data))
+    diff = rel_err(ranks[0]["weights"], uninterrupted(data, shuffle_of(kind)))
     print(f"\n{kind}: mpirun -np 2 -> mpirun -np 3: max relative difference of the final weights {diff:.3g}")
     assert diff <= 1e-5
 

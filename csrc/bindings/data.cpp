@@ -131,7 +131,7 @@ void bind_data(py::module_& root) {
 
   py::class_<Loader, std::shared_ptr<Loader>>(m, "Loader")
       .def(py::init([](const std::string& path, const std::string& x, const std::string& y, long long batch_size,
-                       bool shuffle, py::object seed, std::vector<float> scale, std::vector<float> shift,
+                       const std::string& shuffle, py::object seed, std::vector<float> scale, std::vector<float> shift,
                        int num_classes, bool one_hot, bool drop_remainder, const std::string& cache,
                        long long memory_budget) {
              LoaderOptions o;
@@ -139,7 +139,7 @@ void bind_data(py::module_& root) {
              o.x_name = x;
              o.y_name = y;
              o.batch_size = batch_size;
-             o.shuffle = shuffle;
+             o.shuffle = parse_shuffle_mode(shuffle);
              if (!seed.is_none()) o.seed = seed.cast<uint64_t>();
              o.scale = std::move(scale);
              o.shift = std::move(shift);
@@ -162,9 +162,22 @@ void bind_data(py::module_& root) {
       .def_property_readonly("has_labels", &Loader::has_labels)
       .def_property_readonly("in_memory", &Loader::in_memory)
       .def_property_readonly("window_blocks", &Loader::window_blocks)
+      .def_property_readonly("lanes", &Loader::lanes)
       .def_property_readonly("block_rows", &Loader::block_rows)
       .def_property_readonly("raw_chunk_path", &Loader::raw_chunk_path)
       .def_property_readonly("blocks_read", &Loader::blocks_read)
+      .def_property_readonly("bytes_read", &Loader::bytes_read)
+      .def_property_readonly("bytes_inflated", &Loader::bytes_inflated)
+      .def_property_readonly("warm_blocks_read", &Loader::warm_blocks_read)
+      .def_property_readonly("warm_bytes_read", &Loader::warm_bytes_read)
+      .def_property_readonly("warm_bytes_inflated", &Loader::warm_bytes_inflated)
+      .def("wait_warm_up", [](Loader& l) {
+        py::gil_scoped_release nogil;
+        l.wait_warm_up();
+      }, "Waits for the background load of an epoch's first windows, if one is running (then the counters "
+         "stand still).")
+      .def_property_readonly("shuffle_mode", [](const Loader& l) { return shuffle_mode_name(l.shuffle_mode()); })
+      .def_property_readonly("num_blocks", [](const Loader& l) { return (l.num_rows() + l.block_rows() - 1) / l.block_rows(); })
       .def_property_readonly("peak_cached_bytes", &Loader::peak_cached_bytes)
       .def_property_readonly("io_seconds", &Loader::io_seconds)
       .def_property_readonly("inflate_seconds", &Loader::inflate_seconds)
@@ -255,25 +268,42 @@ void bind_data(py::module_& root) {
     return py::array(out);
   }, py::arg("path"), py::arg("name"));
 
-  m.def("epoch_plan", [](long long rows, long long block_rows, long long window_blocks, bool shuffle, uint64_t seed,
-                         long long epoch) {
+  m.def("epoch_plan", [](long long rows, long long block_rows, long long window_blocks, const std::string& shuffle,
+                         uint64_t seed, long long epoch, long long batch_size, long long lanes) {
     HPCNN_CHECK_ARG(rows >= 0 && block_rows > 0 && window_blocks > 0 && epoch >= 0,
                     "epoch_plan: rows >= 0, block_rows > 0, window_blocks > 0 and epoch >= 0, got ", rows, ", ",
                     block_rows, ", ", window_blocks, ", ", epoch);
-    EpochPlan p = make_epoch_plan(rows, block_rows, window_blocks, shuffle, seed, epoch);
+    std::optional<ShuffleMode> mode = parse_shuffle_mode(shuffle);
+    HPCNN_CHECK_ARG(mode.has_value(), "epoch_plan: shuffle must be 'off', 'rows' or 'chunk_groups'");
+    EpochPlan p = make_epoch_plan(rows, block_rows, window_blocks, *mode, seed, epoch, batch_size, lanes);
     py::array_t<int64_t> order(static_cast<py::ssize_t>(p.order.size()));
     std::copy(p.order.begin(), p.order.end(), order.mutable_data());
-    return py::make_tuple(order, p.windows, p.window_end);
+    return py::make_tuple(order, p.windows, p.window_end, p.lane_windows);
   }, py::arg("rows"), py::arg("block_rows"), py::arg("window_blocks"), py::arg("shuffle"), py::arg("seed"),
-     py::arg("epoch"),
+     py::arg("epoch"), py::arg("batch_size") = 0, py::arg("lanes") = kChunkGroupLanes,
      "The loader's row order for one epoch (data/shuffle_plan.h), for tests of its distribution: (order: the "
-     "rows in delivery order, windows: the block ids of each window, window_end: each window's end position).");
+     "rows in delivery order, windows: the block ids of each window, window_end: each window's end (position; "
+     "chunk groups: in its lane's rows), lane_windows: lane k's windows [lane_windows[k], lane_windows[k+1]) "
+     "(chunk groups; empty otherwise)). shuffle: 'off', 'rows' or 'chunk_groups' (which needs batch_size).");
   m.def("check_epoch_plan", [](std::vector<long long> order, std::vector<std::vector<long long>> windows,
-                               std::vector<long long> window_end, long long rows, long long block_rows) {
-    check_epoch_plan(EpochPlan{std::move(order), std::move(windows), std::move(window_end)}, rows, block_rows);
+                               std::vector<long long> window_end, long long rows, long long block_rows,
+                               long long batch_size, std::vector<long long> lane_windows) {
+    EpochPlan p;
+    p.order = std::move(order);
+    p.windows = std::move(windows);
+    p.window_end = std::move(window_end);
+    if (!lane_windows.empty()) {
+      p.lanes = static_cast<long long>(lane_windows.size()) - 1;
+      p.batch_size = batch_size;
+      p.lane_windows = std::move(lane_windows);
+    }
+    check_epoch_plan(p, rows, block_rows);
   }, py::arg("order"), py::arg("windows"), py::arg("window_end"), py::arg("rows"), py::arg("block_rows"),
+     py::arg("batch_size") = 0, py::arg("lane_windows") = std::vector<long long>{},
      "The check the loader makes of every epoch plan it makes: RuntimeError naming what is wrong (a plan that "
-     "misses or repeats rows, or whose windows do not load the blocks its positions read).");
+     "misses or repeats rows, or whose windows do not load the blocks its positions read). A chunk-group plan "
+     "gives its batch_size and lane_windows.");
+  m.attr("CHUNK_GROUP_LANES") = kChunkGroupLanes;
   m.def("default_chunk_rows", &default_chunk_rows, py::arg("rows"), py::arg("row_bytes"));
   m.def("inflate_library", &inflate_library);
 

@@ -368,7 +368,13 @@ void H5Dataset::read_blocks_any(const std::vector<long long>& blocks, const std:
   double t0 = now_s();
   if (raw_path_) read_blocks_raw(blocks, dst);
   else read_blocks_hyperslab(blocks, dst);
-  if (!raw_path_) add(io_seconds_, now_s() - t0);
+  if (!raw_path_) {
+    add(io_seconds_, now_s() - t0);
+    uint64_t rows = 0;  // HDF5 decodes inside its reads: what it delivered counts as both
+    for (long long b : blocks) rows += static_cast<uint64_t>(rows_in_block(b));
+    bytes_read_ += rows * row_bytes();
+    bytes_inflated_ += rows * row_bytes();
+  }
 }
 
 void H5Dataset::read_blocks_hyperslab(const std::vector<long long>& blocks, const std::vector<uint8_t*>& dst) {
@@ -556,6 +562,7 @@ void H5Dataset::fetch_group(const std::vector<long long>& blocks, RawSet& set) {
       // The lookup checked the chunk ends inside the file: its size is bounded by the file's.
       set.raw[t].resize(c.size);
       set.mask[t] = c.filter_mask;
+      bytes_read_ += c.size;
       raw_.read(c.addr, c.size, set.raw[t].data(),
                 cat("the chunk at ", shape_str(Shape(off.begin(), off.end())), " of ", where()));
     }
@@ -644,6 +651,8 @@ void H5Dataset::decode_group(const std::vector<long long>& blocks, const std::ve
   });
   double t2 = now_s();
   add(inflate_seconds_, t2 - t1);
+  for (size_t t = 0; t < ntasks; ++t)
+    if (!set.fill[t]) bytes_inflated_ += chunk_bytes;
 
   // 2) Scatter row by row, in parallel over rows: each output row is written once, sequentially,
   // gathering its pieces from the block's chunks with the precomputed copy plan.

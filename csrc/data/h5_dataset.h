@@ -92,6 +92,10 @@ class H5Dataset {
   double io_seconds() const { return io_seconds_; }
   double inflate_seconds() const { return inflate_seconds_; }
   double scatter_seconds() const { return scatter_seconds_; }
+  // Bytes read from the file so far (as stored: compressed chunks; the raw rows for data HDF5
+  // reads itself) and bytes those reads decoded to (the rows' bytes), for benchmarks and tests.
+  uint64_t bytes_read() const { return bytes_read_; }
+  uint64_t bytes_inflated() const { return bytes_inflated_; }
 
  private:
   // What the raw-chunk path precomputes once: the chunks of a block and one row's copy plan.
@@ -145,6 +149,7 @@ class H5Dataset {
   std::vector<std::vector<uint8_t>> decoded_;   // decoded chunks, reused between calls
   // Written by the reading thread, read by anyone (stats): atomics, updated with add().
   std::atomic<double> io_seconds_{0}, inflate_seconds_{0}, scatter_seconds_{0};
+  std::atomic<uint64_t> bytes_read_{0}, bytes_inflated_{0};
   static void add(std::atomic<double>& a, double v) { a.store(a.load() + v); }
 };
 

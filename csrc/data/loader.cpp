@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 
@@ -20,6 +21,14 @@ CacheMode parse_cache_mode(const std::string& s) {
   if (s == "memory") return CacheMode::Memory;
   if (s == "none") return CacheMode::None;
   throw ValueError(cat("cache must be 'auto', 'memory' or 'none', got '", s, "'"));
+}
+
+std::optional<ShuffleMode> parse_shuffle_mode(const std::string& s) {
+  if (s == "auto") return std::nullopt;
+  if (s == "off") return ShuffleMode::Off;
+  if (s == "rows") return ShuffleMode::Rows;
+  if (s == "chunk_groups") return ShuffleMode::ChunkGroups;
+  throw ValueError(cat("shuffle must be 'auto', 'off', 'rows' or 'chunk_groups', got '", s, "'"));
 }
 
 Loader::Loader(LoaderOptions opt) : opt_(std::move(opt)) {
@@ -89,7 +98,9 @@ Loader::Loader(LoaderOptions opt) : opt_(std::move(opt)) {
     HPCNN_CHECK_ARG(!opt_.one_hot, "one_hot needs labels, but no y dataset was given");
     num_classes_ = opt_.num_classes;
   }
-  warm_async(0);  // epoch 0's first window loads while the caller builds its model
+  // Epoch 0's first window loads while the caller builds its model. Not with chunk groups: which
+  // lanes a rank reads is known only when its producer asks for its share.
+  if (shuffle_mode() != ShuffleMode::ChunkGroups) warm_async(0);
 }
 
 void Loader::plan_memory() {
@@ -116,17 +127,43 @@ void Loader::plan_memory() {
   add(row_elems, 2 * sizeof(float));
   add(block_bytes, 2);
   add(batch * 2, row_elems * sizeof(float));
+  // The shuffle, when not given: a pure function of the file and the options (never of the rank
+  // count or of the memory this machine has: every rank must make the same choice). The exact
+  // row shuffle where the file is read once into memory; chunk groups where it is streamed, and
+  // every epoch's bytes count (and, with ranks, shrink to ~1/ranks each).
+  const bool fits = total <= opt_.memory_budget;
+  if (!opt_.shuffle)
+    opt_.shuffle = opt_.cache == CacheMode::Memory || (opt_.cache == CacheMode::Auto && fits) ? ShuffleMode::Rows
+                                                                                                 : ShuffleMode::ChunkGroups;
+  const bool groups = *opt_.shuffle == ShuffleMode::ChunkGroups;
+  if (groups) {
+    add(rows, sizeof(long long));                                // the lanes' rows before they are dealt
+    add(static_cast<uint64_t>(x_->num_blocks()), sizeof(long long));  // block_last_batch_
+  }
   const uint64_t base = need;
   const uint64_t avail = available_memory();
 
   in_memory_ = opt_.cache == CacheMode::Memory ||
                (opt_.cache == CacheMode::Auto && total <= opt_.memory_budget && base != kTooMuch &&
                 total <= avail && base <= avail - total);
+  const long long nblocks = x_->num_blocks();
+  // Chunk groups: a window per lane, of blocks that the lane's rows are shuffled within; the same
+  // on every rank (a function of the budget and the file): the whole lane when the file fits the
+  // budget, else a size that lets one process hold every lane's current and next window.
+  const ChunkGroupShape shape = chunk_group_shape(opt_.memory_budget, block_bytes, x_->block_rows(), opt_.batch_size,
+                                                  nblocks, fits);
+  lanes_ = groups ? shape.lanes : 0;
   if (in_memory_) {
-    window_blocks_ = x_->num_blocks();
-    cache_capacity_ = window_blocks_;
+    window_blocks_ = groups ? shape.window_blocks : nblocks;
+    cache_capacity_ = nblocks;
     add(total, 1);
     add(static_cast<uint64_t>(cache_capacity_), kPerCachedBlock);
+  } else if (groups) {
+    // One process (the most a rank can cover) holds each lane's window and the next one (a batch
+    // straddles them; read-ahead fills the next), shuffle_plan.h. A rank of R holds ~1/R of that.
+    window_blocks_ = shape.window_blocks;
+    cache_capacity_ = std::min(nblocks, shape.cache_blocks());
+    add(static_cast<uint64_t>(cache_capacity_), block_bytes + kPerCachedBlock);
   } else {
     // Two windows fit the budget: a batch can straddle a window boundary.
     window_blocks_ = std::max<long long>(1, static_cast<long long>(opt_.memory_budget / 2 / std::max<uint64_t>(1, block_bytes)));
@@ -144,24 +181,45 @@ Loader::~Loader() {
   if (warm_.joinable()) warm_.join();
 }
 
-void Loader::warm_async(long long epoch) {
+void Loader::warm_async(long long epoch, const Shard& shard) {
   std::lock_guard<std::mutex> lk(warm_mutex_);
   if (warming_.exchange(true)) return;
   if (warm_.joinable()) warm_.join();  // the previous warm-up has finished (warming_ was false)
-  warm_ = std::thread([this, epoch] {
+  warm_ = std::thread([this, epoch, shard] {
     try {
       std::lock_guard<std::mutex> lock(mutex_);
       // Too late when a producer has already started this epoch: loading its first window again
       // would only evict the blocks it is working on.
       if (filled_epoch_ != epoch) {
+        const long long blocks0 = blocks_read_;
+        const uint64_t read0 = x_->bytes_read(), inflated0 = x_->bytes_inflated();
+        struct Count {  // whatever the warm-up read, even when it fails half-way
+          std::function<void()> f;
+          ~Count() { f(); }
+        } count{[&] {
+          warm_blocks_ += blocks_read_ - blocks0;
+          warm_bytes_read_ += x_->bytes_read() - read0;
+          warm_bytes_inflated_ += x_->bytes_inflated() - inflated0;
+        }};
         const EpochPlan& p = plan(epoch);
-        if (!p.windows.empty()) ensure_blocks(p.windows[0]);
+        if (p.lanes > 0) {  // the first windows of the shard's lanes: what its first batch reads
+          long long first = 0, n = 0;
+          shard_rows(0, shard, first, n);
+          if (n > 0) ensure_blocks(blocks_for(p, first, n));
+        } else if (!p.windows.empty()) {
+          ensure_blocks(p.windows[0]);
+        }
       }
     } catch (...) {
       // fill_batch meets the same error and reports it to the consumer.
     }
     warming_ = false;
   });
+}
+
+void Loader::wait_warm_up() {
+  std::lock_guard<std::mutex> lk(warm_mutex_);
+  if (warm_.joinable()) warm_.join();
 }
 
 void Loader::set_seed(uint64_t seed) {
@@ -202,17 +260,27 @@ std::string Loader::repr() const {
   std::string s = cat("HDF5Dataset('", opt_.path, "', ", x_->info().describe());
   if (y_) s += cat(", ", y_->info().describe());
   s += cat(", rows=", rows_, ", batch_size=", opt_.batch_size, ", batches=", num_batches(),
-           ", shuffle=", opt_.shuffle ? "True" : "False", ", cache=",
-           in_memory_ ? "'memory'" : cat("'none' (window of ", window_blocks_, " x ", x_->block_rows(), " rows)"),
+           ", shuffle='", shuffle_mode_name(shuffle_mode()), "'", ", cache=",
+           in_memory_ ? "'memory'"
+                      : cat("'none' (", shuffle_mode() == ShuffleMode::ChunkGroups ? cat(lanes_, " lanes, windows") : std::string("window"),
+                            " of ", window_blocks_, " x ", x_->block_rows(), " rows)"),
            ", read=", x_->raw_chunk_path() ? "raw chunks + parallel inflate" : "hyperslab", ")");
   return s;
 }
 
 const EpochPlan& Loader::plan(long long epoch) {
   if (epoch != plan_epoch_) {
-    plan_ = make_epoch_plan(rows_, x_->block_rows(), window_blocks_, opt_.shuffle, *opt_.seed, epoch);
+    plan_ = make_epoch_plan(rows_, x_->block_rows(), window_blocks_, shuffle_mode(), *opt_.seed, epoch,
+                            opt_.batch_size, lanes_);
     check_epoch_plan(plan_, rows_, x_->block_rows());  // fill reads only the blocks the plan loads
     plan_epoch_ = epoch;
+    if (plan_.lanes > 0) {
+      block_last_batch_.assign(x_->num_blocks(), -1);
+      for (long long pos = 0; pos < rows_; ++pos) {
+        long long& last = block_last_batch_[plan_.order[pos] / x_->block_rows()];
+        last = std::max(last, pos / opt_.batch_size);
+      }
+    }
     if (!in_memory_)  // streaming: every epoch reads the file again
       for (auto it = cache_.begin(); it != cache_.end();) it = drop_block(it);
   }
@@ -236,9 +304,20 @@ void Loader::ensure_blocks(const std::vector<long long>& needed) {
     std::vector<long long> keep(needed.begin(), needed.end());
     std::sort(keep.begin(), keep.end());
     long long room = cache_capacity_ - static_cast<long long>(missing.size());
-    for (auto it = cache_.begin(); it != cache_.end() && static_cast<long long>(cache_.size()) > std::max(0LL, room);) {
-      if (!std::binary_search(keep.begin(), keep.end(), it->first)) it = drop_block(it);
-      else ++it;
+    if (plan_.lanes > 0) {
+      // Chunk groups: lanes move to their next windows at different batches; drop the blocks
+      // whose last batch comes first (those done with), never a lane's window read ahead first.
+      std::vector<std::pair<long long, long long>> drop;  // (last batch, block)
+      for (auto& kv : cache_)
+        if (!std::binary_search(keep.begin(), keep.end(), kv.first)) drop.emplace_back(block_last_batch_[kv.first], kv.first);
+      std::sort(drop.begin(), drop.end());
+      for (size_t k = 0; k < drop.size() && static_cast<long long>(cache_.size()) > std::max(0LL, room); ++k)
+        drop_block(cache_.find(drop[k].second));
+    } else {
+      for (auto it = cache_.begin(); it != cache_.end() && static_cast<long long>(cache_.size()) > std::max(0LL, room);) {
+        if (!std::binary_search(keep.begin(), keep.end(), it->first)) it = drop_block(it);
+        else ++it;
+      }
     }
   }
   std::vector<uint8_t*> dst;
@@ -264,10 +343,63 @@ void Loader::ensure_blocks(const std::vector<long long>& needed) {
   peak_cached_ = std::max(peak_cached_.load(), bytes);
 }
 
-bool Loader::read_ahead(long long epoch, long long next_batch) {
+std::vector<long long> Loader::blocks_for(const EpochPlan& p, long long p0, long long n) const {
+  std::vector<long long> wins;
+  if (p.lanes == 0) {
+    for (long long w = p.window_of(p0); w <= p.window_of(p0 + n - 1); ++w) wins.push_back(w);
+  } else {
+    for (long long pos = p0; pos < p0 + n; ++pos) {
+      const long long w = p.window_of(pos);
+      if (wins.empty() || wins.back() != w) wins.push_back(w);
+    }
+    std::sort(wins.begin(), wins.end());
+    wins.erase(std::unique(wins.begin(), wins.end()), wins.end());
+  }
+  std::vector<long long> blocks;
+  for (long long w : wins) blocks.insert(blocks.end(), p.windows[w].begin(), p.windows[w].end());
+  if (p.lanes > 0) {  // neighbouring lanes' windows may share a block
+    std::sort(blocks.begin(), blocks.end());
+    blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
+  }
+  return blocks;
+}
+
+bool Loader::read_ahead(long long epoch, long long next_batch, const Shard& shard) {
   if (in_memory_ || next_batch >= num_batches()) return false;
   std::lock_guard<std::mutex> lock(mutex_);
   const EpochPlan& p = plan(epoch);
+  if (p.lanes > 0) {
+    // The next window of each lane the shard's rows of batch `next_batch` fall in.
+    long long first = 0, n = 0;
+    shard_rows(next_batch, shard, first, n);
+    if (n == 0) return false;
+    const long long p0 = next_batch * opt_.batch_size + first;
+    std::vector<long long> cur;
+    for (long long pos = p0; pos < p0 + n; ++pos) {
+      const long long w = p.window_of(pos);
+      if (cur.empty() || cur.back() != w) cur.push_back(w);
+    }
+    const size_t block_bytes = static_cast<size_t>(x_->block_rows()) * x_->row_bytes();
+    const long long step = std::max<long long>(1, static_cast<long long>((size_t(16) << 20) / std::max<size_t>(1, block_bytes)));
+    std::vector<long long> todo;
+    for (long long w : cur) {
+      const long long lane = std::upper_bound(p.lane_windows.begin(), p.lane_windows.end(), w) - p.lane_windows.begin() - 1;
+      if (w + 1 >= p.lane_windows[lane + 1]) continue;  // the lane's last window
+      for (long long b : p.windows[w + 1])
+        if (!cache_.count(b) && static_cast<long long>(todo.size()) < step &&
+            std::find(todo.begin(), todo.end(), b) == todo.end())
+          todo.push_back(b);
+    }
+    if (todo.empty()) return false;
+    // Room: blocks whose last batch is before `next_batch` are done with for this epoch.
+    for (auto it = cache_.begin(); it != cache_.end();) {
+      if (block_last_batch_[it->first] < next_batch) it = drop_block(it);
+      else ++it;
+    }
+    if (static_cast<long long>(cache_.size() + todo.size()) > cache_capacity_) return false;
+    ensure_blocks(todo);
+    return true;
+  }
   const long long w = p.window_of(next_batch * opt_.batch_size) + 1;
   if (w >= static_cast<long long>(p.windows.size())) return false;
   const size_t block_bytes = static_cast<size_t>(x_->block_rows()) * x_->row_bytes();
@@ -311,12 +443,11 @@ void Loader::fill(long long epoch, long long i, void* x_out, bool decode, void* 
   const long long b = opt_.batch_size, p0 = i * b + first;
   const long long br = x_->block_rows();
   std::vector<long long> needed;
-  if (shard.ranks > 1 && !opt_.shuffle) {
+  if (shard.ranks > 1 && shuffle_mode() == ShuffleMode::Off) {
     // Rows in file order: only the blocks of this rank's rows.
     for (long long blk = p.order[p0] / br; blk <= p.order[p0 + n - 1] / br; ++blk) needed.push_back(blk);
   } else {
-    for (long long w = p.window_of(p0); w <= p.window_of(p0 + n - 1); ++w)
-      needed.insert(needed.end(), p.windows[w].begin(), p.windows[w].end());
+    needed = blocks_for(p, p0, n);  // chunk groups: only the windows of this rank's lanes
   }
   ensure_blocks(needed);
 

@@ -78,7 +78,7 @@ void Prefetcher::produce() {
         std::unique_lock<std::mutex> lk(mutex_);
         while (!stop_ && queue_.size() >= depth_) {
           lk.unlock();
-          bool worked = loader_->read_ahead(epoch_, i);
+          bool worked = loader_->read_ahead(epoch_, i, shard_);
           lk.lock();
           if (!worked) cv_.wait(lk, [&] { return stop_ || queue_.size() < depth_; });
         }
@@ -105,7 +105,7 @@ void Prefetcher::produce() {
         queue_.push_back(std::move(b));
       }
       cv_.notify_all();
-      if (i + 1 == nb) loader_->warm_async(epoch_ + 1);  // the next epoch's first window, meanwhile
+      if (i + 1 == nb) loader_->warm_async(epoch_ + 1, shard_);  // the next epoch's first window(s), meanwhile
     }
   } catch (...) {
     std::lock_guard<std::mutex> lk(mutex_);

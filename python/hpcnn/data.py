@@ -16,11 +16,14 @@ import numpy as np
 
 from . import _core, validation
 
-__all__ = ["HDF5Dataset", "write_hdf5", "read_dataset", "dataset_info", "DEFAULT_MEMORY_BUDGET"]
+__all__ = ["HDF5Dataset", "write_hdf5", "read_dataset", "dataset_info", "DEFAULT_MEMORY_BUDGET", "SHUFFLE_MODES"]
 
 #: Default byte budget for cache='auto': a dataset whose stored bytes fit is cached in memory
 #: (exact full shuffle); a larger one is streamed through windows of chunks within this budget.
 DEFAULT_MEMORY_BUDGET = 1 << 30
+
+#: What ``HDF5Dataset(shuffle=...)`` accepts besides True and False (docs/data.md, "Shuffling").
+SHUFFLE_MODES = ("rows", "chunk_groups")
 
 _C = _core.data
 _C_dist = _core.distribute
@@ -65,8 +68,24 @@ class HDF5Dataset:
         for images only (predict). x: uint8 or float32, shape (N,H,W,C), (N,H,W) or (N,F).
         y: any integer type, shape (N,) or (N,1).
     batch_size : int
-    shuffle : bool
-        A new permutation of all rows every epoch, seeded by (seed, epoch).
+    shuffle : bool, 'rows' or 'chunk_groups'
+        A new order every epoch, a pure function of (seed, epoch) and the file:
+
+        - ``'rows'``: the chunk order permuted, then the rows permuted within windows of chunks
+          of ``memory_budget``: an exact, uniform permutation of all rows when the dataset is
+          cached in memory. In a multi-process data-parallel run every rank reads every window
+          (the whole file), once if cached, every epoch if streamed.
+        - ``'chunk_groups'``: every global batch is split into 64 lanes; each lane draws its rows
+          from its own group of ~1/64 of the chunks (the chunk order permuted, then cut into 64
+          groups), shuffled within windows of chunks. Each rank of a data-parallel run reads only
+          its lanes' chunks: ~1/N of the file per epoch on N ranks. The global batches do not
+          depend on N.
+        - ``True`` (default): ``'rows'`` when the stored bytes fit ``memory_budget`` (or
+          ``cache='memory'``): read once, the exact shuffle costs nothing; else (streamed)
+          ``'chunk_groups'``, where the bytes read per epoch matter. A rule on the file and the
+          arguments only, the same on every rank.
+        - ``False``: file order.
+        ``shuffle_mode`` says which one the dataset uses.
     seed : int or None
         None draws one at construction (epochs still differ from each other).
     scale : float or (mean, std)
@@ -80,18 +99,20 @@ class HDF5Dataset:
     drop_remainder : bool
         Drop the last partial batch (default: deliver it).
     cache : 'auto' | 'memory' | 'none'
-        'memory' keeps the stored bytes in RAM after the first epoch (exact full shuffle); 'none'
-        streams from the file every epoch through windows of chunks within ``memory_budget``
-        (shuffled chunk order, then rows shuffled inside each window); 'auto' picks 'memory'
-        when the dataset's stored bytes fit ``memory_budget``.
+        'memory' keeps the stored bytes in RAM after the first epoch (with ``shuffle=True``, the
+        exact full row shuffle); 'none' streams from the file every epoch through windows of
+        chunks within ``memory_budget`` (with ``shuffle=True``, the chunk-group shuffle); 'auto'
+        picks 'memory' when the dataset's stored bytes fit ``memory_budget``.
     memory_budget : int
-        Bytes (default 1 GiB).
+        Bytes per process (default 1 GiB). It also shapes the orders (the rows shuffle's window,
+        the chunk groups' lanes and windows), so every rank of a data-parallel run must give the
+        same value (as it must give the same seed).
     prefetch : int
         Batches prepared ahead by the background producer (default 4).
     """
 
     def __init__(self, path, x: str = "x_train", y: Optional[str] = "y_train", batch_size: int = 32,
-                 shuffle: bool = True, seed: Optional[int] = None, scale: Union[float, Tuple, str, None] = "auto",
+                 shuffle: Union[bool, str] = True, seed: Optional[int] = None, scale: Union[float, Tuple, str, None] = "auto",
                  one_hot: Optional[int] = None, num_classes: Optional[int] = None, drop_remainder: bool = False,
                  cache: str = "auto", memory_budget: int = DEFAULT_MEMORY_BUDGET, prefetch: int = 4):
         path = _check_path(path)
@@ -102,7 +123,11 @@ class HDF5Dataset:
             raise ValueError(f"{where}: y must be the name of a dataset in the file or None, got {y!r}")
         batch_size = validation.integer(batch_size, "batch_size", where)
         prefetch = validation.integer(prefetch, "prefetch", where)
-        shuffle = validation.boolean(shuffle, "shuffle", where)
+        if isinstance(shuffle, str):
+            validation.choice(shuffle, "shuffle", (True, False) + SHUFFLE_MODES, where)
+            mode = shuffle
+        else:
+            mode = "auto" if validation.boolean(shuffle, "shuffle", where) else "off"
         drop_remainder = validation.boolean(drop_remainder, "drop_remainder", where)
         validation.choice(cache, "cache", ("auto", "memory", "none"), where)
         memory_budget = validation.integer(memory_budget, "memory_budget", where, maximum=None)
@@ -136,11 +161,11 @@ class HDF5Dataset:
         self._names = (x, y)
         self._prefetch = int(prefetch)
         self._epoch = 0
-        self._loader = _C.Loader(path, x, y or "", int(batch_size), bool(shuffle), None if seed is None else int(seed),
+        self._loader = _C.Loader(path, x, y or "", int(batch_size), mode, None if seed is None else int(seed),
                                  scale_l, shift_l, int(num_classes or 0), one_hot is not None,
                                  bool(drop_remainder), str(cache), int(memory_budget))
         self.batch_size = int(batch_size)
-        self.shuffle = bool(shuffle)
+        self.shuffle = mode != "off"
 
     # ---------------------------------------------------------------- Keras Sequence protocol
     def __len__(self) -> int:
@@ -245,6 +270,13 @@ class HDF5Dataset:
         self._live().set_seed(int(seed))
 
     @property
+    def shuffle_mode(self) -> str:
+        """The order's kind: 'rows', 'chunk_groups' or 'off' (shuffle=True resolved; see the
+        ``shuffle`` argument). Every rank of a data-parallel run must use the same one, and a
+        backup resumes only with the mode it was written with."""
+        return str(self._live().shuffle_mode)
+
+    @property
     def in_memory(self) -> bool:
         """Whether rows are cached in memory across epochs (cache='memory' or 'auto' that fits)."""
         return self._live().in_memory
@@ -256,11 +288,22 @@ class HDF5Dataset:
 
     @property
     def stats(self) -> dict:
-        """Counters: row blocks read from the file so far, peak bytes cached, window size."""
+        """Counters: row blocks read from the file so far, the bytes read for them (as stored:
+        compressed) and inflated (decoded), the part of those the background warm-ups read (each
+        epoch's first windows, loaded at the end of the epoch before: ``settle()`` waits for one),
+        peak bytes cached, window size and lanes."""
         l = self._live()
-        return {"blocks_read": l.blocks_read, "peak_cached_bytes": l.peak_cached_bytes,
+        return {"blocks_read": l.blocks_read, "num_blocks": l.num_blocks, "bytes_read": l.bytes_read,
+                "bytes_inflated": l.bytes_inflated, "warm_blocks_read": l.warm_blocks_read,
+                "warm_bytes_read": l.warm_bytes_read, "warm_bytes_inflated": l.warm_bytes_inflated,
+                "peak_cached_bytes": l.peak_cached_bytes,
                 "io_seconds": l.io_seconds, "inflate_seconds": l.inflate_seconds, "scatter_seconds": l.scatter_seconds, "decode_seconds": l.decode_seconds,
-                "block_rows": l.block_rows, "window_blocks": l.window_blocks, "raw_chunk_path": l.raw_chunk_path}
+                "block_rows": l.block_rows, "window_blocks": l.window_blocks, "lanes": l.lanes, "raw_chunk_path": l.raw_chunk_path}
+
+    def settle(self) -> None:
+        """Waits for the background load of an epoch's first windows, if one is running, so that
+        ``stats`` stand still (benchmarks and tests of the bytes read)."""
+        self._live().wait_warm_up()
 
     def __repr__(self) -> str:
         if self._loader is None:

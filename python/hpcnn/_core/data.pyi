@@ -5,6 +5,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
+CHUNK_GROUP_LANES: int
 
 class EpochIterator:
 
@@ -52,7 +53,7 @@ class H5Reader:
 
 class Loader:
 
-    def __init__(self, path: str, x: str, y: str, batch_size: typing.SupportsInt | typing.SupportsIndex, shuffle: bool, seed: object, scale: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], shift: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], num_classes: typing.SupportsInt | typing.SupportsIndex, one_hot: bool, drop_remainder: bool, cache: str, memory_budget: typing.SupportsInt | typing.SupportsIndex) -> None:
+    def __init__(self, path: str, x: str, y: str, batch_size: typing.SupportsInt | typing.SupportsIndex, shuffle: str, seed: object, scale: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], shift: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], num_classes: typing.SupportsInt | typing.SupportsIndex, one_hot: bool, drop_remainder: bool, cache: str, memory_budget: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
 
     def __len__(self) -> int:
@@ -73,6 +74,14 @@ class Loader:
 
     @property
     def blocks_read(self) -> int:
+        ...
+
+    @property
+    def bytes_inflated(self) -> int:
+        ...
+
+    @property
+    def bytes_read(self) -> int:
         ...
 
     @property
@@ -100,6 +109,14 @@ class Loader:
 
     @property
     def io_seconds(self) -> float:
+        ...
+
+    @property
+    def lanes(self) -> int:
+        ...
+
+    @property
+    def num_blocks(self) -> int:
         ...
 
     @property
@@ -134,6 +151,25 @@ class Loader:
         """Replaces the shuffle seed (a resumed run repeats the order of the run it continues; a data-parallel run gives every rank rank 0's)."""
 
     @property
+    def shuffle_mode(self) -> str:
+        ...
+
+    def wait_warm_up(self) -> None:
+        """Waits for the background load of an epoch's first windows, if one is running (then the counters stand still)."""
+
+    @property
+    def warm_blocks_read(self) -> int:
+        ...
+
+    @property
+    def warm_bytes_inflated(self) -> int:
+        ...
+
+    @property
+    def warm_bytes_read(self) -> int:
+        ...
+
+    @property
     def window_blocks(self) -> int:
         ...
 
@@ -145,8 +181,8 @@ class Loader:
     def y_info(self) -> object:
         ...
 
-def check_epoch_plan(order: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], windows: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]], window_end: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], rows: typing.SupportsInt | typing.SupportsIndex, block_rows: typing.SupportsInt | typing.SupportsIndex) -> None:
-    """The check the loader makes of every epoch plan it makes: RuntimeError naming what is wrong (a plan that misses or repeats rows, or whose windows do not load the blocks its positions read)."""
+def check_epoch_plan(order: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], windows: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]], window_end: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], rows: typing.SupportsInt | typing.SupportsIndex, block_rows: typing.SupportsInt | typing.SupportsIndex, batch_size: typing.SupportsInt | typing.SupportsIndex=0, lane_windows: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]=[]) -> None:
+    """The check the loader makes of every epoch plan it makes: RuntimeError naming what is wrong (a plan that misses or repeats rows, or whose windows do not load the blocks its positions read). A chunk-group plan gives its batch_size and lane_windows."""
 
 def dataset_info(path: str, name: str) -> dict:
     ...
@@ -154,8 +190,8 @@ def dataset_info(path: str, name: str) -> dict:
 def default_chunk_rows(rows: typing.SupportsInt | typing.SupportsIndex, row_bytes: typing.SupportsInt | typing.SupportsIndex) -> int:
     ...
 
-def epoch_plan(rows: typing.SupportsInt | typing.SupportsIndex, block_rows: typing.SupportsInt | typing.SupportsIndex, window_blocks: typing.SupportsInt | typing.SupportsIndex, shuffle: bool, seed: typing.SupportsInt | typing.SupportsIndex, epoch: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.int64], list[list[int]], list[int]]:
-    """The loader's row order for one epoch (data/shuffle_plan.h), for tests of its distribution: (order: the rows in delivery order, windows: the block ids of each window, window_end: each window's end position)."""
+def epoch_plan(rows: typing.SupportsInt | typing.SupportsIndex, block_rows: typing.SupportsInt | typing.SupportsIndex, window_blocks: typing.SupportsInt | typing.SupportsIndex, shuffle: str, seed: typing.SupportsInt | typing.SupportsIndex, epoch: typing.SupportsInt | typing.SupportsIndex, batch_size: typing.SupportsInt | typing.SupportsIndex=0, lanes: typing.SupportsInt | typing.SupportsIndex=64) -> tuple[numpy.typing.NDArray[numpy.int64], list[list[int]], list[int], list[int]]:
+    """The loader's row order for one epoch (data/shuffle_plan.h), for tests of its distribution: (order: the rows in delivery order, windows: the block ids of each window, window_end: each window's end (position; chunk groups: in its lane's rows), lane_windows: lane k's windows [lane_windows[k], lane_windows[k+1]) (chunk groups; empty otherwise)). shuffle: 'off', 'rows' or 'chunk_groups' (which needs batch_size)."""
 
 def h5_tree_image(items: list, caller: str='h5_tree_image') -> bytes:
     """The HDF5 file write_h5_tree would write, as bytes."""

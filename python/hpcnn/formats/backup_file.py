@@ -210,6 +210,14 @@ def _read_backup(tree: H5Tree, model: Any, signature: Dict[str, Any], backup_dir
                                 f"{theirs_fit.get(key)!r}, this fit has {signature.get(key)!r}: resuming needs the "
                                 f"same data, batch size and steps_per_epoch (or delete '{backup_dir}' to train "
                                 "from the start)")
+    # Backups written before the shuffle modes (no "data_shuffle") resume under any.
+    if "data_shuffle" in theirs_fit and theirs_fit["data_shuffle"] != signature.get("data_shuffle"):
+        raise OtherTraining(f"BackupAndRestore: the backup '{path}' was written by a fit over a dataset with "
+                            f"shuffle_mode {theirs_fit['data_shuffle']!r}, this fit's dataset has "
+                            f"{signature.get('data_shuffle')!r}: another order makes other batches; resume with "
+                            f"HDF5Dataset(shuffle={theirs_fit['data_shuffle']!r})".replace("'off'", "False")
+                            + f" (or delete '{backup_dir}' to "
+                            "train from the start)")
     pos = meta["position"]
     for key in ("epoch", "batch", "seen"):
         if not (validation.is_integer(pos.get(key)) and not isinstance(pos.get(key), bool) and pos[key] >= 0):

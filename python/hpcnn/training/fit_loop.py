@@ -38,15 +38,25 @@ def fit(model: Any, **arguments: Any) -> History:
         raise
 
 
+def _windows(x: Any) -> Optional[list]:
+    """[lanes, window blocks, block rows] of an HDF5Dataset's order; None for other data."""
+    stats = getattr(x, "stats", None) if hasattr(x, "shuffle_mode") else None
+    return [int(stats["lanes"]), int(stats["window_blocks"]), int(stats["block_rows"])] if stats else None
+
+
 def training_description(x: Any, y: Any, batch_size: Optional[int], is_ds: bool, steps: int, epochs: int,
                          initial_epoch: int) -> Dict[str, Any]:
     """What of fit's data and loop every rank must share (each passes the whole data; a dataset
-    reads its rank's share itself): the rows, the global batch, one row's shapes, the steps and
-    epochs. Rows unknown to a dataset (a Sequence, a generator) are None: its steps are compared."""
+    reads its rank's share itself): the rows, the global batch, one row's shapes, a dataset's
+    shuffle mode (its order: the global batches), the steps and epochs. Rows unknown to a dataset (a Sequence, a generator) are None: its steps are compared."""
     if is_ds:
         rows = getattr(x, "num_rows", None)  # a Sequence's length is its batches: compared as the steps
         shape = getattr(x, "x_shape", None)
         return {"training rows": rows, "batch size": getattr(x, "batch_size", None),
+                "dataset shuffle": getattr(x, "shuffle_mode", None),
+                # The order's shape (memory_budget and the memory cache decide it): another one
+                # makes other batches.
+                "dataset windows": _windows(x),
                 "x row shape": list(shape) if shape is not None else None, "steps per epoch": steps,
                 "epochs": epochs, "initial epoch": initial_epoch}
     return {"training rows": len(x), "batch size": batch_size, "x row shape": list(np.shape(x)[1:]),
@@ -217,6 +227,8 @@ class _Run:
                           "rows": int(getattr(x, "num_rows", 0)) or None if is_ds else int(len(x)),
                           "shuffle": bool(shuffle),
                           "data_seed": int(x.seed) if is_ds and hasattr(x, "set_seed") else None,
+                          # The dataset's order ('rows', 'chunk_groups'): another one makes other batches.
+                          "data_shuffle": str(x.shuffle_mode) if is_ds and hasattr(x, "shuffle_mode") else None,
                           # Recorded, not compared: a backup resumes on another replica count
                           # (docs/distributed.md); the number names the old count in messages.
                           "replicas": int(strategy.num_replicas_in_sync) if strategy is not None else 1}
