@@ -5,6 +5,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
+H5_TREE_LIMITS: dict
 
 class EpochIterator:
 
