@@ -285,13 +285,13 @@ struct Walk {
 void walk(hid_t group, const std::string& path, int depth, Walk& w) {
   const std::string& label = w.label;
   const std::string where = cat("'", label, "': group '", printable(path), "'");
-  HPCNN_CHECK_ARG(depth <= L::kMaxDepth, "'", label, "' nests groups deeper than ", L::kMaxDepth, " levels (at '",
+  HPCNN_CHECK_ARG(depth <= L::kMaxDepth, "'", label, "': groups nest deeper than ", L::kMaxDepth, " levels (at '",
                   printable(path), "') ", limit("MAX_DEPTH", L::kMaxDepth), ": a damaged or hostile file?");
   H5G_info_t info;
   h5_check(H5Gget_info(group, &info), cat("cannot read ", where));
   for (hsize_t i = 0; i < info.nlinks; ++i) {
-    HPCNN_CHECK_ARG(++w.links <= w.max_objects, "'", label, "' holds more than ", w.max_objects,
-                    " links: a damaged or hostile file?");
+    HPCNN_CHECK_ARG(++w.links <= w.max_objects, "'", label, "': more than ", w.max_objects,
+                    " links (hpcnn's limit MAX_OBJECTS): a damaged or hostile file?");
     const ssize_t len = H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
     h5_check(len < 0 ? -1 : 0, cat("cannot list ", where));
     HPCNN_CHECK_ARG(len <= L::kMaxNameBytes, where, " has a link name of ", len, " bytes ",
@@ -301,7 +301,7 @@ void walk(hid_t group, const std::string& path, int depth, Walk& w) {
                  ? -1 : 0,
              cat("cannot list ", where));
     name.resize(static_cast<size_t>(len));
-    check_utf8(name, cat("a link name in ", where));
+    check_utf8(name, cat("'", label, "': a link name in group '", printable(path), "'"));
     const std::string p = child_path(path, name);
     H5L_info_t link;
     h5_check(H5Lget_info(group, name.c_str(), &link, H5P_DEFAULT), cat("'", label, "': cannot read link '", printable(p), "'"));
@@ -317,8 +317,8 @@ void walk(hid_t group, const std::string& path, int depth, Walk& w) {
     H5Id obj = h5_own(H5Oopen(group, name.c_str(), H5P_DEFAULT), H5Oclose, cat("'", label, "': cannot open '", printable(p), "'"));
     const H5I_type_t type = H5Iget_type(obj.get());
     if (type != H5I_GROUP && type != H5I_DATASET) continue;  // a named datatype
-    HPCNN_CHECK_ARG(static_cast<long long>(w.out.size()) < w.max_objects, "'", label, "' holds more than ",
-                    w.max_objects, " groups and datasets: a damaged or hostile file?");
+    HPCNN_CHECK_ARG(static_cast<long long>(w.out.size()) < w.max_objects, "'", label, "': more than ",
+                    w.max_objects, " groups and datasets (hpcnn's limit MAX_OBJECTS): a damaged or hostile file?");
     H5Object o;
     o.path = p;
     o.is_dataset = type == H5I_DATASET;
@@ -502,7 +502,7 @@ std::vector<H5Object> H5Reader::list(long long max_objects) const {
   out.push_back(std::move(r));
   Walk w{max_objects, label_, out, {}, 0};
   w.groups.emplace(object_key(root.get(), "the root group"), "/");
-  walk(root.get(), "/", 1, w);
+  walk(root.get(), "/", 0, w);  // the root is level 0: "/a" is one level deep
   return out;
 }
 

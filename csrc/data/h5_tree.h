@@ -44,7 +44,9 @@ struct H5TreeLimits {
   static constexpr long long kMaxAttributeBytes = 64LL << 20;
   // Elements of one attribute (numbers or texts).
   static constexpr long long kMaxAttributeElements = 1LL << 20;
-  static constexpr long long kMaxAttributesPerObject = 1LL << 16;
+  // Attributes of one group or dataset (Keras splits a list past 64 KB into name0, name1, ...: this
+  // admits 256 MB of names).
+  static constexpr long long kMaxAttributesPerObject = 1LL << 12;
   // One dataset read as an array (a weight tensor): its elements, and its bytes as read (float32
   // for floats, int64 for integers). Checked before anything is allocated.
   static constexpr long long kMaxWeightElements = 1LL << 31;
