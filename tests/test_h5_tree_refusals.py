@@ -425,3 +425,22 @@ def test_weight_limits_just_inside_pass_to_the_allocation(tmp_path, dtype, insid
 def test_a_100m_parameter_dense_kernel_reads(tmp_path):
     out = probe(tmp_path, (10_000, 10_000), "f4")
     assert out == "READ (10000, 10000) float32 0.0", out
+
+
+def test_objects_limit_by_its_mechanism(tmp_path):
+    """MAX_OBJECTS (a million) itself would take minutes to write: the same check, at 5 objects."""
+    from hpcnn import _core
+    for groups, ok in ((4, True), (5, False)):  # + the root
+        path = tmp_path / f"g{groups}.h5"
+        with h5py.File(path, "w") as f:
+            for i in range(groups):
+                f.create_group(f"g{i}")
+        reader = _core.data.H5Reader(str(path))
+        if ok:
+            assert len(reader.list(5)) == 5
+        else:
+            with pytest.raises(ValueError, match=rf"'{re.escape(str(path))}': more than 5 groups and datasets "
+                                                 r"\(hpcnn's limit MAX_OBJECTS\)"):
+                reader.list(5)
+        reader.close()
+    assert L.MAX_OBJECTS == 1_000_000
