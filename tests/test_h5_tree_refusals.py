@@ -444,3 +444,25 @@ def test_objects_limit_by_its_mechanism(tmp_path):
                 reader.list(5)
         reader.close()
     assert L.MAX_OBJECTS == 1_000_000
+
+
+@pytest.mark.parametrize("odd", ["exponent bias", "bit offset"])
+def test_a_weight_of_a_nonstandard_number_type_is_refused(tmp_path, odd):
+    """HDF5 1.10 converts a custom float layout (or one a damaged type message describes) to
+    garbage or zeros without an error: refused, not loaded as zeros."""
+    m, path = saved(tmp_path, "w.weights.h5")
+    shape = m.get_weights()[2].shape
+
+    def damage(f):
+        del f["layers/dense/vars/0"]
+        t = h5py.h5t.IEEE_F32LE.copy()
+        if odd == "exponent bias":
+            t.set_ebias(100)
+        else:
+            t.set_fields(23, 15, 8, 0, 15)
+            t.set_precision(24)
+            t.set_offset(8)
+        h5py.h5d.create(f.id, b"layers/dense/vars/0", t, h5py.h5s.create_simple(shape)).close()
+    edit(path, damage)
+    refused(load_weights_into_fresh, path, r"dataset '/layers/dense/vars/0' holds numbers whose type (is not an IEEE "
+                                           r"float|uses 24 bits at bit offset 8).*garbage or zeros")

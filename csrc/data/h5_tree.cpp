@@ -521,6 +521,9 @@ H5Array H5Reader::read(const std::string& path) const {
   const H5T_class_t cls = H5Tget_class(type.get());
   HPCNN_CHECK_ARG(cls == H5T_FLOAT || cls == H5T_INTEGER, what, " holds ", h5_type_name(type.get()),
                   " values, not numbers");
+  const std::string odd = nonstandard_number(type.get(), cls, H5Tget_size(type.get()));
+  HPCNN_CHECK_ARG(odd.empty(), what, " holds numbers whose type ", odd,
+                  ": HDF5 would convert them to garbage or zeros without an error; a damaged or hostile file?");
   const long long count = shape_numel(a.shape);
   a.is_float = cls == H5T_FLOAT;
   // Before anything is allocated: a small file may declare any shape (its chunks never written,

@@ -157,7 +157,7 @@ class H5Tree:
         if tuple(o["shape"]) != shape:
             raise WeightsMismatch(f"{label} has shape {tuple(o['shape'])} in the file, the model needs {shape} "
                                   f"(dataset '{path}')")
-        a = np.asarray(self.reader.read(path), dtype=np.float32)
+        a = np.asarray(self.read_values(path), dtype=np.float32)
         if a.shape != shape:
             raise FileProblem(f"{label}: '{path}' reads as shape {a.shape}, its listing says {shape}")
         if not np.isfinite(a).all():
@@ -186,5 +186,17 @@ class H5Tree:
         stored = int(np.prod(o["shape"], dtype=object)) * kind.itemsize
         if stored > MAX_INFLATION * self.size + (1 << 20):
             raise FileProblem(f"{label}: '{path}' declares {stored} bytes in a file of {self.size}")
-        a = np.asarray(self.reader.read(path))
+        a = np.asarray(self.read_values(path))
         return a if kind.kind == "f" else a.astype(kind)
+
+    def read_values(self, path: str) -> np.ndarray:
+        """Dataset `path` as the reader gives it (float32 or int64); what the reader refuses (a
+        dataset stored outside the file, a non-standard number type, past MAX_WEIGHT_ELEMENTS or
+        MAX_WEIGHT_BYTES, unreadable) as a FileProblem, which the caller completes with the file's name."""
+        try:
+            return self.reader.read(path)
+        except MemoryError:
+            raise
+        except ValueError as e:
+            text, prefix = str(e), f"'{self.label}': "
+            raise FileProblem(text[len(prefix):] if text.startswith(prefix) else text) from None
