@@ -112,6 +112,17 @@ std::vector<H5Item> items_from_python(const py::list& items, std::vector<py::arr
 }  // namespace
 
 void bind_h5_tree(py::module_& m) {
+  // The reader's limits (data/h5_tree.h), by the names hpcnn.formats.h5_limits gives them.
+  py::dict limits;
+  limits["MAX_ATTRIBUTE_BYTES"] = H5TreeLimits::kMaxAttributeBytes;
+  limits["MAX_ATTRIBUTE_ELEMENTS"] = H5TreeLimits::kMaxAttributeElements;
+  limits["MAX_ATTRIBUTES_PER_OBJECT"] = H5TreeLimits::kMaxAttributesPerObject;
+  limits["MAX_WEIGHT_ELEMENTS"] = H5TreeLimits::kMaxWeightElements;
+  limits["MAX_WEIGHT_BYTES"] = H5TreeLimits::kMaxWeightBytes;
+  limits["MAX_DEPTH"] = H5TreeLimits::kMaxDepth;
+  limits["MAX_NAME_BYTES"] = H5TreeLimits::kMaxNameBytes;
+  m.attr("H5_TREE_LIMITS") = limits;
+
   py::class_<H5Reader>(m, "H5Reader", "An HDF5 file opened read-only, listed and read as a tree (Keras' layouts).")
       .def(py::init([](const std::string& path) {
              py::gil_scoped_release nogil;

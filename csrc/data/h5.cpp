@@ -72,4 +72,24 @@ std::string h5_type_name(hid_t type) {
   }
 }
 
+std::string nonstandard_number(hid_t type, H5T_class_t cls, size_t size) {
+  H5Lock lock(h5_mutex());
+  size_t precision = H5Tget_precision(type);
+  int offset = H5Tget_offset(type);
+  if (precision != size * 8 || offset != 0)
+    return cat("uses ", precision, " bits at bit offset ", offset, " of its ", size, " bytes");
+  if (cls != H5T_FLOAT) return {};
+  size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+  if (H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize) < 0) return "has unreadable float fields";
+  size_t ebias = H5Tget_ebias(type);
+  H5T_norm_t norm = H5Tget_norm(type);
+  bool ieee32 = size == 4 && spos == 31 && epos == 23 && esize == 8 && mpos == 0 && msize == 23 && ebias == 127;
+  bool ieee64 = size == 8 && spos == 63 && epos == 52 && esize == 11 && mpos == 0 && msize == 52 && ebias == 1023;
+  bool ieee16 = size == 2 && spos == 15 && epos == 10 && esize == 5 && mpos == 0 && msize == 10 && ebias == 15;
+  if (!(ieee32 || ieee64 || ieee16) || norm != H5T_NORM_IMPLIED)
+    return cat("is not an IEEE float (sign bit ", spos, ", exponent ", esize, " bits at ", epos, ", mantissa ", msize,
+               " bits at ", mpos, ", bias ", ebias, ")");
+  return {};
+}
+
 }  // namespace hpcnn::data

@@ -78,4 +78,11 @@ void h5_check(herr_t status, const std::string& context);
 // ("string", "compound", "enum", ...): what error messages and dataset descriptions show users.
 std::string h5_type_name(hid_t type);
 
+// hpcnn reads integers and IEEE floats in their standard layouts (the bytes of the element, all
+// of its bits): what NumPy, h5py and every writer produce. HDF5 can describe others (12-bit
+// integers at a bit offset, custom float formats), and a damaged type message does: HDF5 1.10
+// converts those to garbage or zeros without an error. Empty when `type` (of class `cls`, `size`
+// bytes) is standard, else why not.
+std::string nonstandard_number(hid_t type, H5T_class_t cls, size_t size);
+
 }  // namespace hpcnn::data

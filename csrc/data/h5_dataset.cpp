@@ -44,29 +44,6 @@ std::string filter_name(int id) {
   }
 }
 
-// hpcnn reads integers and IEEE floats in their standard layouts (the bytes of the element, all
-// of its bits): what NumPy, h5py and every writer produce. HDF5 can describe others (12-bit
-// integers at a bit offset, custom float formats), and a damaged type message does: HDF5 1.10
-// converts those to garbage or zeros without an error. Empty when `type` is standard, else why not.
-std::string nonstandard_number(hid_t type, H5T_class_t cls, size_t size) {
-  size_t precision = H5Tget_precision(type);
-  int offset = H5Tget_offset(type);
-  if (precision != size * 8 || offset != 0)
-    return cat("uses ", precision, " bits at bit offset ", offset, " of its ", size, " bytes");
-  if (cls != H5T_FLOAT) return {};
-  size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
-  if (H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize) < 0) return "has unreadable float fields";
-  size_t ebias = H5Tget_ebias(type);
-  H5T_norm_t norm = H5Tget_norm(type);
-  bool ieee32 = size == 4 && spos == 31 && epos == 23 && esize == 8 && mpos == 0 && msize == 23 && ebias == 127;
-  bool ieee64 = size == 8 && spos == 63 && epos == 52 && esize == 11 && mpos == 0 && msize == 52 && ebias == 1023;
-  bool ieee16 = size == 2 && spos == 15 && epos == 10 && esize == 5 && mpos == 0 && msize == 10 && ebias == 15;
-  if (!(ieee32 || ieee64 || ieee16) || norm != H5T_NORM_IMPLIED)
-    return cat("is not an IEEE float (sign bit ", spos, ", exponent ", esize, " bits at ", epos, ", mantissa ", msize,
-               " bits at ", mpos, ", bias ", ebias, ")");
-  return {};
-}
-
 }  // namespace
 
 long long DatasetInfo::row_elems() const {

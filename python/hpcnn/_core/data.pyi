@@ -6,6 +6,7 @@ import numpy
 import numpy.typing
 import typing
 CHUNK_GROUP_LANES: int
+H5_TREE_LIMITS: dict
 
 class EpochIterator:
 

@@ -1,6 +1,9 @@
 """An HDF5 file as hpcnn's loaders see it: what a file is (zip, HDF5, other) from its first bytes,
 and ``H5Tree``, a file's listing (bounded: a hostile file is refused, not walked) with its reader
-(``_core.data.H5Reader``, hpcnn's own HDF5 code; no h5py). Every dataset hpcnn loads is read here,
+(``_core.data.H5Reader``, hpcnn's own HDF5 code; no h5py; its limits: h5_limits.py). A file with
+a soft or external link, a group linked into itself, a dataset stored in another file or a virtual
+one, a name or text that is not UTF-8, or an attribute past the limits is refused as it is listed,
+naming the object. Every dataset hpcnn loads is read here,
 checked against the listing before a byte of it is read: ``read_floats`` for weights and
 optimizer state (Keras' layouts and hpcnn's own), ``read_array`` for anything else."""
 from __future__ import annotations
@@ -14,9 +17,7 @@ import numpy as np
 
 from .. import _core
 from ..errors import FileProblem, WeightsMismatch
-
-#: Groups and datasets hpcnn lists in one file at most (a hostile file is refused, not walked).
-MAX_OBJECTS = 1_000_000
+from .h5_limits import MAX_OBJECTS  # the reader's limits (a hostile file is refused, not walked)
 #: Bounds on what is read: a JSON config or description, and the inflated size per stored byte (of a
 #: .keras archive's members, and of an HDF5 dataset against the file that holds it).
 MAX_CONFIG_BYTES = 64 << 20
@@ -156,7 +157,7 @@ class H5Tree:
         if tuple(o["shape"]) != shape:
             raise WeightsMismatch(f"{label} has shape {tuple(o['shape'])} in the file, the model needs {shape} "
                                   f"(dataset '{path}')")
-        a = np.asarray(self.reader.read(path), dtype=np.float32)
+        a = np.asarray(self.read_values(path), dtype=np.float32)
         if a.shape != shape:
             raise FileProblem(f"{label}: '{path}' reads as shape {a.shape}, its listing says {shape}")
         if not np.isfinite(a).all():
@@ -185,5 +186,17 @@ class H5Tree:
         stored = int(np.prod(o["shape"], dtype=object)) * kind.itemsize
         if stored > MAX_INFLATION * self.size + (1 << 20):
             raise FileProblem(f"{label}: '{path}' declares {stored} bytes in a file of {self.size}")
-        a = np.asarray(self.reader.read(path))
+        a = np.asarray(self.read_values(path))
         return a if kind.kind == "f" else a.astype(kind)
+
+    def read_values(self, path: str) -> np.ndarray:
+        """Dataset `path` as the reader gives it (float32 or int64); what the reader refuses (a
+        dataset stored outside the file, a non-standard number type, past MAX_WEIGHT_ELEMENTS or
+        MAX_WEIGHT_BYTES, unreadable) as a FileProblem, which the caller completes with the file's name."""
+        try:
+            return self.reader.read(path)
+        except MemoryError:
+            raise
+        except ValueError as e:
+            text, prefix = str(e), f"'{self.label}': "
+            raise FileProblem(text[len(prefix):] if text.startswith(prefix) else text) from None
