@@ -4,8 +4,8 @@
 
 #include <cstdio>
 #include <cstring>
-#include <map>
 #include <fstream>
+#include <map>
 #include <new>
 
 #include "core/errors.h"
