@@ -26,7 +26,7 @@ pytest.importorskip("h5py")
 sys.path.insert(0, os.path.dirname(__file__))
 import hostile_model_h5  # noqa: E402
 
-DEFAULT_CASES = 300
+DEFAULT_CASES = 240
 SCRIPT = os.path.join(os.path.dirname(__file__), "hostile_model_h5.py")
 # A case that makes no progress for this long is a hang (a case takes well under a second; sanitizer
 # builds are a few times slower).
