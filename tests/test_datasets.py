@@ -90,6 +90,43 @@ def test_cifar10_damaged_archive(tmp_path):
         datasets.cifar10.load_data(str(tmp_path / "empty.tar.gz"))
 
 
+
+class _Payload:
+    """Pickles as a call of os.system: what a hostile CIFAR-10 batch from a mirror could hold."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+@pytest.mark.parametrize("where", ["batch", "data"])
+def test_cifar10_pickle_runs_no_code(tmp_path, where):
+    """A CIFAR-10 python batch that refers to anything but NumPy's array reconstruction is refused
+    naming the member and the global; the call it asks for never happens (issue 26)."""
+    import pickle
+    marker = tmp_path / "ran"
+    batches = fake_cifar()
+    good = cifar_python_tar(tmp_path / "good.tar.gz", batches)
+    with tarfile.open(good) as src, tarfile.open(tmp_path / "evil.tar.gz", "w:gz") as dst:
+        for m in src.getmembers():
+            blob = src.extractfile(m).read()
+            if m.name.endswith("data_batch_1"):
+                d = pickle.loads(blob, encoding="bytes")
+                if where == "batch":
+                    d = _Payload(marker)
+                else:
+                    d[b"data"] = _Payload(marker)
+                blob = pickle.dumps(d, protocol=2)
+            add_bytes(dst, m.name, blob)
+    with pytest.raises(ValueError, match=r"data_batch_1.*(posix|os)\.system.*refused"):
+        datasets.cifar10.load_data(str(tmp_path / "evil.tar.gz"))
+    assert not marker.exists()
+    # The official files (written by NumPy 1: numpy.core) and NumPy 2's (numpy._core) both load.
+    (xt, _), _ = datasets.cifar10.load_data(good)
+    np.testing.assert_array_equal(xt, expected_cifar(batches)[0][0])
+
 @pytest.mark.parametrize("gz", [True, False])
 def test_mnist_idx_folder(tmp_path, gz):
     arrays = fake_idx_folder(tmp_path / "m", gz=gz)

@@ -7,6 +7,7 @@ written by hpcnn.data.write_hdf5 (atomic; whole-image chunks of about 1 MiB).
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import pickle
 import tarfile
@@ -88,11 +89,41 @@ def load_idx_folder(folder: str) -> Tuple[Split, Split]:
 
 
 # ------------------------------------------------------------------ CIFAR-10
+# The only globals a CIFAR-10 python batch refers to: NumPy's array reconstruction (numpy.core in the
+# official files, written by NumPy 1; numpy._core when NumPy 2 wrote them). Anything else in a
+# pickle (os.system, a class of some module) is refused before it is looked up: a batch from a
+# course page or a mirror must not run code (issue 26).
+_CIFAR_PICKLE_GLOBALS = frozenset({("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+                                   ("numpy", "ndarray"), ("numpy", "dtype")})
+
+
+def _latin1_bytes(text: str, encoding: str = "latin1") -> bytes:
+    """What Python 3's pickle protocol 2 writes bytes as (_codecs.encode(text, 'latin1')), allowing
+    that one encoding only: a codec name from the file selects nothing else."""
+    if encoding not in ("latin1", "latin-1") or not isinstance(text, str):
+        raise pickle.UnpicklingError(f"it encodes text as {encoding!r:.40}, which a CIFAR-10 batch never does")
+    return text.encode("latin1")
+
+
+class _CifarUnpickler(pickle.Unpickler):
+    """An unpickler that resolves only _CIFAR_PICKLE_GLOBALS (names fixed here, never the file's)."""
+
+    def find_class(self, module: str, name: str):  # noqa: D102 (pickle's hook)
+        if (module, name) == ("_codecs", "encode"):  # bytes, as NumPy 2 / Python 3 pickle them
+            return _latin1_bytes
+        if (module, name) not in _CIFAR_PICKLE_GLOBALS:
+            raise pickle.UnpicklingError(f"it refers to {module}.{name}, which a CIFAR-10 batch never does "
+                                         "(refused: nothing from the file is imported or called)")
+        return super().find_class(module, name)
+
+
 def _cifar_python_batch(blob: bytes, name: str) -> Split:
     try:
-        d = pickle.loads(blob, encoding="bytes")
+        d = _CifarUnpickler(io.BytesIO(blob), encoding="bytes").load()
     except Exception as e:  # a damaged pickle raises many kinds of errors
         raise ValueError(f"{name}: not a CIFAR-10 python batch ({e})") from e
+    if not isinstance(d, dict):
+        raise ValueError(f"{name}: not a CIFAR-10 python batch (a {type(d).__name__}, not a dict)")
     data = d.get(b"data", d.get("data"))
     labels = d.get(b"labels", d.get("labels"))
     if data is None or labels is None:
