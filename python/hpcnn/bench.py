@@ -59,6 +59,23 @@ def time_steps(step: Callable[[], object], steps: int, warmup: int = 2) -> List[
     return out
 
 
+def latency_stats(seconds: Iterable[float]) -> Dict[str, float]:
+    """Single-call latency (what a notebook's predict of one image waits): the median and the 90th
+    percentile (nearest rank) in milliseconds of the calls' wall-clock seconds."""
+    times = sorted(float(t) for t in seconds)
+    if not times:
+        raise ValueError("latency_stats: no calls")
+    return {"calls": len(times), "median_ms": 1e3 * statistics.median(times),
+            "p90_ms": 1e3 * times[max(0, int(math.ceil(0.9 * len(times))) - 1)]}
+
+
+LATENCY_WARMUP = 20  # untimed single-image calls before the timed ones
+#: What each worker's single-image ways of calling are (bench tables name them).
+LATENCY_CALLS = {("hpcnn", "call"): "model(x)", ("hpcnn", "predict"): "model.predict(x)",
+                 ("torch", "call"): "net(x), eval, no_grad (eager)",
+                 ("tensorflow", "call"): "model(x, training=False)", ("tensorflow", "predict"): "model.predict(x)"}
+
+
 def machine_description() -> str:
     cpu = platform.processor() or "cpu"
     try:
@@ -227,10 +244,21 @@ def model_step_times(model: str = "tutorial", device: str = "cpu", batch_size: i
 #   resnet20: see resnet_cifar_mflop / hpcnn.applications.resnet_cifar (shortcut 'B'); SGD 0.1,
 #             momentum 0.9, weight decay 1e-4 on the kernels (Keras: l2(5e-5), its gradient 1e-4 w;
 #             PyTorch: SGD's weight_decay, which also decays BN's gamma/beta: the same work).
-def worker_hpcnn(batch: int, steps: int, warmup: int, threads: int, model: str = "tutorial"):
+def worker_hpcnn(batch: int, steps: int, warmup: int, threads: int, model: str = "tutorial", latency_calls: int = 0):
     import hpcnn
     hpcnn.set_num_threads(threads)
-    return model_step_times(model, "cpu", batch, steps, warmup)
+    train, infer, params = model_step_times(model, "cpu", batch, steps, warmup)
+    info = hpcnn.build_info() if hasattr(hpcnn, "build_info") else {}
+    versions = {"hpcnn": getattr(hpcnn, "__version__", "?"), "blas": info.get("blas_config", "?")}
+    latency = {}
+    if latency_calls:
+        import numpy as np
+        m, opt = _hpcnn_model(model)
+        m.compile(opt, "sparse_categorical_crossentropy", ["accuracy"], device="cpu")
+        x1 = np.random.default_rng(1).random((1,) + MODELS[model][2], dtype=np.float32)
+        latency = {"predict": time_steps(lambda: m.predict(x1, verbose=0), latency_calls, LATENCY_WARMUP),
+                   "call": time_steps(lambda: m(x1), latency_calls, LATENCY_WARMUP)}
+    return train, infer, params, versions, latency
 
 
 def _torch_model(model: str):
@@ -271,7 +299,22 @@ def _torch_model(model: str):
     return net, torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
 
 
-def worker_torch(batch: int, steps: int, warmup: int, threads: int, model: str = "tutorial"):
+def torch_versions() -> Dict[str, str]:
+    """torch's version and the oneDNN (MKL-DNN) and BLAS it was built with, as it reports them."""
+    import torch
+    v = {"torch": torch.__version__, "onednn": "not available"}
+    if torch.backends.mkldnn.is_available():
+        v["onednn"] = "available"
+        for line in torch.__config__.show().splitlines():
+            line = line.strip(" -")
+            if line.startswith(("Intel(R) MKL-DNN", "oneDNN")):
+                v["onednn"] = line
+            elif "Math Kernel Library" in line or line.startswith("OpenBLAS"):
+                v["blas"] = line
+    return v
+
+
+def worker_torch(batch: int, steps: int, warmup: int, threads: int, model: str = "tutorial", latency_calls: int = 0):
     import torch
     from torch import nn
     torch.set_num_threads(threads)
@@ -298,7 +341,17 @@ def worker_torch(batch: int, steps: int, warmup: int, threads: int, model: str =
     train = time_steps(train_step, steps, warmup)
     net.eval()
     infer = time_steps(infer_step, steps, warmup)
-    return train, infer, int(sum(p.numel() for p in net.parameters() if p.requires_grad))
+    latency = {}
+    if latency_calls:  # eager, as a notebook calls it: one image, no_grad, the model in eval mode
+        x1 = torch.rand(1, c, h, w).to(memory_format=torch.channels_last)
+
+        def call():
+            with torch.no_grad():
+                return torch.softmax(net(x1), 1).numpy()
+
+        latency = {"call": time_steps(call, latency_calls, LATENCY_WARMUP)}
+    return (train, infer, int(sum(p.numel() for p in net.parameters() if p.requires_grad)), torch_versions(),
+            latency)
 
 
 def _keras_model(model: str):
@@ -332,7 +385,22 @@ def _keras_model(model: str):
     return tf.keras.Model(inp, out), tf.keras.optimizers.SGD(0.1, momentum=0.9)
 
 
-def worker_tensorflow(batch: int, steps: int, warmup: int, threads: int, model: str = "tutorial"):
+def tensorflow_versions() -> Dict[str, str]:
+    """TensorFlow's and Keras' versions, and whether TensorFlow's oneDNN ops are on (its default on
+    x86 Linux unless TF_ENABLE_ONEDNN_OPTS=0)."""
+    import tensorflow as tf
+    v = {"tensorflow": tf.__version__, "keras": getattr(tf.keras, "__version__", None) or "?"}
+    try:
+        import keras
+        v["keras"] = keras.__version__
+    except ImportError:
+        pass
+    v["onednn"] = "off (TF_ENABLE_ONEDNN_OPTS=0)" if os.environ.get("TF_ENABLE_ONEDNN_OPTS") == "0" else "on (default)"
+    return v
+
+
+def worker_tensorflow(batch: int, steps: int, warmup: int, threads: int, model: str = "tutorial",
+                      latency_calls: int = 0):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import numpy as np
     import tensorflow as tf
@@ -365,7 +433,12 @@ def worker_tensorflow(batch: int, steps: int, warmup: int, threads: int, model: 
     ti = Timer()
     net.predict(x, batch_size=batch, verbose=0, callbacks=[ti])
     params = int(sum(int(np.prod(w.shape)) for w in net.trainable_weights))
-    return tt.times[warmup:], ti.times[warmup:], params
+    latency = {}
+    if latency_calls:
+        x1 = rng.random((1,) + MODELS[model][2], dtype=np.float32)
+        latency = {"predict": time_steps(lambda: net.predict(x1, verbose=0), latency_calls, LATENCY_WARMUP),
+                   "call": time_steps(lambda: net(x1, training=False).numpy(), latency_calls, LATENCY_WARMUP)}
+    return tt.times[warmup:], ti.times[warmup:], params, tensorflow_versions(), latency
 
 
 WORKERS = {"hpcnn": worker_hpcnn, "torch": worker_torch, "tensorflow": worker_tensorflow}
@@ -389,13 +462,17 @@ def worker_main(argv: Sequence[str]) -> int:
     p.add_argument("--warmup", type=int, required=True)
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--model", default="tutorial", choices=sorted(MODELS))
+    p.add_argument("--latency", type=int, default=0, help="also time this many single-image predictions")
     a = p.parse_args(list(argv))
-    if a.model == "tutorial":  # the call an older bench.py's hpcnn worker understands too
+    if a.latency:
+        res = WORKERS[a.worker](a.batch, a.steps, a.warmup, a.threads, a.model, a.latency)
+    elif a.model == "tutorial":  # the call an older bench.py's hpcnn worker understands too
         res = WORKERS[a.worker](a.batch, a.steps, a.warmup, a.threads)
     else:
         res = WORKERS[a.worker](a.batch, a.steps, a.warmup, a.threads, a.model)
     train, infer = res[0], res[1]
-    print(json.dumps({"train": list(train), "infer": list(infer), "params": res[2] if len(res) > 2 else None}))
+    print(json.dumps({"train": list(train), "infer": list(infer), "params": res[2] if len(res) > 2 else None,
+                      "versions": res[3] if len(res) > 3 else {}, "latency": res[4] if len(res) > 4 else {}}))
     return 0
 
 
@@ -407,11 +484,16 @@ def importable(python: str, framework: str) -> bool:
 
 
 def run_worker(python: str, framework: str, batch: int, steps: int, warmup: int, threads: int,
-               model: str = "tutorial") -> Dict[str, object]:
+               model: str = "tutorial", latency_calls: int = 0) -> Dict[str, object]:
+    """One worker process's result: {"train": [s...], "infer": [s...], "params": n, "versions":
+    {name: version}, "latency": {"call"|"predict": [s...]}} (single-image calls; the last two
+    empty from an older hpcnn)."""
     cmd = [python, "-c", _WORKER_LAUNCHER, os.path.abspath(__file__), "--worker", framework, "--batch", str(batch),
            "--steps", str(steps), "--warmup", str(warmup), "--threads", str(threads)]
     if model != "tutorial":
         cmd += ["--model", model]
+    if latency_calls:
+        cmd += ["--latency", str(latency_calls)]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"the {framework} benchmark worker failed:\n{out.stderr[-3000:]}")
@@ -420,13 +502,18 @@ def run_worker(python: str, framework: str, batch: int, steps: int, warmup: int,
 
 def compare(frameworks: Sequence[str], batch: int, steps: int, warmup: int, threads: int, rounds: int,
             python: Optional[str] = None, baselines: Optional[Dict[str, str]] = None,
-            model: str = "tutorial", hpcnn_python: Optional[str] = None) -> Dict[Tuple[str, str], Dict[str, float]]:
+            model: str = "tutorial", hpcnn_python: Optional[str] = None,
+            latency_calls: int = 0) -> Dict[Tuple[str, str], Dict[str, object]]:
     """step_stats per (framework, 'train'|'infer'), with the framework's trainable parameter count
-    under 'params': every framework in its own process, `rounds` rounds interleaved (hpcnn, torch,
-    tensorflow, hpcnn, ...) so slow drifts hit all alike. `baselines` maps a label to another
+    under 'params' and the versions it ran (framework, its oneDNN and BLAS, as it reports them)
+    under 'versions': every framework in its own process, `rounds` rounds interleaved (hpcnn,
+    torch, tensorflow, hpcnn, ...) so slow drifts hit all alike. `baselines` maps a label to another
     interpreter whose hpcnn (an older build) is timed as one more framework under that label: old
     and new side by side in one run. `model`: a key of MODELS. `hpcnn_python`: the interpreter for
-    hpcnn's worker when it is not `python` (peers in a bench venv, hpcnn in its own venv)."""
+    hpcnn's worker when it is not `python` (peers in a bench venv, hpcnn in its own venv).
+    `latency_calls` > 0: each worker also times that many single-image predictions per round, and
+    (framework, 'latency') holds latency_stats per way of calling ('call': model(x) / torch's
+    net(x) under no_grad; 'predict': model.predict(x)), with 'versions'."""
     python = python or sys.executable
     if model not in MODELS:
         raise ValueError(f"unknown model {model!r}; known: {sorted(MODELS)}")
@@ -434,15 +521,62 @@ def compare(frameworks: Sequence[str], batch: int, steps: int, warmup: int, thre
     runs = ([(f, hpcnn_python if f == "hpcnn" else python, f) for f in frameworks]
             + [(label, py, "hpcnn") for label, py in (baselines or {}).items()])
     times = {label: {"train": [], "infer": []} for label, _, _ in runs}
+    lat: Dict[str, Dict[str, List[float]]] = {label: {} for label, _, _ in runs}
     params: Dict[str, object] = {}
+    versions: Dict[str, Dict[str, str]] = {}
     for _ in range(rounds):
         for f, py, worker in runs:
-            res = run_worker(py, worker, batch, steps, warmup, threads, model)
+            res = run_worker(py, worker, batch, steps, warmup, threads, model, latency_calls)
             times[f]["train"] += res["train"]
             times[f]["infer"] += res["infer"]
             params[f] = res.get("params")
-    return {(f, mode): {**step_stats(times[f][mode], batch), "params": params[f]}
-            for f in times for mode in ("train", "infer")}
+            versions[f] = res.get("versions") or {}
+            for way, secs in (res.get("latency") or {}).items():
+                lat[f].setdefault(way, []).extend(secs)
+    out: Dict[Tuple[str, str], Dict[str, object]] = {
+        (f, mode): {**step_stats(times[f][mode], batch), "params": params[f], "versions": versions[f]}
+        for f in times for mode in ("train", "infer")}
+    for f, ways in lat.items():
+        if ways:
+            out[(f, "latency")] = {**{way: latency_stats(s) for way, s in ways.items()}, "versions": versions[f]}
+    return out
+
+
+def versions_line(results: Dict[Tuple[str, str], Dict[str, object]]) -> str:
+    """One line naming every measured framework's versions, e.g. 'hpcnn 0.9 (OpenBLAS ...);
+    PyTorch: torch 2.15.0, onednn ...'."""
+    seen: Dict[str, Dict[str, str]] = {}
+    for (f, mode), r in results.items():
+        if mode == "train":
+            seen[f] = r.get("versions") or {}
+    return "; ".join(f"{FRAMEWORK_LABEL.get(f, f)}: " + (", ".join(f"{k} {v}" for k, v in v.items()) or "versions not reported")
+                     for f, v in seen.items())
+
+
+def latency_rows(results: Dict[Tuple[str, str], Dict[str, object]]) -> List[Dict[str, object]]:
+    """One row per framework and way of calling with one image: median and p90 ms, and the ratio
+    of the framework's median to hpcnn's fastest way (above 1: hpcnn answers sooner)."""
+    lat = {f: r for (f, mode), r in results.items() if mode == "latency"}
+    best = min((s["median_ms"] for way, s in lat.get("hpcnn", {}).items() if way != "versions"), default=None)
+    rows = []
+    for f, ways in lat.items():
+        for way, s in ways.items():
+            if way == "versions":
+                continue
+            rows.append({"framework": f, "mode": f"latency-{way}", "calls": s["calls"], "median_ms": s["median_ms"],
+                         "p90_ms": s["p90_ms"], "hpcnn_speedup": s["median_ms"] / best if best else float("nan")})
+    return rows
+
+
+def format_latency(rows: List[Dict[str, object]]) -> str:
+    """The single-image latency table."""
+    lines = [f"{'framework':<11}{'call (1 image)':<32}{'calls':>7}{'median ms':>11}{'p90 ms':>9}{'it/hpcnn':>10}"]
+    for r in rows:
+        way = r["mode"].split("-", 1)[1]
+        how = LATENCY_CALLS.get((r["framework"], way), LATENCY_CALLS.get(("hpcnn", way), way))
+        lines.append(f"{FRAMEWORK_LABEL.get(r['framework'], r['framework']):<11}{how:<32}{r['calls']:>7}"
+                     f"{r['median_ms']:>11.2f}{r['p90_ms']:>9.2f}{r['hpcnn_speedup']:>9.2f}x")
+    return "\n".join(lines)
 
 
 def check_same_params(results: Dict[Tuple[str, str], Dict[str, float]]) -> Dict[str, int]:
@@ -466,7 +600,9 @@ def comparison_rows(results: Dict[Tuple[str, str], Dict[str, float]], peak: Opti
             if m != mode:
                 continue
             gf = s["mean_speed"] * mflop / 1e3
-            rows.append({"framework": f, "mode": mode, **s, "gflops": gf,
+            stats = {k: v for k, v in s.items() if k != "versions"}
+            stats["versions"] = "; ".join(f"{k} {v}" for k, v in (s.get("versions") or {}).items())
+            rows.append({"framework": f, "mode": mode, **stats, "gflops": gf,
                          "percent_of_peak": 100 * gf / peak if peak else float("nan"),
                          "hpcnn_speedup": base["mean_speed"] / s["mean_speed"] if base else float("nan")})
     return rows
