@@ -149,3 +149,11 @@ def test_bench_script_prints_versions_and_latency(tmp_path):
         rows = list(csv.DictReader(f))
     assert rows and all(row["versions"].startswith("hpcnn ") and float(row["latency_predict_median_ms"]) > 0
                         for row in rows)
+
+
+def test_bench_fold_smoke():
+    """bench_fold.py (issue 27's A/B of the BN fold in one process) runs and checks the two models agree."""
+    r = subprocess.run([sys.executable, str(BENCH / "bench_fold.py"), "--pairs", "1", "--batch", "2", "1"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "batch    2 apart / folded: median of the paired ratios" in r.stdout and "batch    1 folded" in r.stdout

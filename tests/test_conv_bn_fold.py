@@ -30,30 +30,33 @@ def bn_cnn_layers(relu_conv=False):
             ReLU(), GlobalAveragePooling2D(), Dense(3), Activation("softmax")]
 
 
-def folded_and_apart(seed=3, **kw):
+def folded_and_apart(seed=3, shape=(9, 9, 3), **kw):
     layers = bn_cnn_layers(**kw)
     apart = []
     for la in layers:
         apart.append(la)
         if isinstance(la, Conv2D):
             apart.append(Dropout(0.0))
-    folded = _core.Model([9, 9, 3], [la.core_config() for la in layers], seed)
-    plain = _core.Model([9, 9, 3], [la.core_config() for la in apart], seed)
+    folded = _core.Model(list(shape), [la.core_config() for la in layers], seed)
+    plain = _core.Model(list(shape), [la.core_config() for la in apart], seed)
     return folded, plain
 
 
-def data(n=12, seed=5):
+def data(n=12, seed=5, shape=(9, 9, 3)):
     r = np.random.default_rng(seed)
-    return (r.standard_normal((n, 9, 9, 3)) * 1.5 + 0.5).astype(np.float32), (np.arange(n) % 3).astype(np.int32)
+    return (r.standard_normal((n,) + shape) * 1.5 + 0.5).astype(np.float32), (np.arange(n) % 3).astype(np.int32)
 
 
+@pytest.mark.parametrize("shape", [(9, 9, 3), (4, 4, 32)], ids=["folded", "deep-small"])
 @pytest.mark.parametrize("relu_conv", [False, True], ids=["conv-bn", "conv-relu-bn"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_folded_inference_matches_the_layers_apart_and_training_is_unchanged(kind, relu_conv):
+def test_folded_inference_matches_the_layers_apart_and_training_is_unchanged(kind, relu_conv, shape):
     """conv-relu-bn: a convolution with its own ReLU before a normalization is not folded (the
-    fold would drop that ReLU): the same answers there too."""
-    folded, plain = folded_and_apart(relu_conv=relu_conv)
-    x, y = data()
+    fold would drop that ReLU): the same answers there too. deep-small: outputs smaller than the
+    kernels (4x4 from 32 channels, n * oh * ow < kh * kw * c at batch 1 and 12), where the CPU runs
+    the two apart instead of folding (Conv2DLayer::forward_folded)."""
+    folded, plain = folded_and_apart(relu_conv=relu_conv, shape=shape)
+    x, y = data(shape=shape)
     for core in (folded, plain):
         core.to(device_of(kind))
         core.compile(optimizers.SGD(0.05, momentum=0.9).core_config(), "sparse_categorical_crossentropy")

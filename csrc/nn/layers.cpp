@@ -69,14 +69,24 @@ void Conv2DLayer::forward(const Tensor& x, Tensor& y, const StepContext&) {
   ops::conv2d_forward(x, params_[0], use_bias_ ? params_[1] : Tensor(), y, sh_, sw_, padding_, relu_);
 }
 
-void Conv2DLayer::forward_folded(const Tensor& x, Tensor& y, const BatchNormLayer& bn) {
+void Conv2DLayer::forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn) {
   const Tensor& w = params_[0];
   if (!folded_kernel_.defined() || folded_kernel_.device() != w.device() || folded_kernel_.shape() != w.shape()) {
     folded_kernel_ = Tensor::empty(w.shape(), DType::F32, w.device());
     folded_bias_ = Tensor::empty({filters_}, DType::F32, w.device());
   }
-  // Folded at every call: the weights may have changed since (a training step, set_weights), and
-  // the fold costs one pass over the kernel, little next to the convolution.
+  // The fold reads and writes the kernel (kh * kw * c values per filter); what it saves is the
+  // normalization's pass over the output (n * oh * ow values per filter). Where the output is the
+  // smaller (the last stages at batch 1) the two run apart on the CPU, as the layers would: the
+  // convolution into the folded kernel's buffer (large enough, then), the normalization from there
+  // into y. A GPU always folds (its fold is one small kernel launch).
+  if (x.device().is_cpu() && y.numel() < folded_kernel_.numel()) {
+    Tensor conv_out = folded_kernel_.view(0, y.shape());
+    ops::conv2d_forward(x, w, use_bias_ ? params_[1] : Tensor(), conv_out, sh_, sw_, padding_, false);
+    bn.forward(conv_out, y, ctx);
+    return;
+  }
+  // Folded at every call: the weights may have changed since (a training step, set_weights).
   bn.fold_into(w, use_bias_ ? params_[1] : Tensor(), folded_kernel_, folded_bias_);
   ops::conv2d_forward(x, folded_kernel_, folded_bias_, y, sh_, sw_, padding_, bn.fused_relu());
 }

@@ -51,8 +51,10 @@ class Conv2DLayer : public Layer {
   bool fused_relu() const { return relu_; }
   // Inference (evaluate, predict): this convolution followed by `bn` (in inference mode) in one
   // op, the normalization folded into the kernel and bias (ops::conv_bn_fold) and its ReLU fused;
-  // y is bn's output. The step plan decides where (nn/step_plan.h: plan.folds).
-  void forward_folded(const Tensor& x, Tensor& y, const BatchNormLayer& bn);
+  // y is bn's output. The step plan decides where (nn/step_plan.h: plan.folds). On the CPU, where
+  // the fold would touch more values than it saves (n * oh * ow < kh * kw * c: a deep layer at
+  // batch 1), the two run apart instead (the convolution's output in the fold's buffer).
+  void forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn);
 
  private:
   int filters_, kh_, kw_, sh_, sw_;
