@@ -20,6 +20,12 @@ remainder: what the step does besides the ops, e.g. gradient accumulation where 
 readers, the regularizer, memory traffic between ops).
 
     python bench/bench_layer_ops.py --step [--batch 128] [--threads N]
+
+--step also breaks down one inference step (evaluate, predict) the same way, in two columns: each
+convolution and its BatchNormalization as two ops (conv2d, then the normalization with the moving
+statistics), the way inference ran before issue 27, and as the core now runs them, the
+normalization folded into the convolution's kernel and bias and its ReLU fused
+(ops.conv_bn_fold, nn/step_plan.h): one convolution with bias and ReLU, plus the fold itself.
 """
 from __future__ import annotations
 
@@ -124,6 +130,13 @@ def resnet_step(args) -> None:
     fused = [core == ["BatchNormalization+relu"] for core in model.core.core_layers]  # the core's lowering
     fused_relu = {id(nodes[i + 0][0].output_tensor) for i, f in enumerate(fused) if f}
     fwd, bwd, count = defaultdict(float), defaultdict(float), defaultdict(int)
+    # inference: per op type, the ops apart (conv, then BN) and folded (conv with bias and ReLU, and the fold)
+    apart, folded = defaultdict(float), defaultdict(float)
+    bn_after = {}  # id of a convolution's output tensor -> the BatchNormalization that alone reads it
+    for layer, _ in nodes:
+        if isinstance(layer, L.BatchNormalization):
+            bn_after[id(layer.inbound_tensors[0])] = layer
+    can_fold = hasattr(ops, "conv_bn_fold")  # an older build: the apart column only
 
     def arr(shape):
         return rng.standard_normal((n,) + tuple(shape)).astype(np.float32)
@@ -139,6 +152,19 @@ def resnet_step(args) -> None:
             y = ops.conv2d_forward(x, w, None, s, layer.padding, device=dev)
             key = f"conv2d {k}x{k} stride {s}"
             fwd[key] += timed(lambda r: ops.conv2d_forward(x, w, None, s, layer.padding, device=dev, repeat=r), T, P)
+            t_apart = timed(lambda r: ops.conv2d_forward(x, w, None, s, layer.padding, device=dev, repeat=r), T, P)
+            apart[key] += t_apart
+            bn = bn_after.get(id(layer.output_tensor))
+            if bn is not None and can_fold:
+                c = layer.filters
+                ones, zeros = np.ones(c, np.float32), np.zeros(c, np.float32)
+                relu_after = id(bn.output_tensor) in fused_relu
+                folded[key + " + batch_norm (folded)"] += timed(
+                    lambda r: ops.conv2d_forward(x, w, zeros, s, layer.padding, relu_after, device=dev, repeat=r), T, P)
+                folded["conv_bn_fold* (the kernel, per call)"] += timed(
+                    _repeat(lambda: ops.conv_bn_fold(w, None, ones, zeros, zeros, ones, bn.epsilon, device=dev)), T, P)
+            else:
+                folded[key] += t_apart
             need_dx = not first_conv
             bwd[key] += timed(lambda r: ops.conv2d_backward(x, w, y, dy, s, layer.padding, False, need_dx, device=dev,
                                                             repeat=r, bias=False), T, P)
@@ -151,6 +177,11 @@ def resnet_step(args) -> None:
             key = "batch_norm + relu (fused)" if relu else "batch_norm"
             fwd[key] += timed(lambda r: ops.batchnorm_forward_training(x, g, b, layer.epsilon, relu, device=dev,
                                                                        repeat=r), T, P)
+            apart[key + " (inference)"] += timed(
+                lambda r: ops.batchnorm_forward_inference(x, g, b, g * 0, g, layer.epsilon, relu, device=dev,
+                                                          repeat=r), T, P)
+            if not can_fold:
+                folded[key + " (inference)"] = apart[key + " (inference)"]
             bwd[key] += timed(lambda r: ops.batchnorm_backward_training(x, y, dy, g, m, i, layer.epsilon, relu,
                                                                         device=dev, repeat=r), T, P)
         elif isinstance(layer, (L.ReLU, L.Activation)):
@@ -160,11 +191,15 @@ def resnet_step(args) -> None:
                 continue
             y = ops.activation_forward(x, "relu", device=dev)
             fwd[key] += timed(lambda r: ops.activation_forward(x, "relu", device=dev, repeat=r), T, P)
+            apart[key] = folded[key] = fwd[key]  # the ReLUs not fused into a batch norm (after the Adds)
             bwd[key] += timed(lambda r: ops.activation_backward(x, y, dy, "relu", device=dev, repeat=r), T, P)
         elif isinstance(layer, L.Add):
             key = "add* (backward: the gradient passes through)"
             xs = [arr(sh) for sh in ins]
-            fwd[key] += timed(_repeat(lambda: ops.add(xs, device=dev)), T, P)
+            t_add = timed(_repeat(lambda: ops.add(xs, device=dev)), T, P)
+            fwd[key] += t_add
+            apart["add*"] += t_add
+            folded["add*"] += t_add
             bwd["accumulate* (the block input is read twice)"] += timed(
                 _repeat(lambda: ops.accumulate(x, dy, device=dev)), T, P)
             count["accumulate* (the block input is read twice)"] += 1
@@ -172,6 +207,7 @@ def resnet_step(args) -> None:
             key = "global average pool*"
             y = ops.global_pool2d_forward(x, "avg", device=dev)
             fwd[key] += timed(_repeat(lambda: ops.global_pool2d_forward(x, "avg", device=dev)), T, P)
+            apart[key] = folded[key] = fwd[key]
             bwd[key] += timed(_repeat(lambda: ops.global_pool2d_backward(x, y, dy, "avg", device=dev)), T, P)
         elif isinstance(layer, L.Dense):
             key = "dense"
@@ -179,6 +215,7 @@ def resnet_step(args) -> None:
             bias = np.zeros(layer.units, np.float32)
             y = ops.dense_forward(x, kw, bias, device=dev)
             fwd[key] += timed(lambda r: ops.dense_forward(x, kw, bias, device=dev, repeat=r), T, P)
+            apart[key] = folded[key] = fwd[key]
             bwd[key] += timed(lambda r: ops.dense_backward(x, kw, y, dy, device=dev, repeat=r), T, P)
             labels = rng.integers(0, layer.units, n).astype(np.int32)
             fwd["softmax + cross-entropy (forward and gradient)"] += timed(
@@ -230,6 +267,14 @@ def resnet_step(args) -> None:
     print(f"measured training step (model.train_step, median of {args.steps}): {step * 1e3:.2f} ms "
           f"({n / step:.0f} img/s); the ops' sum is {100 * total / step:.0f} % of it")
     print(f"measured inference step (predict, median of {args.steps}): {pred * 1e3:.2f} ms ({n / pred:.0f} img/s)")
+    print()
+    print(f"== one ResNet-20 inference step (predict), batch {n}, {dev}: the convolutions and their batch norms "
+          "apart (before issue 27) and folded (now)")
+    print(f"{'op type':52s} {'apart ms':>9s} {'folded ms':>10s}")
+    for key in sorted(set(apart) | set(folded), key=lambda k: -max(apart[k], folded[k])):
+        print(f"{key:52s} {apart[key] * 1e3:9.2f} {folded[key] * 1e3:10.2f}")
+    ta, tf_ = sum(apart.values()), sum(folded.values())
+    print(f"{'sum of the ops':52s} {ta * 1e3:9.2f} {tf_ * 1e3:10.2f}   (apart / folded: {ta / tf_:.2f}x)")
     print("*: an op without a `repeat` argument, called from Python: its NumPy conversions are included (an "
           "upper bound)")
     print("(the ops run one at a time here, each on warm buffers; in the step they share the caches less)")

@@ -12,7 +12,11 @@ OpenMP runtimes never meet). Every framework's trainable parameter count is prin
 The same measurement as `hpcnn bench --peers` (one implementation: hpcnn.bench.compare), with
 more rounds by default and a CSV row per framework and mode. Prints per framework: img/s (mean,
 uncertainty, jitter), ms/step, GFLOP/s, % of the measured FP32 peak, and hpcnn's speed-up over it.
-Random data (speed does not depend on pixel values).
+Random data (speed does not depend on pixel values). Also the latency of predicting a single
+image (--latency calls per round, after warm-up; 0: not measured): hpcnn's model.predict(x) and
+model(x), PyTorch's eager net(x) under no_grad (eval mode, channels_last), TensorFlow's
+model.predict(x) and model(x, training=False); median and p90. Every framework's version (and the
+oneDNN/BLAS it reports) is printed and written to the CSV.
 """
 from __future__ import annotations
 
@@ -36,6 +40,8 @@ def main(argv=None, doc=None, model="tutorial", batch=250):
     p.add_argument("--hpcnn-python", default=None,
                    help="interpreter for hpcnn's worker when hpcnn is not installed in --python's environment "
                         "(default: --python)")
+    p.add_argument("--latency", type=int, default=100,
+                   help="single-image predictions timed per framework and round (0: none)")
     p.add_argument("--csv", default=None, help="append one row per framework and mode to this CSV")
     p.add_argument("--baseline-python", action="append", default=[], metavar="[LABEL=]PYTHON",
                    help="also time the hpcnn importable by this interpreter (an older build in its own venv), "
@@ -61,17 +67,27 @@ def main(argv=None, doc=None, model="tutorial", batch=250):
         label, _, py = spec.rpartition("=")
         baselines[label or ("hpcnn-baseline" if i == 0 else f"hpcnn-baseline{i + 1}")] = py
     results = bench.compare(present, a.batch, a.steps, a.warmup, threads, a.rounds, a.python, baselines, a.model,
-                            a.hpcnn_python)
+                            a.hpcnn_python, a.latency)
     counts = {f: r["params"] for (f, mode), r in results.items() if mode == "train"}
     print("# trainable parameters: " + ", ".join(f"{bench.FRAMEWORK_LABEL.get(f, f)} {c:,}" if c is not None else
                                                    f"{bench.FRAMEWORK_LABEL.get(f, f)} ?" for f, c in counts.items()))
     bench.check_same_params(results)  # a ValueError (exit 1) when the models differ
+    print(f"# versions: {bench.versions_line(results)}")
     rows = bench.comparison_rows(results, peak, a.model)
     print()
     print(bench.format_comparison(rows))
     print(f"# {bench.peak_note(a.model)}")
+    lat = bench.latency_rows(results)
+    if lat:
+        print()
+        print(f"# single-image latency, {a.latency} calls per round after {bench.LATENCY_WARMUP} untimed, {threads} threads")
+        print(bench.format_latency(lat))
     if a.csv:
-        for r in rows:
+        for r in rows:  # every row the same columns: the framework's single-image latency beside its speeds
+            ways = results.get((r["framework"], "latency"), {})
+            for way in ("call", "predict"):
+                for q in ("median_ms", "p90_ms"):
+                    r[f"latency_{way}_{q}"] = ways[way][q] if way in ways else ""
             bench.append_csv(a.csv, {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": bench.machine_description(),
                                      "model": a.model, "threads": threads, "peak_gflops": peak or "", **r})
     print(f"# hpcnn build: {hpcnn.build_info()['blas_config']}")

@@ -107,3 +107,53 @@ def test_fit_speed_against_a_baseline_smoke():
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "this build" in r.stdout and "\nsame " in r.stdout and "x, " in r.stdout
+
+
+def test_latency_stats_median_and_p90():
+    s = bench.latency_stats([0.001 * i for i in range(1, 11)])  # 1..10 ms
+    assert s["calls"] == 10 and s["median_ms"] == pytest.approx(5.5) and s["p90_ms"] == pytest.approx(9.0)
+    with pytest.raises(ValueError, match="no calls"):
+        bench.latency_stats([])
+
+
+def test_hpcnn_worker_reports_versions_and_single_image_latency():
+    res = bench.run_worker(sys.executable, "hpcnn", 2, 1, 1, 1, "resnet20", latency_calls=3)
+    import hpcnn
+    assert res["versions"]["hpcnn"] == hpcnn.__version__ and res["versions"]["blas"]
+    assert set(res["latency"]) == {"call", "predict"} and all(len(v) == 3 and min(v) > 0
+                                                              for v in res["latency"].values())
+
+
+@pytest.mark.parametrize("framework", ["torch", "tensorflow"])
+def test_peer_worker_reports_its_versions_and_latency(framework):
+    """Where the peer is installed: the versions it ran (torch's oneDNN, Keras) and its latency."""
+    if not bench.importable(sys.executable, framework):
+        pytest.skip(f"{framework} is not installed for this Python (bench/bench_resnet.py --python names an interpreter that has it)")
+    res = bench.run_worker(sys.executable, framework, 2, 1, 1, 1, "tutorial", latency_calls=2)
+    assert res["versions"][framework] and "onednn" in res["versions"]
+    assert "call" in res["latency"] and len(res["latency"]["call"]) == 2
+
+
+def test_bench_script_prints_versions_and_latency(tmp_path):
+    csv_path = tmp_path / "r.csv"
+    r = subprocess.run([sys.executable, str(BENCH / "bench_train.py"), "--frameworks", "hpcnn", "--rounds", "1",
+                        "--steps", "1", "--warmup", "1", "--batch", "4", "--latency", "3", "--csv", str(csv_path)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    import hpcnn
+    assert f"# versions: hpcnn: hpcnn {hpcnn.__version__}" in r.stdout
+    assert "# single-image latency, 3 calls per round" in r.stdout
+    assert "model.predict(x)" in r.stdout and "median ms" in r.stdout
+    import csv
+    with csv_path.open() as f:
+        rows = list(csv.DictReader(f))
+    assert rows and all(row["versions"].startswith("hpcnn ") and float(row["latency_predict_median_ms"]) > 0
+                        for row in rows)
+
+
+def test_bench_fold_smoke():
+    """bench_fold.py (issue 27's A/B of the BN fold in one process) runs and checks the two models agree."""
+    r = subprocess.run([sys.executable, str(BENCH / "bench_fold.py"), "--pairs", "1", "--batch", "2", "1"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "batch    2 apart / folded: median of the paired ratios" in r.stdout and "batch    1 folded" in r.stdout

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import hpcnn
-from hpcnn import bench
+from hpcnn import bench, bench_workers
 
 
 def test_step_stats_formulas():
@@ -80,12 +80,13 @@ def test_cli_bench_peers(tmp_path):
 
 
 def test_peer_workers_load_the_bench_module_without_hpcnn():
-    """A PyTorch/TensorFlow worker process loads hpcnn/bench.py as a plain file: no hpcnn package
-    (whose extension would pin a shared OpenBLAS to one thread) in that process."""
+    """A PyTorch/TensorFlow worker process loads hpcnn/bench_workers.py as a plain file: no hpcnn
+    package (whose extension would pin a shared OpenBLAS to one thread) in that process."""
     code = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location('b', sys.argv[1]); "
             "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
             "print(sorted(k for k in sys.modules if k.startswith('hpcnn')), sorted(m.WORKERS))")
-    r = subprocess.run([sys.executable, "-c", code, bench.__file__], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([sys.executable, "-c", code, bench_workers.__file__], capture_output=True, text=True,
+                       timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[] ['hpcnn', 'tensorflow', 'torch']"
     # The hpcnn worker itself, run the way the peers are run, returns its step times.

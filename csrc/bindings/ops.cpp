@@ -182,6 +182,22 @@ void bind_ops(py::module_& m) {
   }, py::arg("x"), py::arg("kernel"), py::arg("bias"), py::arg("strides") = 1, py::arg("padding") = "valid",
      py::arg("relu") = false, py::arg("device") = "cpu", py::arg("repeat") = 1, "bias None: no bias (use_bias=False).");
 
+  m.def("conv_bn_fold", [](py::object w, py::object b, py::object gamma, py::object beta, py::object moving_mean,
+                           py::object moving_var, float eps, std::string device) {
+    Device d = resolve_device(device);
+    Tensor W = conv_kernel_on(w, d), B = optional_on(b, d, "bias"), G = optional_on(gamma, d, "gamma"),
+           Be = optional_on(beta, d, "beta"), M = f32_on(moving_mean, d, "moving_mean"),
+           V = f32_on(moving_var, d, "moving_variance");
+    Tensor WO = Tensor::empty(W.shape(), DType::F32, d);
+    Tensor BO = Tensor::empty({M.numel()}, DType::F32, d);
+    ops::conv_bn_fold(W, B, G, Be, M, V, eps, WO, BO);
+    return py::make_tuple(conv_kernel_out(WO), to_numpy(BO));
+  }, py::arg("kernel"), py::arg("bias"), py::arg("gamma"), py::arg("beta"), py::arg("moving_mean"),
+     py::arg("moving_variance"), py::arg("epsilon"), py::arg("device") = "cpu",
+     "A BatchNormalization in inference mode folded into the convolution before it: (kernel, bias) such that "
+     "conv2d_forward with them is the convolution followed by the normalization. kernel in Keras' HWIO; bias, gamma, "
+     "beta None: none (0, 1, 0).");
+
   m.def("conv2d_backward", [](py::object x, py::object w, py::object y, py::object dy, py::object strides,
                               std::string padding, bool relu, bool need_dx, std::string device, int repeat,
                               bool bias) {

@@ -69,6 +69,28 @@ void Conv2DLayer::forward(const Tensor& x, Tensor& y, const StepContext&) {
   ops::conv2d_forward(x, params_[0], use_bias_ ? params_[1] : Tensor(), y, sh_, sw_, padding_, relu_);
 }
 
+void Conv2DLayer::forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn) {
+  const Tensor& w = params_[0];
+  if (!folded_kernel_.defined() || folded_kernel_.device() != w.device() || folded_kernel_.shape() != w.shape()) {
+    folded_kernel_ = Tensor::empty(w.shape(), DType::F32, w.device());
+    folded_bias_ = Tensor::empty({filters_}, DType::F32, w.device());
+  }
+  // The fold reads and writes the kernel (kh * kw * c values per filter); what it saves is the
+  // normalization's pass over the output (n * oh * ow values per filter). Where the output is the
+  // smaller (the last stages at batch 1) the two run apart on the CPU, as the layers would: the
+  // convolution into the folded kernel's buffer (large enough, then), the normalization from there
+  // into y. A GPU always folds (its fold is one small kernel launch).
+  if (x.device().is_cpu() && y.numel() < folded_kernel_.numel()) {
+    Tensor conv_out = folded_kernel_.view(0, y.shape());
+    ops::conv2d_forward(x, w, use_bias_ ? params_[1] : Tensor(), conv_out, sh_, sw_, padding_, false);
+    bn.forward(conv_out, y, ctx);
+    return;
+  }
+  // Folded at every call: the weights may have changed since (a training step, set_weights).
+  bn.fold_into(w, use_bias_ ? params_[1] : Tensor(), folded_kernel_, folded_bias_);
+  ops::conv2d_forward(x, folded_kernel_, folded_bias_, y, sh_, sw_, padding_, bn.fused_relu());
+}
+
 void Conv2DLayer::backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext&) {
   Tensor db = use_bias_ ? grads_[1] : Tensor();
   ops::conv2d_backward(x, params_[0], y, dy, dx, grads_[0], db, sh_, sw_, padding_, relu_);
@@ -329,6 +351,10 @@ void BatchNormLayer::inference_param_gradients(const Tensor& x, const Tensor& y,
   if (center_) dbeta = grads_[scale_ ? 1 : 0];
   ops::batchnorm_backward_training(x, y, dy, gamma(), moving_mean(), inference_invstd_, epsilon_, relu_, nullptr,
                                    scale_ ? &dgamma : nullptr, center_ ? &dbeta : nullptr);
+}
+
+void BatchNormLayer::fold_into(const Tensor& w, const Tensor& b, Tensor& w_out, Tensor& b_out) const {
+  ops::conv_bn_fold(w, b, gamma(), beta(), moving_mean(), moving_var(), epsilon_, w_out, b_out);
 }
 
 void BatchNormLayer::commit_training_step(const StepContext&) {

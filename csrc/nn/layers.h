@@ -37,6 +37,8 @@ ActivationSpec parse_activation(const std::string& s, float alpha = 0.f);
 // any other name is a ValueError (nn/lowering.h puts other activations in an Activation layer).
 bool parse_fused_relu(const std::string& s, const char* layer);
 
+class BatchNormLayer;
+
 class Conv2DLayer : public Layer {
  public:
   Conv2DLayer(int filters, int kh, int kw, int sh, int sw, Padding padding, bool relu, bool use_bias = true);
@@ -46,11 +48,19 @@ class Conv2DLayer : public Layer {
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
   bool backward_reads_output() const override { return relu_; }  // the fused ReLU's mask
+  bool fused_relu() const { return relu_; }
+  // Inference (evaluate, predict): this convolution followed by `bn` (in inference mode) in one
+  // op, the normalization folded into the kernel and bias (ops::conv_bn_fold) and its ReLU fused;
+  // y is bn's output. The step plan decides where (nn/step_plan.h: plan.folds). On the CPU, where
+  // the fold would touch more values than it saves (n * oh * ow < kh * kw * c: a deep layer at
+  // batch 1), the two run apart instead (the convolution's output in the fold's buffer).
+  void forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn);
 
  private:
   int filters_, kh_, kw_, sh_, sw_;
   Padding padding_;
   bool relu_, use_bias_;
+  Tensor folded_kernel_, folded_bias_;  // forward_folded's, on the model's device (made on first use)
 };
 
 // MaxPooling2D (max = true) and AveragePooling2D (max = false; padded positions are not counted):
@@ -211,6 +221,10 @@ class BatchNormLayer : public Layer {
   // x (and the batch statistics) always; y only for the fused ReLU's mask.
   bool backward_reads_output() const override { return relu_; }
   void commit_training_step(const StepContext& ctx) override;
+  bool fused_relu() const { return relu_; }
+  // The convolution kernel w and bias b (undefined: none) with this layer's inference-mode
+  // normalization folded in (ops::conv_bn_fold) into w_out, b_out (Conv2DLayer::forward_folded).
+  void fold_into(const Tensor& w, const Tensor& b, Tensor& w_out, Tensor& b_out) const;
 
  private:
   // The bound weights by role (undefined when the layer has none: scale/center False).

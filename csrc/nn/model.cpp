@@ -170,6 +170,9 @@ Tensor Model::forward(const Tensor& x, StepMode mode) {
       xs_.clear();
       for (int p : in) xs_.push_back(value(p, x));
       static_cast<MergeLayer&>(l).forward_merge(xs_, y, ctx);
+    } else if (plan.folds[i] >= 0) {  // an inference step: the BatchNormalization after it folded in
+      static_cast<Conv2DLayer&>(l).forward_folded(value(in[0], x), y, ctx,
+                                                  static_cast<BatchNormLayer&>(graph_.layer(plan.folds[i])));
     } else {
       l.forward(value(in[0], x), y, ctx);
     }

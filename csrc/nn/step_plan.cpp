@@ -2,7 +2,34 @@
 
 #include <algorithm>
 
+#include "nn/layers.h"
+
 namespace hpcnn::nn {
+
+namespace {
+
+// Per node: the BatchNormalization node folded into it in an inference step, or -1 (step_plan.h).
+std::vector<int> inference_folds(const Graph& g, int end) {
+  const int n = g.size();
+  std::vector<int> readers(n, 0);
+  for (int i = 0; i < end; ++i)
+    for (int p : g.inputs(i))
+      if (p != kModelInput) ++readers[p];
+  std::vector<int> folds(n, -1);
+  for (int j = 0; j < end; ++j) {
+    const std::vector<int>& in = g.inputs(j);
+    if (g.layer(j).is_merge() || in.size() != 1 || in[0] == kModelInput) continue;
+    const int i = in[0];
+    const auto* bn = dynamic_cast<const BatchNormLayer*>(&g.layer(j));
+    const auto* conv = dynamic_cast<const Conv2DLayer*>(&g.layer(i));
+    // The convolution's own output must be needed by nothing else (nor be the model's output),
+    // and a ReLU inside it would come before the normalization.
+    if (bn && conv && !conv->fused_relu() && readers[i] == 1 && i != end - 1) folds[i] = j;
+  }
+  return folds;
+}
+
+}  // namespace
 
 StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<bool>& trains) {
   const int n = g.size();
@@ -29,10 +56,14 @@ StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<boo
 
   // ---- forward: each node's output, read by the nodes that take it
   const bool training = mode == StepMode::Train || mode == StepMode::Call;
+  plan.folds = training ? std::vector<int>(n, -1) : inference_folds(g, end);
+  std::vector<char> folded(n, 0);
+  for (int i = 0; i < n; ++i)
+    if (plan.folds[i] >= 0) folded[plan.folds[i]] = 1;
   for (int i = 0; i < end; ++i) {
     const Layer& l = g.layer(i);
     const std::vector<int>& in = g.inputs(i);
-    if (!l.is_merge() && l.forward_is_view(training)) {
+    if (folded[i] || (!l.is_merge() && l.forward_is_view(training))) {  // a folded node: its conv wrote it
       plan.forward_view[i] = 1;
       plan.value_buffer[i] = value_of(in[0]);
     } else {

@@ -10,6 +10,11 @@
 //
 // Forward: a layer whose output is a view of its input (Flatten; Dropout at inference) gets no
 // buffer: its value is the input's, reshaped.
+// Inference steps (Test, Predict): a BatchNormalization whose one input is a Conv2D without a
+// fused ReLU that nothing else reads is folded into that convolution (ops::conv_bn_fold): the
+// convolution computes the normalized output (and the ReLU fused into the normalization) in one
+// pass, and the normalization's node is a view of it (`folds`). Training steps never fold: the
+// backward pass needs the convolution's own output, and the batch's statistics are not constants.
 // Backward (training): node i runs backward if it has trainable parameters or any of its inputs
 // does, directly or further up (frozen layers before every trainable one are skipped, as are the
 // gradients of the model's input). The gradient of an output that feeds several layers is the
@@ -43,6 +48,8 @@ struct StepPlan {
   int end = 0;                            // nodes [0, end) run forward; end - 1 feeds the loss
   std::vector<int> value_buffer;          // per node < end: the buffer of its output (kBatchBuffer)
   std::vector<char> forward_view;         // per node: its output is its input reshaped
+  std::vector<int> folds;                 // per node: the BatchNormalization node folded into this
+                                          // convolution (it computes that node's output), or -1
   std::vector<char> runs_backward;        // per node (training)
   std::vector<int> grad_buffer;           // per node: the buffer of its output's gradient, or -1
   std::vector<std::vector<GradRoute>> routes;  // per node, per input

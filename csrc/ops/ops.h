@@ -42,6 +42,13 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y
 void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& dy, Tensor* dx, Tensor& dw,
                      Tensor& db, int sh, int sw, Padding pad, bool relu);
 
+// A BatchNormalization in inference mode folded into the convolution before it (conv_bn_fold.h):
+// w_out (w's shape and layout), b_out (F,) such that conv2d_forward(x, w_out, b_out) is the
+// convolution (w, b; b undefined: none) followed by the normalization with the moving statistics
+// (gamma/beta undefined: 1/0).
+void conv_bn_fold(const Tensor& w, const Tensor& b, const Tensor& gamma, const Tensor& beta, const Tensor& moving_mean,
+                  const Tensor& moving_var, float eps, Tensor& w_out, Tensor& b_out);
+
 // x (N,H,W,C) -> y (N,OH,OW,C)
 Pool2dGeometry maxpool2d_geometry(const Tensor& x, int ph, int pw, int sh, int sw, Padding pad);
 void maxpool2d_forward(const Tensor& x, Tensor& y, int ph, int pw, int sh, int sw, Padding pad);

@@ -1,20 +1,18 @@
 """Benchmark statistics as HPC benchmark reports give them (mean time per step, images/s, its
 uncertainty and jitter), CSV collection, and a model timed in hpcnn and, side by side, the same
 model in PyTorch and TensorFlow (the peers): the tutorial CNN (``model='tutorial'``) or the CIFAR
-ResNet-20 (``model='resnet20'``). Used by bench/ scripts and the ``hpcnn bench`` command.
+ResNet-20 (``model='resnet20'``). Used by bench/ scripts and the ``hpcnn bench`` command. The
+models and the workers that time them, one process per framework, are hpcnn.bench_workers'.
 
     mean_speed        = batch_size / mean step time
     speed_uncertainty = std(per-step speeds) / sqrt(steps)           (standard error)
     speed_jitter      = 1.4826 * median(|speeds - median(speeds)|)   (robust spread, MAD)
 
-This module imports only the standard library at module level: a peer worker process loads it
-as a plain file, without the hpcnn package, so the framework it times runs alone (hpcnn's
-extension pins OpenBLAS to one thread when it loads, which would slow a PyTorch that uses the
-same OpenBLAS).
+A worker process loads hpcnn/bench_workers.py as a plain file, without the hpcnn package, so the
+framework it times runs alone (see there).
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import math
@@ -23,8 +21,13 @@ import platform
 import statistics
 import subprocess
 import sys
-import time
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from hpcnn import _core, bench_workers
+from hpcnn.bench_workers import (IMPORT_NAME, LATENCY_WARMUP, MODELS, RESNET20_FWD_MFLOP,  # noqa: F401 (bench's API)
+                                 RESNET20_TRAIN_MFLOP, TUTORIAL_FWD_MFLOP, TUTORIAL_TRAIN_MFLOP, WORKERS,
+                                 model_step_times, resnet_cifar_mflop, time_steps, trainable_params_hpcnn,
+                                 tutorial_cnn_step_times, worker_main)
 
 
 def step_stats(step_seconds: Iterable[float], batch_size: int) -> Dict[str, float]:
@@ -47,16 +50,20 @@ def step_stats(step_seconds: Iterable[float], batch_size: int) -> Dict[str, floa
     }
 
 
-def time_steps(step: Callable[[], object], steps: int, warmup: int = 2) -> List[float]:
-    """Wall-clock seconds of each of `steps` calls of `step`, after `warmup` untimed calls."""
-    for _ in range(warmup):
-        step()
-    out = []
-    for _ in range(steps):
-        t = time.perf_counter()
-        step()
-        out.append(time.perf_counter() - t)
-    return out
+def latency_stats(seconds: Iterable[float]) -> Dict[str, float]:
+    """Single-call latency (what a notebook's predict of one image waits): the median and the 90th
+    percentile (nearest rank) in milliseconds of the calls' wall-clock seconds."""
+    times = sorted(float(t) for t in seconds)
+    if not times:
+        raise ValueError("latency_stats: no calls")
+    return {"calls": len(times), "median_ms": 1e3 * statistics.median(times),
+            "p90_ms": 1e3 * times[max(0, int(math.ceil(0.9 * len(times))) - 1)]}
+
+
+#: What each worker's single-image ways of calling are (bench tables name them).
+LATENCY_CALLS = {("hpcnn", "call"): "model(x)", ("hpcnn", "predict"): "model.predict(x)",
+                 ("torch", "call"): "net(x), eval, no_grad (eager)",
+                 ("tensorflow", "call"): "model(x, training=False)", ("tensorflow", "predict"): "model.predict(x)"}
 
 
 def machine_description() -> str:
@@ -103,49 +110,11 @@ def collect_csv(paths: Iterable[str], out: str) -> int:
 
 def peak_gflops(threads: Optional[int] = None, seconds: float = 0.5) -> Optional[float]:
     """The machine's FP32 FMA peak measured by the core (None if this build lacks the probe)."""
-    from hpcnn import _core
     probe = getattr(_core.ops, "measure_peak_gflops", None)
     if probe is None:
         return None
     return float(probe(threads or _core.get_num_threads(), seconds))
 
-
-TUTORIAL_FWD_MFLOP = 30.9     # tutorial CNN, forward, per image
-TUTORIAL_TRAIN_MFLOP = 92.6   # forward + backward-data + backward-filter, per image (the first
-                              # conv's backward-data is not needed)
-
-
-def resnet_cifar_mflop(depth: int = 20, shortcut: str = "B", size: int = 32) -> Tuple[float, float]:
-    """(training, inference) MFLOP per image of the CIFAR ResNet (hpcnn.applications.resnet_cifar)
-    by the direct-convolution count, 2 FLOP per multiply-add: forward; training adds the backward
-    data pass of every convolution but the first and the backward filter pass of all."""
-    n = (depth - 2) // 6
-    convs = [(size, 3, 16, 3)]  # (output size, input channels, filters, kernel)
-    c, h = 16, size
-    for stage, f in enumerate((16, 32, 64)):
-        for block in range(n):
-            stride = 2 if stage and not block else 1
-            h = -(-h // stride)
-            convs += [(h, c, f, 3), (h, f, f, 3)]
-            if shortcut == "B" and stride != 1:
-                convs.append((h, c, f, 1))
-            c = f
-    macs = [o * o * f * k * k * ci for o, ci, f, k in convs]
-    fwd = 2 * (sum(macs) + 64 * 10) / 1e6
-    train = fwd + 2 * (sum(macs[1:]) + sum(macs) + 2 * 64 * 10) / 1e6
-    return train, fwd
-
-
-RESNET20_TRAIN_MFLOP, RESNET20_FWD_MFLOP = resnet_cifar_mflop(20, "B")
-
-#: per model: (training MFLOP, inference MFLOP) per image, the input shape, and what it is.
-MODELS = {
-    "tutorial": (TUTORIAL_TRAIN_MFLOP, TUTORIAL_FWD_MFLOP, (32, 32, 3),
-                 "the tutorial CNN (4x Conv-ReLU-MaxPool, Dense 256/512/10, dropout; Adam 1e-3)"),
-    "resnet20": (RESNET20_TRAIN_MFLOP, RESNET20_FWD_MFLOP, (32, 32, 3),
-                 "ResNet-20 for CIFAR (He et al. 2016; option B: 1x1 stride-2 projection shortcuts with BN; "
-                 "convolutions without bias; SGD 0.1, momentum 0.9, weight decay 1e-4)"),
-}
 
 #: Why "% of peak" can pass 100 %: one line, printed under every table that shows it.
 PEAK_NOTE = ("% of peak = GFLOP/s by the direct-convolution count (92.6 MFLOP per training image, 30.9 per "
@@ -159,244 +128,13 @@ def peak_note(model: str = "tutorial") -> str:
     return PEAK_NOTE.replace("92.6 MFLOP per training image, 30.9", f"{train:.1f} MFLOP per training image, {fwd:.1f}")
 
 
-def _hpcnn_model(model: str):
-    """(the compiled-ready hpcnn model, its optimizer) for `model`, fresh weights from seed 0."""
-    if model == "resnet20":
-        import hpcnn
-        from hpcnn.applications import resnet20_cifar
-        return resnet20_cifar(weight_decay=1e-4, shortcut="B", seed=0), hpcnn.optimizers.SGD(0.1, momentum=0.9)
-    try:  # absolute: this file may run without its package (see top)
-        from hpcnn.applications import tutorial_cnn
-    except ImportError:  # an older hpcnn timed as the baseline (bench_train.py --baseline-python)
-        from hpcnn.models import tutorial_cnn
-    return tutorial_cnn(seed=0), "adam"
-
-
-def trainable_params_hpcnn(m) -> int:
-    """Trainable parameters of an hpcnn model (the BN moving statistics are not), as its summary
-    counts them."""
-    lines: List[str] = []
-    m.summary(print_fn=lines.append)
-    for line in lines:
-        if line.startswith("Trainable params:"):
-            return int(line.split(":", 1)[1].split("(")[0].replace(",", "").strip())
-    return int(m.count_params())  # an older hpcnn's summary: every weight is trainable
-
-
-def tutorial_cnn_step_times(device: str = "cpu", batch_size: int = 250, steps: int = 20, warmup: int = 3,
-                            strategy=None):
-    """Per-step seconds of training and of inference for the tutorial CNN on `device`, on random
-    data already in memory (the model's own step, exactly as fit calls it per batch). `strategy`
-    (hpcnn.distribute): the model trains on its replicas instead, batch_size the global batch."""
-    train, infer, _ = model_step_times("tutorial", device, batch_size, steps, warmup, strategy=strategy)
-    return train, infer
-
-
-def model_step_times(model: str = "tutorial", device: str = "cpu", batch_size: int = 250, steps: int = 20,
-                     warmup: int = 3, strategy=None):
-    """(training seconds per step, inference seconds per step, trainable parameters) of `model`
-    (a key of MODELS) on `device`, on random data already in memory (the model's own step,
-    exactly as fit calls it per batch). `strategy` (hpcnn.distribute): compiled in its scope, the
-    model trains on its replicas instead, batch_size the global batch."""
-    import numpy as np
-    rng = np.random.default_rng(0)
-    x = rng.random((batch_size,) + MODELS[model][2], dtype=np.float32)
-    y = rng.integers(0, 10, batch_size).astype(np.int32)
-    m, opt = _hpcnn_model(model)
-    if strategy is not None:
-        with strategy.scope():
-            m.compile(opt, "sparse_categorical_crossentropy", ["accuracy"])
-    else:
-        m.compile(opt, "sparse_categorical_crossentropy", ["accuracy"], device=device)
-    core = m.core if hasattr(m, "core") else m._model()  # _model(): an older hpcnn timed as the baseline
-    if hasattr(core, "train_step"):
-        train = time_steps(lambda: core.train_step((x, y)), steps, warmup)
-        infer = time_steps(lambda: core.predict_step((x,)), steps, warmup)
-    else:  # the step API before train_step (hpcnn 0.1 as first released): the same work per call
-        train = time_steps(lambda: core.train_batch(x, y), steps, warmup)
-        infer = time_steps(lambda: core.predict_batch(x), steps, warmup)
-    return train, infer, trainable_params_hpcnn(m)
-
-
-# ---------------------------------------------------------------------- peers: PyTorch, TensorFlow
-# The same model in each framework, random data in memory, batch `batch`, each framework in its own
-# process with `threads` threads. Each worker returns (training step seconds, inference step
-# seconds, trainable parameters): the parameter counts are printed and must agree.
-#   tutorial: Conv 32/64/128/256 3x3 'same' + ReLU + 2x2 max-pool each, Flatten, Dense 256,
-#             Dropout 0.2, Dense 512, Dropout 0.2, Dense 10; Adam 1e-3.
-#   resnet20: see resnet_cifar_mflop / hpcnn.applications.resnet_cifar (shortcut 'B'); SGD 0.1,
-#             momentum 0.9, weight decay 1e-4 on the kernels (Keras: l2(5e-5), its gradient 1e-4 w;
-#             PyTorch: SGD's weight_decay, which also decays BN's gamma/beta: the same work).
-def worker_hpcnn(batch: int, steps: int, warmup: int, threads: int, model: str = "tutorial"):
-    import hpcnn
-    hpcnn.set_num_threads(threads)
-    return model_step_times(model, "cpu", batch, steps, warmup)
-
-
-def _torch_model(model: str):
-    import torch
-    from torch import nn
-    if model == "tutorial":
-        layers, c = [], 3
-        for f in (32, 64, 128, 256):
-            layers += [nn.Conv2d(c, f, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2, 2)]
-            c = f
-        net = nn.Sequential(*layers, nn.Flatten(), nn.Linear(1024, 256), nn.ReLU(), nn.Dropout(0.2),
-                            nn.Linear(256, 512), nn.ReLU(), nn.Dropout(0.2), nn.Linear(512, 10))
-        return net, torch.optim.Adam(net.parameters(), lr=1e-3, eps=1e-7)
-
-    def bn(f):  # Keras' BatchNormalization defaults: epsilon 1e-3, momentum 0.99 (PyTorch counts 1 - it)
-        return nn.BatchNorm2d(f, eps=1e-3, momentum=0.01)
-
-    class Block(nn.Module):
-        def __init__(self, cin: int, cout: int, stride: int):
-            super().__init__()
-            self.conv1, self.bn1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False), bn(cout)
-            self.conv2, self.bn2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), bn(cout)
-            self.proj = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), bn(cout))
-                         if stride != 1 or cin != cout else None)
-
-        def forward(self, x):
-            y = torch.relu(self.bn1(self.conv1(x)))
-            y = self.bn2(self.conv2(y))
-            return torch.relu(y + (x if self.proj is None else self.proj(x)))
-
-    n = 3  # ResNet-20
-    layers, c = [nn.Conv2d(3, 16, 3, 1, 1, bias=False), bn(16), nn.ReLU()], 16
-    for stage, f in enumerate((16, 32, 64)):
-        for block in range(n):
-            layers.append(Block(c, f, 2 if stage and not block else 1))
-            c = f
-    net = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
-    return net, torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
-
-
-def worker_torch(batch: int, steps: int, warmup: int, threads: int, model: str = "tutorial"):
-    import torch
-    from torch import nn
-    torch.set_num_threads(threads)
-    torch.manual_seed(0)
-    net, opt = _torch_model(model)
-    net = net.to(memory_format=torch.channels_last)
-    lossf = nn.CrossEntropyLoss()
-    h, w, c = MODELS[model][2]
-    x = torch.rand(batch, c, h, w).to(memory_format=torch.channels_last)
-    y = torch.randint(0, 10, (batch,))
-
-    def train_step():
-        opt.zero_grad(set_to_none=True)
-        loss = lossf(net(x), y)
-        loss.backward()
-        opt.step()
-        return loss.item()
-
-    def infer_step():
-        with torch.no_grad():
-            return torch.softmax(net(x), 1)
-
-    net.train()
-    train = time_steps(train_step, steps, warmup)
-    net.eval()
-    infer = time_steps(infer_step, steps, warmup)
-    return train, infer, int(sum(p.numel() for p in net.parameters() if p.requires_grad))
-
-
-def _keras_model(model: str):
-    import tensorflow as tf
-    L = tf.keras.layers
-    if model == "tutorial":
-        m = tf.keras.Sequential([tf.keras.Input(shape=(32, 32, 3))])
-        for f in (32, 64, 128, 256):
-            m.add(L.Conv2D(f, 3, padding="same", activation="relu"))
-            m.add(L.MaxPooling2D(2, 2, padding="same"))
-        for layer in (L.Flatten(), L.Dense(256, activation="relu"), L.Dropout(0.2), L.Dense(512, activation="relu"),
-                      L.Dropout(0.2), L.Dense(10, activation="softmax")):
-            m.add(layer)
-        return m, tf.keras.optimizers.Adam(1e-3)
-    reg = tf.keras.regularizers.l2(5e-5)
-
-    def conv(f, k, stride=1):
-        return L.Conv2D(f, k, strides=stride, padding="same", use_bias=False, kernel_regularizer=reg)
-
-    x = inp = tf.keras.Input(shape=(32, 32, 3))
-    x = L.ReLU()(L.BatchNormalization()(conv(16, 3)(x)))
-    for stage, f in enumerate((16, 32, 64)):
-        for block in range(3):
-            stride = 2 if stage and not block else 1
-            y = L.ReLU()(L.BatchNormalization()(conv(f, 3, stride)(x)))
-            y = L.BatchNormalization()(conv(f, 3)(y))
-            if stride != 1 or x.shape[-1] != f:
-                x = L.BatchNormalization()(conv(f, 1, stride)(x))
-            x = L.ReLU()(L.Add()([y, x]))
-    out = L.Dense(10, activation="softmax", kernel_regularizer=reg)(L.GlobalAveragePooling2D()(x))
-    return tf.keras.Model(inp, out), tf.keras.optimizers.SGD(0.1, momentum=0.9)
-
-
-def worker_tensorflow(batch: int, steps: int, warmup: int, threads: int, model: str = "tutorial"):
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import numpy as np
-    import tensorflow as tf
-    tf.config.threading.set_intra_op_parallelism_threads(threads)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
-    tf.keras.utils.set_random_seed(0)
-    net, opt = _keras_model(model)
-    net.compile(optimizer=opt, loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    rng = np.random.default_rng(0)
-    n = batch * (steps + warmup)
-    x = rng.random((n,) + MODELS[model][2], dtype=np.float32)
-    y = rng.integers(0, 10, n)
-
-    class Timer(tf.keras.callbacks.Callback):  # Keras' own fit, timed per batch
-        def __init__(self):
-            super().__init__()
-            self.t, self.times = 0.0, []
-
-        def on_train_batch_begin(self, b, logs=None):
-            self.t = time.perf_counter()
-
-        def on_train_batch_end(self, b, logs=None):
-            self.times.append(time.perf_counter() - self.t)
-
-        on_predict_batch_begin = on_train_batch_begin
-        on_predict_batch_end = on_train_batch_end
-
-    tt = Timer()
-    net.fit(x, y, batch_size=batch, epochs=1, verbose=0, shuffle=False, callbacks=[tt])
-    ti = Timer()
-    net.predict(x, batch_size=batch, verbose=0, callbacks=[ti])
-    params = int(sum(int(np.prod(w.shape)) for w in net.trainable_weights))
-    return tt.times[warmup:], ti.times[warmup:], params
-
-
-WORKERS = {"hpcnn": worker_hpcnn, "torch": worker_torch, "tensorflow": worker_tensorflow}
-IMPORT_NAME = {"hpcnn": "hpcnn", "torch": "torch", "tensorflow": "tensorflow"}
 FRAMEWORK_LABEL = {"hpcnn": "hpcnn", "torch": "PyTorch", "tensorflow": "TensorFlow"}
 
-# Runs this file's worker_main without importing the hpcnn package (see the module docstring).
+# Runs bench_workers.py's worker_main without importing the hpcnn package (see its docstring).
 _WORKER_LAUNCHER = ("import importlib.util, sys; "
                     "spec = importlib.util.spec_from_file_location('hpcnn_bench_worker', sys.argv[1]); "
                     "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
                     "sys.exit(m.worker_main(sys.argv[2:]))")
-
-
-def worker_main(argv: Sequence[str]) -> int:
-    """A worker process: times one framework and prints {"train": [...], "infer": [...], "params": n}
-    as JSON."""
-    p = argparse.ArgumentParser()
-    p.add_argument("--worker", required=True, choices=sorted(WORKERS))
-    p.add_argument("--batch", type=int, required=True)
-    p.add_argument("--steps", type=int, required=True)
-    p.add_argument("--warmup", type=int, required=True)
-    p.add_argument("--threads", type=int, required=True)
-    p.add_argument("--model", default="tutorial", choices=sorted(MODELS))
-    a = p.parse_args(list(argv))
-    if a.model == "tutorial":  # the call an older bench.py's hpcnn worker understands too
-        res = WORKERS[a.worker](a.batch, a.steps, a.warmup, a.threads)
-    else:
-        res = WORKERS[a.worker](a.batch, a.steps, a.warmup, a.threads, a.model)
-    train, infer = res[0], res[1]
-    print(json.dumps({"train": list(train), "infer": list(infer), "params": res[2] if len(res) > 2 else None}))
-    return 0
 
 
 def importable(python: str, framework: str) -> bool:
@@ -407,11 +145,16 @@ def importable(python: str, framework: str) -> bool:
 
 
 def run_worker(python: str, framework: str, batch: int, steps: int, warmup: int, threads: int,
-               model: str = "tutorial") -> Dict[str, object]:
-    cmd = [python, "-c", _WORKER_LAUNCHER, os.path.abspath(__file__), "--worker", framework, "--batch", str(batch),
+               model: str = "tutorial", latency_calls: int = 0) -> Dict[str, object]:
+    """One worker process's result: {"train": [s...], "infer": [s...], "params": n, "versions":
+    {name: version}, "latency": {"call"|"predict": [s...]}} (single-image calls; the last two
+    empty from an older hpcnn)."""
+    cmd = [python, "-c", _WORKER_LAUNCHER, os.path.abspath(bench_workers.__file__), "--worker", framework, "--batch", str(batch),
            "--steps", str(steps), "--warmup", str(warmup), "--threads", str(threads)]
     if model != "tutorial":
         cmd += ["--model", model]
+    if latency_calls:
+        cmd += ["--latency", str(latency_calls)]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"the {framework} benchmark worker failed:\n{out.stderr[-3000:]}")
@@ -420,13 +163,18 @@ def run_worker(python: str, framework: str, batch: int, steps: int, warmup: int,
 
 def compare(frameworks: Sequence[str], batch: int, steps: int, warmup: int, threads: int, rounds: int,
             python: Optional[str] = None, baselines: Optional[Dict[str, str]] = None,
-            model: str = "tutorial", hpcnn_python: Optional[str] = None) -> Dict[Tuple[str, str], Dict[str, float]]:
+            model: str = "tutorial", hpcnn_python: Optional[str] = None,
+            latency_calls: int = 0) -> Dict[Tuple[str, str], Dict[str, object]]:
     """step_stats per (framework, 'train'|'infer'), with the framework's trainable parameter count
-    under 'params': every framework in its own process, `rounds` rounds interleaved (hpcnn, torch,
-    tensorflow, hpcnn, ...) so slow drifts hit all alike. `baselines` maps a label to another
+    under 'params' and the versions it ran (framework, its oneDNN and BLAS, as it reports them)
+    under 'versions': every framework in its own process, `rounds` rounds interleaved (hpcnn,
+    torch, tensorflow, hpcnn, ...) so slow drifts hit all alike. `baselines` maps a label to another
     interpreter whose hpcnn (an older build) is timed as one more framework under that label: old
     and new side by side in one run. `model`: a key of MODELS. `hpcnn_python`: the interpreter for
-    hpcnn's worker when it is not `python` (peers in a bench venv, hpcnn in its own venv)."""
+    hpcnn's worker when it is not `python` (peers in a bench venv, hpcnn in its own venv).
+    `latency_calls` > 0: each worker also times that many single-image predictions per round, and
+    (framework, 'latency') holds latency_stats per way of calling ('call': model(x) / torch's
+    net(x) under no_grad; 'predict': model.predict(x)), with 'versions'."""
     python = python or sys.executable
     if model not in MODELS:
         raise ValueError(f"unknown model {model!r}; known: {sorted(MODELS)}")
@@ -434,15 +182,62 @@ def compare(frameworks: Sequence[str], batch: int, steps: int, warmup: int, thre
     runs = ([(f, hpcnn_python if f == "hpcnn" else python, f) for f in frameworks]
             + [(label, py, "hpcnn") for label, py in (baselines or {}).items()])
     times = {label: {"train": [], "infer": []} for label, _, _ in runs}
+    lat: Dict[str, Dict[str, List[float]]] = {label: {} for label, _, _ in runs}
     params: Dict[str, object] = {}
+    versions: Dict[str, Dict[str, str]] = {}
     for _ in range(rounds):
         for f, py, worker in runs:
-            res = run_worker(py, worker, batch, steps, warmup, threads, model)
+            res = run_worker(py, worker, batch, steps, warmup, threads, model, latency_calls)
             times[f]["train"] += res["train"]
             times[f]["infer"] += res["infer"]
             params[f] = res.get("params")
-    return {(f, mode): {**step_stats(times[f][mode], batch), "params": params[f]}
-            for f in times for mode in ("train", "infer")}
+            versions[f] = res.get("versions") or {}
+            for way, secs in (res.get("latency") or {}).items():
+                lat[f].setdefault(way, []).extend(secs)
+    out: Dict[Tuple[str, str], Dict[str, object]] = {
+        (f, mode): {**step_stats(times[f][mode], batch), "params": params[f], "versions": versions[f]}
+        for f in times for mode in ("train", "infer")}
+    for f, ways in lat.items():
+        if ways:
+            out[(f, "latency")] = {**{way: latency_stats(s) for way, s in ways.items()}, "versions": versions[f]}
+    return out
+
+
+def versions_line(results: Dict[Tuple[str, str], Dict[str, object]]) -> str:
+    """One line naming every measured framework's versions, e.g. 'hpcnn 0.9 (OpenBLAS ...);
+    PyTorch: torch 2.15.0, onednn ...'."""
+    seen: Dict[str, Dict[str, str]] = {}
+    for (f, mode), r in results.items():
+        if mode == "train":
+            seen[f] = r.get("versions") or {}
+    return "; ".join(f"{FRAMEWORK_LABEL.get(f, f)}: " + (", ".join(f"{k} {v}" for k, v in v.items()) or "versions not reported")
+                     for f, v in seen.items())
+
+
+def latency_rows(results: Dict[Tuple[str, str], Dict[str, object]]) -> List[Dict[str, object]]:
+    """One row per framework and way of calling with one image: median and p90 ms, and the ratio
+    of the framework's median to hpcnn's fastest way (above 1: hpcnn answers sooner)."""
+    lat = {f: r for (f, mode), r in results.items() if mode == "latency"}
+    best = min((s["median_ms"] for way, s in lat.get("hpcnn", {}).items() if way != "versions"), default=None)
+    rows = []
+    for f, ways in lat.items():
+        for way, s in ways.items():
+            if way == "versions":
+                continue
+            rows.append({"framework": f, "mode": f"latency-{way}", "calls": s["calls"], "median_ms": s["median_ms"],
+                         "p90_ms": s["p90_ms"], "hpcnn_speedup": s["median_ms"] / best if best else float("nan")})
+    return rows
+
+
+def format_latency(rows: List[Dict[str, object]]) -> str:
+    """The single-image latency table."""
+    lines = [f"{'framework':<11}{'call (1 image)':<32}{'calls':>7}{'median ms':>11}{'p90 ms':>9}{'it/hpcnn':>10}"]
+    for r in rows:
+        way = r["mode"].split("-", 1)[1]
+        how = LATENCY_CALLS.get((r["framework"], way), LATENCY_CALLS.get(("hpcnn", way), way))
+        lines.append(f"{FRAMEWORK_LABEL.get(r['framework'], r['framework']):<11}{how:<32}{r['calls']:>7}"
+                     f"{r['median_ms']:>11.2f}{r['p90_ms']:>9.2f}{r['hpcnn_speedup']:>9.2f}x")
+    return "\n".join(lines)
 
 
 def check_same_params(results: Dict[Tuple[str, str], Dict[str, float]]) -> Dict[str, int]:
@@ -466,7 +261,9 @@ def comparison_rows(results: Dict[Tuple[str, str], Dict[str, float]], peak: Opti
             if m != mode:
                 continue
             gf = s["mean_speed"] * mflop / 1e3
-            rows.append({"framework": f, "mode": mode, **s, "gflops": gf,
+            stats = {k: v for k, v in s.items() if k != "versions"}
+            stats["versions"] = "; ".join(f"{k} {v}" for k, v in (s.get("versions") or {}).items())
+            rows.append({"framework": f, "mode": mode, **stats, "gflops": gf,
                          "percent_of_peak": 100 * gf / peak if peak else float("nan"),
                          "hpcnn_speedup": base["mean_speed"] / s["mean_speed"] if base else float("nan")})
     return rows

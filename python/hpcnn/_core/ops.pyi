@@ -60,6 +60,9 @@ def conv2d_forward(x: object, kernel: object, bias: object, strides: object=1, p
 def conv2d_kernel_layout(device: str) -> str:
     """The conv2d kernel layout the backend of `device` computes with, and a model on it holds: 'HWIO' (kh, kw, in, out; Keras' own) on the CPU, 'OHWI' (out, kh, kw, in; cuDNN's NHWC filter) on a GPU. Needs no GPU."""
 
+def conv_bn_fold(kernel: object, bias: object, gamma: object, beta: object, moving_mean: object, moving_variance: object, epsilon: typing.SupportsFloat | typing.SupportsIndex, device: str='cpu') -> tuple[numpy.ndarray, numpy.ndarray]:
+    """A BatchNormalization in inference mode folded into the convolution before it: (kernel, bias) such that conv2d_forward with them is the convolution followed by the normalization. kernel in Keras' HWIO; bias, gamma, beta None: none (0, 1, 0)."""
+
 def convert_conv2d_kernel(kernel: object, from_layout: str, to_layout: str) -> numpy.ndarray:
     """A conv2d kernel converted between 'HWIO' and 'OHWI' on the host: the conversion a model applies in get_weights, set_weights and when it moves between the CPU and a GPU."""
 
