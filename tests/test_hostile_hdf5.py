@@ -12,18 +12,14 @@ runs more cases or another seed (CI runs the default: DEFAULT_CASES cases of see
 """
 from __future__ import annotations
 
-import json
 import os
-import selectors
-import subprocess
 import sys
-import tempfile
-import time
 
 import pytest
 
 pytest.importorskip("h5py")
 sys.path.insert(0, os.path.dirname(__file__))
+import hostile_driver  # noqa: E402
 import hostile_hdf5  # noqa: E402
 
 DEFAULT_CASES = 600
@@ -35,105 +31,9 @@ BATCH = 50
 WORKERS = 2
 
 
-class Worker:
-    def __init__(self, seed, cases, inject=None, no_reference=()):
-        self.cases = list(cases)
-        cmd = [sys.executable, SCRIPT, "--seed", str(seed), "--cases", ",".join(map(str, self.cases))]
-        if inject:
-            cmd += ["--inject", inject]
-        if no_reference:
-            cmd += ["--no-reference", ",".join(map(str, sorted(no_reference)))]
-        # stderr to a file: a chatty crash report must not fill a pipe and stall the worker.
-        self.stderr = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.stderr)
-        # Read with os.read, not readline: a buffered reader can swallow a second line from the
-        # pipe, which the selector would then never report (a hang would go unnoticed).
-        os.set_blocking(self.proc.stdout.fileno(), False)
-        self.pending = b""
-        self.current = None       # the case started and not finished
-        self.in_reference = False  # h5py (not hpcnn) is reading the current case
-        self.last = time.monotonic()
-        self.done = set()
-        self.err_tail = ""
-
-
 def run_cases(seed, cases, workers=WORKERS, batch=BATCH, timeout=CASE_TIMEOUT, inject=None):
-    """Runs `cases`; returns ({case: result dict}, [problem descriptions], {cases h5py crashed on}).
-
-    A problem is a case whose worker crashed or hung while hpcnn ran it (confirmed by running the
-    case alone) or a worker that failed outside any case. A crash while h5py reads the reference
-    is h5py's: that case runs again without the reference.
-    """
-    pending = [cases[i:i + batch] for i in range(0, len(cases), batch)]
-    running, results, problems, suspects = [], {}, [], []
-    no_reference = set()
-    sel = selectors.DefaultSelector()
-
-    def finish(w, why=None):
-        sel.unregister(w.proc.stdout)
-        if w.proc.poll() is None:
-            w.proc.kill()
-        w.proc.wait()
-        w.proc.stdout.close()
-        w.stderr.seek(0)
-        w.err_tail = w.stderr.read()[-2000:]
-        w.stderr.close()
-        running.remove(w)
-        rest = [c for c in w.cases if c not in w.done and c != w.current]
-        if w.current is not None and w.in_reference and not why and w.current not in no_reference:
-            no_reference.add(w.current)  # h5py crashed: run the case again without it
-            rest.insert(0, w.current)
-        elif why or w.proc.returncode != 0:
-            if w.current is not None:
-                suspects.append((w.current, why or f"worker died (exit status {w.proc.returncode})", w.err_tail))
-            else:
-                problems.append(f"a worker failed outside any case (exit {w.proc.returncode}): {w.err_tail}")
-        if rest:
-            pending.insert(0, rest)
-
-    while pending or running:
-        while pending and len(running) < workers:
-            w = Worker(seed, pending.pop(0), inject, no_reference)
-            running.append(w)
-            sel.register(w.proc.stdout, selectors.EVENT_READ, w)
-        for key, _ in sel.select(timeout=1.0):
-            w = key.data
-            try:
-                chunk = os.read(w.proc.stdout.fileno(), 1 << 16)
-            except BlockingIOError:
-                continue
-            w.pending += chunk
-            *lines, w.pending = w.pending.split(b"\n")
-            if lines:
-                w.last = time.monotonic()
-            for line in (x.decode(errors="replace") for x in lines):
-                if line.startswith("START "):
-                    w.current = int(line.split()[1])
-                    w.in_reference = True
-                elif line.startswith("H5PY "):
-                    w.in_reference = False
-                elif line.startswith("RESULT "):
-                    r = json.loads(line[len("RESULT "):])
-                    results[r["case"]] = r
-                    w.done.add(r["case"])
-                    w.current = None
-            if not chunk:  # end of output: the worker exited
-                finish(w)
-        for w in list(running):
-            if w.current is not None and time.monotonic() - w.last > timeout:
-                finish(w, why=f"no progress for {timeout:.0f} s (a hang)")
-
-    for case, why, err in suspects:
-        alone = subprocess.run([sys.executable, SCRIPT, "--seed", str(seed), "--cases", str(case), "--verbose"]
-                               + (["--inject", inject] if inject else [])
-                               + (["--no-reference", str(case)] if case in no_reference else []),
-                               capture_output=True, text=True, timeout=timeout + 30) if "hang" not in why else None
-        confirmed = "" if alone is None else (
-            f"; alone: exit status {alone.returncode}" + (f", {alone.stdout.strip().splitlines()[-1]}"
-                                                          if alone.stdout.strip() else ""))
-        problems.append(f"case {case} (seed {seed}): {why}{confirmed}; stderr: {err[-600:]}\n"
-                        f"  reproduce: python {SCRIPT} --seed {seed} --cases {case} --verbose")
-    return results, problems, no_reference
+    """hostile_driver.run_cases for this corpus: ({case: result}, [problems], {cases h5py crashed on})."""
+    return hostile_driver.run_cases(SCRIPT, seed, cases, workers, batch, timeout, inject, reference=True)
 
 
 def test_hostile_hdf5_files():
