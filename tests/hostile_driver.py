@@ -19,6 +19,18 @@ import tempfile
 import time
 
 
+def parse_cases(spec):
+    """A worker's --cases: '0:100' (a range), '5,9,12', or both joined by commas."""
+    out = []
+    for part in spec.split(","):
+        if ":" in part:
+            a, b = part.split(":")
+            out += list(range(int(a), int(b)))
+        elif part:
+            out.append(int(part))
+    return out
+
+
 class Worker:
     """One worker subprocess running `script --seed S --cases i,j,...`, read line by line."""
 

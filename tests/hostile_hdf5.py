@@ -38,6 +38,8 @@ import traceback
 
 import numpy as np
 
+import hostile_driver  # tests/: beside this file (a worker is run as a script from here)
+
 DEFAULT_SEED = 12
 # Cases whose declared data is larger than this are not read into memory by the reference (h5py)
 # and, without an address-space limit (sanitizer runs), not by hpcnn either. (Base files hold well
@@ -672,17 +674,6 @@ def check_case(seed, index, workdir, keep=None, reference=True):
     return desc, fails, did, h5py_read
 
 
-def _parse_cases(spec):
-    out = []
-    for part in spec.split(","):
-        if ":" in part:
-            a, b = part.split(":")
-            out += list(range(int(a), int(b)))
-        elif part:
-            out.append(int(part))
-    return out
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
@@ -698,9 +689,9 @@ def main(argv=None):
     import hpcnn
     hpcnn.set_num_threads(args.threads)
     inject = args.inject.split(":") if args.inject else None
-    no_reference = set(_parse_cases(args.no_reference))
+    no_reference = set(hostile_driver.parse_cases(args.no_reference))
     with tempfile.TemporaryDirectory(prefix="hpcnn-hostile-") as workdir:
-        for i in _parse_cases(args.cases):
+        for i in hostile_driver.parse_cases(args.cases):
             print(f"START {i}", flush=True)
             if inject and int(inject[1]) == i:
                 if inject[0] == "h5py-crash" and i not in no_reference:

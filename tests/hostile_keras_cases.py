@@ -17,8 +17,7 @@ import os
 import pickle
 import tempfile
 import warnings
-import zipfile
-from typing import Any, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import resource
 import shutil
 import sys
@@ -39,6 +38,8 @@ import time
 import traceback
 
 import numpy as np
+
+import hostile_driver  # tests/: beside this file (a worker is run as a script from here)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERAS_DATA = os.path.join(HERE, "data", "keras")
@@ -525,17 +526,6 @@ def check_case(seed, index, workdir, tripwire, keep=None):
 TRIPWIRE = None  # the worker's Tripwire
 
 
-def _parse_cases(spec):
-    out = []
-    for part in spec.split(","):
-        if ":" in part:
-            a, b = part.split(":")
-            out += list(range(int(a), int(b)))
-        elif part:
-            out.append(int(part))
-    return out
-
-
 def main(argv=None):
     global TRIPWIRE
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -553,7 +543,7 @@ def main(argv=None):
     inject = args.inject.split(":") if args.inject else None
     with tempfile.TemporaryDirectory(prefix="hpcnn-hostile-h5-") as workdir:
         TRIPWIRE = Tripwire(os.path.join(workdir, "tripwire"))
-        for i in _parse_cases(args.cases):
+        for i in hostile_driver.parse_cases(args.cases):
             print(f"START {i}", flush=True)
             if inject and int(inject[1]) == i:
                 if inject[0] == "crash":

@@ -34,6 +34,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import archive_tools as at  # noqa: E402
+import hostile_driver  # noqa: E402
 import hostile_model_kinds as registry  # noqa: E402
 
 DEFAULT_SEED = 26
@@ -120,17 +121,6 @@ def _listing(top):
     return out
 
 
-def _parse_cases(spec):
-    out = []
-    for part in spec.split(","):
-        if ":" in part:
-            a, b = part.split(":")
-            out += list(range(int(a), int(b)))
-        elif part:
-            out.append(int(part))
-    return out
-
-
 def counts(n):
     """{kind: number of cases} among cases 0..n-1."""
     cycle = registry.load_registry()
@@ -162,7 +152,7 @@ def main(argv=None):
         with open(os.path.join(payload, f"{at.PAYLOAD_MODULE}.py"), "w") as f:
             f.write(at.payload_source(os.path.join(payload, "imported")))
         sys.path.insert(0, payload)
-        for i in _parse_cases(args.cases or ""):
+        for i in hostile_driver.parse_cases(args.cases or ""):
             print(f"START {i}", flush=True)
             if inject and int(inject[1]) == i:
                 if inject[0] == "crash":

@@ -16,7 +16,6 @@ import zipfile
 import numpy as np
 import pytest
 
-import hpcnn
 from hpcnn import _core
 from hpcnn.formats.keras_weights import keras3_weight_items
 from hpcnn.models import load_model, model_from_json
