@@ -33,6 +33,8 @@ import time
 import warnings
 from typing import Any, Dict, Optional, Tuple
 
+from .config_json import read_config_json
+
 LOCK_FILE = "backup.lock"
 # The directories (st_dev, st_ino) whose lock this process holds, and the owner of each lock.
 _HELD: Dict[Tuple[int, int], "BackupLock"] = {}
@@ -68,7 +70,7 @@ def describe(who: Dict[str, Any]) -> str:
 def _read_holder(fd: int) -> Dict[str, Any]:
     try:
         raw = os.pread(fd, 4096, 0)
-        who = json.loads(raw.decode("utf-8")) if raw else {}
+        who = read_config_json(raw, "the lock file's holder") if raw else {}
     except (OSError, ValueError):
         return {}
     return who if isinstance(who, dict) else {}
