@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 
 def parse_cases(spec):
@@ -29,6 +30,33 @@ def parse_cases(spec):
         elif part:
             out.append(int(part))
     return out
+
+
+def serve(cases, inject, run_case, verbose_line=None, reference=False):
+    """A worker's side of the protocol: for each case i of the --cases spec `cases`, "START i", then
+    run_case(i) -> {field: value} (its "fails" a list; an exception is a harness error: a bug in
+    the generator fails the case too), then "RESULT {json}" with "case" and "s" (seconds) added.
+    `inject` ('crash:I', 'hang:I') tests the driver itself: the worker aborts or sleeps at case I;
+    with reference=True the crash comes after "H5PY I" (hpcnn's, not the reference reader's).
+    verbose_line(i, result): a line to print after each case (--verbose)."""
+    kind, at = inject.split(":") if inject else (None, None)
+    for i in parse_cases(cases):
+        print(f"START {i}", flush=True)
+        if at is not None and int(at) == i:
+            if kind == "crash":
+                if reference:
+                    print(f"H5PY {i}", flush=True)
+                os.abort()
+            if kind == "hang":
+                time.sleep(3600)
+        t0 = time.time()
+        try:
+            result = run_case(i)
+        except Exception:  # noqa: BLE001  (a bug in the generator itself is a failure too)
+            result = {"desc": "?", "did": "?", "fails": ["harness error: " + traceback.format_exc()]}
+        print("RESULT " + json.dumps(dict(result, case=i, s=round(time.time() - t0, 3))), flush=True)
+        if verbose_line is not None:
+            print(verbose_line(i, result), flush=True)
 
 
 class Worker:

@@ -26,15 +26,12 @@ the original data, that is right too). Anything else is a silently wrong answer.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import resource
 import struct
 import sys
 import tempfile
-import time
-import traceback
 
 import numpy as np
 
@@ -688,29 +685,16 @@ def main(argv=None):
         resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
     import hpcnn
     hpcnn.set_num_threads(args.threads)
-    inject = args.inject.split(":") if args.inject else None
     no_reference = set(hostile_driver.parse_cases(args.no_reference))
     with tempfile.TemporaryDirectory(prefix="hpcnn-hostile-") as workdir:
-        for i in hostile_driver.parse_cases(args.cases):
-            print(f"START {i}", flush=True)
-            if inject and int(inject[1]) == i:
-                if inject[0] == "h5py-crash" and i not in no_reference:
-                    os.abort()
-                if inject[0] == "crash":
-                    print(f"H5PY {i}", flush=True)
-                    os.abort()
-                if inject[0] == "hang":
-                    time.sleep(3600)
-            t0 = time.time()
-            try:
-                desc, fails, did, h5py_read = check_case(args.seed, i, workdir, args.keep,
-                                                         reference=i not in no_reference)
-            except Exception:  # noqa: BLE001  (a bug in the generator itself is a failure too)
-                desc, fails, did, h5py_read = "?", ["harness error: " + traceback.format_exc()], {}, False
-            print("RESULT " + json.dumps({"case": i, "desc": desc, "fails": fails, "did": did, "h5py_read": h5py_read,
-                                          "s": round(time.time() - t0, 3)}), flush=True)
-            if args.verbose:
-                print(f"  case {i}: {desc}: {'ok' if not fails else fails}", flush=True)
+        def run_case(i):
+            if args.inject and args.inject == f"h5py-crash:{i}" and i not in no_reference:
+                os.abort()  # a crash while h5py reads the reference (a test of the driver)
+            desc, fails, did, h5py_read = check_case(args.seed, i, workdir, args.keep, reference=i not in no_reference)
+            return {"desc": desc, "fails": fails, "did": did, "h5py_read": h5py_read}
+
+        hostile_driver.serve(args.cases, args.inject, run_case, reference=True, verbose_line=(lambda i, r: (
+            f"  case {i}: {r['desc']}: {'ok' if not r['fails'] else r['fails']}")) if args.verbose else None)
     return 0
 
 

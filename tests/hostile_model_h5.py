@@ -27,7 +27,6 @@ either fails the case (the tripwire notices any reader, and a followed valid fil
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
@@ -35,7 +34,6 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 
 import numpy as np
 
@@ -540,25 +538,14 @@ def main(argv=None):
     sys.path.insert(0, HERE)
     import hpcnn
     hpcnn.set_num_threads(1)
-    inject = args.inject.split(":") if args.inject else None
     with tempfile.TemporaryDirectory(prefix="hpcnn-hostile-h5-") as workdir:
         TRIPWIRE = Tripwire(os.path.join(workdir, "tripwire"))
-        for i in hostile_driver.parse_cases(args.cases):
-            print(f"START {i}", flush=True)
-            if inject and int(inject[1]) == i:
-                if inject[0] == "crash":
-                    os.abort()
-                if inject[0] == "hang":
-                    time.sleep(3600)
-            t0 = time.time()
-            try:
-                desc, fails, did = check_case(args.seed, i, workdir, TRIPWIRE.path, args.keep)
-            except Exception:  # noqa: BLE001  (a bug in the generator itself is a failure too)
-                desc, fails, did = "?", ["harness error: " + traceback.format_exc()], "?"
-            print("RESULT " + json.dumps({"case": i, "desc": desc, "fails": fails, "did": did,
-                                          "s": round(time.time() - t0, 3)}), flush=True)
-            if args.verbose:
-                print(f"  case {i}: {desc}: {did}: {'ok' if not fails else fails}", flush=True)
+        def run_case(i):
+            desc, fails, did = check_case(args.seed, i, workdir, TRIPWIRE.path, args.keep)
+            return {"desc": desc, "fails": fails, "did": did}
+
+        hostile_driver.serve(args.cases, args.inject, run_case, verbose_line=(lambda i, r: (
+            f"  case {i}: {r['desc']}: {r['did']}: {'ok' if not r['fails'] else r['fails']}")) if args.verbose else None)
     return 0
 
 

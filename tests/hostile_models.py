@@ -27,7 +27,6 @@ import os
 import resource
 import sys
 import tempfile
-import time
 import traceback
 
 import numpy as np
@@ -143,7 +142,6 @@ def main(argv=None):
         resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
     import hpcnn
     hpcnn.set_num_threads(1)
-    inject = args.inject.split(":") if args.inject else None
     corpus = Corpus()
     with tempfile.TemporaryDirectory(prefix="hpcnn-hostile-models-") as workdir:
         os.chdir(workdir)  # relative paths a hostile file names land here, where they are looked for
@@ -152,22 +150,13 @@ def main(argv=None):
         with open(os.path.join(payload, f"{at.PAYLOAD_MODULE}.py"), "w") as f:
             f.write(at.payload_source(os.path.join(payload, "imported")))
         sys.path.insert(0, payload)
-        for i in hostile_driver.parse_cases(args.cases or ""):
-            print(f"START {i}", flush=True)
-            if inject and int(inject[1]) == i:
-                if inject[0] == "crash":
-                    os.abort()
-                if inject[0] == "hang":
-                    time.sleep(3600)
-            t0 = time.time()
-            try:
-                kind_name, desc, did, fails = check_case(corpus, args.seed, i, workdir, args.keep)
-            except Exception:  # noqa: BLE001  (a bug in the generator itself is a failure too)
-                kind_name, desc, did, fails = "?", "?", "?", ["harness error: " + traceback.format_exc()]
-            print("RESULT " + json.dumps({"case": i, "kind": kind_name, "desc": desc, "did": did, "fails": fails,
-                                          "s": round(time.time() - t0, 3)}), flush=True)
-            if args.verbose:
-                print(f"  case {i} [{kind_name}] {desc}: {did}: {'ok' if not fails else fails}", flush=True)
+        def run_case(i):
+            kind_name, desc, did, fails = check_case(corpus, args.seed, i, workdir, args.keep)
+            return {"kind": kind_name, "desc": desc, "did": did, "fails": fails}
+
+        hostile_driver.serve(args.cases or "", args.inject, run_case, verbose_line=(lambda i, r: (
+            f"  case {i} [{r.get('kind', '?')}] {r['desc']}: {r['did']}: {'ok' if not r['fails'] else r['fails']}"))
+            if args.verbose else None)
     return 0
 
 

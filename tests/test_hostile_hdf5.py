@@ -48,7 +48,7 @@ def test_hostile_hdf5_files():
     # The generator must really test both answers: files hpcnn refuses and files it reads.
     raised = sum(1 for r in results.values() if "raised" in r["did"].values())
     read = sum(1 for r in results.values() if "data" in r["did"].values())
-    h5py_read = sum(1 for r in results.values() if r["h5py_read"])
+    h5py_read = sum(1 for r in results.values() if r.get("h5py_read"))  # a harness error has no such field
     print(f"\nhostile HDF5: {n} cases (seed {seed}): hpcnn refused a reading in {raised}, returned data in {read}; "
           f"h5py read {h5py_read} of the files and crashed on {len(h5py_crashed)}")
     assert raised > n // 5 and read > n // 5 and h5py_read > n // 5, (raised, read, h5py_read)
