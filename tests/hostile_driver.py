@@ -32,6 +32,15 @@ def parse_cases(spec):
     return out
 
 
+def keep_or_remove(path, keep):
+    """After a case: its file moved into the folder `keep` (--keep, for a look), else removed."""
+    if keep:
+        os.makedirs(keep, exist_ok=True)
+        os.replace(path, os.path.join(keep, os.path.basename(path)))
+    elif os.path.exists(path):
+        os.remove(path)
+
+
 def serve(cases, inject, run_case, verbose_line=None, reference=False):
     """A worker's side of the protocol: for each case i of the --cases spec `cases`, "START i", then
     run_case(i) -> {field: value} (its "fails" a list; an exception is a harness error: a bug in

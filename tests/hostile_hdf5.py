@@ -663,11 +663,7 @@ def check_case(seed, index, workdir, keep=None, reference=True):
                                h5py_read=(not isinstance(hx, Raised), not isinstance(hy, Raised)))
         h5py_read = not isinstance(hx, Raised) and not isinstance(hy, Raised)
     finally:
-        if keep:
-            os.makedirs(keep, exist_ok=True)
-            os.replace(path, os.path.join(keep, os.path.basename(path)))
-        elif os.path.exists(path):
-            os.remove(path)
+        hostile_driver.keep_or_remove(path, keep)
     return desc, fails, did, h5py_read
 
 

@@ -59,9 +59,9 @@ class Tripwire:
     has it open, blocked or not), counts it and lets it go (the reader sees end of file)."""
 
     def __init__(self, path):
-        self.path = path
-        os.mkfifo(path)
-        self.opened = 0
+        self.path = str(path)
+        os.mkfifo(self.path)
+        self.opened = 0  # readers seen so far
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
         self._thread.start()
@@ -74,8 +74,12 @@ class Tripwire:
                 time.sleep(0.005)
                 continue
             self.opened += 1
-            os.close(fd)
+            os.close(fd)  # the reader sees end of file and fails instead of blocking
             time.sleep(0.005)
+
+    def close(self):
+        self._stop.set()
+        self._thread.join()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -513,11 +517,7 @@ def check_case(seed, index, workdir, tripwire, keep=None):
         if TRIPWIRE.opened != opened_before:
             fails.append(f"opened '{TRIPWIRE.path}', a file named by the file it was asked to read")
     finally:
-        if keep:
-            os.makedirs(keep, exist_ok=True)
-            os.replace(path, os.path.join(keep, os.path.basename(path)))
-        elif os.path.exists(path):
-            os.remove(path)
+        hostile_driver.keep_or_remove(path, keep)
     return desc, fails, did
 
 

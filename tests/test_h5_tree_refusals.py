@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import pytest
 from hpcnn.formats import h5_limits
 from hpcnn.formats.h5tree import H5Tree
 from hpcnn.models import load_model
+from hostile_model_h5 import Tripwire
 from small_models import small_model
 
 KERAS_DATA = Path(__file__).resolve().parent / "data" / "keras"
@@ -29,34 +29,6 @@ L = h5_limits
 
 
 # ------------------------------------------------------------------ helpers
-class Tripwire:
-    """A FIFO that no reader may open: a thread polls for a reader (a writer's non-blocking open
-    succeeds only while one has it open, blocked or not) and, finding one, notes it and lets it go."""
-
-    def __init__(self, path):
-        self.path = str(path)
-        os.mkfifo(self.path)
-        self.opened = False
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-        self._thread.start()
-
-    def _watch(self):
-        while not self._stop.is_set():
-            try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError:  # ENXIO: no reader
-                time.sleep(0.01)
-                continue
-            self.opened = True
-            os.close(fd)  # the reader sees end of file and fails instead of blocking
-            time.sleep(0.01)
-
-    def close(self):
-        self._stop.set()
-        self._thread.join()
-
-
 @pytest.fixture
 def tripwire(tmp_path):
     t = Tripwire(tmp_path / "secret")
