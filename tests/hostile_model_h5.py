@@ -35,6 +35,7 @@ import tempfile
 import threading
 import time
 
+import h5py
 import numpy as np
 
 import hostile_driver  # tests/: beside this file (a worker is run as a script from here)
@@ -117,7 +118,6 @@ def _loader(kind, make_model):
 
 
 def _objects(path):
-    import h5py
     datasets, groups = [], [""]
     with h5py.File(path, "r") as f:
         f.visititems(lambda n, o: (datasets if isinstance(o, h5py.Dataset) else groups).append(n))
@@ -127,7 +127,6 @@ def _objects(path):
 def _make_bases(workdir):
     from hpcnn.formats import hpcnn_files
     from hpcnn.models import load_model
-    import h5py
     from small_models import small_model
 
     bases = {}
@@ -185,7 +184,6 @@ def _pick(rng, items):
 def _alive(f, paths, want):
     """The `paths` that an earlier damage of the case left as a `want` ('dataset' or 'group')
     reached through hard links only."""
-    import h5py
     out = []
     for p in paths:
         parts = p.split("/") if p else []
@@ -206,7 +204,6 @@ NOTHING = ("nothing left to damage", ())
 
 def _original(base, where):
     """The base's own values of dataset `where` (an earlier damage may have made the case's huge)."""
-    import h5py
     with h5py.File(base.path, "r") as f:
         return np.asarray(f[where])
 
@@ -222,7 +219,6 @@ def _other_file(ctx):
 
 
 def d_external_link(f, base, ctx):
-    import h5py
     rng = ctx["rng"]
     target = _other_file(ctx)
     alive = _alive(f, base.weight_datasets, "dataset") + _alive(f, base.groups[1:], "group")
@@ -234,7 +230,6 @@ def d_external_link(f, base, ctx):
 
 
 def d_soft_link(f, base, ctx):
-    import h5py
     rng = ctx["rng"]
     alive = _alive(f, base.weight_datasets, "dataset") + _alive(f, base.groups[1:], "group")
     if not alive:
@@ -284,7 +279,6 @@ def d_external_storage(f, base, ctx):
 
 
 def d_virtual(f, base, ctx):
-    import h5py
     rng = ctx["rng"]
     alive = _alive(f, base.weight_datasets, "dataset")
     if not alive:
@@ -320,7 +314,6 @@ def _not_utf8(rng, text):
 
 
 def d_not_utf8(f, base, ctx):
-    import h5py
     rng = ctx["rng"]
     choice = rng.random()
     names_attrs = _names_attrs(f, base)
@@ -347,7 +340,6 @@ def d_not_utf8(f, base, ctx):
 
 def d_names_reencoded(f, base, ctx):
     """Harmless: a list of names as fixed-length (h5py 2's Keras) or variable-length strings."""
-    import h5py
     rng = ctx["rng"]
     names_attrs = _names_attrs(f, base)
     if not names_attrs:
@@ -458,7 +450,6 @@ _BASES = None
 
 def make_case(seed, index, workdir, tripwire):
     """Writes case `index` of `seed`; returns (path, base, description, phrases)."""
-    import h5py
     global _BASES
     if _BASES is None:
         _BASES = _make_bases(workdir)
