@@ -167,9 +167,6 @@ def _fit(model: Any, *, x: Any, y: Any, batch_size: Optional[int], epochs: int, 
         cb.set_model(model)
         cb.set_params(params)
     model.stop_training = False
-    if verbose:  # on the CPU, the thread count, and why when it is below the CPUs this process may use
-        print(f"Training on {core.device} with {threads.describe()}" if core.device == "cpu"
-              else f"Training on {core.device}", flush=True)
     run = _Run(model, cbs, history, x, y, is_ds, steps, batch_size, shuffle,
                epochs, initial_epoch, verbose, validation_data, validation_batch_size, validation_freq, comp)
     run.sample_weight, run.validation_steps = sample_weight, validation_steps
@@ -177,6 +174,10 @@ def _fit(model: Any, *, x: Any, y: Any, batch_size: Optional[int], epochs: int, 
     # (interrupts.py); the previous handlers are back when fit returns.
     with interrupts.StopRequests() as stop, ClassWeights(core, class_table):
         run.stop = stop
+        # Printed once the handlers are in place: a job script (and its test) may signal from here.
+        if verbose:  # on the CPU, the thread count, and why when it is below the CPUs this process may use
+            print(f"Training on {core.device} with {threads.describe()}" if core.device == "cpu"
+                  else f"Training on {core.device}", flush=True)
         try:
             for cb in cbs:
                 cb.on_train_begin({})  # logs passed as Keras does: LambdaCallback functions take them
