@@ -91,3 +91,22 @@ def test_winograd_per_image_independent_of_batch():
     full = ops.conv2d_forward(x, wt, b, padding="same")
     for i in (0, 4, 8):
         close(ops.conv2d_forward(x[i:i + 1], wt, b, padding="same")[0], full[i], rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(5, 12, 10, 24, 40), (3, 9, 11, 16, 16), (2, 8, 8, 64, 64), (1, 32, 32, 16, 19)])
+def test_winograd_forward_independent_of_threads_and_batch(threads, shape):
+    # The forward pass splits a batch's tiles (not its images) over the threads, in blocks whose
+    # boundaries move with the thread count and the batch size; every output element is still one
+    # fixed chain of operations on its tile, so the bits do not move: across 1, 2 and 3 threads,
+    # and between an image alone and the same image in a batch.
+    n, h, w, c, f = shape
+    rng = np.random.default_rng(sum(shape))
+    x, wt, b = randn(rng, n, h, w, c), randn(rng, 3, 3, c, f), randn(rng, f)
+    outs = []
+    for nt in (1, 2, 3):
+        _core.set_num_threads(nt)
+        outs.append(ops.conv2d_forward(x, wt, b, padding="same", relu=True))
+        np.testing.assert_array_equal(outs[-1], outs[0])
+    for i in range(n):
+        np.testing.assert_array_equal(ops.conv2d_forward(x[i:i + 1], wt, b, padding="same", relu=True)[0], outs[0][i])
+    close(outs[0], ref.conv2d_forward(x, wt, b, (1, 1), "same", True))

@@ -11,13 +11,16 @@
 // starts at row m*ty - pad_top, column m*tx - pad_left. Input outside the image reads as zero
 // (this is the padding, also the asymmetric bottom/right one); output outside is not written.
 //
-// Per thread (a static slice of the batch), per group of images:
-//   V[xi][tile][c]  <- input transform   (channels innermost: 8-wide vectors over c)
-//   M[xi] = V[xi] * U[xi]                 a*a single-threaded sgemms (tiles x C) * (C x F)
+// The batch's tiles are numbered image by image (r = img * tiles + ty * tw + tx); forward splits
+// them over the threads (one image keeps every thread busy), backward takes each thread's images.
+// Per thread, per block of tiles (tiles_per_block: V and M of a block stay in L2):
+//   V[xi][t][c]  <- input transform        (channels innermost: 8-wide vectors over c)
+//   M[xi] = V[xi] * U[xi]                  a*a products (tiles x C) * (C x F), ops/small_gemm_cpu.h
 // (the a*a planes of V, M, U lie one cache line more than their size apart: see plane_stride).
-//   y <- A^T M A (+ bias, ReLU)           (8-wide vectors over f)
-// Every output element depends only on its image, the geometry and the group split, which
-// depend on the thread count alone: results are bitwise reproducible for a given thread count.
+//   y <- A^T M A (+ bias, ReLU)            (8-wide vectors over f)
+// Every output element is one fixed sequence of operations on its tile: results do not depend on
+// the blocking, the thread count, or the other images of the batch (the filter gradient sums
+// per-thread partials in thread order: bitwise reproducible for a given thread count).
 #include "ops/conv2d_winograd_cpu.h"
 
 #include <algorithm>
@@ -29,14 +32,18 @@
 
 #include "core/scratch.h"
 #include "core/thread_pool.h"
-#include "ops/blas.h"
 #include "ops/elementwise.h"
+#include "ops/small_gemm_cpu.h"
 
 namespace hpcnn::cpu::winograd {
 
 namespace {
 
 constexpr int L = 8;  // channel chunk: one AVX register of floats
+
+// A thread's share of a forward pass is at least this many tiles: below it, waking a thread
+// costs more than the tiles' work.
+constexpr long long kMinTilesPerThread = 4;
 
 // Eight floats (one AVX register where the build has AVX2, a plain array otherwise): the
 // transforms are written once over 8 channels at a time; GCC does not vectorize them by itself
@@ -184,15 +191,15 @@ struct Problem {
   long long tiles() const { return (long long)th() * tw(); }
 };
 
-// Images per group: enough tiles for efficient sgemms (measured flat from 128 to 1024 tiles),
-// V and M small enough to stay in the caches.
-int images_per_group(const Problem& p) {
-  const long long target_tiles = 512;
+// Tiles per block: the block's a*a planes of V and M (tiles x (C + F) floats each) fit in about
+// half of a core's 512 KiB L2, so that the transforms and the products of one block pass their
+// data through the caches, never through memory (before: groups of ~512 tiles whose V and M
+// planes, 2.4 MB at 16 channels, streamed through L3 between the three stages; the transforms
+// then cost as much as the products). At least one row block of the product kernel (6 rows).
+long long tiles_per_block(const Problem& p) {
+  const long long budget = 256LL << 10;
   const long long a = p.m + 2;
-  const long long bytes_per_image = a * a * p.tiles() * (p.c + p.f) * 4;
-  long long by_tiles = std::max(1LL, target_tiles / std::max(1LL, p.tiles()));
-  long long by_bytes = std::max(1LL, (6LL << 20) / std::max(1LL, bytes_per_image));
-  return static_cast<int>(std::max(1LL, std::min(by_tiles, by_bytes)));
+  return std::max(6LL, budget / (a * a * (p.c + p.f) * 4));
 }
 
 // Distance between the a*a planes of U (c x f each): one cache line more than the plane, as for
@@ -226,91 +233,164 @@ void kernel_transform(int c, int f, float* u, At at) {
 }
 
 // Pointers to the rows x cols pixels of the tile starting at (y0, x0) of image xi (h x w x c);
-// nullptr outside the image.
+// `outside` for the pixels outside the image (a row of zeros to read, or one to write and forget:
+// the transforms then load and store without a test per pixel).
 template <int R, int C, class P>
-void tile_pointers(P* xi, int h, int w, int c, int y0, int x0, P* (&src)[R][C]) {
+void tile_pointers(P* xi, int h, int w, int c, int y0, int x0, P* outside, P* (&src)[R][C]) {
   for (int i = 0; i < R; ++i) {
     int iy = y0 + i;
     for (int j = 0; j < C; ++j) {
       int ix = x0 + j;
-      src[i][j] = (iy >= 0 && iy < h && ix >= 0 && ix < w) ? xi + ((long long)iy * w + ix) * c : nullptr;
+      src[i][j] = (iy >= 0 && iy < h && ix >= 0 && ix < w) ? xi + ((long long)iy * w + ix) * c : outside;
     }
   }
 }
 
-// out[xi][r][:] (xi < A*A, planes `plane` floats apart) = the 2-D transform `f` (R x R -> A x A)
-// of the R x R tile of each tile position of the images [n0, n0 + count) of x (h x w x ch each),
-// r = img * tiles + ty * tw + tx: the tile of (ty, tx) starts at row M*ty - top, column
-// M*tx - left, and reads zero outside the image. The input transform (R = A, the padding as
-// top/left) and the output-gradient transform (R = M, no offset) are this loop.
+// The calling thread's row of `floats` zeros (read for the padding) and its row to write the
+// outputs outside the image into (a tile's right and bottom edges past an odd size).
+const float* zero_row(long long floats) {
+  static thread_local std::vector<float> row;
+  if ((long long)row.size() < floats) row.assign(floats, 0.f);
+  return row.data();
+}
+float* discard_row(long long floats) {
+  static thread_local std::vector<float> row;
+  if ((long long)row.size() < floats) row.resize(floats);
+  return row.data();
+}
+
+// The 2-D transform of one 8-channel chunk from channel c0 of an R x R tile (src: its pixels) to
+// the A*A planes (dst + k * plane, k = row * A + column): the 1-D transform `f` (R -> A) on each
+// column straight from the pixels, then on each row, stored straight into the planes (no copy of
+// the tile or of the result through a local array: the stores were what bounded the transforms).
+template <int R, int A, class F>
+__attribute__((noinline)) void chunk_to_planes(const float* const (&src)[R][R], int c0, float* dst, long long plane, F f) {
+  V8 t[A][R];
+#pragma GCC unroll 8
+  for (int j = 0; j < R; ++j) {
+    V8 col[R], res[A];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) col[i] = V8::load(src[i][j] + c0);
+    f(col, res);
+#pragma GCC unroll 8
+    for (int k = 0; k < A; ++k) t[k][j] = res[k];
+  }
+#pragma GCC unroll 8
+  for (int k = 0; k < A; ++k) {
+    V8 res[A];
+    f(t[k], res);
+#pragma GCC unroll 8
+    for (int l = 0; l < A; ++l) res[l].store(dst + (k * A + l) * plane + c0);
+  }
+}
+
+// Where tile r of a batch lies: r = img * tiles + ty * tw + tx.
+struct TilePos {
+  long long img;
+  int ty, tx;
+};
+TilePos tile_position(long long r, long long tiles, int tw) {
+  const long long img = r / tiles, in_image = r - img * tiles;
+  return {img, static_cast<int>(in_image / tw), static_cast<int>(in_image % tw)};
+}
+
+// out[xi][t][:] (xi < A*A, planes `plane` floats apart) = the 2-D transform `f` (R x R -> A x A)
+// of the R x R tile r0 + t (t < count) of x (images of h x w x ch), tiles numbered as in
+// tile_position over th x tw tiles per image: the tile of (ty, tx) starts at row M*ty - top,
+// column M*tx - left, and reads zero outside the image. The input transform (R = A, the padding
+// as top/left) and the output-gradient transform (R = M, no offset) are this loop.
 template <int R, int A, int M, class F>
-void tiles_to_planes(const float* x, int h, int w, int ch, int top, int left, int th, int tw, int n0, int count,
+void tiles_to_planes(const float* x, int h, int w, int ch, int top, int left, int th, int tw, long long r0, int count,
                      float* out, long long plane, F f) {
-  long long r = 0;
-  for (int img = 0; img < count; ++img) {
-    const float* xi = x + (long long)(n0 + img) * h * w * ch;
-    for (int ty = 0; ty < th; ++ty) {
-      for (int tx = 0; tx < tw; ++tx, ++r) {
-        const float* src[R][R];
-        tile_pointers<R, R>(xi, h, w, ch, M * ty - top, M * tx - left, src);
-        float* dst = out + r * ch;
-        for (int c0 = 0; c0 < ch; c0 += L) {
-          const int nc = std::min(L, ch - c0);
-          V8 d[R * R], o[A * A];
-          for (int i = 0; i < R; ++i)
-            for (int j = 0; j < R; ++j) d[i * R + j] = load_n(src[i][j] ? src[i][j] + c0 : nullptr, nc);
-          transform_2d<R, R, A, A>(d, o, f);
-          for (int xi2 = 0; xi2 < A * A; ++xi2) store_n(o[xi2], dst + xi2 * plane + c0, nc);
-        }
-      }
+  const long long tiles = (long long)th * tw;
+  const float* zeros = zero_row(ch);
+  const int full = ch / L * L;  // channels in whole chunks; the tail (ch % 8) goes through load_n
+  for (int t = 0; t < count; ++t) {
+    const TilePos at = tile_position(r0 + t, tiles, tw);
+    const float* xi = x + at.img * h * w * ch;
+    const float* src[R][R];
+    tile_pointers<R, R>(xi, h, w, ch, M * at.ty - top, M * at.tx - left, zeros, src);
+    float* dst = out + (long long)t * ch;
+    for (int c0 = 0; c0 < full; c0 += L) chunk_to_planes<R, A>(src, c0, dst, plane, f);
+    if (full < ch) {
+      const int nc = ch - full;
+      V8 d[R * R], o[A * A];
+      for (int i = 0; i < R; ++i)
+        for (int j = 0; j < R; ++j) d[i * R + j] = load_n(src[i][j] + full, nc);
+      transform_2d<R, R, A, A>(d, o, f);
+      for (int xi2 = 0; xi2 < A * A; ++xi2) store_n(o[xi2], dst + xi2 * plane + full, nc);
     }
   }
 }
 
-// V[xi][r][:] for the tiles of images [n0, n0 + count), r = img * tiles + ty * tw + tx.
+// V[xi][t][:] for the tiles r0 .. r0 + count - 1.
 template <class W>
-void input_transform(const Problem& p, const float* x, int n0, int count, float* v, long long plane) {
-  tiles_to_planes<W::a, W::a, W::m>(x, p.h, p.w, p.c, p.pad_top, p.pad_left, p.th(), p.tw(), n0, count, v, plane,
+void input_transform(const Problem& p, const float* x, long long r0, int count, float* v, long long plane) {
+  tiles_to_planes<W::a, W::a, W::m>(x, p.h, p.w, p.c, p.pad_top, p.pad_left, p.th(), p.tw(), r0, count, v, plane,
                                     [](const V8* in, V8* out) { W::input(in, out); });
 }
 
-// y (images [n0, n0 + count)) <- act(A^T M A + bias); bias may be null.
-template <class W>
-void output_transform(const Problem& p, const float* m, long long plane, const float* bias, bool relu, int n0, int count,
-                      float* y) {
+// One 8-channel chunk (from f0) of an output tile: A^T M A from the A*A planes (src + k * plane),
+// + bias, ReLU when RELU, stored to the M x M pixels dst (TAIL: the last nf < 8 channels).
+// Not inlined: inlined into the loop over chunks, GCC kept the 16 output pointers on the stack
+// and advanced each in memory per chunk.
+template <class W, bool RELU, bool TAIL>
+__attribute__((noinline)) void planes_to_chunk(const float* src, long long plane, int f0, int nf, V8 bias,
+                            float* const (&dst)[W::m][W::m]) {
   constexpr int A = W::a, M = W::m;
-  const int th = p.th(), tw = p.tw();
-  long long r = 0;
-  for (int img = 0; img < count; ++img) {
-    float* yi = y + (long long)(n0 + img) * p.oh * p.ow * p.f;
-    for (int ty = 0; ty < th; ++ty) {
-      for (int tx = 0; tx < tw; ++tx, ++r) {
-        float* dst[M][M];
-        tile_pointers<M, M>(yi, p.oh, p.ow, p.f, M * ty, M * tx, dst);
-        const float* src = m + r * p.f;
-        for (int f0 = 0; f0 < p.f; f0 += L) {
-          const int nf = std::min(L, p.f - f0);
-          V8 s[A * A], o[M * M];
-          for (int xi2 = 0; xi2 < A * A; ++xi2) s[xi2] = load_n(src + xi2 * plane + f0, nf);
-          transform_2d<A, A, M, M>(s, o, [](const V8* in, V8* out) { W::output(in, out); });
-          const V8 bv = load_n(bias ? bias + f0 : nullptr, nf);
-          for (int i = 0; i < M; ++i)
-            for (int j = 0; j < M; ++j) {
-              if (!dst[i][j]) continue;
-              V8 out = o[i * M + j] + bv;
-              store_n(relu ? out.relu() : out, dst[i][j] + f0, nf);
-            }
-        }
-      }
+  V8 t[M][A];
+#pragma GCC unroll 8
+  for (int j = 0; j < A; ++j) {
+    V8 col[A], res[M];
+#pragma GCC unroll 8
+    for (int i = 0; i < A; ++i) col[i] = !TAIL ? V8::load(src + (i * A + j) * plane + f0)
+                                                 : load_n(src + (i * A + j) * plane + f0, nf);
+    W::output(col, res);
+#pragma GCC unroll 8
+    for (int k = 0; k < M; ++k) t[k][j] = res[k];
+  }
+#pragma GCC unroll 8
+  for (int k = 0; k < M; ++k) {
+    V8 res[M];
+    W::output(t[k], res);
+#pragma GCC unroll 8
+    for (int l = 0; l < M; ++l) {
+      V8 out = res[l] + bias;
+      if (RELU) out = out.relu();
+      if (!TAIL) out.store(dst[k][l] + f0);
+      else store_n(out, dst[k][l] + f0, nf);
     }
   }
 }
 
-// dM[xi][r][:] = (A dY A^T)[xi] for the output-gradient tiles dY (m x m, zero outside the output)
-// of images [n0, n0 + count): the gradient of the Winograd-domain product U .* V.
+// y (the tiles r0 .. r0 + count - 1) <- act(A^T M A + bias); bias may be null.
+template <class W, bool RELU>
+void output_transform(const Problem& p, const float* m, long long plane, const float* bias, long long r0, int count,
+                      float* y) {
+  constexpr int M = W::m;
+  const int tw = p.tw();
+  const long long tiles = p.tiles();
+  float* discard = discard_row(p.f);
+  for (int t = 0; t < count; ++t) {
+    const TilePos at = tile_position(r0 + t, tiles, tw);
+    float* yi = y + at.img * p.oh * p.ow * p.f;
+    float* dst[M][M];
+    tile_pointers<M, M>(yi, p.oh, p.ow, p.f, M * at.ty, M * at.tx, discard, dst);
+    const float* src = m + (long long)t * p.f;
+    int f0 = 0;
+    for (; f0 + L <= p.f; f0 += L) planes_to_chunk<W, RELU, false>(src, plane, f0, L, load_n(bias ? bias + f0 : nullptr, L), dst);
+    if (f0 < p.f) {
+      const int nf = p.f - f0;
+      planes_to_chunk<W, RELU, true>(src, plane, f0, nf, load_n(bias ? bias + f0 : nullptr, nf), dst);
+    }
+  }
+}
+
+// dM[xi][t][:] = (A dY A^T)[xi] for the output-gradient tiles dY (m x m, zero outside the output)
+// r0 .. r0 + count - 1: the gradient of the Winograd-domain product U .* V.
 template <class W>
-void grad_output_transform(const Problem& p, const float* dy, int n0, int count, float* dm, long long plane) {
-  tiles_to_planes<W::m, W::a, W::m>(dy, p.oh, p.ow, p.f, 0, 0, p.th(), p.tw(), n0, count, dm, plane,
+void grad_output_transform(const Problem& p, const float* dy, long long r0, int count, float* dm, long long plane) {
+  tiles_to_planes<W::m, W::a, W::m>(dy, p.oh, p.ow, p.f, 0, 0, p.th(), p.tw(), r0, count, dm, plane,
                                     [](const V8* in, V8* out) { W::grad_output(in, out); });
 }
 
@@ -319,35 +399,33 @@ void grad_output_transform(const Problem& p, const float* dy, int n0, int count,
 // (rows * channels * 4 bytes is often a multiple of 4 KiB; measured: the transforms cost ~1.5x).
 long long plane_stride(long long rows, int channels) { return rows * channels + 16; }
 
-// The images [n0, n0 + count) in groups (images_per_group), each with its V planes (the input
+// The tiles [r_begin, r_end) in blocks (tiles_per_block), each with its V planes (the input
 // transform of x; scratch slot 0) and room for as many M planes (slot 1):
-// step(g0, cnt, rows, v, vs, m, ms) for the group of cnt images from g0, rows = cnt * tiles,
-// vs and ms the plane strides.
+// step(r0, cnt, v, vs, m, ms) for the block of cnt tiles from r0, vs and ms the plane strides.
 template <class W, class Step>
-void for_each_group(const Problem& p, const float* x, int n0, int count, Step&& step) {
+void for_each_block(const Problem& p, const float* x, long long r_begin, long long r_end, Step&& step) {
   constexpr int AA = W::a * W::a;
-  const int group = images_per_group(p);
-  const long long tiles = p.tiles();
-  for (int g0 = n0; g0 < n0 + count; g0 += group) {
-    const int cnt = std::min(group, n0 + count - g0);
-    const long long rows = cnt * tiles;
-    const long long vs = plane_stride(rows, p.c), ms = plane_stride(rows, p.f);
-    float* v = thread_scratch().floats(AA * vs, 0);
-    float* m = thread_scratch().floats(AA * ms, 1);
-    input_transform<W>(p, x, g0, cnt, v, vs);
-    step(g0, cnt, rows, v, vs, m, ms);
+  const long long block = tiles_per_block(p);
+  const long long vs = plane_stride(block, p.c), ms = plane_stride(block, p.f);
+  float* v = thread_scratch().floats(AA * vs, 0);
+  float* m = thread_scratch().floats(AA * ms, 1);
+  for (long long r0 = r_begin; r0 < r_end; r0 += block) {
+    const int cnt = static_cast<int>(std::min(block, r_end - r0));
+    input_transform<W>(p, x, r0, cnt, v, vs);
+    step(r0, cnt, v, vs, m, ms);
   }
 }
 
-// y (images [n0, n0 + count)) = act(conv(x, U) + bias), in groups: M = V * U, y from M.
+// y (the tiles [r_begin, r_end)) = act(conv(x, U) + bias), block by block: M = V * U, y from M.
 template <class W>
-void run(const Problem& p, const float* x, const float* u, const float* bias, bool relu, float* y, int n0, int count) {
-  for_each_group<W>(p, x, n0, count, [&](int g0, int cnt, long long rows, const float* v, long long vs, float* m,
-                                         long long ms) {
-    for (int xi = 0; xi < W::a * W::a; ++xi)
-      blas::sgemm(false, false, static_cast<int>(rows), p.f, p.c, 1.f, v + xi * vs, p.c,
-                  u + xi * kernel_plane(p.c, p.f), p.f, 0.f, m + xi * ms, p.f);
-    output_transform<W>(p, m, ms, bias, relu, g0, cnt, y);
+void run(const Problem& p, const float* x, const float* u, const float* bias, bool relu, float* y, long long r_begin,
+         long long r_end) {
+  for_each_block<W>(p, x, r_begin, r_end, [&](long long r0, int cnt, const float* v, long long vs, float* m,
+                                              long long ms) {
+    for (int xi = 0; xi < W::a * W::a; ++xi)  // M[xi] (tiles x F) = V[xi] (tiles x C) * U[xi] (C x F)
+      small_gemm(cnt, p.f, p.c, v + xi * vs, p.c, 1, u + xi * kernel_plane(p.c, p.f), p.f, m + xi * ms, p.f, false);
+    if (relu) output_transform<W, true>(p, m, ms, bias, r0, cnt, y);
+    else output_transform<W, false>(p, m, ms, bias, r0, cnt, y);
   });
 }
 
@@ -384,9 +462,9 @@ void forward_impl(const Conv2dGeometry& g, const float* x, const float* w, const
   float* u = kernel_buffer(W::a * W::a * kernel_plane(g.c, g.f));
   const long long cf = (long long)g.c * g.f;
   kernel_transform<W>(g.c, g.f, u, [&](int a, int bb, int ci, int fo) { return w[(a * 3 + bb) * cf + (long long)ci * g.f + fo]; });
-  parallel_for(g.n, [&](long long b0, long long b1, int) {
-    run<W>(p, x, u, b, relu, y, static_cast<int>(b0), static_cast<int>(b1 - b0));
-  });
+  // The batch's tiles split over the threads (not its images: one image keeps every thread busy).
+  parallel_for(g.n * p.tiles(), [&](long long r0, long long r1, int) { run<W>(p, x, u, b, relu, y, r0, r1); },
+               kMinTilesPerThread);
 }
 
 template <class W>
@@ -405,12 +483,13 @@ const float* backward_kernel_impl(const Conv2dGeometry& g, const float* w) {
 template <class W>
 void filter_grad_impl(const Conv2dGeometry& g, const float* x, const float* dy, int n0, int count, float* du_acc) {
   const Problem p = forward_problem(g, W::m);
-  for_each_group<W>(p, x, n0, count, [&](int g0, int cnt, long long rows, const float* v, long long vs, float* dm,
-                                         long long ms) {
-    grad_output_transform<W>(p, dy, g0, cnt, dm, ms);
-    for (int xi = 0; xi < W::a * W::a; ++xi)  // dU[xi] (C x F) += V[xi]^T (C x rows) * dM[xi] (rows x F)
-      blas::sgemm(true, false, p.c, p.f, static_cast<int>(rows), 1.f, v + xi * vs, p.c, dm + xi * ms, p.f, 1.f,
-                  du_acc + xi * kernel_plane(p.c, p.f), p.f);
+  const long long tiles = p.tiles();
+  for_each_block<W>(p, x, n0 * tiles, (n0 + count) * tiles, [&](long long r0, int cnt, const float* v, long long vs,
+                                                               float* dm, long long ms) {
+    grad_output_transform<W>(p, dy, r0, cnt, dm, ms);
+    for (int xi = 0; xi < W::a * W::a; ++xi)  // dU[xi] (C x F) += V[xi]^T (C x tiles) * dM[xi] (tiles x F)
+      small_gemm(p.c, p.f, cnt, v + xi * vs, 1, p.c, dm + xi * ms, p.f, du_acc + xi * kernel_plane(p.c, p.f), p.f,
+                 true);
   });
 }
 
@@ -451,8 +530,9 @@ const float* backward_kernel(const Conv2dGeometry& g, const float* w) {
 void backward_data(const Conv2dGeometry& g, const float* u, const float* dy, float* dx, int n0, int count) {
   const int m = tile_backward_data(g);
   const Problem p{g.oh, g.ow, g.f, g.h, g.w, g.c, 2 - g.pad_top, 2 - g.pad_left, m};
-  if (m == 4) run<F43>(p, dy, u, nullptr, false, dx, n0, count);
-  else run<F23>(p, dy, u, nullptr, false, dx, n0, count);
+  const long long r0 = n0 * p.tiles(), r1 = (n0 + count) * p.tiles();
+  if (m == 4) run<F43>(p, dy, u, nullptr, false, dx, r0, r1);
+  else run<F23>(p, dy, u, nullptr, false, dx, r0, r1);
 }
 
 long long filter_grad_size(const Conv2dGeometry& g) {

@@ -1,0 +1,109 @@
+// Register-blocked products for ops/small_gemm_cpu.h. With AVX2: blocks of R rows x NV*8 columns
+// of C held in R*NV registers (6 x 16: 12 accumulators, 2 rows of B, 1 broadcast of A: 15 of the
+// 16 ymm registers), B's row loaded once per p for the R rows, A's elements broadcast from memory.
+// A column tail of fewer than 8 goes through masked loads and stores. Without AVX2: plain loops.
+#include "ops/small_gemm_cpu.h"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+namespace hpcnn::cpu {
+
+namespace {
+
+#if defined(__AVX2__)
+
+// The lanes [0, valid) of a vector: a mask for _mm256_maskload_ps / _mm256_maskstore_ps.
+__m256i lane_mask(int valid) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// C[0 .. R) x [0 .. NV*8) (the last vector's lanes limited to `tail` lanes when TAIL).
+template <int R, int NV, bool TAIL>
+void block(int k, const float* a, long long a_row, long long a_col, const float* b, long long ldb, float* c,
+           long long ldc, bool accumulate, __m256i mask) {
+  __m256 acc[R][NV];
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 2
+    for (int j = 0; j < NV; ++j) {
+      const float* ci = c + i * ldc + 8 * j;
+      const bool masked = TAIL && j == NV - 1;
+      acc[i][j] = !accumulate ? _mm256_setzero_ps() : masked ? _mm256_maskload_ps(ci, mask) : _mm256_loadu_ps(ci);
+    }
+  for (int p = 0; p < k; ++p) {
+    const float* bp = b + p * ldb;
+    __m256 bv[NV];
+#pragma GCC unroll 2
+    for (int j = 0; j < NV; ++j)
+      bv[j] = (TAIL && j == NV - 1) ? _mm256_maskload_ps(bp + 8 * j, mask) : _mm256_loadu_ps(bp + 8 * j);
+    const float* ap = a + p * a_col;
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      const __m256 av = _mm256_broadcast_ss(ap + i * a_row);
+#pragma GCC unroll 2
+      for (int j = 0; j < NV; ++j) acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 2
+    for (int j = 0; j < NV; ++j) {
+      float* ci = c + i * ldc + 8 * j;
+      if (TAIL && j == NV - 1) _mm256_maskstore_ps(ci, mask, acc[i][j]);
+      else _mm256_storeu_ps(ci, acc[i][j]);
+    }
+}
+
+// Every row of one column strip of NV vectors: blocks of 6 rows, then the remaining 1-5.
+template <int NV, bool TAIL>
+void strip(int m, int k, const float* a, long long a_row, long long a_col, const float* b, long long ldb, float* c,
+           long long ldc, bool accumulate, __m256i mask) {
+  constexpr int R = 6;
+  int i = 0;
+  for (; i + R <= m; i += R)
+    block<R, NV, TAIL>(k, a + i * a_row, a_row, a_col, b, ldb, c + i * ldc, ldc, accumulate, mask);
+  const float* ai = a + i * a_row;
+  float* ci = c + i * ldc;
+  switch (m - i) {
+    case 5: block<5, NV, TAIL>(k, ai, a_row, a_col, b, ldb, ci, ldc, accumulate, mask); break;
+    case 4: block<4, NV, TAIL>(k, ai, a_row, a_col, b, ldb, ci, ldc, accumulate, mask); break;
+    case 3: block<3, NV, TAIL>(k, ai, a_row, a_col, b, ldb, ci, ldc, accumulate, mask); break;
+    case 2: block<2, NV, TAIL>(k, ai, a_row, a_col, b, ldb, ci, ldc, accumulate, mask); break;
+    case 1: block<1, NV, TAIL>(k, ai, a_row, a_col, b, ldb, ci, ldc, accumulate, mask); break;
+    default: break;
+  }
+}
+
+#endif
+
+}  // namespace
+
+void small_gemm(int m, int n, int k, const float* a, long long a_row, long long a_col, const float* b, long long ldb,
+                float* c, long long ldc, bool accumulate) {
+  if (m <= 0 || n <= 0) return;
+#if defined(__AVX2__)
+  const __m256i full = lane_mask(8);
+  int j = 0;
+  for (; j + 16 <= n; j += 16) strip<2, false>(m, k, a, a_row, a_col, b + j, ldb, c + j, ldc, accumulate, full);
+  const int left = n - j;
+  if (left == 16 || left == 0) return;
+  if (left > 8) strip<2, true>(m, k, a, a_row, a_col, b + j, ldb, c + j, ldc, accumulate, lane_mask(left - 8));
+  else if (left == 8) strip<1, false>(m, k, a, a_row, a_col, b + j, ldb, c + j, ldc, accumulate, full);
+  else strip<1, true>(m, k, a, a_row, a_col, b + j, ldb, c + j, ldc, accumulate, lane_mask(left));
+#else
+  for (int i = 0; i < m; ++i) {
+    float* ci = c + i * ldc;
+    if (!accumulate)
+      for (int j = 0; j < n; ++j) ci[j] = 0.f;
+    for (int p = 0; p < k; ++p) {
+      const float aip = a[i * a_row + p * a_col];
+      const float* bp = b + p * ldb;
+      for (int j = 0; j < n; ++j) ci[j] += aip * bp[j];
+    }
+  }
+#endif
+}
+
+}  // namespace hpcnn::cpu
