@@ -184,7 +184,21 @@ def test_maxpool2d_default_strides_are_pool_size():
 
 
 # ------------------------------------------------------------------ dense
-@pytest.mark.parametrize("n,i,o", [(1, 1, 1), (1, 7, 3), (5, 13, 9), (33, 100, 17), (250, 64, 10)])
+@pytest.mark.parametrize("nt", [1, 2, 3])
+def test_dense_few_rows_split_by_columns(threads, nt):
+    # Fewer than 16 rows: the threads split the columns (16 at a time) instead of the rows; every
+    # element is still one chain over the inputs, so the bits do not depend on the thread count.
+    rng = np.random.default_rng(77)
+    x, w, b = randn(rng, 3, 300), randn(rng, 300, 70), randn(rng, 70)
+    _core.set_num_threads(1)
+    y1 = ops.dense_forward(x, w, b, relu=True)
+    _core.set_num_threads(nt)
+    np.testing.assert_array_equal(ops.dense_forward(x, w, b, relu=True), y1)
+    close(y1, ref.dense_forward(x, w, b, True))
+
+
+@pytest.mark.parametrize("n,i,o", [(1, 1, 1), (1, 7, 3), (5, 13, 9), (33, 100, 17), (250, 64, 10),
+                                   (1, 1024, 256), (3, 50, 37), (15, 20, 40), (16, 20, 40)])
 @pytest.mark.parametrize("relu", [False, True])
 def test_dense(n, i, o, relu):
     rng = np.random.default_rng(n * 1000 + i * 10 + o)
@@ -467,3 +481,18 @@ def test_dropout_mask_is_philox(n, seed, stream):
     y = ops.dropout_forward(np.ones(n, np.float32), rate, seed=seed, stream=stream)
     keep = philox_uniform(seed, stream, n) >= np.float32(rate)
     np.testing.assert_array_equal(y != 0, keep)
+
+
+@pytest.mark.parametrize("shape,stride", [((1, 4, 4, 128, 40), 1), ((1, 3, 5, 16, 17), 1), ((2, 6, 6, 8, 33), 2)])
+@pytest.mark.parametrize("nt", [1, 2, 3])
+def test_conv2d_few_output_pixels_split_by_filters(threads, shape, stride, nt):
+    # Fewer than 64 output pixels in the whole batch (a deep layer at batch 1): the im2col path splits
+    # the filters over the threads, 16 at a time; the bits do not depend on the thread count.
+    n, h, w, c, f = shape
+    rng = np.random.default_rng(sum(shape) + stride)
+    x, wt, b = randn(rng, n, h, w, c), randn(rng, 3, 3, c, f), randn(rng, f)
+    _core.set_num_threads(1)
+    y1 = ops.conv2d_forward(x, wt, b, strides=(stride, stride), padding="same", relu=True)
+    _core.set_num_threads(nt)
+    np.testing.assert_array_equal(ops.conv2d_forward(x, wt, b, strides=(stride, stride), padding="same", relu=True), y1)
+    close(y1, ref.conv2d_forward(x, wt, b, (stride, stride), "same", True))

@@ -14,6 +14,7 @@
 #include "nn/config.h"
 #include "nn/factory.h"
 #include "nn/loss.h"
+#include "ops/kernel_cache_cpu.h"
 #include "ops/ops.h"
 
 namespace hpcnn::bindings {
@@ -181,6 +182,21 @@ void bind_ops(py::module_& m) {
     return to_numpy(Y);
   }, py::arg("x"), py::arg("kernel"), py::arg("bias"), py::arg("strides") = 1, py::arg("padding") = "valid",
      py::arg("relu") = false, py::arg("device") = "cpu", py::arg("repeat") = 1, "bias None: no bias (use_bias=False).");
+
+  m.def("winograd_kernel_cache", [](bool clear) {
+    cpu::KernelCache& cache = cpu::winograd_kernel_cache();
+    if (clear) cache.clear();
+    const cpu::KernelCache::Stats s = cache.stats();
+    py::dict d;
+    d["entries"] = s.entries;
+    d["bytes"] = s.bytes;
+    d["made"] = s.made;
+    d["reused"] = s.reused;
+    d["max_bytes"] = cpu::KernelCache::kMaxBytes;
+    return d;
+  }, py::arg("clear") = false,
+     "The CPU Winograd forward pass's kept kernel transforms (ops/kernel_cache_cpu.h): entries, bytes, transforms "
+     "made and calls served from an entry since the last clear. clear=True: forget them all first.");
 
   m.def("conv_bn_fold", [](py::object w, py::object b, py::object gamma, py::object beta, py::object moving_mean,
                            py::object moving_var, float eps, std::string device) {

@@ -20,6 +20,7 @@
 #include "ops/conv2d_direct_cpu.h"
 #include "ops/conv2d_winograd_cpu.h"
 #include "ops/elementwise.h"
+#include "ops/small_gemm_cpu.h"
 
 namespace hpcnn::cpu {
 
@@ -104,16 +105,22 @@ const float* columns(const Conv2dGeometry& g, const float* x, int n0, int count)
   return buf;
 }
 
-// y[r, :] = act(y[r, :] + b) for `rows` rows of width f.
-void bias_act(float* y, long long rows, int f, const float* b, bool relu) {
+// y[r, j0:j1] = act(y[r, j0:j1] + b[j0:j1]) for `rows` rows of width f.
+void bias_act(float* y, long long rows, int f, long long j0, long long j1, const float* b, bool relu) {
   for (long long r = 0; r < rows; ++r) {
     float* yr = y + r * f;
     if (relu)
-      for (int j = 0; j < f; ++j) yr[j] = ew::relu(yr[j] + b[j]);
+      for (long long j = j0; j < j1; ++j) yr[j] = ew::relu(yr[j] + b[j]);
     else
-      for (int j = 0; j < f; ++j) yr[j] += b[j];
+      for (long long j = j0; j < j1; ++j) yr[j] += b[j];
   }
 }
+
+// Fewer output pixels than this in a whole forward pass (im2col path): the threads split the
+// filters, 16 at a time, and multiply with small_gemm, which reads the kernel in place; one
+// thread's BLAS sgemm would pack the whole kernel for a handful of rows (perf: the tutorial CNN's
+// conv4 at batch 1, 16 rows, a 1152 x 256 kernel).
+constexpr long long kFewRows = 64;
 
 // dy <- dy * (y > 0) when relu; db_acc[j] += sum of the (masked) column j.
 void mask_and_sum(float* dy, const float* y, long long rows, int f, float* db_acc, bool relu) {
@@ -143,6 +150,16 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
     winograd::forward(g, x, w, b, y, relu);
     return;
   }
+  if (!use_direct && g.n * rows_per_image < kFewRows) {  // a few output pixels in all (deep layers at batch 1)
+    const float* col = columns(g, x, 0, g.n);
+    const long long rows = g.n * rows_per_image;
+    parallel_for((g.f + 15) / 16, [&](long long s0, long long s1, int) {
+      const long long j0 = s0 * 16, j1 = std::min<long long>(g.f, s1 * 16);
+      small_gemm(static_cast<int>(rows), static_cast<int>(j1 - j0), K, col, K, 1, w + j0, g.f, y + j0, g.f, false);
+      bias_act(y, rows, g.f, j0, j1, b, relu);
+    }, 2);
+    return;
+  }
   parallel_for(g.n, [&](long long b0, long long b1, int) {
     if (use_direct) {  // few input channels: register-blocked direct kernel, no im2col
       float* xpad = thread_scratch().floats(direct::padded_size(g), 2);
@@ -155,7 +172,7 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
       const float* col = columns(g, x, static_cast<int>(n0), count);
       float* yg = y + n0 * rows_per_image * g.f;
       blas::sgemm(false, false, static_cast<int>(rows), g.f, K, 1.f, col, K, w, g.f, 0.f, yg, g.f);
-      bias_act(yg, rows, g.f, b, relu);
+      bias_act(yg, rows, g.f, 0, g.f, b, relu);
     }
   });
 }

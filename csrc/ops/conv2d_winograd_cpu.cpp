@@ -33,6 +33,7 @@
 #include "core/scratch.h"
 #include "core/thread_pool.h"
 #include "ops/elementwise.h"
+#include "ops/kernel_cache_cpu.h"
 #include "ops/small_gemm_cpu.h"
 
 namespace hpcnn::cpu::winograd {
@@ -44,6 +45,9 @@ constexpr int L = 8;  // channel chunk: one AVX register of floats
 // A thread's share of a forward pass is at least this many tiles: below it, waking a thread
 // costs more than the tiles' work.
 constexpr long long kMinTilesPerThread = 4;
+
+// Fewer tiles in a whole forward pass: im2col instead (applies()).
+constexpr long long kMinTilesPerCall = 4;
 
 // Eight floats (one AVX register where the build has AVX2, a plain array otherwise): the
 // transforms are written once over 8 channels at a time; GCC does not vectorize them by itself
@@ -459,9 +463,15 @@ Problem forward_problem(const Conv2dGeometry& g, int m) {
 template <class W>
 void forward_impl(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu) {
   const Problem p = forward_problem(g, W::m);
-  float* u = kernel_buffer(W::a * W::a * kernel_plane(g.c, g.f));
   const long long cf = (long long)g.c * g.f;
-  kernel_transform<W>(g.c, g.f, u, [&](int a, int bb, int ci, int fo) { return w[(a * 3 + bb) * cf + (long long)ci * g.f + fo]; });
+  // U is kept between calls (ops/kernel_cache_cpu.h): remade only when w's values changed.
+  const KernelLease lease = winograd_kernel_cache().get(
+      w, 9 * cf, {g.c, g.f, W::m}, W::a * W::a * kernel_plane(g.c, g.f), [&](float* dst) {
+        kernel_transform<W>(g.c, g.f, dst, [&](int a, int bb, int ci, int fo) {
+          return w[(a * 3 + bb) * cf + (long long)ci * g.f + fo];
+        });
+      });
+  const float* u = lease.data();
   // The batch's tiles split over the threads (not its images: one image keeps every thread busy).
   parallel_for(g.n * p.tiles(), [&](long long r0, long long r1, int) { run<W>(p, x, u, b, relu, y, r0, r1); },
                kMinTilesPerThread);
@@ -515,7 +525,11 @@ void filter_grad_finish_impl(const Conv2dGeometry& g, const float* du, float* dw
 bool applies(const Conv2dGeometry& g) {
   // Measured (bench/RESULTS.md "Winograd convolution"): with fewer channels the thin GEMMs and
   // the transforms cost more than the saved multiplications.
-  return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.c >= 16 && g.f >= 16;
+  if (!(g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.c >= 16 && g.f >= 16)) return false;
+  // A batch of fewer tiles than this reads U (four times the kernel for F(4x4, 3x3)) for too little
+  // work: im2col reads the kernel itself (measured: the tutorial CNN's conv4 at batch 1, one tile).
+  const int m = tile_forward(g);
+  return (long long)g.n * ((g.oh + m - 1) / m) * ((g.ow + m - 1) / m) >= kMinTilesPerCall;
 }
 
 void forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu) {

@@ -144,6 +144,9 @@ def variable_sums(x: object, sizes: object=None, device: str='cpu') -> numpy.typ
 def weight_penalty(weights: object, grads: object, sizes: object=None, l1: object=None, l2: object=None, device: str='cpu') -> tuple[float, numpy.ndarray]:
     """The regularizers' penalty sum_v l1_v sum |w_v| + l2_v sum w_v^2 (l1, l2: a factor per variable) and grads + its gradient. Returns (penalty, grads)."""
 
+def winograd_kernel_cache(clear: bool=False) -> dict:
+    """The CPU Winograd forward pass's kept kernel transforms (ops/kernel_cache_cpu.h): entries, bytes, transforms made and calls served from an entry since the last clear. clear=True: forget them all first."""
+
 def zero_pad2d_backward(x_shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dy: object, padding: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], device: str='cpu') -> numpy.ndarray:
     ...
 
