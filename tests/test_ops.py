@@ -496,3 +496,34 @@ def test_conv2d_few_output_pixels_split_by_filters(threads, shape, stride, nt):
     _core.set_num_threads(nt)
     np.testing.assert_array_equal(ops.conv2d_forward(x, wt, b, strides=(stride, stride), padding="same", relu=True), y1)
     close(y1, ref.conv2d_forward(x, wt, b, (stride, stride), "same", True))
+
+
+# shape (n, h, w, c, f), kernel, stride: each CPU path (Winograd F(4,3) and F(2,3), few output
+# pixels, im2col, the direct kernel of few input channels) with a residual added before the ReLU
+RESIDUAL_CASES = [((4, 12, 12, 16, 24), 3, 1), ((4, 6, 6, 16, 16), 3, 1), ((1, 4, 4, 32, 24), 3, 1),
+                  ((3, 9, 7, 8, 12), 5, 1), ((2, 10, 10, 3, 16), 3, 1), ((2, 9, 9, 16, 32), 3, 2),
+                  ((2, 7, 9, 17, 19), 3, 1)]
+
+
+@pytest.mark.parametrize("shape,k,stride", RESIDUAL_CASES)
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("bias", [False, True])
+def test_conv2d_forward_with_residual(shape, k, stride, relu, bias):
+    # y = act(conv(x) + b + residual): a residual block's Add and ReLU in the convolution's output stage.
+    n, h, w, c, f = shape
+    rng = np.random.default_rng(sum(shape) + k + stride)
+    x, wt = randn(rng, n, h, w, c), randn(rng, k, k, c, f)
+    b = randn(rng, f) if bias else None
+    plain = ops.conv2d_forward(x, wt, b, strides=stride, padding="same")
+    res = randn(rng, *plain.shape)
+    y = ops.conv2d_forward(x, wt, b, strides=stride, padding="same", relu=relu, residual=res)
+    conv = ref.conv2d_forward(x, wt, b if bias else np.zeros(f, np.float32), (stride, stride), "same")
+    expected = conv + np.asarray(res, np.float64)
+    close(y, np.maximum(expected, 0.0) if relu else expected)
+
+
+def test_conv2d_forward_residual_shape_is_checked():
+    rng = np.random.default_rng(3)
+    x, wt = randn(rng, 2, 8, 8, 16), randn(rng, 3, 3, 16, 16)
+    _raises(lambda: ops.conv2d_forward(x, wt, None, padding="same", residual=randn(rng, 2, 8, 8, 15)),
+            "conv2d", "residual", "(2, 8, 8, 15)")

@@ -381,12 +381,16 @@ void bind_nn(py::module_& m) {
         d["one_buffer_per_activation"] = r.one_buffer_per_activation;
         d["statistics"] = r.statistics;
         d["allocated"] = p.model().arena_bytes();
+        d["predict_folded"] = r.predict_folded;
+        d["predict_residual_blocks"] = r.predict_residual_blocks;
         return d;
       }, py::arg("batch_size"),
          "Bytes of a step's activations and gradients for batches of batch_size rows: the planned arena of each "
          "step kind (train, test, predict), for comparison the training step's buffers each kept for the whole step "
          "(train_keep_all: no reuse, memory_reuse=False) and the layout of one buffer per activation, the arena "
-         "allocated now, and the bytes of the statistics a training or test step copies back (statistics).")
+         "allocated now, the bytes of the statistics a training or test step copies back (statistics), and what the "
+         "predict plan merges: BatchNormalizations folded into convolutions (predict_folded), residual blocks whose "
+         "Add and ReLU the last convolution computes (predict_residual_blocks).")
       .def_property_readonly("num_params", [](PyModel& p) { return p.model().num_params(); })
       .def_property_readonly("num_trainable_params", [](PyModel& p) { return p.model().num_trainable_params(); })
       .def("set_trainable", [](PyModel& p, const std::vector<bool>& per_layer) {

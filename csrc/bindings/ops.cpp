@@ -171,17 +171,20 @@ ops::UpdateOptions update_options(float lr, float weight_decay, float clipvalue)
 
 void bind_ops(py::module_& m) {
   m.def("conv2d_forward", [](py::object x, py::object w, py::object b, py::object strides, std::string padding,
-                             bool relu, std::string device, int repeat) {
+                             bool relu, std::string device, int repeat, py::object residual) {
     Device d = resolve_device(device);
     auto [sh, sw] = pair2(strides, "strides");
     Tensor X = f32_on(x, d, "x"), W = conv_kernel_on(w, d), B = optional_on(b, d, "bias");
+    Tensor R = optional_on(residual, d, "residual");
     Padding pad = parse_padding(padding);
     Conv2dGeometry g = ops::conv2d_geometry(X, W, sh, sw, pad);
     Tensor Y = Tensor::empty({g.n, g.oh, g.ow, g.f}, DType::F32, d);
-    run_repeat(repeat, [&] { ops::conv2d_forward(X, W, B, Y, sh, sw, pad, relu); });
+    run_repeat(repeat, [&] { ops::conv2d_forward(X, W, B, Y, sh, sw, pad, relu, R); });
     return to_numpy(Y);
   }, py::arg("x"), py::arg("kernel"), py::arg("bias"), py::arg("strides") = 1, py::arg("padding") = "valid",
-     py::arg("relu") = false, py::arg("device") = "cpu", py::arg("repeat") = 1, "bias None: no bias (use_bias=False).");
+     py::arg("relu") = false, py::arg("device") = "cpu", py::arg("repeat") = 1, py::arg("residual") = py::none(),
+     "bias None: no bias (use_bias=False). residual (the output's shape): added before the ReLU, "
+     "y = act(conv + bias + residual).");
 
   m.def("winograd_kernel_cache", [](bool clear) {
     cpu::KernelCache& cache = cpu::winograd_kernel_cache();

@@ -91,6 +91,23 @@ void Conv2DLayer::forward_folded(const Tensor& x, Tensor& y, const StepContext& 
   ops::conv2d_forward(x, folded_kernel_, folded_bias_, y, sh_, sw_, padding_, bn.fused_relu());
 }
 
+void Conv2DLayer::forward_residual(const Tensor& x, const Tensor& shortcut, Tensor& y, BatchNormLayer* bn) {
+  const Tensor& w = params_[0];
+  const Tensor b = use_bias_ ? params_[1] : Tensor();
+  if (!bn) {
+    ops::conv2d_forward(x, w, b, y, sh_, sw_, padding_, true, shortcut);
+    return;
+  }
+  if (!folded_kernel_.defined() || folded_kernel_.device() != w.device() || folded_kernel_.shape() != w.shape()) {
+    folded_kernel_ = Tensor::empty(w.shape(), DType::F32, w.device());
+    folded_bias_ = Tensor::empty({filters_}, DType::F32, w.device());
+  }
+  // Always folded here (unlike forward_folded's small outputs): the normalization has no buffer
+  // of its own to run apart into, and the fold is small beside the three passes it saves.
+  bn->fold_into(w, b, folded_kernel_, folded_bias_);
+  ops::conv2d_forward(x, folded_kernel_, folded_bias_, y, sh_, sw_, padding_, true, shortcut);
+}
+
 void Conv2DLayer::backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext&) {
   Tensor db = use_bias_ ? grads_[1] : Tensor();
   ops::conv2d_backward(x, params_[0], y, dy, dx, grads_[0], db, sh_, sw_, padding_, relu_);

@@ -55,6 +55,9 @@ class Conv2DLayer : public Layer {
   // the fold would touch more values than it saves (n * oh * ow < kh * kw * c: a deep layer at
   // batch 1), the two run apart instead (the convolution's output in the fold's buffer).
   void forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn);
+  // Inference: y = ReLU(this convolution (with `bn` folded in, when not null) + shortcut), a
+  // residual block's convolution, Add and ReLU in one op (nn/step_plan.h: plan.residual).
+  void forward_residual(const Tensor& x, const Tensor& shortcut, Tensor& y, BatchNormLayer* bn);
 
  private:
   int filters_, kh_, kw_, sh_, sw_;

@@ -161,8 +161,8 @@ Tensor Model::forward(const Tensor& x, StepMode mode) {
     Layer& l = graph_.layer(i);
     const std::vector<int>& in = graph_.inputs(i);
     const Shape full = with_batch(n, graph_.output_shape(i));
-    if (plan.forward_view[i]) {
-      vals_[i] = value(in[0], x).reshape(full);
+    if (plan.forward_view[i]) {  // its input reshaped, or what a convolution computed for it
+      vals_[i] = value(plan.view_source[i], x).reshape(full);
       continue;
     }
     Tensor y = arena_view(mode, plan.value_buffer[i], full);
@@ -170,6 +170,9 @@ Tensor Model::forward(const Tensor& x, StepMode mode) {
       xs_.clear();
       for (int p : in) xs_.push_back(value(p, x));
       static_cast<MergeLayer&>(l).forward_merge(xs_, y, ctx);
+    } else if (plan.residual[i] != kNoResidual) {  // an inference step: the block's Add and ReLU too
+      BatchNormLayer* bn = plan.folds[i] >= 0 ? &static_cast<BatchNormLayer&>(graph_.layer(plan.folds[i])) : nullptr;
+      static_cast<Conv2DLayer&>(l).forward_residual(value(in[0], x), value(plan.residual[i], x), y, bn);
     } else if (plan.folds[i] >= 0) {  // an inference step: the BatchNormalization after it folded in
       static_cast<Conv2DLayer&>(l).forward_folded(value(in[0], x), y, ctx,
                                                   static_cast<BatchNormLayer&>(graph_.layer(plan.folds[i])));

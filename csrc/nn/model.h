@@ -91,6 +91,9 @@ struct MemoryReport {
   // The step's statistics (loss sum, correct count, regularization penalty, one sum per other metric, as
   // doubles): the one copy from the device a training or test step makes.
   long long statistics = 0;
+  // What the predict plan merges (nn/step_plan.h): BatchNormalizations folded into their
+  // convolutions, residual blocks whose Add and ReLU their last convolution computes.
+  int predict_folded = 0, predict_residual_blocks = 0;
 };
 
 class Model {

@@ -62,7 +62,12 @@ MemoryReport Model::memory_report(long long n) const {
   keep_apart(train, graph_.size());
   r.train_keep_all = pack_buffers(lives(train, n), kArenaAlignment).bytes;
   r.test = pack_buffers(lives(plan_step(graph_, StepMode::Test, loss_end(), trains), n), kArenaAlignment).bytes;
-  r.predict = pack_buffers(lives(plan_step(graph_, StepMode::Predict, graph_.size(), trains), n), kArenaAlignment).bytes;
+  const StepPlan predict = plan_step(graph_, StepMode::Predict, graph_.size(), trains);
+  r.predict = pack_buffers(lives(predict, n), kArenaAlignment).bytes;
+  for (int i = 0; i < graph_.size(); ++i) {
+    r.predict_folded += predict.folds[i] >= 0;
+    r.predict_residual_blocks += predict.residual[i] != kNoResidual;
+  }
   long long acts = 0, biggest = shape_numel(graph_.input_shape());
   for (int i = 0; i < graph_.size(); ++i) {
     const long long sz = shape_numel(graph_.output_shape(i));

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "nn/layers.h"
+#include "nn/merge_layers.h"
 
 namespace hpcnn::nn {
 
@@ -27,6 +28,45 @@ std::vector<int> inference_folds(const Graph& g, int end) {
     if (bn && conv && !conv->fused_relu() && readers[i] == 1 && i != end - 1) folds[i] = j;
   }
   return folds;
+}
+
+// Per node, for an inference step: the shortcut a convolution adds before its block's ReLU, or
+// kNoResidual (step_plan.h); `tail[k]` is set to that convolution for the Add and the ReLU it
+// computes. `folds` as inference_folds made them.
+std::vector<int> inference_residuals(const Graph& g, int end, const std::vector<int>& folds, std::vector<int>& tail) {
+  const int n = g.size();
+  std::vector<int> readers(n, 0), only_reader(n, -1);
+  for (int i = 0; i < end; ++i)
+    for (int p : g.inputs(i))
+      if (p != kModelInput) {
+        ++readers[p];
+        only_reader[p] = i;
+      }
+  std::vector<int> folded_into(n, -1);
+  for (int i = 0; i < n; ++i)
+    if (folds[i] >= 0) folded_into[folds[i]] = i;
+  std::vector<int> residual(n, kNoResidual);
+  tail.assign(n, -1);
+  for (int a = 0; a < end; ++a) {
+    const std::vector<int>& in = g.inputs(a);
+    if (!dynamic_cast<const AddLayer*>(&g.layer(a)) || in.size() != 2 || readers[a] != 1) continue;
+    const int r = only_reader[a];
+    const auto* act = dynamic_cast<const ActivationLayer*>(&g.layer(r));
+    if (!act || act->spec().softmax || act->spec().act != Act::ReLU || g.inputs(r).size() != 1) continue;
+    for (int s = 0; s < 2; ++s) {
+      const int p = in[s], q = in[1 - s];
+      if (p == kModelInput || p == q || readers[p] != 1) continue;
+      const int c = folded_into[p] >= 0 ? folded_into[p] : p;  // the convolution computing p
+      const auto* conv = dynamic_cast<const Conv2DLayer*>(&g.layer(c));
+      if (!conv || conv->fused_relu() || residual[c] != kNoResidual) continue;
+      if (c != p && static_cast<const BatchNormLayer&>(g.layer(p)).fused_relu()) continue;
+      if (q != kModelInput && q >= c) continue;  // the shortcut must exist when the convolution runs
+      residual[c] = q;
+      tail[a] = tail[r] = c;
+      break;
+    }
+  }
+  return residual;
 }
 
 }  // namespace
@@ -57,19 +97,25 @@ StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<boo
   // ---- forward: each node's output, read by the nodes that take it
   const bool training = mode == StepMode::Train || mode == StepMode::Call;
   plan.folds = training ? std::vector<int>(n, -1) : inference_folds(g, end);
-  std::vector<char> folded(n, 0);
+  std::vector<int> tail(n, -1);  // an Add or ReLU whose value a convolution computes (inference)
+  plan.residual = training ? std::vector<int>(n, kNoResidual) : inference_residuals(g, end, plan.folds, tail);
+  plan.view_source.assign(n, kNotAView);
   for (int i = 0; i < n; ++i)
-    if (plan.folds[i] >= 0) folded[plan.folds[i]] = 1;
+    if (plan.folds[i] >= 0) plan.view_source[plan.folds[i]] = i;  // a folded node: its conv wrote it
+  for (int i = 0; i < n; ++i)
+    if (tail[i] >= 0) plan.view_source[i] = tail[i];
   for (int i = 0; i < end; ++i) {
     const Layer& l = g.layer(i);
     const std::vector<int>& in = g.inputs(i);
-    if (folded[i] || (!l.is_merge() && l.forward_is_view(training))) {  // a folded node: its conv wrote it
+    if (plan.view_source[i] == kNotAView && !l.is_merge() && l.forward_is_view(training)) plan.view_source[i] = in[0];
+    if (plan.view_source[i] != kNotAView) {
       plan.forward_view[i] = 1;
-      plan.value_buffer[i] = value_of(in[0]);
+      plan.value_buffer[i] = value_of(plan.view_source[i]);
     } else {
       plan.value_buffer[i] = add_buffer(g.output_shape(i), i);
     }
     for (int p : in) touch(value_of(p), i);
+    if (plan.residual[i] != kNoResidual) touch(value_of(plan.residual[i]), i);  // read by the output stage
   }
   touch(plan.value_buffer[end - 1], end);  // read by the loss (or copied out by predict)
   if (mode != StepMode::Train) return plan;

@@ -15,6 +15,13 @@
 // convolution computes the normalized output (and the ReLU fused into the normalization) in one
 // pass, and the normalization's node is a view of it (`folds`). Training steps never fold: the
 // backward pass needs the convolution's own output, and the batch's statistics are not constants.
+// Inference steps also give a residual block's tail to its last convolution: where an Add of two
+// inputs is read only by a plain ReLU (that reads only it), and one of its inputs is a convolution
+// without a fused ReLU (or the BatchNormalization folded into one) that nothing else reads, and the
+// other input (the shortcut) is computed before that convolution, the convolution computes
+// ReLU(conv + shortcut) into the ReLU's buffer in its output stage (`residual`: ops::conv2d_forward
+// with a residual); the Add's and the ReLU's nodes are views of it (`view_source`). One pass over
+// the block's output instead of three (convolution, Add, ReLU).
 // Backward (training): node i runs backward if it has trainable parameters or any of its inputs
 // does, directly or further up (frozen layers before every trainable one are skipped, as are the
 // gradients of the model's input). The gradient of an output that feeds several layers is the
@@ -42,6 +49,8 @@ enum class StepMode { Train, Test, Predict, Call };
 enum class GradRoute : uint8_t { None, Write, WriteTemp, Alias, Copy, Accumulate };
 
 constexpr int kBatchBuffer = -1;  // a value that is (a view of) the staged batch itself
+constexpr int kNoResidual = -2;   // StepPlan::residual of a node that adds none
+constexpr int kNotAView = -3;     // StepPlan::view_source of a node with a buffer of its own
 
 struct StepPlan {
   StepMode mode = StepMode::Predict;
@@ -50,6 +59,11 @@ struct StepPlan {
   std::vector<char> forward_view;         // per node: its output is its input reshaped
   std::vector<int> folds;                 // per node: the BatchNormalization node folded into this
                                           // convolution (it computes that node's output), or -1
+  std::vector<int> view_source;           // per node: the node whose value it is (a forward view;
+                                          // kModelInput: the batch), or kNotAView
+  std::vector<int> residual;              // per node: for a convolution that computes its block's
+                                          // ReLU(conv + shortcut), the shortcut's node (kModelInput:
+                                          // the batch), else kNoResidual
   std::vector<char> runs_backward;        // per node (training)
   std::vector<int> grad_buffer;           // per node: the buffer of its output's gradient, or -1
   std::vector<std::vector<GradRoute>> routes;  // per node, per input

@@ -31,14 +31,19 @@ Conv2dGeometry conv2d_geometry(const Tensor& x, const Tensor& w, int sh, int sw,
 }
 
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, int sh, int sw, Padding pad,
-                    bool relu) {
-  same_device("conv2d", {&x, &w, &b, &y});  // first: the kernel's layout follows its device
+                    bool relu, const Tensor& residual) {
+  same_device("conv2d", {&x, &w, &b, &y, &residual});  // first: the kernel's layout follows its device
   Conv2dGeometry g = conv2d_geometry(x, w, sh, sw, pad);
   if (b.defined()) expect_shape("conv2d", "bias", b, {g.f});
   expect_shape("conv2d", "output", y, {g.n, g.oh, g.ow, g.f});
+  if (residual.defined()) {
+    expect_f32("conv2d", "residual", residual);
+    expect_shape("conv2d", "residual", residual, {g.n, g.oh, g.ow, g.f});
+  }
   const float* bp = b.defined() ? b.f32() : nullptr;
-  HPCNN_DISPATCH(x.device(), cpu::conv2d_forward(g, x.f32(), w.f32(), bp, y.f32(), relu),
-                 cuda::conv2d_forward(device_index, g, x.f32(), w.f32(), bp, y.f32(), relu));
+  const float* rp = residual.defined() ? residual.f32() : nullptr;
+  HPCNN_DISPATCH(x.device(), cpu::conv2d_forward(g, x.f32(), w.f32(), bp, y.f32(), relu, rp),
+                 cuda::conv2d_forward(device_index, g, x.f32(), w.f32(), bp, y.f32(), relu, rp));
 }
 
 void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& dy, Tensor* dx, Tensor& dw,

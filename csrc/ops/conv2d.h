@@ -1,7 +1,7 @@
 // conv2d, NHWC activations, bias (out), the kernel in the layout its backend takes (below):
 //   y[n, oy, ox, f] = b[f] + sum_{ky, kx, c} x[n, oy*sh + ky - pad_top, ox*sw + kx - pad_left, c] * w[ky, kx, c, f]
 // with w indexed as Keras' HWIO kernel (the CUDA backend's OHWI kernel holds w[ky, kx, c, f] at
-// [f, ky, kx, c]), optionally followed by ReLU (fused). Padding follows Keras: 'valid' none; 'same' makes
+// [f, ky, kx, c]), optionally followed by ReLU (fused; a residual, where given, is added before it). Padding follows Keras: 'valid' none; 'same' makes
 // out = ceil(in / stride) and pads total = max((out - 1) * stride + k - in, 0), top/left getting
 // total / 2 (the extra row/column, when odd, goes to the bottom/right).
 // The bias is optional (Keras' use_bias=False): b null means none, and db null is not computed.
@@ -35,8 +35,9 @@ void keras_padding(int in, int k, int stride, Padding pad, int& out, int& pad_be
 // answers it per device, and ops.h checks kernels' shapes against it.
 namespace cpu {
 constexpr KernelLayout kConv2dKernelLayout = KernelLayout::HWIO;  // im2col GEMM with Keras' kernel as is
-// w and dw in HWIO.
-void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu);
+// w and dw in HWIO. residual: null, or y's shape, added before the ReLU.
+void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu,
+                    const float* residual = nullptr);
 // y is the forward output (used for the ReLU mask when relu); dy is overwritten with the masked
 // gradient when relu. dx may be null (first layer). dw, db are overwritten (not accumulated).
 void conv2d_backward(const Conv2dGeometry& g, const float* x, const float* w, const float* y, float* dy, float* dx,
@@ -47,7 +48,7 @@ namespace cuda {
 constexpr KernelLayout kConv2dKernelLayout = KernelLayout::OHWI;  // cuDNN's NHWC filter layout (KRSC)
 // As the CPU functions, with w and dw in OHWI.
 void conv2d_forward(int device, const Conv2dGeometry& g, const float* x, const float* w_ohwi, const float* b, float* y,
-                    bool relu);
+                    bool relu, const float* residual = nullptr);
 void conv2d_backward(int device, const Conv2dGeometry& g, const float* x, const float* w_ohwi, const float* y,
                      float* dy, float* dx, float* dw_ohwi, float* db, bool relu);
 }  // namespace cuda

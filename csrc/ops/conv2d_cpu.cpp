@@ -105,10 +105,16 @@ const float* columns(const Conv2dGeometry& g, const float* x, int n0, int count)
   return buf;
 }
 
-// y[r, j0:j1] = act(y[r, j0:j1] + b[j0:j1]) for `rows` rows of width f.
-void bias_act(float* y, long long rows, int f, long long j0, long long j1, const float* b, bool relu) {
+// y[r, j0:j1] = act(y[r, j0:j1] + b[j0:j1] (+ res[r, j0:j1])) for `rows` rows of width f; res
+// (the residual rows beside these rows of y) may be null.
+void bias_act(float* y, long long rows, int f, long long j0, long long j1, const float* b, bool relu,
+              const float* res) {
   for (long long r = 0; r < rows; ++r) {
     float* yr = y + r * f;
+    if (res) {
+      const float* rr = res + r * f;
+      for (long long j = j0; j < j1; ++j) yr[j] += rr[j];
+    }
     if (relu)
       for (long long j = j0; j < j1; ++j) yr[j] = ew::relu(yr[j] + b[j]);
     else
@@ -121,6 +127,14 @@ void bias_act(float* y, long long rows, int f, long long j0, long long j1, const
 // thread's BLAS sgemm would pack the whole kernel for a handful of rows (perf: the tutorial CNN's
 // conv4 at batch 1, 16 rows, a 1152 x 256 kernel).
 constexpr long long kFewRows = 64;
+
+// A bias of zeros (f of them) for the residual pass after the direct kernel, which added the
+// bias itself.
+const float* no_bias_for_residual(int f) {
+  static thread_local std::vector<float> zeros;
+  if ((int)zeros.size() < f) zeros.assign(f, 0.f);
+  return zeros.data();
+}
 
 // dy <- dy * (y > 0) when relu; db_acc[j] += sum of the (masked) column j.
 void mask_and_sum(float* dy, const float* y, long long rows, int f, float* db_acc, bool relu) {
@@ -136,7 +150,8 @@ void mask_and_sum(float* dy, const float* y, long long rows, int f, float* db_ac
 
 }  // namespace
 
-void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu) {
+void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu,
+                    const float* residual) {
   std::vector<float> no_bias;  // use_bias=False: the kernels add a bias of zeros
   if (!b) {
     no_bias.assign(g.f, 0.f);
@@ -147,7 +162,7 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
   const int group = images_per_group(g);
   const bool use_direct = direct::applies(g);
   if (!use_direct && winograd::applies(g)) {  // 3x3 stride 1, many channels: 2.25x fewer products
-    winograd::forward(g, x, w, b, y, relu);
+    winograd::forward(g, x, w, b, y, relu, residual);
     return;
   }
   if (!use_direct && g.n * rows_per_image < kFewRows) {  // a few output pixels in all (deep layers at batch 1)
@@ -156,14 +171,18 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
     parallel_for((g.f + 15) / 16, [&](long long s0, long long s1, int) {
       const long long j0 = s0 * 16, j1 = std::min<long long>(g.f, s1 * 16);
       small_gemm(static_cast<int>(rows), static_cast<int>(j1 - j0), K, col, K, 1, w + j0, g.f, y + j0, g.f, false);
-      bias_act(y, rows, g.f, j0, j1, b, relu);
+      bias_act(y, rows, g.f, j0, j1, b, relu, residual);
     }, 2);
     return;
   }
   parallel_for(g.n, [&](long long b0, long long b1, int) {
     if (use_direct) {  // few input channels: register-blocked direct kernel, no im2col
       float* xpad = thread_scratch().floats(direct::padded_size(g), 2);
-      direct::forward(g, x, w, b, y, relu, static_cast<int>(b0), static_cast<int>(b1 - b0), xpad);
+      direct::forward(g, x, w, b, y, relu && !residual, static_cast<int>(b0), static_cast<int>(b1 - b0), xpad);
+      if (residual) {  // then y = act(y + residual) over these images
+        const long long off = b0 * rows_per_image * g.f;
+        bias_act(y + off, (b1 - b0) * rows_per_image, g.f, 0, g.f, no_bias_for_residual(g.f), relu, residual + off);
+      }
       return;
     }
     for (long long n0 = b0; n0 < b1; n0 += group) {
@@ -172,7 +191,7 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
       const float* col = columns(g, x, static_cast<int>(n0), count);
       float* yg = y + n0 * rows_per_image * g.f;
       blas::sgemm(false, false, static_cast<int>(rows), g.f, K, 1.f, col, K, w, g.f, 0.f, yg, g.f);
-      bias_act(yg, rows, g.f, 0, g.f, b, relu);
+      bias_act(yg, rows, g.f, 0, g.f, b, relu, residual ? residual + n0 * rows_per_image * g.f : nullptr);
     }
   });
 }

@@ -2,7 +2,7 @@
 // kernel w and its gradient dw are in cuDNN's NHWC filter layout OHWI (= KRSC, conv2d_layout.h):
 // a model on a GPU keeps its kernels so (nn/param_layout.h), so no step transposes them.
 //   forward : y = conv(x, w) with bias+ReLU fused by cuDNN where it can, else y = act(y + b) by
-//             bias_act.
+//             bias_act (+ the residual, when one is given, before the ReLU).
 //   backward: dy <- dy * (y > 0) when relu (in place, as the CPU); db = column sums of dy
 //             (deterministic); dw = cuDNN backward-filter; dx = cuDNN backward-data.
 // Keras 'same' padding with an odd total (more at the bottom/right) is not expressible in a
@@ -21,7 +21,7 @@ cudnn::ConvShape conv_shape(const Conv2dGeometry& g) { return body::conv_geom(g)
 }  // namespace
 
 void conv2d_forward(int device, const Conv2dGeometry& g, const float* x, const float* w_ohwi, const float* b, float* y,
-                    bool relu) {
+                    bool relu, const float* residual) {
   ContextLock ctx(device);
   cudaStream_t s = ctx.stream();
   const cudnn::ConvShape cs = conv_shape(g);
@@ -33,8 +33,10 @@ void conv2d_forward(int device, const Conv2dGeometry& g, const float* x, const f
     kernels::pad_nhwc(s, x, g.n, g.h, g.w, g.c, g.pad_top, g.pad_bottom, g.pad_left, g.pad_right, xp);
     xin = xp;
   }
-  bool fused = cudnn::conv_forward(*ctx, cs, xin, w_ohwi, b, relu, y);
-  if (!fused) kernels::bias_act(s, y, (long long)g.n * g.oh * g.ow, g.f, b, relu);
+  // With a residual the ReLU comes after its addition: cuDNN fuses the bias at most, bias_act the rest.
+  bool fused = cudnn::conv_forward(*ctx, cs, xin, w_ohwi, b, relu && !residual, y);
+  if (!fused || residual)
+    kernels::bias_act(s, y, (long long)g.n * g.oh * g.ow, g.f, fused ? nullptr : b, relu, residual);
 }
 
 void conv2d_backward(int device, const Conv2dGeometry& g, const float* x, const float* w_ohwi, const float* y,

@@ -14,9 +14,12 @@
 // The batch's tiles are numbered image by image (r = img * tiles + ty * tw + tx); forward splits
 // them over the threads (one image keeps every thread busy), backward takes each thread's images.
 // Per thread, per block of tiles (tiles_per_block: V and M of a block stay in L2):
-//   V[xi][t][c]  <- input transform        (channels innermost: 8-wide vectors over c)
+//   V[t][xi][c]  <- input transform        (channels innermost: 8-wide vectors over c)
 //   M[xi] = V[xi] * U[xi]                  a*a products (tiles x C) * (C x F), ops/small_gemm_cpu.h
-// (the a*a planes of V, M, U lie one cache line more than their size apart: see plane_stride).
+// V and M are tile-major: a tile's a*a transformed values lie together, so each transform reads or
+// writes one contiguous run per tile (plane-major, 36 streams a tile apart, the transforms ran at
+// about a third of their instruction rate at 16 channels; measured 23 % faster at ResNet-20's first
+// stage, 1-5 % at the others), and the products step through the planes with a row stride.
 //   y <- A^T M A (+ bias, ReLU)            (8-wide vectors over f)
 // Every output element is one fixed sequence of operations on its tile: results do not depend on
 // the blocking, the thread count, or the other images of the batch (the filter gradient sums
@@ -206,8 +209,9 @@ long long tiles_per_block(const Problem& p) {
   return std::max(6LL, budget / (a * a * (p.c + p.f) * 4));
 }
 
-// Distance between the a*a planes of U (c x f each): one cache line more than the plane, as for
-// V and M (plane_stride below): c * f * 4 bytes is a multiple of 4 KiB for every tutorial layer.
+// Distance between the a*a planes of U (c x f each): one cache line more than the plane, so that
+// the a*a concurrent streams of the kernel transform do not all map to the same L1 set (c * f * 4
+// bytes is a multiple of 4 KiB for every tutorial layer).
 long long kernel_plane(int c, int f) { return (long long)c * f + 16; }
 
 // U[xi][ci][fo] = (G g G^T)[xi] with g[a][b] = kernel value at (a, b) for input ci, output fo;
@@ -298,7 +302,7 @@ TilePos tile_position(long long r, long long tiles, int tw) {
   return {img, static_cast<int>(in_image / tw), static_cast<int>(in_image % tw)};
 }
 
-// out[xi][t][:] (xi < A*A, planes `plane` floats apart) = the 2-D transform `f` (R x R -> A x A)
+// out[t][xi][:] (xi < A*A, `plane` floats apart, tile t's A*A values together) = the 2-D transform `f` (R x R -> A x A)
 // of the R x R tile r0 + t (t < count) of x (images of h x w x ch), tiles numbered as in
 // tile_position over th x tw tiles per image: the tile of (ty, tx) starts at row M*ty - top,
 // column M*tx - left, and reads zero outside the image. The input transform (R = A, the padding
@@ -314,7 +318,7 @@ void tiles_to_planes(const float* x, int h, int w, int ch, int top, int left, in
     const float* xi = x + at.img * h * w * ch;
     const float* src[R][R];
     tile_pointers<R, R>(xi, h, w, ch, M * at.ty - top, M * at.tx - left, zeros, src);
-    float* dst = out + (long long)t * ch;
+    float* dst = out + (long long)t * A * A * plane;  // the tile's A*A planes, one after another
     for (int c0 = 0; c0 < full; c0 += L) chunk_to_planes<R, A>(src, c0, dst, plane, f);
     if (full < ch) {
       const int nc = ch - full;
@@ -327,7 +331,7 @@ void tiles_to_planes(const float* x, int h, int w, int ch, int top, int left, in
   }
 }
 
-// V[xi][t][:] for the tiles r0 .. r0 + count - 1.
+// V[t][xi][:] for the tiles r0 .. r0 + count - 1.
 template <class W>
 void input_transform(const Problem& p, const float* x, long long r0, int count, float* v, long long plane) {
   tiles_to_planes<W::a, W::a, W::m>(x, p.h, p.w, p.c, p.pad_top, p.pad_left, p.th(), p.tw(), r0, count, v, plane,
@@ -335,12 +339,14 @@ void input_transform(const Problem& p, const float* x, long long r0, int count, 
 }
 
 // One 8-channel chunk (from f0) of an output tile: A^T M A from the A*A planes (src + k * plane),
-// + bias, ReLU when RELU, stored to the M x M pixels dst (TAIL: the last nf < 8 channels).
+// + bias (+ the residual's pixels `res` when RES), ReLU when RELU, stored to the M x M pixels dst
+// (TAIL: the last nf < 8 channels).
 // Not inlined: inlined into the loop over chunks, GCC kept the 16 output pointers on the stack
 // and advanced each in memory per chunk.
-template <class W, bool RELU, bool TAIL>
+template <class W, bool RELU, bool RES, bool TAIL>
 __attribute__((noinline)) void planes_to_chunk(const float* src, long long plane, int f0, int nf, V8 bias,
-                            float* const (&dst)[W::m][W::m]) {
+                                               float* const (&dst)[W::m][W::m],
+                                               const float* const (&res_px)[W::m][W::m]) {
   constexpr int A = W::a, M = W::m;
   V8 t[M][A];
 #pragma GCC unroll 8
@@ -360,6 +366,7 @@ __attribute__((noinline)) void planes_to_chunk(const float* src, long long plane
 #pragma GCC unroll 8
     for (int l = 0; l < M; ++l) {
       V8 out = res[l] + bias;
+      if (RES) out = out + (!TAIL ? V8::load(res_px[k][l] + f0) : load_n(res_px[k][l] + f0, nf));
       if (RELU) out = out.relu();
       if (!TAIL) out.store(dst[k][l] + f0);
       else store_n(out, dst[k][l] + f0, nf);
@@ -367,30 +374,34 @@ __attribute__((noinline)) void planes_to_chunk(const float* src, long long plane
   }
 }
 
-// y (the tiles r0 .. r0 + count - 1) <- act(A^T M A + bias); bias may be null.
-template <class W, bool RELU>
-void output_transform(const Problem& p, const float* m, long long plane, const float* bias, long long r0, int count,
-                      float* y) {
+// y (the tiles r0 .. r0 + count - 1) <- act(A^T M A + bias (+ residual when RES)); bias may be null.
+template <class W, bool RELU, bool RES>
+void output_transform(const Problem& p, const float* m, long long plane, const float* bias, const float* residual,
+                      long long r0, int count, float* y) {
   constexpr int M = W::m;
   const int tw = p.tw();
   const long long tiles = p.tiles();
   float* discard = discard_row(p.f);
+  const float* zeros = zero_row(p.f);
   for (int t = 0; t < count; ++t) {
     const TilePos at = tile_position(r0 + t, tiles, tw);
-    float* yi = y + at.img * p.oh * p.ow * p.f;
+    const long long image = at.img * p.oh * p.ow * p.f;
     float* dst[M][M];
-    tile_pointers<M, M>(yi, p.oh, p.ow, p.f, M * at.ty, M * at.tx, discard, dst);
-    const float* src = m + (long long)t * p.f;
+    tile_pointers<M, M>(y + image, p.oh, p.ow, p.f, M * at.ty, M * at.tx, discard, dst);
+    const float* res_px[M][M] = {};
+    if (RES) tile_pointers<M, M>(residual + image, p.oh, p.ow, p.f, M * at.ty, M * at.tx, zeros, res_px);
+    const float* src = m + (long long)t * W::a * W::a * plane;
     int f0 = 0;
-    for (; f0 + L <= p.f; f0 += L) planes_to_chunk<W, RELU, false>(src, plane, f0, L, load_n(bias ? bias + f0 : nullptr, L), dst);
+    for (; f0 + L <= p.f; f0 += L)
+      planes_to_chunk<W, RELU, RES, false>(src, plane, f0, L, load_n(bias ? bias + f0 : nullptr, L), dst, res_px);
     if (f0 < p.f) {
       const int nf = p.f - f0;
-      planes_to_chunk<W, RELU, true>(src, plane, f0, nf, load_n(bias ? bias + f0 : nullptr, nf), dst);
+      planes_to_chunk<W, RELU, RES, true>(src, plane, f0, nf, load_n(bias ? bias + f0 : nullptr, nf), dst, res_px);
     }
   }
 }
 
-// dM[xi][t][:] = (A dY A^T)[xi] for the output-gradient tiles dY (m x m, zero outside the output)
+// dM[t][xi][:] = (A dY A^T)[xi] for the output-gradient tiles dY (m x m, zero outside the output)
 // r0 .. r0 + count - 1: the gradient of the Winograd-domain product U .* V.
 template <class W>
 void grad_output_transform(const Problem& p, const float* dy, long long r0, int count, float* dm, long long plane) {
@@ -398,21 +409,17 @@ void grad_output_transform(const Problem& p, const float* dy, long long r0, int 
                                     [](const V8* in, V8* out) { W::grad_output(in, out); });
 }
 
-// Distance between the a*a planes of V, M, dM (tiles x channels each): one cache line more than
-// the plane, so that the transforms' a*a concurrent streams do not all map to the same L1 set
-// (rows * channels * 4 bytes is often a multiple of 4 KiB; measured: the transforms cost ~1.5x).
-long long plane_stride(long long rows, int channels) { return rows * channels + 16; }
-
-// The tiles [r_begin, r_end) in blocks (tiles_per_block), each with its V planes (the input
-// transform of x; scratch slot 0) and room for as many M planes (slot 1):
-// step(r0, cnt, v, vs, m, ms) for the block of cnt tiles from r0, vs and ms the plane strides.
+// The tiles [r_begin, r_end) in blocks (tiles_per_block), each with its V (the input transform of
+// x; scratch slot 0) and room for as large an M (slot 1): step(r0, cnt, v, vs, m, ms) for the block
+// of cnt tiles from r0; vs and ms: the distance between planes (tile t's plane xi at
+// (t * a*a + xi) * vs), i.e. the channel counts.
 template <class W, class Step>
 void for_each_block(const Problem& p, const float* x, long long r_begin, long long r_end, Step&& step) {
   constexpr int AA = W::a * W::a;
   const long long block = tiles_per_block(p);
-  const long long vs = plane_stride(block, p.c), ms = plane_stride(block, p.f);
-  float* v = thread_scratch().floats(AA * vs, 0);
-  float* m = thread_scratch().floats(AA * ms, 1);
+  const long long vs = p.c, ms = p.f;  // tile-major: plane xi of tile t at (t * AA + xi) * channels
+  float* v = thread_scratch().floats(AA * block * vs, 0);
+  float* m = thread_scratch().floats(AA * block * ms, 1);
   for (long long r0 = r_begin; r0 < r_end; r0 += block) {
     const int cnt = static_cast<int>(std::min(block, r_end - r0));
     input_transform<W>(p, x, r0, cnt, v, vs);
@@ -420,16 +427,23 @@ void for_each_block(const Problem& p, const float* x, long long r_begin, long lo
   }
 }
 
-// y (the tiles [r_begin, r_end)) = act(conv(x, U) + bias), block by block: M = V * U, y from M.
+// y (the tiles [r_begin, r_end)) = act(conv(x, U) + bias (+ residual)), block by block: M = V * U,
+// y from M. residual: null or y's shape.
 template <class W>
-void run(const Problem& p, const float* x, const float* u, const float* bias, bool relu, float* y, long long r_begin,
-         long long r_end) {
+void run(const Problem& p, const float* x, const float* u, const float* bias, bool relu, const float* residual,
+         float* y, long long r_begin, long long r_end) {
   for_each_block<W>(p, x, r_begin, r_end, [&](long long r0, int cnt, const float* v, long long vs, float* m,
                                               long long ms) {
     for (int xi = 0; xi < W::a * W::a; ++xi)  // M[xi] (tiles x F) = V[xi] (tiles x C) * U[xi] (C x F)
-      small_gemm(cnt, p.f, p.c, v + xi * vs, p.c, 1, u + xi * kernel_plane(p.c, p.f), p.f, m + xi * ms, p.f, false);
-    if (relu) output_transform<W, true>(p, m, ms, bias, r0, cnt, y);
-    else output_transform<W, false>(p, m, ms, bias, r0, cnt, y);
+      small_gemm(cnt, p.f, p.c, v + xi * vs, W::a * W::a * vs, 1, u + xi * kernel_plane(p.c, p.f), p.f, m + xi * ms,
+                 W::a * W::a * ms, false);
+    if (residual) {
+      if (relu) output_transform<W, true, true>(p, m, ms, bias, residual, r0, cnt, y);
+      else output_transform<W, false, true>(p, m, ms, bias, residual, r0, cnt, y);
+    } else {
+      if (relu) output_transform<W, true, false>(p, m, ms, bias, nullptr, r0, cnt, y);
+      else output_transform<W, false, false>(p, m, ms, bias, nullptr, r0, cnt, y);
+    }
   });
 }
 
@@ -461,7 +475,8 @@ Problem forward_problem(const Conv2dGeometry& g, int m) {
 }
 
 template <class W>
-void forward_impl(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu) {
+void forward_impl(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu,
+                  const float* residual) {
   const Problem p = forward_problem(g, W::m);
   const long long cf = (long long)g.c * g.f;
   // U is kept between calls (ops/kernel_cache_cpu.h): remade only when w's values changed.
@@ -473,7 +488,7 @@ void forward_impl(const Conv2dGeometry& g, const float* x, const float* w, const
       });
   const float* u = lease.data();
   // The batch's tiles split over the threads (not its images: one image keeps every thread busy).
-  parallel_for(g.n * p.tiles(), [&](long long r0, long long r1, int) { run<W>(p, x, u, b, relu, y, r0, r1); },
+  parallel_for(g.n * p.tiles(), [&](long long r0, long long r1, int) { run<W>(p, x, u, b, relu, residual, y, r0, r1); },
                kMinTilesPerThread);
 }
 
@@ -498,7 +513,8 @@ void filter_grad_impl(const Conv2dGeometry& g, const float* x, const float* dy, 
                                                                float* dm, long long ms) {
     grad_output_transform<W>(p, dy, r0, cnt, dm, ms);
     for (int xi = 0; xi < W::a * W::a; ++xi)  // dU[xi] (C x F) += V[xi]^T (C x tiles) * dM[xi] (tiles x F)
-      small_gemm(p.c, p.f, cnt, v + xi * vs, 1, p.c, dm + xi * ms, p.f, du_acc + xi * kernel_plane(p.c, p.f), p.f,
+      small_gemm(p.c, p.f, cnt, v + xi * vs, 1, W::a * W::a * vs, dm + xi * ms, W::a * W::a * ms,
+                 du_acc + xi * kernel_plane(p.c, p.f), p.f,
                  true);
   });
 }
@@ -532,9 +548,10 @@ bool applies(const Conv2dGeometry& g) {
   return (long long)g.n * ((g.oh + m - 1) / m) * ((g.ow + m - 1) / m) >= kMinTilesPerCall;
 }
 
-void forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu) {
-  if (tile_forward(g) == 4) forward_impl<F43>(g, x, w, b, y, relu);
-  else forward_impl<F23>(g, x, w, b, y, relu);
+void forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu,
+             const float* residual) {
+  if (tile_forward(g) == 4) forward_impl<F43>(g, x, w, b, y, relu, residual);
+  else forward_impl<F23>(g, x, w, b, y, relu, residual);
 }
 
 const float* backward_kernel(const Conv2dGeometry& g, const float* w) {
@@ -545,8 +562,8 @@ void backward_data(const Conv2dGeometry& g, const float* u, const float* dy, flo
   const int m = tile_backward_data(g);
   const Problem p{g.oh, g.ow, g.f, g.h, g.w, g.c, 2 - g.pad_top, 2 - g.pad_left, m};
   const long long r0 = n0 * p.tiles(), r1 = (n0 + count) * p.tiles();
-  if (m == 4) run<F43>(p, dy, u, nullptr, false, dx, r0, r1);
-  else run<F23>(p, dy, u, nullptr, false, dx, r0, r1);
+  if (m == 4) run<F43>(p, dy, u, nullptr, false, nullptr, dx, r0, r1);
+  else run<F23>(p, dy, u, nullptr, false, nullptr, dx, r0, r1);
 }
 
 long long filter_grad_size(const Conv2dGeometry& g) {

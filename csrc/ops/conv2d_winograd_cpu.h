@@ -19,8 +19,10 @@ namespace hpcnn::cpu::winograd {
 // GEMMs to pay: measured in bench/bench_ops.py, see bench/RESULTS.md "Winograd convolution").
 bool applies(const Conv2dGeometry& g);
 
-// The whole forward pass (splits the batch over hpcnn's threads itself): y = act(conv(x, w) + b).
-void forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu);
+// The whole forward pass (splits the batch's tiles over hpcnn's threads itself):
+// y = act(conv(x, w) + b (+ residual, y's shape, where not null)).
+void forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu,
+             const float* residual);
 
 // Backward-data in two steps, so that the kernel is transformed once per call (by the calling
 // thread, before its parallel region) and dx is computed per thread on its images:

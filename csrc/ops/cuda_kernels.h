@@ -6,9 +6,10 @@
 
 namespace hpcnn::cuda::kernels {
 
-// y[r, j] = act(y[r, j] + b[j]) for `rows` rows of width f (act: ReLU when relu, else identity);
-// b may be null (no bias: y = act(y), and nothing at all to do without relu).
-void bias_act(cudaStream_t s, float* y, long long rows, int f, const float* b, bool relu);
+// y[r, j] = act(y[r, j] + b[j] + residual[r, j]) for `rows` rows of width f (act: ReLU when relu,
+// else identity); b and residual may be null (none; nothing at all to do without either and relu).
+void bias_act(cudaStream_t s, float* y, long long rows, int f, const float* b, bool relu,
+              const float* residual = nullptr);
 // dy[i] = ew::relu_grad(y[i], dy[i]) in place.
 void relu_mask(cudaStream_t s, float* dy, const float* y, long long count);
 // out[j] = sum over r of m[r, j] (m: rows x f, row-major), overwritten. Deterministic: the same

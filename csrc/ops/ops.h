@@ -34,10 +34,12 @@ namespace hpcnn::ops {
 // (a ValueError names the op, the layout and the shapes); a model keeps its kernels so, and
 // converts to and from Keras' HWIO only where weights cross its boundary.
 // No bias (use_bias=False): b undefined in forward, db undefined in backward.
+// `residual` (y's shape; undefined: none) is added before the ReLU: y = act(conv + b + residual),
+// a residual block's Add and ReLU in the convolution's output stage (inference, nn/step_plan.h).
 KernelLayout conv2d_kernel_layout(const Device& d);
 Conv2dGeometry conv2d_geometry(const Tensor& x, const Tensor& w, int sh, int sw, Padding pad);
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, int sh, int sw, Padding pad,
-                    bool relu);
+                    bool relu, const Tensor& residual = Tensor());
 // dx may be undefined (not computed). dy is masked in place when relu.
 void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& dy, Tensor* dx, Tensor& dw,
                      Tensor& db, int sh, int sw, Padding pad, bool relu);

@@ -54,8 +54,8 @@ def concatenate(xs: list, axis: typing.SupportsInt | typing.SupportsIndex=-1, de
 def conv2d_backward(x: object, kernel: object, y: object, dy: object, strides: object=1, padding: str='valid', relu: bool=False, need_dx: bool=True, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1, bias: bool=True) -> tuple[object, numpy.ndarray, object]:
     """Returns (dx or None, dw, db or None); bias=False: a convolution without bias (no db)."""
 
-def conv2d_forward(x: object, kernel: object, bias: object, strides: object=1, padding: str='valid', relu: bool=False, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
-    """bias None: no bias (use_bias=False)."""
+def conv2d_forward(x: object, kernel: object, bias: object, strides: object=1, padding: str='valid', relu: bool=False, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1, residual: object=None) -> numpy.ndarray:
+    """bias None: no bias (use_bias=False). residual (the output's shape): added before the ReLU, y = act(conv + bias + residual)."""
 
 def conv2d_kernel_layout(device: str) -> str:
     """The conv2d kernel layout the backend of `device` computes with, and a model on it holds: 'HWIO' (kh, kw, in, out; Keras' own) on the CPU, 'OHWI' (out, kh, kw, in; cuDNN's NHWC filter) on a GPU. Needs no GPU."""
