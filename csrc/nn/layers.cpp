@@ -69,12 +69,17 @@ void Conv2DLayer::forward(const Tensor& x, Tensor& y, const StepContext&) {
   ops::conv2d_forward(x, params_[0], use_bias_ ? params_[1] : Tensor(), y, sh_, sw_, padding_, relu_);
 }
 
-void Conv2DLayer::forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn) {
+void Conv2DLayer::make_fold_buffers() {
   const Tensor& w = params_[0];
   if (!folded_kernel_.defined() || folded_kernel_.device() != w.device() || folded_kernel_.shape() != w.shape()) {
     folded_kernel_ = Tensor::empty(w.shape(), DType::F32, w.device());
     folded_bias_ = Tensor::empty({filters_}, DType::F32, w.device());
   }
+}
+
+void Conv2DLayer::forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn) {
+  const Tensor& w = params_[0];
+  make_fold_buffers();
   // The fold reads and writes the kernel (kh * kw * c values per filter); what it saves is the
   // normalization's pass over the output (n * oh * ow values per filter). Where the output is the
   // smaller (the last stages at batch 1) the two run apart on the CPU, as the layers would: the
@@ -98,10 +103,7 @@ void Conv2DLayer::forward_residual(const Tensor& x, const Tensor& shortcut, Tens
     ops::conv2d_forward(x, w, b, y, sh_, sw_, padding_, true, shortcut);
     return;
   }
-  if (!folded_kernel_.defined() || folded_kernel_.device() != w.device() || folded_kernel_.shape() != w.shape()) {
-    folded_kernel_ = Tensor::empty(w.shape(), DType::F32, w.device());
-    folded_bias_ = Tensor::empty({filters_}, DType::F32, w.device());
-  }
+  make_fold_buffers();
   // Always folded here (unlike forward_folded's small outputs): the normalization has no buffer
   // of its own to run apart into, and the fold is small beside the three passes it saves.
   bn->fold_into(w, b, folded_kernel_, folded_bias_);

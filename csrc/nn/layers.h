@@ -64,6 +64,7 @@ class Conv2DLayer : public Layer {
   Padding padding_;
   bool relu_, use_bias_;
   Tensor folded_kernel_, folded_bias_;  // forward_folded's, on the model's device (made on first use)
+  void make_fold_buffers();             // (re)made when the kernel's device or shape differs
 };
 
 // MaxPooling2D (max = true) and AveragePooling2D (max = false; padded positions are not counted):

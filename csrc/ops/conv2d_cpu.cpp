@@ -105,36 +105,9 @@ const float* columns(const Conv2dGeometry& g, const float* x, int n0, int count)
   return buf;
 }
 
-// y[r, j0:j1] = act(y[r, j0:j1] + b[j0:j1] (+ res[r, j0:j1])) for `rows` rows of width f; res
-// (the residual rows beside these rows of y) may be null.
-void bias_act(float* y, long long rows, int f, long long j0, long long j1, const float* b, bool relu,
-              const float* res) {
-  for (long long r = 0; r < rows; ++r) {
-    float* yr = y + r * f;
-    if (res) {
-      const float* rr = res + r * f;
-      for (long long j = j0; j < j1; ++j) yr[j] += rr[j];
-    }
-    if (relu)
-      for (long long j = j0; j < j1; ++j) yr[j] = ew::relu(yr[j] + b[j]);
-    else
-      for (long long j = j0; j < j1; ++j) yr[j] += b[j];
-  }
-}
-
-// Fewer output pixels than this in a whole forward pass (im2col path): the threads split the
-// filters, 16 at a time, and multiply with small_gemm, which reads the kernel in place; one
-// thread's BLAS sgemm would pack the whole kernel for a handful of rows (perf: the tutorial CNN's
-// conv4 at batch 1, 16 rows, a 1152 x 256 kernel).
+// Fewer output pixels than this in a whole forward pass (im2col path): small_gemm_by_columns
+// (ops/small_gemm_cpu.h; the tutorial CNN's conv4 at batch 1: 16 rows, a 1152 x 256 kernel).
 constexpr long long kFewRows = 64;
-
-// A bias of zeros (f of them) for the residual pass after the direct kernel, which added the
-// bias itself.
-const float* no_bias_for_residual(int f) {
-  static thread_local std::vector<float> zeros;
-  if ((int)zeros.size() < f) zeros.assign(f, 0.f);
-  return zeros.data();
-}
 
 // dy <- dy * (y > 0) when relu; db_acc[j] += sum of the (masked) column j.
 void mask_and_sum(float* dy, const float* y, long long rows, int f, float* db_acc, bool relu) {
@@ -167,12 +140,7 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
   }
   if (!use_direct && g.n * rows_per_image < kFewRows) {  // a few output pixels in all (deep layers at batch 1)
     const float* col = columns(g, x, 0, g.n);
-    const long long rows = g.n * rows_per_image;
-    parallel_for((g.f + 15) / 16, [&](long long s0, long long s1, int) {
-      const long long j0 = s0 * 16, j1 = std::min<long long>(g.f, s1 * 16);
-      small_gemm(static_cast<int>(rows), static_cast<int>(j1 - j0), K, col, K, 1, w + j0, g.f, y + j0, g.f, false);
-      bias_act(y, rows, g.f, j0, j1, b, relu, residual);
-    }, 2);
+    small_gemm_by_columns(static_cast<int>(g.n * rows_per_image), g.f, K, col, w, y, b, relu, residual);
     return;
   }
   parallel_for(g.n, [&](long long b0, long long b1, int) {
@@ -181,7 +149,7 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
       direct::forward(g, x, w, b, y, relu && !residual, static_cast<int>(b0), static_cast<int>(b1 - b0), xpad);
       if (residual) {  // then y = act(y + residual) over these images
         const long long off = b0 * rows_per_image * g.f;
-        bias_act(y + off, (b1 - b0) * rows_per_image, g.f, 0, g.f, no_bias_for_residual(g.f), relu, residual + off);
+        bias_act(y + off, (b1 - b0) * rows_per_image, g.f, 0, g.f, nullptr, relu, residual + off);
       }
       return;
     }

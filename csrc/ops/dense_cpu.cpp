@@ -13,44 +13,21 @@ namespace hpcnn::cpu {
 
 namespace {
 
-// Columns [j0, j1) of `rows` rows of y (row stride out) <- act(y + b).
-void bias_act(float* y, long long rows, int out, long long j0, long long j1, const float* b, bool relu) {
-  for (long long r = 0; r < rows; ++r) {
-    float* row = y + r * out;
-    if (!b) {  // use_bias=False
-      if (relu)
-        for (long long j = j0; j < j1; ++j) row[j] = ew::relu(row[j]);
-    } else if (relu) {
-      for (long long j = j0; j < j1; ++j) row[j] = ew::relu(row[j] + b[j]);
-    } else {
-      for (long long j = j0; j < j1; ++j) row[j] += b[j];
-    }
-  }
-}
-
-// Fewer rows than this (a prediction of a few samples): the threads split the columns and
-// multiply with small_gemm, which reads the kernel once where it lies; a BLAS sgemm of one row
-// packs the whole kernel first (perf, the tutorial CNN at batch 1: OpenBLAS' copy 15 % of the
-// call), and a split over rows leaves every thread but one idle.
+// Fewer rows than this: small_gemm_by_columns (ops/small_gemm_cpu.h).
 constexpr int kFewRows = 16;
 
 }  // namespace
 
 void dense_forward(const DenseGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu) {
   if (g.n < kFewRows) {
-    const long long strips = (g.out + 15) / 16;  // whole 16-column strips per thread
-    parallel_for(strips, [&](long long s0, long long s1, int) {
-      const long long j0 = s0 * 16, j1 = std::min<long long>(g.out, s1 * 16);
-      small_gemm(g.n, static_cast<int>(j1 - j0), g.in, x, g.in, 1, w + j0, g.out, y + j0, g.out, false);
-      bias_act(y, g.n, g.out, j0, j1, b, relu);
-    }, 4);
+    small_gemm_by_columns(g.n, g.out, g.in, x, w, y, b, relu, nullptr);
     return;
   }
   parallel_for(g.n, [&](long long r0, long long r1, int) {
     int rows = static_cast<int>(r1 - r0);
     float* yr = y + r0 * g.out;
     blas::sgemm(false, false, rows, g.out, g.in, 1.f, x + r0 * g.in, g.in, w, g.out, 0.f, yr, g.out);
-    bias_act(yr, rows, g.out, 0, g.out, b, relu);
+    bias_act(yr, rows, g.out, 0, g.out, b, relu, nullptr);
   }, 16);
 }
 

@@ -4,9 +4,14 @@
 // A column tail of fewer than 8 goes through masked loads and stores. Without AVX2: plain loops.
 #include "ops/small_gemm_cpu.h"
 
+#include <algorithm>
+
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
+
+#include "core/thread_pool.h"
+#include "ops/elementwise.h"
 
 namespace hpcnn::cpu {
 
@@ -104,6 +109,30 @@ void small_gemm(int m, int n, int k, const float* a, long long a_row, long long 
     }
   }
 #endif
+}
+
+void bias_act(float* y, long long rows, long long ld, long long j0, long long j1, const float* b, bool relu,
+              const float* res) {
+  for (long long r = 0; r < rows; ++r) {
+    float* yr = y + r * ld;
+    if (res) {
+      const float* rr = res + r * ld;
+      for (long long j = j0; j < j1; ++j) yr[j] += rr[j];
+    }
+    if (b)
+      for (long long j = j0; j < j1; ++j) yr[j] += b[j];
+    if (relu)
+      for (long long j = j0; j < j1; ++j) yr[j] = ew::relu(yr[j]);
+  }
+}
+
+void small_gemm_by_columns(int m, int n, int k, const float* a, const float* b, float* y, const float* bias, bool relu,
+                           const float* res) {
+  parallel_for((n + 15) / 16, [&](long long s0, long long s1, int) {
+    const long long j0 = s0 * 16, j1 = std::min<long long>(n, s1 * 16);
+    small_gemm(m, static_cast<int>(j1 - j0), k, a, k, 1, b + j0, n, y + j0, n, false);
+    bias_act(y, m, n, j0, j1, bias, relu, res);
+  }, 2);
 }
 
 }  // namespace hpcnn::cpu

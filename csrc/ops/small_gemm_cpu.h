@@ -19,4 +19,18 @@ namespace hpcnn::cpu {
 void small_gemm(int m, int n, int k, const float* a, long long a_row, long long a_col, const float* b, long long ldb,
                 float* c, long long ldc, bool accumulate);
 
+// The epilogue of a layer's product: y[r, j] = act(y[r, j] + res[r, j] + b[j]) for the columns
+// [j0, j1) of `rows` rows (row stride ld); b (bias) and res (a residual beside y, same stride) may
+// be null; act is ReLU when relu.
+void bias_act(float* y, long long rows, long long ld, long long j0, long long j1, const float* b, bool relu,
+              const float* res);
+
+// A layer's forward product for a few rows (a prediction of a few samples, a deep layer at batch
+// 1): y (m x n, row stride n) = act(a (m x k, row stride k) * b (k x n) + bias (+ res)), the
+// threads splitting the columns 16 at a time (a split over rows would leave all but one idle, and
+// a BLAS sgemm packs the whole of b first: perf, the tutorial CNN at batch 1, OpenBLAS' copy 15 %
+// of the call). Every element is one chain over k: the bits do not depend on the thread count.
+void small_gemm_by_columns(int m, int n, int k, const float* a, const float* b, float* y, const float* bias, bool relu,
+                           const float* res);
+
 }  // namespace hpcnn::cpu
