@@ -369,6 +369,18 @@ void bind_nn(py::module_& m) {
                     },
                     "Whether a step's buffers share memory once nothing later reads them (default). False, for "
                     "tests: every buffer kept apart for the whole step; the results must be the same bits.")
+      .def("inference_chunk_rows", [](PyModel& p, long long batch_size) {
+        auto lk = lock_model(p);
+        return p.model().inference_chunk_rows(batch_size);
+      }, py::arg("batch_size"),
+         "How many rows of a batch of batch_size an inference step (evaluate, predict) runs through all the layers "
+         "at a time: on the CPU, chunks whose activations stay in the caches (batch_size on a GPU).")
+      .def("set_inference_chunk_rows", [](PyModel& p, long long rows) {
+        auto lk = lock_model(p);
+        p.rm->set_inference_chunk_rows(rows);
+      }, py::arg("rows"),
+         "rows > 0: inference steps on the CPU run chunks of that many rows (tests, benchmarks); 0: chosen from "
+         "the caches (the default).")
       .def("memory_report", [](PyModel& p, long long batch_size) {
         auto lk = lock_model(p);
         nn::MemoryReport r = p.model().memory_report(batch_size);

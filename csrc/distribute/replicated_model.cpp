@@ -107,6 +107,10 @@ void ReplicatedModel::set_memory_reuse(bool on) {
   for (nn::Model* m : replicas()) m->set_memory_reuse(on);
 }
 
+void ReplicatedModel::set_inference_chunk_rows(long long rows) {
+  for (nn::Model* m : replicas()) m->set_inference_chunk_rows(rows);
+}
+
 void ReplicatedModel::set_rng_state(uint64_t seed, uint64_t step) {
   for (nn::Model* m : replicas()) m->set_rng_state(seed, step);
 }
@@ -131,6 +135,7 @@ void ReplicatedModel::distribute(std::shared_ptr<Group> group, long long bucket_
   for (size_t i = 1; i < devices.size(); ++i) {
     std::unique_ptr<nn::Model> m = nn::build_model(input_shape_, lowering_, model_->seed());
     m->set_memory_reuse(model_->memory_reuse());
+    m->set_inference_chunk_rows(model_->inference_chunk_rows_override());
     m->set_rng_state(model_->seed(), model_->step());
     m->to(devices[i]);
     m->compile(nn::make_optimizer(*optimizer_), loss_);

@@ -67,6 +67,7 @@ class ReplicatedModel {
   void set_optimizer_state(const std::vector<nn::StateBuffer>& keras, long long iterations);
   void set_weights(const std::vector<Tensor>& weights);
   void set_memory_reuse(bool on);
+  void set_inference_chunk_rows(long long rows);
   void set_rng_state(uint64_t seed, uint64_t step);
   // Replica 0 to device d; ValueError under a strategy unless d is where it is already.
   void to(Device d);

@@ -239,6 +239,16 @@ class Model {
   // (Layer::backward_reads_input/output).
   void set_memory_reuse(bool on);
   bool memory_reuse() const { return memory_reuse_; }
+  // Inference (evaluate, predict) on the CPU runs a batch of n rows in chunks of this many rows
+  // (Model::forward, nn/model.cpp): the most rows whose largest activation takes at most
+  // kChunkBytesPerThread per thread (so a chunk passes from layer to layer in the caches), at
+  // least kMinChunkRowsPerThread per thread, at most n. n on a GPU.
+  static constexpr long long kChunkBytesPerThread = 512 * 1024;
+  static constexpr long long kMinChunkRowsPerThread = 2;
+  long long inference_chunk_rows(long long n) const;
+  // rows > 0: chunks of that many rows instead (tests, benchmarks); 0: the rule above.
+  void set_inference_chunk_rows(long long rows);
+  long long inference_chunk_rows_override() const { return chunk_rows_override_; }
 
  private:
   static constexpr int kModes = 4;  // StepMode: Train, Test, Predict, Call
@@ -261,6 +271,7 @@ class Model {
   // Runs the plan's forward nodes on x and returns the output of node end - 1. The first
   // staged_nodes_ nodes ran in the stager: x is the output of the last of them.
   Tensor forward(const Tensor& x, StepMode mode);
+  Tensor forward_rows(const Tensor& x, StepMode mode, long long row0);
   // [loss_sum, correct, n, metrics...] summed over the replicas (with a sync; as is without one).
   BatchStats reduce_stats(BatchStats st);
   void backward(const Tensor& x);
@@ -326,6 +337,7 @@ class Model {
   // batches use the leading rows of each buffer.
   bool plans_current_ = false;
   bool memory_reuse_ = true;
+  long long chunk_rows_override_ = 0;  // set_inference_chunk_rows
   std::array<StepPlan, kModes> plans_;
   std::array<ArenaLayout, kModes> arena_layouts_;
   long long capacity_ = 0;

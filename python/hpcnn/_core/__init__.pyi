@@ -104,6 +104,9 @@ class Model:
     def has_staged(self) -> bool:
         ...
 
+    def inference_chunk_rows(self, batch_size: typing.SupportsInt | typing.SupportsIndex) -> int:
+        """How many rows of a batch of batch_size an inference step (evaluate, predict) runs through all the layers at a time: on the CPU, chunks whose activations stay in the caches (batch_size on a GPU)."""
+
     @property
     def iterations(self) -> int:
         ...
@@ -196,6 +199,9 @@ class Model:
 
     def set_class_weights(self, weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> None:
         """Per-class loss weights indexed by the target's class ([]: none)."""
+
+    def set_inference_chunk_rows(self, rows: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """rows > 0: inference steps on the CPU run chunks of that many rows (tests, benchmarks); 0: chosen from the caches (the default)."""
 
     def set_layer_weights(self, position: typing.SupportsInt | typing.SupportsIndex, weights: list) -> None:
         """Replaces one layer's weights (Keras' order and layouts) on every replica of this process, on the model's device. ValueError naming the layer and the expected shapes, and nothing changed, on a count or shape mismatch."""

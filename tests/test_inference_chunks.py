@@ -1,0 +1,113 @@
+"""Inference in chunks of rows (issue 27; nn/model.cpp, Model::forward): on the CPU, evaluate and
+predict run a batch through all the layers a chunk of rows at a time, so that a chunk's activations
+pass from layer to layer in the caches. What is checked:
+- the chunk size the rule picks: ResNet-20's 64 KiB activations at 2 threads give 16 rows, never more
+  than the batch, at least 2 rows per thread; an override and its bad values;
+- the answers do not depend on the chunking: predict and evaluate with chunks of 3 rows (the last
+  one short), of 1 row, and in one piece agree to float32 rounding, on a model with every kind of
+  inference fusion (folded BN, residual blocks) and a Dense head, with sample weights;
+- a model under a distribution strategy takes the override into every replica (the same answers);
+- training never chunks (its batch normalization needs the whole batch): the same loss with any
+  override."""
+import numpy as np
+import pytest
+
+import hpcnn
+from hpcnn import applications, optimizers
+from hpcnn.distribute import MirroredStrategy
+from hpcnn.layers import (Add, BatchNormalization, Conv2D, Dense, Dropout, Flatten, GlobalAveragePooling2D,
+                          Input, MaxPooling2D, ReLU)
+
+
+def block_net(seed: int = 3) -> hpcnn.Model:
+    inp = Input((8, 8, 8))
+    x = ReLU()(BatchNormalization()(Conv2D(16, 3, padding="same", use_bias=False)(inp)))
+    y = ReLU()(BatchNormalization()(Conv2D(16, 3, padding="same", use_bias=False)(x)))
+    x = ReLU()(Add()([BatchNormalization()(Conv2D(16, 3, padding="same", use_bias=False)(y)), x]))
+    x = MaxPooling2D(2)(x)
+    pooled = GlobalAveragePooling2D()(x)
+    flat = Dense(8, activation="relu")(Flatten()(x))
+    out = Dense(4, activation="softmax")(Dropout(0.5)(Add()([pooled, Dense(16)(flat)])))
+    return hpcnn.Model(inp, out, seed=seed)
+
+
+def data(n: int, seed: int = 7):
+    r = np.random.default_rng(seed)
+    return (r.standard_normal((n, 8, 8, 8)) + 0.2).astype(np.float32), (np.arange(n) % 4).astype(np.int32)
+
+
+def trained(seed: int = 3) -> hpcnn.Model:
+    m = block_net(seed)
+    m.compile(optimizers.SGD(0.05, momentum=0.9), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    x, y = data(16)
+    m.fit(x, y, batch_size=16, epochs=3, verbose=0)  # moving statistics away from 0 and 1
+    return m
+
+
+def test_the_rule_picks_rows_whose_activations_fit_the_caches():
+    m = applications.resnet20_cifar(seed=0)
+    before = hpcnn.get_num_threads()
+    try:
+        hpcnn.set_num_threads(2)
+        # the largest activation: 32x32x16 floats = 64 KiB a row; 512 KiB a thread
+        assert m.core.inference_chunk_rows(128) == 16
+        assert m.core.inference_chunk_rows(10) == 10  # never more than the batch
+        hpcnn.set_num_threads(1)
+        assert m.core.inference_chunk_rows(128) == 8
+    finally:
+        hpcnn.set_num_threads(before)
+    big = hpcnn.Sequential([Input((256, 256, 64)), Conv2D(64, 3, padding="same"), GlobalAveragePooling2D()])
+    threads = hpcnn.get_num_threads()
+    assert big.core.inference_chunk_rows(128) == min(128, 2 * threads)  # 16 MiB a row: the floor, 2 a thread
+    m.core.set_inference_chunk_rows(5)
+    assert m.core.inference_chunk_rows(128) == 5
+    assert m.core.inference_chunk_rows(3) == 3
+    m.core.set_inference_chunk_rows(0)  # the rule again: 8 rows a thread here
+    assert m.core.inference_chunk_rows(128) == min(128, 8 * threads)
+    with pytest.raises(ValueError, match="inference chunk rows must be >= 0"):
+        m.core.set_inference_chunk_rows(-1)
+
+
+def test_predict_and_evaluate_do_not_depend_on_the_chunks():
+    m = trained()
+    x, y = data(20, seed=8)
+    w = np.linspace(0.5, 2.0, 20).astype(np.float32)
+    answers = {}
+    for rows in (1000, 3, 1):  # one piece; chunks of 3 (the last of 2 rows); single rows
+        m.core.set_inference_chunk_rows(rows)
+        assert m.core.inference_chunk_rows(20) == min(rows, 20)
+        answers[rows] = (m.predict(x, batch_size=20, verbose=0),
+                         m.evaluate(x, y, batch_size=20, verbose=0, sample_weight=w))
+    want_p, want_e = answers[1000]
+    assert want_p.shape == (20, 4)
+    assert np.all(np.isfinite(want_p))
+    for rows in (3, 1):
+        got_p, got_e = answers[rows]
+        np.testing.assert_allclose(got_p, want_p, rtol=1e-5, atol=1e-6, err_msg=f"chunks of {rows}")
+        assert got_e == pytest.approx(want_e, rel=1e-5), f"chunks of {rows}"
+    # each row alone (a batch of one never chunks) gives the same rows
+    m.core.set_inference_chunk_rows(0)
+    alone = np.concatenate([m.predict(x[i:i + 1], verbose=0) for i in range(20)])
+    np.testing.assert_allclose(alone, want_p, rtol=1e-5, atol=1e-6)
+
+
+def test_training_never_chunks():
+    losses = []
+    for rows in (0, 1):
+        m = block_net()
+        m.core.set_inference_chunk_rows(rows)
+        m.compile(optimizers.SGD(0.05), "sparse_categorical_crossentropy")
+        x, y = data(12)
+        losses.append([m.train_on_batch(x, y) for _ in range(3)])
+    assert losses[0] == losses[1]  # bit for bit: batch statistics over all 12 rows either way
+
+
+def test_replicas_take_the_override():
+    strategy = MirroredStrategy(["cpu", "cpu"])
+    with strategy.scope():
+        m = block_net()
+        m.compile(optimizers.SGD(0.05), "sparse_categorical_crossentropy")
+    x, _ = data(12)
+    whole = m.predict(x, batch_size=12, verbose=0)
+    m.core.set_inference_chunk_rows(1)
+    np.testing.assert_allclose(m.predict(x, batch_size=12, verbose=0), whole, rtol=1e-5, atol=1e-6)
