@@ -137,15 +137,31 @@ def resnet_step(args) -> None:
         if isinstance(layer, L.BatchNormalization):
             bn_after[id(layer.inbound_tensors[0])] = layer
     can_fold = hasattr(ops, "conv_bn_fold")  # an older build: the apart column only
+    # A tensor read by several layers gathers its gradient: the reader whose backward runs first
+    # (the last in node order) writes it, every other one adds to it. A Conv2D adds in its own
+    # backward-data (add_to, issue 27) where the build has that; otherwise, and for a pass-through
+    # Add, a separate accumulate pass does.
+    can_add = "add_to" in (ops.conv2d_backward.__doc__ or "")
+    last_reader = {}
+    for i, (layer, _) in enumerate(nodes):
+        for t in layer.inbound_tensors:
+            last_reader[id(t)] = i
+    acc_key = "accumulate* (a tensor read twice: its second gradient)"
 
     def arr(shape):
         return rng.standard_normal((n,) + tuple(shape)).astype(np.float32)
 
     first_conv = True
-    for layer, _ in nodes:
+    for node, (layer, _) in enumerate(nodes):
         ins = [t.sample_shape for t in layer.inbound_tensors]
         out = layer.output_tensor.sample_shape
         x, dy = arr(ins[0]), arr(out)
+        adds = [last_reader[id(t)] != node for t in layer.inbound_tensors]  # per input: adds to its gradient
+        conv_adds = isinstance(layer, L.Conv2D) and adds[0] and can_add
+        for a in adds:
+            if a and not conv_adds:
+                bwd[acc_key] += timed(_repeat(lambda: ops.accumulate(x, x, device=dev)), T, P)
+                count[acc_key] += 1
         if isinstance(layer, L.Conv2D):
             k, s = layer.kernel_size[0], layer.strides[0]
             w = (rng.standard_normal((k, k, ins[0][-1], layer.filters)) * 0.1).astype(np.float32)
@@ -166,8 +182,9 @@ def resnet_step(args) -> None:
             else:
                 folded[key] += t_apart
             need_dx = not first_conv
+            extra = {"add_to": arr(ins[0])} if conv_adds else {}
             bwd[key] += timed(lambda r: ops.conv2d_backward(x, w, y, dy, s, layer.padding, False, need_dx, device=dev,
-                                                            repeat=r, bias=False), T, P)
+                                                            repeat=r, bias=False, **extra), T, P)
             first_conv = False
         elif isinstance(layer, L.BatchNormalization):
             c = ins[0][-1]
@@ -200,9 +217,6 @@ def resnet_step(args) -> None:
             fwd[key] += t_add
             apart["add*"] += t_add
             folded["add*"] += t_add
-            bwd["accumulate* (the block input is read twice)"] += timed(
-                _repeat(lambda: ops.accumulate(x, dy, device=dev)), T, P)
-            count["accumulate* (the block input is read twice)"] += 1
         elif isinstance(layer, L.GlobalAveragePooling2D):
             key = "global average pool*"
             y = ops.global_pool2d_forward(x, "avg", device=dev)

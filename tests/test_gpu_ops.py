@@ -67,6 +67,10 @@ def test_conv2d_forward_backward(xs, ks, stride, padding, relu):
     g_gpu = ops.conv2d_backward(x, w, y_cpu, dy, stride, padding, relu, True, device=GPU)
     for name, a, c in zip(("dx", "dw", "db"), g_gpu, g_cpu):
         close(a, c, what=f"conv2d backward {name}")
+    # dx added into the gradient gathered so far (a tensor read by several layers): scratch + add kernel
+    gathered = r.standard_normal(xs).astype(np.float32)
+    dx_sum = ops.conv2d_backward(x, w, y_cpu, dy, stride, padding, relu, True, device=GPU, add_to=gathered)[0]
+    close(dx_sum, gathered + g_cpu[0], what="conv2d backward dx added into add_to")
 
 
 def test_conv2d_backward_without_dx_and_repeatable():

@@ -522,6 +522,43 @@ def test_conv2d_forward_with_residual(shape, k, stride, relu, bias):
     close(y, np.maximum(expected, 0.0) if relu else expected)
 
 
+# shape (n, h, w, c, f), kernel, stride, padding: each CPU backward-data path (Winograd F(4,3) and
+# F(2,3), the pointwise GEMM, im2col + col2im for a 1x1 of stride 2, the direct kernel's shapes, 5x5)
+ADD_TO_CASES = [((4, 12, 12, 16, 24), 3, 1, "same"), ((3, 6, 6, 16, 16), 3, 1, "same"),
+                ((2, 7, 9, 17, 19), 3, 1, "same"), ((3, 6, 6, 9, 17), 1, 1, "same"), ((2, 9, 9, 16, 32), 1, 2, "same"),
+                ((2, 9, 9, 16, 32), 3, 2, "same"), ((2, 10, 10, 3, 16), 3, 1, "same"),
+                ((2, 16, 16, 32, 64), 3, 2, "same"), ((3, 9, 7, 8, 12), 5, 1, "valid")]
+
+
+@pytest.mark.parametrize("shape,k,stride,pad", ADD_TO_CASES)
+@pytest.mark.parametrize("relu", [False, True])
+def test_conv2d_backward_adds_into_the_gradient_gathered_so_far(shape, k, stride, pad, relu):
+    # A tensor read by several layers (a residual block's input) gathers its gradient in place: the
+    # convolution adds its dx in the backward-data's output stage (add_to) instead of a temporary
+    # added afterwards. dw and db are the same as without.
+    n, h, w, c, f = shape
+    rng = np.random.default_rng(sum(shape) + 7 * k + stride)
+    x, wt, b = randn(rng, n, h, w, c), randn(rng, k, k, c, f), randn(rng, f)
+    y = ops.conv2d_forward(x, wt, b, strides=stride, padding=pad, relu=relu)
+    dy, gathered = randn(rng, *y.shape), randn(rng, *x.shape) * 3
+    dx, dw, db = ops.conv2d_backward(x, wt, y, dy, strides=stride, padding=pad, relu=relu)
+    dx_sum, dw2, db2 = ops.conv2d_backward(x, wt, y, dy, strides=stride, padding=pad, relu=relu, add_to=gathered)
+    close(dx_sum, np.asarray(gathered, np.float64) + ref.conv2d_backward(x, wt, y, dy, (stride, stride), pad, relu)[0])
+    np.testing.assert_allclose(dx_sum, gathered + dx, rtol=1e-6, atol=1e-5)
+    np.testing.assert_array_equal(dw2, dw)
+    np.testing.assert_array_equal(db2, db)
+
+
+def test_conv2d_backward_add_to_is_checked():
+    rng = np.random.default_rng(4)
+    x, wt = randn(rng, 2, 8, 8, 16), randn(rng, 3, 3, 16, 16)
+    dy = randn(rng, 2, 8, 8, 16)
+    _raises(lambda: ops.conv2d_backward(x, wt, None, dy, padding="same", add_to=randn(rng, 2, 8, 8, 15)),
+            "conv2d_backward", "add_to", "(2, 8, 8, 15)")
+    _raises(lambda: ops.conv2d_backward(x, wt, None, dy, padding="same", need_dx=False, add_to=x),
+            "conv2d_backward", "add_to", "need_dx")
+
+
 def test_conv2d_forward_residual_shape_is_checked():
     rng = np.random.default_rng(3)
     x, wt = randn(rng, 2, 8, 8, 16), randn(rng, 3, 3, 16, 16)

@@ -219,7 +219,7 @@ void bind_ops(py::module_& m) {
 
   m.def("conv2d_backward", [](py::object x, py::object w, py::object y, py::object dy, py::object strides,
                               std::string padding, bool relu, bool need_dx, std::string device, int repeat,
-                              bool bias) {
+                              bool bias, py::object add_to) {
     Device d = resolve_device(device);
     auto [sh, sw] = pair2(strides, "strides");
     Tensor X = f32_on(x, d, "x"), W = conv_kernel_on(w, d);
@@ -228,16 +228,28 @@ void bind_ops(py::module_& m) {
     Tensor Y = relu ? f32_on(y, d, "y") : Tensor();
     Padding pad = parse_padding(padding);
     Conv2dGeometry g = ops::conv2d_geometry(X, W, sh, sw, pad);
+    const bool adding = !add_to.is_none();
+    HPCNN_CHECK_ARG(!adding || need_dx, "conv2d_backward: add_to needs need_dx=True");
     Tensor DX = need_dx ? Tensor::empty(X.shape(), DType::F32, d) : Tensor();
+    if (adding) {
+      const Tensor A = f32_on(add_to, d, "add_to");
+      HPCNN_CHECK_ARG(A.shape() == X.shape(), "conv2d_backward: add_to has shape ", shape_str(A.shape()),
+                      ", x has ", shape_str(X.shape()));
+      DX.copy_from(A);
+    }
     Tensor DW = Tensor::empty(W.shape(), DType::F32, d);
     Tensor DB = bias ? Tensor::empty({g.f}, DType::F32, d) : Tensor();
-    run_repeat(repeat, [&] { ops::conv2d_backward(X, W, Y, DY, need_dx ? &DX : nullptr, DW, DB, sh, sw, pad, relu); });
+    run_repeat(repeat, [&] {
+      ops::conv2d_backward(X, W, Y, DY, need_dx ? &DX : nullptr, DW, DB, sh, sw, pad, relu, adding);
+    });
     return py::make_tuple(need_dx ? py::object(to_numpy(DX)) : py::none(), conv_kernel_out(DW),
                           bias ? py::object(to_numpy(DB)) : py::none());
   }, py::arg("x"), py::arg("kernel"), py::arg("y"), py::arg("dy"), py::arg("strides") = 1,
      py::arg("padding") = "valid", py::arg("relu") = false, py::arg("need_dx") = true, py::arg("device") = "cpu",
-     py::arg("repeat") = 1, py::arg("bias") = true,
-     "Returns (dx or None, dw, db or None); bias=False: a convolution without bias (no db).");
+     py::arg("repeat") = 1, py::arg("bias") = true, py::arg("add_to") = py::none(),
+     "Returns (dx or None, dw, db or None); bias=False: a convolution without bias (no db). add_to (x's shape): "
+     "dx is add_to + the input gradient, added in the op's output stage (how a model gathers the gradient of a "
+     "tensor that several layers read).");
 
   m.def("conv2d_kernel_layout", [](std::string device) {
     return layout_code(ops::conv2d_kernel_layout(parse_device(device)));

@@ -92,6 +92,14 @@ class Layer {
   // dy may be overwritten. dx is null for the first layer (its input gradient is not needed).
   // Parameter gradients are written (not accumulated) into the bound grads.
   virtual void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) = 0;
+  // A layer that can add its input gradient into dx instead of overwriting it says so, and the
+  // model calls backward_adding with the gradient gathered so far for an input that other layers
+  // read too (GradRoute::AddInto, nn/step_plan.h): no temporary, no separate addition pass.
+  // Conv2D adds in its backward-data's output stage.
+  virtual bool backward_can_add() const { return false; }
+  virtual void backward_adding(const Tensor&, const Tensor&, Tensor&, Tensor&, const StepContext&) {
+    throw BackendError(kind() + ": backward_adding called on a layer whose backward cannot add");
+  }
   // A layer whose dx is dy reshaped (no compute) says so, and backward is not called. For a
   // MergeLayer: the gradient of every input is dy (Add).
   virtual bool backward_is_view() const { return false; }

@@ -115,6 +115,11 @@ void Conv2DLayer::backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor*
   ops::conv2d_backward(x, params_[0], y, dy, dx, grads_[0], db, sh_, sw_, padding_, relu_);
 }
 
+void Conv2DLayer::backward_adding(const Tensor& x, const Tensor& y, Tensor& dy, Tensor& dx, const StepContext&) {
+  Tensor db = use_bias_ ? grads_[1] : Tensor();
+  ops::conv2d_backward(x, params_[0], y, dy, &dx, grads_[0], db, sh_, sw_, padding_, relu_, true);
+}
+
 // ------------------------------------------------------------------ MaxPooling2D, AveragePooling2D
 Pool2DLayer::Pool2DLayer(bool max, int ph, int pw, int sh, int sw, Padding padding)
     : max_(max), ph_(ph), pw_(pw), sh_(sh), sw_(sw), padding_(padding) {

@@ -47,6 +47,8 @@ class Conv2DLayer : public Layer {
   std::vector<ParamSpec> param_specs(const Shape& in) const override;
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
+  bool backward_can_add() const override { return true; }
+  void backward_adding(const Tensor& x, const Tensor& y, Tensor& dy, Tensor& dx, const StepContext& ctx) override;
   bool backward_reads_output() const override { return relu_; }  // the fused ReLU's mask
   bool fused_relu() const { return relu_; }
   // Inference (evaluate, predict): this convolution followed by `bn` (in inference mode) in one

@@ -297,6 +297,8 @@ void Model::backward_node(int i, const Tensor& x, const StepContext& ctx) {
     xs_.clear();
     for (int p : in) xs_.push_back(value(p, x));
     static_cast<MergeLayer&>(l).backward_merge(xs_, vals_[i], dy, dx_ptrs_, ctx);
+  } else if (routes[0] == GradRoute::AddInto) {
+    l.backward_adding(value(in[0], x), vals_[i], dy, grads_now_[in[0]], ctx);
   } else {
     l.backward(value(in[0], x), vals_[i], dy, dx_ptrs_[0], ctx);
   }

@@ -161,6 +161,8 @@ StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<boo
         touch(plan.grad_buffer[p], t);
         if (pass) {
           r = GradRoute::Accumulate;
+        } else if (!l.is_merge() && l.backward_can_add()) {
+          r = GradRoute::AddInto;
         } else {
           r = GradRoute::WriteTemp;
           plan.temps[i][s] = add_buffer(g.output_shape(p), t);

@@ -29,6 +29,8 @@
 // is the same every step. How a contribution reaches the gradient of input p (GradRoute):
 //   Write       the layer writes it into p's gradient buffer (p's first contribution)
 //   WriteTemp   the layer writes it into a temporary, then it is added to p's gradient
+//   AddInto     the layer adds it into p's gradient itself (Layer::backward_can_add: a Conv2D adds
+//               in its backward-data's output stage), where WriteTemp would be
 //   Alias       a pass-through backward (Add, Flatten: dx = dy): p's gradient takes over dy's
 //               buffer (no copy); at most one input of a node does
 //   Copy        a pass-through to a further input with no gradient yet: a copy of dy
@@ -46,7 +48,7 @@ namespace hpcnn::nn {
 // training step over every node (Dropout draws, BatchNormalization on the batch's statistics),
 // returning the outputs, without a loss or a backward pass.
 enum class StepMode { Train, Test, Predict, Call };
-enum class GradRoute : uint8_t { None, Write, WriteTemp, Alias, Copy, Accumulate };
+enum class GradRoute : uint8_t { None, Write, WriteTemp, AddInto, Alias, Copy, Accumulate };
 
 constexpr int kBatchBuffer = -1;  // a value that is (a view of) the staged batch itself
 constexpr int kNoResidual = -2;   // StepPlan::residual of a node that adds none

@@ -47,13 +47,15 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y
 }
 
 void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& dy, Tensor* dx, Tensor& dw,
-                     Tensor& db, int sh, int sw, Padding pad, bool relu) {
+                     Tensor& db, int sh, int sw, Padding pad, bool relu, bool add_to_dx) {
   same_device("conv2d backward", {&x, &w, &y, &dy, dx, &dw, &db});
   Conv2dGeometry g = conv2d_geometry(x, w, sh, sw, pad);
   const KernelBackwardData p = expect_kernel_backward("conv2d backward", x, w, y, dy, dx, dw, db,
                                                       {g.n, g.oh, g.ow, g.f}, relu);
-  HPCNN_DISPATCH(x.device(), cpu::conv2d_backward(g, x.f32(), w.f32(), p.y, dy.f32(), p.dx, dw.f32(), p.db, relu),
-                 cuda::conv2d_backward(device_index, g, x.f32(), w.f32(), p.y, dy.f32(), p.dx, dw.f32(), p.db, relu));
+  HPCNN_DISPATCH(x.device(),
+                 cpu::conv2d_backward(g, x.f32(), w.f32(), p.y, dy.f32(), p.dx, dw.f32(), p.db, relu, add_to_dx),
+                 cuda::conv2d_backward(device_index, g, x.f32(), w.f32(), p.y, dy.f32(), p.dx, dw.f32(), p.db, relu,
+                                       add_to_dx));
 }
 
 }  // namespace hpcnn::ops

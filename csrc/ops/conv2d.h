@@ -39,9 +39,10 @@ constexpr KernelLayout kConv2dKernelLayout = KernelLayout::HWIO;  // im2col GEMM
 void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu,
                     const float* residual = nullptr);
 // y is the forward output (used for the ReLU mask when relu); dy is overwritten with the masked
-// gradient when relu. dx may be null (first layer). dw, db are overwritten (not accumulated).
+// gradient when relu. dx may be null (first layer); add_to_dx: dx += the input gradient, else dx =
+// it. dw, db are overwritten (not accumulated).
 void conv2d_backward(const Conv2dGeometry& g, const float* x, const float* w, const float* y, float* dy, float* dx,
-                     float* dw, float* db, bool relu);
+                     float* dw, float* db, bool relu, bool add_to_dx = false);
 }  // namespace cpu
 
 namespace cuda {
@@ -50,7 +51,7 @@ constexpr KernelLayout kConv2dKernelLayout = KernelLayout::OHWI;  // cuDNN's NHW
 void conv2d_forward(int device, const Conv2dGeometry& g, const float* x, const float* w_ohwi, const float* b, float* y,
                     bool relu, const float* residual = nullptr);
 void conv2d_backward(int device, const Conv2dGeometry& g, const float* x, const float* w_ohwi, const float* y,
-                     float* dy, float* dx, float* dw_ohwi, float* db, bool relu);
+                     float* dy, float* dx, float* dw_ohwi, float* db, bool relu, bool add_to_dx = false);
 }  // namespace cuda
 
 }  // namespace hpcnn

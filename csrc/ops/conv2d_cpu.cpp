@@ -165,7 +165,7 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
 }
 
 void conv2d_backward(const Conv2dGeometry& g, const float* x, const float* w, const float* y, float* dy, float* dx,
-                     float* dw, float* db, bool relu) {
+                     float* dw, float* db, bool relu, bool add_to_dx) {
   const int K = g.kh * g.kw * g.c;
   const long long rows_per_image = (long long)g.oh * g.ow;
   const long long wsize = (long long)K * g.f;
@@ -206,13 +206,13 @@ void conv2d_backward(const Conv2dGeometry& g, const float* x, const float* w, co
       if (dx) {
         float* dxg = dx + n0 * (long long)g.h * g.w * g.c;
         if (wino_u) {
-          winograd::backward_data(g, wino_u, dy, dx, static_cast<int>(n0), count);
+          winograd::backward_data(g, wino_u, dy, dx, static_cast<int>(n0), count, add_to_dx);
         } else if (is_pointwise(g)) {
-          blas::sgemm(false, true, static_cast<int>(rows), K, g.f, 1.f, dyg, g.f, w, g.f, 0.f, dxg, K);
+          blas::sgemm(false, true, static_cast<int>(rows), K, g.f, 1.f, dyg, g.f, w, g.f, add_to_dx ? 1.f : 0.f, dxg, K);
         } else {
           float* dcol = thread_scratch().floats(rows * K, 1);
           blas::sgemm(false, true, static_cast<int>(rows), K, g.f, 1.f, dyg, g.f, w, g.f, 0.f, dcol, K);
-          std::memset(dxg, 0, sizeof(float) * count * (long long)g.h * g.w * g.c);
+          if (!add_to_dx) std::memset(dxg, 0, sizeof(float) * count * (long long)g.h * g.w * g.c);
           col2im_add(g, dcol, static_cast<int>(n0), count, dx);
         }
       }

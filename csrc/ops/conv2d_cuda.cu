@@ -40,7 +40,7 @@ void conv2d_forward(int device, const Conv2dGeometry& g, const float* x, const f
 }
 
 void conv2d_backward(int device, const Conv2dGeometry& g, const float* x, const float* w_ohwi, const float* y,
-                     float* dy, float* dx, float* dw_ohwi, float* db, bool relu) {
+                     float* dy, float* dx, float* dw_ohwi, float* db, bool relu, bool add_to_dx) {
   ContextLock ctx(device);
   cudaStream_t s = ctx.stream();
   const long long out_rows = (long long)g.n * g.oh * g.ow;
@@ -50,6 +50,11 @@ void conv2d_backward(int device, const Conv2dGeometry& g, const float* x, const 
   size_t o_part = plan.add<float>(kernels::column_sum_partials(g.f));
   size_t o_xp = plan.add<float>(padded);
   size_t o_dxp = plan.add<float>(dx ? padded : 0);
+  // add_to_dx: the input gradient goes to a scratch buffer first and bias_act adds it into dx
+  // (cuDNN's beta = 1 would add in place, but an algorithm that fails part way and falls back to
+  // the next one would then have added twice).
+  const long long dx_count = (long long)g.n * g.h * g.w * g.c;
+  size_t o_dxsum = plan.add<float>(dx && add_to_dx ? dx_count : 0);
   char* base = plan.reserve(*ctx, "conv2d backward");
 
   if (relu) kernels::relu_mask(s, dy, y, out_rows * g.f);
@@ -64,13 +69,15 @@ void conv2d_backward(int device, const Conv2dGeometry& g, const float* x, const 
   cudnn::conv_backward_filter(*ctx, cs, xin, dy, dw_ohwi);
 
   if (dx) {
+    float* target = add_to_dx ? ScratchPlan::at<float>(base, o_dxsum) : dx;
     if (padded) {
       float* dxp = ScratchPlan::at<float>(base, o_dxp);
       cudnn::conv_backward_data(*ctx, cs, dy, w_ohwi, dxp);
-      kernels::crop_nhwc(s, dxp, g.n, g.h, g.w, g.c, g.pad_top, g.pad_bottom, g.pad_left, g.pad_right, dx);
+      kernels::crop_nhwc(s, dxp, g.n, g.h, g.w, g.c, g.pad_top, g.pad_bottom, g.pad_left, g.pad_right, target);
     } else {
-      cudnn::conv_backward_data(*ctx, cs, dy, w_ohwi, dx);
+      cudnn::conv_backward_data(*ctx, cs, dy, w_ohwi, target);
     }
+    if (add_to_dx) kernels::bias_act(s, dx, (long long)g.n * g.h * g.w, g.c, nullptr, false, target);
   }
 }
 

@@ -558,12 +558,15 @@ const float* backward_kernel(const Conv2dGeometry& g, const float* w) {
   return tile_backward_data(g) == 4 ? backward_kernel_impl<F43>(g, w) : backward_kernel_impl<F23>(g, w);
 }
 
-void backward_data(const Conv2dGeometry& g, const float* u, const float* dy, float* dx, int n0, int count) {
+void backward_data(const Conv2dGeometry& g, const float* u, const float* dy, float* dx, int n0, int count, bool add) {
   const int m = tile_backward_data(g);
   const Problem p{g.oh, g.ow, g.f, g.h, g.w, g.c, 2 - g.pad_top, 2 - g.pad_left, m};
   const long long r0 = n0 * p.tiles(), r1 = (n0 + count) * p.tiles();
-  if (m == 4) run<F43>(p, dy, u, nullptr, false, nullptr, dx, r0, r1);
-  else run<F23>(p, dy, u, nullptr, false, nullptr, dx, r0, r1);
+  // add: dx is its own residual. The output stage reads each pixel's residual just before it
+  // writes that pixel, and every pixel belongs to one tile, so reading and writing dx is safe.
+  const float* residual = add ? dx : nullptr;
+  if (m == 4) run<F43>(p, dy, u, nullptr, false, residual, dx, r0, r1);
+  else run<F23>(p, dy, u, nullptr, false, residual, dx, r0, r1);
 }
 
 long long filter_grad_size(const Conv2dGeometry& g) {

@@ -28,10 +28,11 @@ void forward(const Conv2dGeometry& g, const float* x, const float* w, const floa
 // thread, before its parallel region) and dx is computed per thread on its images:
 //   u = backward_kernel(g, w): transform of rot180(w) with in/out swapped, in the calling
 //       thread's buffer (valid until that thread's next forward/backward_kernel call)
-//   dx[n0 .. n0+count) = conv(dy, rot180(w)) (overwritten, not accumulated); dy already masked.
+//   dx[n0 .. n0+count) = conv(dy, rot180(w)) (add: += it, else overwritten); dy already masked.
 //   Uses the calling thread's scratch slots 0 and 1.
 const float* backward_kernel(const Conv2dGeometry& g, const float* w);
-void backward_data(const Conv2dGeometry& g, const float* u, const float* dy, float* dx, int n0, int count);
+void backward_data(const Conv2dGeometry& g, const float* u, const float* dy, float* dx, int n0, int count,
+                   bool add = false);
 
 // Backward-filter: the gradient of the Winograd-domain kernel, dU[xi] (C x F, planes C*F + 16
 // floats apart) = sum over tiles of V[xi]^T dM[xi] with dM = A dY A^T, accumulated per thread

@@ -40,9 +40,11 @@ KernelLayout conv2d_kernel_layout(const Device& d);
 Conv2dGeometry conv2d_geometry(const Tensor& x, const Tensor& w, int sh, int sw, Padding pad);
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, int sh, int sw, Padding pad,
                     bool relu, const Tensor& residual = Tensor());
-// dx may be undefined (not computed). dy is masked in place when relu.
+// dx may be undefined (not computed). dy is masked in place when relu. add_to_dx: dx += the input
+// gradient (a tensor read by several layers gathers its gradient in place, nn/step_plan.h AddInto)
+// instead of dx = it.
 void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& dy, Tensor* dx, Tensor& dw,
-                     Tensor& db, int sh, int sw, Padding pad, bool relu);
+                     Tensor& db, int sh, int sw, Padding pad, bool relu, bool add_to_dx = false);
 
 // A BatchNormalization in inference mode folded into the convolution before it (conv_bn_fold.h):
 // w_out (w's shape and layout), b_out (F,) such that conv2d_forward(x, w_out, b_out) is the

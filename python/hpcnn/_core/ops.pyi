@@ -51,8 +51,8 @@ def clip_scales(grads: object, sizes: object=None, clipnorm: typing.SupportsFloa
 def concatenate(xs: list, axis: typing.SupportsInt | typing.SupportsIndex=-1, device: str='cpu') -> numpy.ndarray:
     """The arrays side by side along `axis` (not 0, the batch axis)."""
 
-def conv2d_backward(x: object, kernel: object, y: object, dy: object, strides: object=1, padding: str='valid', relu: bool=False, need_dx: bool=True, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1, bias: bool=True) -> tuple[object, numpy.ndarray, object]:
-    """Returns (dx or None, dw, db or None); bias=False: a convolution without bias (no db)."""
+def conv2d_backward(x: object, kernel: object, y: object, dy: object, strides: object=1, padding: str='valid', relu: bool=False, need_dx: bool=True, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1, bias: bool=True, add_to: object=None) -> tuple[object, numpy.ndarray, object]:
+    """Returns (dx or None, dw, db or None); bias=False: a convolution without bias (no db). add_to (x's shape): dx is add_to + the input gradient, added in the op's output stage (how a model gathers the gradient of a tensor that several layers read)."""
 
 def conv2d_forward(x: object, kernel: object, bias: object, strides: object=1, padding: str='valid', relu: bool=False, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1, residual: object=None) -> numpy.ndarray:
     """bias None: no bias (use_bias=False). residual (the output's shape): added before the ReLU, y = act(conv + bias + residual)."""
