@@ -8,7 +8,9 @@ pass from layer to layer in the caches. What is checked:
   inference fusion (folded BN, residual blocks) and a Dense head, with sample weights;
 - a model under a distribution strategy takes the override into every replica (the same answers);
 - training never chunks (its batch normalization needs the whole batch): the same loss with any
-  override."""
+  override;
+- a step's later chunks reuse the folded conv+BN kernel of its first chunk, never one of an earlier
+  step (after fit or set_weights the chunked answers are the whole batch's)."""
 import numpy as np
 import pytest
 
@@ -111,3 +113,24 @@ def test_replicas_take_the_override():
     whole = m.predict(x, batch_size=12, verbose=0)
     m.core.set_inference_chunk_rows(1)
     np.testing.assert_allclose(m.predict(x, batch_size=12, verbose=0), whole, rtol=1e-5, atol=1e-6)
+
+
+def test_later_chunks_reuse_the_fold_of_the_step_and_no_other():
+    # The folded conv+BN kernel is made by a step's first chunk and reused by its later chunks; the
+    # next step folds again, so new weights (set_weights, a training step) are never missed.
+    m = trained()
+    x, y = data(20, seed=9)
+    m.core.set_inference_chunk_rows(4)
+    first = m.predict(x, batch_size=20, verbose=0)
+    m.fit(x, y, batch_size=20, epochs=1, verbose=0)  # new weights and moving statistics
+    chunked = m.predict(x, batch_size=20, verbose=0)
+    m.core.set_inference_chunk_rows(1000)
+    whole = m.predict(x, batch_size=20, verbose=0)
+    np.testing.assert_allclose(chunked, whole, rtol=1e-5, atol=1e-6)
+    assert np.max(np.abs(chunked - first)) > 1e-4  # the step changed the answers
+    weights = [w * 0.5 for w in m.get_weights()]
+    m.set_weights(weights)
+    m.core.set_inference_chunk_rows(4)
+    chunked = m.predict(x, batch_size=20, verbose=0)
+    m.core.set_inference_chunk_rows(1000)
+    np.testing.assert_allclose(chunked, m.predict(x, batch_size=20, verbose=0), rtol=1e-5, atol=1e-6)

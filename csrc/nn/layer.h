@@ -64,6 +64,9 @@ struct StepContext {
   // replica's first row of its share (core/batch_shares.h). Random draws per sample are keyed by
   // the global row, so the replica count does not change them.
   long long first_row = 0;
+  // An inference step's second or later chunk of rows (Model::forward): the weights are those of
+  // its first chunk, so what a layer derived from them there (a folded kernel) is still valid.
+  bool later_chunk = false;
   uint64_t dropout_stream() const { return step * 1024u + static_cast<uint64_t>(layer_index); }
   // The counter offset of a batch tensor t (rows first) in the global batch: first_row rows of
   // t's per-row size.

@@ -74,7 +74,16 @@ void Conv2DLayer::make_fold_buffers() {
   if (!folded_kernel_.defined() || folded_kernel_.device() != w.device() || folded_kernel_.shape() != w.shape()) {
     folded_kernel_ = Tensor::empty(w.shape(), DType::F32, w.device());
     folded_bias_ = Tensor::empty({filters_}, DType::F32, w.device());
+    fold_current_ = false;
   }
+}
+
+void Conv2DLayer::fold(const StepContext& ctx, BatchNormLayer& bn) {
+  make_fold_buffers();
+  if (ctx.later_chunk && fold_current_) return;
+  // Folded at every step: the weights may have changed since (a training step, set_weights).
+  bn.fold_into(params_[0], use_bias_ ? params_[1] : Tensor(), folded_kernel_, folded_bias_);
+  fold_current_ = true;
 }
 
 void Conv2DLayer::forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn) {
@@ -86,27 +95,27 @@ void Conv2DLayer::forward_folded(const Tensor& x, Tensor& y, const StepContext& 
   // convolution into the folded kernel's buffer (large enough, then), the normalization from there
   // into y. A GPU always folds (its fold is one small kernel launch).
   if (x.device().is_cpu() && y.numel() < folded_kernel_.numel()) {
+    fold_current_ = false;  // its buffer holds this output instead
     Tensor conv_out = folded_kernel_.view(0, y.shape());
     ops::conv2d_forward(x, w, use_bias_ ? params_[1] : Tensor(), conv_out, sh_, sw_, padding_, false);
     bn.forward(conv_out, y, ctx);
     return;
   }
-  // Folded at every call: the weights may have changed since (a training step, set_weights).
-  bn.fold_into(w, use_bias_ ? params_[1] : Tensor(), folded_kernel_, folded_bias_);
+  fold(ctx, bn);
   ops::conv2d_forward(x, folded_kernel_, folded_bias_, y, sh_, sw_, padding_, bn.fused_relu());
 }
 
-void Conv2DLayer::forward_residual(const Tensor& x, const Tensor& shortcut, Tensor& y, BatchNormLayer* bn) {
+void Conv2DLayer::forward_residual(const Tensor& x, const Tensor& shortcut, Tensor& y, const StepContext& ctx,
+                                   BatchNormLayer* bn) {
   const Tensor& w = params_[0];
   const Tensor b = use_bias_ ? params_[1] : Tensor();
   if (!bn) {
     ops::conv2d_forward(x, w, b, y, sh_, sw_, padding_, true, shortcut);
     return;
   }
-  make_fold_buffers();
   // Always folded here (unlike forward_folded's small outputs): the normalization has no buffer
   // of its own to run apart into, and the fold is small beside the three passes it saves.
-  bn->fold_into(w, b, folded_kernel_, folded_bias_);
+  fold(ctx, *bn);
   ops::conv2d_forward(x, folded_kernel_, folded_bias_, y, sh_, sw_, padding_, true, shortcut);
 }
 

@@ -59,14 +59,18 @@ class Conv2DLayer : public Layer {
   void forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn);
   // Inference: y = ReLU(this convolution (with `bn` folded in, when not null) + shortcut), a
   // residual block's convolution, Add and ReLU in one op (nn/step_plan.h: plan.residual).
-  void forward_residual(const Tensor& x, const Tensor& shortcut, Tensor& y, BatchNormLayer* bn);
+  void forward_residual(const Tensor& x, const Tensor& shortcut, Tensor& y, const StepContext& ctx,
+                        BatchNormLayer* bn);
 
  private:
   int filters_, kh_, kw_, sh_, sw_;
   Padding padding_;
   bool relu_, use_bias_;
   Tensor folded_kernel_, folded_bias_;  // forward_folded's, on the model's device (made on first use)
+  bool fold_current_ = false;           // they hold the fold of the weights of this inference step
   void make_fold_buffers();             // (re)made when the kernel's device or shape differs
+  // Folds bn into the buffers unless a later chunk of the same step finds them holding it already.
+  void fold(const StepContext& ctx, BatchNormLayer& bn);
 };
 
 // MaxPooling2D (max = true) and AveragePooling2D (max = false; padded positions are not counted):

@@ -196,6 +196,7 @@ Tensor Model::forward_rows(const Tensor& x, StepMode mode, long long row0) {
   StepContext ctx{mode == StepMode::Train, seed_, step_, 0};
   ctx.first_row = (mode == StepMode::Train ? step_first_row_ : 0) + row0;  // the global row of x's row 0
   if (mode == StepMode::Call) ctx = call_context();
+  ctx.later_chunk = row0 > 0;
   const long long n = x.dim(0);
   vals_.assign(graph_.size(), Tensor());
   // The leading augmentation nodes ran in the stager: x is the last one's output (each earlier one
@@ -218,7 +219,7 @@ Tensor Model::forward_rows(const Tensor& x, StepMode mode, long long row0) {
       static_cast<MergeLayer&>(l).forward_merge(xs_, y, ctx);
     } else if (plan.residual[i] != kNoResidual) {  // an inference step: the block's Add and ReLU too
       BatchNormLayer* bn = plan.folds[i] >= 0 ? &static_cast<BatchNormLayer&>(graph_.layer(plan.folds[i])) : nullptr;
-      static_cast<Conv2DLayer&>(l).forward_residual(value(in[0], x), value(plan.residual[i], x), y, bn);
+      static_cast<Conv2DLayer&>(l).forward_residual(value(in[0], x), value(plan.residual[i], x), y, ctx, bn);
     } else if (plan.folds[i] >= 0) {  // an inference step: the BatchNormalization after it folded in
       static_cast<Conv2DLayer&>(l).forward_folded(value(in[0], x), y, ctx,
                                                   static_cast<BatchNormLayer&>(graph_.layer(plan.folds[i])));
