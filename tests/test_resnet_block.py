@@ -11,7 +11,11 @@ ReLU; then global average pooling and a softmax Dense.
     the optimizers of issue 13c and an L2 kernel regularizer, save / load_model (the same
     predictions, and fit continues bit for bit as the uninterrupted run would), BackupAndRestore
     after a stop signal (bit for bit too), and the memory plan (less memory than one buffer per
-    activation, and the same bits as without reuse)."""
+    activation, and the same bits as without reuse);
+  - the shortcut's gradient sharing the Add's gradient buffer (no copy, nn/step_plan.cpp
+    can_share_dy), also where the block's input has a reader between the BN and the Add (which
+    must stop the sharing): the same gradients as a graph where an Activation('linear') keeps the
+    buffers apart."""
 import os
 import signal
 
@@ -21,7 +25,7 @@ import pytest
 import hpcnn
 from hpcnn import optimizers
 from hpcnn.callbacks import BackupAndRestore, Callback
-from hpcnn.layers import Add, BatchNormalization, Conv2D, Dense, GlobalAveragePooling2D, ReLU
+from hpcnn.layers import Activation, Add, BatchNormalization, Conv2D, Dense, GlobalAveragePooling2D, ReLU
 from hpcnn.regularizers import l2
 
 import reference as ref
@@ -294,3 +298,42 @@ def test_the_memory_plan_of_the_block():
     assert models[1].core.memory_report(16)["allocated"] == report["train_keep_all"]
     assert report["train"] < 0.6 * report["train_keep_all"]
     assert report["train"] < report["one_buffer_per_activation"]
+
+
+def shortcut_graph(apart: bool, late_reader: bool) -> hpcnn.Model:
+    """A block whose Add takes a BatchNormalization (which only reads its output gradient) and the
+    block's input x, so the shortcut may share the Add's gradient buffer; `apart`: an
+    Activation('linear') after the BN (a layer that may write its dy) keeps them apart, computing
+    the same function. `late_reader`: x is also read by a 1x1 convolution placed between the BN and
+    the Add (nodes are ordered by depth, as Keras does: it feeds a second Add with the first), whose
+    backward runs before the BN's and would add its contribution into the shared buffer before the
+    BN read it."""
+    inp = hpcnn.Input((6, 6, 4))
+    x = ReLU()(BatchNormalization()(Conv2D(4, 3, padding="same", use_bias=False)(inp)))
+    y = BatchNormalization()(Conv2D(4, 3, padding="same", use_bias=False)(x))
+    if apart:
+        y = Activation("linear")(y)
+    if late_reader:  # the 1x1 convolution at the BN's depth, after it; its BN at the first Add's
+        late = BatchNormalization()(Conv2D(4, 1, use_bias=False)(x))
+        out = ReLU()(Add()([Add()([y, x]), late]))
+    else:
+        out = ReLU()(Add()([y, x]))
+    return hpcnn.Model(inp, Dense(3, activation="softmax")(GlobalAveragePooling2D()(out)), seed=2)
+
+
+@pytest.mark.parametrize("late_reader", [False, True], ids=["identity-block", "input-read-between-the-bn-and-the-add"])
+def test_the_shortcut_shares_the_adds_gradient_only_where_safe(late_reader):
+    shared, apart = shortcut_graph(False, late_reader), shortcut_graph(True, late_reader)
+    apart.set_weights(shared.get_weights())
+    r = np.random.default_rng(1)
+    x = r.standard_normal((5, 6, 6, 4)).astype(np.float32)
+    y = np.eye(3, dtype=np.float32)[r.integers(0, 3, 5)]
+    for m in (shared, apart):
+        m.compile(optimizers.SGD(0.1), "categorical_crossentropy")
+    for step in range(3):
+        assert shared.train_on_batch(x, y) == pytest.approx(apart.train_on_batch(x, y), rel=1e-6), step
+        for a, b in zip(shared.get_weights(), apart.get_weights()):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    # the copy is gone where sharing is safe: the step keeping every buffer needs one buffer less
+    if not late_reader:
+        assert shared.core.memory_report(5)["train_keep_all"] < apart.core.memory_report(5)["train_keep_all"]

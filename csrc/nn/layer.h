@@ -112,6 +112,10 @@ class Layer {
   // the tensor (for its shape) but must not read its values.
   virtual bool backward_reads_input() const { return true; }
   virtual bool backward_reads_output() const { return true; }
+  // Whether backward may write into dy (a fused ReLU's mask in place). A layer that answers false
+  // only reads it, and the plan may let another tensor's gradient share dy's buffer (a residual
+  // block's shortcut: GradRoute::Alias for both inputs of the Add, nn/step_plan.cpp).
+  virtual bool backward_writes_dy() const { return true; }
   // Whether this is a MergeLayer (takes the forms below instead of forward/backward).
   virtual bool is_merge() const { return false; }
 

@@ -230,6 +230,7 @@ class BatchNormLayer : public Layer {
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
   // x (and the batch statistics) always; y only for the fused ReLU's mask.
   bool backward_reads_output() const override { return relu_; }
+  bool backward_writes_dy() const override { return relu_; }  // the fused ReLU masks dy in place
   void commit_training_step(const StepContext& ctx) override;
   bool fused_relu() const { return relu_; }
   // The convolution kernel w and bias b (undefined: none) with this layer's inference-mode

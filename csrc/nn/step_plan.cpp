@@ -69,6 +69,26 @@ std::vector<int> inference_residuals(const Graph& g, int end, const std::vector<
   return residual;
 }
 
+// Whether input p of the pass-through node i (an Add) may take dy's buffer as its gradient when
+// its input q took it already: then no copy of dy is made (a residual block's shortcut). Safe when
+// the buffer changes only by p's later contributions and q's backward reads it before any of
+// them: q's output is read by i alone (nothing else adds into q's gradient), q's backward only
+// reads its dy (not a pass-through handing the buffer on, not a layer that may write dy), and
+// every other reader of p comes before q, so its backward runs after q's.
+bool can_share_dy(const Graph& g, int end, int i, int q, int p) {
+  if (q == kModelInput || q == p) return false;
+  const Layer& lq = g.layer(q);
+  if (lq.is_merge() || lq.backward_is_view() || lq.backward_writes_dy()) return false;
+  for (int r = 0; r < end; ++r) {
+    if (r == i) continue;
+    for (int s : g.inputs(r)) {
+      if (s == q) return false;           // q's output has another reader
+      if (s == p && r > q) return false;  // a contribution to p's gradient before q's backward
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<bool>& trains) {
@@ -140,6 +160,7 @@ StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<boo
     if (l.backward_reads_output()) touch(plan.value_buffer[i], t);
     const bool pass = l.backward_is_view();
     bool donated = false;  // dy's buffer given to an input already
+    int donee = kModelInput;  // the input that took it
     plan.routes[i].assign(in.size(), GradRoute::None);
     plan.temps[i].assign(in.size(), -1);
     for (size_t s = 0; s < in.size(); ++s) {
@@ -147,11 +168,12 @@ StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<boo
       if (p == kModelInput || !needs[p]) continue;
       GradRoute& r = plan.routes[i][s];
       if (plan.grad_buffer[p] < 0) {  // the first contribution to p's gradient
-        if (pass && !donated) {
+        if (pass && (!donated || can_share_dy(g, end, i, donee, p))) {
           r = GradRoute::Alias;
           plan.grad_buffer[p] = plan.grad_buffer[i];
           auto& b = plan.buffers[plan.grad_buffer[p]];
           b.per_sample = std::max(b.per_sample, shape_numel(g.output_shape(p)));
+          if (!donated) donee = p;
           donated = true;
         } else {
           r = pass ? GradRoute::Copy : GradRoute::Write;

@@ -32,7 +32,9 @@
 //   AddInto     the layer adds it into p's gradient itself (Layer::backward_can_add: a Conv2D adds
 //               in its backward-data's output stage), where WriteTemp would be
 //   Alias       a pass-through backward (Add, Flatten: dx = dy): p's gradient takes over dy's
-//               buffer (no copy); at most one input of a node does
+//               buffer (no copy); one input of a node does, a second one (a residual block's
+//               shortcut) too where the first one's backward only reads it before anything
+//               else adds to the second's gradient (step_plan.cpp, can_share_dy)
 //   Copy        a pass-through to a further input with no gradient yet: a copy of dy
 //   Accumulate  a pass-through to an input that has a gradient already: added to it
 #pragma once
