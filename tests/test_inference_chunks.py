@@ -2,7 +2,8 @@
 predict run a batch through all the layers a chunk of rows at a time, so that a chunk's activations
 pass from layer to layer in the caches. What is checked:
 - the chunk size the rule picks: ResNet-20's 64 KiB activations at 2 threads give 16 rows, never more
-  than the batch, at least 2 rows per thread; an override and its bad values;
+  than the batch, at least 2 rows per thread, no chunks where the weights (read again by every
+  chunk) are large beside a chunk's activations (the tutorial CNN); an override and its bad values;
 - the answers do not depend on the chunking: predict and evaluate with chunks of 3 rows (the last
   one short), of 1 row, and in one piece agree to float32 rounding, on a model with every kind of
   inference fusion (folded BN, residual blocks) and a Dense head, with sample weights;
@@ -61,6 +62,10 @@ def test_the_rule_picks_rows_whose_activations_fit_the_caches():
     big = hpcnn.Sequential([Input((256, 256, 64)), Conv2D(64, 3, padding="same"), GlobalAveragePooling2D()])
     threads = hpcnn.get_num_threads()
     assert big.core.inference_chunk_rows(128) == min(128, 2 * threads)  # 16 MiB a row: the floor, 2 a thread
+    # every chunk reads the weights again: a large Dense kernel (the tutorial CNN's) means no chunks
+    heavy = hpcnn.Sequential([Input((32, 32, 3)), Conv2D(32, 3, padding="same"), Flatten(), Dense(512)])
+    assert heavy.core.inference_chunk_rows(250) == 250
+    assert applications.tutorial_cnn(seed=0).core.inference_chunk_rows(250) == 250
     m.core.set_inference_chunk_rows(5)
     assert m.core.inference_chunk_rows(128) == 5
     assert m.core.inference_chunk_rows(3) == 3

@@ -242,9 +242,13 @@ class Model {
   // Inference (evaluate, predict) on the CPU runs a batch of n rows in chunks of this many rows
   // (Model::forward, nn/model.cpp): the most rows whose largest activation takes at most
   // kChunkBytesPerThread per thread (so a chunk passes from layer to layer in the caches), at
-  // least kMinChunkRowsPerThread per thread, at most n. n on a GPU.
+  // least kMinChunkRowsPerThread per thread, at most n. n on a GPU, and n where the weights are
+  // large beside a chunk's activations (kChunkActivationsPerWeight).
   static constexpr long long kChunkBytesPerThread = 512 * 1024;
   static constexpr long long kMinChunkRowsPerThread = 2;
+  // ... and only where a chunk's activations (all layers' outputs) are at least this many times
+  // the weights, which every chunk reads again; otherwise the whole batch at once.
+  static constexpr long long kChunkActivationsPerWeight = 4;
   long long inference_chunk_rows(long long n) const;
   // rows > 0: chunks of that many rows instead (tests, benchmarks); 0: the rule above.
   void set_inference_chunk_rows(long long rows);
