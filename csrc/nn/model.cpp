@@ -150,10 +150,12 @@ BatchStats Model::compute_gradients(const StagedBatch& b) {
 // Inference (evaluate, predict) on the CPU takes the batch in chunks of rows small enough that a
 // chunk's activations stay in the cores' caches while every layer runs over them: all layers on
 // rows [0, 16), then all on [16, 32), ... instead of each layer streaming the whole batch through
-// memory to the next. No inference layer mixes rows, so the result is the same; at ResNet-20's
-// 32x32x16 activations (64 KiB an image) a chunk of 16 rows is 1 MiB, and the convolutions run
-// 10-15 % faster than on the whole batch of 128 (bench/RESULTS.md). A training step cannot chunk:
-// its batch normalization reads the statistics of the whole batch.
+// memory to the next. No inference layer mixes rows, so the result is the same. At ResNet-20's
+// 32x32x16 activations (64 KiB an image) a chunk of 16 rows is 1 MiB: one such convolution ran
+// 15-20 % faster per image on 16 images than on 128, the whole predict 2-6 % (bench/RESULTS.md).
+// Chunks only pay where the weights, read again by every chunk, are small beside a chunk's
+// activations (inference_chunk_rows). A training step cannot chunk: its batch normalization reads
+// the statistics of the whole batch.
 Tensor Model::forward(const Tensor& x, StepMode mode) {
   const long long n = x.dim(0);
   const bool inference = mode == StepMode::Test || mode == StepMode::Predict;
