@@ -192,7 +192,9 @@ void conv2d_backward(const Conv2dGeometry& g, const float* x, const float* w, co
       int count = static_cast<int>(std::min<long long>(group, b1 - n0));
       long long rows = count * rows_per_image;
       float* dyg = dy + n0 * rows_per_image * g.f;
-      mask_and_sum(dyg, relu ? y + n0 * rows_per_image * g.f : nullptr, rows, g.f, db_t, relu);
+      // Without a bias and a fused ReLU there is nothing to mask or sum: no pass over dy (a
+      // convolution followed by BatchNormalization, use_bias=False: every one of ResNet's).
+      if (relu || db) mask_and_sum(dyg, relu ? y + n0 * rows_per_image * g.f : nullptr, rows, g.f, db_t, relu);
       if (use_direct) {
         float* xpad = thread_scratch().floats(direct::padded_size(g), 2);
         direct::backward_filter(g, x, dy, dw_t, static_cast<int>(n0), count, xpad);
