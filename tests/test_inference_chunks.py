@@ -1,12 +1,15 @@
 """Inference in chunks of rows (issue 27; nn/model.cpp, Model::forward): on the CPU, evaluate and
 predict run a batch through all the layers a chunk of rows at a time, so that a chunk's activations
 pass from layer to layer in the caches. What is checked:
-- the chunk size the rule picks: ResNet-20's 64 KiB activations at 2 threads give 16 rows, never more
-  than the batch, at least 2 rows per thread, no chunks where the weights (read again by every
-  chunk) are large beside a chunk's activations (the tutorial CNN); an override and its bad values;
+- the chunk size the rule picks: ResNet-20's 64 KiB activations give 8 rows a thread, side by side
+  (one chunk per thread) where the batch has a chunk for every thread after the first, else one
+  chunk of 8 rows a thread at a time; never more than the batch, at least 2 rows, no chunks where
+  the weights (read again by every chunk) are large beside a chunk's activations (the tutorial CNN);
+  an override and its bad values;
 - the answers do not depend on the chunking: predict and evaluate with chunks of 3 rows (the last
-  one short), of 1 row, and in one piece agree to float32 rounding, on a model with every kind of
-  inference fusion (folded BN, residual blocks) and a Dense head, with sample weights;
+  one short), of 2, of 1 row, and in one piece agree to float32 rounding, on a model with every kind
+  of inference fusion (folded BN, residual blocks) and a Dense head, with sample weights, on 1, 2
+  and 3 threads (chunks side by side, with chunks left over for one thread at a time);
 - a model under a distribution strategy takes the override into every replica (the same answers);
 - training never chunks (its batch normalization needs the whole batch): the same loss with any
   override;
@@ -52,16 +55,26 @@ def test_the_rule_picks_rows_whose_activations_fit_the_caches():
     before = hpcnn.get_num_threads()
     try:
         hpcnn.set_num_threads(2)
-        # the largest activation: 32x32x16 floats = 64 KiB a row; 512 KiB a thread
-        assert m.core.inference_chunk_rows(128) == 16
+        # the largest activation: 32x32x16 floats = 64 KiB a row; 512 KiB a thread: 8 rows
+        assert m.core.inference_chunk_rows(128) == 8
+        assert m.core.inference_chunks_side_by_side(128)
+        assert m.core.inference_chunk_rows(24) == 8  # the first chunk, then one for each thread
+        assert m.core.inference_chunks_side_by_side(24)
+        assert m.core.inference_chunk_rows(23) == 16  # too few rows: one chunk at a time, ops over both
+        assert not m.core.inference_chunks_side_by_side(23)
         assert m.core.inference_chunk_rows(10) == 10  # never more than the batch
+        assert not m.core.inference_chunks_side_by_side(10)
         hpcnn.set_num_threads(1)
         assert m.core.inference_chunk_rows(128) == 8
+        assert not m.core.inference_chunks_side_by_side(128)  # one thread: one after another
+        big = hpcnn.Sequential([Input((256, 256, 64)), Conv2D(64, 3, padding="same"), GlobalAveragePooling2D()])
+        assert big.core.inference_chunk_rows(128) == 2  # 16 MiB a row: the floor of 2 rows
+        hpcnn.set_num_threads(4)
+        assert big.core.inference_chunk_rows(128) == 2
+        assert big.core.inference_chunk_rows(9) == 8  # not 5 chunks for 4 threads: 2 rows a thread at a time
     finally:
         hpcnn.set_num_threads(before)
-    big = hpcnn.Sequential([Input((256, 256, 64)), Conv2D(64, 3, padding="same"), GlobalAveragePooling2D()])
     threads = hpcnn.get_num_threads()
-    assert big.core.inference_chunk_rows(128) == min(128, 2 * threads)  # 16 MiB a row: the floor, 2 a thread
     # every chunk reads the weights again: a large Dense kernel (the tutorial CNN's) means no chunks
     heavy = hpcnn.Sequential([Input((32, 32, 3)), Conv2D(32, 3, padding="same"), Flatten(), Dense(512)])
     assert heavy.core.inference_chunk_rows(250) == 250
@@ -70,25 +83,37 @@ def test_the_rule_picks_rows_whose_activations_fit_the_caches():
     assert m.core.inference_chunk_rows(128) == 5
     assert m.core.inference_chunk_rows(3) == 3
     m.core.set_inference_chunk_rows(0)  # the rule again: 8 rows a thread here
-    assert m.core.inference_chunk_rows(128) == min(128, 8 * threads)
+    assert m.core.inference_chunk_rows(128) == 8
+    assert m.core.inference_chunk_rows(8 * threads + 7) == min(8 * threads + 7, 8 * threads)
     with pytest.raises(ValueError, match="inference chunk rows must be >= 0"):
         m.core.set_inference_chunk_rows(-1)
 
 
-def test_predict_and_evaluate_do_not_depend_on_the_chunks():
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_predict_and_evaluate_do_not_depend_on_the_chunks(threads):
     m = trained()
     x, y = data(20, seed=8)
     w = np.linspace(0.5, 2.0, 20).astype(np.float32)
     answers = {}
-    for rows in (1000, 3, 1):  # one piece; chunks of 3 (the last of 2 rows); single rows
-        m.core.set_inference_chunk_rows(rows)
-        assert m.core.inference_chunk_rows(20) == min(rows, 20)
-        answers[rows] = (m.predict(x, batch_size=20, verbose=0),
-                         m.evaluate(x, y, batch_size=20, verbose=0, sample_weight=w))
+    before = hpcnn.get_num_threads()
+    try:
+        hpcnn.set_num_threads(threads)
+        # one piece; chunks of 3 (the last of 2 rows); of 2; single rows. On 2 threads, chunks of 3:
+        # the first alone, then 2 rounds of 2 side by side, then 3 rows and 2 rows alone.
+        for rows in (1000, 3, 2, 1):
+            m.core.set_inference_chunk_rows(rows)
+            assert m.core.inference_chunk_rows(20) == min(rows, 20)
+            assert m.core.inference_chunks_side_by_side(20) == (threads > 1 and rows < 20)
+            # twice: the second call runs on the side arena and the folded kernels the first left
+            for _ in range(2):
+                answers[rows] = (m.predict(x, batch_size=20, verbose=0),
+                                 m.evaluate(x, y, batch_size=20, verbose=0, sample_weight=w))
+    finally:
+        hpcnn.set_num_threads(before)
     want_p, want_e = answers[1000]
     assert want_p.shape == (20, 4)
     assert np.all(np.isfinite(want_p))
-    for rows in (3, 1):
+    for rows in (3, 2, 1):
         got_p, got_e = answers[rows]
         np.testing.assert_allclose(got_p, want_p, rtol=1e-5, atol=1e-6, err_msg=f"chunks of {rows}")
         assert got_e == pytest.approx(want_e, rel=1e-5), f"chunks of {rows}"
@@ -96,6 +121,28 @@ def test_predict_and_evaluate_do_not_depend_on_the_chunks():
     m.core.set_inference_chunk_rows(0)
     alone = np.concatenate([m.predict(x[i:i + 1], verbose=0) for i in range(20)])
     np.testing.assert_allclose(alone, want_p, rtol=1e-5, atol=1e-6)
+
+
+def test_resnet20_side_by_side_is_the_whole_batch():
+    # The real case: 8-row chunks side by side on 2 threads, with folded BN, residual tails, the
+    # deep convolutions that run apart from their BN at 8 rows (a per-thread buffer), and the
+    # Winograd kernels the threads share under the cache's reader lock.
+    m = applications.resnet20_cifar(seed=0)
+    m.compile(optimizers.SGD(0.1, momentum=0.9), "sparse_categorical_crossentropy")
+    r = np.random.default_rng(4)
+    x = r.standard_normal((64, 32, 32, 3)).astype(np.float32)
+    m.fit(x, np.arange(64) % 10, batch_size=32, epochs=1, verbose=0)  # moving statistics of its own
+    before = hpcnn.get_num_threads()
+    try:
+        hpcnn.set_num_threads(2)
+        assert m.core.inference_chunk_rows(64) == 8 and m.core.inference_chunks_side_by_side(64)
+        chunked = [m.predict(x, batch_size=64, verbose=0) for _ in range(3)]
+        m.core.set_inference_chunk_rows(1000)
+        whole = m.predict(x, batch_size=64, verbose=0)
+    finally:
+        hpcnn.set_num_threads(before)
+    for got in chunked:
+        np.testing.assert_allclose(got, whole, rtol=1e-5, atol=1e-6)
 
 
 def test_training_never_chunks():

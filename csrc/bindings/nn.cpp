@@ -375,6 +375,12 @@ void bind_nn(py::module_& m) {
       }, py::arg("batch_size"),
          "How many rows of a batch of batch_size an inference step (evaluate, predict) runs through all the layers "
          "at a time: on the CPU, chunks whose activations stay in the caches (batch_size on a GPU).")
+      .def("inference_chunks_side_by_side", [](PyModel& p, long long batch_size) {
+        auto lk = lock_model(p);
+        return p.model().inference_chunks(batch_size).side_by_side;
+      }, py::arg("batch_size"),
+         "Whether an inference step of batch_size rows on the CPU runs its chunks side by side, one per thread "
+         "(each op on its thread alone), after the first chunk; else one after another, each op over the threads.")
       .def("set_inference_chunk_rows", [](PyModel& p, long long rows) {
         auto lk = lock_model(p);
         p.rm->set_inference_chunk_rows(rows);

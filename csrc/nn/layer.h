@@ -66,6 +66,8 @@ struct StepContext {
   long long first_row = 0;
   // An inference step's second or later chunk of rows (Model::forward): the weights are those of
   // its first chunk, so what a layer derived from them there (a folded kernel) is still valid.
+  // Later chunks may run side by side on several threads: a layer reads what it derived then,
+  // and writes nothing it shares with another chunk.
   bool later_chunk = false;
   uint64_t dropout_stream() const { return step * 1024u + static_cast<uint64_t>(layer_index); }
   // The counter offset of a batch tensor t (rows first) in the global batch: first_row rows of

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "ops/ops.h"
 
@@ -80,6 +81,9 @@ void Conv2DLayer::make_fold_buffers() {
 
 void Conv2DLayer::fold(const StepContext& ctx, BatchNormLayer& bn) {
   make_fold_buffers();
+  // A later chunk has the first chunk's rows or fewer: where it folds, the first chunk folded too
+  // (forward_folded runs apart only below a size), so the buffers hold this step's fold, and chunks
+  // running side by side only read them.
   if (ctx.later_chunk && fold_current_) return;
   // Folded at every step: the weights may have changed since (a training step, set_weights).
   bn.fold_into(params_[0], use_bias_ ? params_[1] : Tensor(), folded_kernel_, folded_bias_);
@@ -95,8 +99,11 @@ void Conv2DLayer::forward_folded(const Tensor& x, Tensor& y, const StepContext& 
   // convolution into the folded kernel's buffer (large enough, then), the normalization from there
   // into y. A GPU always folds (its fold is one small kernel launch).
   if (x.device().is_cpu() && y.numel() < folded_kernel_.numel()) {
-    fold_current_ = false;  // its buffer holds this output instead
-    Tensor conv_out = folded_kernel_.view(0, y.shape());
+    // The convolution's output in the calling thread's own buffer (smaller than the kernel):
+    // chunks of one step run this layer on several threads at once (Model::forward).
+    static thread_local std::vector<float> apart;
+    if ((long long)apart.size() < y.numel()) apart.resize(y.numel());
+    Tensor conv_out = Tensor::borrow(apart.data(), y.shape(), DType::F32, Device::cpu(), nullptr);
     ops::conv2d_forward(x, w, use_bias_ ? params_[1] : Tensor(), conv_out, sh_, sw_, padding_, false);
     bn.forward(conv_out, y, ctx);
     return;
@@ -341,8 +348,11 @@ void BatchNormLayer::ensure_batch_stats(Device d, int c) {
 void BatchNormLayer::forward(const Tensor& x, Tensor& y, const StepContext& ctx) {
   // Keras: batch statistics only when training AND trainable (a frozen layer runs in inference
   // mode), and not inside a nested model called with training=False (inference_only).
-  used_batch_stats_ = training(ctx) && trainable();
-  uncommitted_ = false;
+  // Written only when they change: an inference step's chunks run this on several threads at
+  // once (Model::forward), after its first chunk set them.
+  const bool batch_stats = training(ctx) && trainable();
+  if (used_batch_stats_ != batch_stats) used_batch_stats_ = batch_stats;
+  if (uncommitted_) uncommitted_ = false;
   if (!used_batch_stats_) {
     ops::batchnorm_forward_inference(x, gamma(), beta(), moving_mean(), moving_var(), y, epsilon_, relu_);
     return;

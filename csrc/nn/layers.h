@@ -55,7 +55,7 @@ class Conv2DLayer : public Layer {
   // op, the normalization folded into the kernel and bias (ops::conv_bn_fold) and its ReLU fused;
   // y is bn's output. The step plan decides where (nn/step_plan.h: plan.folds). On the CPU, where
   // the fold would touch more values than it saves (n * oh * ow < kh * kw * c: a deep layer at
-  // batch 1), the two run apart instead (the convolution's output in the fold's buffer).
+  // batch 1), the two run apart instead (the convolution's output in a per-thread buffer).
   void forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn);
   // Inference: y = ReLU(this convolution (with `bn` folded in, when not null) + shortcut), a
   // residual block's convolution, Add and ReLU in one op (nn/step_plan.h: plan.residual).

@@ -148,52 +148,87 @@ BatchStats Model::compute_gradients(const StagedBatch& b) {
 // Runs the plan's forward nodes on x (every node up to the loss in a training step).
 //
 // Inference (evaluate, predict) on the CPU takes the batch in chunks of rows small enough that a
-// chunk's activations stay in the cores' caches while every layer runs over them: all layers on
-// rows [0, 16), then all on [16, 32), ... instead of each layer streaming the whole batch through
+// chunk's activations stay in a core's caches while every layer runs over them: all layers on
+// rows [0, 8), then all on [8, 16), ... instead of each layer streaming the whole batch through
 // memory to the next. No inference layer mixes rows, so the result is the same. At ResNet-20's
-// 32x32x16 activations (64 KiB an image) a chunk of 16 rows is 1 MiB: one such convolution ran
-// 15-20 % faster per image on 16 images than on 128, the whole predict 2-6 % (bench/RESULTS.md).
+// 32x32x16 activations (64 KiB an image) a chunk of 8 rows is 512 KiB, one core's L2.
+//
+// Where the batch has enough rows (inference_chunks), the chunks after the first run side by
+// side, one per thread, each op of a chunk on its thread alone: no barrier between the ops (a
+// chunk's ~25 ops each split over the threads were ~25 barriers, ~10 % of a chunked predict),
+// each thread's chunk in its own copy of the step's buffers (ensure_side_arena: rows of the step
+// arena's buffers will not do, they share memory over the step and the threads are at different
+// layers), so nothing is shared but the weights. The first chunk runs alone, its ops split over the threads: what a step derives
+// from the weights (a folded conv+BN kernel, Conv2DLayer::fold) is made there once, and the later
+// chunks, all of its size or smaller, only read it (StepContext::later_chunk). Chunks left over
+// once every thread cannot have one (the last, shorter one) run alone as well.
+//
 // Chunks only pay where the weights, read again by every chunk, are small beside a chunk's
-// activations (inference_chunk_rows). A training step cannot chunk: its batch normalization reads
+// activations (inference_chunks). A training step cannot chunk: its batch normalization reads
 // the statistics of the whole batch.
 Tensor Model::forward(const Tensor& x, StepMode mode) {
   const long long n = x.dim(0);
   const bool inference = mode == StepMode::Test || mode == StepMode::Predict;
-  const long long chunk = inference ? inference_chunk_rows(n) : n;
-  if (chunk >= n) return forward_rows(x, mode, 0);
+  const InferenceChunks chunks = inference ? inference_chunks(n) : InferenceChunks{n, false};
+  const long long chunk = chunks.rows;
+  if (chunk >= n) return forward_rows(x, mode, 0, step_buffers(mode), vals_, xs_);
   const Shape row_shape(x.shape().begin() + 1, x.shape().end());
   const long long x_row = shape_numel(row_shape);
+  auto rows_of = [&](long long r0) { return x.view(r0 * x_row, with_batch(std::min(chunk, n - r0), row_shape)); };
+  // The output of every chunk is copied into out (its own rows: chunks side by side do not meet).
   Tensor out;
   long long out_row = 0;
-  for (long long r0 = 0; r0 < n; r0 += chunk) {
-    const long long rows = std::min(chunk, n - r0);
-    const Tensor y = forward_rows(x.view(r0 * x_row, with_batch(rows, row_shape)), mode, r0);
-    if (!out.defined()) {
-      out_row = y.numel() / rows;
-      out = Tensor::empty(with_batch(n, Shape(y.shape().begin() + 1, y.shape().end())), y.dtype(), device_);
-    }
-    out.view(r0 * out_row, y.shape()).copy_from(y);
+  auto keep = [&](long long r0, const Tensor& y) { out.view(r0 * out_row, y.shape()).copy_from(y); };
+  const Tensor first = forward_rows(rows_of(0), mode, 0, step_buffers(mode), vals_, xs_);
+  out_row = first.numel() / std::min(chunk, n);
+  out = Tensor::empty(with_batch(n, Shape(first.shape().begin() + 1, first.shape().end())), first.dtype(), device_);
+  keep(0, first);
+  long long r0 = chunk;
+  const long long whole = (n - r0) / chunk;  // chunks of full size left
+  if (chunks.side_by_side && whole >= 2) {
+    const int threads = static_cast<int>(std::min<long long>(whole, get_num_threads()));
+    ensure_side_arena(mode, chunk, threads);
+    long long ran = 0;  // as many chunks as every thread can take one each round
+    parallel_region([&](int tid, int nt) {
+      const long long rounds_of_chunks = whole / nt * nt;
+      if (tid == 0) ran = rounds_of_chunks;
+      std::vector<Tensor> vals, xs;
+      for (long long k = tid; k < rounds_of_chunks; k += nt) {
+        const long long c0 = r0 + k * chunk;
+        keep(c0, forward_rows(rows_of(c0), mode, c0, side_buffers(tid), vals, xs));
+      }
+    }, threads);
+    r0 += ran * chunk;
   }
+  for (; r0 < n; r0 += chunk) keep(r0, forward_rows(rows_of(r0), mode, r0, step_buffers(mode), vals_, xs_));
   return out;
 }
 
-long long Model::inference_chunk_rows(long long n) const {
-  if (!device_.is_cpu()) return n;  // a GPU wants the whole batch at once
-  if (chunk_rows_override_ > 0) return std::min(n, chunk_rows_override_);
+Model::InferenceChunks Model::inference_chunks(long long n) const {
+  if (!device_.is_cpu()) return {n, false};  // a GPU wants the whole batch at once
+  const long long threads = get_num_threads();
+  // Side by side: the first chunk alone, then one for every thread (the buffers hold n rows, so
+  // every thread's chunk has rows of its own in them).
+  auto side_by_side = [&](long long rows) { return threads > 1 && n >= (threads + 1) * rows; };
+  if (chunk_rows_override_ > 0) {
+    const long long rows = std::min(n, chunk_rows_override_);
+    return {rows, side_by_side(rows)};
+  }
   long long largest = shape_numel(graph_.input_shape());  // floats per row
   long long all = largest;                                 // every layer's output, floats per row
   for (int i = 0; i < graph_.size(); ++i) {
     largest = std::max(largest, shape_numel(graph_.output_shape(i)));
     all += shape_numel(graph_.output_shape(i));
   }
-  const long long threads = get_num_threads();
-  const long long by_cache = kChunkBytesPerThread * threads / (4 * std::max(1LL, largest));
-  const long long chunk = std::max(kMinChunkRowsPerThread * threads, by_cache);
+  const long long per_thread = std::max(kMinChunkRowsPerThread, kChunkBytesPerThread / (4 * std::max(1LL, largest)));
   // Every chunk reads every weight again: worth it only where a chunk's activations outweigh them
-  // (ResNet-20: 16 rows of 1.8 MiB of activations against 1.1 MiB of weights). The tutorial CNN's
+  // (ResNet-20: 8 rows of 1.8 MiB of activations against 1.1 MiB of weights). The tutorial CNN's
   // 8.4 MiB Dense kernel read per chunk of 8 rows made its predict 1.9x slower: no chunks there.
-  if (chunk * all < kChunkActivationsPerWeight * num_params()) return n;
-  return std::min(n, chunk);
+  auto outweighs = [&](long long rows) { return rows * all >= kChunkActivationsPerWeight * num_params(); };
+  if (side_by_side(per_thread) && outweighs(per_thread)) return {per_thread, true};
+  const long long shared = per_thread * threads;  // one chunk at a time, its ops over the threads
+  if (shared < n && outweighs(shared)) return {shared, false};
+  return {n, false};
 }
 
 void Model::set_inference_chunk_rows(long long rows) {
@@ -201,45 +236,46 @@ void Model::set_inference_chunk_rows(long long rows) {
   chunk_rows_override_ = rows;
 }
 
-// forward() over one chunk of rows; row0: the chunk's first row in the batch.
-Tensor Model::forward_rows(const Tensor& x, StepMode mode, long long row0) {
+Tensor Model::forward_rows(const Tensor& x, StepMode mode, long long row0, const BufferPlace& place,
+                           std::vector<Tensor>& vals, std::vector<Tensor>& xs) {
   const StepPlan& plan = plans_[static_cast<int>(mode)];
   StepContext ctx{mode == StepMode::Train, seed_, step_, 0};
   ctx.first_row = (mode == StepMode::Train ? step_first_row_ : 0) + row0;  // the global row of x's row 0
   if (mode == StepMode::Call) ctx = call_context();
   ctx.later_chunk = row0 > 0;
   const long long n = x.dim(0);
-  vals_.assign(graph_.size(), Tensor());
+  vals.assign(graph_.size(), Tensor());
+  auto value = [&](int p) -> const Tensor& { return p == kModelInput ? x : vals[p]; };
   // The leading augmentation nodes ran in the stager: x is the last one's output (each earlier one
   // is read only by the next, nn/augmentation.h; the last one's readers read x).
   const int start = std::min(staged_nodes_, plan.end);
-  if (start > 0) vals_[start - 1] = x;
+  if (start > 0) vals[start - 1] = x;
   for (int i = start; i < plan.end; ++i) {
     ctx.layer_index = i;
     Layer& l = graph_.layer(i);
     const std::vector<int>& in = graph_.inputs(i);
     const Shape full = with_batch(n, graph_.output_shape(i));
     if (plan.forward_view[i]) {  // its input reshaped, or what a convolution computed for it
-      vals_[i] = value(plan.view_source[i], x).reshape(full);
+      vals[i] = value(plan.view_source[i]).reshape(full);
       continue;
     }
-    Tensor y = arena_view(mode, plan.value_buffer[i], full);
+    Tensor y = buffer_view(place, plan.value_buffer[i], full);
     if (l.is_merge()) {
-      xs_.clear();
-      for (int p : in) xs_.push_back(value(p, x));
-      static_cast<MergeLayer&>(l).forward_merge(xs_, y, ctx);
+      xs.clear();
+      for (int p : in) xs.push_back(value(p));
+      static_cast<MergeLayer&>(l).forward_merge(xs, y, ctx);
     } else if (plan.residual[i] != kNoResidual) {  // an inference step: the block's Add and ReLU too
       BatchNormLayer* bn = plan.folds[i] >= 0 ? &static_cast<BatchNormLayer&>(graph_.layer(plan.folds[i])) : nullptr;
-      static_cast<Conv2DLayer&>(l).forward_residual(value(in[0], x), value(plan.residual[i], x), y, ctx, bn);
+      static_cast<Conv2DLayer&>(l).forward_residual(value(in[0]), value(plan.residual[i]), y, ctx, bn);
     } else if (plan.folds[i] >= 0) {  // an inference step: the BatchNormalization after it folded in
-      static_cast<Conv2DLayer&>(l).forward_folded(value(in[0], x), y, ctx,
+      static_cast<Conv2DLayer&>(l).forward_folded(value(in[0]), y, ctx,
                                                   static_cast<BatchNormLayer&>(graph_.layer(plan.folds[i])));
     } else {
-      l.forward(value(in[0], x), y, ctx);
+      l.forward(value(in[0]), y, ctx);
     }
-    vals_[i] = std::move(y);
+    vals[i] = std::move(y);
   }
-  return vals_[plan.end - 1];
+  return vals[plan.end - 1];
 }
 
 // Between forward and backward: the loss, Model::loss_and_stats (nn/model_loss.cpp), then its

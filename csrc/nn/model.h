@@ -239,17 +239,24 @@ class Model {
   // (Layer::backward_reads_input/output).
   void set_memory_reuse(bool on);
   bool memory_reuse() const { return memory_reuse_; }
-  // Inference (evaluate, predict) on the CPU runs a batch of n rows in chunks of this many rows
-  // (Model::forward, nn/model.cpp): the most rows whose largest activation takes at most
-  // kChunkBytesPerThread per thread (so a chunk passes from layer to layer in the caches), at
-  // least kMinChunkRowsPerThread per thread, at most n. n on a GPU, and n where the weights are
-  // large beside a chunk's activations (kChunkActivationsPerWeight).
+  // Inference (evaluate, predict) on the CPU runs a batch of n rows in chunks (Model::forward,
+  // nn/model.cpp). A chunk has the most rows whose largest activation takes at most
+  // kChunkBytesPerThread (so that it passes from layer to layer in a core's caches), at least
+  // kMinChunkRowsPerThread. Where the batch has a chunk for every thread after the first chunk,
+  // the chunks run side by side, one per thread (each op on its thread alone); else one after
+  // another, each of `threads` times those rows with its ops split over the threads. n on a GPU,
+  // and n where the weights are large beside a chunk's activations (kChunkActivationsPerWeight).
   static constexpr long long kChunkBytesPerThread = 512 * 1024;
   static constexpr long long kMinChunkRowsPerThread = 2;
   // ... and only where a chunk's activations (all layers' outputs) are at least this many times
   // the weights, which every chunk reads again; otherwise the whole batch at once.
   static constexpr long long kChunkActivationsPerWeight = 4;
-  long long inference_chunk_rows(long long n) const;
+  struct InferenceChunks {
+    long long rows;     // per chunk (n: one piece)
+    bool side_by_side;  // one chunk per thread at a time
+  };
+  InferenceChunks inference_chunks(long long n) const;
+  long long inference_chunk_rows(long long n) const { return inference_chunks(n).rows; }
   // rows > 0: chunks of that many rows instead (tests, benchmarks); 0: the rule above.
   void set_inference_chunk_rows(long long rows);
   long long inference_chunk_rows_override() const { return chunk_rows_override_; }
@@ -275,7 +282,18 @@ class Model {
   // Runs the plan's forward nodes on x and returns the output of node end - 1. The first
   // staged_nodes_ nodes ran in the stager: x is the output of the last of them.
   Tensor forward(const Tensor& x, StepMode mode);
-  Tensor forward_rows(const Tensor& x, StepMode mode, long long row0);
+  // Where a forward pass finds its step buffers: `layout` in `arena` from float `base` on.
+  struct BufferPlace {
+    const Tensor* arena;
+    const ArenaLayout* layout;
+    long long base = 0;
+  };
+  BufferPlace step_buffers(StepMode mode) const { return {&arena_, &arena_layouts_[static_cast<int>(mode)], 0}; }
+  // forward() over one chunk of rows: row0, its first row in the batch; its activations in
+  // `place` (the step's arena, or a thread's own for chunks side by side); vals, xs: the chunk's
+  // node outputs and a merge layer's inputs (vals_ and xs_, or a thread's own).
+  Tensor forward_rows(const Tensor& x, StepMode mode, long long row0, const BufferPlace& place,
+                      std::vector<Tensor>& vals, std::vector<Tensor>& xs);
   // [loss_sum, correct, n, metrics...] summed over the replicas (with a sync; as is without one).
   BatchStats reduce_stats(BatchStats st);
   void backward(const Tensor& x);
@@ -291,6 +309,12 @@ class Model {
   // Per node: whether the optimizer steps some of its weights (the backward pass starts there).
   std::vector<bool> nodes_with_trainable_weights() const;
   Tensor arena_view(StepMode mode, int buffer, const Shape& shape) const;
+  static Tensor buffer_view(const BufferPlace& place, int buffer, const Shape& shape);
+  // The side arena of inference chunks run side by side (Model::forward): `threads` copies of the
+  // layout of `mode`'s buffers for `rows` rows, one per thread, made when they do not fit; the
+  // place of thread t's copy.
+  void ensure_side_arena(StepMode mode, long long rows, int threads);
+  BufferPlace side_buffers(int thread) const { return {&side_arena_, &side_layout_, thread * side_stride_}; }
   // Frees the arena, the loss's buffers and the step's views of them; capacity_ 0 until remade.
   void release_step_buffers();
   void ensure_loss_buffers(long long cap);
@@ -346,6 +370,11 @@ class Model {
   std::array<ArenaLayout, kModes> arena_layouts_;
   long long capacity_ = 0;
   Tensor arena_;
+  Tensor side_arena_;                     // ensure_side_arena's
+  ArenaLayout side_layout_;
+  long long side_stride_ = 0;             // floats between the threads' copies
+  StepMode side_mode_ = StepMode::Predict;
+  long long side_rows_ = 0;               // side_layout_ is for side_mode_'s plan at this many rows
   Tensor stats_;                          // statistics_doubles() doubles (loss_and_stats)
   long long statistics_doubles() const { return 3 + static_cast<long long>(metrics_.size()); }
   Tensor row_w_;                          // per-row loss weights (sample_weight x class_weight)

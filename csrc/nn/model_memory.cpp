@@ -45,6 +45,7 @@ void Model::make_plans() {
   if (!memory_reuse_)
     for (StepPlan& plan : plans_) keep_apart(plan, graph_.size());
   plans_current_ = true;
+  side_rows_ = 0;  // the side arena's layout was of the old plans
 }
 
 void Model::set_memory_reuse(bool on) {
@@ -81,8 +82,25 @@ MemoryReport Model::memory_report(long long n) const {
 }
 
 Tensor Model::arena_view(StepMode mode, int buffer, const Shape& shape) const {
-  const int m = static_cast<int>(mode);
-  return arena_.view(arena_layouts_[m].offsets.at(buffer) / 4, shape);
+  return buffer_view(step_buffers(mode), buffer, shape);
+}
+
+Tensor Model::buffer_view(const BufferPlace& place, int buffer, const Shape& shape) {
+  return place.arena->view(place.base + place.layout->offsets.at(buffer) / 4, shape);
+}
+
+void Model::ensure_side_arena(StepMode mode, long long rows, int threads) {
+  if (side_rows_ != rows || side_mode_ != mode) {
+    side_layout_ = pack_buffers(lives(plans_[static_cast<int>(mode)], rows), kArenaAlignment);
+    side_stride_ = (side_layout_.bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment / 4;
+    side_mode_ = mode;
+    side_rows_ = rows;
+  }
+  const long long need = side_stride_ * threads;
+  if (!side_arena_.defined() || side_arena_.numel() < need) {
+    side_arena_ = Tensor();  // the old one first: the new one may need its memory
+    side_arena_ = Tensor::empty({need}, DType::F32, device_);
+  }
 }
 
 void Model::ensure_buffers(long long n) {
@@ -119,7 +137,8 @@ void Model::ensure_buffers(long long n) {
 
 void Model::release_step_buffers() {
   capacity_ = 0;
-  stats_ = arena_ = row_w_ = metric_out_ = Tensor();
+  stats_ = arena_ = side_arena_ = row_w_ = metric_out_ = Tensor();
+  side_rows_ = 0;
   vals_.clear();
   grads_now_.clear();
   xs_.clear();

@@ -5,9 +5,9 @@
 
 namespace hpcnn::cpu {
 
-KernelLease::KernelLease(std::shared_ptr<CachedKernel> entry, float* buffer) : entry_(std::move(entry)), data_(buffer) {
-  if (entry_) lock_ = std::unique_lock<std::mutex>(entry_->lock);
-}
+KernelLease::KernelLease(std::shared_ptr<CachedKernel> entry, std::shared_lock<std::shared_mutex> lock,
+                         const float* data)
+    : entry_(std::move(entry)), lock_(std::move(lock)), data_(data) {}
 
 namespace {
 
@@ -16,6 +16,11 @@ float* thread_buffer(long long count) {
   static thread_local std::vector<float> buf;
   if ((long long)buf.size() < count) buf.resize(count);
   return buf.data();
+}
+
+// Whether `entry` was made from the kernel w (count floats); the caller holds its lock.
+bool made_from(const CachedKernel& entry, const float* w, long long count) {
+  return (long long)entry.source.size() == count && std::memcmp(entry.source.data(), w, sizeof(float) * count) == 0;
 }
 
 }  // namespace
@@ -28,7 +33,7 @@ KernelLease KernelCache::get(const float* w, long long count, const std::vector<
     make(dst);
     std::lock_guard<std::mutex> g(mutex_);
     ++counts_.made;
-    return KernelLease(nullptr, dst);
+    return KernelLease(nullptr, {}, dst);
   }
   std::shared_ptr<CachedKernel> entry;
   {
@@ -55,20 +60,28 @@ KernelLease KernelCache::get(const float* w, long long count, const std::vector<
       bytes_ += bytes;
     }
   }
-  KernelLease lease(entry, nullptr);  // locks the entry: another call with w waits here
-  const bool same = (long long)entry->source.size() == count &&
-                    std::memcmp(entry->source.data(), w, sizeof(float) * count) == 0;
-  if (!same) {
-    entry->source.assign(w, w + count);
-    entry->derived.resize(derived_count);
-    make(entry->derived.data());
+  // Read under the reader lock when current; else remade under the entry's own lock, then read
+  // again as a reader (another call may have remade it from other values in between: checked again).
+  bool made = false;
+  for (;;) {
+    std::shared_lock<std::shared_mutex> reading(entry->lock);
+    if (made_from(*entry, w, count)) {
+      {
+        std::lock_guard<std::mutex> g(mutex_);
+        ++(made ? counts_.made : counts_.reused);
+      }
+      const float* data = entry->derived.data();
+      return KernelLease(entry, std::move(reading), data);
+    }
+    reading.unlock();
+    std::unique_lock<std::shared_mutex> writing(entry->lock);
+    if (!made_from(*entry, w, count)) {
+      entry->source.assign(w, w + count);
+      entry->derived.resize(derived_count);
+      make(entry->derived.data());
+      made = true;
+    }
   }
-  {
-    std::lock_guard<std::mutex> g(mutex_);
-    ++(same ? counts_.reused : counts_.made);
-  }
-  lease.data_ = entry->derived.data();
-  return lease;
 }
 
 KernelCache::Stats KernelCache::stats() {

@@ -9,34 +9,36 @@
 // a single bit differs, so weights changed in place by an optimizer step, set_weights, a load, or
 // through a NumPy view never meet a stale U. Bounded: at most kMaxBytes in all (the least recently
 // used entries go first, their buffers reused), and a kernel whose entry would take more than
-// kMaxEntryBytes is transformed into a per-thread buffer as before.
+// kMaxEntryBytes is transformed into a per-thread buffer as before. Calls that find their entry
+// current share it (a reader lock): the chunks of an inference step that run on several threads
+// at once (nn/model.cpp) use the same transform side by side; remaking it takes the entry alone.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <vector>
 
 namespace hpcnn::cpu {
 
 struct CachedKernel {
-  std::mutex lock;              // held by a call while it makes or reads `derived`
+  std::shared_mutex lock;       // shared by calls reading `derived`, held alone while one makes it
   std::vector<float> source;    // the kernel `derived` was made from
   std::vector<float> derived;   // its transform
 };
 
 // A transformed kernel held for one call: valid, and not remade by another thread, while the
-// lease lives.
+// lease lives (it holds the entry's reader lock).
 class KernelLease {
  public:
-  KernelLease(std::shared_ptr<CachedKernel> entry, float* buffer);
+  KernelLease(std::shared_ptr<CachedKernel> entry, std::shared_lock<std::shared_mutex> lock, const float* data);
   const float* data() const { return data_; }
 
  private:
-  friend class KernelCache;
   std::shared_ptr<CachedKernel> entry_;  // null when the kernel was too large to keep
-  std::unique_lock<std::mutex> lock_;
+  std::shared_lock<std::shared_mutex> lock_;
   const float* data_;
 };
 

@@ -107,6 +107,9 @@ class Model:
     def inference_chunk_rows(self, batch_size: typing.SupportsInt | typing.SupportsIndex) -> int:
         """How many rows of a batch of batch_size an inference step (evaluate, predict) runs through all the layers at a time: on the CPU, chunks whose activations stay in the caches (batch_size on a GPU)."""
 
+    def inference_chunks_side_by_side(self, batch_size: typing.SupportsInt | typing.SupportsIndex) -> bool:
+        """Whether an inference step of batch_size rows on the CPU runs its chunks side by side, one per thread (each op on its thread alone), after the first chunk; else one after another, each op over the threads."""
+
     @property
     def iterations(self) -> int:
         ...
