@@ -457,30 +457,33 @@ void bind_ops(py::module_& m) {
   }, py::arg("x_shape"), py::arg("dy"), py::arg("padding"), py::arg("device") = "cpu");
 
   m.def("batchnorm_forward_training", [](py::object x, py::object gamma, py::object beta, float epsilon, bool relu,
-                                         std::string device, int repeat) {
+                                         std::string device, int repeat, py::object residual) {
     Device d = resolve_device(device);
     Tensor X = f32_on(x, d, "x"), G = optional_on(gamma, d, "gamma"), B = optional_on(beta, d, "beta");
+    Tensor R = optional_on(residual, d, "residual");
     HPCNN_CHECK_ARG(X.rank() >= 2, "batch_norm: x needs a batch and a channel axis, got ", shape_str(X.shape()));
     const long long c = X.dim(-1);
     Tensor Y = Tensor::empty(X.shape(), DType::F32, d), M = Tensor::empty({c}, DType::F32, d),
            V = Tensor::empty({c}, DType::F32, d), I = Tensor::empty({c}, DType::F32, d);
-    run_repeat(repeat, [&] { ops::batchnorm_forward_training(X, G, B, Y, epsilon, relu, M, V, I); });
+    run_repeat(repeat, [&] { ops::batchnorm_forward_training(X, G, B, Y, epsilon, relu, M, V, I, R); });
     return py::make_tuple(to_numpy(Y), to_numpy(M), to_numpy(V), to_numpy(I));
   }, py::arg("x"), py::arg("gamma"), py::arg("beta"), py::arg("epsilon") = 1e-3f, py::arg("relu") = false,
-     py::arg("device") = "cpu", py::arg("repeat") = 1,
+     py::arg("device") = "cpu", py::arg("repeat") = 1, py::arg("residual") = py::none(),
      "Batch norm over the last axis with the batch's statistics: (y, mean, var (biased), invstd). gamma/beta may "
-     "be None.");
+     "be None; residual (x's shape) is added before the ReLU.");
   m.def("batchnorm_forward_inference", [](py::object x, py::object gamma, py::object beta, py::object moving_mean,
                                           py::object moving_var, float epsilon, bool relu, std::string device,
-                                          int repeat) {
+                                          int repeat, py::object residual) {
     Device d = resolve_device(device);
     Tensor X = f32_on(x, d, "x"), G = optional_on(gamma, d, "gamma"), B = optional_on(beta, d, "beta");
     Tensor MM = f32_on(moving_mean, d, "moving_mean"), MV = f32_on(moving_var, d, "moving_variance");
+    Tensor R = optional_on(residual, d, "residual");
     Tensor Y = Tensor::empty(X.shape(), DType::F32, d);
-    run_repeat(repeat, [&] { ops::batchnorm_forward_inference(X, G, B, MM, MV, Y, epsilon, relu); });
+    run_repeat(repeat, [&] { ops::batchnorm_forward_inference(X, G, B, MM, MV, Y, epsilon, relu, R); });
     return to_numpy(Y);
   }, py::arg("x"), py::arg("gamma"), py::arg("beta"), py::arg("moving_mean"), py::arg("moving_variance"),
-     py::arg("epsilon") = 1e-3f, py::arg("relu") = false, py::arg("device") = "cpu", py::arg("repeat") = 1);
+     py::arg("epsilon") = 1e-3f, py::arg("relu") = false, py::arg("device") = "cpu", py::arg("repeat") = 1,
+     py::arg("residual") = py::none());
   m.def("batchnorm_backward_training", [](py::object x, py::object y, py::object dy, py::object gamma,
                                           py::object mean, py::object invstd, float epsilon, bool relu, bool need_dx,
                                           std::string device, int repeat) {

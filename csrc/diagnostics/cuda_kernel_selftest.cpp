@@ -609,7 +609,7 @@ void check_batchnorm_one_row(std::vector<SelftestResult>& out) {
         const BatchNormGeometry geo{1, 1, c};
         Vec y(n), mean(n), var(n), invstd(n), dx(n), dg(n), db(n);
         cpu::batchnorm_forward_training(geo, x.data(), g, b, eps, relu, y.data(), mean.data(), var.data(),
-                                        invstd.data());
+                                        invstd.data(), nullptr);
         Vec dy_cpu = dy;
         cpu::batchnorm_backward_training(geo, x.data(), y.data(), dy_cpu.data(), g, mean.data(), invstd.data(), eps,
                                          relu, dx.data(), dg.data(), db.data());

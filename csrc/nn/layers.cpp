@@ -346,6 +346,16 @@ void BatchNormLayer::ensure_batch_stats(Device d, int c) {
 }
 
 void BatchNormLayer::forward(const Tensor& x, Tensor& y, const StepContext& ctx) {
+  forward_with(x, Tensor(), relu_, y, ctx);
+}
+
+void BatchNormLayer::forward_residual(const Tensor& x, const Tensor& shortcut, Tensor& y, const StepContext& ctx) {
+  HPCNN_CHECK_BACKEND(!relu_, kind(), ": a residual block's tail on a layer with a ReLU of its own");
+  forward_with(x, shortcut, true, y, ctx);
+}
+
+void BatchNormLayer::forward_with(const Tensor& x, const Tensor& residual, bool relu, Tensor& y,
+                                  const StepContext& ctx) {
   // Keras: batch statistics only when training AND trainable (a frozen layer runs in inference
   // mode), and not inside a nested model called with training=False (inference_only).
   // Written only when they change: an inference step's chunks run this on several threads at
@@ -354,21 +364,35 @@ void BatchNormLayer::forward(const Tensor& x, Tensor& y, const StepContext& ctx)
   if (used_batch_stats_ != batch_stats) used_batch_stats_ = batch_stats;
   if (uncommitted_) uncommitted_ = false;
   if (!used_batch_stats_) {
-    ops::batchnorm_forward_inference(x, gamma(), beta(), moving_mean(), moving_var(), y, epsilon_, relu_);
+    ops::batchnorm_forward_inference(x, gamma(), beta(), moving_mean(), moving_var(), y, epsilon_, relu, residual);
     return;
   }
   const int c = static_cast<int>(x.dim(-1));
   ensure_batch_stats(x.device(), c);
   Tensor mean = batch_stats_.view(0, {c}), var = batch_stats_.view(c, {c}), invstd = batch_stats_.view(2LL * c, {c});
-  ops::batchnorm_forward_training(x, gamma(), beta(), y, epsilon_, relu_, mean, var, invstd);
+  ops::batchnorm_forward_training(x, gamma(), beta(), y, epsilon_, relu, mean, var, invstd, residual);
   uncommitted_ = true;
 }
 
 void BatchNormLayer::backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext&) {
+  backward_with(x, y, dy, dx, relu_);
+}
+
+void BatchNormLayer::backward_residual(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext&) {
+  // The ReLU's mask is the fused one's: y > 0. The ops leave the masked gradient in dy.
+  backward_with(x, y, dy, dx, true);
+}
+
+void BatchNormLayer::backward_with(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, bool relu) {
   if (!used_batch_stats_) {  // inference mode: the statistics are constants
     // A frozen layer has no gradients to write; a trainable one in inference mode has (gamma, beta).
-    if (trainable() && (scale_ || center_)) inference_param_gradients(x, y, dy);
-    if (dx) ops::batchnorm_backward_inference(y, dy, gamma(), moving_var(), epsilon_, relu_, *dx);
+    if (trainable() && (scale_ || center_)) inference_param_gradients(x, y, dy, relu);
+    if (dx) {
+      ops::batchnorm_backward_inference(y, dy, gamma(), moving_var(), epsilon_, relu, *dx);
+    } else if (relu) {  // the masked gradient in dy all the same (a residual block's shortcut reads it)
+      Tensor scratch = Tensor::empty(x.shape(), DType::F32, x.device());
+      ops::batchnorm_backward_inference(y, dy, gamma(), moving_var(), epsilon_, relu, scratch);
+    }
     return;
   }
   const int c = static_cast<int>(x.dim(-1));
@@ -376,7 +400,7 @@ void BatchNormLayer::backward(const Tensor& x, const Tensor& y, Tensor& dy, Tens
   Tensor dgamma, dbeta;
   if (scale_) dgamma = grads_[0];
   if (center_) dbeta = grads_[scale_ ? 1 : 0];
-  ops::batchnorm_backward_training(x, y, dy, gamma(), mean, invstd, epsilon_, relu_, dx, scale_ ? &dgamma : nullptr,
+  ops::batchnorm_backward_training(x, y, dy, gamma(), mean, invstd, epsilon_, relu, dx, scale_ ? &dgamma : nullptr,
                                    center_ ? &dbeta : nullptr);
 }
 
@@ -384,7 +408,7 @@ void BatchNormLayer::backward(const Tensor& x, const Tensor& y, Tensor& dy, Tens
 // training backward's parameter sums given the moving statistics as its mean and invstd (its dx,
 // which would differentiate through the batch statistics, is not asked for). It masks dy by the
 // fused ReLU in place, which the inference backward after it does again with the same result.
-void BatchNormLayer::inference_param_gradients(const Tensor& x, const Tensor& y, Tensor& dy) {
+void BatchNormLayer::inference_param_gradients(const Tensor& x, const Tensor& y, Tensor& dy, bool relu) {
   const int c = static_cast<int>(x.dim(-1));
   if (!inference_invstd_.defined() || inference_invstd_.device() != x.device() || inference_invstd_.numel() != c)
     inference_invstd_ = Tensor::zeros({c}, DType::F32, x.device());
@@ -392,7 +416,7 @@ void BatchNormLayer::inference_param_gradients(const Tensor& x, const Tensor& y,
   Tensor dgamma, dbeta;
   if (scale_) dgamma = grads_[0];
   if (center_) dbeta = grads_[scale_ ? 1 : 0];
-  ops::batchnorm_backward_training(x, y, dy, gamma(), moving_mean(), inference_invstd_, epsilon_, relu_, nullptr,
+  ops::batchnorm_backward_training(x, y, dy, gamma(), moving_mean(), inference_invstd_, epsilon_, relu, nullptr,
                                    scale_ ? &dgamma : nullptr, center_ ? &dbeta : nullptr);
 }
 

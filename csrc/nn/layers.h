@@ -236,8 +236,17 @@ class BatchNormLayer : public Layer {
   // The convolution kernel w and bias b (undefined: none) with this layer's inference-mode
   // normalization folded in (ops::conv_bn_fold) into w_out, b_out (Conv2DLayer::forward_folded).
   void fold_into(const Tensor& w, const Tensor& b, Tensor& w_out, Tensor& b_out) const;
+  // A training step's residual block tail (nn/step_plan.h: plan.residual of this node): y =
+  // ReLU(this normalization + shortcut), the block's Add and ReLU in the normalization's pass
+  // (a layer without a fused ReLU of its own). Its backward masks dy by y > 0 in place (the
+  // gradient of the Add's output, which the shortcut's gradient shares) before the normalization's.
+  void forward_residual(const Tensor& x, const Tensor& shortcut, Tensor& y, const StepContext& ctx);
+  void backward_residual(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx);
 
  private:
+  // forward and backward, with a ReLU (relu) and a residual (defined) or not.
+  void forward_with(const Tensor& x, const Tensor& residual, bool relu, Tensor& y, const StepContext& ctx);
+  void backward_with(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, bool relu);
   // The bound weights by role (undefined when the layer has none: scale/center False).
   Tensor gamma() const { return scale_ ? params_[0] : Tensor(); }
   Tensor beta() const { return center_ ? params_[scale_ ? 1 : 0] : Tensor(); }
@@ -246,7 +255,7 @@ class BatchNormLayer : public Layer {
   void ensure_batch_stats(Device d, int c);
   // gamma's and beta's gradients in inference mode (a trainable layer called with
   // training=False): the moving statistics are the constants xhat is made of.
-  void inference_param_gradients(const Tensor& x, const Tensor& y, Tensor& dy);
+  void inference_param_gradients(const Tensor& x, const Tensor& y, Tensor& dy, bool relu);
 
   int axis_;
   float momentum_, epsilon_;

@@ -264,9 +264,14 @@ Tensor Model::forward_rows(const Tensor& x, StepMode mode, long long row0, const
       xs.clear();
       for (int p : in) xs.push_back(value(p));
       static_cast<MergeLayer&>(l).forward_merge(xs, y, ctx);
-    } else if (plan.residual[i] != kNoResidual) {  // an inference step: the block's Add and ReLU too
-      BatchNormLayer* bn = plan.folds[i] >= 0 ? &static_cast<BatchNormLayer&>(graph_.layer(plan.folds[i])) : nullptr;
-      static_cast<Conv2DLayer&>(l).forward_residual(value(in[0]), value(plan.residual[i]), y, ctx, bn);
+    } else if (plan.residual[i] != kNoResidual) {  // a residual block's tail: its Add and ReLU too
+      if (auto* norm = dynamic_cast<BatchNormLayer*>(&l)) {  // a training step: the last normalization
+        norm->forward_residual(value(in[0]), value(plan.residual[i]), y, ctx);
+      } else {  // an inference step: the last convolution (and the normalization folded into it)
+        BatchNormLayer* bn =
+            plan.folds[i] >= 0 ? &static_cast<BatchNormLayer&>(graph_.layer(plan.folds[i])) : nullptr;
+        static_cast<Conv2DLayer&>(l).forward_residual(value(in[0]), value(plan.residual[i]), y, ctx, bn);
+      }
     } else if (plan.folds[i] >= 0) {  // an inference step: the BatchNormalization after it folded in
       static_cast<Conv2DLayer&>(l).forward_folded(value(in[0]), y, ctx,
                                                   static_cast<BatchNormLayer&>(graph_.layer(plan.folds[i])));
@@ -323,7 +328,7 @@ void Model::backward_node(int i, const Tensor& x, const StepContext& ctx) {
   const std::vector<int>& in = graph_.inputs(i);
   const std::vector<GradRoute>& routes = plan.routes[i];
   Tensor& dy = grads_now_[i];
-  if (l.backward_is_view()) {  // dx = dy for every input
+  if (l.backward_is_view() || plan.tail[i] >= 0) {  // dx = dy for every input (a block tail's Add, ReLU too)
     for (size_t s = 0; s < in.size(); ++s) {
       if (routes[s] == GradRoute::Copy) ops::copy(dy, grads_now_[in[s]]);
       else if (routes[s] == GradRoute::Accumulate) ops::accumulate(grads_now_[in[s]], dy);
@@ -347,6 +352,8 @@ void Model::backward_node(int i, const Tensor& x, const StepContext& ctx) {
     static_cast<MergeLayer&>(l).backward_merge(xs_, vals_[i], dy, dx_ptrs_, ctx);
   } else if (routes[0] == GradRoute::AddInto) {
     l.backward_adding(value(in[0], x), vals_[i], dy, grads_now_[in[0]], ctx);
+  } else if (plan.residual[i] != kNoResidual) {  // a block tail's normalization: the ReLU's mask first
+    static_cast<BatchNormLayer&>(l).backward_residual(value(in[0], x), vals_[i], dy, dx_ptrs_[0], ctx);
   } else {
     l.backward(value(in[0], x), vals_[i], dy, dx_ptrs_[0], ctx);
   }

@@ -94,6 +94,7 @@ struct MemoryReport {
   // What the predict plan merges (nn/step_plan.h): BatchNormalizations folded into their
   // convolutions, residual blocks whose Add and ReLU their last convolution computes.
   int predict_folded = 0, predict_residual_blocks = 0;
+  int train_residual_blocks = 0;  // block tails a training step's BatchNormalization computes
 };
 
 class Model {

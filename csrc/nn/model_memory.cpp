@@ -60,6 +60,7 @@ MemoryReport Model::memory_report(long long n) const {
   r.batch = n;
   StepPlan train = plan_step(graph_, StepMode::Train, loss_end(), trains);
   r.train = pack_buffers(lives(train, n), kArenaAlignment).bytes;
+  for (int i = 0; i < graph_.size(); ++i) r.train_residual_blocks += train.residual[i] != kNoResidual;
   keep_apart(train, graph_.size());
   r.train_keep_all = pack_buffers(lives(train, n), kArenaAlignment).bytes;
   r.test = pack_buffers(lives(plan_step(graph_, StepMode::Test, loss_end(), trains), n), kArenaAlignment).bytes;

@@ -69,6 +69,53 @@ std::vector<int> inference_residuals(const Graph& g, int end, const std::vector<
   return residual;
 }
 
+// Per node, for a training step: the shortcut a BatchNormalization adds before its block's ReLU,
+// or kNoResidual (step_plan.h); `tail[k]` is set to that normalization for the Add and the ReLU it
+// computes.
+std::vector<int> training_residuals(const Graph& g, int end, std::vector<int>& tail) {
+  const int n = g.size();
+  std::vector<int> readers(n, 0), only_reader(n, -1), last_reader(n, -1);
+  for (int i = 0; i < end; ++i)
+    for (int p : g.inputs(i))
+      if (p != kModelInput) {
+        ++readers[p];
+        only_reader[p] = i;
+        last_reader[p] = std::max(last_reader[p], i);
+      }
+  std::vector<int> residual(n, kNoResidual);
+  tail.assign(n, -1);
+  for (int a = 0; a < end; ++a) {
+    const std::vector<int>& in = g.inputs(a);
+    if (!dynamic_cast<const AddLayer*>(&g.layer(a)) || in.size() != 2 || readers[a] != 1) continue;
+    const int r = only_reader[a];
+    const auto* act = dynamic_cast<const ActivationLayer*>(&g.layer(r));
+    if (!act || act->spec().softmax || act->spec().act != Act::ReLU || g.inputs(r).size() != 1 || r == end - 1)
+      continue;
+    // The later input first: the shortcut must exist when the normalization runs.
+    const int first = in[0] > in[1] ? 0 : 1;
+    for (int s : {first, 1 - first}) {
+      const int p = in[s], q = in[1 - s];
+      if (p == kModelInput || p == q || readers[p] != 1 || residual[p] != kNoResidual) continue;
+      const auto* bn = dynamic_cast<const BatchNormLayer*>(&g.layer(p));
+      if (!bn || bn->fused_relu()) continue;
+      if (q != kModelInput && q >= p) continue;
+      // The shortcut's other readers come before p: their contributions to its gradient are added
+      // after p's backward masked the buffer they share.
+      if (q != kModelInput) {
+        bool later_reader = false;
+        for (int k = 0; k < end; ++k)
+          if (k != a && k > p)
+            for (int i2 : g.inputs(k)) later_reader = later_reader || i2 == q;
+        if (later_reader) continue;
+      }
+      residual[p] = q;
+      tail[a] = tail[r] = p;
+      break;
+    }
+  }
+  return residual;
+}
+
 // Whether input p of the pass-through node i (an Add) may take dy's buffer as its gradient when
 // its input q took it already: then no copy of dy is made (a residual block's shortcut). Safe when
 // the buffer changes only by p's later contributions and q's backward reads it before any of
@@ -117,8 +164,8 @@ StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<boo
   // ---- forward: each node's output, read by the nodes that take it
   const bool training = mode == StepMode::Train || mode == StepMode::Call;
   plan.folds = training ? std::vector<int>(n, -1) : inference_folds(g, end);
-  std::vector<int> tail(n, -1);  // an Add or ReLU whose value a convolution computes (inference)
-  plan.residual = training ? std::vector<int>(n, kNoResidual) : inference_residuals(g, end, plan.folds, tail);
+  std::vector<int>& tail = plan.tail;  // an Add or ReLU whose value another node computes
+  plan.residual = training ? training_residuals(g, end, tail) : inference_residuals(g, end, plan.folds, tail);
   plan.view_source.assign(n, kNotAView);
   for (int i = 0; i < n; ++i)
     if (plan.folds[i] >= 0) plan.view_source[plan.folds[i]] = i;  // a folded node: its conv wrote it
@@ -157,8 +204,9 @@ StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<boo
     touch(plan.grad_buffer[i], t);
     if (l.backward_reads_input())
       for (int p : in) touch(value_of(p), t);
-    if (l.backward_reads_output()) touch(plan.value_buffer[i], t);
-    const bool pass = l.backward_is_view();
+    // A block tail's normalization reads its output for the ReLU's mask.
+    if (l.backward_reads_output() || plan.residual[i] != kNoResidual) touch(plan.value_buffer[i], t);
+    const bool pass = l.backward_is_view() || tail[i] >= 0;  // a block tail's Add and ReLU pass dy on
     bool donated = false;  // dy's buffer given to an input already
     int donee = kModelInput;  // the input that took it
     plan.routes[i].assign(in.size(), GradRoute::None);
@@ -168,7 +216,8 @@ StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<boo
       if (p == kModelInput || !needs[p]) continue;
       GradRoute& r = plan.routes[i][s];
       if (plan.grad_buffer[p] < 0) {  // the first contribution to p's gradient
-        if (pass && (!donated || can_share_dy(g, end, i, donee, p))) {
+        // A block tail's shortcut always shares (training_residuals checked that it may).
+        if (pass && (!donated || tail[i] >= 0 || can_share_dy(g, end, i, donee, p))) {
           r = GradRoute::Alias;
           plan.grad_buffer[p] = plan.grad_buffer[i];
           auto& b = plan.buffers[plan.grad_buffer[p]];

@@ -22,6 +22,17 @@
 // ReLU(conv + shortcut) into the ReLU's buffer in its output stage (`residual`: ops::conv2d_forward
 // with a residual); the Add's and the ReLU's nodes are views of it (`view_source`). One pass over
 // the block's output instead of three (convolution, Add, ReLU).
+// Training steps (Train, Call) give the tail to the block's last BatchNormalization instead (the
+// convolution's output is the normalization's input there): where an Add of two inputs is read
+// only by a plain ReLU (that reads only it, and is not the model's output), and one of its inputs
+// is a BatchNormalization without a fused ReLU that nothing else reads, and the other input (the
+// shortcut) is computed before it and read, besides the Add, only by nodes before it, the
+// normalization computes ReLU(normalized + shortcut) into its buffer (`residual`,
+// BatchNormLayer::forward_residual); the Add's and the ReLU's nodes are views of it. Backward: the
+// ReLU and the Add pass dy through (`tail`), the shortcut's gradient shares dy's buffer (Alias),
+// and the normalization masks that buffer by its output in place before anything else reads it
+// (BatchNormLayer::backward_residual): the shortcut then reads the masked gradient, and the
+// shortcut's other readers, all before the normalization, add to it afterwards.
 // Backward (training): node i runs backward if it has trainable parameters or any of its inputs
 // does, directly or further up (frozen layers before every trainable one are skipped, as are the
 // gradients of the model's input). The gradient of an output that feeds several layers is the
@@ -65,9 +76,12 @@ struct StepPlan {
                                           // convolution (it computes that node's output), or -1
   std::vector<int> view_source;           // per node: the node whose value it is (a forward view;
                                           // kModelInput: the batch), or kNotAView
-  std::vector<int> residual;              // per node: for a convolution that computes its block's
-                                          // ReLU(conv + shortcut), the shortcut's node (kModelInput:
+  std::vector<int> residual;              // per node: for a convolution (inference) or a
+                                          // BatchNormalization (training) that computes its block's
+                                          // ReLU(... + shortcut), the shortcut's node (kModelInput:
                                           // the batch), else kNoResidual
+  std::vector<int> tail;                  // per node: for an Add or ReLU of such a block tail, the
+                                          // node that computes it, else -1
   std::vector<char> runs_backward;        // per node (training)
   std::vector<int> grad_buffer;           // per node: the buffer of its output's gradient, or -1
   std::vector<std::vector<GradRoute>> routes;  // per node, per input

@@ -28,7 +28,7 @@ static void expect_backward_output(const char* op, const Tensor& x, const Tensor
 static const float* ptr_or_null(const Tensor& t) { return t.defined() ? t.f32() : nullptr; }
 
 void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, float eps,
-                                bool relu, Tensor& mean, Tensor& var, Tensor& invstd) {
+                                bool relu, Tensor& mean, Tensor& var, Tensor& invstd, const Tensor& residual) {
   const char* op = "batch_norm";
   const BatchNormGeometry g = batchnorm_geometry(op, x, eps);
   expect_channels(op, "gamma", gamma, g.c, true);
@@ -37,16 +37,18 @@ void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tens
   expect_channels(op, "batch mean", mean, g.c);
   expect_channels(op, "batch variance", var, g.c);
   expect_channels(op, "batch inverse std", invstd, g.c);
-  same_device(op, {&x, &gamma, &beta, &y, &mean, &var, &invstd});
+  if (residual.defined()) expect_shape(op, "residual", residual, x.shape());
+  same_device(op, {&x, &gamma, &beta, &y, &mean, &var, &invstd, &residual});
+  const float* res = ptr_or_null(residual);
   HPCNN_DISPATCH(x.device(),
                  cpu::batchnorm_forward_training(g, x.f32(), ptr_or_null(gamma), ptr_or_null(beta), eps, relu, y.f32(),
-                                                 mean.f32(), var.f32(), invstd.f32()),
+                                                 mean.f32(), var.f32(), invstd.f32(), res),
                  cuda::batchnorm_forward_training(device_index, g, x.f32(), ptr_or_null(gamma), ptr_or_null(beta), eps,
-                                                  relu, y.f32(), mean.f32(), var.f32(), invstd.f32()));
+                                                  relu, y.f32(), mean.f32(), var.f32(), invstd.f32(), res));
 }
 
 void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& moving_mean,
-                                 const Tensor& moving_var, Tensor& y, float eps, bool relu) {
+                                 const Tensor& moving_var, Tensor& y, float eps, bool relu, const Tensor& residual) {
   const char* op = "batch_norm (inference)";
   const BatchNormGeometry g = batchnorm_geometry(op, x, eps);
   expect_channels(op, "gamma", gamma, g.c, true);
@@ -54,12 +56,14 @@ void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Ten
   expect_channels(op, "moving mean", moving_mean, g.c);
   expect_channels(op, "moving variance", moving_var, g.c);
   expect_shape(op, "output", y, x.shape());
-  same_device(op, {&x, &gamma, &beta, &moving_mean, &moving_var, &y});
+  if (residual.defined()) expect_shape(op, "residual", residual, x.shape());
+  same_device(op, {&x, &gamma, &beta, &moving_mean, &moving_var, &y, &residual});
+  const float* res = ptr_or_null(residual);
   HPCNN_DISPATCH(x.device(),
                  cpu::batchnorm_forward_inference(g, x.f32(), ptr_or_null(gamma), ptr_or_null(beta), moving_mean.f32(),
-                                                  moving_var.f32(), eps, relu, y.f32()),
+                                                  moving_var.f32(), eps, relu, y.f32(), res),
                  cuda::batchnorm_forward_inference(device_index, g, x.f32(), ptr_or_null(gamma), ptr_or_null(beta),
-                                                   moving_mean.f32(), moving_var.f32(), eps, relu, y.f32()));
+                                                   moving_mean.f32(), moving_var.f32(), eps, relu, y.f32(), res));
 }
 
 void batchnorm_backward_training(const Tensor& x, const Tensor& y, Tensor& dy, const Tensor& gamma, const Tensor& mean,

@@ -5,6 +5,8 @@
 //             biased variance, Keras' ops.moments);  invstd[c] = 1 / sqrt(var[c] + eps);
 //             y = gamma * (x - mean) * invstd + beta          (relu: y = max(y, 0), fused)
 //   inference y = gamma * (x - moving_mean) / sqrt(moving_var + eps) + beta   (relu fused)
+//   both      with a residual r (x's shape): y = act(... + r), a residual block's Add and ReLU in
+//             the normalization's pass (a training step's block tail, nn/step_plan.h)
 //   backward (training), g = dy masked by y > 0 when relu, xhat = (x - mean) * invstd:
 //             dbeta = sum_r g;  dgamma = sum_r g * xhat;
 //             dx = gamma * invstd * (g - dbeta / rows - xhat * dgamma / rows)
@@ -17,7 +19,8 @@
 //             same for moving_var with the biased batch variance var.
 //
 // gamma and beta may be absent (Keras' scale=False / center=False): 1 and 0. dgamma/dbeta may be
-// absent (not computed). mean/var/invstd are (c,) arrays the training forward writes and the
+// absent (not computed). With relu, both backwards leave g in dy (masked in place): a residual
+// block's shortcut reads its gradient, the masked one, from there. mean/var/invstd are (c,) arrays the training forward writes and the
 // training backward (invstd, mean) and the moving update (mean, var) read: the layer keeps them
 // between the two on the model's device. Both backends return the biased variance in var, so the
 // update is the same on either (the CUDA backend converts cuDNN's unbiased one, batchnorm_cuda.cu).
@@ -34,11 +37,14 @@ struct BatchNormGeometry {
 };
 
 namespace cpu {
+// residual: null, or added before the ReLU.
 void batchnorm_forward_training(const BatchNormGeometry& g, const float* x, const float* gamma, const float* beta,
-                                float eps, bool relu, float* y, float* mean, float* var, float* invstd);
+                                float eps, bool relu, float* y, float* mean, float* var, float* invstd,
+                                const float* residual);
 void batchnorm_forward_inference(const BatchNormGeometry& g, const float* x, const float* gamma, const float* beta,
-                                 const float* moving_mean, const float* moving_var, float eps, bool relu, float* y);
-// dy may be overwritten (with the masked gradient, when relu). dx, dgamma, dbeta may be null.
+                                 const float* moving_mean, const float* moving_var, float eps, bool relu, float* y,
+                                 const float* residual);
+// With relu, dy is overwritten with the masked gradient. dx, dgamma, dbeta may be null.
 void batchnorm_backward_training(const BatchNormGeometry& g, const float* x, const float* y, float* dy,
                                  const float* gamma, const float* mean, const float* invstd, float eps, bool relu,
                                  float* dx, float* dgamma, float* dbeta);
@@ -52,10 +58,10 @@ void batchnorm_inference_invstd(int c, const float* moving_var, float eps, float
 namespace cuda {
 void batchnorm_forward_training(int device, const BatchNormGeometry& g, const float* x, const float* gamma,
                                 const float* beta, float eps, bool relu, float* y, float* mean, float* var,
-                                float* invstd);
+                                float* invstd, const float* residual);
 void batchnorm_forward_inference(int device, const BatchNormGeometry& g, const float* x, const float* gamma,
                                  const float* beta, const float* moving_mean, const float* moving_var, float eps,
-                                 bool relu, float* y);
+                                 bool relu, float* y, const float* residual);
 void batchnorm_backward_training(int device, const BatchNormGeometry& g, const float* x, const float* y, float* dy,
                                  const float* gamma, const float* mean, const float* invstd, float eps, bool relu,
                                  float* dx, float* dgamma, float* dbeta);

@@ -138,9 +138,10 @@ struct Rows {
         b2[j] += d * d;
       }
   }
-  // b1 += g, b2 += g * (x - m) with g = dy (masked by y > 0 when relu).
+  // b1 += g, b2 += g * (x - m) with g = dy (masked by y > 0 when relu, and left in dy: the op's
+  // contract, and what the second pass then reads).
   template <bool kRelu>
-  static void grad_sums(int c, const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy,
+  static void grad_sums(int c, const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ dy,
                         long long r0, long long r1, const float* __restrict__ m, float* __restrict__ b1,
                         float* __restrict__ b2) {
 #if defined(__AVX2__) && defined(__FMA__)
@@ -153,7 +154,10 @@ struct Rows {
         for (int v = 0; v < NV; ++v) {
           const long long i = q * W + 8 * v;
           __m256 g = _mm256_loadu_ps(dy + i);
-          if (kRelu) g = _mm256_and_ps(g, _mm256_cmp_ps(_mm256_loadu_ps(y + i), zero, _CMP_GT_OQ));
+          if (kRelu) {
+            g = _mm256_and_ps(g, _mm256_cmp_ps(_mm256_loadu_ps(y + i), zero, _CMP_GT_OQ));
+            _mm256_storeu_ps(dy + i, g);
+          }
           s1[v] = _mm256_add_ps(s1[v], g);
           s2[v] = _mm256_fmadd_ps(g, _mm256_sub_ps(_mm256_loadu_ps(x + i), mm[v]), s2[v]);
         }
@@ -166,59 +170,67 @@ struct Rows {
       for (int j = 0; j < C; ++j) {
         const long long i = q * C + j;
         const float g = kRelu ? ew::relu_grad(y[i], dy[i]) : dy[i];
+        if (kRelu) dy[i] = g;
         b1[j] += g;
         b2[j] += g * (x[i] - m[j]);
       }
   }
-  // y = (x - m) * a + b (relu: max(., 0)). x - m first: folding m into b (x * a + (b - m * a))
-  // would leave y with an error of |m| * a ulps, large when |mean| >> std.
-  template <bool kRelu>
+  // y = (x - m) * a + b (+ res) (relu: max(., 0)). x - m first: folding m into b (x * a + (b - m *
+  // a)) would leave y with an error of |m| * a ulps, large when |mean| >> std.
+  template <bool kRelu, bool kRes>
   static void normalize(int c, const float* __restrict__ x, long long r0, long long r1, const float* __restrict__ m,
-                        const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ y) {
+                        const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ res,
+                        float* __restrict__ y) {
     const int C = W ? W : c;
     for (long long q = r0; q < r1; ++q)
       for (int j = 0; j < C; ++j) {
-        const float v = (x[q * C + j] - m[j]) * a[j] + b[j];
+        float v = (x[q * C + j] - m[j]) * a[j] + b[j];
+        if (kRes) v += res[q * C + j];
         y[q * C + j] = kRelu ? ew::relu(v) : v;
       }
   }
-  // dx = k1 * g + k2 * (x - m) + k3.
-  template <bool kRelu>
-  static void input_grad(int c, const float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ dy,
-                         long long r0, long long r1, const float* __restrict__ m, const float* __restrict__ k1,
-                         const float* __restrict__ k2, const float* __restrict__ k3, float* __restrict__ dx) {
+  // dx = k1 * g + k2 * (x - m) + k3, g = dy (already masked where a ReLU is fused).
+  static void input_grad(int c, const float* __restrict__ x, const float* __restrict__ g, long long r0, long long r1,
+                         const float* __restrict__ m, const float* __restrict__ k1, const float* __restrict__ k2,
+                         const float* __restrict__ k3, float* __restrict__ dx) {
     const int C = W ? W : c;
     for (long long q = r0; q < r1; ++q)
       for (int j = 0; j < C; ++j) {
         const long long i = q * C + j;
-        const float g = kRelu ? ew::relu_grad(y[i], dy[i]) : dy[i];
-        dx[i] = k1[j] * g + k2[j] * (x[i] - m[j]) + k3[j];
+        dx[i] = k1[j] * g[i] + k2[j] * (x[i] - m[j]) + k3[j];
       }
   }
 };
 
-// Calls Rows<W>::CALL for the compile-time width matching c (0: the generic loops).
-#define HPCNN_BN_ROWS(c, CALL)                      \
+// Calls Rows<W>::CALL for the compile-time width matching c (0: the generic loops). Variadic: the
+// call may hold commas (template arguments).
+#define HPCNN_BN_ROWS(c, ...)                       \
   switch (c) {                                      \
-    case 8: Rows<8>::CALL; break;                   \
-    case 16: Rows<16>::CALL; break;                 \
-    case 32: Rows<32>::CALL; break;                 \
-    case 64: Rows<64>::CALL; break;                 \
-    default: Rows<0>::CALL; break;                  \
+    case 8: Rows<8>::__VA_ARGS__; break;            \
+    case 16: Rows<16>::__VA_ARGS__; break;          \
+    case 32: Rows<32>::__VA_ARGS__; break;          \
+    case 64: Rows<64>::__VA_ARGS__; break;          \
+    default: Rows<0>::__VA_ARGS__; break;           \
   }
 
 void normalize_rows(long long rows, int c, const float* x, const float* m, const float* a, const float* b, bool relu,
-                    float* y) {
+                    const float* res, float* y) {
   parallel_for(rows, [&](long long r0, long long r1, int) {
-    if (relu) HPCNN_BN_ROWS(c, template normalize<true>(c, x, r0, r1, m, a, b, y))
-    else HPCNN_BN_ROWS(c, template normalize<false>(c, x, r0, r1, m, a, b, y))
+    if (res) {
+      if (relu) HPCNN_BN_ROWS(c, template normalize<true, true>(c, x, r0, r1, m, a, b, res, y))
+      else HPCNN_BN_ROWS(c, template normalize<false, true>(c, x, r0, r1, m, a, b, res, y))
+    } else {
+      if (relu) HPCNN_BN_ROWS(c, template normalize<true, false>(c, x, r0, r1, m, a, b, res, y))
+      else HPCNN_BN_ROWS(c, template normalize<false, false>(c, x, r0, r1, m, a, b, res, y))
+    }
   }, kRowsPerThread);
 }
 
 }  // namespace
 
 void batchnorm_forward_training(const BatchNormGeometry& g, const float* x, const float* gamma, const float* beta,
-                                float eps, bool relu, float* y, float* mean, float* var, float* invstd) {
+                                float eps, bool relu, float* y, float* mean, float* var, float* invstd,
+                                const float* residual) {
   const int C = g.c;
   const long long R = g.rows();
   const float* shift = x;  // the first row: a value of each channel's own distribution
@@ -241,18 +253,19 @@ void batchnorm_forward_training(const BatchNormGeometry& g, const float* x, cons
     a[j] = static_cast<float>((gamma ? gamma[j] : 1.0) * is);
     b[j] = beta ? beta[j] : 0.f;
   }
-  normalize_rows(R, C, x, mean, a.data(), b.data(), relu, y);
+  normalize_rows(R, C, x, mean, a.data(), b.data(), relu, residual, y);
 }
 
 void batchnorm_forward_inference(const BatchNormGeometry& g, const float* x, const float* gamma, const float* beta,
-                                 const float* moving_mean, const float* moving_var, float eps, bool relu, float* y) {
+                                 const float* moving_mean, const float* moving_var, float eps, bool relu, float* y,
+                                 const float* residual) {
   const int C = g.c;
   std::vector<float> a(C), b(C);
   for (int j = 0; j < C; ++j) {
     a[j] = static_cast<float>((gamma ? gamma[j] : 1.0) / std::sqrt(static_cast<double>(moving_var[j]) + eps));
     b[j] = beta ? beta[j] : 0.f;
   }
-  normalize_rows(g.rows(), C, x, moving_mean, a.data(), b.data(), relu, y);
+  normalize_rows(g.rows(), C, x, moving_mean, a.data(), b.data(), relu, residual, y);
 }
 
 void batchnorm_backward_training(const BatchNormGeometry& g, const float* x, const float* y, float* dy,
@@ -283,10 +296,10 @@ void batchnorm_backward_training(const BatchNormGeometry& g, const float* x, con
     k3[j] = static_cast<float>(-a * db * inv_rows);
   }
   if (!dx) return;
+  // dy holds g now (masked by the first pass): no second read of y.
   parallel_for(R, [&](long long r0, long long r1, int) {
     const float *p1 = k1.data(), *p2 = k2.data(), *p3 = k3.data();
-    if (relu) HPCNN_BN_ROWS(C, template input_grad<true>(C, x, y, dy, r0, r1, mean, p1, p2, p3, dx))
-    else HPCNN_BN_ROWS(C, template input_grad<false>(C, x, y, dy, r0, r1, mean, p1, p2, p3, dx))
+    HPCNN_BN_ROWS(C, input_grad(C, x, dy, r0, r1, mean, p1, p2, p3, dx))
   }, kRowsPerThread);
 }
 
@@ -300,9 +313,13 @@ void batchnorm_backward_inference(const BatchNormGeometry& g, const float* y, fl
     for (long long r = r0; r < r1; ++r) {
       const float* dr = dy + r * C;
       float* o = dx + r * C;
-      if (relu) {
+      if (relu) {  // g left in dy (the op's contract)
         const float* yr = y + r * C;
-        for (int j = 0; j < C; ++j) o[j] = ew::relu_grad(yr[j], dr[j]) * a[j];
+        float* gr = dy + r * C;
+        for (int j = 0; j < C; ++j) {
+          gr[j] = ew::relu_grad(yr[j], dr[j]);
+          o[j] = gr[j] * a[j];
+        }
       } else {
         for (int j = 0; j < C; ++j) o[j] = dr[j] * a[j];
       }

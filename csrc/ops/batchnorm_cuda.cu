@@ -51,11 +51,13 @@ __global__ void inference_invstd_kernel(int c, const float* moving_var, float ep
   if (j < c) invstd[j] = ew::inv_std(moving_var[j], eps);
 }
 
-__global__ void frozen_backward_kernel(long long count, int c, const float* y, const float* dy, const float* gamma,
+// g (dy masked by y > 0 when y is given) is left in dy: the op's contract (batchnorm.h).
+__global__ void frozen_backward_kernel(long long count, int c, const float* y, float* dy, const float* gamma,
                                        const float* moving_var, float eps, float* dx) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x) {
     const int j = static_cast<int>(i % c);
     const float g = y ? ew::relu_grad(y[i], dy[i]) : dy[i];
+    if (y) dy[i] = g;
     dx[i] = g * ((gamma ? gamma[j] : 1.f) * ew::inv_std(moving_var[j], eps));
   }
 }
@@ -66,13 +68,14 @@ __global__ void one_row_forward_kernel(int c, const float* x, const float* gamma
   if (j < c) ::hpcnn::body::batchnorm_one_row_forward(x[j], gamma, beta, j, eps, relu, y, mean, var, invstd);
 }
 
-__global__ void one_row_backward_kernel(int c, const float* x, const float* y, const float* dy, const float* gamma,
+__global__ void one_row_backward_kernel(int c, const float* x, const float* y, float* dy, const float* gamma,
                                         const float* mean, const float* invstd, bool relu, float* dx, float* dgamma,
                                         float* dbeta) {
   int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j < c)
-    ::hpcnn::body::batchnorm_one_row_backward(x[j], relu ? y[j] : 0.f, dy[j], gamma, mean, invstd, j, relu, dx,
-                                              dgamma, dbeta);
+  if (j >= c) return;
+  ::hpcnn::body::batchnorm_one_row_backward(x[j], relu ? y[j] : 0.f, dy[j], gamma, mean, invstd, j, relu, dx, dgamma,
+                                            dbeta);
+  if (relu) dy[j] = ew::relu_grad(y[j], dy[j]);  // g left in dy, as the CPU does
 }
 
 void fill(cudaStream_t s, float* p, int count, float v) {
@@ -98,13 +101,15 @@ cudnn::BnShape bn_shape(const BatchNormGeometry& g) {
 
 void batchnorm_forward_training(int device, const BatchNormGeometry& g, const float* x, const float* gamma,
                                 const float* beta, float eps, bool relu, float* y, float* mean, float* var,
-                                float* invstd) {
+                                float* invstd, const float* residual) {
   check_epsilon(eps);
   ContextLock ctx(device);
   cudaStream_t s = ctx.stream();
   if (g.rows() == 1) {  // one row per channel: the CPU's arithmetic, without cuDNN (above)
-    one_row_forward_kernel<<<(g.c + 255) / 256, 256, 0, s>>>(g.c, x, gamma, beta, eps, relu, y, mean, var, invstd);
+    one_row_forward_kernel<<<(g.c + 255) / 256, 256, 0, s>>>(g.c, x, gamma, beta, eps, relu && !residual, y, mean,
+                                                             var, invstd);
     HPCNN_CUDA_CHECK_LAUNCH();
+    if (residual) kernels::bias_act(s, y, g.rows(), g.c, nullptr, relu, residual);
     return;
   }
   ScratchPlan plan;
@@ -119,12 +124,12 @@ void batchnorm_forward_training(int device, const BatchNormGeometry& g, const fl
   cudnn::batchnorm_forward_training(*ctx, bn_shape(g), x, scale, bias, eps, y, run_mean, var, mean, invstd);
   unbiased_to_biased_kernel<<<(g.c + 255) / 256, 256, 0, s>>>(var, g.c, static_cast<double>(g.rows()));
   HPCNN_CUDA_CHECK_LAUNCH();
-  if (relu) kernels::bias_act(s, y, g.rows(), g.c, nullptr, true);
+  if (relu || residual) kernels::bias_act(s, y, g.rows(), g.c, nullptr, relu, residual);
 }
 
 void batchnorm_forward_inference(int device, const BatchNormGeometry& g, const float* x, const float* gamma,
                                  const float* beta, const float* moving_mean, const float* moving_var, float eps,
-                                 bool relu, float* y) {
+                                 bool relu, float* y, const float* residual) {
   check_epsilon(eps);
   ContextLock ctx(device);
   cudaStream_t s = ctx.stream();
@@ -136,7 +141,7 @@ void batchnorm_forward_inference(int device, const BatchNormGeometry& g, const f
   const float* scale = gamma ? gamma : ScratchPlan::at<float>(base, o_one);
   const float* bias = beta ? beta : ScratchPlan::at<float>(base, o_zero);
   cudnn::batchnorm_forward_inference(*ctx, bn_shape(g), x, scale, bias, moving_mean, moving_var, eps, y);
-  if (relu) kernels::bias_act(s, y, g.rows(), g.c, nullptr, true);
+  if (relu || residual) kernels::bias_act(s, y, g.rows(), g.c, nullptr, relu, residual);
 }
 
 void batchnorm_backward_training(int device, const BatchNormGeometry& g, const float* x, const float* y, float* dy,

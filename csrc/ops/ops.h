@@ -81,11 +81,14 @@ void zero_pad2d_backward(const Tensor& dy, Tensor& dx, int top, int bottom, int 
 
 // Batch normalization over the last axis (batchnorm.h): x (N, ..., C); gamma, beta, the moving
 // statistics and mean/var/invstd are (C,); gamma/beta undefined = 1/0 (scale/center=False).
+// residual (x's shape) or undefined: y = act(normalized + residual).
 void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y, float eps,
-                                bool relu, Tensor& mean, Tensor& var, Tensor& invstd);
+                                bool relu, Tensor& mean, Tensor& var, Tensor& invstd,
+                                const Tensor& residual = Tensor());
 void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& moving_mean,
-                                 const Tensor& moving_var, Tensor& y, float eps, bool relu);
-// dy may be overwritten (masked, when relu); dx, dgamma, dbeta may be null (not computed).
+                                 const Tensor& moving_var, Tensor& y, float eps, bool relu,
+                                 const Tensor& residual = Tensor());
+// With relu, dy is overwritten with the masked gradient; dx, dgamma, dbeta may be null (not computed).
 void batchnorm_backward_training(const Tensor& x, const Tensor& y, Tensor& dy, const Tensor& gamma, const Tensor& mean,
                                  const Tensor& invstd, float eps, bool relu, Tensor* dx, Tensor* dgamma, Tensor* dbeta);
 void batchnorm_backward_inference(const Tensor& y, Tensor& dy, const Tensor& gamma, const Tensor& moving_var, float eps,

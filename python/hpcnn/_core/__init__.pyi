@@ -139,7 +139,7 @@ class Model:
         ...
 
     def memory_report(self, batch_size: typing.SupportsInt | typing.SupportsIndex) -> dict:
-        """Bytes of a step's activations and gradients for batches of batch_size rows: the planned arena of each step kind (train, test, predict), for comparison the training step's buffers each kept for the whole step (train_keep_all: no reuse, memory_reuse=False) and the layout of one buffer per activation, the arena allocated now, the bytes of the statistics a training or test step copies back (statistics), and what the predict plan merges: BatchNormalizations folded into convolutions (predict_folded), residual blocks whose Add and ReLU the last convolution computes (predict_residual_blocks)."""
+        """Bytes of a step's activations and gradients for batches of batch_size rows: the planned arena of each step kind (train, test, predict), for comparison the training step's buffers each kept for the whole step (train_keep_all: no reuse, memory_reuse=False) and the layout of one buffer per activation, the arena allocated now, the bytes of the statistics a training or test step copies back (statistics), and what the predict plan merges: BatchNormalizations folded into convolutions (predict_folded), residual blocks whose Add and ReLU the last convolution computes (predict_residual_blocks); and the training plan's residual blocks whose Add and ReLU the last BatchNormalization computes (train_residual_blocks)."""
 
     @property
     def memory_reuse(self) -> bool:

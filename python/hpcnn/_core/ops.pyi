@@ -36,11 +36,11 @@ def batchnorm_backward_inference(y: object, dy: object, gamma: object, moving_va
 def batchnorm_backward_training(x: object, y: object, dy: object, gamma: object, mean: object, invstd: object, epsilon: typing.SupportsFloat | typing.SupportsIndex=0.001, relu: bool=False, need_dx: bool=True, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> tuple[object, numpy.ndarray, numpy.ndarray]:
     """(dx or None, dgamma, dbeta) with the forward's batch mean and invstd."""
 
-def batchnorm_forward_inference(x: object, gamma: object, beta: object, moving_mean: object, moving_variance: object, epsilon: typing.SupportsFloat | typing.SupportsIndex=0.001, relu: bool=False, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
+def batchnorm_forward_inference(x: object, gamma: object, beta: object, moving_mean: object, moving_variance: object, epsilon: typing.SupportsFloat | typing.SupportsIndex=0.001, relu: bool=False, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1, residual: object=None) -> numpy.ndarray:
     ...
 
-def batchnorm_forward_training(x: object, gamma: object, beta: object, epsilon: typing.SupportsFloat | typing.SupportsIndex=0.001, relu: bool=False, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray]:
-    """Batch norm over the last axis with the batch's statistics: (y, mean, var (biased), invstd). gamma/beta may be None."""
+def batchnorm_forward_training(x: object, gamma: object, beta: object, epsilon: typing.SupportsFloat | typing.SupportsIndex=0.001, relu: bool=False, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1, residual: object=None) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray]:
+    """Batch norm over the last axis with the batch's statistics: (y, mean, var (biased), invstd). gamma/beta may be None; residual (x's shape) is added before the ReLU."""
 
 def batchnorm_update_moving(moving_mean: object, moving_variance: object, mean: object, var: object, momentum: typing.SupportsFloat | typing.SupportsIndex=0.99, device: str='cpu') -> tuple[numpy.ndarray, numpy.ndarray]:
     """Keras' moving-average update: returns new (moving_mean, moving_variance)."""
