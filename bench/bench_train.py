@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Training and inference speed of the tutorial CNN (or, --model resnet20, ResNet-20: see
 bench/bench_resnet.py) on the CPU: hpcnn vs PyTorch vs TensorFlow/Keras, measured side by side in
-one run (frameworks interleaved round by round, each in its own process so their thread pools and
-OpenMP runtimes never meet). Every framework's trainable parameter count is printed and must agree.
+one run (each framework in its own process so their thread pools and OpenMP runtimes never meet,
+the processes taking turns step by step: --interleave). Every framework's trainable parameter count is printed and must agree.
 
     python bench/bench_train.py                      # hpcnn only, or whatever is importable
     python bench/bench_train.py --python /path/to/bench-venv/bin/python --rounds 3
@@ -42,6 +42,11 @@ def main(argv=None, doc=None, model="tutorial", batch=250):
                         "(default: --python)")
     p.add_argument("--latency", type=int, default=100,
                    help="single-image predictions timed per framework and round (0: none)")
+    p.add_argument("--interleave", choices=("steps", "processes"), default="steps",
+                   help="steps (default): one process per framework for the whole run, the frameworks taking "
+                        "turns step by step (a drift of the machine's speed hits all alike; the table adds the "
+                        "paired ratio, the median over the turns); processes: a fresh process per framework "
+                        "and round, one after another (as before)")
     p.add_argument("--csv", default=None, help="append one row per framework and mode to this CSV")
     p.add_argument("--baseline-python", action="append", default=[], metavar="[LABEL=]PYTHON",
                    help="also time the hpcnn importable by this interpreter (an older build in its own venv), "
@@ -60,14 +65,15 @@ def main(argv=None, doc=None, model="tutorial", batch=250):
     peak = bench.peak_gflops(threads, 1.0)
     print(f"# model: {a.model}: {bench.MODELS[a.model][3]}")
     print(f"# machine: {bench.machine_description()}")
-    print(f"# threads: {threads}; batch {a.batch}; {a.rounds} rounds x {a.steps} steps (+{a.warmup} warm-up)")
+    print(f"# threads: {threads}; batch {a.batch}; {a.rounds} rounds x {a.steps} steps (+{a.warmup} warm-up); "
+          + ("frameworks taking turns step by step" if a.interleave == "steps" else "a process per framework and round"))
     print(f"# FP32 peak (FMA loop, {threads} threads): " + (f"{peak:.1f} GFLOP/s" if peak else "not measured"))
     baselines = {}
     for i, spec in enumerate(a.baseline_python):
         label, _, py = spec.rpartition("=")
         baselines[label or ("hpcnn-baseline" if i == 0 else f"hpcnn-baseline{i + 1}")] = py
     results = bench.compare(present, a.batch, a.steps, a.warmup, threads, a.rounds, a.python, baselines, a.model,
-                            a.hpcnn_python, a.latency)
+                            a.hpcnn_python, a.latency, a.interleave)
     counts = {f: r["params"] for (f, mode), r in results.items() if mode == "train"}
     print("# trainable parameters: " + ", ".join(f"{bench.FRAMEWORK_LABEL.get(f, f)} {c:,}" if c is not None else
                                                    f"{bench.FRAMEWORK_LABEL.get(f, f)} ?" for f, c in counts.items()))

@@ -151,6 +151,48 @@ def test_bench_script_prints_versions_and_latency(tmp_path):
                         for row in rows)
 
 
+def test_frameworks_taking_turns_step_by_step():
+    """interleave='steps': one served worker per framework for the whole run (here hpcnn and the
+    same hpcnn as a baseline), every step and single-image call counted, and the paired ratio (the
+    median over the turns of the step time over hpcnn's in the same turn) beside the means."""
+    res = bench.compare(["hpcnn"], 4, 3, 1, 1, 2, baselines={"again": sys.executable}, model="resnet20",
+                        latency_calls=2, interleave="steps")
+    for label in ("hpcnn", "again"):
+        for mode in ("train", "infer"):
+            row = res[(label, mode)]
+            assert row["steps"] == 6 and row["params"] == 272_474  # 2 rounds x 3 steps
+            assert row["paired_hpcnn_speedup"] > 0
+        assert res[(label, "latency")]["call"]["calls"] == 4 and res[(label, "latency")]["predict"]["calls"] == 4
+    assert res[("hpcnn", "train")]["paired_hpcnn_speedup"] == 1.0
+    rows = bench.comparison_rows(res, None, "resnet20")
+    table = bench.format_comparison(rows)
+    assert "paired" in table.splitlines()[0] and len(table.splitlines()) == 5
+    with pytest.raises(ValueError, match="interleave must be"):
+        bench.compare(["hpcnn"], 4, 1, 1, 1, 1, interleave="rounds")
+
+
+def test_a_served_worker_that_fails_names_its_error():
+    """A worker that dies (here: at its arguments, an unknown model) is a RuntimeError with its
+    stderr, not a hang."""
+    with pytest.raises(RuntimeError, match="(?s)the hpcnn benchmark worker failed.*invalid choice: 'resnet21'"):
+        bench.ServedWorker(sys.executable, "hpcnn", 4, 1, "resnet21")
+
+
+def test_the_served_protocol():
+    """bench_workers.serve on a fake session: the greeting, one answer per command, a bad command
+    refused by name."""
+    import io
+    from hpcnn import bench_workers as bw
+    session = bw.Session({"train": lambda count, warmup: [0.5] * count}, 7, {"x": "1"})
+    out = io.StringIO()
+    assert bw.serve(session, io.StringIO("run train 2 0\nquit\nrun train 9 9\n"), out) == 0
+    lines = out.getvalue().splitlines()
+    assert [line.startswith(bw.ANSWER) for line in lines] == [True, True]
+    assert lines[1] == bw.ANSWER + "[0.5, 0.5]" and '"params": 7' in lines[0]
+    with pytest.raises(ValueError, match="unknown command 'run fly 1 0'"):
+        bw.serve(session, io.StringIO("run fly 1 0\n"), io.StringIO())
+
+
 def test_bench_fold_smoke():
     """bench_fold.py (issue 27's A/B of the BN fold in one process) runs and checks the two models agree."""
     r = subprocess.run([sys.executable, str(BENCH / "bench_fold.py"), "--pairs", "1", "--batch", "2", "1"],

@@ -21,6 +21,8 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
+import time
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from hpcnn import _core, bench_workers
@@ -161,10 +163,115 @@ def run_worker(python: str, framework: str, batch: int, steps: int, warmup: int,
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+class ServedWorker:
+    """A worker process that keeps its framework's model for a whole run (bench_workers.serve):
+    run(way, count, warmup) asks it to time that many calls and returns their seconds."""
+
+    def __init__(self, python: str, framework: str, batch: int, threads: int, model: str = "tutorial",
+                 latency: bool = False):
+        self.framework = framework
+        cmd = [python, "-c", _WORKER_LAUNCHER, os.path.abspath(bench_workers.__file__), "--worker", framework,
+               "--batch", str(batch), "--steps", "0", "--warmup", "0", "--threads", str(threads), "--model", model,
+               "--serve"]
+        if latency:
+            cmd += ["--latency", "1"]
+        self._stderr = tempfile.TemporaryFile(mode="w+")  # a pipe nobody reads could fill and block the worker
+        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                      text=True, bufsize=1)
+        hello = self._answer()
+        self.params, self.versions, self.ways = hello["params"], hello["versions"], hello["ways"]
+
+    def _answer(self):
+        for line in self._proc.stdout:
+            if line.startswith(bench_workers.ANSWER):
+                return json.loads(line[len(bench_workers.ANSWER):])
+        self._stderr.seek(0)
+        why = self._stderr.read()[-3000:]
+        self.close()
+        raise RuntimeError(f"the {self.framework} benchmark worker failed:\n{why}")
+
+    def run(self, way: str, count: int, warmup: int) -> List[float]:
+        self._proc.stdin.write(f"run {way} {count} {warmup}\n")
+        self._proc.stdin.flush()
+        return self._answer()
+
+    def close(self) -> None:
+        """Ends the worker (asks it to quit; kills it after 60 s) and closes its pipes."""
+        if self._proc.returncode is None:
+            try:
+                self._proc.stdin.write("quit\n")
+                self._proc.stdin.flush()
+            except OSError:  # it ended already
+                pass
+        for stream in (self._proc.stdin, self._proc.stdout, self._stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        try:
+            self._proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+
+#: Seconds between one worker's turn and the next one's in interleave='steps': an idle framework's
+#: threads stop polling (hpcnn's pool after 50 us, OpenMP's and TensorFlow's after their spin
+#: counts) before another framework's timed step starts.
+SETTLE_SECONDS = 0.2
+
+
+def _compare_steps(runs, batch: int, steps: int, warmup: int, threads: int, rounds: int, model: str,
+                   latency_calls: int):
+    """compare(interleave='steps'): every worker alive for the whole run, taking turns step by step."""
+    workers: Dict[str, ServedWorker] = {}
+    try:
+        for label, py, worker in runs:
+            workers[label] = ServedWorker(py, worker, batch, threads, model, latency_calls > 0)
+        times = {label: {"train": [], "infer": []} for label in workers}
+        pairs: Dict[str, Dict[str, List[float]]] = {label: {"train": [], "infer": []} for label in workers}
+        lat: Dict[str, Dict[str, List[float]]] = {label: {} for label in workers}
+        labels = list(workers)
+        for r in range(rounds):
+            for mode in ("train", "infer"):
+                for k in range(steps):
+                    order = labels if (r + k) % 2 == 0 else labels[::-1]  # each goes first as often
+                    turn = {}
+                    for label in order:
+                        time.sleep(SETTLE_SECONDS)
+                        # warm-up on a mode's first step of a round: the other frameworks ran since
+                        turn[label] = workers[label].run(mode, 1, (warmup if r == 0 else 1) if k == 0 else 0)[0]
+                        times[label][mode].append(turn[label])
+                    if "hpcnn" in turn:
+                        for label, t in turn.items():
+                            pairs[label][mode].append(t / turn["hpcnn"])
+            for label in labels:
+                for way in workers[label].ways:
+                    if way.startswith("latency-"):
+                        time.sleep(SETTLE_SECONDS)
+                        secs = workers[label].run(way, latency_calls, LATENCY_WARMUP if r == 0 else 2)
+                        lat[label].setdefault(way.split("-", 1)[1], []).extend(secs)
+        meta = {label: (w.params, w.versions) for label, w in workers.items()}
+    finally:
+        for w in workers.values():
+            w.close()
+    out: Dict[Tuple[str, str], Dict[str, object]] = {}
+    for label in times:
+        for mode in ("train", "infer"):
+            row = {**step_stats(times[label][mode], batch), "params": meta[label][0], "versions": meta[label][1]}
+            if pairs[label][mode]:
+                row["paired_hpcnn_speedup"] = statistics.median(pairs[label][mode])
+            out[(label, mode)] = row
+    for label, ways in lat.items():
+        if ways:
+            out[(label, "latency")] = {**{way: latency_stats(s) for way, s in ways.items()}, "versions": meta[label][1]}
+    return out
+
+
 def compare(frameworks: Sequence[str], batch: int, steps: int, warmup: int, threads: int, rounds: int,
             python: Optional[str] = None, baselines: Optional[Dict[str, str]] = None,
             model: str = "tutorial", hpcnn_python: Optional[str] = None,
-            latency_calls: int = 0) -> Dict[Tuple[str, str], Dict[str, object]]:
+            latency_calls: int = 0, interleave: str = "processes") -> Dict[Tuple[str, str], Dict[str, object]]:
     """step_stats per (framework, 'train'|'infer'), with the framework's trainable parameter count
     under 'params' and the versions it ran (framework, its oneDNN and BLAS, as it reports them)
     under 'versions': every framework in its own process, `rounds` rounds interleaved (hpcnn,
@@ -174,13 +281,24 @@ def compare(frameworks: Sequence[str], batch: int, steps: int, warmup: int, thre
     hpcnn's worker when it is not `python` (peers in a bench venv, hpcnn in its own venv).
     `latency_calls` > 0: each worker also times that many single-image predictions per round, and
     (framework, 'latency') holds latency_stats per way of calling ('call': model(x) / torch's
-    net(x) under no_grad; 'predict': model.predict(x)), with 'versions'."""
+    net(x) under no_grad; 'predict': model.predict(x)), with 'versions'.
+
+    `interleave`: 'processes' (each round a fresh process per framework, one after another: a
+    framework's round is seconds long, and the machine's speed may drift between rounds) or
+    'steps' (one process per framework kept for the whole run, the frameworks taking turns step by
+    step, SETTLE_SECONDS apart, the order alternating: a drift of the machine's speed hits every
+    framework alike; each row then also has 'paired_hpcnn_speedup', the median over the turns of
+    the framework's step time over hpcnn's in the same turn)."""
     python = python or sys.executable
     if model not in MODELS:
         raise ValueError(f"unknown model {model!r}; known: {sorted(MODELS)}")
+    if interleave not in ("processes", "steps"):
+        raise ValueError(f"interleave must be 'processes' or 'steps', got {interleave!r}")
     hpcnn_python = hpcnn_python or python
     runs = ([(f, hpcnn_python if f == "hpcnn" else python, f) for f in frameworks]
             + [(label, py, "hpcnn") for label, py in (baselines or {}).items()])
+    if interleave == "steps":
+        return _compare_steps(runs, batch, steps, warmup, threads, rounds, model, latency_calls)
     times = {label: {"train": [], "infer": []} for label, _, _ in runs}
     lat: Dict[str, Dict[str, List[float]]] = {label: {} for label, _, _ in runs}
     params: Dict[str, object] = {}
@@ -270,14 +388,17 @@ def comparison_rows(results: Dict[Tuple[str, str], Dict[str, float]], peak: Opti
 
 
 def format_comparison(rows: List[Dict[str, object]]) -> str:
-    """The comparison table, one line per framework and mode."""
+    """The comparison table, one line per framework and mode (with interleave='steps', also the
+    paired ratio: the median over the turns of hpcnn's speed-up in the same turn)."""
+    paired = any("paired_hpcnn_speedup" in r for r in rows)
     lines = [f"{'framework':<11}{'mode':<7}{'img/s':>9}{'+/-':>7}{'jitter':>8}{'ms/step':>9}{'GFLOP/s':>9}"
-             f"{'% peak':>8}{'hpcnn/it':>10}"]
+             f"{'% peak':>8}{'hpcnn/it':>10}" + (f"{'paired':>9}" if paired else "")]
     for r in rows:
         lines.append(f"{FRAMEWORK_LABEL.get(r['framework'], r['framework']):<11}{r['mode']:<7}"
                      f"{r['mean_speed']:>9.0f}{r['speed_uncertainty']:>7.0f}{r['speed_jitter']:>8.0f}"
                      f"{1e3 * r['mean_time_per_step']:>9.1f}{r['gflops']:>9.1f}{r['percent_of_peak']:>8.1f}"
-                     f"{r['hpcnn_speedup']:>9.2f}x")
+                     f"{r['hpcnn_speedup']:>9.2f}x" + (f"{r.get('paired_hpcnn_speedup', float('nan')):>8.2f}x"
+                                                       if paired else ""))
     return "\n".join(lines)
 
 

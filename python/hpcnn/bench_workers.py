@@ -32,6 +32,28 @@ def time_steps(step: Callable[[], object], steps: int, warmup: int = 2) -> List[
 LATENCY_WARMUP = 20  # untimed single-image calls before the timed ones
 
 
+class Session:
+    """One framework's model, built and ready to time: run(way, count, warmup) returns the seconds
+    of each of `count` timed calls after `warmup` untimed ones. Ways: 'train' and 'infer' (a step
+    on a batch each) and, where asked for, 'latency-call' / 'latency-predict' (one image each).
+    A worker process keeps one for a whole run (hpcnn.bench.compare with interleave='steps') or
+    times every way once and exits."""
+
+    def __init__(self, timers: Dict[str, Callable[[int, int], List[float]]], params: int, versions: Dict[str, str]):
+        self.timers, self.params, self.versions = timers, params, versions
+
+    def run(self, way: str, count: int, warmup: int) -> List[float]:
+        return self.timers[way](count, warmup)
+
+
+def stepper(step: Callable[[], object], before: Callable[[], object] = lambda: None):
+    """A Session timer: `before()` (a mode switch, untimed), then time_steps of `step`."""
+    def timer(count: int, warmup: int) -> List[float]:
+        before()
+        return time_steps(step, count, warmup)
+    return timer
+
+
 TUTORIAL_FWD_MFLOP = 30.9     # tutorial CNN, forward, per image
 TUTORIAL_TRAIN_MFLOP = 92.6   # forward + backward-data + backward-filter, per image (the first
                               # conv's backward-data is not needed)
@@ -102,12 +124,9 @@ def tutorial_cnn_step_times(device: str = "cpu", batch_size: int = 250, steps: i
     return train, infer
 
 
-def model_step_times(model: str = "tutorial", device: str = "cpu", batch_size: int = 250, steps: int = 20,
-                     warmup: int = 3, strategy=None):
-    """(training seconds per step, inference seconds per step, trainable parameters) of `model`
-    (a key of MODELS) on `device`, on random data already in memory (the model's own step,
-    exactly as fit calls it per batch). `strategy` (hpcnn.distribute): compiled in its scope, the
-    model trains on its replicas instead, batch_size the global batch."""
+def _hpcnn_steps(model: str, device: str, batch_size: int, strategy=None):
+    """(training step, inference step, trainable parameters) of `model` on random data already in
+    memory: the model's own steps, exactly as fit and predict call them per batch."""
     import numpy as np
     rng = np.random.default_rng(0)
     x = rng.random((batch_size,) + MODELS[model][2], dtype=np.float32)
@@ -120,12 +139,19 @@ def model_step_times(model: str = "tutorial", device: str = "cpu", batch_size: i
         m.compile(opt, "sparse_categorical_crossentropy", ["accuracy"], device=device)
     core = m.core if hasattr(m, "core") else m._model()  # _model(): an older hpcnn timed as the baseline
     if hasattr(core, "train_step"):
-        train = time_steps(lambda: core.train_step((x, y)), steps, warmup)
-        infer = time_steps(lambda: core.predict_step((x,)), steps, warmup)
-    else:  # the step API before train_step (hpcnn 0.1 as first released): the same work per call
-        train = time_steps(lambda: core.train_batch(x, y), steps, warmup)
-        infer = time_steps(lambda: core.predict_batch(x), steps, warmup)
-    return train, infer, trainable_params_hpcnn(m)
+        return (lambda: core.train_step((x, y))), (lambda: core.predict_step((x,))), trainable_params_hpcnn(m)
+    # the step API before train_step (hpcnn 0.1 as first released): the same work per call
+    return (lambda: core.train_batch(x, y)), (lambda: core.predict_batch(x)), trainable_params_hpcnn(m)
+
+
+def model_step_times(model: str = "tutorial", device: str = "cpu", batch_size: int = 250, steps: int = 20,
+                     warmup: int = 3, strategy=None):
+    """(training seconds per step, inference seconds per step, trainable parameters) of `model`
+    (a key of MODELS) on `device`, on random data already in memory (the model's own step,
+    exactly as fit calls it per batch). `strategy` (hpcnn.distribute): compiled in its scope, the
+    model trains on its replicas instead, batch_size the global batch."""
+    train, infer, params = _hpcnn_steps(model, device, batch_size, strategy)
+    return time_steps(train, steps, warmup), time_steps(infer, steps, warmup), params
 
 
 # ---------------------------------------------------------------------- peers: PyTorch, TensorFlow
@@ -137,21 +163,21 @@ def model_step_times(model: str = "tutorial", device: str = "cpu", batch_size: i
 #   resnet20: see resnet_cifar_mflop / hpcnn.applications.resnet_cifar (shortcut 'B'); SGD 0.1,
 #             momentum 0.9, weight decay 1e-4 on the kernels (Keras: l2(5e-5), its gradient 1e-4 w;
 #             PyTorch: SGD's weight_decay, which also decays BN's gamma/beta: the same work).
-def worker_hpcnn(batch: int, steps: int, warmup: int, threads: int, model: str = "tutorial", latency_calls: int = 0):
+def session_hpcnn(batch: int, threads: int, model: str = "tutorial", latency: bool = False) -> Session:
     import hpcnn
     hpcnn.set_num_threads(threads)
-    train, infer, params = model_step_times(model, "cpu", batch, steps, warmup)
+    train, infer, params = _hpcnn_steps(model, "cpu", batch)
     info = hpcnn.build_info() if hasattr(hpcnn, "build_info") else {}
     versions = {"hpcnn": getattr(hpcnn, "__version__", "?"), "blas": info.get("blas_config", "?")}
-    latency = {}
-    if latency_calls:
+    timers = {"train": stepper(train), "infer": stepper(infer)}
+    if latency:
         import numpy as np
         m, opt = _hpcnn_model(model)
         m.compile(opt, "sparse_categorical_crossentropy", ["accuracy"], device="cpu")
         x1 = np.random.default_rng(1).random((1,) + MODELS[model][2], dtype=np.float32)
-        latency = {"predict": time_steps(lambda: m.predict(x1, verbose=0), latency_calls, LATENCY_WARMUP),
-                   "call": time_steps(lambda: m(x1), latency_calls, LATENCY_WARMUP)}
-    return train, infer, params, versions, latency
+        timers["latency-predict"] = stepper(lambda: m.predict(x1, verbose=0))
+        timers["latency-call"] = stepper(lambda: m(x1))
+    return Session(timers, params, versions)
 
 
 def _torch_model(model: str):
@@ -207,7 +233,7 @@ def torch_versions() -> Dict[str, str]:
     return v
 
 
-def worker_torch(batch: int, steps: int, warmup: int, threads: int, model: str = "tutorial", latency_calls: int = 0):
+def session_torch(batch: int, threads: int, model: str = "tutorial", latency: bool = False) -> Session:
     import torch
     from torch import nn
     torch.set_num_threads(threads)
@@ -230,21 +256,16 @@ def worker_torch(batch: int, steps: int, warmup: int, threads: int, model: str =
         with torch.no_grad():
             return torch.softmax(net(x), 1)
 
-    net.train()
-    train = time_steps(train_step, steps, warmup)
-    net.eval()
-    infer = time_steps(infer_step, steps, warmup)
-    latency = {}
-    if latency_calls:  # eager, as a notebook calls it: one image, no_grad, the model in eval mode
+    timers = {"train": stepper(train_step, net.train), "infer": stepper(infer_step, net.eval)}
+    if latency:  # eager, as a notebook calls it: one image, no_grad, the model in eval mode
         x1 = torch.rand(1, c, h, w).to(memory_format=torch.channels_last)
 
         def call():
             with torch.no_grad():
                 return torch.softmax(net(x1), 1).numpy()
 
-        latency = {"call": time_steps(call, latency_calls, LATENCY_WARMUP)}
-    return (train, infer, int(sum(p.numel() for p in net.parameters() if p.requires_grad)), torch_versions(),
-            latency)
+        timers["latency-call"] = stepper(call, net.eval)
+    return Session(timers, int(sum(p.numel() for p in net.parameters() if p.requires_grad)), torch_versions())
 
 
 def _keras_model(model: str):
@@ -292,8 +313,7 @@ def tensorflow_versions() -> Dict[str, str]:
     return v
 
 
-def worker_tensorflow(batch: int, steps: int, warmup: int, threads: int, model: str = "tutorial",
-                      latency_calls: int = 0):
+def session_tensorflow(batch: int, threads: int, model: str = "tutorial", latency: bool = False) -> Session:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import numpy as np
     import tensorflow as tf
@@ -303,9 +323,14 @@ def worker_tensorflow(batch: int, steps: int, warmup: int, threads: int, model: 
     net, opt = _keras_model(model)
     net.compile(optimizer=opt, loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     rng = np.random.default_rng(0)
-    n = batch * (steps + warmup)
-    x = rng.random((n,) + MODELS[model][2], dtype=np.float32)
-    y = rng.integers(0, 10, n)
+    data: Dict[str, object] = {"rows": 0}
+
+    def batches(k: int):
+        if data["rows"] < k * batch:  # grown as needed, then sliced
+            data["x"] = rng.random((k * batch,) + MODELS[model][2], dtype=np.float32)
+            data["y"] = rng.integers(0, 10, k * batch)
+            data["rows"] = k * batch
+        return data["x"][:k * batch], data["y"][:k * batch]
 
     class Timer(tf.keras.callbacks.Callback):  # Keras' own fit, timed per batch
         def __init__(self):
@@ -321,17 +346,55 @@ def worker_tensorflow(batch: int, steps: int, warmup: int, threads: int, model: 
         on_predict_batch_begin = on_train_batch_begin
         on_predict_batch_end = on_train_batch_end
 
-    tt = Timer()
-    net.fit(x, y, batch_size=batch, epochs=1, verbose=0, shuffle=False, callbacks=[tt])
-    ti = Timer()
-    net.predict(x, batch_size=batch, verbose=0, callbacks=[ti])
-    params = int(sum(int(np.prod(w.shape)) for w in net.trainable_weights))
-    latency = {}
-    if latency_calls:
+    # Each call of fit or predict runs at least one untimed batch first (the first batch of a call
+    # also starts its data pipeline).
+    def train(count: int, warmup: int) -> List[float]:
+        x, y = batches(count + max(warmup, 1))
+        t = Timer()
+        net.fit(x, y, batch_size=batch, epochs=1, verbose=0, shuffle=False, callbacks=[t])
+        return t.times[max(warmup, 1):]
+
+    def infer(count: int, warmup: int) -> List[float]:
+        x, _ = batches(count + max(warmup, 1))
+        t = Timer()
+        net.predict(x, batch_size=batch, verbose=0, callbacks=[t])
+        return t.times[max(warmup, 1):]
+
+    timers = {"train": train, "infer": infer}
+    if latency:
         x1 = rng.random((1,) + MODELS[model][2], dtype=np.float32)
-        latency = {"predict": time_steps(lambda: net.predict(x1, verbose=0), latency_calls, LATENCY_WARMUP),
-                   "call": time_steps(lambda: net(x1, training=False).numpy(), latency_calls, LATENCY_WARMUP)}
-    return tt.times[warmup:], ti.times[warmup:], params, tensorflow_versions(), latency
+        timers["latency-predict"] = stepper(lambda: net.predict(x1, verbose=0))
+        timers["latency-call"] = stepper(lambda: net(x1, training=False).numpy())
+    params = int(sum(int(np.prod(w.shape)) for w in net.trainable_weights))
+    return Session(timers, params, tensorflow_versions())
+
+
+SESSIONS = {"hpcnn": session_hpcnn, "torch": session_torch, "tensorflow": session_tensorflow}
+
+
+def time_once(framework: str, batch: int, steps: int, warmup: int, threads: int, model: str = "tutorial",
+              latency_calls: int = 0):
+    """One worker process's measurement: (training step seconds, inference step seconds, trainable
+    parameters, versions, {way: single-image call seconds})."""
+    s = SESSIONS[framework](batch, threads, model, latency_calls > 0)
+    train = s.run("train", steps, warmup)
+    infer = s.run("infer", steps, warmup)
+    latency = {way.split("-", 1)[1]: s.run(way, latency_calls, LATENCY_WARMUP)
+               for way in s.timers if way.startswith("latency-")}
+    return train, infer, s.params, s.versions, latency
+
+
+def worker_hpcnn(batch: int, steps: int, warmup: int, threads: int, model: str = "tutorial", latency_calls: int = 0):
+    return time_once("hpcnn", batch, steps, warmup, threads, model, latency_calls)
+
+
+def worker_torch(batch: int, steps: int, warmup: int, threads: int, model: str = "tutorial", latency_calls: int = 0):
+    return time_once("torch", batch, steps, warmup, threads, model, latency_calls)
+
+
+def worker_tensorflow(batch: int, steps: int, warmup: int, threads: int, model: str = "tutorial",
+                      latency_calls: int = 0):
+    return time_once("tensorflow", batch, steps, warmup, threads, model, latency_calls)
 
 
 WORKERS = {"hpcnn": worker_hpcnn, "torch": worker_torch, "tensorflow": worker_tensorflow}
@@ -348,7 +411,11 @@ def worker_main(argv: Sequence[str]) -> int:
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--model", default="tutorial", choices=sorted(MODELS))
     p.add_argument("--latency", type=int, default=0, help="also time this many single-image predictions")
+    p.add_argument("--serve", action="store_true",
+                   help="keep the model and time what stdin asks for (serve(); --steps and --warmup unused)")
     a = p.parse_args(list(argv))
+    if a.serve:
+        return serve(SESSIONS[a.worker](a.batch, a.threads, a.model, a.latency > 0), sys.stdin, sys.stdout)
     if a.latency:
         res = WORKERS[a.worker](a.batch, a.steps, a.warmup, a.threads, a.model, a.latency)
     elif a.model == "tutorial":  # the call an older bench.py's hpcnn worker understands too
@@ -358,6 +425,29 @@ def worker_main(argv: Sequence[str]) -> int:
     train, infer = res[0], res[1]
     print(json.dumps({"train": list(train), "infer": list(infer), "params": res[2] if len(res) > 2 else None,
                       "versions": res[3] if len(res) > 3 else {}, "latency": res[4] if len(res) > 4 else {}}))
+    return 0
+
+
+#: Prefix of the served worker's answers: a framework may print lines of its own to stdout.
+ANSWER = "@@hpcnn-bench "
+
+
+def serve(session: Session, commands, out) -> int:
+    """A served worker: answers {"params", "versions", "ways"} once, then for each line "run WAY
+    COUNT WARMUP" the JSON list of seconds of session.run(WAY, COUNT, WARMUP); "quit" or the end of
+    the input ends it. Each answer is one line starting with ANSWER, flushed."""
+    def answer(value) -> None:
+        out.write(ANSWER + json.dumps(value) + "\n")
+        out.flush()
+
+    answer({"params": session.params, "versions": session.versions, "ways": sorted(session.timers)})
+    for line in commands:
+        words = line.split()
+        if not words or words[0] == "quit":
+            break
+        if words[0] != "run" or len(words) != 4 or words[1] not in session.timers:
+            raise ValueError(f"bench worker: unknown command {line.strip()!r}")
+        answer(session.run(words[1], int(words[2]), int(words[3])))
     return 0
 
 
