@@ -3,9 +3,13 @@ predict run a batch through all the layers a chunk of rows at a time, so that a 
 pass from layer to layer in the caches. What is checked:
 - the chunk size the rule picks: ResNet-20's 64 KiB activations give 8 rows a thread, side by side
   (one chunk per thread) where the batch has a chunk for every thread after the first, else one
-  chunk of 8 rows a thread at a time; never more than the batch, at least 2 rows, no chunks where
-  the weights (read again by every chunk) are large beside a chunk's activations (the tutorial CNN);
-  an override and its bad values;
+  chunk of 8 rows a thread at a time; never more than the batch, at least 2 rows; where the
+  weights (read again by every chunk) are large beside a chunk's activations only the leading
+  layers take chunks (the split: the tutorial CNN's first two convolutions and poolings, a
+  convolution before a heavy Dense), none where no such prefix holds half of the activations; an
+  override and its bad values;
+- a chunked prefix with a whole-batch tail (a folded BN, a residual block, and an early activation
+  and a view of it read across the split) predicts and evaluates what the whole batch does;
 - the answers do not depend on the chunking: predict and evaluate with chunks of 3 rows (the last
   one short), of 2, of 1 row, and in one piece agree to float32 rounding, on a model with every kind
   of inference fusion (folded BN, residual blocks) and a Dense head, with sample weights, on 1, 2
@@ -75,10 +79,25 @@ def test_the_rule_picks_rows_whose_activations_fit_the_caches():
     finally:
         hpcnn.set_num_threads(before)
     threads = hpcnn.get_num_threads()
-    # every chunk reads the weights again: a large Dense kernel (the tutorial CNN's) means no chunks
+    # every chunk reads the weights of its layers again: a large Dense kernel takes the whole batch,
+    # the convolution before it chunks (the split: nodes [0, split) in chunks)
     heavy = hpcnn.Sequential([Input((32, 32, 3)), Conv2D(32, 3, padding="same"), Flatten(), Dense(512)])
-    assert heavy.core.inference_chunk_rows(250) == 250
-    assert applications.tutorial_cnn(seed=0).core.inference_chunk_rows(250) == 250
+    assert heavy.core.inference_chunks_split(250) == 2  # Conv2D and Flatten; Dense whole
+    # ResNet-20: every node (a batch of 1 never chunks, and its split is every node)
+    assert m.core.inference_chunks_split(128) == m.core.inference_chunks_split(1) > 70
+    tutorial = applications.tutorial_cnn(seed=0)
+    before = hpcnn.get_num_threads()
+    try:
+        hpcnn.set_num_threads(2)
+        # 128 KiB a row (32x32x32): 4 rows a thread; the first two convolutions and poolings (60 of
+        # the 75 thousand activations a row) in chunks, conv3, conv4 and the dense head whole
+        assert tutorial.core.inference_chunk_rows(250) == 4 and tutorial.core.inference_chunks_split(250) == 4
+        assert tutorial.core.inference_chunks_side_by_side(250)
+    finally:
+        hpcnn.set_num_threads(before)
+    # no prefix with half of the activations passes: the whole batch
+    dense_only = hpcnn.Sequential([Input((64,)), Dense(4096), Dense(4096), Dense(10)])
+    assert dense_only.core.inference_chunk_rows(250) == 250
     m.core.set_inference_chunk_rows(5)
     assert m.core.inference_chunk_rows(128) == 5
     assert m.core.inference_chunk_rows(3) == 3
@@ -143,6 +162,48 @@ def test_resnet20_side_by_side_is_the_whole_batch():
         hpcnn.set_num_threads(before)
     for got in chunked:
         np.testing.assert_allclose(got, whole, rtol=1e-5, atol=1e-6)
+
+
+def skip_net(seed: int = 5) -> hpcnn.Model:
+    """Heavy deep layers (a wide Dense head) after light early ones: the early ones take chunks, the
+    head the whole batch; an early activation (and a view of it) read again by the head, across
+    the split; a folded BN and a residual block before it."""
+    inp = Input((32, 32, 4))  # 64 KiB activations: 8 rows a chunk
+    a = ReLU()(BatchNormalization()(Conv2D(16, 3, padding="same", use_bias=False)(inp)))
+    b = ReLU()(Add()([BatchNormalization()(Conv2D(16, 3, padding="same", use_bias=False)(a)), a]))
+    p = MaxPooling2D(4)(b)
+    early = Flatten()(MaxPooling2D(8)(a))  # a view of a pooling of the first block's input
+    head = Dense(512, activation="relu")(Flatten()(p))
+    head = Dense(512, activation="relu")(head)
+    out = Dense(4, activation="softmax")(Add()([Dense(64)(head), Dense(64)(early)]))
+    return hpcnn.Model(inp, out, seed=seed)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_chunked_prefix_and_a_whole_tail_are_the_whole_batch(threads):
+    m = skip_net()
+    m.compile(optimizers.SGD(0.05, momentum=0.9), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    r = np.random.default_rng(3)
+    x = r.standard_normal((40, 32, 32, 4)).astype(np.float32)
+    y = (np.arange(40) % 4).astype(np.int32)
+    m.fit(x, y, batch_size=20, epochs=2, verbose=0)
+    w = np.linspace(0.5, 2.0, 40).astype(np.float32)
+    before = hpcnn.get_num_threads()
+    try:
+        hpcnn.set_num_threads(threads)
+        split = m.core.inference_chunks_split(40)
+        assert 0 < split < 20 and m.core.inference_chunk_rows(40) < 40  # a prefix in chunks, a whole tail
+        got = [(m.predict(x, batch_size=40, verbose=0), m.evaluate(x, y, batch_size=40, verbose=0, sample_weight=w))
+               for _ in range(2)]
+        m.core.set_inference_chunk_rows(1000)
+        want_p = m.predict(x, batch_size=40, verbose=0)
+        want_e = m.evaluate(x, y, batch_size=40, verbose=0, sample_weight=w)
+        m.core.set_inference_chunk_rows(0)
+    finally:
+        hpcnn.set_num_threads(before)
+    for p, e in got:
+        np.testing.assert_allclose(p, want_p, rtol=1e-5, atol=1e-6)
+        assert e == pytest.approx(want_e, rel=1e-5)
 
 
 def test_training_never_chunks():

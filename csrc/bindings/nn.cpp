@@ -375,6 +375,12 @@ void bind_nn(py::module_& m) {
       }, py::arg("batch_size"),
          "How many rows of a batch of batch_size an inference step (evaluate, predict) runs through all the layers "
          "at a time: on the CPU, chunks whose activations stay in the caches (batch_size on a GPU).")
+      .def("inference_chunks_split", [](PyModel& p, long long batch_size) {
+        auto lk = lock_model(p);
+        return p.model().inference_chunks_split(batch_size);
+      }, py::arg("batch_size"),
+         "How many of the graph's leading nodes an inference step of batch_size rows on the CPU runs in chunks "
+         "(the rest on the whole batch; every node where it equals the number of nodes).")
       .def("inference_chunks_side_by_side", [](PyModel& p, long long batch_size) {
         auto lk = lock_model(p);
         return p.model().inference_chunks(batch_size).side_by_side;

@@ -169,25 +169,69 @@ BatchStats Model::compute_gradients(const StagedBatch& b) {
 Tensor Model::forward(const Tensor& x, StepMode mode) {
   const long long n = x.dim(0);
   const bool inference = mode == StepMode::Test || mode == StepMode::Predict;
-  const InferenceChunks chunks = inference ? inference_chunks(n) : InferenceChunks{n, false};
-  const long long chunk = chunks.rows;
-  if (chunk >= n) return forward_rows(x, mode, 0, step_buffers(mode), vals_, xs_);
+  const InferenceChunks chunks = inference ? inference_chunks(n) : InferenceChunks{n, false, graph_.size()};
+  if (chunks.rows >= n) return forward_rows(x, mode, 0, step_buffers(mode), vals_, xs_, plans_[static_cast<int>(mode)].end);
+  return forward_in_chunks(x, mode, chunks);
+}
+
+Tensor Model::forward_in_chunks(const Tensor& x, StepMode mode, const InferenceChunks& chunks) {
+  const StepPlan& plan = plans_[static_cast<int>(mode)];
+  const long long n = x.dim(0), chunk = chunks.rows;
+  const int start = std::min(staged_nodes_, plan.end);
+  const int split = std::max(start + 1, std::min(chunks.split, plan.end));
+  const bool whole_tail = split < plan.end;
   const Shape row_shape(x.shape().begin() + 1, x.shape().end());
   const long long x_row = shape_numel(row_shape);
   auto rows_of = [&](long long r0) { return x.view(r0 * x_row, with_batch(std::min(chunk, n - r0), row_shape)); };
-  // The output of every chunk is copied into out (its own rows: chunks side by side do not meet).
+  // What leaves a chunk. Every node: its output, copied into out. Nodes [0, split) only: the values
+  // the later nodes read (`kept`: their own buffers, not views), copied into their buffers of the
+  // step arena, which no chunk uses then (the chunks all run in the side arena: the step arena's
+  // buffers share memory over the step, and a chunk's nodes would overwrite what an earlier chunk
+  // kept there).
+  std::vector<char> needed(graph_.size(), 0);
+  if (whole_tail) {
+    auto need = [&](int p) {
+      if (p != kModelInput && p < split) needed[p] = 1;
+    };
+    for (int i = split; i < plan.end; ++i) {
+      for (int p : graph_.inputs(i)) need(p);
+      if (plan.residual[i] != kNoResidual) need(plan.residual[i]);
+      if (plan.view_source[i] != kNotAView) need(plan.view_source[i]);
+    }
+    for (int p = split - 1; p >= start; --p)  // a view's value is its source's
+      if (needed[p] && plan.forward_view[p]) need(plan.view_source[p]);
+  }
+  auto kept = [&](int p) { return needed[p] && p >= start && !plan.forward_view[p]; };
   Tensor out;
   long long out_row = 0;
-  auto keep = [&](long long r0, const Tensor& y) { out.view(r0 * out_row, y.shape()).copy_from(y); };
-  const Tensor first = forward_rows(rows_of(0), mode, 0, step_buffers(mode), vals_, xs_);
-  out_row = first.numel() / std::min(chunk, n);
-  out = Tensor::empty(with_batch(n, Shape(first.shape().begin() + 1, first.shape().end())), first.dtype(), device_);
-  keep(0, first);
+  auto keep = [&](long long r0, const std::vector<Tensor>& vals, const Tensor& y) {
+    if (!whole_tail) {
+      out.view(r0 * out_row, y.shape()).copy_from(y);
+      return;
+    }
+    for (int p = start; p < split; ++p)
+      if (kept(p)) {
+        const Tensor& v = vals[p];
+        const long long row = v.numel() / v.dim(0);
+        arena_view(mode, plan.value_buffer[p], with_batch(n, graph_.output_shape(p))).view(r0 * row, v.shape())
+            .copy_from(v);
+      }
+  };
+  const long long whole = (n - chunk) / chunk;  // chunks of full size after the first
+  const int threads =
+      chunks.side_by_side && whole >= 2 ? static_cast<int>(std::min<long long>(whole, get_num_threads())) : 1;
+  // In the step arena when every node runs in chunks and the output is all that leaves them; in
+  // the side arena when a whole-batch tail follows (see `kept`).
+  if (whole_tail || threads > 1) ensure_side_arena(mode, chunk, threads);
+  auto place = [&](int tid) { return whole_tail || tid > 0 ? side_buffers(tid) : step_buffers(mode); };
+  const Tensor first = forward_rows(rows_of(0), mode, 0, place(0), vals_, xs_, split);
+  if (!whole_tail) {
+    out_row = first.numel() / std::min(chunk, n);
+    out = Tensor::empty(with_batch(n, Shape(first.shape().begin() + 1, first.shape().end())), first.dtype(), device_);
+  }
+  keep(0, vals_, first);
   long long r0 = chunk;
-  const long long whole = (n - r0) / chunk;  // chunks of full size left
-  if (chunks.side_by_side && whole >= 2) {
-    const int threads = static_cast<int>(std::min<long long>(whole, get_num_threads()));
-    ensure_side_arena(mode, chunk, threads);
+  if (threads > 1) {
     long long ran = 0;  // as many chunks as every thread can take one each round
     parallel_region([&](int tid, int nt) {
       const long long rounds_of_chunks = whole / nt * nt;
@@ -195,40 +239,73 @@ Tensor Model::forward(const Tensor& x, StepMode mode) {
       std::vector<Tensor> vals, xs;
       for (long long k = tid; k < rounds_of_chunks; k += nt) {
         const long long c0 = r0 + k * chunk;
-        keep(c0, forward_rows(rows_of(c0), mode, c0, side_buffers(tid), vals, xs));
+        const Tensor y = forward_rows(rows_of(c0), mode, c0, place(tid), vals, xs, split);
+        keep(c0, vals, y);
       }
     }, threads);
     r0 += ran * chunk;
   }
-  for (; r0 < n; r0 += chunk) keep(r0, forward_rows(rows_of(r0), mode, r0, step_buffers(mode), vals_, xs_));
-  return out;
+  for (; r0 < n; r0 += chunk) {
+    const Tensor y = forward_rows(rows_of(r0), mode, r0, place(0), vals_, xs_, split);
+    keep(r0, vals_, y);
+  }
+  if (!whole_tail) return out;
+  // The tail on the whole batch, from the kept values (and views of them).
+  vals_.assign(graph_.size(), Tensor());
+  if (start > 0) vals_[start - 1] = x;
+  for (int p = start; p < split; ++p) {
+    if (!needed[p]) continue;
+    const Shape full = with_batch(n, graph_.output_shape(p));
+    vals_[p] = plan.forward_view[p] ? value(plan.view_source[p], x).reshape(full)
+                                    : arena_view(mode, plan.value_buffer[p], full);
+  }
+  StepContext ctx{false, seed_, step_, 0};  // inference; the tail's folds are made now
+  run_nodes(x, mode, ctx, step_buffers(mode), vals_, xs_, split, plan.end);
+  return vals_[plan.end - 1];
 }
 
 Model::InferenceChunks Model::inference_chunks(long long n) const {
-  if (!device_.is_cpu()) return {n, false};  // a GPU wants the whole batch at once
+  const int nodes = graph_.size();
+  if (!device_.is_cpu()) return {n, false, nodes};  // a GPU wants the whole batch at once
   const long long threads = get_num_threads();
-  // Side by side: the first chunk alone, then one for every thread (the buffers hold n rows, so
-  // every thread's chunk has rows of its own in them).
+  // Side by side: the first chunk alone, then one for every thread.
   auto side_by_side = [&](long long rows) { return threads > 1 && n >= (threads + 1) * rows; };
   if (chunk_rows_override_ > 0) {
     const long long rows = std::min(n, chunk_rows_override_);
-    return {rows, side_by_side(rows)};
+    return {rows, side_by_side(rows), nodes};
   }
   long long largest = shape_numel(graph_.input_shape());  // floats per row
   long long all = largest;                                 // every layer's output, floats per row
-  for (int i = 0; i < graph_.size(); ++i) {
+  for (int i = 0; i < nodes; ++i) {
     largest = std::max(largest, shape_numel(graph_.output_shape(i)));
     all += shape_numel(graph_.output_shape(i));
   }
   const long long per_thread = std::max(kMinChunkRowsPerThread, kChunkBytesPerThread / (4 * std::max(1LL, largest)));
-  // Every chunk reads every weight again: worth it only where a chunk's activations outweigh them
-  // (ResNet-20: 8 rows of 1.8 MiB of activations against 1.1 MiB of weights). The tutorial CNN's
-  // 8.4 MiB Dense kernel read per chunk of 8 rows made its predict 1.9x slower: no chunks there.
-  auto outweighs = [&](long long rows) { return rows * all >= kChunkActivationsPerWeight * num_params(); };
-  if (side_by_side(per_thread) && outweighs(per_thread)) return {per_thread, true};
+  // Every chunk reads the weights of its layers again: chunks pay only where a chunk's activations
+  // outweigh them (ResNet-20: 8 rows of 1.8 MiB of activations against 1.1 MiB of weights). The
+  // tutorial CNN's 8.4 MiB Dense kernel read per chunk of 8 rows made its predict 1.9x slower: its
+  // dense layers and deep convolutions take the whole batch, its first layers chunks. The longest
+  // prefix of the graph that passes, if it holds at least half of the activations; 0: none.
+  auto chunked_prefix = [&](long long rows) {
+    long long acts = shape_numel(graph_.input_shape()), weights = 0;
+    int best = 0;
+    long long best_acts = 0;
+    for (int i = 0; i < nodes; ++i) {
+      acts += shape_numel(graph_.output_shape(i));
+      for (const ParamSpec& s : specs_[i]) weights += shape_numel(s.shape);
+      if (rows * acts >= kChunkActivationsPerWeight * weights) {
+        best = i + 1;
+        best_acts = acts;
+      }
+    }
+    return 2 * best_acts >= all ? best : 0;
+  };
+  if (side_by_side(per_thread))
+    if (const int split = chunked_prefix(per_thread)) return {per_thread, true, split};
   const long long shared = per_thread * threads;  // one chunk at a time, its ops over the threads
-  if (shared < n && outweighs(shared)) return {shared, false};
-  return {n, false};
+  if (shared < n)
+    if (const int split = chunked_prefix(shared)) return {shared, false, split};
+  return {n, false, nodes};
 }
 
 void Model::set_inference_chunk_rows(long long rows) {
@@ -237,20 +314,27 @@ void Model::set_inference_chunk_rows(long long rows) {
 }
 
 Tensor Model::forward_rows(const Tensor& x, StepMode mode, long long row0, const BufferPlace& place,
-                           std::vector<Tensor>& vals, std::vector<Tensor>& xs) {
+                           std::vector<Tensor>& vals, std::vector<Tensor>& xs, int to) {
   const StepPlan& plan = plans_[static_cast<int>(mode)];
   StepContext ctx{mode == StepMode::Train, seed_, step_, 0};
   ctx.first_row = (mode == StepMode::Train ? step_first_row_ : 0) + row0;  // the global row of x's row 0
   if (mode == StepMode::Call) ctx = call_context();
   ctx.later_chunk = row0 > 0;
-  const long long n = x.dim(0);
   vals.assign(graph_.size(), Tensor());
-  auto value = [&](int p) -> const Tensor& { return p == kModelInput ? x : vals[p]; };
   // The leading augmentation nodes ran in the stager: x is the last one's output (each earlier one
   // is read only by the next, nn/augmentation.h; the last one's readers read x).
   const int start = std::min(staged_nodes_, plan.end);
   if (start > 0) vals[start - 1] = x;
-  for (int i = start; i < plan.end; ++i) {
+  run_nodes(x, mode, ctx, place, vals, xs, start, to);
+  return vals[to - 1];
+}
+
+void Model::run_nodes(const Tensor& x, StepMode mode, StepContext& ctx, const BufferPlace& place,
+                      std::vector<Tensor>& vals, std::vector<Tensor>& xs, int from, int to) {
+  const StepPlan& plan = plans_[static_cast<int>(mode)];
+  const long long n = x.dim(0);
+  auto value = [&](int p) -> const Tensor& { return p == kModelInput ? x : vals[p]; };
+  for (int i = from; i < to; ++i) {
     ctx.layer_index = i;
     Layer& l = graph_.layer(i);
     const std::vector<int>& in = graph_.inputs(i);
@@ -280,7 +364,6 @@ Tensor Model::forward_rows(const Tensor& x, StepMode mode, long long row0, const
     }
     vals[i] = std::move(y);
   }
-  return vals[plan.end - 1];
 }
 
 // Between forward and backward: the loss, Model::loss_and_stats (nn/model_loss.cpp), then its

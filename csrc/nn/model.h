@@ -247,6 +247,10 @@ class Model {
   // the chunks run side by side, one per thread (each op on its thread alone); else one after
   // another, each of `threads` times those rows with its ops split over the threads. n on a GPU,
   // and n where the weights are large beside a chunk's activations (kChunkActivationsPerWeight).
+  // Only the leading layers may take chunks (`split`): those of the longest prefix of the graph
+  // whose activations outweigh its weights, if that prefix has at least half of all activations
+  // (the tutorial CNN: its first two convolutions and poolings; the deeper layers' weights, read
+  // again by every chunk, take the whole batch).
   static constexpr long long kChunkBytesPerThread = 512 * 1024;
   static constexpr long long kMinChunkRowsPerThread = 2;
   // ... and only where a chunk's activations (all layers' outputs) are at least this many times
@@ -255,9 +259,11 @@ class Model {
   struct InferenceChunks {
     long long rows;     // per chunk (n: one piece)
     bool side_by_side;  // one chunk per thread at a time
+    int split;          // nodes [0, split) run in chunks, the rest on the whole batch
   };
   InferenceChunks inference_chunks(long long n) const;
   long long inference_chunk_rows(long long n) const { return inference_chunks(n).rows; }
+  int inference_chunks_split(long long n) const { return inference_chunks(n).split; }
   // rows > 0: chunks of that many rows instead (tests, benchmarks); 0: the rule above.
   void set_inference_chunk_rows(long long rows);
   long long inference_chunk_rows_override() const { return chunk_rows_override_; }
@@ -294,7 +300,13 @@ class Model {
   // `place` (the step's arena, or a thread's own for chunks side by side); vals, xs: the chunk's
   // node outputs and a merge layer's inputs (vals_ and xs_, or a thread's own).
   Tensor forward_rows(const Tensor& x, StepMode mode, long long row0, const BufferPlace& place,
-                      std::vector<Tensor>& vals, std::vector<Tensor>& xs);
+                      std::vector<Tensor>& vals, std::vector<Tensor>& xs, int to);
+  // Nodes [from, to) of mode's plan over x's rows (vals holds the values of the nodes they read).
+  void run_nodes(const Tensor& x, StepMode mode, StepContext& ctx, const BufferPlace& place, std::vector<Tensor>& vals,
+                 std::vector<Tensor>& xs, int from, int to);
+  // Chunked inference (forward()): the rows of the batch in chunks, every node of the plan, or
+  // (split < plan end) nodes [0, split) in chunks and the rest on the whole batch.
+  Tensor forward_in_chunks(const Tensor& x, StepMode mode, const InferenceChunks& chunks);
   // [loss_sum, correct, n, metrics...] summed over the replicas (with a sync; as is without one).
   BatchStats reduce_stats(BatchStats st);
   void backward(const Tensor& x);

@@ -110,6 +110,9 @@ class Model:
     def inference_chunks_side_by_side(self, batch_size: typing.SupportsInt | typing.SupportsIndex) -> bool:
         """Whether an inference step of batch_size rows on the CPU runs its chunks side by side, one per thread (each op on its thread alone), after the first chunk; else one after another, each op over the threads."""
 
+    def inference_chunks_split(self, batch_size: typing.SupportsInt | typing.SupportsIndex) -> int:
+        """How many of the graph's leading nodes an inference step of batch_size rows on the CPU runs in chunks (the rest on the whole batch; every node where it equals the number of nodes)."""
+
     @property
     def iterations(self) -> int:
         ...
