@@ -147,6 +147,29 @@ def resnet_step(args) -> None:
         for t in layer.inbound_tensors:
             last_reader[id(t)] = i
     acc_key = "accumulate* (a tensor read twice: its second gradient)"
+    # A training step's residual block tails (issue 27, nn/step_plan.h): an Add read only by a ReLU
+    # is computed, with that ReLU, by its later BatchNormalization input, where the build can
+    # (batchnorm_forward_training's residual): one pass; the Add and the ReLU are then no ops.
+    can_tail = "residual" in (ops.batchnorm_forward_training.__doc__ or "")
+    producer = {id(layer.output_tensor): i for i, (layer, _) in enumerate(nodes)}
+    readers = defaultdict(list)
+    for i, (layer, _) in enumerate(nodes):
+        for t in layer.inbound_tensors:
+            readers[id(t)].append(i)
+    tail_bn, tail_nodes = set(), set()  # the BN nodes computing a tail; the Add and ReLU nodes they compute
+    for i, (layer, _) in enumerate(nodes):
+        r = readers[id(layer.output_tensor)]
+        if not (can_tail and isinstance(layer, L.Add) and len(layer.inbound_tensors) == 2 and len(r) == 1
+                and isinstance(nodes[r[0]][0], L.ReLU)):
+            continue
+        bns = [producer[id(t)] for t in layer.inbound_tensors
+               if id(t) in producer and isinstance(nodes[producer[id(t)]][0], L.BatchNormalization)
+               and len(readers[id(t)]) == 1 and id(t) not in fused_relu]
+        if bns:
+            tail_bn.add(max(bns))
+            tail_nodes.update((i, r[0]))
+    tail_key = "batch_norm + add + relu (block tail, fused)"
+    tail_noop = "add + relu (in the tail's batch norm: no op)"
 
     def arr(shape):
         return rng.standard_normal((n,) + tuple(shape)).astype(np.float32)
@@ -192,6 +215,20 @@ def resnet_step(args) -> None:
             relu = id(layer.output_tensor) in fused_relu
             y, m, v, i = ops.batchnorm_forward_training(x, g, b, layer.epsilon, relu, device=dev)
             key = "batch_norm + relu (fused)" if relu else "batch_norm"
+            if node in tail_bn:  # training: the Add and ReLU in its pass, its backward masks dy in place
+                res = arr(out)
+                y, m, v, i = ops.batchnorm_forward_training(x, g, b, layer.epsilon, True, device=dev, residual=res)
+                fwd[tail_key] += timed(lambda r: ops.batchnorm_forward_training(
+                    x, g, b, layer.epsilon, True, device=dev, repeat=r, residual=res), T, P)
+                bwd[tail_key] += timed(lambda r: ops.batchnorm_backward_training(x, y, dy, g, m, i, layer.epsilon, True,
+                                                                                 device=dev, repeat=r), T, P)
+                count[tail_key] += 1
+                apart[key + " (inference)"] += timed(
+                    lambda r: ops.batchnorm_forward_inference(x, g, b, g * 0, g, layer.epsilon, relu, device=dev,
+                                                              repeat=r), T, P)
+                if not can_fold:
+                    folded[key + " (inference)"] = apart[key + " (inference)"]
+                continue
             fwd[key] += timed(lambda r: ops.batchnorm_forward_training(x, g, b, layer.epsilon, relu, device=dev,
                                                                        repeat=r), T, P)
             apart[key + " (inference)"] += timed(
@@ -207,16 +244,23 @@ def resnet_step(args) -> None:
                 count["relu (fused into batch_norm: no op)"] += 1
                 continue
             y = ops.activation_forward(x, "relu", device=dev)
-            fwd[key] += timed(lambda r: ops.activation_forward(x, "relu", device=dev, repeat=r), T, P)
-            apart[key] = folded[key] = fwd[key]  # the ReLUs not fused into a batch norm (after the Adds)
+            t_relu = timed(lambda r: ops.activation_forward(x, "relu", device=dev, repeat=r), T, P)
+            apart[key] += t_relu  # the ReLUs not fused into a batch norm (after the Adds), in inference
+            folded[key] += t_relu
+            if node in tail_nodes:
+                count[tail_noop] += 1
+                continue
+            fwd[key] += t_relu
             bwd[key] += timed(lambda r: ops.activation_backward(x, y, dy, "relu", device=dev, repeat=r), T, P)
         elif isinstance(layer, L.Add):
             key = "add* (backward: the gradient passes through)"
             xs = [arr(sh) for sh in ins]
             t_add = timed(_repeat(lambda: ops.add(xs, device=dev)), T, P)
-            fwd[key] += t_add
             apart["add*"] += t_add
             folded["add*"] += t_add
+            if node in tail_nodes:
+                continue  # counted with the ReLU, as one no op
+            fwd[key] += t_add
         elif isinstance(layer, L.GlobalAveragePooling2D):
             key = "global average pool*"
             y = ops.global_pool2d_forward(x, "avg", device=dev)

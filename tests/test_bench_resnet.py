@@ -67,6 +67,7 @@ def test_step_breakdown_smoke():
     assert r.returncode == 0, r.stderr
     for op in ("conv2d 3x3 stride 1", "conv2d 3x3 stride 2", "conv2d 1x1 stride 2", "batch_norm + relu (fused)",
                "batch_norm ", "relu ", "add* ", "global average pool*", "dense", "SGD update*",
+               "batch_norm + add + relu (block tail, fused)", "add + relu (in the tail's batch norm: no op)",
                "sum of the ops",
                "measured training step"):
         assert op in r.stdout, (op, r.stdout)
