@@ -1,6 +1,7 @@
 """The ResNet-20 benchmarks' machinery (bench/bench_resnet.py, bench_layer_ops.py --step,
 fashion_mnist_accuracy.py): they run (smoke runs with tiny sizes; no timings are asserted), the
 frameworks' models are checked to be the same size, and the FLOP count matches the model."""
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from hpcnn import bench
+from hpcnn import bench_workers as bw
 from hpcnn.applications import resnet20_cifar
 from hpcnn.layers import Conv2D
 
@@ -182,8 +184,6 @@ def test_a_served_worker_that_fails_names_its_error():
 def test_the_served_protocol():
     """bench_workers.serve on a fake session: the greeting, one answer per command, a bad command
     refused by name."""
-    import io
-    from hpcnn import bench_workers as bw
     session = bw.Session({"train": lambda count, warmup: [0.5] * count}, 7, {"x": "1"})
     out = io.StringIO()
     assert bw.serve(session, io.StringIO("run train 2 0\nquit\nrun train 9 9\n"), out) == 0

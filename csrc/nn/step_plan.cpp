@@ -9,13 +9,23 @@ namespace hpcnn::nn {
 
 namespace {
 
+// How many nodes of [0, end) read each node's output, and for one read once, which.
+struct Readers {
+  std::vector<int> count, only;
+  Readers(const Graph& g, int end) : count(g.size(), 0), only(g.size(), -1) {
+    for (int i = 0; i < end; ++i)
+      for (int p : g.inputs(i))
+        if (p != kModelInput) {
+          ++count[p];
+          only[p] = i;
+        }
+  }
+};
+
 // Per node: the BatchNormalization node folded into it in an inference step, or -1 (step_plan.h).
 std::vector<int> inference_folds(const Graph& g, int end) {
   const int n = g.size();
-  std::vector<int> readers(n, 0);
-  for (int i = 0; i < end; ++i)
-    for (int p : g.inputs(i))
-      if (p != kModelInput) ++readers[p];
+  const Readers readers(g, end);
   std::vector<int> folds(n, -1);
   for (int j = 0; j < end; ++j) {
     const std::vector<int>& in = g.inputs(j);
@@ -25,9 +35,19 @@ std::vector<int> inference_folds(const Graph& g, int end) {
     const auto* conv = dynamic_cast<const Conv2DLayer*>(&g.layer(i));
     // The convolution's own output must be needed by nothing else (nor be the model's output),
     // and a ReLU inside it would come before the normalization.
-    if (bn && conv && !conv->fused_relu() && readers[i] == 1 && i != end - 1) folds[i] = j;
+    if (bn && conv && !conv->fused_relu() && readers.count[i] == 1 && i != end - 1) folds[i] = j;
   }
   return folds;
+}
+
+// A residual block's tail: the plain ReLU that alone reads node a, where a is an Add of two inputs
+// read by nothing else; else -1.
+int tail_relu(const Graph& g, const Readers& readers, int a) {
+  if (!dynamic_cast<const AddLayer*>(&g.layer(a)) || g.inputs(a).size() != 2 || readers.count[a] != 1) return -1;
+  const int r = readers.only[a];
+  const auto* act = dynamic_cast<const ActivationLayer*>(&g.layer(r));
+  if (!act || act->spec().softmax || act->spec().act != Act::ReLU || g.inputs(r).size() != 1) return -1;
+  return r;
 }
 
 // Per node, for an inference step: the shortcut a convolution adds before its block's ReLU, or
@@ -35,27 +55,19 @@ std::vector<int> inference_folds(const Graph& g, int end) {
 // computes. `folds` as inference_folds made them.
 std::vector<int> inference_residuals(const Graph& g, int end, const std::vector<int>& folds, std::vector<int>& tail) {
   const int n = g.size();
-  std::vector<int> readers(n, 0), only_reader(n, -1);
-  for (int i = 0; i < end; ++i)
-    for (int p : g.inputs(i))
-      if (p != kModelInput) {
-        ++readers[p];
-        only_reader[p] = i;
-      }
+  const Readers readers(g, end);
   std::vector<int> folded_into(n, -1);
   for (int i = 0; i < n; ++i)
     if (folds[i] >= 0) folded_into[folds[i]] = i;
   std::vector<int> residual(n, kNoResidual);
   tail.assign(n, -1);
   for (int a = 0; a < end; ++a) {
+    const int r = tail_relu(g, readers, a);
+    if (r < 0) continue;
     const std::vector<int>& in = g.inputs(a);
-    if (!dynamic_cast<const AddLayer*>(&g.layer(a)) || in.size() != 2 || readers[a] != 1) continue;
-    const int r = only_reader[a];
-    const auto* act = dynamic_cast<const ActivationLayer*>(&g.layer(r));
-    if (!act || act->spec().softmax || act->spec().act != Act::ReLU || g.inputs(r).size() != 1) continue;
     for (int s = 0; s < 2; ++s) {
       const int p = in[s], q = in[1 - s];
-      if (p == kModelInput || p == q || readers[p] != 1) continue;
+      if (p == kModelInput || p == q || readers.count[p] != 1) continue;
       const int c = folded_into[p] >= 0 ? folded_into[p] : p;  // the convolution computing p
       const auto* conv = dynamic_cast<const Conv2DLayer*>(&g.layer(c));
       if (!conv || conv->fused_relu() || residual[c] != kNoResidual) continue;
@@ -74,28 +86,18 @@ std::vector<int> inference_residuals(const Graph& g, int end, const std::vector<
 // computes.
 std::vector<int> training_residuals(const Graph& g, int end, std::vector<int>& tail) {
   const int n = g.size();
-  std::vector<int> readers(n, 0), only_reader(n, -1), last_reader(n, -1);
-  for (int i = 0; i < end; ++i)
-    for (int p : g.inputs(i))
-      if (p != kModelInput) {
-        ++readers[p];
-        only_reader[p] = i;
-        last_reader[p] = std::max(last_reader[p], i);
-      }
+  const Readers readers(g, end);
   std::vector<int> residual(n, kNoResidual);
   tail.assign(n, -1);
   for (int a = 0; a < end; ++a) {
+    const int r = tail_relu(g, readers, a);
+    if (r < 0 || r == end - 1) continue;
     const std::vector<int>& in = g.inputs(a);
-    if (!dynamic_cast<const AddLayer*>(&g.layer(a)) || in.size() != 2 || readers[a] != 1) continue;
-    const int r = only_reader[a];
-    const auto* act = dynamic_cast<const ActivationLayer*>(&g.layer(r));
-    if (!act || act->spec().softmax || act->spec().act != Act::ReLU || g.inputs(r).size() != 1 || r == end - 1)
-      continue;
     // The later input first: the shortcut must exist when the normalization runs.
     const int first = in[0] > in[1] ? 0 : 1;
     for (int s : {first, 1 - first}) {
       const int p = in[s], q = in[1 - s];
-      if (p == kModelInput || p == q || readers[p] != 1 || residual[p] != kNoResidual) continue;
+      if (p == kModelInput || p == q || readers.count[p] != 1 || residual[p] != kNoResidual) continue;
       const auto* bn = dynamic_cast<const BatchNormLayer*>(&g.layer(p));
       if (!bn || bn->fused_relu()) continue;
       if (q != kModelInput && q >= p) continue;
