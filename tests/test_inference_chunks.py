@@ -118,7 +118,7 @@ def test_predict_and_evaluate_do_not_depend_on_the_chunks(threads):
     try:
         hpcnn.set_num_threads(threads)
         # one piece; chunks of 3 (the last of 2 rows); of 2; single rows. On 2 threads, chunks of 3:
-        # the first alone, then 2 rounds of 2 side by side, then 3 rows and 2 rows alone.
+        # the first alone, then 5 side by side (each thread taking the next), then the 2 rows alone.
         for rows in (1000, 3, 2, 1):
             m.core.set_inference_chunk_rows(rows)
             assert m.core.inference_chunk_rows(20) == min(rows, 20)

@@ -7,6 +7,7 @@
 #include "nn/model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "core/cuda_async.h"
@@ -160,8 +161,8 @@ BatchStats Model::compute_gradients(const StagedBatch& b) {
 // arena's buffers will not do, they share memory over the step and the threads are at different
 // layers), so nothing is shared but the weights. The first chunk runs alone, its ops split over the threads: what a step derives
 // from the weights (a folded conv+BN kernel, Conv2DLayer::fold) is made there once, and the later
-// chunks, all of its size or smaller, only read it (StepContext::later_chunk). Chunks left over
-// once every thread cannot have one (the last, shorter one) run alone as well.
+// chunks, all of its size or smaller, only read it (StepContext::later_chunk). The last chunk,
+// when shorter, runs alone as well.
 //
 // Chunks only pay where the weights, read again by every chunk, are small beside a chunk's
 // activations (inference_chunks). A training step cannot chunk: its batch normalization reads
@@ -232,18 +233,19 @@ Tensor Model::forward_in_chunks(const Tensor& x, StepMode mode, const InferenceC
   keep(0, vals_, first);
   long long r0 = chunk;
   if (threads > 1) {
-    long long ran = 0;  // as many chunks as every thread can take one each round
-    parallel_region([&](int tid, int nt) {
-      const long long rounds_of_chunks = whole / nt * nt;
-      if (tid == 0) ran = rounds_of_chunks;
+    // Each thread takes the next chunk when it is done with one, so a core slowed by other work
+    // (a shared node, a noisy virtual machine) takes fewer: a chunk's rows do not depend on the
+    // thread that runs them.
+    std::atomic<long long> next{0};
+    parallel_region([&](int tid, int) {
       std::vector<Tensor> vals, xs;
-      for (long long k = tid; k < rounds_of_chunks; k += nt) {
+      for (long long k = next++; k < whole; k = next++) {
         const long long c0 = r0 + k * chunk;
         const Tensor y = forward_rows(rows_of(c0), mode, c0, place(tid), vals, xs, split);
         keep(c0, vals, y);
       }
     }, threads);
-    r0 += ran * chunk;
+    r0 += whole * chunk;
   }
   for (; r0 < n; r0 += chunk) {
     const Tensor y = forward_rows(rows_of(r0), mode, r0, place(0), vals_, xs_, split);
