@@ -5,9 +5,9 @@
 
 namespace hpcnn::cpu {
 
-KernelLease::KernelLease(std::shared_ptr<CachedKernel> entry, std::shared_lock<std::shared_mutex> lock,
-                         const float* data)
-    : entry_(std::move(entry)), lock_(std::move(lock)), data_(data) {}
+KernelLease::KernelLease(std::shared_ptr<CachedKernel> entry, std::shared_lock<std::shared_mutex> reading,
+                         std::unique_lock<std::shared_mutex> writing, const float* data)
+    : entry_(std::move(entry)), reading_(std::move(reading)), writing_(std::move(writing)), data_(data) {}
 
 namespace {
 
@@ -33,7 +33,7 @@ KernelLease KernelCache::get(const float* w, long long count, const std::vector<
     make(dst);
     std::lock_guard<std::mutex> g(mutex_);
     ++counts_.made;
-    return KernelLease(nullptr, {}, dst);
+    return KernelLease(nullptr, {}, {}, dst);
   }
   std::shared_ptr<CachedKernel> entry;
   {
@@ -60,28 +60,28 @@ KernelLease KernelCache::get(const float* w, long long count, const std::vector<
       bytes_ += bytes;
     }
   }
-  // Read under the reader lock when current; else remade under the entry's own lock, then read
-  // again as a reader (another call may have remade it from other values in between: checked again).
+  // Read under the reader lock when current; else remade under the entry's writer lock, which
+  // this call then keeps (no second comparison of what it just copied; the readers wait, as they
+  // must for a remake anyway).
+  std::shared_lock<std::shared_mutex> reading(entry->lock);
   bool made = false;
-  for (;;) {
-    std::shared_lock<std::shared_mutex> reading(entry->lock);
-    if (made_from(*entry, w, count)) {
-      {
-        std::lock_guard<std::mutex> g(mutex_);
-        ++(made ? counts_.made : counts_.reused);
-      }
-      const float* data = entry->derived.data();
-      return KernelLease(entry, std::move(reading), data);
-    }
+  std::unique_lock<std::shared_mutex> writing;
+  if (!made_from(*entry, w, count)) {
     reading.unlock();
-    std::unique_lock<std::shared_mutex> writing(entry->lock);
-    if (!made_from(*entry, w, count)) {
+    writing = std::unique_lock<std::shared_mutex>(entry->lock);
+    if (!made_from(*entry, w, count)) {  // another call may have remade it meanwhile
       entry->source.assign(w, w + count);
       entry->derived.resize(derived_count);
       make(entry->derived.data());
       made = true;
     }
   }
+  {
+    std::lock_guard<std::mutex> g(mutex_);
+    ++(made ? counts_.made : counts_.reused);
+  }
+  const float* data = entry->derived.data();
+  return KernelLease(entry, std::move(reading), std::move(writing), data);
 }
 
 KernelCache::Stats KernelCache::stats() {

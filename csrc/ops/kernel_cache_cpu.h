@@ -30,15 +30,17 @@ struct CachedKernel {
 };
 
 // A transformed kernel held for one call: valid, and not remade by another thread, while the
-// lease lives (it holds the entry's reader lock).
+// lease lives (it holds the entry's reader lock, or its writer lock when this call remade it).
 class KernelLease {
  public:
-  KernelLease(std::shared_ptr<CachedKernel> entry, std::shared_lock<std::shared_mutex> lock, const float* data);
+  KernelLease(std::shared_ptr<CachedKernel> entry, std::shared_lock<std::shared_mutex> reading,
+              std::unique_lock<std::shared_mutex> writing, const float* data);
   const float* data() const { return data_; }
 
  private:
   std::shared_ptr<CachedKernel> entry_;  // null when the kernel was too large to keep
-  std::shared_lock<std::shared_mutex> lock_;
+  std::shared_lock<std::shared_mutex> reading_;
+  std::unique_lock<std::shared_mutex> writing_;
   const float* data_;
 };
 
