@@ -1,7 +1,7 @@
 """The device the gpu-marked model tests train on: $HPCNN_TEST_GPU, default 'gpu:0'. HPCNN_TEST_GPU=cpu
 runs them with the CPU standing in for the GPU (the CPU is then compared with itself): a check of the
 tests' own logic on machines without a GPU. Their marks: `gpu`, skipped with the reason where no GPU
-is usable, TF32 off (tests/conftest.py). Also how a test that runs on both kinds ('cpu' everywhere,
+is usable, TF32 off (the TF32 rule of tests/conftest.py). Also how a test that runs on both kinds ('cpu' everywhere,
 'gpu' where one is usable) compares its results with the CPU's."""
 import os
 
@@ -12,13 +12,13 @@ from hpcnn import _core
 
 GPU = os.environ.get("HPCNN_TEST_GPU", "gpu:0")
 REASON = "" if GPU == "cpu" else _core.cuda_unavailable_reason()
+# TF32 is off for every test these marks mark, also through pytest.param: the gpu mark is what the
+# TF32 rule of tests/conftest.py looks for.
 MARKS = [
     pytest.mark.gpu,
     pytest.mark.skipif(bool(REASON), reason=f"no usable GPU: {REASON}"),
-    pytest.mark.usefixtures("tf32_off"),
 ]
-# For pytest.param, which takes no usefixtures mark (a module using them sets tf32_off itself).
-PARAM_MARKS = [m for m in MARKS if m.name != "usefixtures"]
+PARAM_MARKS = MARKS
 KINDS = [pytest.param("cpu", id="cpu"), pytest.param("gpu", id="gpu", marks=PARAM_MARKS)]
 
 # Tolerances per kind. A CPU run differs from the CPU reference only in the order of float sums; a

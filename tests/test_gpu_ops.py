@@ -4,7 +4,8 @@ Tolerances (TF32 off, so the GPU does IEEE float32 FMA math like the CPU, only i
   - convolution / dense (cuDNN, cuBLAS vs OpenBLAS): rtol 1e-4, atol 1e-4 x the output's scale;
   - element-wise ops, softmax, loss, optimizers: rtol 1e-5..1e-6 (expf/logf differ by <= 2 ulp);
   - max-pool forward/backward and dropout masks: bit for bit (same comparisons, same additions).
-A TF32 case (compute capability >= 8.0 only) checks the tensor-core path at rtol/atol 1e-2.
+A TF32 case (compute capability >= 8.0 only; the one test the TF32 rule of tests/conftest.py leaves
+TF32 on for) checks that TF32 is on by default and the tensor-core path at rtol/atol 1e-2.
 
 Without a usable GPU the whole module is skipped with the reason (`pytest -rs` shows it).
 """
@@ -18,8 +19,7 @@ _REASON = _core.cuda_unavailable_reason()
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(bool(_REASON), reason=f"no usable GPU: {_REASON}"),
-    pytest.mark.usefixtures("tf32_off"),  # tests/conftest.py
-]
+]  # TF32 off: the TF32 rule of tests/conftest.py (the gpu mark), but for the `tf32`-marked test
 
 GPU = "gpu:0"
 
@@ -88,10 +88,11 @@ def test_conv2d_backward_without_dx_and_repeatable():
     assert np.array_equal(db, db2)
 
 
-def test_conv2d_tf32_close():
+@pytest.mark.tf32  # the TF32 rule (tests/conftest.py) leaves the switch as the process has it
+def test_tf32_on_by_default_and_within_its_own_tolerance():
+    assert _core.cuda_get_tf32() is True, "TF32 is on by default (as in TensorFlow)"
     if not _core.cuda_tf32_supported(0):
         pytest.skip("GPU 0 has no TF32 tensor cores (compute capability < 8.0)")
-    _core.cuda_set_tf32(True)
     r = rng(3)
     x = r.standard_normal((8, 32, 32, 32)).astype(np.float32)
     w = (r.standard_normal((3, 3, 32, 64)) * 0.1).astype(np.float32)
@@ -99,6 +100,11 @@ def test_conv2d_tf32_close():
     y_cpu = ops.conv2d_forward(x, w, b, 1, "same", True, device="cpu")
     y_gpu = ops.conv2d_forward(x, w, b, 1, "same", True, device=GPU)
     close(y_gpu, y_cpu, rtol=1e-2, atol_scale=1e-2, what="conv2d TF32")
+    xd = r.standard_normal((64, 256)).astype(np.float32)
+    wd = (r.standard_normal((256, 128)) * 0.1).astype(np.float32)
+    bd = np.zeros(128, np.float32)
+    close(ops.dense_forward(xd, wd, bd, False, device=GPU), ops.dense_forward(xd, wd, bd, False, device="cpu"),
+          rtol=1e-2, atol_scale=1e-2, what="dense TF32")
 
 
 # ------------------------------------------------------------------ max-pool
