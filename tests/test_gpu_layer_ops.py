@@ -60,6 +60,28 @@ def test_batchnorm_training_forward_and_backward(shape, affine, relu):
     close(db, grads_c[2], what="dbeta without dx")
 
 
+@pytest.mark.parametrize("c", [3, 12, 70])
+@pytest.mark.parametrize("relu", [False, True])
+def test_batchnorm_inference_param_gradients_as_the_cpu_and_deterministic(relu, c):
+    """A trainable layer in inference mode: our column sums on the GPU (not cuDNN's backward with the
+    moving statistics as "saved" ones) against the CPU; the same bits on a second run."""
+    r = rng(7)
+    x = r.standard_normal((5, 6, 7, c)).astype(np.float32)
+    y = r.standard_normal(x.shape).astype(np.float32)
+    dy = r.standard_normal(x.shape).astype(np.float32)
+    mm, mv = r.standard_normal(c).astype(np.float32), (r.random(c) + 0.2).astype(np.float32)
+    dg, db, g = ops.batchnorm_inference_param_gradients(x, y, dy, mm, mv, 1e-3, relu, device=GPU)
+    dg_c, db_c, g_c = ops.batchnorm_inference_param_gradients(x, y, dy, mm, mv, 1e-3, relu, device="cpu")
+    np.testing.assert_array_equal(g, g_c)  # the ReLU's mask, element for element
+    close(dg, dg_c, 1e-5, "dgamma")
+    close(db, db_c, 1e-5, "dbeta")
+    dg2, db2, _ = ops.batchnorm_inference_param_gradients(x, y, dy, mm, mv, 1e-3, relu, device=GPU)
+    assert np.array_equal(dg, dg2) and np.array_equal(db, db2)
+    # the frozen backward of a layer without gamma (scale=False)
+    dx = ops.batchnorm_backward_inference(y, dy, None, mv, 1e-3, relu, device=GPU)
+    close(dx, ops.batchnorm_backward_inference(y, dy, None, mv, 1e-3, relu, device="cpu"), 1e-5, "frozen dx")
+
+
 @pytest.mark.parametrize("relu", [False, True])
 def test_batchnorm_inference_and_frozen_backward_and_moving_update(relu):
     r = rng(1)

@@ -114,6 +114,23 @@ def test_batchnorm_inference_backward_and_moving_update():
     ref.close(mv1, mv0 * 0.9 + bv * 0.1, 1e-6)
 
 
+@pytest.mark.parametrize("relu", [False, True])
+def test_batchnorm_inference_param_gradients_against_numpy(relu):
+    """A trainable layer in inference mode: dbeta = sum g, dgamma = sum g * (x - moving_mean) /
+    sqrt(moving_var + eps), g = dy masked by y > 0 with relu (returned as the op leaves it in dy)."""
+    r = rng(6)
+    x = r.standard_normal((3, 4, 4, 5)).astype(np.float32)
+    y = r.standard_normal(x.shape).astype(np.float32)
+    dy = r.standard_normal(x.shape).astype(np.float32)
+    mm, mv = r.standard_normal(5).astype(np.float32), (r.random(5) + 0.1).astype(np.float32)
+    dg, db, g = ops.batchnorm_inference_param_gradients(x, y, dy, mm, mv, 1e-3, relu)
+    g_ref = (y > 0) * dy if relu else dy
+    np.testing.assert_array_equal(g, g_ref.astype(np.float32))
+    xhat = (x.astype(np.float64) - mm) / np.sqrt(mv.astype(np.float64) + 1e-3)
+    ref.close(db, g_ref.reshape(-1, 5).sum(0), 1e-5)
+    ref.close(dg, (g_ref * xhat).reshape(-1, 5).sum(0), 1e-5)
+
+
 @pytest.mark.parametrize("call,match", [
     (lambda: ops.batchnorm_forward_training(np.ones((4,), np.float32), None, None), r"batch_norm: input must have a "
      r"batch and a channel axis|needs a batch and a channel axis"),
@@ -124,6 +141,13 @@ def test_batchnorm_inference_backward_and_moving_update():
     (lambda: ops.batchnorm_forward_inference(np.ones((4, 3), np.float32), None, None, np.zeros(3, np.float32),
                                              np.ones(4, np.float32)),
      r"batch_norm \(inference\): moving variance has shape \(4,\), expected \(3,\)"),
+    (lambda: ops.batchnorm_inference_param_gradients(np.ones((4, 3), np.float32), None, np.ones((4, 3), np.float32),
+                                                     np.zeros(2, np.float32), np.ones(3, np.float32)),
+     r"batch_norm parameter gradients \(inference\): moving mean has shape \(2,\), expected \(3,\)"),
+    (lambda: ops.batchnorm_inference_param_gradients(np.ones((4, 3), np.float32), np.ones((4, 2), np.float32),
+                                                     np.ones((4, 3), np.float32), np.zeros(3, np.float32),
+                                                     np.ones(3, np.float32), relu=True),
+     r"batch_norm parameter gradients \(inference\): output has shape \(4, 2\), expected \(4, 3\)"),
     (lambda: ops.batchnorm_update_moving(np.zeros(3, np.float32), np.zeros(3, np.float32), np.zeros(3, np.float32),
                                          np.zeros(3, np.float32), 1.5), r"momentum must be in \[0, 1\]"),
 ])

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import hpcnn.keras as keras
-from gpu_target import KINDS
+from gpu_target import GPU, KINDS, UPDATE_TOL, assert_updates_close
 from hpcnn import optimizers
 from hpcnn.keras import layers
 from live_keras import keras_or_skip
@@ -256,7 +256,7 @@ def test_gradients_of_a_trainable_batchnorm_in_inference_mode(kind):
     w[5] = (rng.random(3) + 0.5).astype("float32")  # moving variance
     model.set_weights(w)
     lr = 0.1
-    model.compile(optimizers.SGD(lr), "mse", device=kind)
+    model.compile(optimizers.SGD(lr), "mse", device=GPU if kind == "gpu" else "cpu")
     x = rng.standard_normal((10, 4)).astype("float32")
     t = rng.standard_normal((10, 2)).astype("float32")
     g = numpy_forward_backward(w, x, t)
@@ -267,6 +267,48 @@ def test_gradients_of_a_trainable_batchnorm_in_inference_mode(kind):
         np.testing.assert_allclose(got[i], w[i] - lr * g[key], rtol=tol, atol=tol, err_msg=key)
     np.testing.assert_array_equal(got[4], w[4])
     np.testing.assert_array_equal(got[5], w[5])
+
+
+@pytest.mark.parametrize("base_trainable", [True, False], ids=["trainable", "frozen"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_batchnorm_in_inference_mode_first_and_in_training_mode_over_5_channels(kind, base_trainable):
+    """A BatchNormalization with a fused ReLU as the first layer, in inference mode (a nested model
+    called with training=False, trainable or frozen: its gamma/beta gradients, and the masked
+    gradient with no dx to write), then a Conv2D and a BatchNormalization in training mode over 5
+    channels (statistics arrays whose offsets c * 4 bytes are not even 16-byte aligned unless laid out
+    apart). Two SGD steps on the device against the same on the CPU."""
+    inner = keras.Sequential([keras.Input((6, 6, 5)), layers.BatchNormalization(name="bn0"), layers.ReLU()],
+                             name="inner")
+    inner.trainable = base_trainable
+    inputs = keras.Input((6, 6, 5))
+    h = inner(inputs, training=False)
+    h = layers.Conv2D(5, 3, padding="same", name="c1")(h)
+    h = layers.BatchNormalization(name="bn1")(h)
+    h = layers.ReLU()(h)
+    outputs = layers.Dense(2, name="head")(layers.GlobalAveragePooling2D()(h))
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((8, 6, 6, 5)).astype("float32")
+    t = rng.standard_normal((8, 2)).astype("float32")
+    results = {}
+    for device in ("cpu", GPU if kind == "gpu" else "cpu"):
+        model = keras.Model(inputs, outputs)
+        if not results:
+            w = [rng.standard_normal(a.shape).astype("float32") * 0.5 for a in model.get_weights()]
+            for i, name in enumerate(model.weight_names()):
+                if name.endswith("moving_variance"):
+                    w[i] = np.abs(w[i]) + 0.5
+        model.set_weights(w)
+        model.compile(optimizers.SGD(0.1), "mse", device=device)
+        for _ in range(2):
+            model.train_on_batch(x, t)
+        results[device if not results else "device"] = model.get_weights()
+    assert_updates_close(results["device"], results["cpu"], w, UPDATE_TOL[kind], f"{kind} vs cpu")
+    names = keras.Model(inputs, outputs).weight_names()
+    for i, name in enumerate(names):
+        if "bn0" in name and name.endswith(("gamma", "beta")):  # trained only where the base is trainable
+            assert (not np.array_equal(results["device"][i], w[i])) == base_trainable, name
+        if "bn0" in name and "moving" in name:  # inference mode: the moving statistics stay
+            np.testing.assert_array_equal(results["device"][i], w[i], err_msg=name)
 
 
 def test_inference_only_dropout_is_identity_in_fit_and_call():

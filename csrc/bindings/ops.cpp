@@ -509,10 +509,25 @@ void bind_ops(py::module_& m) {
     if (d.is_cpu()) DY = DY.to(d);
     Tensor Y = relu ? f32_on(y, d, "y") : Tensor();
     Tensor DX = Tensor::empty(DY.shape(), DType::F32, d);
-    ops::batchnorm_backward_inference(Y, DY, G, MV, epsilon, relu, DX);
+    ops::batchnorm_backward_inference(Y, DY, G, MV, epsilon, relu, &DX);
     return to_numpy(DX);
   }, py::arg("y"), py::arg("dy"), py::arg("gamma"), py::arg("moving_variance"), py::arg("epsilon") = 1e-3f,
      py::arg("relu") = false, py::arg("device") = "cpu");
+  m.def("batchnorm_inference_param_gradients", [](py::object x, py::object y, py::object dy, py::object moving_mean,
+                                                  py::object moving_var, float epsilon, bool relu, std::string device) {
+    Device d = resolve_device(device);
+    Tensor X = f32_on(x, d, "x"), DY = f32_on(dy, d, "dy");
+    if (d.is_cpu()) DY = DY.to(d);  // dy may be masked in place: never the caller's array
+    Tensor Y = relu ? f32_on(y, d, "y") : Tensor();
+    Tensor MM = f32_on(moving_mean, d, "moving_mean"), MV = f32_on(moving_var, d, "moving_variance");
+    const long long c = X.dim(-1);
+    Tensor DG = Tensor::empty({c}, DType::F32, d), DB = Tensor::empty({c}, DType::F32, d);
+    ops::batchnorm_inference_param_gradients(X, Y, DY, MM, MV, epsilon, relu, &DG, &DB);
+    return py::make_tuple(to_numpy(DG), to_numpy(DB), to_numpy(DY));
+  }, py::arg("x"), py::arg("y"), py::arg("dy"), py::arg("moving_mean"), py::arg("moving_variance"),
+     py::arg("epsilon") = 1e-3f, py::arg("relu") = false, py::arg("device") = "cpu",
+     "(dgamma, dbeta, g) of a trainable batch normalization run in inference mode: the moving statistics as the "
+     "constants; g is dy masked by y > 0 with relu.");
   m.def("batchnorm_update_moving", [](py::object moving_mean, py::object moving_var, py::object mean, py::object var,
                                       float momentum, std::string device) {
     Device d = resolve_device(device);

@@ -341,8 +341,15 @@ std::vector<ParamSpec> BatchNormLayer::param_specs(const Shape& in) const {
 }
 
 void BatchNormLayer::ensure_batch_stats(Device d, int c) {
-  if (batch_stats_.defined() && batch_stats_.device() == d && batch_stats_.numel() == 3LL * c) return;
-  batch_stats_ = Tensor::zeros({3LL * c}, DType::F32, d);
+  if (batch_stats_.defined() && batch_stats_.device() == d && batch_stats_.numel() == batchnorm_stats_floats(c))
+    return;
+  batch_stats_ = Tensor::zeros({batchnorm_stats_floats(c)}, DType::F32, d);
+}
+
+// Statistics array k (0 mean, 1 var, 2 invstd) of the last training forward: each at a 256-byte
+// boundary (ops/batchnorm.h), whatever c is.
+Tensor BatchNormLayer::batch_stat(int k, int c) const {
+  return batch_stats_.view(batchnorm_stats_offset(c, k), {c});
 }
 
 void BatchNormLayer::forward(const Tensor& x, Tensor& y, const StepContext& ctx) {
@@ -369,7 +376,7 @@ void BatchNormLayer::forward_with(const Tensor& x, const Tensor& residual, bool 
   }
   const int c = static_cast<int>(x.dim(-1));
   ensure_batch_stats(x.device(), c);
-  Tensor mean = batch_stats_.view(0, {c}), var = batch_stats_.view(c, {c}), invstd = batch_stats_.view(2LL * c, {c});
+  Tensor mean = batch_stat(0, c), var = batch_stat(1, c), invstd = batch_stat(2, c);
   ops::batchnorm_forward_training(x, gamma(), beta(), y, epsilon_, relu, mean, var, invstd, residual);
   uncommitted_ = true;
 }
@@ -385,39 +392,29 @@ void BatchNormLayer::backward_residual(const Tensor& x, const Tensor& y, Tensor&
 
 void BatchNormLayer::backward_with(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, bool relu) {
   if (!used_batch_stats_) {  // inference mode: the statistics are constants
-    // A frozen layer has no gradients to write; a trainable one in inference mode has (gamma, beta).
-    if (trainable() && (scale_ || center_)) inference_param_gradients(x, y, dy, relu);
-    if (dx) {
-      ops::batchnorm_backward_inference(y, dy, gamma(), moving_var(), epsilon_, relu, *dx);
-    } else if (relu) {  // the masked gradient in dy all the same (a residual block's shortcut reads it)
-      Tensor scratch = Tensor::empty(x.shape(), DType::F32, x.device());
-      ops::batchnorm_backward_inference(y, dy, gamma(), moving_var(), epsilon_, relu, scratch);
+    // A frozen layer has no gradients to write; a trainable one in inference mode has (gamma, beta):
+    // dgamma = sum g * xhat and dbeta = sum g with xhat = (x - moving_mean) * invstd(moving_var).
+    // The op masks dy by the fused ReLU in place, which the inference backward after it does
+    // again with the same result.
+    if (trainable() && (scale_ || center_)) {
+      Tensor dgamma, dbeta;
+      if (scale_) dgamma = grads_[0];
+      if (center_) dbeta = grads_[scale_ ? 1 : 0];
+      ops::batchnorm_inference_param_gradients(x, y, dy, moving_mean(), moving_var(), epsilon_, relu,
+                                               scale_ ? &dgamma : nullptr, center_ ? &dbeta : nullptr);
     }
+    // Without dx (the first layer), with relu the masked gradient in dy all the same (a residual
+    // block's shortcut reads it); nothing is allocated here.
+    ops::batchnorm_backward_inference(y, dy, gamma(), moving_var(), epsilon_, relu, dx);
     return;
   }
   const int c = static_cast<int>(x.dim(-1));
-  Tensor mean = batch_stats_.view(0, {c}), invstd = batch_stats_.view(2LL * c, {c});
+  Tensor mean = batch_stat(0, c), invstd = batch_stat(2, c);
   Tensor dgamma, dbeta;
   if (scale_) dgamma = grads_[0];
   if (center_) dbeta = grads_[scale_ ? 1 : 0];
   ops::batchnorm_backward_training(x, y, dy, gamma(), mean, invstd, epsilon_, relu, dx, scale_ ? &dgamma : nullptr,
                                    center_ ? &dbeta : nullptr);
-}
-
-// dgamma = sum g * xhat and dbeta = sum g with xhat = (x - moving_mean) * invstd(moving_var): the
-// training backward's parameter sums given the moving statistics as its mean and invstd (its dx,
-// which would differentiate through the batch statistics, is not asked for). It masks dy by the
-// fused ReLU in place, which the inference backward after it does again with the same result.
-void BatchNormLayer::inference_param_gradients(const Tensor& x, const Tensor& y, Tensor& dy, bool relu) {
-  const int c = static_cast<int>(x.dim(-1));
-  if (!inference_invstd_.defined() || inference_invstd_.device() != x.device() || inference_invstd_.numel() != c)
-    inference_invstd_ = Tensor::zeros({c}, DType::F32, x.device());
-  ops::batchnorm_inference_invstd(moving_var(), epsilon_, inference_invstd_);
-  Tensor dgamma, dbeta;
-  if (scale_) dgamma = grads_[0];
-  if (center_) dbeta = grads_[scale_ ? 1 : 0];
-  ops::batchnorm_backward_training(x, y, dy, gamma(), moving_mean(), inference_invstd_, epsilon_, relu, nullptr,
-                                   scale_ ? &dgamma : nullptr, center_ ? &dbeta : nullptr);
 }
 
 void BatchNormLayer::fold_into(const Tensor& w, const Tensor& b, Tensor& w_out, Tensor& b_out) const {
@@ -426,9 +423,9 @@ void BatchNormLayer::fold_into(const Tensor& w, const Tensor& b, Tensor& w_out, 
 
 void BatchNormLayer::commit_training_step(const StepContext&) {
   if (!uncommitted_) return;
-  const int c = static_cast<int>(batch_stats_.numel() / 3);
+  const int c = static_cast<int>(moving_mean().numel());
   Tensor mm = moving_mean(), mv = moving_var();
-  ops::batchnorm_update_moving(mm, mv, batch_stats_.view(0, {c}), batch_stats_.view(c, {c}), momentum_);
+  ops::batchnorm_update_moving(mm, mv, batch_stat(0, c), batch_stat(1, c), momentum_);
   uncommitted_ = false;
 }
 

@@ -253,16 +253,14 @@ class BatchNormLayer : public Layer {
   Tensor moving_mean() const { return params_[(scale_ ? 1 : 0) + (center_ ? 1 : 0)]; }
   Tensor moving_var() const { return params_[(scale_ ? 1 : 0) + (center_ ? 1 : 0) + 1]; }
   void ensure_batch_stats(Device d, int c);
-  // gamma's and beta's gradients in inference mode (a trainable layer called with
-  // training=False): the moving statistics are the constants xhat is made of.
-  void inference_param_gradients(const Tensor& x, const Tensor& y, Tensor& dy, bool relu);
+  Tensor batch_stat(int k, int c) const;  // mean (0), var (1), invstd (2) in batch_stats_
 
   int axis_;
   float momentum_, epsilon_;
   bool center_, scale_, relu_;
-  // The last training forward's batch statistics on the model's device: mean, var, invstd (c each).
+  // The last training forward's batch statistics on the model's device: mean, var, invstd (c each,
+  // each at a 256-byte boundary: ops/batchnorm.h).
   Tensor batch_stats_;
-  Tensor inference_invstd_;        // 1 / sqrt(moving_variance + epsilon), for those gradients
   bool used_batch_stats_ = false;  // the last forward normalized with them (training mode)
   bool uncommitted_ = false;       // ... and the moving statistics have not taken them yet
 };

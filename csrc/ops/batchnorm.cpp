@@ -90,18 +90,42 @@ void batchnorm_backward_training(const Tensor& x, const Tensor& y, Tensor& dy, c
 }
 
 void batchnorm_backward_inference(const Tensor& y, Tensor& dy, const Tensor& gamma, const Tensor& moving_var, float eps,
-                                  bool relu, Tensor& dx) {
+                                  bool relu, Tensor* dx) {
   const char* op = "batch_norm backward (inference)";
-  const BatchNormGeometry g = batchnorm_geometry(op, dx, eps);
-  expect_backward_output(op, dx, y, dy, gamma, g.c, relu);
+  const BatchNormGeometry g = batchnorm_geometry(op, dy, eps);
+  expect_backward_output(op, dy, y, dy, gamma, g.c, relu);
   expect_channels(op, "moving variance", moving_var, g.c);
-  same_device(op, {&y, &dy, &gamma, &moving_var, &dx});
+  if (dx) expect_shape(op, "input gradient", *dx, dy.shape());
+  same_device(op, {&y, &dy, &gamma, &moving_var, dx});
+  if (!dx && !relu) return;  // nothing to write: dy is g already
   const float* yp = relu ? y.f32() : nullptr;
-  HPCNN_DISPATCH(dx.device(),
+  float* dxp = dx ? dx->f32() : nullptr;
+  HPCNN_DISPATCH(dy.device(),
                  cpu::batchnorm_backward_inference(g, yp, dy.f32(), ptr_or_null(gamma), moving_var.f32(), eps, relu,
-                                                   dx.f32()),
+                                                   dxp),
                  cuda::batchnorm_backward_inference(device_index, g, yp, dy.f32(), ptr_or_null(gamma),
-                                                    moving_var.f32(), eps, relu, dx.f32()));
+                                                    moving_var.f32(), eps, relu, dxp));
+}
+
+void batchnorm_inference_param_gradients(const Tensor& x, const Tensor& y, Tensor& dy, const Tensor& moving_mean,
+                                         const Tensor& moving_var, float eps, bool relu, Tensor* dgamma, Tensor* dbeta) {
+  const char* op = "batch_norm parameter gradients (inference)";
+  const BatchNormGeometry g = batchnorm_geometry(op, x, eps);
+  expect_backward_output(op, x, y, dy, Tensor(), g.c, relu);
+  expect_channels(op, "moving mean", moving_mean, g.c);
+  expect_channels(op, "moving variance", moving_var, g.c);
+  HPCNN_CHECK_ARG(dgamma || dbeta, op, ": neither a gamma nor a beta gradient asked for");
+  if (dgamma) expect_channels(op, "gamma gradient", *dgamma, g.c);
+  if (dbeta) expect_channels(op, "beta gradient", *dbeta, g.c);
+  same_device(op, {&x, &y, &dy, &moving_mean, &moving_var, dgamma, dbeta});
+  const float* yp = relu ? y.f32() : nullptr;
+  float* dgp = dgamma ? dgamma->f32() : nullptr;
+  float* dbp = dbeta ? dbeta->f32() : nullptr;
+  HPCNN_DISPATCH(x.device(),
+                 cpu::batchnorm_inference_param_gradients(g, x.f32(), yp, dy.f32(), moving_mean.f32(),
+                                                          moving_var.f32(), eps, relu, dgp, dbp),
+                 cuda::batchnorm_inference_param_gradients(device_index, g, x.f32(), yp, dy.f32(), moving_mean.f32(),
+                                                           moving_var.f32(), eps, relu, dgp, dbp));
 }
 
 void batchnorm_update_moving(Tensor& moving_mean, Tensor& moving_var, const Tensor& mean, const Tensor& var,
@@ -120,19 +144,6 @@ void batchnorm_update_moving(Tensor& moving_mean, Tensor& moving_var, const Tens
                  cpu::batchnorm_update_moving(c, moving_mean.f32(), moving_var.f32(), mean.f32(), var.f32(), momentum),
                  cuda::batchnorm_update_moving(device_index, c, moving_mean.f32(), moving_var.f32(), mean.f32(),
                                                var.f32(), momentum));
-}
-
-void batchnorm_inference_invstd(const Tensor& moving_var, float eps, Tensor& invstd) {
-  const char* op = "batch_norm inference scale";
-  expect_f32(op, "moving variance", moving_var);
-  HPCNN_CHECK_ARG(moving_var.rank() == 1, op, ": statistics must be 1-D (channels,), got ",
-                  shape_str(moving_var.shape()));
-  HPCNN_CHECK_ARG(eps > 0, op, ": epsilon must be positive, got ", eps);
-  const int c = as_int(moving_var.dim(0), op);
-  expect_channels(op, "inverse std", invstd, c);
-  same_device(op, {&moving_var, &invstd});
-  HPCNN_DISPATCH(moving_var.device(), cpu::batchnorm_inference_invstd(c, moving_var.f32(), eps, invstd.f32()),
-                 cuda::batchnorm_inference_invstd(device_index, c, moving_var.f32(), eps, invstd.f32()));
 }
 
 }  // namespace hpcnn::ops

@@ -11,10 +11,14 @@
 //             dbeta = sum_r g;  dgamma = sum_r g * xhat;
 //             dx = gamma * invstd * (g - dbeta / rows - xhat * dgamma / rows)
 //   backward (inference: a frozen layer, whose statistics are constants)
-//             dx = g * gamma / sqrt(moving_var + eps)
-//   inference scale invstd[c] = 1 / sqrt(moving_var[c] + eps) (ew::inv_std): with moving_mean as the
-//             mean, the training backward's dgamma/dbeta are those of a trainable layer run in
-//             inference mode (a nested model called with training=False)
+//             dx = g * gamma / sqrt(moving_var + eps)   (dx may be absent: then only g, in dy)
+//   inference parameter gradients (a trainable layer run in inference mode: a nested model
+//             called with training=False), xhat = (x - moving_mean) * invstd, invstd =
+//             ew::inv_std(moving_var, eps): dbeta = sum_r g;  dgamma = sum_r g * (x - moving_mean)
+//             * invstd: the training backward's sums with the moving statistics as its mean and
+//             invstd (the CPU runs exactly that). The CUDA backend does not hand the moving
+//             statistics to cuDNN's backward as "saved" ones (its contract wants the forward-training
+//             call's own): it sums columns with its deterministic column sums (cuda_kernels.h).
 //   moving update (Keras): moving_mean = moving_mean * momentum + mean * (1 - momentum), and the
 //             same for moving_var with the biased batch variance var.
 //
@@ -28,6 +32,17 @@
 #pragma once
 
 namespace hpcnn {
+
+// A layer's batch statistics (mean, var, invstd: c floats each) live in one buffer on its device,
+// each array at a multiple of this many floats (256 bytes, as the parameters are: nn/param_layout.h),
+// so that cuDNN gets them at aligned addresses whatever c is (cuDNN 9 may refuse a misaligned
+// pointer; with back-to-back arrays, c % 4 != 0 left var and invstd not even 16-byte aligned).
+constexpr long long kBatchStatsAlignElems = 64;
+// Where statistics array k (0 mean, 1 var, 2 invstd) starts; batchnorm_stats_floats(c) in all.
+constexpr long long batchnorm_stats_offset(long long c, int k) {
+  return k * ((c + kBatchStatsAlignElems - 1) / kBatchStatsAlignElems * kBatchStatsAlignElems);
+}
+constexpr long long batchnorm_stats_floats(long long c) { return batchnorm_stats_offset(c, 3); }
 
 struct BatchNormGeometry {
   int n;        // batch
@@ -52,7 +67,9 @@ void batchnorm_backward_inference(const BatchNormGeometry& g, const float* y, fl
                                   const float* moving_var, float eps, bool relu, float* dx);
 void batchnorm_update_moving(int c, float* moving_mean, float* moving_var, const float* mean, const float* var,
                              float momentum);
-void batchnorm_inference_invstd(int c, const float* moving_var, float eps, float* invstd);
+void batchnorm_inference_param_gradients(const BatchNormGeometry& g, const float* x, const float* y, float* dy,
+                                         const float* moving_mean, const float* moving_var, float eps, bool relu,
+                                         float* dgamma, float* dbeta);
 }  // namespace cpu
 
 namespace cuda {
@@ -69,7 +86,9 @@ void batchnorm_backward_inference(int device, const BatchNormGeometry& g, const 
                                   const float* gamma, const float* moving_var, float eps, bool relu, float* dx);
 void batchnorm_update_moving(int device, int c, float* moving_mean, float* moving_var, const float* mean,
                              const float* var, float momentum);
-void batchnorm_inference_invstd(int device, int c, const float* moving_var, float eps, float* invstd);
+void batchnorm_inference_param_gradients(int device, const BatchNormGeometry& g, const float* x, const float* y,
+                                         float* dy, const float* moving_mean, const float* moving_var, float eps,
+                                         bool relu, float* dgamma, float* dbeta);
 }  // namespace cuda
 
 }  // namespace hpcnn

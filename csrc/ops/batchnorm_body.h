@@ -54,4 +54,24 @@ HPCNN_HD void batchnorm_one_row_backward(float x, float y, float dy, const float
   dx[j] = k1 * g + k2 * (x - mean[j]) + k3;
 }
 
+// A trainable layer run in inference mode (batchnorm.h, "inference parameter gradients"), the
+// CUDA backend's arithmetic: element i (of channel j = i % c) gives g = dy masked by y > 0 (y
+// null: no ReLU), left in dy, and term[i] = g * (x - moving_mean[j]) (term null: not wanted);
+// the column sums of g are dbeta, those of term times invstd (batchnorm_inference_dgamma) dgamma,
+// as the CPU's training backward computes them with the moving statistics (in double, in another
+// order of the sums).
+HPCNN_HD void batchnorm_inference_param_term(long long i, int c, const float* x, const float* y, float* dy,
+                                             const float* moving_mean, float* term) {
+  const int j = static_cast<int>(i % c);
+  const float g = y ? ew::relu_grad(y[i], dy[i]) : dy[i];
+  if (y) dy[i] = g;
+  if (term) term[i] = g * (x[i] - moving_mean[j]);
+}
+
+// Channel j: dgamma[j] holds the column sum of the terms; times invstd (the CPU's double product).
+HPCNN_HD void batchnorm_inference_dgamma(int j, const float* moving_var, float eps, float* dgamma) {
+  const double is = ew::inv_std(moving_var[j], eps);
+  dgamma[j] = static_cast<float>(static_cast<double>(dgamma[j]) * is);
+}
+
 }  // namespace hpcnn::body

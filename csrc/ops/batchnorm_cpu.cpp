@@ -312,6 +312,12 @@ void batchnorm_backward_inference(const BatchNormGeometry& g, const float* y, fl
   parallel_for(g.rows(), [&](long long r0, long long r1, int) {
     for (long long r = r0; r < r1; ++r) {
       const float* dr = dy + r * C;
+      if (!dx) {  // only g, left in dy (the op's contract; relu, or the op returned already)
+        const float* yr = y + r * C;
+        float* gr = dy + r * C;
+        for (int j = 0; j < C; ++j) gr[j] = ew::relu_grad(yr[j], dr[j]);
+        continue;
+      }
       float* o = dx + r * C;
       if (relu) {  // g left in dy (the op's contract)
         const float* yr = y + r * C;
@@ -335,8 +341,14 @@ void batchnorm_update_moving(int c, float* moving_mean, float* moving_var, const
   }
 }
 
-void batchnorm_inference_invstd(int c, const float* moving_var, float eps, float* invstd) {
-  for (int j = 0; j < c; ++j) invstd[j] = ew::inv_std(moving_var[j], eps);
+// The training backward's parameter sums with the moving statistics as its mean and invstd (its
+// dx, which would differentiate through the batch statistics, is not asked for).
+void batchnorm_inference_param_gradients(const BatchNormGeometry& g, const float* x, const float* y, float* dy,
+                                         const float* moving_mean, const float* moving_var, float eps, bool relu,
+                                         float* dgamma, float* dbeta) {
+  std::vector<float> invstd(g.c);
+  for (int j = 0; j < g.c; ++j) invstd[j] = ew::inv_std(moving_var[j], eps);
+  batchnorm_backward_training(g, x, y, dy, nullptr, moving_mean, invstd.data(), eps, relu, nullptr, dgamma, dbeta);
 }
 
 }  // namespace hpcnn::cpu

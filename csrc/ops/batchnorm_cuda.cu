@@ -6,7 +6,14 @@
 //   forward (inference) cuDNN forward-inference (Keras' formula); ReLU in place.
 //   backward (training) dy masked by y > 0 in place when relu, then cuDNN backward -> dx,
 //                       dgamma, dbeta (into scratch where the caller wants none).
-//   backward (frozen)   dx = g * gamma / sqrt(moving_var + eps), element-wise (ew::inv_std).
+//   backward (frozen)   dx = g * gamma / sqrt(moving_var + eps), element-wise (ew::inv_std); with no
+//                       dx asked for, only the ReLU's mask of dy in place.
+//   parameter gradients (a trainable layer in inference mode) our kernels, not cuDNN: its backward
+//                       takes the forward-training call's saved mean and invstd, not the moving
+//                       statistics. One element-wise pass writes g (masked, into dy) and g * (x -
+//                       moving_mean) (into scratch), the deterministic column sums (cuda_kernels.h)
+//                       give dbeta and sum g * (x - moving_mean), one thread per channel multiplies
+//                       the latter by invstd: the CPU's sums (batchnorm_body.h), in another order.
 //   moving update       one thread per channel, ew::moving_average as on the CPU.
 //   a single row        (rows = N*H*W == 1: batch 1 after global pooling) training forward and
 //                       backward without cuDNN, one thread per channel running the CPU's
@@ -46,9 +53,15 @@ __global__ void moving_update_kernel(int c, float* moving_mean, float* moving_va
   moving_var[j] = ew::moving_average(moving_var[j], var[j], momentum);
 }
 
-__global__ void inference_invstd_kernel(int c, const float* moving_var, float eps, float* invstd) {
+__global__ void inference_param_terms_kernel(long long count, int c, const float* x, const float* y, float* dy,
+                                             const float* moving_mean, float* term) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
+    ::hpcnn::body::batchnorm_inference_param_term(i, c, x, y, dy, moving_mean, term);
+}
+
+__global__ void inference_dgamma_kernel(int c, const float* moving_var, float eps, float* dgamma) {
   int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j < c) invstd[j] = ew::inv_std(moving_var[j], eps);
+  if (j < c) ::hpcnn::body::batchnorm_inference_dgamma(j, moving_var, eps, dgamma);
 }
 
 // g (dy masked by y > 0 when y is given) is left in dy: the op's contract (batchnorm.h).
@@ -173,6 +186,10 @@ void batchnorm_backward_inference(int device, const BatchNormGeometry& g, const 
                                   const float* gamma, const float* moving_var, float eps, bool relu, float* dx) {
   ContextLock ctx(device);
   const long long count = g.rows() * g.c;
+  if (!dx) {  // only the mask (the op returns before this without relu)
+    kernels::relu_mask(ctx.stream(), dy, y, count);
+    return;
+  }
   frozen_backward_kernel<<<blocks_for(count), 256, 0, ctx.stream()>>>(count, g.c, relu ? y : nullptr, dy, gamma,
                                                                       moving_var, eps, dx);
   HPCNN_CUDA_CHECK_LAUNCH();
@@ -185,10 +202,31 @@ void batchnorm_update_moving(int device, int c, float* moving_mean, float* movin
   HPCNN_CUDA_CHECK_LAUNCH();
 }
 
-void batchnorm_inference_invstd(int device, int c, const float* moving_var, float eps, float* invstd) {
+void batchnorm_inference_param_gradients(int device, const BatchNormGeometry& g, const float* x, const float* y,
+                                         float* dy, const float* moving_mean, const float* moving_var, float eps,
+                                         bool relu, float* dgamma, float* dbeta) {
   ContextLock ctx(device);
-  inference_invstd_kernel<<<(c + 255) / 256, 256, 0, ctx.stream()>>>(c, moving_var, eps, invstd);
-  HPCNN_CUDA_CHECK_LAUNCH();
+  cudaStream_t s = ctx.stream();
+  const long long count = g.rows() * g.c;
+  // From the context's scratch (grown only before the collectives in flight finished: the growth
+  // guards of core/cuda_async.h), never a free in the middle of backward.
+  ScratchPlan plan;
+  const size_t o_term = plan.add<float>(dgamma ? count : 0),
+               o_part = plan.add<float>(static_cast<size_t>(kernels::column_sum_partials(g.c)));
+  char* base = plan.reserve(*ctx, "batch_norm parameter gradients (inference)");
+  float* term = dgamma ? ScratchPlan::at<float>(base, o_term) : nullptr;
+  float* partials = ScratchPlan::at<float>(base, o_part);
+  if (relu || term) {
+    inference_param_terms_kernel<<<blocks_for(count), 256, 0, s>>>(count, g.c, x, relu ? y : nullptr, dy,
+                                                                   moving_mean, term);
+    HPCNN_CUDA_CHECK_LAUNCH();
+  }
+  if (dbeta) kernels::column_sum(s, dy, g.rows(), g.c, partials, dbeta);
+  if (dgamma) {
+    kernels::column_sum(s, term, g.rows(), g.c, partials, dgamma);
+    inference_dgamma_kernel<<<(g.c + 255) / 256, 256, 0, s>>>(g.c, moving_var, eps, dgamma);
+    HPCNN_CUDA_CHECK_LAUNCH();
+  }
 }
 
 }  // namespace hpcnn::cuda

@@ -91,13 +91,16 @@ void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Ten
 // With relu, dy is overwritten with the masked gradient; dx, dgamma, dbeta may be null (not computed).
 void batchnorm_backward_training(const Tensor& x, const Tensor& y, Tensor& dy, const Tensor& gamma, const Tensor& mean,
                                  const Tensor& invstd, float eps, bool relu, Tensor* dx, Tensor* dgamma, Tensor* dbeta);
+// dx null: with relu, only the masked gradient left in dy (a residual block's shortcut reads it).
 void batchnorm_backward_inference(const Tensor& y, Tensor& dy, const Tensor& gamma, const Tensor& moving_var, float eps,
-                                  bool relu, Tensor& dx);
+                                  bool relu, Tensor* dx);
+// A trainable layer run in inference mode: its gamma/beta gradients with the moving statistics as
+// the constants (batchnorm.h); with relu, dy is overwritten with the masked gradient. dgamma or
+// dbeta may be null, not both.
+void batchnorm_inference_param_gradients(const Tensor& x, const Tensor& y, Tensor& dy, const Tensor& moving_mean,
+                                         const Tensor& moving_var, float eps, bool relu, Tensor* dgamma, Tensor* dbeta);
 void batchnorm_update_moving(Tensor& moving_mean, Tensor& moving_var, const Tensor& mean, const Tensor& var,
                              float momentum);
-// invstd = 1 / sqrt(moving_var + eps), per channel: inference mode's scale, for the gradients of a
-// trainable layer run in inference mode.
-void batchnorm_inference_invstd(const Tensor& moving_var, float eps, Tensor& invstd);
 
 // x (..., C): y = x * scale + offset per channel; scale, offset (C,) (scale_shift.h).
 void scale_shift_forward(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& y);

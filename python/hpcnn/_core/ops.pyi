@@ -42,6 +42,9 @@ def batchnorm_forward_inference(x: object, gamma: object, beta: object, moving_m
 def batchnorm_forward_training(x: object, gamma: object, beta: object, epsilon: typing.SupportsFloat | typing.SupportsIndex=0.001, relu: bool=False, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1, residual: object=None) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray]:
     """Batch norm over the last axis with the batch's statistics: (y, mean, var (biased), invstd). gamma/beta may be None; residual (x's shape) is added before the ReLU."""
 
+def batchnorm_inference_param_gradients(x: object, y: object, dy: object, moving_mean: object, moving_variance: object, epsilon: typing.SupportsFloat | typing.SupportsIndex=0.001, relu: bool=False, device: str='cpu') -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
+    """(dgamma, dbeta, g) of a trainable batch normalization run in inference mode: the moving statistics as the constants; g is dy masked by y > 0 with relu."""
+
 def batchnorm_update_moving(moving_mean: object, moving_variance: object, mean: object, var: object, momentum: typing.SupportsFloat | typing.SupportsIndex=0.99, device: str='cpu') -> tuple[numpy.ndarray, numpy.ndarray]:
     """Keras' moving-average update: returns new (moving_mean, moving_variance)."""
 
