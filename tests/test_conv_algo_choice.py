@@ -87,6 +87,49 @@ def test_no_deterministic_algorithm_at_all_is_a_policy_refusal():
     assert "no deterministic algorithm" in c["refusal"] and "set_deterministic" in c["refusal"]
 
 
+# What cuDNN may answer for the backward-filter pass of a convolution over 1 to 3 input channels: no
+# deterministic algorithm that can run (fabricated, as the heuristics' results would read).
+FEW_CHANNELS_OFFERS = [
+    dict(name="CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0", deterministic=False, workspace=0, math_name="CUDNN_FMA_MATH"),
+    dict(name="CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3", deterministic=False, workspace=4096,
+         math_name="CUDNN_FMA_MATH"),
+    dict(name="CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1", deterministic=True, workspace=0, math_name="CUDNN_FMA_MATH",
+         usable=False, status="CUDNN_STATUS_NOT_SUPPORTED (3000)"),
+    dict(name="CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT", deterministic=True, workspace=0,
+         math_name="CUDNN_TENSOR_OP_MATH", usable=False,
+         status="its math type CUDNN_TENSOR_OP_MATH is not allowed with TF32 off"),
+]
+
+
+def test_a_refusal_for_want_of_a_deterministic_algorithm_names_the_layer_the_shapes_and_the_offers():
+    what = "conv2d backward (filter) of input 8x32x32x3, kernel 3x3x3x16, strides 1x1, padding 1x1"
+    c = choose("required", 1 << 30, offers=FEW_CHANNELS_OFFERS)
+    assert c["order"] == [] and not c["refusal_is_memory"]
+    c = _core.cuda_choose_conv_algorithms(FEW_CHANNELS_OFFERS, "required", 1 << 30, [], what, "layer 0 (Conv2D)")
+    msg = c["message"]
+    assert msg.startswith(f"layer 0 (Conv2D): {what}: cuDNN offers no deterministic algorithm for it"), msg
+    assert "set_deterministic('warn')" in msg
+    # every offer, with its math, its determinism and, where it cannot run, what cuDNN said
+    assert "cuDNN offered 4: " in msg
+    assert "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 (CUDNN_FMA_MATH, non-deterministic, 0 bytes of workspace)" in msg
+    assert "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3 (CUDNN_FMA_MATH, non-deterministic, 4096 bytes of workspace)" in msg
+    assert ("CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 (CUDNN_FMA_MATH, deterministic, not usable: "
+            "CUDNN_STATUS_NOT_SUPPORTED (3000))") in msg
+    assert ("CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT (CUDNN_TENSOR_OP_MATH, deterministic, not usable: its math type "
+            "CUDNN_TENSOR_OP_MATH is not allowed with TF32 off)") in msg
+    # outside a layer (an op called directly) the message starts with the pass and the shapes
+    assert _core.cuda_choose_conv_algorithms(FEW_CHANNELS_OFFERS, "required", 1 << 30, [], what)["message"].startswith(
+        f"{what}: cuDNN offers no deterministic algorithm")
+    # what may run has no message; warn takes the non-deterministic ones
+    assert _core.cuda_choose_conv_algorithms(FEW_CHANNELS_OFFERS, "warn", 1 << 30, [], what)["message"] == ""
+
+
+def test_an_empty_answer_of_cudnn_is_named_too():
+    c = _core.cuda_choose_conv_algorithms([], "required", 1 << 30, [], "conv2d forward", "layer 2 (Conv2D)")
+    assert c["message"] == ("layer 2 (Conv2D): conv2d forward: cuDNN offers no algorithm that can run it. "
+                            "cuDNN offered no algorithm at all")
+
+
 def test_nothing_fits_names_the_smallest_need_and_nothing_runs_names_the_failures():
     c = choose("any", 1000, failed=[0])  # ALGO_0 needs no workspace but failed before
     assert c["order"] == [] and c["refusal_is_memory"]

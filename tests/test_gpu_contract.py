@@ -282,6 +282,32 @@ def test_warn_takes_a_non_deterministic_algorithm_with_a_warning_only_when_no_de
         assert name in str(e.value)
 
 
+def test_a_model_whose_convolution_cannot_run_names_the_layer_the_shapes_and_what_cudnn_offered(fresh_plans):
+    """A refusal raised inside a model's step names the layer (as the core numbers its nodes), the
+    pass and its shapes, and every algorithm tried (a model over 3 input channels: where cuDNN has
+    no deterministic algorithm for it, the refusal lists what it offered instead)."""
+    dev = real_gpu()
+    model = hpcnn.Sequential([hpcnn.layers.InputLayer(input_shape=[12, 12, 3]), hpcnn.layers.Conv2D(8, 3),
+                              hpcnn.layers.GlobalAveragePooling2D(), hpcnn.layers.Dense(2)])
+    model.compile("sgd", "mse", device=GPU)
+    x = np.random.default_rng(0).standard_normal((4, 12, 12, 3)).astype(np.float32)
+    t = np.zeros((4, 2), np.float32)
+    try:
+        model.train_on_batch(x, t)
+    except RuntimeError as e:  # cuDNN offers no deterministic algorithm for 3 channels here
+        msg = str(e)
+        assert msg.startswith("layer 0 (Conv2D): conv2d ") and "of input 4x" in msg and "cuDNN offered" in msg, msg
+        return
+    every = [n for p in _core.cuda_conv_plans(dev) for n in p["candidates"]]
+    _core.cuda_force_conv_failures(every)
+    _core.cuda_clear_conv_plans()
+    with pytest.raises(RuntimeError) as e:
+        model.train_on_batch(x, t)
+    msg = str(e.value)
+    assert msg.startswith("layer 0 (Conv2D): conv2d forward of input 4x12x12x3, kernel 3x3x3x8"), msg
+    assert "no cuDNN algorithm could run" in msg and "forced by a test" in msg
+
+
 def test_a_plan_made_under_memory_pressure_stays_deterministic_and_is_made_again_when_memory_is_back():
     dev = real_gpu()
     out = run_python(f"""

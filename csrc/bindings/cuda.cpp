@@ -2,6 +2,7 @@
 // the kernels' host self-test, the prefetch-path check) and the per-layer timings bench_* (the
 // work is in ops/ and diagnostics/). Builds with or without the backend (core/cuda_async.h
 // explains without).
+#include <optional>
 #include <pybind11/stl.h>
 
 #include "bindings/bindings.h"
@@ -121,7 +122,8 @@ void bind_cuda(py::module_& m) {
         "cuDNN answered CUDNN_STATUS_NOT_SUPPORTED when run, and with fused=True so does the fused "
         "conv+bias+ReLU call. Replaces the previous marks; ([], False) clears them.");
   m.def("cuda_choose_conv_algorithms", [](py::list offers, const std::string& mode, size_t workspace_limit,
-                                          std::vector<size_t> failed) {
+                                          std::vector<size_t> failed, const std::string& what,
+                                          const std::string& layer) {
     std::vector<conv_algo::Offer> os;
     for (auto item : offers) {
       py::dict d = item.cast<py::dict>();
@@ -131,6 +133,8 @@ void bind_cuda(py::module_& m) {
       o.usable = d.contains("usable") ? d["usable"].cast<bool>() : true;
       o.deterministic = d["deterministic"].cast<bool>();
       o.workspace = d["workspace"].cast<size_t>();
+      if (d.contains("math_name")) o.math_name = d["math_name"].cast<std::string>();
+      if (d.contains("status")) o.status = d["status"].cast<std::string>();
       os.push_back(std::move(o));
     }
     conv_algo::Choice c = conv_algo::choose(os, determinism_named(mode), workspace_limit, failed);
@@ -139,12 +143,18 @@ void bind_cuda(py::module_& m) {
     r["replan_at"] = c.replan_at == conv_algo::kNever ? py::object(py::none()) : py::int_(c.replan_at);
     r["refusal"] = c.refusal;
     r["refusal_is_memory"] = c.refusal_is_memory;
+    // The error a refusal raises, as a layer running the convolution would see it.
+    std::optional<conv_algo::LayerLabel> scope;
+    if (!layer.empty()) scope.emplace(layer);
+    r["message"] = c.order.empty() ? conv_algo::message(what, c.refusal) : std::string();
     return r;
   }, py::arg("offers"), py::arg("determinism"), py::arg("workspace_limit"), py::arg("failed") = std::vector<size_t>{},
+     py::arg("what") = "conv2d", py::arg("layer") = "",
      "The CUDA backend's choice among cuDNN's algorithm offers, run on the host (needs no GPU): offers are dicts "
-     "{name, deterministic, workspace[, usable, algo]} in cuDNN's order. Returns {order: indices to try, best "
-     "first; replan_at: the workspace limit from which a preferred offer would fit (None: never); refusal: why "
-     "nothing may run ('' when something may); refusal_is_memory}.");
+     "{name, deterministic, workspace[, usable, algo, math_name, status]} in cuDNN's order. Returns {order: "
+     "indices to try, best first; replan_at: the workspace limit from which a preferred offer would fit (None: "
+     "never); refusal: why nothing may run ('' when something may), with every offer; refusal_is_memory; message: "
+     "the error a refusal raises, naming `layer` (as a model's layer sets it) and `what` (the pass and shapes)}.");
   m.def("cuda_primary_context_active", &cuda::primary_context_active, py::arg("device"),
         "Whether this process holds a CUDA context on GPU `device`, asked without creating one (False without a "
         "driver).");

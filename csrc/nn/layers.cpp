@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <vector>
 
+#include "ops/conv_algo_choice.h"
 #include "ops/ops.h"
 
 namespace hpcnn::nn {
@@ -16,6 +18,19 @@ void check_int_dims(const Shape& in, const char* layer) {
     HPCNN_CHECK_ARG(d <= std::numeric_limits<int>::max(), layer, ": input shape ", shape_str(in),
                     " has a dimension larger than ", std::numeric_limits<int>::max(), ", the most hpcnn supports");
 }
+
+// On a GPU, names the convolution's layer ("layer 3 (Conv2D)", as nn/graph.h names a node) in the
+// messages of a cuDNN refusal or failure for the scope of one call (ops/conv_algo_choice.h). The
+// CPU backend has no such refusals: nothing is made there.
+class ConvLabel {
+ public:
+  ConvLabel(const Layer& layer, const StepContext& ctx, const Tensor& x) {
+    if (x.device().is_cuda()) label_.emplace(cat("layer ", ctx.layer_index, " (", layer.kind(), ")"));
+  }
+
+ private:
+  std::optional<conv_algo::LayerLabel> label_;
+};
 }  // namespace
 
 ActivationSpec parse_activation(const std::string& s, float alpha) {
@@ -66,7 +81,8 @@ std::vector<ParamSpec> Conv2DLayer::param_specs(const Shape& in) const {
   return specs;
 }
 
-void Conv2DLayer::forward(const Tensor& x, Tensor& y, const StepContext&) {
+void Conv2DLayer::forward(const Tensor& x, Tensor& y, const StepContext& ctx) {
+  const ConvLabel label(*this, ctx, x);
   ops::conv2d_forward(x, params_[0], use_bias_ ? params_[1] : Tensor(), y, sh_, sw_, padding_, relu_);
 }
 
@@ -91,6 +107,7 @@ void Conv2DLayer::fold(const StepContext& ctx, BatchNormLayer& bn) {
 }
 
 void Conv2DLayer::forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn) {
+  const ConvLabel label(*this, ctx, x);
   const Tensor& w = params_[0];
   make_fold_buffers();
   // The fold reads and writes the kernel (kh * kw * c values per filter); what it saves is the
@@ -114,6 +131,7 @@ void Conv2DLayer::forward_folded(const Tensor& x, Tensor& y, const StepContext& 
 
 void Conv2DLayer::forward_residual(const Tensor& x, const Tensor& shortcut, Tensor& y, const StepContext& ctx,
                                    BatchNormLayer* bn) {
+  const ConvLabel label(*this, ctx, x);
   const Tensor& w = params_[0];
   const Tensor b = use_bias_ ? params_[1] : Tensor();
   if (!bn) {
@@ -126,12 +144,14 @@ void Conv2DLayer::forward_residual(const Tensor& x, const Tensor& shortcut, Tens
   ops::conv2d_forward(x, folded_kernel_, folded_bias_, y, sh_, sw_, padding_, true, shortcut);
 }
 
-void Conv2DLayer::backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext&) {
+void Conv2DLayer::backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) {
+  const ConvLabel label(*this, ctx, x);
   Tensor db = use_bias_ ? grads_[1] : Tensor();
   ops::conv2d_backward(x, params_[0], y, dy, dx, grads_[0], db, sh_, sw_, padding_, relu_);
 }
 
-void Conv2DLayer::backward_adding(const Tensor& x, const Tensor& y, Tensor& dy, Tensor& dx, const StepContext&) {
+void Conv2DLayer::backward_adding(const Tensor& x, const Tensor& y, Tensor& dy, Tensor& dx, const StepContext& ctx) {
+  const ConvLabel label(*this, ctx, x);
   Tensor db = use_bias_ ? grads_[1] : Tensor();
   ops::conv2d_backward(x, params_[0], y, dy, &dx, grads_[0], db, sh_, sw_, padding_, relu_, true);
 }

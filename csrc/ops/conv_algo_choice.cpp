@@ -20,7 +20,34 @@ std::string mib(size_t bytes) {
 const char* kAllowNondeterministic =
     "allow non-deterministic algorithms with hpcnn.config.set_deterministic('warn') (or False)";
 
+std::string offers_text(const std::vector<Offer>& offers) {
+  if (offers.empty()) return "cuDNN offered no algorithm at all";
+  std::string s = cat("cuDNN offered ", offers.size(), ": ");
+  for (size_t i = 0; i < offers.size(); ++i) s += (i ? "; " : "") + offer_text(offers[i]);
+  return s;
+}
+
+thread_local std::string t_layer_label;
+
 }  // namespace
+
+std::string offer_text(const Offer& o) {
+  const std::string math = o.math_name.empty() ? "" : o.math_name + ", ";
+  const char* det = o.deterministic ? "deterministic" : "non-deterministic";
+  if (!o.usable) return cat(o.name, " (", math, det, ", not usable: ", o.status.empty() ? "unknown" : o.status, ")");
+  return cat(o.name, " (", math, det, ", ", o.workspace, " bytes of workspace)");
+}
+
+LayerLabel::LayerLabel(std::string label) : previous_(std::move(t_layer_label)) { t_layer_label = std::move(label); }
+
+LayerLabel::~LayerLabel() { t_layer_label = std::move(previous_); }
+
+const std::string& LayerLabel::current() { return t_layer_label; }
+
+std::string message(const std::string& what, const std::string& why) {
+  const std::string& layer = LayerLabel::current();
+  return layer.empty() ? cat(what, ": ", why) : cat(layer, ": ", what, ": ", why);
+}
 
 bool is_not_supported(int cudnn_status) { return cudnn_status_category(cudnn_status) == kCudnnNotSupported; }
 
@@ -89,6 +116,7 @@ Choice choose(const std::vector<Offer>& offers, cuda::Determinism policy, size_t
                     mib(need), ")", after_failures, ": free GPU memory or use a smaller batch_size");
     c.refusal_is_memory = true;
   }
+  c.refusal += cat(". ", offers_text(offers));
   return c;
 }
 
@@ -102,7 +130,7 @@ void run_with_fallback(const std::vector<Offer>& offers, const std::vector<size_
   }
   std::string tried;
   for (const Failure& f : *failures) tried += cat(tried.empty() ? "" : ", ", offers[f.offer].name, " (", f.status, ")");
-  throw BackendError(cat(what, ": no cuDNN algorithm could run: ", tried.empty() ? std::string("none chosen") : tried));
+  throw BackendError(message(what, cat("no cuDNN algorithm could run: ", tried.empty() ? std::string("none chosen") : tried)));
 }
 
 #ifndef HPCNN_WITH_CUDA

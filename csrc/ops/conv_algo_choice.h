@@ -39,7 +39,14 @@ struct Offer {
   bool usable = false;       // supported here, its math allowed by the TF32 setting, its workspace known
   bool deterministic = false;
   size_t workspace = 0;      // bytes
+  // What cuDNN said of it: "" when usable, else why not ("CUDNN_STATUS_NOT_SUPPORTED (3000)", "its
+  // math type is not allowed with TF32 off", the workspace size query's status)
+  std::string status;
 };
+
+// "NAME (MATH, deterministic, 1024 bytes of workspace)" or "NAME (MATH, non-deterministic, not
+// usable: STATUS)": one offer as a refusal lists it.
+std::string offer_text(const Offer& o);
 
 constexpr size_t kNever = std::numeric_limits<size_t>::max();
 
@@ -51,9 +58,30 @@ struct Choice {
 };
 
 // The choice for a workspace `limit` (bytes); `failed`: offers that failed at run time before,
-// never chosen again.
+// never chosen again. A refusal ends with every offer (offer_text), so that it says what cuDNN
+// offered: a convolution over 1 to 3 input channels may get no deterministic algorithm at all.
 Choice choose(const std::vector<Offer>& offers, cuda::Determinism policy, size_t limit,
               const std::vector<size_t>& failed);
+
+// The layer whose convolution runs on this thread, for the messages of refusals and failures: a
+// layer sets it around its op calls (nn/layers.cpp, "layer 3 (Conv2D)", as nn/graph.h names a
+// node); scopes nest, the innermost wins. Plain thread-local state: chunks of an inference step run
+// layers on several threads at once, each with its own.
+class LayerLabel {
+ public:
+  explicit LayerLabel(std::string label);
+  ~LayerLabel();
+  LayerLabel(const LayerLabel&) = delete;
+  LayerLabel& operator=(const LayerLabel&) = delete;
+  static const std::string& current();  // "" outside every scope
+
+ private:
+  std::string previous_;
+};
+
+// The error message of a refusal or failure: "<layer>: <what>: <why>" (no layer outside a scope).
+// `what` names the pass and the shapes (ops/cudnn_ops.cu's describe).
+std::string message(const std::string& what, const std::string& why);
 
 // Whether a plan chosen as `c` is to be chosen again under the workspace limit `limit`.
 inline bool should_replan(const Choice& c, size_t limit) { return c.replan_at != kNever && limit >= c.replan_at; }

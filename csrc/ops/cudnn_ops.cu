@@ -336,6 +336,11 @@ std::vector<Offer> offers_of(Context& ctx, ConvPlan& p, const std::vector<Perf>&
     bool duplicate = false;
     for (const Offer& e : out) duplicate = duplicate || (e.algo == o.algo && e.math == o.math);
     if (duplicate) continue;
+    if (r.status != CUDNN_STATUS_SUCCESS) o.status = status_text(r.status);
+    else if (!math_allowed)
+      o.status = cat("its math type ", math_name(r.mathType),
+                     r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ? " (down-conversion to FP16) is never used"
+                                                                         : " is not allowed with TF32 off");
     if (r.status == CUDNN_STATUS_SUCCESS && math_allowed) {
       // Re-query with the math type set: the size may depend on it. An algorithm the library
       // cannot size for this math type is not usable.
@@ -359,6 +364,7 @@ std::vector<Offer> offers_of(Context& ctx, ConvPlan& p, const std::vector<Perf>&
       }
       o.usable = st == CUDNN_STATUS_SUCCESS;
       o.workspace = bytes;
+      if (!o.usable) o.status = cat("its workspace size query answered ", status_text(st));
     }
     out.push_back(std::move(o));
   }
@@ -388,7 +394,8 @@ void choose_for(ConvPlan& p, size_t limit) {
   for (const conv_algo::Failure& f : p.failures) failed.push_back(f.offer);
   conv_algo::Choice c = conv_algo::choose(p.offers, p.policy, limit, failed);
   if (c.order.empty()) {
-    const std::string msg = cat(describe(p.pass, p.shape), ": ", c.refusal);
+    // The layer (when one runs it), the pass and shapes, why, and every offer (conv_algo::choose).
+    const std::string msg = conv_algo::message(describe(p.pass, p.shape), c.refusal);
     if (c.refusal_is_memory) throw OutOfMemory(msg);
     throw BackendError(msg);
   }
@@ -479,15 +486,15 @@ void run_plan(Context& ctx, ConvPlan& p, Call call) {
       *why = status_text(st) + detail;
       return false;
     }
-    throw BackendError(cat(what, ": ", api, " with ", o.name, " failed: ", status_text(st), detail, " [", __FILE__,
-                           ":", __LINE__, "]"));
+    throw BackendError(conv_algo::message(what, cat(api, " with ", o.name, " failed: ", status_text(st), detail, " [",
+                                                    __FILE__, ":", __LINE__, "]")));
   }, what);
   const Offer* o = p.current();
   if (p.policy == Determinism::Warn && o && !o->deterministic && !p.warned) {
-    queue_warning(cat(what, ": no deterministic cuDNN algorithm fits (or runs), so the non-deterministic ", o->name,
-                      " is used: results may differ from run to run in the last bits. Free GPU memory or use a "
-                      "smaller batch_size to get a deterministic one; hpcnn.config.set_deterministic(False) "
-                      "accepts this without a warning"));
+    queue_warning(conv_algo::message(what, cat("no deterministic cuDNN algorithm fits (or runs), so the "
+                      "non-deterministic ", o->name, " is used: results may differ from run to run in the last bits. "
+                      "Free GPU memory or use a smaller batch_size to get a deterministic one; "
+                      "hpcnn.config.set_deterministic(False) accepts this without a warning")));
     p.warned = true;
   }
 }
@@ -649,7 +656,7 @@ std::vector<PlanInfo> conv_plans(int device) {
     }
     for (const Offer& o : p.offers)
       i.offers.push_back(cat(o.name, " ", o.math_name, o.deterministic ? " deterministic" : " non-deterministic",
-                             o.usable ? "" : " unusable"));
+                             o.usable ? "" : cat(" unusable (", o.status, ")")));
     for (const Failure& f : p.failures) i.failed.push_back(cat(p.offers[f.offer].name, ": ", f.status));
     out.push_back(std::move(i));
   }

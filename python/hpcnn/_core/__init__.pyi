@@ -286,8 +286,8 @@ def bench_maxpool2d(x_shape: collections.abc.Sequence[typing.SupportsInt | typin
 def build_info() -> dict:
     """What this build of hpcnn was compiled with and against."""
 
-def cuda_choose_conv_algorithms(offers: list, determinism: str, workspace_limit: typing.SupportsInt | typing.SupportsIndex, failed: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]=[]) -> dict:
-    """The CUDA backend's choice among cuDNN's algorithm offers, run on the host (needs no GPU): offers are dicts {name, deterministic, workspace[, usable, algo]} in cuDNN's order. Returns {order: indices to try, best first; replan_at: the workspace limit from which a preferred offer would fit (None: never); refusal: why nothing may run ('' when something may); refusal_is_memory}."""
+def cuda_choose_conv_algorithms(offers: list, determinism: str, workspace_limit: typing.SupportsInt | typing.SupportsIndex, failed: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]=[], what: str='conv2d', layer: str='') -> dict:
+    """The CUDA backend's choice among cuDNN's algorithm offers, run on the host (needs no GPU): offers are dicts {name, deterministic, workspace[, usable, algo, math_name, status]} in cuDNN's order. Returns {order: indices to try, best first; replan_at: the workspace limit from which a preferred offer would fit (None: never); refusal: why nothing may run ('' when something may), with every offer; refusal_is_memory; message: the error a refusal raises, naming `layer` (as a model's layer sets it) and `what` (the pass and shapes)}."""
 
 def cuda_clear_conv_plans() -> None:
     """Forgets every cuDNN plan: the next convolution of each geometry chooses its algorithm afresh."""
