@@ -44,10 +44,12 @@ def toolkit_lib():
     pytest.skip(f"no CUDA toolkit with cuDNN 9 and NCCL 2 under {CUDA} to make a wheel layout from")
 
 
-def make_wheels(site):
-    """site/nvidia/<part>/{include,lib}: links to the toolkit's headers and versioned libraries."""
+def make_wheels(site, static_cudart=True):
+    """site/nvidia/<part>/{include,lib}: links to the toolkit's headers and versioned libraries;
+    without libcudart_static.a where `static_cudart` is false (wheels that ship the shared runtime only)."""
     lib = toolkit_lib()
     for part, headers, libs in WHEELS:
+        libs = [n for n in libs if static_cudart or n != "libcudart_static.a"]
         inc_dir, lib_dir = site / "nvidia" / part / "include", site / "nvidia" / part / "lib"
         inc_dir.mkdir(parents=True)
         lib_dir.mkdir(parents=True)
@@ -94,12 +96,13 @@ def pybind11_dir(tmp_path):
         return stub
 
 
-def test_real_cmakelists_takes_cuda_libraries_from_the_wheels(tmp_path):
+@pytest.mark.parametrize("static_cudart", [True, False], ids=["static-cudart", "shared-cudart-only"])
+def test_real_cmakelists_takes_cuda_libraries_from_the_wheels(tmp_path, static_cudart):
     exe = cmake()
     if not NVCC.exists():
         pytest.skip(f"no nvcc at {NVCC}")
     site = tmp_path / "site-packages"
-    nvidia = make_wheels(site)
+    nvidia = make_wheels(site, static_cudart)
     prefixes, dirs = hidden_toolkit_paths()
     build = tmp_path / "build"
     # The wheels are found through the Python's sys.path (PYTHONPATH here, site-packages on a node).
@@ -122,8 +125,13 @@ def test_real_cmakelists_takes_cuda_libraries_from_the_wheels(tmp_path):
         "HPCNN_CUBLAS_INCLUDE_DIR": nvidia / "cu13" / "include",
         "CUDA_cublas_LIBRARY": nvidia / "cu13" / "lib" / "libcublas.so.13",
         "CUDA_cublasLt_LIBRARY": nvidia / "cu13" / "lib" / "libcublasLt.so.13",
-        "CUDA_cudart_static_LIBRARY": nvidia / "cu13" / "lib" / "libcudart_static.a",
     }
+    # The CUDA runtime: static where the wheels have it, else their shared one (and the configure
+    # says which it took).
+    runtime = nvidia / "cu13" / "lib" / ("libcudart_static.a" if static_cudart else "libcudart.so.13")
+    expect["CUDA_cudart_static_LIBRARY" if static_cudart else "CUDA_cudart_LIBRARY"] = runtime
+    kind = "static" if static_cudart else "shared"
+    assert f"hpcnn: CUDA runtime linked {kind}: {runtime}" in r.stdout, r.stdout[-4000:]
     # Compared as written, not resolved: the wheels' files are links to the hidden toolkit's.
     for key, path in expect.items():
         assert v.get(key) == str(path), f"{key} = {v.get(key)!r}, expected the wheel's {path}"
@@ -132,6 +140,9 @@ def test_real_cmakelists_takes_cuda_libraries_from_the_wheels(tmp_path):
     text = ninja.read_text() if ninja.exists() else ""
     for part in ("cu13", "cudnn", "nccl"):
         assert str(nvidia / part / "lib") in text, f"{part}'s lib folder is not in the module's RPATH"
+    # the module links the runtime found, the static one only where it exists
+    assert str(runtime) in text
+    assert ("libcudart_static" in text) == static_cudart
 
 
 ORDER_PROJECT = """
