@@ -113,14 +113,17 @@ struct CommStream {
   CommStream& operator=(const CommStream&) = delete;
 };
 
-// Zeroed floats on a device, for the warm-up sums.
+// Zeroed floats on a device, for the warm-up sums. Zeroed on `stream`, the communicator's (NCCL's)
+// stream that the sums then run on: that orders the two. A plain cudaMemset would run on the legacy
+// default stream, which a non-blocking stream does not wait for: the sums could read the buffer
+// before it was zeroed.
 struct DeviceFloats {
   float* p = nullptr;
   int device;
-  DeviceFloats(int dev, size_t count) : device(dev) {
+  DeviceFloats(int dev, size_t count, cudaStream_t stream) : device(dev) {
     HPCNN_CUDA_CHECK(cudaSetDevice(dev));
     HPCNN_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), count * sizeof(float)));
-    HPCNN_CUDA_CHECK(cudaMemset(p, 0, count * sizeof(float)));
+    HPCNN_CUDA_CHECK(cudaMemsetAsync(p, 0, count * sizeof(float), stream));
   }
   ~DeviceFloats() {
     cudaSetDevice(device);
@@ -430,7 +433,8 @@ void connect(const std::vector<NcclCommunicator*>& cs, const ncclUniqueId& id, i
   poll_all(cs, "the NCCL communicators' initialisation", deadline, timeout_s, [] { return true; });
 
   std::vector<std::unique_ptr<DeviceFloats>> bufs;
-  for (NcclCommunicator* c : cs) bufs.push_back(std::make_unique<DeviceFloats>(c->device(), kWarmSmall + kWarmLarge));
+  for (NcclCommunicator* c : cs)
+    bufs.push_back(std::make_unique<DeviceFloats>(c->device(), kWarmSmall + kWarmLarge, c->stream()));
   check_setup(ncclGroupStart(), "ncclGroupStart", cs);
   first_error = ncclSuccess;
   for (size_t i = 0; i < cs.size(); ++i) {
