@@ -30,8 +30,12 @@ fi
 
 # ---- no Slurm: run here
 if command -v conda >/dev/null 2>&1; then
+  # conda's activation scripts read variables that may be unset (conda's own and those of
+  # packages' activate.d hooks): `set -u` off around them, on again after.
+  set +u
   source "$(conda info --base)/etc/profile.d/conda.sh"
   conda activate "${HPCNN_CONDA_ENV:-hpcnn}" || echo "no conda env '${HPCNN_CONDA_ENV:-hpcnn}': using what is on PATH"
+  set -u
 fi
 command -v hpcnn >/dev/null || { echo "hpcnn is not on PATH: activate the environment where it was installed" >&2; exit 1; }
 export OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
