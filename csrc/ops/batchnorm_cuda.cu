@@ -208,8 +208,8 @@ void batchnorm_inference_param_gradients(int device, const BatchNormGeometry& g,
   ContextLock ctx(device);
   cudaStream_t s = ctx.stream();
   const long long count = g.rows() * g.c;
-  // From the context's scratch (grown only before the collectives in flight finished: the growth
-  // guards of core/cuda_async.h), never a free in the middle of backward.
+  // Temporaries from the context's scratch, which only grows, and only once the collectives in
+  // flight have finished (the growth guards of core/cuda_async.h): no allocation or free per step.
   ScratchPlan plan;
   const size_t o_term = plan.add<float>(dgamma ? count : 0),
                o_part = plan.add<float>(static_cast<size_t>(kernels::column_sum_partials(g.c)));
