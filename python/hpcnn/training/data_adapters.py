@@ -33,9 +33,9 @@ def is_dataset(obj: Any) -> bool:
         hasattr(obj, "__getitem__") and hasattr(obj, "__len__") and not isinstance(obj, (np.ndarray, list, tuple)))
 
 
-def batch_count(x: Any, steps: Optional[int], caller: str, steps_name: str) -> int:
+def batch_count(x: Any, steps: Optional[int], caller: str, steps_name: str, generator: bool) -> int:
     """The batches of a dataset (its len), or `steps` for a generator (which has no len)."""
-    if is_generator(x):
+    if generator:
         if steps is None:
             raise ValueError(f"{caller}: a Python generator has no length: pass {steps_name}=... (the batches to "
                              "take from it), or give an hpcnn.utils.PyDataset (__len__ and __getitem__)")
@@ -192,30 +192,6 @@ def split_item(item: Any, where: str, x_only: bool = False) -> Tuple[Any, Any]:
     return item[0], item[1]
 
 
-def fetch_batch(model: Any, it: Iterator[Batch], is_ds: bool) -> Optional[Tuple[str, Any]]:
-    """The next batch of `it` for fit: ("ok", (x, y, rows, decode, w[, first_row, global_rows])) prepared for the core, None at
-    the end, or the exception that fetching ("next_error") or preparing ("prepare_error") raised,
-    kept to be raised at the batch's turn."""
-    try:
-        item = next(it)
-    except StopIteration:
-        return None
-    except Exception as err:  # Ctrl-C (KeyboardInterrupt) is not caught: it stops fit as before
-        return ("next_error", err)
-    xb, yb, rows, decode, wb = item[:5]
-    share = tuple(item[5:])  # (first_row, global_rows): this rank's share of a global batch
-    if is_ds:
-        try:
-            if isinstance(yb, WithWeights):
-                yb, wb = yb.y, yb.w
-            xb = prepare_inputs(xb)
-            yb = prepare_targets(model, yb)
-            wb = prepare_sample_weight(wb, len(xb), "fit", "the batch's sample weights")
-        except Exception as err:  # raised (and a ValueError numbered) at the batch's turn
-            return ("prepare_error", err)
-    return ("ok", (xb, yb, rows, decode, wb) + share)
-
-
 # ---------------------------------------------------------------------- early shape checks
 # fit checks the shapes of its data against the model before the first epoch, so a wrong shape
 # is one clear ValueError before anything is printed or trained, not an error at "batch 1".
@@ -264,13 +240,3 @@ def check_validation_data(model: Any, validation_data: Any) -> Optional[Tuple[An
     vw = prepare_sample_weight(validation_data[2] if len(validation_data) == 3 else None, len(vx), "fit",
                                "validation_data's sample_weight")
     return vx, vy, vw
-
-
-def prepare_dataset_batch(model: Any, batch: Batch) -> Batch:
-    """A dataset's batch prepared for the core (its (x, y, sample_weight) item's weights too)."""
-    xb, yb, rows, decode, wb = batch[:5]
-    if isinstance(yb, WithWeights):
-        yb, wb = yb.y, yb.w
-    xb = prepare_inputs(xb)
-    wb = prepare_sample_weight(wb, len(xb), "evaluate", "the batch's sample weights")
-    return (xb, prepare_targets(model, yb), rows, decode, wb) + tuple(batch[5:])  # + (first_row, global_rows)
