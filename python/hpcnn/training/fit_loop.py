@@ -347,7 +347,9 @@ class _Run:
         # (fetching it, preparing it, or staging it in the core) is raised at that batch's turn,
         # with its number.
         try:
-            with contextlib.closing(self.batches.steps_of(epoch, first, before=cbs.on_train_batch_begin)) as steps:
+            # Each batch's on_train_batch_begin comes before the next batch is fetched (the loop's `before`).
+            begin = lambda batch: cbs.on_train_batch_begin(batch, {})  # noqa: E731 - logs as Keras passes them
+            with contextlib.closing(self.batches.steps_of(epoch, first, before=begin)) as steps:
                 for step in steps:
                     b = step.batch
                     try:
