@@ -133,7 +133,7 @@ def array_batches(model: Any, x: np.ndarray, y: Optional[np.ndarray], batch_size
 
 
 def dataset_batches(model: Any, ds: Any, epoch: int, shuffle: bool, first_batch: int = 0,
-                    x_only: bool = False, shard: bool = True) -> Iterator[Batch]:
+                    x_only: bool = False, shard: bool = True, generator: bool = False) -> Iterator[Batch]:
     """(x, y, None, decode, None) per batch of a native dataset (made for the model's device: on a GPU a
     uint8 dataset's x as stored, with the decode the model applies there) or of a Sequence-style
     object (its items in order, or shuffled by the model's seed and the epoch; decode None).
@@ -142,7 +142,8 @@ def dataset_batches(model: Any, ds: Any, epoch: int, shuffle: bool, first_batch:
     evaluate): with a multi-process strategy an HDF5Dataset reads only this rank's share of each
     batch, yielded as (x, y, None, decode, None, first_row, global_rows); other data is passed whole
     and the core takes this rank's rows. A Sequence's or generator's (x, y, sample_weight) item
-    comes as (x, WithWeights(y, w), None, None, None); `x_only` (predict) also takes x alone."""
+    comes as (x, WithWeights(y, w), None, None, None); `x_only` (predict) also takes x alone.
+    `generator`: ds is a Python generator (the caller asked its kind once)."""
     if hasattr(ds, "model_batches"):
         strategy = model.distribute_strategy
         rank_share = strategy.shard() if shard and strategy is not None else None
@@ -154,7 +155,7 @@ def dataset_batches(model: Any, ds: Any, epoch: int, shuffle: bool, first_batch:
         for xb, yb in itertools.islice(ds.epoch_batches(epoch, device=model.core.device), first_batch, None):
             yield xb, yb, None, None, None
         return
-    if is_generator(ds):
+    if generator:
         # A generator continues where the last epoch stopped (the caller takes its steps).
         for i, item in enumerate(ds):
             xb, yb = split_item(item, f"the generator's batch {i}", x_only)
@@ -195,17 +196,17 @@ def split_item(item: Any, where: str, x_only: bool = False) -> Tuple[Any, Any]:
 # ---------------------------------------------------------------------- early shape checks
 # fit checks the shapes of its data against the model before the first epoch, so a wrong shape
 # is one clear ValueError before anything is printed or trained, not an error at "batch 1".
-def check_shapes(model: Any, where: str, x: Any, y: Any, x_name: str, y_name: str) -> None:
+def check_shapes(model: Any, where: str, x: Any, y: Any, x_name: str, y_name: str, is_ds: bool) -> None:
     """ValueError naming `x_name`/`y_name` when x's per-sample shape is not the model's input
     shape, or y's shape does not fit the compiled loss. Arrays are checked fully; a dataset by
-    its declared row shape (``x_shape``) when it has one."""
+    its declared row shape (``x_shape``) when it has one (`is_ds`: x is a dataset or a generator)."""
     want_x = tuple(model.sample_shape or ())
     expects = (None,) + want_x
 
     def fits(per_sample: Tuple[int, ...]) -> bool:  # as the core: (H, W) samples fit an (H, W, 1) input
         return per_sample == want_x or per_sample + (1,) == want_x
 
-    if is_dataset(x):
+    if is_ds:
         got = getattr(x, "x_shape", None)
         if got is not None and want_x and not fits(tuple(got)):
             raise ValueError(f"{where}: input shape mismatch: the model expects {expects} but got "
@@ -222,12 +223,12 @@ def check_shapes(model: Any, where: str, x: Any, y: Any, x_name: str, y_name: st
         raise ValueError(f"{where}: {problem}")
 
 
-def check_validation_data(model: Any, validation_data: Any) -> Optional[Tuple[Any, Any, Any]]:
+def check_validation_data(model: Any, validation_data: Any, is_ds: bool) -> Optional[Tuple[Any, Any, Any]]:
     """fit's validation_data as (x, y, sample_weight) ready for evaluate_loss_metrics ((dataset,
-    None, None) for a dataset), checked before the first epoch rather than after it."""
+    None, None) for a dataset: `is_ds`), checked before the first epoch rather than after it."""
     if validation_data is None:
         return None
-    if is_dataset(validation_data) and not isinstance(validation_data, tuple):
+    if is_ds:
         return validation_data, None, None
     if not isinstance(validation_data, (tuple, list)) or len(validation_data) not in (2, 3):
         raise ValueError("fit: validation_data must be a tuple (x_val, y_val) or (x_val, y_val, sample_weight) or a "

@@ -72,8 +72,9 @@ class EpochIterator:
                 return ((x[b * bs:(b + 1) * bs], None, None, None, None) for b in range(first, self.steps))
             return array_batches(model, x, self.y, self.batch_size, self.shuffle, epoch, first, self.sample_weight)
         if self.mode == PREDICT:
-            return dataset_batches(model, x, epoch, False, first, x_only=True, shard=False)
-        return dataset_batches(model, x, epoch, self.shuffle, first)
+            return dataset_batches(model, x, epoch, False, first, x_only=True, shard=False,
+                                   generator=self.is_generator)
+        return dataset_batches(model, x, epoch, self.shuffle, first, generator=self.is_generator)
 
     def prepare(self, item: Batch) -> Batch:
         """A dataset's batch as the core takes it (arrays come prepared)."""

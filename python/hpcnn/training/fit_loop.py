@@ -149,15 +149,16 @@ def _fit(model: Any, *, x: Any, y: Any, batch_size: Optional[int], epochs: int, 
             seed = strategy.broadcast_int(x.seed)  # every rank follows rank 0's shuffle
             if seed != x.seed:
                 x.set_seed(seed)
-    check_shapes(model, "fit", x, y, "x", "y")
+    check_shapes(model, "fit", x, y, "x", "y", is_ds)
     # The validation data's kind, asked once: a dataset, or a tuple of arrays.
     validation_kind = None if validation_data is None else (
         ARRAYS if isinstance(validation_data, tuple) else data_kind(validation_data))
     if validation_kind not in (None, ARRAYS):
-        check_shapes(model, "fit", validation_data, None, "validation_data", "")
+        check_shapes(model, "fit", validation_data, None, "validation_data", "", True)
     elif validation_data is not None and isinstance(validation_data, (tuple, list)) and len(validation_data) >= 2:
-        check_shapes(model, "fit", validation_data[0], validation_data[1], "validation_data x", "validation_data y")
-    validation_data = check_validation_data(model, validation_data)
+        check_shapes(model, "fit", validation_data[0], validation_data[1], "validation_data x", "validation_data y",
+                     data_kind(validation_data[0]) != ARRAYS)
+    validation_data = check_validation_data(model, validation_data, validation_kind not in (None, ARRAYS))
     if validation_kind == GENERATOR and validation_steps is None:
         raise ValueError("fit: validation_data is a Python generator, which has no length: pass "
                          "validation_steps=... (or give an hpcnn.utils.PyDataset)")
