@@ -1,6 +1,7 @@
-"""``Model.fit``: the epochs, the batch loop (one ``train_step`` core call per batch, which also
-stages the next batch), callbacks, the progress bar, validation, stop signals and the training
-position that checkpoint callbacks save and restore."""
+"""``Model.fit``: the epochs, the batch loop over the EpochIterator's steps (one ``train_step``
+core call per batch, which also stages the next batch), the callbacks through one CallbackList
+(one call per hook), the progress bar, validation, stop signals and the training position that
+checkpoint callbacks save and restore."""
 from __future__ import annotations
 
 import contextlib
