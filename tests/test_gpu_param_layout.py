@@ -109,7 +109,7 @@ def test_a_round_trip_through_the_gpu_keeps_weights_and_adam_state():
     move.to(GPU)
     l_gpu = steps(move, x, y)
     l_cpu = steps(stay, x, y)
-    np.testing.assert_allclose([l for l, _, _ in l_gpu], [l for l, _, _ in l_cpu], rtol=1e-3)
+    np.testing.assert_allclose([s[0] for s in l_gpu], [s[0] for s in l_cpu], rtol=1e-3)
     for i, (a, c, w0) in enumerate(zip(move.get_weights(), stay.get_weights(), before)):
         d_gpu, d_cpu = a - w0, c - w0
         scale = max(float(np.abs(d_cpu).max()), 1e-8)

@@ -1,5 +1,6 @@
-"""The Python package's house rules (DESIGN.md, "The Python floors"), held as tests/test_include_rules.py
-holds csrc's: read from the sources with ``ast``, nothing imported.
+"""The Python package's house rules, held as tests/test_include_rules.py holds csrc's: read from
+the sources with ``ast``, nothing imported. docs/architecture.md quotes FLOORS below (a test here
+checks the quote).
 
 - Floors: each top-level module or package of hpcnn sits on a floor and imports only from lower
   floors (a package's own modules import each other freely, but without a circle).
@@ -9,6 +10,8 @@ holds csrc's: read from the sources with ``ast``, nothing imported.
 - No module reads another module's ``_private`` names: ``from x import _name``, or ``obj._name`` on
   an object that is not ``self``/``cls`` where this module defines no ``_name`` itself.
 - No module longer than MAX_LINES.
+- The loops in training/ call a callback hook once, on their ``CallbackList`` (callbacks/callback_list.py),
+  never in a loop over the callbacks, and import no concrete callback but History.
 """
 from __future__ import annotations
 
@@ -37,10 +40,8 @@ FLOORS: List[List[str]] = [
     ["keras"],                                                                  # Keras' names
     ["hpcnn"],                                                                  # the package face
     ["bench_workers"],                                                          # bench's timed side
-    ["bench", "plot", "convert", "notebook_files"],                             # what the CLI runs
-    ["notebook_run"],                                                           # runs the notebooks it finds
-    ["tutorial"],
-    ["dist_train"],
+    ["run_records", "tutorial_data", "plot", "notebook_files"],                 # what the CLI verbs share
+    ["bench", "convert", "notebook_run", "tutorial", "dist_train"],             # the verbs: siblings
     ["cli"],
     ["__main__"],
 ]
@@ -164,7 +165,7 @@ def test_no_late_imports():
     late = [f"{module}:{node.lineno} imports {target} inside a function, class or try block"
             for module in MODULES if module not in LAZY_IMPORTS_ALLOWED
             for node, target, _, top in imports(module) if not top]
-    assert not late, ("imports of hpcnn placed late (DESIGN.md: none to get round a circle; a name needed from a "
+    assert not late, ("imports of hpcnn placed late (none to get round a circle; a name needed from a "
                       "higher floor belongs lower, or in hpcnn.aliases):\n  " + "\n  ".join(late))
 
 
@@ -221,6 +222,84 @@ def test_module_is_at_most_max_lines(module):
     lines = MODULES[module].read_text().count("\n")
     assert lines <= MAX_LINES, (f"{MODULES[module].relative_to(ROOT.parent)} has {lines} lines (at most {MAX_LINES}: "
                                 "one job per file; split it)")
+
+
+def callback_hooks() -> Set[str]:
+    """The method names of the base Callback (callbacks/base.py): its hooks."""
+    tree = ast.parse((ROOT / "callbacks" / "base.py").read_text())
+    base = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Callback")
+    return {n.name for n in base.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
+
+
+# What training/ may take from callbacks/: the base class, the list, fit's run record, History.
+TRAINING_TAKES_FROM_CALLBACKS = {"Callback", "CallbackList", "FitRun", "History"}
+
+
+def hook_loops(tree: ast.AST, hooks: Set[str]) -> List[int]:
+    """Lines where a loop's (or comprehension's) variable has a callback hook called on it."""
+    found = []
+    for node in ast.walk(tree):
+        targets: List[ast.AST] = []
+        bodies: List[ast.AST] = []
+        if isinstance(node, ast.For):
+            targets, bodies = [node.target], list(node.body)
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            targets = [g.target for g in node.generators]
+            bodies = [node]
+        names = {t.id for t in targets if isinstance(t, ast.Name)}
+        for body in bodies:
+            for call in ast.walk(body):
+                if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                        and isinstance(call.func.value, ast.Name) and call.func.value.id in names
+                        and call.func.attr in hooks):
+                    found.append(call.lineno)
+    return found
+
+
+def test_training_loops_call_the_callback_list():
+    hooks = callback_hooks()
+    assert {"on_epoch_begin", "on_train_batch_end", "restore_training"} <= hooks
+    breaches = []
+    for module in MODULES:
+        if unit(module) != "training":
+            continue
+        tree = ast.parse(MODULES[module].read_text())
+        breaches += [f"{module}:{line} calls a callback hook in a loop over callbacks (call the CallbackList)"
+                     for line in hook_loops(tree, hooks)]
+        for node, target, names, _ in imports(module):
+            if unit(target) == "callbacks":
+                breaches += [f"{module}:{node.lineno} imports {name} from {target}" for name in names
+                             if name not in TRAINING_TAKES_FROM_CALLBACKS]
+    assert not breaches, "training/ reaches past its CallbackList:\n  " + "\n  ".join(breaches)
+    # The check sees a breach.
+    assert hook_loops(ast.parse("for cb in cbs:\n    cb.on_epoch_end(0, {})\n"), hooks) == [2]
+    assert hook_loops(ast.parse("[cb.restore_training(r) for cb in cbs]\n"), hooks) == [1]
+
+
+def floors_source() -> str:
+    """The FLOORS table as written above (its lines, from `FLOORS:` to the closing bracket)."""
+    lines = pathlib.Path(__file__).read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("FLOORS: "))
+    end = next(i for i in range(start, len(lines)) if lines[i] == "]")
+    return "\n".join(lines[start:end + 1])
+
+
+def test_architecture_doc_quotes_the_floors_table():
+    """docs/architecture.md shows the floors by quoting this file's FLOORS, not by restating them:
+    the indented block after its marker line is that table, line for line."""
+    doc = (ROOT.parents[1] / "docs" / "architecture.md").read_text().splitlines()
+    marker = "<!-- quoted from tests/test_import_rules.py FLOORS: test_architecture_doc_quotes_the_floors_table -->"
+    assert marker in doc, f"docs/architecture.md lacks the line {marker!r} above its quote of FLOORS"
+    at = doc.index(marker) + 1
+    while at < len(doc) and not doc[at].strip():
+        at += 1
+    quoted = []
+    while at < len(doc) and doc[at].startswith("    "):
+        quoted.append(doc[at][4:])
+        at += 1
+    assert "\n".join(quoted) == floors_source(), (
+        "docs/architecture.md's quote of FLOORS differs from tests/test_import_rules.py: copy the table "
+        "(indented four spaces) below the marker line")
 
 
 def test_the_rules_see_a_breach():

@@ -402,7 +402,7 @@ def test_out_of_memory_for_a_big_batch_leaves_the_model_usable():
     with pytest.raises(MemoryError):
         core.train_step((x, y, np.zeros(1 << 22, np.int64)))  # row 0, 2^22 times
     # a batch larger than the old buffers but far smaller than the failed one: fresh buffers
-    loss, correct, n = core.train_step((np.ones((3, 64, 64, 1), np.float32), np.array([0, 1, 2], np.int32)))
+    loss, correct, n, _ = core.train_step((np.ones((3, 64, 64, 1), np.float32), np.array([0, 1, 2], np.int32)))
     assert n == 3 and np.isfinite(loss)
     assert m.predict(x).shape == (2, 3)
 

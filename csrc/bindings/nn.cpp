@@ -193,7 +193,6 @@ std::optional<nn::Batch> next_batch_of(const py::handle& obj, const nn::Model& m
 struct PyModel {
   std::unique_ptr<distribute::ReplicatedModel> rm;
   std::mutex mu;
-  std::vector<double> last_metrics;  // the last train/test step's metric sums (set_metrics' order)
   // The Python batch the core staged at the last step (its `next`), None when nothing is staged:
   // a step given that very object takes what the core staged (the core holds the staging state;
   // Python passes each batch and the one after it, and keeps no record of what is staged).
@@ -267,15 +266,15 @@ Result run_staged(PyModel& p, const py::object& batch, const py::object& next, S
   return out;
 }
 
-// One training (or evaluation) step; returns (loss_sum, correct, n).
+// One training (or evaluation) step; returns (loss_sum, correct, n, metric_sums): everything the
+// loop adds to its running sums comes back from the one call.
 py::tuple run_step(PyModel& p, const py::object& batch, const py::object& next, StepKind kind) {
   if (!p.model().compiled())
     throw ValueError(cat("the model must be compiled before ", kind == StepKind::Train ? "training" : "evaluation",
                          ": call model.compile(...)"));
   nn::BatchStats st = run_staged<nn::BatchStats>(p, batch, next, kind);
-  p.last_metrics = std::move(st.metrics);
   raise_core_warnings();
-  return py::make_tuple(st.loss_sum, st.correct, st.n);
+  return py::make_tuple(st.loss_sum, st.correct, st.n, py::cast(st.metrics));
 }
 
 int slot_number(nn::StagingSlot s) { return s == nn::StagingSlot::First ? 0 : 1; }
@@ -463,17 +462,13 @@ void bind_nn(py::module_& m) {
         for (const auto& [name, k, threshold] : metrics) specs.push_back({nn::parse_metric(name), k, threshold});
         auto lk = lock_model(p);
         p.rm->set_metrics(specs);
-        p.last_metrics.clear();
       }, py::arg("metrics"),
          "The metrics each train/test step computes on the outputs: (core name, k, threshold) each; their sums "
-         "over the last step's rows (of every replica under a strategy) are last_metric_sums.")
+         "over the step's rows (of every replica under a strategy) are the step's fourth result.")
       .def("set_class_weights", [](PyModel& p, const std::vector<float>& weights) {
         auto lk = lock_model(p);
         p.rm->set_class_weights(weights);
       }, py::arg("weights"), "Per-class loss weights indexed by the target's class ([]: none).")
-      .def_property_readonly("last_metric_sums", [](PyModel& p) { return p.last_metrics; },
-                             "The last train/test step's sum over its rows (of every replica under a strategy) of "
-                             "each metric of set_metrics.")
       .def_property("learning_rate",
                     [](PyModel& p) {
                       auto lk = lock_model(p);
@@ -533,7 +528,8 @@ void bind_nn(py::module_& m) {
       .def("train_step", [](PyModel& p, py::object batch, py::object next) {
         return run_step(p, batch, next, StepKind::Train);
       }, py::arg("batch"), py::arg("next") = py::none(),
-         "One training step; returns (loss_sum, correct, n) (the compiled metrics' sums: last_metric_sums). batch: "
+         "One training step; returns (loss_sum, correct, n, metric_sums): metric_sums is each set_metrics metric's "
+         "sum over the step's rows (of every replica under a strategy), in set_metrics' order. batch: "
          "(x, y[, rows[, decode[, sample_weight[, first_row, global_rows]]]]) (first_row, global_rows: these rows' "
          "place in a global batch, for a rank's share). next: the following batch, staged now (on a GPU its upload "
          "overlaps this step's backward pass); an error staging it is raised by the call that takes it. The core "
@@ -542,7 +538,8 @@ void bind_nn(py::module_& m) {
       .def("test_step", [](PyModel& p, py::object batch, py::object next) {
         return run_step(p, batch, next, StepKind::Test);
       }, py::arg("batch"), py::arg("next") = py::none(),
-         "Loss and accuracy without training: (loss_sum, correct, n); batch and next as for train_step.")
+         "Loss, accuracy and metric sums without training: (loss_sum, correct, n, metric_sums); batch and next "
+         "as for train_step.")
       .def("predict_step", [](PyModel& p, py::object batch, py::object next) {
         Tensor out = run_staged<Tensor>(p, batch, next, StepKind::Predict);
         raise_core_warnings();

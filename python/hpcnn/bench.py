@@ -1,12 +1,8 @@
 """Benchmark statistics as HPC benchmark reports give them (mean time per step, images/s, its
-uncertainty and jitter), CSV collection, and a model timed in hpcnn and, side by side, the same
+uncertainty and jitter: hpcnn.run_records, offered here too), CSV collection, and a model timed in hpcnn and, side by side, the same
 model in PyTorch and TensorFlow (the peers): the tutorial CNN (``model='tutorial'``) or the CIFAR
 ResNet-20 (``model='resnet20'``). Used by bench/ scripts and the ``hpcnn bench`` command. The
 models and the workers that time them, one process per framework, are hpcnn.bench_workers'.
-
-    mean_speed        = batch_size / mean step time
-    speed_uncertainty = std(per-step speeds) / sqrt(steps)           (standard error)
-    speed_jitter      = 1.4826 * median(|speeds - median(speeds)|)   (robust spread, MAD)
 
 A worker process loads hpcnn/bench_workers.py as a plain file, without the hpcnn package, so the
 framework it times runs alone (see there).
@@ -17,7 +13,6 @@ import csv
 import json
 import math
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -26,30 +21,11 @@ import time
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from hpcnn import _core, bench_workers
+from hpcnn.run_records import append_csv, machine_description, step_stats  # noqa: F401 (bench's API)
 from hpcnn.bench_workers import (IMPORT_NAME, LATENCY_WARMUP, MODELS, RESNET20_FWD_MFLOP,  # noqa: F401 (bench's API)
                                  RESNET20_TRAIN_MFLOP, TUTORIAL_FWD_MFLOP, TUTORIAL_TRAIN_MFLOP, WORKERS,
                                  model_step_times, resnet_cifar_mflop, time_steps, trainable_params_hpcnn,
                                  tutorial_cnn_step_times, worker_main)
-
-
-def step_stats(step_seconds: Iterable[float], batch_size: int) -> Dict[str, float]:
-    """Summary of per-step times for one configuration."""
-    times = [float(t) for t in step_seconds]
-    if not times:
-        raise ValueError("step_stats: no steps")
-    speeds = [batch_size / t for t in times]
-    med = statistics.median(speeds)
-    mean_time = statistics.fmean(times)
-    return {
-        "steps": len(times),
-        "batch_size": batch_size,
-        "mean_time_per_step": mean_time,
-        "median_time_per_step": statistics.median(times),
-        "mean_speed": batch_size / mean_time,
-        "median_speed": med,
-        "speed_uncertainty": (statistics.stdev(speeds) / math.sqrt(len(speeds))) if len(speeds) > 1 else 0.0,
-        "speed_jitter": 1.4826 * statistics.median([abs(s - med) for s in speeds]),
-    }
 
 
 def latency_stats(seconds: Iterable[float]) -> Dict[str, float]:
@@ -66,30 +42,6 @@ def latency_stats(seconds: Iterable[float]) -> Dict[str, float]:
 LATENCY_CALLS = {("hpcnn", "call"): "model(x)", ("hpcnn", "predict"): "model.predict(x)",
                  ("torch", "call"): "net(x), eval, no_grad (eager)",
                  ("tensorflow", "call"): "model(x, training=False)", ("tensorflow", "predict"): "model.predict(x)"}
-
-
-def machine_description() -> str:
-    cpu = platform.processor() or "cpu"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    ncpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{platform.node()}: {cpu}, {ncpu} CPUs in affinity mask"
-
-
-def append_csv(path: str, row: Dict[str, object]) -> None:
-    """Append one row (writing the header for a new file): many jobs' results collect in one CSV."""
-    new = not os.path.exists(path) or os.path.getsize(path) == 0
-    with open(path, "a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(row))
-        if new:
-            w.writeheader()
-        w.writerow(row)
 
 
 def collect_csv(paths: Iterable[str], out: str) -> int:

@@ -9,7 +9,7 @@ The data are the tutorial's HDF5 file (CIFAR-10 or --synthetic, made by the chie
 read by HDF5Dataset: with MultiWorkerMirroredStrategy each rank reads only its share of every
 batch. --batch-size is the global batch. The chief prints the progress and appends one row per run
 to --csv: replicas, devices, global batch, time per step (mean, median), images/s with its
-uncertainty and jitter (hpcnn.bench.step_stats over the steps after the first epoch's first
+uncertainty and jitter (hpcnn.run_records.step_stats over the steps after the first epoch's first
 --warmup ones), the staging label; ``hpcnn collect`` merges such files into a table and graph.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ import argparse
 import os
 import time
 
-from . import applications, bench, callbacks, data, devices, distribute, tutorial
+from . import applications, callbacks, data, devices, distribute, run_records, tutorial_data
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -87,9 +87,9 @@ def main(a) -> int:
     if a.data:
         h5 = a.data
     else:
-        h5 = tutorial.hdf5_path(a.synthetic, a.train_rows, a.seed, a.data_dir)
+        h5 = tutorial_data.hdf5_path(a.synthetic, a.train_rows, a.seed, a.data_dir)
         if chief and not os.path.exists(h5):
-            tutorial.prepare_data(a)  # writes the file the other ranks then read
+            tutorial_data.prepare_data(a)  # writes the file the other ranks then read
     if strategy.multi_process:
         strategy.group.barrier()
     with strategy.scope():
@@ -102,13 +102,13 @@ def main(a) -> int:
     with data.HDF5Dataset(h5, x="x_train", y="y_train", batch_size=a.batch_size, shuffle=True, seed=a.seed) as ds:
         model.fit(ds, epochs=a.epochs, callbacks=cbs, verbose=2 if chief else 0)
     if chief and timer.times:
-        s = bench.step_stats(timer.times, a.batch_size)
+        s = run_records.step_stats(timer.times, a.batch_size)
         print(f"{strategy.num_replicas_in_sync} replica(s): {s['mean_speed']:.0f} img/s +/- "
               f"{s['speed_uncertainty']:.0f} (jitter {s['speed_jitter']:.0f}), "
               f"{1e3 * s['mean_time_per_step']:.1f} ms/step")
         if a.csv:
-            bench.append_csv(a.csv, {"date": time.strftime("%Y-%m-%d %H:%M:%S"),
-                                     "machine": bench.machine_description(),
+            run_records.append_csv(a.csv, {"date": time.strftime("%Y-%m-%d %H:%M:%S"),
+                                     "machine": run_records.machine_description(),
                                      "device": ",".join(strategy.local_devices), "mode": "dist-train",
                                      "threads": "", "label": a.label or "", **s, "gflops": "", "peak_gflops": "",
                                      "percent_of_peak": "", "replicas": strategy.num_replicas_in_sync})

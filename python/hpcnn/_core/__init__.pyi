@@ -118,10 +118,6 @@ class Model:
         ...
 
     @property
-    def last_metric_sums(self) -> list[float]:
-        ...
-
-    @property
     def layer_output_shapes(self) -> list[list[int]]:
         ...
 
@@ -216,7 +212,7 @@ class Model:
         """Lets a schedule (class_name and Keras' arguments) drive the learning rate from the next step on, evaluated at `iterations`."""
 
     def set_metrics(self, metrics: collections.abc.Sequence[tuple[str, typing.SupportsInt | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]]) -> None:
-        """The metrics each train/test step computes on the outputs: (core name, k, threshold) each; their sums over the last step's rows (of every replica under a strategy) are last_metric_sums."""
+        """The metrics each train/test step computes on the outputs: (core name, k, threshold) each; their sums over the step's rows (of every replica under a strategy) are the step's fourth result."""
 
     def set_optimizer_state(self, buffers: dict, iterations: typing.SupportsInt | typing.SupportsIndex) -> None:
         """Restores the optimizer: buffers {name: flat float32 array in Keras' layout} (all of state_names, or {} for a fresh state) and the step count. ValueError, nothing changed, when they do not fit."""
@@ -246,13 +242,13 @@ class Model:
         """Replica 0 of rank 0's weights to every replica (collective: every rank calls it)."""
 
     def test_step(self, batch: object, next: object=None) -> tuple:
-        """Loss and accuracy without training: (loss_sum, correct, n); batch and next as for train_step."""
+        """Loss, accuracy and metric sums without training: (loss_sum, correct, n, metric_sums); batch and next as for train_step."""
 
     def to(self, arg0: str) -> None:
         ...
 
     def train_step(self, batch: object, next: object=None) -> tuple:
-        """One training step; returns (loss_sum, correct, n) (the compiled metrics' sums: last_metric_sums). batch: (x, y[, rows[, decode[, sample_weight[, first_row, global_rows]]]]) (first_row, global_rows: these rows' place in a global batch, for a rank's share). next: the following batch, staged now (on a GPU its upload overlaps this step's backward pass); an error staging it is raised by the call that takes it. The core keeps what it staged: the call given that same `next` object as its batch (or None) takes it, any other batch drops it."""
+        """One training step; returns (loss_sum, correct, n, metric_sums): metric_sums is each set_metrics metric's sum over the step's rows (of every replica under a strategy), in set_metrics' order. batch: (x, y[, rows[, decode[, sample_weight[, first_row, global_rows]]]]) (first_row, global_rows: these rows' place in a global batch, for a rank's share). next: the following batch, staged now (on a GPU its upload overlaps this step's backward pass); an error staging it is raised by the call that takes it. The core keeps what it staged: the call given that same `next` object as its batch (or None) takes it, any other batch drops it."""
 
     def undistribute(self) -> None:
         """Back to one replica (this process's replica 0 keeps its weights and device)."""

@@ -3,10 +3,12 @@ per batch and the data plumbing around them. ``Model``'s methods own the public 
 defaults and call these functions with the model as the first argument.
 
 Each batch is one C++ call (``train_step``, ``test_step`` or ``predict_step``, GIL released) that
-runs the step on its batch and stages the next one (staging.py). Python only slices or fetches
-batches, prepares them for the core (data_adapters.py), and runs callbacks and the progress bar.
-The loss, its weights and the metrics are computed in the core; Python adds up the per-batch sums
-it returns (metric_sums.py).
+runs the step on its batch and stages the next one (staging.py). One EpochIterator
+(epoch_iterator.py) holds the data's kind, asked once, and the stepping loop that fit, evaluate
+and predict share; Python only slices or fetches batches, prepares them for the core
+(data_adapters.py), and calls its CallbackList (one call per hook) and the progress bar. The loss,
+its weights and the metrics are computed in the core; Python adds up the per-batch sums each step
+returns with its loss (metric_sums.py).
 """
 from .compile import compile_model, follow_device_scope, sync_learning_rate
 from .data_adapters import prepare_inputs, prepare_targets

@@ -33,9 +33,9 @@ def is_dataset(obj: Any) -> bool:
         hasattr(obj, "__getitem__") and hasattr(obj, "__len__") and not isinstance(obj, (np.ndarray, list, tuple)))
 
 
-def batch_count(x: Any, steps: Optional[int], caller: str, steps_name: str) -> int:
+def batch_count(x: Any, steps: Optional[int], caller: str, steps_name: str, generator: bool) -> int:
     """The batches of a dataset (its len), or `steps` for a generator (which has no len)."""
-    if is_generator(x):
+    if generator:
         if steps is None:
             raise ValueError(f"{caller}: a Python generator has no length: pass {steps_name}=... (the batches to "
                              "take from it), or give an hpcnn.utils.PyDataset (__len__ and __getitem__)")
@@ -133,7 +133,7 @@ def array_batches(model: Any, x: np.ndarray, y: Optional[np.ndarray], batch_size
 
 
 def dataset_batches(model: Any, ds: Any, epoch: int, shuffle: bool, first_batch: int = 0,
-                    x_only: bool = False, shard: bool = True) -> Iterator[Batch]:
+                    x_only: bool = False, shard: bool = True, generator: bool = False) -> Iterator[Batch]:
     """(x, y, None, decode, None) per batch of a native dataset (made for the model's device: on a GPU a
     uint8 dataset's x as stored, with the decode the model applies there) or of a Sequence-style
     object (its items in order, or shuffled by the model's seed and the epoch; decode None).
@@ -142,7 +142,8 @@ def dataset_batches(model: Any, ds: Any, epoch: int, shuffle: bool, first_batch:
     evaluate): with a multi-process strategy an HDF5Dataset reads only this rank's share of each
     batch, yielded as (x, y, None, decode, None, first_row, global_rows); other data is passed whole
     and the core takes this rank's rows. A Sequence's or generator's (x, y, sample_weight) item
-    comes as (x, WithWeights(y, w), None, None, None); `x_only` (predict) also takes x alone."""
+    comes as (x, WithWeights(y, w), None, None, None); `x_only` (predict) also takes x alone.
+    `generator`: ds is a Python generator (the caller asked its kind once)."""
     if hasattr(ds, "model_batches"):
         strategy = model.distribute_strategy
         rank_share = strategy.shard() if shard and strategy is not None else None
@@ -154,7 +155,7 @@ def dataset_batches(model: Any, ds: Any, epoch: int, shuffle: bool, first_batch:
         for xb, yb in itertools.islice(ds.epoch_batches(epoch, device=model.core.device), first_batch, None):
             yield xb, yb, None, None, None
         return
-    if is_generator(ds):
+    if generator:
         # A generator continues where the last epoch stopped (the caller takes its steps).
         for i, item in enumerate(ds):
             xb, yb = split_item(item, f"the generator's batch {i}", x_only)
@@ -192,44 +193,20 @@ def split_item(item: Any, where: str, x_only: bool = False) -> Tuple[Any, Any]:
     return item[0], item[1]
 
 
-def fetch_batch(model: Any, it: Iterator[Batch], is_ds: bool) -> Optional[Tuple[str, Any]]:
-    """The next batch of `it` for fit: ("ok", (x, y, rows, decode, w[, first_row, global_rows])) prepared for the core, None at
-    the end, or the exception that fetching ("next_error") or preparing ("prepare_error") raised,
-    kept to be raised at the batch's turn."""
-    try:
-        item = next(it)
-    except StopIteration:
-        return None
-    except Exception as err:  # Ctrl-C (KeyboardInterrupt) is not caught: it stops fit as before
-        return ("next_error", err)
-    xb, yb, rows, decode, wb = item[:5]
-    share = tuple(item[5:])  # (first_row, global_rows): this rank's share of a global batch
-    if is_ds:
-        try:
-            if isinstance(yb, WithWeights):
-                yb, wb = yb.y, yb.w
-            xb = prepare_inputs(xb)
-            yb = prepare_targets(model, yb)
-            wb = prepare_sample_weight(wb, len(xb), "fit", "the batch's sample weights")
-        except Exception as err:  # raised (and a ValueError numbered) at the batch's turn
-            return ("prepare_error", err)
-    return ("ok", (xb, yb, rows, decode, wb) + share)
-
-
 # ---------------------------------------------------------------------- early shape checks
 # fit checks the shapes of its data against the model before the first epoch, so a wrong shape
 # is one clear ValueError before anything is printed or trained, not an error at "batch 1".
-def check_shapes(model: Any, where: str, x: Any, y: Any, x_name: str, y_name: str) -> None:
+def check_shapes(model: Any, where: str, x: Any, y: Any, x_name: str, y_name: str, is_ds: bool) -> None:
     """ValueError naming `x_name`/`y_name` when x's per-sample shape is not the model's input
     shape, or y's shape does not fit the compiled loss. Arrays are checked fully; a dataset by
-    its declared row shape (``x_shape``) when it has one."""
+    its declared row shape (``x_shape``) when it has one (`is_ds`: x is a dataset or a generator)."""
     want_x = tuple(model.sample_shape or ())
     expects = (None,) + want_x
 
     def fits(per_sample: Tuple[int, ...]) -> bool:  # as the core: (H, W) samples fit an (H, W, 1) input
         return per_sample == want_x or per_sample + (1,) == want_x
 
-    if is_dataset(x):
+    if is_ds:
         got = getattr(x, "x_shape", None)
         if got is not None and want_x and not fits(tuple(got)):
             raise ValueError(f"{where}: input shape mismatch: the model expects {expects} but got "
@@ -246,12 +223,12 @@ def check_shapes(model: Any, where: str, x: Any, y: Any, x_name: str, y_name: st
         raise ValueError(f"{where}: {problem}")
 
 
-def check_validation_data(model: Any, validation_data: Any) -> Optional[Tuple[Any, Any, Any]]:
+def check_validation_data(model: Any, validation_data: Any, is_ds: bool) -> Optional[Tuple[Any, Any, Any]]:
     """fit's validation_data as (x, y, sample_weight) ready for evaluate_loss_metrics ((dataset,
-    None, None) for a dataset), checked before the first epoch rather than after it."""
+    None, None) for a dataset: `is_ds`), checked before the first epoch rather than after it."""
     if validation_data is None:
         return None
-    if is_dataset(validation_data) and not isinstance(validation_data, tuple):
+    if is_ds:
         return validation_data, None, None
     if not isinstance(validation_data, (tuple, list)) or len(validation_data) not in (2, 3):
         raise ValueError("fit: validation_data must be a tuple (x_val, y_val) or (x_val, y_val, sample_weight) or a "
@@ -264,13 +241,3 @@ def check_validation_data(model: Any, validation_data: Any) -> Optional[Tuple[An
     vw = prepare_sample_weight(validation_data[2] if len(validation_data) == 3 else None, len(vx), "fit",
                                "validation_data's sample_weight")
     return vx, vy, vw
-
-
-def prepare_dataset_batch(model: Any, batch: Batch) -> Batch:
-    """A dataset's batch prepared for the core (its (x, y, sample_weight) item's weights too)."""
-    xb, yb, rows, decode, wb = batch[:5]
-    if isinstance(yb, WithWeights):
-        yb, wb = yb.y, yb.w
-    xb = prepare_inputs(xb)
-    wb = prepare_sample_weight(wb, len(xb), "evaluate", "the batch's sample weights")
-    return (xb, prepare_targets(model, yb), rows, decode, wb) + tuple(batch[5:])  # + (first_row, global_rows)

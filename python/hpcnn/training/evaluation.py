@@ -2,7 +2,8 @@
 and the evaluation loop fit's validation runs."""
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Optional
+import contextlib
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -11,10 +12,9 @@ from .data_adapters import ArrayLike
 from .checks import check_callbacks, check_unsupported, check_verbose
 from .class_weights import ClassWeights, class_weight_table
 from .compile import follow_device_scope, sync_learning_rate
-from .data_adapters import (Batch, array_batches, batch_count, dataset_batches, is_dataset, prepare_arrays,
-                            prepare_dataset_batch, prepare_inputs, prepare_sample_weight, prepare_targets)
-from .metric_sums import batch_result, metric_logs, result, zero_sums
-from .staging import first_batches, run_steps
+from .data_adapters import batch_count, prepare_arrays, prepare_inputs, prepare_sample_weight, prepare_targets
+from .epoch_iterator import ARRAYS, EVALUATE, GENERATOR, PREDICT, EpochIterator, data_kind
+from .metric_sums import add_step, batch_result, metric_logs, result, zero_sums
 
 
 class StopInValidation(Exception):
@@ -22,40 +22,39 @@ class StopInValidation(Exception):
 
 def evaluate_loss_metrics(model: Any, x: Any, y: Any, batch_size: int,
                           verbose: int = 0, steps: Optional[int] = None,
-                          should_stop: Optional[Any] = None, sample_weight: Optional[np.ndarray] = None
-                          ) -> Dict[str, float]:
+                          should_stop: Optional[Any] = None, sample_weight: Optional[np.ndarray] = None,
+                          kind: Optional[str] = None) -> Dict[str, float]:
     """{'loss': mean loss, metric name: mean, ...} over arrays or a dataset (its first `steps`
     batches when given): one ``test_step`` call per batch. `should_stop` (fit's validation):
-    looked at after each batch; when it returns True the evaluation ends with StopInValidation."""
+    looked at after each batch; when it returns True the evaluation ends with StopInValidation.
+    `kind`: the data's kind when the caller has asked it (epoch_iterator.data_kind)."""
     core = model.core
     comp = model.require_compiled("evaluate")
-    sums = zero_sums(comp)
-    if is_dataset(x):
+    kind = kind if kind is not None else data_kind(x)
+    if kind != ARRAYS:
         if y is not None:
             raise ValueError("evaluate: y must be None when x is a dataset")
         if sample_weight is not None:
             raise ValueError("evaluate: `sample_weight` argument is not supported when x is a dataset or a "
                              "generator: yield (x, y, sample_weight) batches instead")
-        total = batch_count(x, steps, "evaluate", "steps")
-        batches: Iterator[Batch] = (prepare_dataset_batch(model, b) for b in dataset_batches(model, x, 0, False))
+        total = batch_count(x, steps, "evaluate", "steps", kind == GENERATOR)
     else:
         x, y, sample_weight = prepare_arrays(model, x, y, sample_weight, "evaluate")
-        batches = array_batches(model, x, y, batch_size, False, 0, w=sample_weight)
         total = (len(x) + batch_size - 1) // batch_size
     if steps is not None:
         total = min(total, steps)
+    batches = EpochIterator(model, x, y, sample_weight, mode=EVALUATE, steps=total, batch_size=batch_size, kind=kind)
     bar = progress.ProgressBar(total, verbose)
-    loss_sum, correct, seen, msums = sums
-    for b, (ls, c, n) in enumerate(run_steps(core, core.test_step, first_batches(batches, total))):
-        loss_sum, correct, seen = loss_sum + ls, correct + c, seen + n
-        if msums:
-            msums = [a + v for a, v in zip(msums, core.last_metric_sums)]
-        bar.update(b + 1, {"loss": loss_sum / seen})
-        if should_stop is not None and should_stop():
-            raise StopInValidation()
-    if seen == 0:
+    sums = zero_sums(comp)
+    with contextlib.closing(batches.steps_of()) as each:
+        for step in each:
+            sums = add_step(sums, step.run(core.test_step))
+            bar.update(step.batch + 1, {"loss": sums[0] / sums[2]})
+            if should_stop is not None and should_stop():
+                raise StopInValidation()
+    if sums[2] == 0:
         raise ValueError("evaluate: no data")
-    result = {"loss": loss_sum / seen, **metric_logs(comp, (loss_sum, correct, seen, msums))}
+    result = {"loss": sums[0] / sums[2], **metric_logs(comp, sums)}
     bar.finish(result)
     return result
 
@@ -71,7 +70,8 @@ def evaluate(model: Any, x: Any, y: Any, batch_size: Optional[int], verbose: Any
     batch_size = validation.integer(batch_size, "batch_size", "evaluate", allow_none=True)
     verbose = check_verbose(verbose, "evaluate")
     return_dict = validation.boolean(return_dict, "return_dict", "evaluate")
-    if batch_size is not None and is_dataset(x):
+    kind = data_kind(x)
+    if batch_size is not None and kind != ARRAYS:
         raise ValueError("evaluate: the `batch_size` argument must not be specified when x is a dataset")
     follow_device_scope(model)
     model.require_compiled("evaluate")
@@ -80,7 +80,8 @@ def evaluate(model: Any, x: Any, y: Any, batch_size: Optional[int], verbose: Any
     if strategy is not None and strategy.multi_process and not strategy.is_chief:
         verbose = 0  # every rank gets the same numbers; only the chief prints them
     try:
-        res = evaluate_loss_metrics(model, x, y, batch_size or 32, verbose, steps, sample_weight=sample_weight)
+        res = evaluate_loss_metrics(model, x, y, batch_size or 32, verbose, steps, sample_weight=sample_weight,
+                                    kind=kind)
     except BaseException as err:
         if strategy is not None:
             strategy.abort(f"{type(err).__name__}: {err}")
@@ -98,31 +99,31 @@ def predict(model: Any, x: Any, batch_size: Optional[int], verbose: Any,
     check_unsupported(kwargs, "predict", ())
     batch_size = validation.integer(batch_size, "batch_size", "predict", allow_none=True)
     verbose = progress.resolve_verbose(check_verbose(verbose, "predict"))
-    if batch_size is not None and is_dataset(x):
+    kind = data_kind(x)
+    if batch_size is not None and kind != ARRAYS:
         raise ValueError("predict: the `batch_size` argument must not be specified when x is a dataset")
     follow_device_scope(model)
     core = model.core
     bs = batch_size or 32
-    if is_dataset(x):
+    if kind != ARRAYS:
         if hasattr(x, "epoch_batches") and getattr(x, "shuffle", False):
             # Its batches come in a shuffled order: predictions would not line up with the rows.
             raise ValueError("predict: this dataset shuffles its rows, so the predictions would come back in a "
                              "shuffled order; create it with shuffle=False for prediction")
-        total = batch_count(x, steps, "predict", "steps")
-        total = total if steps is None else min(total, steps)
-        batches: Iterator[Batch] = ((prepare_inputs(b[0]), None, None, b[3], None)
-                                    for b in dataset_batches(model, x, 0, False, x_only=True, shard=False))
+        total = batch_count(x, steps, "predict", "steps", kind == GENERATOR)
     else:
         x = prepare_inputs(x)
         if len(x) == 0:
             raise ValueError("predict: x is empty")
-        total = (len(x) + bs - 1) // bs if steps is None else min((len(x) + bs - 1) // bs, steps)
-        batches = ((x[b * bs:(b + 1) * bs], None, None, None, None) for b in range(total))
+        total = (len(x) + bs - 1) // bs
+    total = total if steps is None else min(total, steps)
+    batches = EpochIterator(model, x, mode=PREDICT, steps=total, batch_size=bs, kind=kind)
     bar = progress.ProgressBar(total, verbose)
     outs: List[np.ndarray] = []
-    for b, out in enumerate(run_steps(core, core.predict_step, first_batches(batches, total))):
-        outs.append(out)
-        bar.update(b + 1, {})
+    with contextlib.closing(batches.steps_of()) as each:
+        for step in each:
+            outs.append(step.run(core.predict_step))
+            bar.update(step.batch + 1, {})
     if not outs:
         raise ValueError("predict: no data")
     bar.finish({})
@@ -142,8 +143,8 @@ def train_on_batch(model: Any, x: ArrayLike, y: ArrayLike, sample_weight: Any, c
     w = prepare_sample_weight(sample_weight, len(x), "train_on_batch")
     core = model.core
     with ClassWeights(core, table):
-        ls, c, n = core.train_step((x, y, None, None, w))
-    return batch_result(model, ls, c, n, return_dict)
+        step = core.train_step((x, y, None, None, w))
+    return batch_result(model, step, return_dict)
 
 
 def test_on_batch(model: Any, x: ArrayLike, y: ArrayLike, sample_weight: Any, return_dict: bool):
@@ -152,8 +153,7 @@ def test_on_batch(model: Any, x: ArrayLike, y: ArrayLike, sample_weight: Any, re
     follow_device_scope(model)
     x, y = prepare_inputs(x), prepare_targets(model, y)
     w = prepare_sample_weight(sample_weight, len(x), "test_on_batch")
-    ls, c, n = model.core.test_step((x, y, None, None, w))
-    return batch_result(model, ls, c, n, return_dict)
+    return batch_result(model, model.core.test_step((x, y, None, None, w)), return_dict)
 
 
 def predict_on_batch(model: Any, x: ArrayLike) -> np.ndarray:

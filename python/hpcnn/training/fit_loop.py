@@ -1,27 +1,27 @@
-"""``Model.fit``: the epochs, the batch loop (one ``train_step`` core call per batch, which also
-stages the next batch), callbacks, the progress bar, validation, stop signals and the training
-position that checkpoint callbacks save and restore."""
+"""``Model.fit``: the epochs, the batch loop over the EpochIterator's steps (one ``train_step``
+core call per batch, which also stages the next batch), the callbacks through one CallbackList
+(one call per hook), the progress bar, validation, stop signals and the training position that
+checkpoint callbacks save and restore."""
 from __future__ import annotations
 
-import itertools
+import contextlib
 import sys
 import time
 import warnings
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .. import _core, distribute, interrupts, progress, threads, validation
-from ..callbacks import Callback, FitRun, History
+from ..callbacks import Callback, CallbackList, FitRun, History
 from .checks import check_callbacks, check_global_batch, check_unsupported, check_verbose
 from .class_weights import ClassWeights, class_weight_table
 from .compile import follow_device_scope, sync_learning_rate
-from .data_adapters import (Batch, array_batches, batch_count, check_shapes, check_validation_data, dataset_batches,
-                            fetch_batch, is_dataset, is_generator, prepare_arrays)
+from .data_adapters import batch_count, check_shapes, check_validation_data, prepare_arrays
 from . import evaluation
+from .epoch_iterator import ARRAYS, FIT, GENERATOR, EpochIterator, data_kind
 from .evaluation import StopInValidation
-from .metric_sums import Sums, metric_logs, restored_metric_sums, zero_sums
-from .staging import StagedSteps
+from .metric_sums import Sums, add_step, metric_logs, restored_metric_sums, zero_sums
 
 
 # ---------------------------------------------------------------------- training
@@ -105,7 +105,8 @@ def _fit(model: Any, *, x: Any, y: Any, batch_size: Optional[int], epochs: int, 
 
     if x is None:
         raise ValueError("fit: no training data (x)")
-    is_ds = is_dataset(x)
+    kind = data_kind(x)  # asked once: the EpochIterator carries it from here
+    is_ds = kind != ARRAYS
     if is_ds:
         if y is not None:
             raise ValueError("fit: y must be None when x is a dataset (it yields (x, y) batches)")
@@ -118,7 +119,7 @@ def _fit(model: Any, *, x: Any, y: Any, batch_size: Optional[int], epochs: int, 
         if sample_weight is not None:
             raise ValueError("fit: `sample_weight` argument is not supported when x is a dataset or a generator: "
                              "yield (x, y, sample_weight) batches instead")
-        steps = batch_count(x, steps_per_epoch, "fit", "steps_per_epoch")
+        steps = batch_count(x, steps_per_epoch, "fit", "steps_per_epoch", kind == GENERATOR)
     else:
         x, y, sample_weight = prepare_arrays(model, x, y, sample_weight, "fit")
         if validation_split and validation_data is None:
@@ -138,8 +139,10 @@ def _fit(model: Any, *, x: Any, y: Any, batch_size: Optional[int], epochs: int, 
         steps = min(steps, steps_per_epoch)
     if steps == 0:
         raise ValueError("fit: the training data has no batches")
+    history = History()
+    cbs = CallbackList(user_callbacks + [history])
+    restorers = cbs.restorers()
     if strategy is not None:
-        restorers = [cb for cb in user_callbacks if cb.restores_training]
         check_global_batch(strategy, x, batch_size, is_ds, "fit", restorers[0] if restorers else None)
         if strategy.multi_process:  # ranks given other data or lengths would part ways in some later step
             strategy.agree(training_description(x, y, batch_size, is_ds, steps, epochs, initial_epoch))
@@ -147,29 +150,30 @@ def _fit(model: Any, *, x: Any, y: Any, batch_size: Optional[int], epochs: int, 
             seed = strategy.broadcast_int(x.seed)  # every rank follows rank 0's shuffle
             if seed != x.seed:
                 x.set_seed(seed)
-    check_shapes(model, "fit", x, y, "x", "y")
-    if validation_data is not None and is_dataset(validation_data) and not isinstance(validation_data, tuple):
-        check_shapes(model, "fit", validation_data, None, "validation_data", "")
+    check_shapes(model, "fit", x, y, "x", "y", is_ds)
+    # The validation data's kind, asked once: a dataset, or a tuple of arrays.
+    validation_kind = None if validation_data is None else (
+        ARRAYS if isinstance(validation_data, tuple) else data_kind(validation_data))
+    if validation_kind not in (None, ARRAYS):
+        check_shapes(model, "fit", validation_data, None, "validation_data", "", True)
     elif validation_data is not None and isinstance(validation_data, (tuple, list)) and len(validation_data) >= 2:
-        check_shapes(model, "fit", validation_data[0], validation_data[1], "validation_data x", "validation_data y")
-    validation_data = check_validation_data(model, validation_data)
-    if validation_data is not None and is_generator(validation_data[0]) and validation_steps is None:
+        check_shapes(model, "fit", validation_data[0], validation_data[1], "validation_data x", "validation_data y",
+                     data_kind(validation_data[0]) != ARRAYS)
+    validation_data = check_validation_data(model, validation_data, validation_kind not in (None, ARRAYS))
+    if validation_kind == GENERATOR and validation_steps is None:
         raise ValueError("fit: validation_data is a Python generator, which has no length: pass "
                          "validation_steps=... (or give an hpcnn.utils.PyDataset)")
 
-    history = History()
-    cbs: List[Callback] = user_callbacks + [history]
-    restoring = [cb for cb in user_callbacks if cb.restores_training]
-    if len(restoring) > 1:
-        raise ValueError(f"fit: at most one {type(restoring[0]).__name__} callback, got {len(restoring)}")
-    params = {"epochs": epochs, "steps": steps, "verbose": verbose, "batch_size": batch_size}
-    for cb in cbs:
-        cb.set_model(model)
-        cb.set_params(params)
+    if len(restorers) > 1:
+        raise ValueError(f"fit: at most one {type(restorers[0]).__name__} callback, got {len(restorers)}")
+    cbs.set_model(model)
+    cbs.set_params({"epochs": epochs, "steps": steps, "verbose": verbose, "batch_size": batch_size})
     model.stop_training = False
-    run = _Run(model, cbs, history, x, y, is_ds, steps, batch_size, shuffle,
-               epochs, initial_epoch, verbose, validation_data, validation_batch_size, validation_freq, comp)
-    run.sample_weight, run.validation_steps = sample_weight, validation_steps
+    batches = EpochIterator(model, x, y, sample_weight, mode=FIT, steps=steps, batch_size=batch_size,
+                            shuffle=shuffle, kind=kind)
+    run = _Run(model, cbs, history, batches, epochs, initial_epoch, verbose, validation_data,
+               validation_batch_size, validation_freq, comp)
+    run.validation_steps, run.validation_kind = validation_steps, validation_kind
     # SIGTERM, SIGUSR1 and SIGINT stop training at the next batch boundary while fit runs
     # (interrupts.py); the previous handlers are back when fit returns.
     with interrupts.StopRequests() as stop, ClassWeights(core, class_table):
@@ -179,8 +183,7 @@ def _fit(model: Any, *, x: Any, y: Any, batch_size: Optional[int], epochs: int, 
             print(f"Training on {core.device} with {threads.describe()}" if core.device == "cpu"
                   else f"Training on {core.device}", flush=True)
         try:
-            for cb in cbs:
-                cb.on_train_begin({})  # logs passed as Keras does: LambdaCallback functions take them
+            cbs.on_train_begin({})  # logs passed as Keras does: LambdaCallback functions take them
             try:
                 run.train()
             except KeyboardInterrupt:
@@ -190,13 +193,10 @@ def _fit(model: Any, *, x: Any, y: Any, batch_size: Optional[int], epochs: int, 
                 print("\nTraining interrupted (Ctrl-C): the model keeps the weights of the last completed batch; "
                       f"history has {len(history.epoch)} complete epoch(s).", flush=True)
             if not history.interrupted:
-                for cb in cbs:
-                    cb.on_training_complete()
-            for cb in cbs:
-                cb.on_train_end({k: v[-1] for k, v in history.history.items()})  # the last epoch's logs, as Keras
+                cbs.on_training_complete()
+            cbs.on_train_end({k: v[-1] for k, v in history.history.items()})  # the last epoch's logs, as Keras
         finally:  # returned or raised: what restore_training took (a lock) is released
-            for cb in cbs:
-                cb.end_training()
+            cbs.end_training()
     model.history = history
     return history
 
@@ -207,17 +207,17 @@ class _Run:
     carries its running sums (loss, correct, rows seen, seconds), which backups save so that a
     resumed epoch logs what the uninterrupted one would."""
 
-    def __init__(self, model: Any, cbs: List[Callback], history: History, x: Any, y: Any, is_ds: bool, steps: int,
-                 batch_size: Optional[int], shuffle: bool, epochs: int, initial_epoch: int, verbose: int,
-                 validation_data: Any, validation_batch_size: Optional[int], validation_freq: int,
-                 comp: Dict[str, Any]) -> None:
+    def __init__(self, model: Any, cbs: CallbackList, history: History, batches: EpochIterator, epochs: int,
+                 initial_epoch: int, verbose: int, validation_data: Any, validation_batch_size: Optional[int],
+                 validation_freq: int, comp: Dict[str, Any]) -> None:
         self.model, self.core, self.cbs, self.history = model, model.core, cbs, history
-        self.x, self.y, self.is_ds, self.steps, self.batch_size, self.shuffle = x, y, is_ds, steps, batch_size, shuffle
+        self.batches, self.x, self.steps, self.batch_size = batches, batches.x, batches.steps, batches.batch_size
+        is_ds, x, shuffle, steps, batch_size = batches.is_dataset, batches.x, batches.shuffle, self.steps, self.batch_size
         self.epochs, self.initial_epoch, self.verbose = epochs, initial_epoch, verbose
         self.validation_data, self.validation_batch_size = validation_data, validation_batch_size
         self.validation_freq, self.comp = validation_freq, comp
-        self.sample_weight: Optional[np.ndarray] = None
         self.validation_steps: Optional[int] = None
+        self.validation_kind: Optional[str] = None
         strategy = model.distribute_strategy
         # A multi-process run: stop signals and stop_training must end every rank at the same batch.
         self.strategy = strategy if strategy is not None and strategy.multi_process else None
@@ -244,35 +244,27 @@ class _Run:
         """A batch boundary (or an epoch's end): the callbacks that checkpoint the training see the
         position to continue from (a stop signal meanwhile is only recorded)."""
         with self.stop.writing():
-            for cb in self.cbs:
-                cb.on_train_position(position, epoch_end)
+            self.cbs.on_train_position(position, epoch_end)
 
     def stopped(self, position: Dict[str, Any], logs: Dict[str, float]) -> None:
         """A stop signal was seen at `position`: final checkpoints, then the History is marked."""
         name = self.stop.requested or "SIGINT"
-        notes = []
         with self.stop.writing():
-            for cb in self.cbs:
-                note = cb.on_stop_signal(position, logs)
-                if note:
-                    notes.append(note)
+            note = self.cbs.on_stop_signal(position, logs)
         self.history.interrupted, self.history.interrupted_by = True, name
         what = "interrupted (Ctrl-C)" if name == "SIGINT" else f"stopped by {name}"
         where = (f"after batch {position['batch']} of {self.steps} of epoch {position['epoch'] + 1}"
                  if position["batch"] else f"before epoch {position['epoch'] + 1}")
         print(f"\nTraining {what} {where}: the model keeps the weights of the last completed batch; "
-              f"history has {len(self.history.epoch)} complete epoch(s)." + "".join(f" {n}." for n in notes),
+              f"history has {len(self.history.epoch)} complete epoch(s)." + (f" {note}." if note else ""),
               flush=True)
 
     # ------------------------------------------------------------------ the epochs
     def train(self) -> None:
         model, core, cbs = self.model, self.core, self.cbs
         start_epoch, start = self.initial_epoch, None
-        run = FitRun(cbs, self.signature, self.x if self.is_ds else None)
-        for cb in cbs:
-            position = cb.restore_training(run)
-            if position is not None:
-                start = position
+        start = cbs.restore_training(FitRun(cbs.callbacks, self.signature,
+                                            self.x if self.batches.is_dataset else None))
         if start is not None:
             start_epoch = int(start["epoch"])
             model.stop_training = bool(start.get("stop_training", False))
@@ -288,8 +280,7 @@ class _Run:
                 return self.stopped(self.position(epoch, first, sums, seconds_before), {})
             # The bar prints "Epoch e/E" above itself (in Jupyter: inside its one display).
             bar = self.bar = progress.ProgressBar(self.steps, self.verbose, title=f"Epoch {epoch + 1}/{self.epochs}")
-            for cb in cbs:
-                cb.on_epoch_begin(epoch, {})
+            cbs.on_epoch_begin(epoch, {})
             if first and resume_lr is not None:
                 # The epoch began before the backup: a rate its on_epoch_begin set (LearningRateScheduler)
                 # is in the restored rate, and setting it again here would apply the rule twice.
@@ -300,7 +291,7 @@ class _Run:
             done, sums, logs, stop_at, diverged = self.train_batches(epoch, first, sums, t0, seconds_before)
             if stop_at is not None:
                 return self.stopped(stop_at, logs)
-            if done < self.steps and diverged is None and not model.stop_training and is_generator(self.x):
+            if done < self.steps and diverged is None and not model.stop_training and self.batches.is_generator:
                 # As Keras: a generator that ends before steps_per_epoch batches ends training.
                 warnings.warn("fit: Your input ran out of data; interrupting training. Make sure that your dataset or "
                               "generator can generate at least `steps_per_epoch * epochs` batches.", UserWarning,
@@ -316,7 +307,7 @@ class _Run:
                     vres = evaluation.evaluate_loss_metrics(model, vx, vy, self.validation_batch_size or self.batch_size or 32,
                                                  steps=self.validation_steps,
                                                  should_stop=lambda: self.stop.requested is not None,
-                                                 sample_weight=vw)
+                                                 sample_weight=vw, kind=self.validation_kind)
                 except StopInValidation:
                     return self.stopped(self.position(epoch, done, sums, seconds), logs)
                 logs.update({"val_" + k: v for k, v in vres.items()})
@@ -325,8 +316,7 @@ class _Run:
             rate = seen / seconds if seconds > 0 else 0.0
             self.history.record_timing(seconds, rate)
             bar.finish(logs, images_per_second=rate)
-            for cb in cbs:
-                cb.on_epoch_end(epoch, logs)
+            cbs.on_epoch_end(epoch, logs)
             self.reached(self.position(epoch + 1, 0, zero_sums(self.comp), 0.0), epoch_end=True)
             if model.stop_training:
                 break
@@ -349,93 +339,63 @@ class _Run:
         """Batches first.. of the epoch, one core call each. Returns (batches done, sums, last
         logs, the position where a stop signal ended it or None, the non-finite loss of a batch a
         callback stopped training at or None)."""
-        model, core, cbs, steps = self.model, self.core, self.cbs, self.steps
-        loss_sum, correct, seen, msums = sums[0], sums[1], sums[2], list(sums[3])
-        batches: Iterator[Batch] = (
-            dataset_batches(model, self.x, epoch, self.shuffle, first) if self.is_ds
-            else array_batches(model, self.x, self.y, self.batch_size, self.shuffle, epoch, first, self.sample_weight))
-        if is_generator(self.x):
-            # Take no more than the epoch's batches from it: the next epoch continues where this one ends.
-            batches = itertools.islice(batches, max(self.steps - first, 0))
+        model, core, cbs = self.model, self.core, self.cbs
         logs: Dict[str, float] = {}
-        diverged: Optional[float] = None  # the non-finite loss of a batch a callback stopped at
-        steps_in_core = StagedSteps(core)
         b = first
+        if model.stop_training:  # resumed from a backup written after a callback stopped training
+            return b, sums, logs, None, None
+        # One call per batch: train_step(batch b, batch b+1) trains on b and stages b+1, which on a
+        # GPU uploads on the copy stream while b's backward pass still runs. An error of batch b+1
+        # (fetching it, preparing it, or staging it in the core) is raised at that batch's turn,
+        # with its number.
         try:
-            if model.stop_training:  # resumed from a backup written after a callback stopped training
-                return b, (loss_sum, correct, seen, msums), logs, None, None
-            # One call per batch: train_step(batch b, batch b+1) trains on b and stages b+1,
-            # which on a GPU uploads on the copy stream while b's backward pass still runs; the
-            # next call passes None for it. An error of batch b+1 (fetching it, preparing it,
-            # or staging it in the core) is raised at that batch's turn, with its number.
-            it = iter(batches)
-            current = fetch_batch(model, it, self.is_ds)
-            while current is not None:
-                kind, item = current
-                if kind == "next_error":
-                    raise item
-                if b >= steps:
-                    break
-                for cb in cbs:
-                    cb.on_train_batch_begin(b, {})
-                upcoming = fetch_batch(model, it, self.is_ds)
-                nxt = upcoming[1] if b + 1 < steps and upcoming is not None and upcoming[0] == "ok" else None
-                try:
-                    if kind == "prepare_error":
-                        raise item
-                    ls, c, n = steps_in_core.step(core.train_step, item, nxt)
-                except _core.NonFiniteLossError as err:
-                    # The core did not update the weights. As Keras, the callbacks see the
-                    # batch's loss; one that stops training (TerminateOnNaN) ends fit quietly,
-                    # else the error stands.
-                    if not stop_on_non_finite(model, cbs, b, float(err.loss), logs):
+            # Each batch's on_train_batch_begin comes before the next batch is fetched (the loop's `before`).
+            begin = lambda batch: cbs.on_train_batch_begin(batch, {})  # noqa: E731 - logs as Keras passes them
+            with contextlib.closing(self.batches.steps_of(epoch, first, before=begin)) as steps:
+                for step in steps:
+                    b = step.batch
+                    try:
+                        out = step.run(core.train_step)
+                    except _core.NonFiniteLossError as err:
+                        # The core did not update the weights. As Keras, the callbacks see the
+                        # batch's loss; one that stops training (TerminateOnNaN) ends fit quietly,
+                        # else the error stands.
+                        if not stop_on_non_finite(model, cbs, b, float(err.loss), logs):
+                            raise ValueError(f"epoch {epoch + 1}, batch {b + 1}: {err}") from err
+                        return b, sums, logs, None, float(err.loss)
+                    except ValueError as err:
                         raise ValueError(f"epoch {epoch + 1}, batch {b + 1}: {err}") from err
-                    diverged = float(err.loss)
-                    break
-                except ValueError as err:
-                    raise ValueError(f"epoch {epoch + 1}, batch {b + 1}: {err}") from err
-                current = upcoming
-                loss_sum += ls
-                correct += c
-                seen += n
-                if msums:
-                    msums = [a + v for a, v in zip(msums, core.last_metric_sums)]
-                logs = {"loss": loss_sum / seen}
-                logs.update(metric_logs(self.comp, (loss_sum, correct, seen, msums)))
-                self.bar.update(b + 1, logs)
-                for cb in cbs:
-                    cb.on_train_batch_end(b, logs)
-                b += 1
-                # The batch boundary: a checkpoint when one is due, then a stop signal is looked at.
-                here = self.position(epoch, b, (loss_sum, correct, seen, msums),
-                                     seconds_before + time.perf_counter() - t0)
-                self.reached(here, epoch_end=False)
-                if self.strategy is not None:
-                    signal, stopping = self.strategy.any_rank(self.stop.requested is not None, model.stop_training)
-                    if signal:
-                        self.stop.note_elsewhere()
-                    model.stop_training = stopping
-                if self.stop.requested:
-                    return b, (loss_sum, correct, seen, msums), logs, here, None
-                if model.stop_training:
-                    break
+                    sums = add_step(sums, out)
+                    logs = {"loss": sums[0] / sums[2]}
+                    logs.update(metric_logs(self.comp, sums))
+                    self.bar.update(b + 1, logs)
+                    cbs.on_train_batch_end(b, logs)
+                    b += 1
+                    # The batch boundary: a checkpoint when one is due, then a stop signal is looked at.
+                    here = self.position(epoch, b, sums, seconds_before + time.perf_counter() - t0)
+                    self.reached(here, epoch_end=False)
+                    if self.strategy is not None:
+                        signal, stopping = self.strategy.any_rank(self.stop.requested is not None,
+                                                                  model.stop_training)
+                        if signal:
+                            self.stop.note_elsewhere()
+                        model.stop_training = stopping
+                    if self.stop.requested:
+                        return b, sums, logs, here, None
+                    if model.stop_training:
+                        break
         except RuntimeError as err:
             if self.strategy is None or not self.strategy.group.failed:
                 raise
             raise self.peer_failure(epoch, b, err) from err
-        finally:
-            steps_in_core.close()  # a batch left staged when stopping early: release its arrays now
-            if hasattr(batches, "close"):
-                batches.close()  # stops a dataset's producer when we leave early
-        return b, (loss_sum, correct, seen, msums), logs, None, diverged
+        return b, sums, logs, None, None
 
 
-def stop_on_non_finite(model: Any, cbs: Sequence[Callback], batch: int, loss: float,
+def stop_on_non_finite(model: Any, cbs: CallbackList, batch: int, loss: float,
                        logs: Dict[str, float]) -> bool:
     """A batch's loss was NaN or inf (the core kept the weights): its logs, with that loss, go to the
     callbacks' on_train_batch_end as Keras gives them; True when one of them stopped training."""
     batch_logs = dict(logs)
     batch_logs["loss"] = loss
-    for cb in cbs:
-        cb.on_train_batch_end(batch, batch_logs)
+    cbs.on_train_batch_end(batch, batch_logs)
     return bool(model.stop_training)

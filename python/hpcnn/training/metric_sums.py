@@ -25,6 +25,14 @@ def restored_metric_sums(comp: Dict[str, Any], position: Dict[str, Any]) -> List
     return [0.0] * k
 
 
+def add_step(sums: Sums, step: Tuple[float, float, int, List[float]]) -> Sums:
+    """`sums` plus one train/test step's result (loss sum, correct, rows, metric sums): the core
+    returns them together, so a batch costs one call."""
+    loss_sum, correct, rows, metric_sums = step
+    return (sums[0] + loss_sum, sums[1] + correct, sums[2] + rows,
+            [a + v for a, v in zip(sums[3], metric_sums)] if sums[3] else sums[3])
+
+
 def metric_logs(comp: Dict[str, Any], sums: Sums) -> Dict[str, float]:
     """Each compiled metric's mean over the rows seen, under its name (compile's order)."""
     seen = max(sums[2], 1)
@@ -32,10 +40,11 @@ def metric_logs(comp: Dict[str, Any], sums: Sums) -> Dict[str, float]:
             for name, (src, i) in zip(comp.get("metrics", []), comp.get("metric_sources", []))}
 
 
-def batch_result(model: Any, ls: float, c: float, n: int, return_dict: bool):
-    comp = model.compile_settings
-    sums = (ls, c, n, list(model.core.last_metric_sums))
-    return result({"loss": ls / n, **metric_logs(comp, sums)}, return_dict)
+def batch_result(model: Any, step: Tuple[float, float, int, List[float]], return_dict: bool):
+    """What train_on_batch / test_on_batch return for one step's result."""
+    loss_sum, correct, rows, metric_sums = step
+    sums = (loss_sum, correct, rows, list(metric_sums))
+    return result({"loss": loss_sum / rows, **metric_logs(model.compile_settings, sums)}, return_dict)
 
 
 def result(res: Dict[str, float], return_dict: bool):

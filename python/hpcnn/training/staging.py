@@ -1,11 +1,10 @@
 """One core call per batch that also stages the next batch (on a GPU its upload overlaps this
-step's backward pass): the loops of fit, evaluate and predict pass each batch and the one after
-it. The core keeps what it staged: the call given that same batch object takes it (no second
+step's backward pass): the one stepping loop of fit, evaluate and predict (epoch_iterator.py)
+passes each batch and the one after it. The core keeps what it staged: the call given that same batch object takes it (no second
 conversion, no second upload). Python keeps no record of it; a loop left early releases it."""
 from __future__ import annotations
 
-import itertools
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Optional
 
 # Each step call also stages the next batch. Costs nothing measurable on the CPU (the staging work
 # only moves from one call to the one before), so it is always on; the tests switch it off to
@@ -33,25 +32,3 @@ class StagedSteps:
 
     def close(self) -> None:
         self.core.drop_staged()  # releases a staged batch's arrays (nothing when none is staged)
-
-
-def first_batches(batches: Iterator[Batch], total: int) -> Iterator[Batch]:
-    """The first `total` batches; the source (a dataset's producer) is closed when they are taken
-    or the loop is left early."""
-    try:
-        yield from itertools.islice(batches, total)
-    finally:
-        if hasattr(batches, "close"):
-            batches.close()
-
-
-def run_steps(core: Any, call: Callable[[Any, Any], Any], batches: Iterator[Batch]) -> Iterator[Any]:
-    """``call(batch, next)`` over `batches`, one call per batch, each staging the next."""
-    it = iter(batches)
-    current = next(it, None)
-    with StagedSteps(core) as steps:
-        while current is not None:
-            upcoming = next(it, None)
-            out = steps.step(call, current, upcoming)
-            current = upcoming
-            yield out
