@@ -126,25 +126,30 @@ def test_survivors_that_compute_when_the_peer_dies_learn_it_at_once_and_raise_at
         assert re.search(rf"hpcnn: rank {r} \(host [^)]*\) (lost rank 2|stops: .*lost rank 2)", text), text[-3000:]
 
 
-def test_a_loss_reaches_the_ranks_that_are_not_the_lost_ranks_neighbours(tmp_path):
-    # 4 ranks: rank 3's ring neighbours are 2 and 0; rank 1 does not watch it and learns of the loss
-    # only from their failure notice, within the limit as they do, naming the lost rank.
-    proc = run_lost(tmp_path, LIMIT, ranks=4)
+@pytest.mark.parametrize("ranks", [4, 6])
+def test_a_loss_reaches_the_ranks_that_are_not_the_lost_ranks_neighbours(tmp_path, ranks):
+    # The last rank is killed. With 4 ranks, rank 3's ring neighbours are 2 and 0: rank 1 does not
+    # watch it and learns of the loss only from their failure notice. With 6, rank 2 is not even a
+    # neighbour of those that notice (4 and 0): a notice sent only along the ring would not reach it.
+    # Every survivor stops within the limit, as the noticing ones do, naming the lost rank.
+    proc = run_lost(tmp_path, LIMIT, ranks=ranks)
     try:
         text, _ = proc.communicate(timeout=180)
     finally:
         if proc.poll() is None:
-            end_run(proc, tmp_path, ranks=4)
+            end_run(proc, tmp_path, ranks=ranks)
     killed = float((tmp_path / "killed.txt").read_text())
     assert proc.returncode != 0, text[-4000:]
-    for r in (0, 1, 2):
+    lost = ranks - 1
+    for r in range(lost):
         assert (tmp_path / f"lost_rank{r}.npz").exists(), (r, text[-4000:])
         with np.load(tmp_path / f"lost_rank{r}.npz") as f:
             message, caught = str(f["message"]), float(f["time"])
         assert message.startswith("epoch 2, batch 4 of 6 (training step 10): "), message
-        assert re.search(r"lost rank 3 \(host [^)]*, pid \d+\): no heartbeat for", message), (r, message)
+        assert re.search(rf"lost rank {lost} \(host [^)]*, pid \d+\): no heartbeat for", message), (r, message)
         assert LIMIT - 1 <= caught - killed <= LIMIT + 3, (r, caught - killed)
-        assert re.search(rf"hpcnn: rank {r} stopped at epoch 2, batch 4 of 6 \(training step 10\): .*lost rank 3", text)
+        assert re.search(rf"hpcnn: rank {r} stopped at epoch 2, batch 4 of 6 \(training step 10\): .*lost rank {lost}",
+                         text)
     assert "no answer" not in text  # the notice, not the collective timeout
 
 
