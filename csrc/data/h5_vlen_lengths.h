@@ -7,7 +7,8 @@
 // a 100 MB model_config cost over 500 MB before the 64 MiB limit could refuse it. HDF5 1.10 has no
 // call that gives an attribute's string lengths (H5Dvlen_get_buf_size is for datasets), so this
 // asks H5Aread to convert to a private type whose conversion function keeps each descriptor's
-// length field and reads nothing else.
+// length field and reads nothing else; checked once per process on an in-memory attribute of
+// known lengths (where this library gives other values, the shortcut is off).
 #pragma once
 
 #include <hdf5.h>
