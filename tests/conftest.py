@@ -1,4 +1,6 @@
 """Shared pytest fixtures, and one line per reason for the machine's skips."""
+import signal
+
 import pytest
 
 from hpcnn import _core
@@ -52,6 +54,18 @@ def threads():
     before = _core.get_num_threads()
     yield
     _core.set_num_threads(before)
+
+
+@pytest.fixture
+def default_sigint():
+    """Python's own Ctrl-C handler (KeyboardInterrupt) for a test that sends SIGINT, put back as it
+    was after. A background job (`nohup cmd &`, a batch script's `&`) starts Python with SIGINT
+    ignored, and Python then leaves it ignored: a test that assumes Ctrl-C works sets it up. Child
+    processes the test starts get SIGINT's default action too (a caught signal is reset on exec),
+    so a Python child installs its KeyboardInterrupt handler again."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
 
 
 # Skips that say what this machine lacks (no usable GPU, fewer than two) rather than anything about

@@ -17,6 +17,13 @@ Scenarios:
   resume  the same fit, restarted: resumes from the backup and finishes (finished_rank<R>.npz).
   slow    at batch 2, rank 0 takes SLOW_SECONDS more, the others half as long: they first compute (their
           communication threads idle), then wait for rank 0 inside a collective; the run must finish.
+  alone   the fit ends on every rank; the others then leave (their process ends: hpcnn says goodbye),
+          while rank 0 works on alone for ALONE_SECONDS (as a chief saving a model) with its group
+          open, its communication thread watching; it writes finished_rank0.npz with `failed`, what
+          its group says after that time.
+
+With 4 or more ranks the lost rank (the last) has ranks that are not its ring neighbours: they learn
+of the loss only from the notice of a rank that noticed it.
 
 The heartbeat limit comes from HPCNN_DIST_HEARTBEAT (the test sets it small).
 """
@@ -77,7 +84,7 @@ def main() -> None:
             if epoch[0] == 0 and batch == 1:
                 time.sleep(slow if rank == 0 else slow / 2)
         cbs.append(hpcnn.callbacks.LambdaCallback(on_train_batch_end=pause))
-    elif scenario != "resume":
+    elif scenario not in ("resume", "alone"):
         raise SystemExit(f"unknown scenario {scenario}")
     try:
         model.fit(x, y, batch_size=BATCH, epochs=EPOCHS, shuffle=True, verbose=0, callbacks=cbs)
@@ -86,6 +93,11 @@ def main() -> None:
         raise  # uncaught: printed, then hpcnn's exit ends the job
     result = {"weights": np.concatenate([w.ravel() for w in model.get_weights()]),
               "iterations": np.array(model.optimizer.iterations), "time": np.array(time.time())}
+    if scenario == "alone":
+        if rank != 0:
+            return  # leaves normally: the process ends
+        time.sleep(float(os.environ["ALONE_SECONDS"]))
+        result["failed"] = np.array(bool(strategy.group.failed))
     if scenario == "resume":
         rf = backup.resumed_from
         result["resumed_from"] = np.array([-1, -1] if rf is None else [rf["epoch"], rf["batch"]])

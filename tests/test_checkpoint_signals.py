@@ -86,11 +86,14 @@ class Child:
     """A training process whose output lines a thread collects (a paused child prints nothing more,
     so reading must not wait on buffered lines)."""
 
-    def __init__(self, workdir, kind, backup, out, pause=0, model_seed="7", data_seed="11"):
+    def __init__(self, workdir, kind, backup, out, pause=0, model_seed="7", data_seed="11", sigint_ignored=False):
         env = dict(os.environ, HPCNN_NUM_THREADS="2", PYTHONUNBUFFERED="1")  # the same threads in every run
+        # sigint_ignored: started as a background job is (`cmd &` in a batch script, nohup), with SIGINT
+        # ignored from the start.
+        ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
         self.proc = subprocess.Popen([sys.executable, str(workdir / "child.py"), kind, str(workdir), str(backup),
                                       str(out), str(pause), model_seed, data_seed], stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True, env=env)
+                                     stderr=subprocess.STDOUT, text=True, env=env, preexec_fn=ignore)
         self.lines = queue.Queue()
         self.seen = []
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -188,7 +191,7 @@ def test_a_process_stopped_by_a_signal_resumes_exactly_in_the_next_process(workd
 
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGUSR1"])
-def test_sigint_and_sigusr1_from_outside_stop_at_a_batch_boundary(workdir, reference, tmp_path, sig):
+def test_sigint_and_sigusr1_from_outside_stop_at_a_batch_boundary(workdir, reference, tmp_path, sig, default_sigint):
     backup = tmp_path / "backup"
     child = Child(workdir, "arrays", backup, tmp_path / "unused.npz", pause=5)
     child.wait_for_line("paused")
@@ -201,3 +204,18 @@ def test_sigint_and_sigusr1_from_outside_stop_at_a_batch_boundary(workdir, refer
     assert code == 0, text[-3000:]
     for a, b in zip(weights(out), reference["arrays"][0]):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_background_job_ignores_sigint_and_still_stops_on_sigusr1(workdir, tmp_path):
+    """A process started with SIGINT ignored (a batch script's `python train.py &`) keeps it
+    ignored during fit: the SIGINT neither stops training nor raises KeyboardInterrupt, and the
+    SIGUSR1 that follows is the one that stops it at the batch boundary."""
+    child = Child(workdir, "arrays", "none", tmp_path / "unused.npz", pause=5, sigint_ignored=True)
+    child.wait_for_line("paused")
+    child.proc.send_signal(signal.SIGINT)
+    child.proc.send_signal(signal.SIGINT)
+    time.sleep(0.2)  # a SIGINT fit had caught would be recorded by now: the pause would end with it
+    child.proc.send_signal(signal.SIGUSR1)
+    code, text, result = child.finish()
+    assert code == 0 and result["interrupted"] and result["by"] == "SIGUSR1" and result["step"] == 5, text[-3000:]
+    assert "KeyboardInterrupt" not in text and "Ctrl-C" not in text

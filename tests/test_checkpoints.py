@@ -69,7 +69,8 @@ def train(model, x, y=None, backup=None, extra=(), epochs=3, **kw):
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGUSR1, signal.SIGINT])
 @pytest.mark.parametrize("save_freq", ["epoch", 3, False])
 @pytest.mark.parametrize("optimizer", ["adam", "sgd"])
-def test_resume_mid_epoch_with_arrays_is_bitwise_the_uninterrupted_run(tmp_path, signum, save_freq, optimizer):
+def test_resume_mid_epoch_with_arrays_is_bitwise_the_uninterrupted_run(tmp_path, signum, save_freq, optimizer,
+                                                                      default_sigint):
     x, y = data()
     val = (x[:20], y[:20])
     ref = compiled(optimizer)
@@ -293,7 +294,7 @@ def test_keep_the_backup_of_a_completed_training(tmp_path):
     assert len(h3.epoch) == 3 and again.core.step == 15  # more epochs than first planned
 
 
-def test_a_second_signal_during_the_backup_write_is_only_recorded(tmp_path):
+def test_a_second_signal_during_the_backup_write_is_only_recorded(tmp_path, default_sigint):
     """Two SIGINTs and a SIGTERM while a backup is written: the write completes, fit stops at that
     boundary, and the resumed run is still exact."""
     x, y = data()
@@ -318,7 +319,7 @@ def test_a_second_signal_during_the_backup_write_is_only_recorded(tmp_path):
     assert same_weights(second, ref)
 
 
-def test_a_second_ctrl_c_stops_at_once_and_keeps_the_last_backup(tmp_path, capsys):
+def test_a_second_ctrl_c_stops_at_once_and_keeps_the_last_backup(tmp_path, capsys, default_sigint):
     x, y = data()
     m = compiled()
     h = train(m, x, y, BackupAndRestore(tmp_path / "b", save_freq=4), [SignalAt(10, signal.SIGINT, times=2)])
@@ -329,7 +330,7 @@ def test_a_second_ctrl_c_stops_at_once_and_keeps_the_last_backup(tmp_path, capsy
     assert cb.resumed_from == {"epoch": 0, "batch": 8}  # the periodic backup; no final one was written
 
 
-def test_signal_handlers_are_installed_only_during_fit(tmp_path):
+def test_signal_handlers_are_installed_only_during_fit(tmp_path, default_sigint):
     x, y = data(16)
     seen = []
 
@@ -358,17 +359,19 @@ def test_signal_handlers_are_installed_only_during_fit(tmp_path):
             signal.signal(s, h)
 
 
-def test_a_signal_ignored_before_fit_stays_ignored():
-    """SIG_IGN (a background job's SIGINT, nohup) is someone's choice: fit leaves it alone."""
+@pytest.mark.parametrize("signum", [signal.SIGUSR1, signal.SIGINT], ids=["SIGUSR1", "SIGINT"])
+def test_a_signal_ignored_before_fit_stays_ignored(signum):
+    """SIG_IGN (a background job's SIGINT, nohup) is someone's choice: fit leaves it alone, and a
+    SIGINT then neither stops training nor raises KeyboardInterrupt (a second one neither)."""
     x, y = data(40)
-    before = signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    before = signal.signal(signum, signal.SIG_IGN)
     try:
         m = compiled()
-        h = m.fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[SignalAt(3, signal.SIGUSR1)])
+        h = m.fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[SignalAt(3, signum, times=2)])
         assert not h.interrupted and m.core.step == 10
-        assert signal.getsignal(signal.SIGUSR1) == signal.SIG_IGN
+        assert signal.getsignal(signum) == signal.SIG_IGN
     finally:
-        signal.signal(signal.SIGUSR1, before)
+        signal.signal(signum, before)
 
 
 def test_csv_logger_continues_its_file_when_resumed(tmp_path):

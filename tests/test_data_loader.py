@@ -378,7 +378,7 @@ def test_scalar_mean_std(tmp_path):
     np.testing.assert_allclose(xb, (x / 255.0 - 0.5) / 0.25, rtol=1e-5, atol=1e-5)
 
 
-def test_ctrl_c_while_iterating_stops_cleanly(tmp_path):
+def test_ctrl_c_while_iterating_stops_cleanly(tmp_path, default_sigint):
     import subprocess
     import sys
     n = 4000

@@ -30,9 +30,9 @@ KEEP_RUNNING = ("--mca", "orte_abort_on_non_zero_status", "0")
 WORKER = "heartbeat_worker.py"
 
 
-def run_lost(out, heartbeat, scenario="lost", **env):
-    """The `lost` scenario (rank 2 of 3 SIGKILLs itself mid-epoch 2) started in the background."""
-    cmd, env = mpirun_command(scenario, out, ranks=3, dist_timeout=300, worker=WORKER, mpirun_args=KEEP_RUNNING,
+def run_lost(out, heartbeat, scenario="lost", ranks=3, **env):
+    """The `lost` scenario (the last rank SIGKILLs itself mid-epoch 2) started in the background."""
+    cmd, env = mpirun_command(scenario, out, ranks=ranks, dist_timeout=300, worker=WORKER, mpirun_args=KEEP_RUNNING,
                               env={"HPCNN_DIST_HEARTBEAT": str(heartbeat), **env})
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -44,9 +44,9 @@ def wait_for(path, seconds):
         time.sleep(0.05)
 
 
-def end_run(proc, out):
+def end_run(proc, out, ranks=3):
     """Ends a run that hangs: its ranks by their process ids (each wrote one), then mpirun."""
-    for r in range(3):
+    for r in range(ranks):
         pid_file = out / f"pid_rank{r}.txt"
         if pid_file.exists():
             try:
@@ -124,6 +124,44 @@ def test_survivors_that_compute_when_the_peer_dies_learn_it_at_once_and_raise_at
         assert computed_until <= caught <= computed_until + 3, (r, caught - computed_until)
         assert message.startswith("epoch 2, batch 4 of 6 (training step 10): ") and "lost rank 2" in message, message
         assert re.search(rf"hpcnn: rank {r} \(host [^)]*\) (lost rank 2|stops: .*lost rank 2)", text), text[-3000:]
+
+
+@pytest.mark.parametrize("ranks", [4, 6])
+def test_a_loss_reaches_the_ranks_that_are_not_the_lost_ranks_neighbours(tmp_path, ranks):
+    # The last rank is killed. With 4 ranks, rank 3's ring neighbours are 2 and 0: rank 1 does not
+    # watch it and learns of the loss only from their failure notice. With 6, rank 2 is not even a
+    # neighbour of those that notice (4 and 0): a notice sent only along the ring would not reach it.
+    # Every survivor stops within the limit, as the noticing ones do, naming the lost rank.
+    proc = run_lost(tmp_path, LIMIT, ranks=ranks)
+    try:
+        text, _ = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            end_run(proc, tmp_path, ranks=ranks)
+    killed = float((tmp_path / "killed.txt").read_text())
+    assert proc.returncode != 0, text[-4000:]
+    lost = ranks - 1
+    for r in range(lost):
+        assert (tmp_path / f"lost_rank{r}.npz").exists(), (r, text[-4000:])
+        with np.load(tmp_path / f"lost_rank{r}.npz") as f:
+            message, caught = str(f["message"]), float(f["time"])
+        assert message.startswith("epoch 2, batch 4 of 6 (training step 10): "), message
+        assert re.search(rf"lost rank {lost} \(host [^)]*, pid \d+\): no heartbeat for", message), (r, message)
+        assert LIMIT - 1 <= caught - killed <= LIMIT + 3, (r, caught - killed)
+        assert re.search(rf"hpcnn: rank {r} stopped at epoch 2, batch 4 of 6 \(training step 10\): .*lost rank {lost}",
+                         text)
+    assert "no answer" not in text  # the notice, not the collective timeout
+
+
+def test_a_rank_working_alone_after_the_others_left_normally_is_not_lost(tmp_path):
+    # The others' fit ends and their processes leave (each says goodbye to its neighbours); rank 0
+    # works on alone for longer than the limit with its group open: nobody is declared lost.
+    proc = mpirun("alone", tmp_path, ranks=3, worker=WORKER, timeout=120,
+                  env={"HPCNN_DIST_HEARTBEAT": str(LIMIT), "ALONE_SECONDS": str(LIMIT + 4)})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "lost rank" not in proc.stdout + proc.stderr
+    with np.load(tmp_path / "finished_rank0.npz") as f:
+        assert not bool(f["failed"]) and int(f["iterations"]) == 18
 
 
 def test_without_the_heartbeat_the_survivors_would_still_wait(tmp_path):

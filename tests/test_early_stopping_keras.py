@@ -98,6 +98,10 @@ TABLE = [
     ("val_accuracy", {"patience": 1, "mode": "min"}, [0.5, 0.4, 0.45], (3, 2, 1, None)),
     ("val_accuracy", {"patience": 1, "baseline": 0.9, "restore_best_weights": True}, [0.5, 0.6, 0.55, 0.7],
      (3, 2, 1, 1)),
+    # 'max' with a baseline: patience starts again only above it (a baseline compared as in 'min'
+    # mode stops these at epoch 4 and 2).
+    ("accuracy", {"patience": 2, "mode": "max", "baseline": 0.9}, [0.5, 0.6, 0.55, 0.95, 0.9], (3, 2, 1, None)),
+    ("accuracy", {"patience": 2, "mode": "max", "baseline": 0.9}, [0.5, 0.95, 0.93, 0.94, 0.92], (4, 3, 1, None)),
     ("val_loss", {"patience": 2, "verbose": 1, "restore_best_weights": True}, [1.0, 0.5, 0.7, 0.8, 0.9],
      (4, 3, 1, 1)),
 ]

@@ -305,7 +305,50 @@ def test_attribute_bytes_limit_variable_length_strings(tmp_path):
         texts[-1] += "x" * extra
         f.create_group("g").attrs.create("names", texts, dtype=h5py.string_dtype("utf-8"))
     msg = at_limit(tmp_path, fill, 0, 1, "MAX_ATTRIBUTE_BYTES")
-    assert "attribute 'names' of group '/g' holds more than 67108864 bytes of text" in msg
+    assert "attribute 'names' of group '/g' holds 67108865 bytes of text, more than hpcnn reads" in msg
+
+
+# The child measures its peak resident memory (ru_maxrss, KiB on Linux) before and after asking
+# load_model for the file; it prints the increase in MB and the refusal.
+PEAK_CHILD = """
+import resource, sys
+from hpcnn.models import load_model
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    load_model(sys.argv[1])
+    print("LOADED")
+except ValueError as e:
+    print("REFUSED", e)
+print("PEAK_MB", (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024)
+"""
+
+
+@pytest.mark.parametrize("layout", ["one text", "a list of texts"])
+def test_a_100_mb_model_config_is_refused_by_its_stored_size_before_it_is_read(tmp_path, layout):
+    """An .h5 file whose model_config is a 100 MB text (as h5py and Keras write a str: a
+    variable-length string, its bytes in the file's global heap) is refused at the 64 MiB limit by
+    the lengths stored in the attribute, before the text is read: reading it first cost HDF5 about
+    five times the text (525 MB here) before the limit could refuse it."""
+    path = tmp_path / "huge_config.h5"
+    text = '{"class_name": "Sequential", "config": {"name": "' + "a" * 100_000_000 + '"}}'
+    with h5py.File(path, "w") as f:
+        if layout == "one text":
+            f.attrs["model_config"] = text
+        else:
+            f.attrs.create("model_config", [text[:50_000_000], text[50_000_000:]], dtype=h5py.string_dtype())
+    del text
+    try:
+        out = subprocess.run([sys.executable, "-c", PEAK_CHILD, str(path)], capture_output=True, text=True,
+                             timeout=120)
+    finally:
+        path.unlink()
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    refusal = next(line for line in lines if line.startswith("REFUSED"))
+    assert f"'{path}': attribute 'model_config' of the root group holds 100000052 bytes of text" in refusal
+    assert "(hpcnn's limit MAX_ATTRIBUTE_BYTES = 67108864)" in refusal
+    peak_mb = float(next(line for line in lines if line.startswith("PEAK_MB")).split()[1])
+    assert peak_mb < 100, f"refusing the file raised the peak resident memory by {peak_mb:.0f} MB"
 
 
 def test_attributes_per_object_limit(tmp_path):

@@ -210,6 +210,30 @@ def test_a_lane_draws_from_its_own_chunk_group():
     assert {int(r) // block_rows for r in rows_of_lane0} <= groups[0]
 
 
+@pytest.mark.parametrize("rows, block_rows, window_blocks, batch", [
+    (6400, 16, 1, 256), (6400, 16, 2, 1000), (1000, 7, 2, 128), (997, 13, 1, 192)])
+def test_a_block_two_neighbouring_lanes_share_is_in_both_first_or_both_last_windows(rows, block_rows,
+                                                                                      window_blocks, batch):
+    """The promise that lets one process read a shared block once (shuffle_plan.h): even lanes walk
+    their segment forwards, odd ones backwards, so the block lanes 2j and 2j+1 share is in both
+    lanes' last windows, and the one lanes 2j+1 and 2j+2 share in both lanes' first windows: the
+    two lanes need it at about the same batches. Walking every lane forwards (the odd lanes'
+    reversal dropped, found by a mutation run) puts it in one lane's last window and the other's
+    first: held, or read again, for a whole epoch."""
+    for epoch in range(3):
+        _, windows, _, lane_windows = group_plan(rows, block_rows, window_blocks, batch, epoch)
+        lane = [list(range(lane_windows[k], lane_windows[k + 1])) for k in range(64)]
+        shared = 0
+        for k in range(63):
+            common = {b for w in lane[k] for b in windows[w]} & {b for w in lane[k + 1] for b in windows[w]}
+            for b in common:
+                shared += 1
+                where = [[i for i, w in enumerate(lane[j]) if b in windows[w]] for j in (k, k + 1)]
+                expected = [[len(lane[k]) - 1], [len(lane[k + 1]) - 1]] if k % 2 == 0 else [[0], [0]]
+                assert where == expected, (epoch, k, b, where, [len(lane[k]), len(lane[k + 1])])
+        assert shared >= 32, shared  # the cases have blocks that lanes share
+
+
 def test_chunk_group_orders_are_a_function_of_seed_and_epoch():
     a = group_plan(500, 8, 2, 40, 4, seed=11)[0]
     assert np.array_equal(a, group_plan(500, 8, 2, 40, 4, seed=11)[0])

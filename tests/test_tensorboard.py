@@ -6,6 +6,7 @@ history.history, the learning rate and the weights; the tag names against what K
 only the chief writing under MPI. Needs `pip install tensorboard` (the `tensorboard` extra): the
 tests that read event files skip without it, except in CI (HPCNN_EXPECT_TENSORBOARD=1)."""
 import contextlib
+import importlib
 import importlib.util
 import os
 import subprocess
@@ -106,7 +107,9 @@ def steps(events):
 
 # ---------------------------------------------------------------------- import and installation
 def test_import_hpcnn_does_not_import_tensorboard():
-    code = "import hpcnn, sys; print(sorted(m for m in sys.modules if m.split('.')[0] == 'tensorboard'))"
+    # Modules loaded (an entry of None is a name recorded as not importable, not an import).
+    code = ("import hpcnn, sys; print(sorted(m for m, mod in sys.modules.items() "
+            "if mod is not None and m.split('.')[0] == 'tensorboard'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
     assert out.stdout.strip() == "[]"
@@ -454,3 +457,102 @@ def test_only_the_chief_writes_under_mpi(tmp_path):
         assert len(files) == 1, files  # one writer: the chief's
     train, _ = read(tmp_path / "tb" / "train")
     assert steps(train)["epoch_loss"] == [0, 1] and "keras" in train
+
+
+# ---------------------------------------------------------------------- steps, without the package
+class RecordingWriter:
+    """Stands in for tensorboard_events.RunWriter (the same methods) where the callback is given
+    no tensorboard package: records each summary's step by run folder and tag. The callback's
+    steps are checked with it in any environment; the event files' form (with the package) by
+    the tests above, which skip without it."""
+
+    def __init__(self, written, folder):
+        self.tags = written.setdefault(os.path.basename(folder), {})
+
+    def _add(self, tag, step):
+        assert isinstance(step, int), (tag, step)
+        self.tags.setdefault(tag, []).append(step)
+
+    def scalar(self, tag, value, step):
+        self._add(tag, step)
+
+    def histogram(self, tag, values, step):
+        self._add(tag, step)
+
+    def keras_model(self, tag, model_json, step):
+        self._add(tag, step)
+
+    def flush(self):
+        pass
+
+    def close(self):
+        pass
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """{run: {tag: [steps]}} of every TensorBoard callback made in the test, written without the
+    tensorboard package (its import is blocked)."""
+    module = importlib.import_module("hpcnn.callbacks.tensorboard")
+    for name in [m for m in sys.modules if m.split(".")[0] == "tensorboard"] + ["tensorboard"]:
+        monkeypatch.setitem(sys.modules, name, None)
+    written = {}
+    monkeypatch.setattr(module, "load_tensorboard", lambda caller: None)
+    monkeypatch.setattr(module, "RunWriter", lambda tb, folder: RecordingWriter(written, folder))
+    return written
+
+
+def test_steps_as_keras_writes_them_without_the_package(tmp_path, recorded):
+    x, y = data()
+    sequential().fit(x, y, batch_size=BATCH, epochs=EPOCHS, validation_split=0.2, verbose=0,
+                     callbacks=[TensorBoard(tmp_path, histogram_freq=1, update_freq="batch")])
+    assert set(recorded) == set(KERAS_TAGS)
+    for run, expected in KERAS_TAGS.items():
+        got = recorded[run]
+        assert set(got) - set(expected) <= TIMING_TAGS, set(got) - set(expected)
+        assert {t: s for t, s in got.items() if t in expected} == expected
+        assert all(s == list(range(EPOCHS)) for t, s in got.items() if t in TIMING_TAGS)
+
+
+@pytest.mark.parametrize("kwargs, batch_steps, histogram_steps", [
+    ({"update_freq": 3}, [3, 6, 9, 12], []),
+    ({"update_freq": 5, "histogram_freq": 2}, [5, 10], [0, 2]),
+    ({}, None, []),  # update_freq="epoch": no batch summaries
+])
+def test_batch_and_histogram_steps_without_the_package(tmp_path, recorded, kwargs, batch_steps, histogram_steps):
+    x, y = data()
+    sequential().fit(x, y, batch_size=BATCH, epochs=EPOCHS, validation_split=0.2, verbose=0,
+                     callbacks=[TensorBoard(tmp_path, write_steps_per_second=True, **kwargs)])
+    train = recorded["train"]
+    assert train.get("batch_loss") == batch_steps and train.get("batch_steps_per_second") == batch_steps
+    assert train["epoch_loss"] == train["epoch_learning_rate"] == train["epoch_steps_per_second"] == [0, 1, 2]
+    assert train.get("sequential/dense/kernel/histogram", []) == histogram_steps
+    assert recorded["validation"]["evaluation_loss_vs_iterations"] == [4, 8, 12]
+
+
+def test_a_second_fit_and_a_resumed_fit_without_the_package(tmp_path, recorded):
+    """A second fit with the same callback counts batches from 1 again; a fit resumed by
+    BackupAndRestore continues the count, and its epochs keep their numbers."""
+    x, y = data()
+    model = sequential()
+    cb = TensorBoard(tmp_path / "again", update_freq="batch")
+    model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, callbacks=[cb])
+    model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, callbacks=[cb])
+    assert recorded["train"]["batch_loss"] == [1, 2, 3, 4, 5] * 2
+    recorded.clear()
+
+    class Interrupt(hpcnn.callbacks.Callback):  # as a Ctrl-C after the first epoch's backup
+        def on_epoch_begin(self, epoch, logs=None):
+            if epoch == 1:
+                raise KeyboardInterrupt
+
+    backup = str(tmp_path / "backup")
+    model = sequential()
+    model.fit(x, y, batch_size=BATCH, epochs=3, verbose=0,
+              callbacks=[TensorBoard(tmp_path / "resumed", update_freq="batch"),
+                         hpcnn.callbacks.BackupAndRestore(backup), Interrupt()])
+    model.fit(x, y, batch_size=BATCH, epochs=3, verbose=0,
+              callbacks=[TensorBoard(tmp_path / "resumed", update_freq="batch"),
+                         hpcnn.callbacks.BackupAndRestore(backup)])
+    assert recorded["train"]["batch_loss"] == list(range(1, 5 * 3 + 1))  # 5 batches an epoch
+    assert recorded["train"]["epoch_loss"] == [0, 1, 2]

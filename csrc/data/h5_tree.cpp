@@ -8,6 +8,7 @@
 #include <new>
 
 #include "core/errors.h"
+#include "data/h5_vlen_lengths.h"
 #include "data/write_target.h"
 
 namespace hpcnn::data {
@@ -124,6 +125,14 @@ H5Value read_attribute(hid_t attr, const std::string& what) {
       H5Id mem = h5_own(H5Tcopy(H5T_C_S1), H5Tclose, "H5Tcopy");
       h5_check(H5Tset_size(mem.get(), H5T_VARIABLE), "H5Tset_size");
       h5_check(H5Tset_cset(mem.get(), H5Tget_cset(type.get())), "H5Tset_cset");
+      // The stored lengths first: a text past the limit is refused before its bytes are read.
+      if (const auto lengths = vlen_string_lengths(attr, count)) {
+        unsigned long long stored = 0;
+        for (std::uint64_t len : *lengths) stored += len;  // at most 2^20 counts below 2^32: no overflow
+        HPCNN_CHECK_ARG(stored <= static_cast<unsigned long long>(L::kMaxAttributeBytes), what, " holds ", stored,
+                        " bytes of text, more than hpcnn reads in an attribute ",
+                        limit("MAX_ATTRIBUTE_BYTES", L::kMaxAttributeBytes), ": a damaged or hostile file?");
+      }
       std::vector<char*> ptrs(count, nullptr);
       if (count) {
         h5_check(H5Aread(attr, mem.get(), ptrs.data()), cat("cannot read ", what));
