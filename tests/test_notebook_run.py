@@ -25,9 +25,9 @@ def jupyter_or_skip():
     if os.environ.get("HPCNN_EXPECT_JUPYTER") == "1":
         import nbformat
         return nbformat
-    pytest.importorskip("nbclient", reason="running notebooks needs `pip install .[jupyter]`")
-    pytest.importorskip("ipykernel", reason="running notebooks needs `pip install .[jupyter]`")
-    return pytest.importorskip("nbformat", reason="running notebooks needs `pip install .[jupyter]`")
+    pytest.importorskip("nbclient", reason='running notebooks needs `pip install --no-build-isolation ".[jupyter]"`')
+    pytest.importorskip("ipykernel", reason='running notebooks needs `pip install --no-build-isolation ".[jupyter]"`')
+    return pytest.importorskip("nbformat", reason='running notebooks needs `pip install --no-build-isolation ".[jupyter]"`')
 
 
 def tiny_notebook(tmp_path, *code, params="N = 1\nNAME = 'a'", name="tiny.ipynb"):
