@@ -65,12 +65,18 @@ class HDF5Dataset:
     Parameters
     ----------
     path : str
-        The HDF5 file.
-    x, y : str
-        Dataset names (e.g. ``'x_train'``/``'y_train'``, or ``'x_valid'``/``'y_valid'``); ``y=None``
-        for images only (predict). x: uint8 or float32, shape (N,H,W,C), (N,H,W) or (N,F).
-        y: any integer type, shape (N,) or (N,1).
+        The HDF5 file. A bare name that is not in the working directory is looked for in the data
+        directory ($HPCNN_DATA_DIR, default ~/.hpcnn/datasets), where ``hpcnn convert ...
+        --download`` writes; a missing file's FileNotFoundError says where it looked and lists
+        close matches.
+    x : str
+        The images' dataset (e.g. ``'x_train'``, ``'x_valid'``): uint8 or float32, shape (N,H,W,C),
+        (N,H,W) or (N,F).
+    y : str or None
+        The labels' dataset (e.g. ``'y_train'``, ``'y_valid'``): any integer type, shape (N,) or
+        (N,1); None for images only (predict).
     batch_size : int
+        Rows per batch (the last one may be smaller: ``drop_remainder``).
     shuffle : bool, 'rows' or 'chunk_groups'
         A new order every epoch, a pure function of (seed, epoch) and the file:
 
