@@ -227,7 +227,7 @@ def keras_module():
     if os.environ.get("HPCNN_EXPECT_KERAS") == "1":
         import keras  # CI: a missing extra is an error, not a skip
         return keras
-    return pytest.importorskip("keras", reason="the live Keras comparison needs `pip install '.[keras]'`")
+    return pytest.importorskip("keras", reason='the live Keras comparison needs `pip install --no-build-isolation ".[keras]"`')
 
 
 @pytest.mark.parametrize("mode", FILL_MODES)

@@ -28,7 +28,7 @@ def test_stubs_match_the_module(gen):
     problems = gen.differences(gen.generate(), gen.read_stubs())
     assert not problems, (
         "python/hpcnn/_core/*.pyi do not match the installed hpcnn._core:\n  " + "\n  ".join(problems) +
-        f"\nAfter changing csrc/bindings/ and reinstalling (pip install .), regenerate the stubs with:\n"
+        f"\nAfter changing csrc/bindings/ and reinstalling (pip install --no-build-isolation . in the clone), regenerate the stubs with:\n"
         f"  {gen.REGENERATE}")
 
 
@@ -107,4 +107,4 @@ def test_stubs_ship_with_the_installed_package(gen):
     for name, text in stubs.items():
         installed = package / "_core" / name
         assert installed.is_file(), f"{installed} is not installed"
-        assert installed.read_text() == text, f"{installed} differs from this tree's: reinstall (pip install .)"
+        assert installed.read_text() == text, f"{installed} differs from this tree's: reinstall (pip install --no-build-isolation . in the clone)"

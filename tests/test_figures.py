@@ -10,7 +10,7 @@ import pytest
 if os.environ.get("HPCNN_EXPECT_JUPYTER") == "1":
     import matplotlib  # CI installs the `jupyter` extra: a missing matplotlib is an error, not a skip
 else:
-    matplotlib = pytest.importorskip("matplotlib", reason="the figures need matplotlib (`pip install .[plot]`)")
+    matplotlib = pytest.importorskip("matplotlib", reason='the figures need matplotlib (`pip install --no-build-isolation ".[plot]"`)')
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 import matplotlib.text  # noqa: E402

@@ -29,6 +29,7 @@ MAX_LINES = 500
 FLOORS: List[List[str]] = [
     ["_core"],                                                                  # the C++ module
     ["aliases", "errors", "validation", "progress", "interrupts", "suggestions", "config_objects"],
+    ["paths"],                                                                  # where files are looked for
     ["utils", "devices", "threads", "data"],                                    # runtime, data
     ["config", "datasets", "distribute", "losses", "metrics", "optimizers", "regularizers"],
     ["layers"],                                                                 # the symbolic graph at its bottom

@@ -29,7 +29,7 @@ from typing import Dict, Iterator, List
 import pytest
 
 EXPECT_BROWSER = os.environ.get("HPCNN_EXPECT_BROWSER") == "1"
-WHY = "the browser test needs `pip install .[jupyter,browser]` and `apt-get install chromium`"
+WHY = 'the browser test needs `pip install --no-build-isolation ".[jupyter,browser]"` and `apt-get install chromium`'
 
 if EXPECT_BROWSER:
     import ipykernel  # noqa: F401  (CI: a missing extra is an error, not a skip)

@@ -1,6 +1,6 @@
 """hpcnn against real Keras 3 (the jax CPU backend): the tutorial CNN saved by Keras in each of its
 formats loads in hpcnn and predicts the same (<= 1e-5), and the files hpcnn saves load in Keras and
-predict the same. Needs `pip install '.[keras]'` (keras, jax[cpu]); CI installs it and sets
+predict the same. Needs `pip install --no-build-isolation ".[keras]"` (keras, jax[cpu]); CI installs it and sets
 HPCNN_EXPECT_KERAS=1, so there these tests never skip."""
 import json
 import os
@@ -13,7 +13,7 @@ os.environ.setdefault("KERAS_BACKEND", "jax")
 if os.environ.get("HPCNN_EXPECT_KERAS") == "1":
     import keras  # CI: a missing extra is an error, not a skip
 else:
-    keras = pytest.importorskip("keras", reason="the Keras interop tests need `pip install '.[keras]'`")
+    keras = pytest.importorskip("keras", reason='the Keras interop tests need `pip install --no-build-isolation ".[keras]"`')
 
 import hpcnn  # noqa: E402
 import keras_api_models  # noqa: E402

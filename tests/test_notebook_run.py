@@ -25,9 +25,9 @@ def jupyter_or_skip():
     if os.environ.get("HPCNN_EXPECT_JUPYTER") == "1":
         import nbformat
         return nbformat
-    pytest.importorskip("nbclient", reason="running notebooks needs `pip install .[jupyter]`")
-    pytest.importorskip("ipykernel", reason="running notebooks needs `pip install .[jupyter]`")
-    return pytest.importorskip("nbformat", reason="running notebooks needs `pip install .[jupyter]`")
+    pytest.importorskip("nbclient", reason='running notebooks needs `pip install --no-build-isolation ".[jupyter]"`')
+    pytest.importorskip("ipykernel", reason='running notebooks needs `pip install --no-build-isolation ".[jupyter]"`')
+    return pytest.importorskip("nbformat", reason='running notebooks needs `pip install --no-build-isolation ".[jupyter]"`')
 
 
 def tiny_notebook(tmp_path, *code, params="N = 1\nNAME = 'a'", name="tiny.ipynb"):
@@ -77,7 +77,9 @@ def test_other_shipped_notebooks_and_a_path(tmp_path):
 def test_in_a_source_checkout_the_notebooks_are_the_repositorys():
     # This hpcnn runs from python/hpcnn (PYTHONPATH or an editable install): no installed copy.
     if (notebook_files.PACKAGE_DIR / "notebooks").is_dir():
-        pytest.skip("this hpcnn is installed with its notebooks")
+        pytest.skip("needs hpcnn imported from the source tree (PYTHONPATH or an editable install); this one "
+                    "was installed with its own copy of the notebooks (test_an_installed_hpcnn_prefers_its_own_"
+                    "notebooks covers that)")
     assert notebook_files.notebooks_dir() == ROOT / "notebooks"
     assert [p.name for p in notebook_files.shipped()] == sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
 

@@ -24,9 +24,9 @@ if os.environ.get("HPCNN_EXPECT_JUPYTER") == "1":
     import nbclient  # noqa: F401  (CI: a missing extra is an error, not a skip)
     import nbformat
 else:
-    nbclient = pytest.importorskip("nbclient", reason="the notebook tests need `pip install .[jupyter]`")
-    nbformat = pytest.importorskip("nbformat", reason="the notebook tests need `pip install .[jupyter]`")
-    pytest.importorskip("ipykernel", reason="the notebook tests need `pip install .[jupyter]`")
+    nbclient = pytest.importorskip("nbclient", reason='the notebook tests need `pip install --no-build-isolation ".[jupyter]"`')
+    nbformat = pytest.importorskip("nbformat", reason='the notebook tests need `pip install --no-build-isolation ".[jupyter]"`')
+    pytest.importorskip("ipykernel", reason='the notebook tests need `pip install --no-build-isolation ".[jupyter]"`')
 
 
 @pytest.fixture

@@ -85,7 +85,7 @@ def cache_values(build):
 
 def pybind11_dir(tmp_path):
     """pybind11's CMake folder; where pybind11 is only a build requirement (CI's Python after
-    `pip install .`), a stand-in that declares its header target: nothing is compiled here."""
+    `pip install --no-build-isolation .`), a stand-in that declares its header target: nothing is compiled here."""
     try:
         import pybind11
         return pybind11.get_cmake_dir()

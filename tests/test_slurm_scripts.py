@@ -332,7 +332,7 @@ def jupyter_or_skip():
         import importlib.util
         for package in ("nbclient", "nbformat", "ipykernel"):
             if importlib.util.find_spec(package) is None:
-                pytest.skip("slurm/notebook.sbatch needs `pip install .[jupyter]`")
+                pytest.skip('slurm/notebook.sbatch needs `pip install --no-build-isolation ".[jupyter]"`')
 
 
 def test_notebook_script_runs_notebook_01_quick_and_keeps_it_beside_its_files(tmp_path):

@@ -375,7 +375,7 @@ def test_recorded_tags_match_keras_live(tmp_path):
     if os.environ.get("HPCNN_EXPECT_KERAS") == "1":
         import keras
     else:
-        keras = pytest.importorskip("keras", reason="the live Keras comparison needs `pip install '.[keras]'`")
+        keras = pytest.importorskip("keras", reason='the live Keras comparison needs `pip install --no-build-isolation ".[keras]"`')
     x, y = data()
     keras.backend.clear_session()  # Keras' layer names count per session: conv2d, not conv2d_3
     keras.utils.set_random_seed(0)

@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterator, Optional, Tuple, Union
 
 import numpy as np
 
-from . import _core, validation
+from . import _core, paths, validation
 
 __all__ = ["HDF5Dataset", "write_hdf5", "read_dataset", "dataset_info", "DEFAULT_MEMORY_BUDGET", "SHUFFLE_MODES"]
 
@@ -49,11 +49,14 @@ def _scale_shift(scale):
         raise ValueError(f"scale must be a number or a (mean, std) pair, got {scale!r}") from None
 
 
-def _check_path(path) -> str:
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"HDF5 file not found: '{path}'")
-    return path
+def _check_path(path, caller: str) -> str:
+    """The file to open: `path`, or for a bare name not in the working directory, that name in the
+    data directory (where `hpcnn convert ... --download` writes), as ``datasets.*.load_data`` finds
+    its files. A MissingFile (FileNotFoundError) saying where it looked and what is close, else."""
+    found = paths.resolve_data_file(path)
+    if not os.path.exists(found):
+        raise paths.missing_file(caller, found, data_too=True)
+    return found
 
 
 class HDF5Dataset:
@@ -62,12 +65,18 @@ class HDF5Dataset:
     Parameters
     ----------
     path : str
-        The HDF5 file.
-    x, y : str
-        Dataset names (e.g. ``'x_train'``/``'y_train'``, or ``'x_valid'``/``'y_valid'``); ``y=None``
-        for images only (predict). x: uint8 or float32, shape (N,H,W,C), (N,H,W) or (N,F).
-        y: any integer type, shape (N,) or (N,1).
+        The HDF5 file. A bare name that is not in the working directory is looked for in the data
+        directory ($HPCNN_DATA_DIR, default ~/.hpcnn/datasets), where ``hpcnn convert ...
+        --download`` writes; a missing file's FileNotFoundError says where it looked and lists
+        close matches.
+    x : str
+        The images' dataset (e.g. ``'x_train'``, ``'x_valid'``): uint8 or float32, shape (N,H,W,C),
+        (N,H,W) or (N,F).
+    y : str or None
+        The labels' dataset (e.g. ``'y_train'``, ``'y_valid'``): any integer type, shape (N,) or
+        (N,1); None for images only (predict).
     batch_size : int
+        Rows per batch (the last one may be smaller: ``drop_remainder``).
     shuffle : bool, 'rows' or 'chunk_groups'
         A new order every epoch, a pure function of (seed, epoch) and the file:
 
@@ -115,7 +124,7 @@ class HDF5Dataset:
                  shuffle: Union[bool, str] = True, seed: Optional[int] = None, scale: Union[float, Tuple, str, None] = "auto",
                  one_hot: Optional[int] = None, num_classes: Optional[int] = None, drop_remainder: bool = False,
                  cache: str = "auto", memory_budget: int = DEFAULT_MEMORY_BUDGET, prefetch: int = 4):
-        path = _check_path(path)
+        path = _check_path(path, "HDF5Dataset")
         where = "HDF5Dataset"
         if not isinstance(x, str) or not x:
             raise ValueError(f"{where}: x must be the name of a dataset in the file, got {x!r}")
@@ -364,9 +373,9 @@ def read_dataset(path, name: str) -> np.ndarray:
 
     Read with hpcnn's reader (parallel inflate); meant for datasets that fit in memory.
     """
-    return _C.read_dataset(_check_path(path), name)
+    return _C.read_dataset(_check_path(path, "read_dataset"), name)
 
 
 def dataset_info(path, name: str) -> dict:
     """Shape, dtype, chunks, compression and rows of one dataset (read with the C API)."""
-    return dict(_C.dataset_info(_check_path(path), name))
+    return dict(_C.dataset_info(_check_path(path, "dataset_info"), name))

@@ -62,14 +62,21 @@ _IMPLEMENTATIONS = ("auto", "host", "mpi", "nccl")
 class CommunicationOptions:
     """How replicas sum their gradients (``tf.distribute.experimental.CommunicationOptions``).
 
-    bytes_per_pack: gradient bucket size in bytes (None: 2 MiB; 0: one bucket for the whole
-    model, no overlap with the backward pass). timeout_seconds: how long any collective may wait
-    before it is an error (None: ``HPCNN_DIST_TIMEOUT`` or 600). implementation: 'auto' (NCCL for
-    GPUs when built, MPI between CPU processes, threads within one), 'host', 'mpi' or 'nccl'.
-    heartbeat_seconds (MultiWorkerMirroredStrategy): a rank whose heartbeat has been silent that
-    long is lost, and every other rank stops (None: ``HPCNN_DIST_HEARTBEAT`` or 30; 0: no heartbeat,
-    a killed rank is then noticed after timeout_seconds only). It bounds no step: a slow step
-    still beats."""
+    Parameters
+    ----------
+    bytes_per_pack : int or None
+        Gradient bucket size in bytes (None: 2 MiB; 0: one bucket for the whole model, no overlap
+        with the backward pass).
+    timeout_seconds : float or None
+        How long any collective may wait before it is an error (None: ``HPCNN_DIST_TIMEOUT`` or 600).
+    implementation : str
+        'auto' (NCCL for GPUs when built, MPI between CPU processes, threads within one), 'host',
+        'mpi' or 'nccl'.
+    heartbeat_seconds : float or None
+        MultiWorkerMirroredStrategy: a rank whose heartbeat has been silent that long is lost, and
+        every other rank stops (None: ``HPCNN_DIST_HEARTBEAT`` or 30; 0: no heartbeat, a killed rank
+        is then noticed after timeout_seconds only). It bounds no step: a slow step still beats.
+    """
 
     def __init__(self, bytes_per_pack: Optional[int] = None, timeout_seconds: Optional[float] = None,
                  implementation: str = "auto", heartbeat_seconds: Optional[float] = None) -> None:
@@ -306,13 +313,20 @@ def _short(value: Any) -> str:
 
 
 class MirroredStrategy(Strategy):
-    """Replicas on the devices of this process (TensorFlow's ``MirroredStrategy``).
+    """Replicas on the devices of this process (TensorFlow's ``MirroredStrategy``). GPUs are
+    summed with NCCL (one communicator per GPU, connected when the strategy is made) when this
+    build has it. Works in Jupyter: no launcher needed.
 
-    devices: None for one replica per visible GPU (``CUDA_VISIBLE_DEVICES``, what Slurm's
-    ``--gres`` grants), or one CPU replica where no GPU is usable (as TensorFlow does); or a list
-    such as ``["gpu:0", "gpu:1"]`` or ``["cpu", "cpu"]`` (CPU replicas share the machine's cores and
-    are summed by the host transport: for tests, and machines without GPUs). GPUs are summed with
-    NCCL (one communicator per GPU, connected when the strategy is made) when this build has it. Works in Jupyter: no launcher needed."""
+    Parameters
+    ----------
+    devices : list of str or None
+        None for one replica per visible GPU (``CUDA_VISIBLE_DEVICES``, what Slurm's ``--gres``
+        grants), or one CPU replica where no GPU is usable (as TensorFlow does); or a list such as
+        ``["gpu:0", "gpu:1"]`` or ``["cpu", "cpu"]`` (CPU replicas share the machine's cores and are
+        summed by the host transport: for tests, and machines without GPUs).
+    communication_options : CommunicationOptions or None
+        How the replicas sum their gradients (default: ``CommunicationOptions()``).
+    """
 
     def __init__(self, devices: Optional[Sequence[str]] = None,
                  communication_options: Optional[CommunicationOptions] = None) -> None:

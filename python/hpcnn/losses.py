@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, Optional, Union
 
 import numpy as np
 
-from . import validation
+from . import suggestions, validation
 
 EPSILON = 1e-7  # keras.config.epsilon(): binary cross-entropy clips probabilities to [eps, 1 - eps]
 # ... in float32, as Keras computes: 1 - 1e-7 is 1 - 2**-23 there.
@@ -238,7 +238,8 @@ def get(identifier: LossLike) -> Loss:
         return identifier()
     known = ", ".join(repr(k) for k in ("categorical_crossentropy", "sparse_categorical_crossentropy",
                                         "binary_crossentropy", "mse", "mae"))
-    raise ValueError(f"unknown loss {identifier!r}: use one of {known} (or hpcnn.losses objects such as "
+    hint = suggestions.did_you_mean(identifier, _BY_NAME)
+    raise ValueError(f"unknown loss {identifier!r}{hint}: use one of {known} (or hpcnn.losses objects such as "
                      "CategoricalCrossentropy(label_smoothing=0.1)); custom loss functions are not supported: "
                      "the loss runs in the C++ core")
 

@@ -15,7 +15,7 @@ The functions compute per-sample values with NumPy (float64), as Keras' function
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -273,8 +273,43 @@ def deserialize(config: Any) -> Any:
     return CLASSES[config["class_name"]].from_config(dict(config.get("config") or {}))
 
 
+# ---------------------------------------------------------------------- chance level
+#: The one-sided z of the chance bound: an accuracy at or below p + Z * sqrt(p (1 - p) / n) is
+#: what guessing reaches in about 97.5 % of evaluations on n samples (normal approximation of the
+#: binomial; p = 1 / classes).
+CHANCE_Z = 1.96
+
+
+def chance_bound(num_classes: int, num_samples: int) -> Tuple[float, float]:
+    """(chance, bound): the accuracy of a uniform guess, 1 / num_classes (2 classes for a one-unit
+    binary output), and the highest accuracy a guess reaches on `num_samples` samples within the
+    binomial's 95 % two-sided interval (CHANCE_Z standard errors above chance)."""
+    k = validation.integer(num_classes, "num_classes", "chance_bound", minimum=1)
+    n = validation.integer(num_samples, "num_samples", "chance_bound", minimum=1, maximum=None)
+    k = max(k, 2)
+    p = 1.0 / k
+    return p, p + CHANCE_Z * float(np.sqrt(p * (1.0 - p) / n))
+
+
+def within_chance(accuracy: float, num_classes: int, num_samples: int) -> bool:
+    """Whether `accuracy` on `num_samples` samples is no better than guessing among `num_classes`
+    balanced classes: at or below ``chance_bound``'s bound. With unbalanced classes, always
+    answering the commonest class scores its share: compare with that as well."""
+    return float(accuracy) <= chance_bound(num_classes, num_samples)[1]
+
+
+def chance_note(accuracy: float, num_classes: int, num_samples: int) -> str:
+    """'' when `accuracy` is above chance; else the words that say so, e.g. 'chance level: 10
+    classes give 0.10 by guessing (up to 0.12 on 1,000 samples); the model has not learned yet'."""
+    if not within_chance(accuracy, num_classes, num_samples):
+        return ""
+    p, bound = chance_bound(num_classes, num_samples)
+    return (f"chance level: {max(int(num_classes), 2)} classes give {p:.2f} by guessing (up to {bound:.2f} on "
+            f"{int(num_samples):,} samples); the model has not learned yet")
+
+
 __all__ = ["Metric", "CategoricalAccuracy", "SparseCategoricalAccuracy", "BinaryAccuracy", "TopKCategoricalAccuracy",
            "SparseTopKCategoricalAccuracy", "MeanSquaredError", "MeanAbsoluteError", "categorical_accuracy",
            "sparse_categorical_accuracy", "binary_accuracy", "top_k_categorical_accuracy",
            "sparse_top_k_categorical_accuracy", "mean_squared_error", "mean_absolute_error", "mse", "mae", "get",
-           "resolve", "serialize", "deserialize", "CLASSES"]
+           "resolve", "serialize", "deserialize", "CLASSES", "CHANCE_Z", "chance_bound", "within_chance", "chance_note"]

@@ -45,7 +45,8 @@ def _plt():
         import matplotlib.pyplot as plt
         return plt
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("plots need matplotlib: pip install matplotlib (or `pip install hpcnn[plot]`)") from e
+        raise ImportError("plots need matplotlib: pip install matplotlib (or, in the hpcnn clone, "
+                          "pip install --no-build-isolation \".[plot]\")") from e
 
 
 def _save(fig: Any, path: Optional[str]) -> None:
@@ -170,10 +171,15 @@ def _plain_figure(width: float, height: float, synthetic: bool, title_lines: int
 
 
 def history(hist: Any, path: Optional[str] = None, label: str = "", compare: Optional[Mapping[str, Any]] = None,
-            device: str = "", data: str = "", synthetic: bool = False):
+            device: str = "", data: str = "", synthetic: bool = False, num_classes: Optional[int] = None):
     """Loss and accuracy per epoch, training (solid) and validation (dashed). ``label`` names the
     run (e.g. 'CPU'); ``compare`` maps labels to more histories (e.g. {'GPU': gpu_history}) drawn
-    on the same axes. A History or its ``.history`` dict; a None in ``compare`` is left out."""
+    on the same axes. A History or its ``.history`` dict; a None in ``compare`` is left out.
+
+    Both axes start at 0 and the accuracy axis ends at 1, so that noise in a run that learns
+    nothing (a loss between 2.3025 and 2.3040) is drawn flat, not as a steep drop. With
+    ``num_classes`` the accuracy of guessing, 1 / num_classes, is a dashed grey line named
+    "chance" in the legend."""
     runs: Dict[str, Any] = {label: hist}
     runs.update({k: v for k, v in (compare or {}).items() if v is not None})
     if len(runs) > 1 and not label:
@@ -191,6 +197,14 @@ def history(hist: Any, path: Optional[str] = None, label: str = "", compare: Opt
                     ax.plot(range(1, len(hh[f"val_{key}"]) + 1), hh[f"val_{key}"], "o--", color=line.get_color(),
                             label=f"{pre}validation")
     epochs = max([len(getattr(h, "history", h).get("loss", [])) for h in runs.values()] + [1])
+    losses = [v for h in runs.values() for key in ("loss", "val_loss")
+              for v in getattr(h, "history", h).get(key, []) if v is not None and np.isfinite(v)]
+    axes[0].set_ylim(0, max(losses) * 1.08 if losses and max(losses) > 0 else 1.0)
+    axes[1].set_ylim(0, 1.0)
+    if num_classes:
+        chance = 1.0 / max(int(num_classes), 2)
+        axes[1].axhline(chance, linestyle="--", linewidth=1.2, color="grey", gid="chance-level",
+                        label=f"chance (1/{max(int(num_classes), 2)} = {chance:.2f})")
     for ax, name in zip(axes, ("Loss", "Accuracy")):
         ax.set_title(name)
         # Whole epochs: every one up to ten (MaxNLocator gives 0.5, 0.6, ... for a run of one or two).

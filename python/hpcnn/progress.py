@@ -160,12 +160,14 @@ class ProgressBar:
         self._last_draw = now
         self.live.show(self._text(self._bar_line(done, logs)))
 
-    def finish(self, logs: Dict[str, float], images_per_second: Optional[float] = None) -> None:
-        """The complete bar with the epoch's logs (and fit's training speed, which is not a log)."""
+    def finish(self, logs: Dict[str, float], images_per_second: Optional[float] = None, note: str = "") -> None:
+        """The complete bar with the epoch's logs (and fit's training speed, which is not a log),
+        then `note` when given (evaluate: 'chance level: ...')."""
+        tail = f" - {note}" if note else ""
         if self.verbose == 1 and self.live.kind != FILE:
-            self.live.close(self._text(self._bar_line(self.total, logs, images_per_second)))
+            self.live.close(self._text(self._bar_line(self.total, logs, images_per_second) + tail))
         elif self.verbose:
             elapsed = time.perf_counter() - self.start
             self.stream.write(f"{self.total}/{self.total} - {_fmt_time(elapsed)} - "
-                              f"{format_logs(logs, images_per_second)}\n")
+                              f"{format_logs(logs, images_per_second)}{tail}\n")
             self.stream.flush()

@@ -165,7 +165,9 @@ def run(a, stop) -> int:
     print("\n=== Timings ===")
     for dev, r in runs.items():
         ips = r["history"].images_per_second
-        print(f"{dev}: {r['seconds']:.1f} s for {len(ips)} epochs; {np.median(ips):,.0f} img/s (median epoch)")
+        per = "median epoch" if len(ips) > 1 else "the epoch"
+        print(f"{dev}: {r['seconds']:.1f} s for {len(ips)} epoch{'s' if len(ips) != 1 else ''}; "
+              f"{np.median(ips):,.0f} img/s ({per})")
     if "cpu" in runs and "gpu" in runs:
         print(f"GPU speed-up: {runs['cpu']['seconds'] / runs['gpu']['seconds']:.1f}x")
 
@@ -183,6 +185,9 @@ def run(a, stop) -> int:
         score = m.evaluate(xf, yc, verbose=0, batch_size=a.batch_size)
         print("Test cross-entropy loss: %0.5f" % score[0])
         print("Test accuracy: %0.2f" % score[1])
+        chance = hpcnn.metrics.chance_note(score[1], 10, len(xv))
+        if chance:
+            print(f"  {chance} (more epochs, the default is 10, or more data: --train-rows)")
         y_pred = m.predict_classes(xf, batch_size=a.batch_size)
         summary["test_loss"], summary["test_accuracy"] = score
         try:
@@ -191,7 +196,8 @@ def run(a, stop) -> int:
             described = f"{data_name}, {len(xv):,} validation images"
             plot.history(last["history"], os.path.join(a.out, "curves.png"), label=last_device,
                          compare={d.upper(): r["history"] for d, r in runs.items() if r is not last} or None,
-                         device=" and ".join(d.upper() for d in runs), data=data_name, synthetic=a.synthetic)
+                         device=" and ".join(d.upper() for d in runs), data=data_name, synthetic=a.synthetic,
+                         num_classes=10)
             plot.predictions(xv, np.asarray(yv).ravel(), y_pred, CLASS_NAMES, os.path.join(a.out, "predictions.png"),
                              device=last_device, data=described, synthetic=a.synthetic)
             print(f"Plots: {a.out}/curves.png, {a.out}/predictions.png")

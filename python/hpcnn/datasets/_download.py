@@ -11,16 +11,7 @@ from typing import Optional
 
 from .. import progress as _progress
 from .. import suggestions
-
-
-def data_dir() -> str:
-    """Where datasets are looked for, downloaded and converted: $HPCNN_DATA_DIR (also accepted:
-    $HPCNN_DATA), else ~/.hpcnn/datasets. On clusters, point it at project or scratch space: home
-    quotas are small and CIFAR-10 takes about 0.35 GB (archive + HDF5 file)."""
-    for var in ("HPCNN_DATA_DIR", "HPCNN_DATA"):
-        if os.environ.get(var):
-            return os.path.expanduser(os.environ[var])
-    return os.path.join(os.path.expanduser("~"), ".hpcnn", "datasets")
+from ..paths import data_dir  # one definition: HDF5Dataset looks for bare names there too
 
 
 def source_url(dataset_var: str, default: str) -> str:

@@ -40,9 +40,14 @@ def fetch(directory: Optional[str] = None) -> str:
 def load_data(path: Optional[str] = None, download_if_missing: bool = True):
     """(x_train, y_train), (x_valid, y_valid) as Keras returns them.
 
-    path: the python or binary tarball, an extracted folder, or an HDF5 file in the tutorial
-    layout. None: from the data dir ($HPCNN_DATA_DIR, default ~/.hpcnn/datasets): the tarball,
-    else the tutorial HDF5 file there, else the tarball downloaded there (MD5-checked).
+    Parameters
+    ----------
+    path : str or None
+        The python or binary tarball, an extracted folder, or an HDF5 file in the tutorial
+        layout. None: from the data dir ($HPCNN_DATA_DIR, default ~/.hpcnn/datasets): the tarball,
+        else the tutorial HDF5 file there, else the tarball downloaded there (MD5-checked).
+    download_if_missing : bool
+        False: a FileNotFoundError instead of a download when nothing is found.
     """
     if path is None:
         archive = os.path.join(data_dir(), ARCHIVE)

@@ -78,8 +78,13 @@ def fetch(directory: Optional[str] = None) -> str:
 def load_data(path: Optional[str] = None, download_if_missing: bool = True):
     """(x_train, y_train), (x_valid, y_valid) as Keras returns them.
 
-    path: a folder with the four IDX files (.gz or not), Keras' mnist.npz, or an HDF5 file in the
-    tutorial layout. None: <data_dir>/mnist, downloaded (MD5-checked) if missing.
+    Parameters
+    ----------
+    path : str or None
+        A folder with the four IDX files (.gz or not), Keras' mnist.npz, or an HDF5 file in the
+        tutorial layout. None: <data_dir>/mnist, downloaded (MD5-checked) if missing.
+    download_if_missing : bool
+        False: a FileNotFoundError instead of a download when nothing is found.
     """
     return load_idx(path, "MNIST", SUBDIR, "MNIST", BASE_URL, MD5, LOCAL_DIRS, "mnist", download_if_missing)
 

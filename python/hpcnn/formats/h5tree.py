@@ -8,7 +8,6 @@ checked against the listing before a byte of it is read: ``read_floats`` for wei
 optimizer state (Keras' layouts and hpcnn's own), ``read_array`` for anything else."""
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from typing import Any, Dict, List, Optional, Tuple
@@ -17,6 +16,7 @@ import numpy as np
 
 from .. import _core
 from ..errors import FileProblem, WeightsMismatch
+from ..paths import missing_file
 from .h5_limits import MAX_OBJECTS  # the reader's limits (a hostile file is refused, not walked)
 #: Bounds on what is read: a JSON config or description, and the inflated size per stored byte (of a
 #: .keras archive's members, and of an HDF5 dataset against the file that holds it).
@@ -36,7 +36,7 @@ def file_kind(path: str, caller: str) -> str:
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise FileNotFoundError(errno.ENOENT, f"{caller}: no such file", path) from None
+        raise missing_file(caller, path) from None
     except OSError as e:
         raise ValueError(f"{caller}: '{path}' cannot be read ({e.strerror})") from None
     if stat.S_ISDIR(st.st_mode):

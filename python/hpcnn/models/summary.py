@@ -75,5 +75,15 @@ def print_summary(model: Any, print_fn: Any = print, line_length: Optional[int] 
         where = f"{dev} ({name}" + (f", TF32 {'on' if tf32() else 'off'}" if tf32 else "") + ")"
     print_fn(f"Device: {where}")
     if model.compile_settings:
-        print_fn(f"Optimizer: {model.optimizer!r}; loss: {model.compile_settings['loss']}")
+        print_fn(f"Optimizer: {model.optimizer!r}; loss: {loss_text(model.compile_settings)}")
     print_fn(sep)
+
+
+def loss_text(settings) -> str:
+    """The compiled loss with the settings that change what it computes: 'categorical_crossentropy
+    (from_logits=True, label_smoothing=0.1)'. Without from_logits the reader of a summary cannot tell
+    whether the model's last layer is meant to output probabilities or logits."""
+    given = [f"from_logits={bool(settings.get('from_logits'))}"] if settings.get("from_logits") else []
+    if settings.get("label_smoothing"):
+        given.append(f"label_smoothing={settings['label_smoothing']:g}")
+    return settings["loss"] + (f" ({', '.join(given)})" if given else "")

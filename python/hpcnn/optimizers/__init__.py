@@ -20,7 +20,7 @@ import re
 import weakref
 from typing import Any, Dict, List, Optional, Sequence, Union
 
-from .. import _core, validation
+from .. import _core, suggestions, validation
 from . import schedules
 from .schedules import LearningRateSchedule
 
@@ -332,7 +332,10 @@ def get(identifier: Union[str, Dict[str, Any], Optimizer]) -> Optimizer:
         cls = REGISTRY.get(identifier["class_name"])
         if cls is not None:
             return cls.from_config(identifier.get("config", {}))
-    raise ValueError(f"unknown optimizer {identifier!r:.200}: use 'rmsprop', 'adam', 'adamw', 'sgd' or an instance "
+    hint = suggestions.did_you_mean(identifier if isinstance(identifier, str) else
+                                    identifier.get("class_name") if isinstance(identifier, dict) else None,
+                                    list(_BY_STRING) + list(REGISTRY))
+    raise ValueError(f"unknown optimizer {identifier!r:.200}{hint}: use 'rmsprop', 'adam', 'adamw', 'sgd' or an instance "
                      "of hpcnn.optimizers.RMSprop, Adam, AdamW, SGD")
 
 

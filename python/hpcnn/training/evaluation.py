@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from .. import progress, validation
+from .. import metrics, progress, validation
 from .data_adapters import ArrayLike
 from .checks import check_callbacks, check_unsupported, check_verbose
 from .class_weights import ClassWeights, class_weight_table
@@ -20,14 +20,31 @@ from .metric_sums import add_step, batch_result, metric_logs, result, zero_sums
 class StopInValidation(Exception):
     """A stop signal arrived while fit validated: the epoch ends there (its training is done)."""
 
+
+#: The accuracy logs whose value can be compared with chance (one class per sample).
+ACCURACY_NAMES = ("accuracy", "acc", "categorical_accuracy", "sparse_categorical_accuracy", "binary_accuracy")
+
+
+def chance_summary(model: Any, logs: Dict[str, float], samples: int) -> str:
+    """evaluate's words when its accuracy is no better than guessing (metrics.chance_note), for a
+    model with one class per sample ((batch, classes) outputs); '' otherwise."""
+    shape = getattr(model, "output_shape", None)
+    if not isinstance(shape, tuple) or len(shape) != 2 or not shape[1]:
+        return ""
+    for name in ACCURACY_NAMES:
+        if name in logs:
+            return metrics.chance_note(logs[name], shape[1], samples)
+    return ""
+
 def evaluate_loss_metrics(model: Any, x: Any, y: Any, batch_size: int,
                           verbose: int = 0, steps: Optional[int] = None,
                           should_stop: Optional[Any] = None, sample_weight: Optional[np.ndarray] = None,
-                          kind: Optional[str] = None) -> Dict[str, float]:
+                          kind: Optional[str] = None, note_chance: bool = False) -> Dict[str, float]:
     """{'loss': mean loss, metric name: mean, ...} over arrays or a dataset (its first `steps`
     batches when given): one ``test_step`` call per batch. `should_stop` (fit's validation):
     looked at after each batch; when it returns True the evaluation ends with StopInValidation.
-    `kind`: the data's kind when the caller has asked it (epoch_iterator.data_kind)."""
+    `kind`: the data's kind when the caller has asked it (epoch_iterator.data_kind).
+    `note_chance` (evaluate): the summary line says so when the accuracy is chance level."""
     core = model.core
     comp = model.require_compiled("evaluate")
     kind = kind if kind is not None else data_kind(x)
@@ -55,7 +72,7 @@ def evaluate_loss_metrics(model: Any, x: Any, y: Any, batch_size: int,
     if sums[2] == 0:
         raise ValueError("evaluate: no data")
     result = {"loss": sums[0] / sums[2], **metric_logs(comp, sums)}
-    bar.finish(result)
+    bar.finish(result, note=chance_summary(model, result, int(sums[2])) if note_chance and verbose else "")
     return result
 
 
@@ -81,7 +98,7 @@ def evaluate(model: Any, x: Any, y: Any, batch_size: Optional[int], verbose: Any
         verbose = 0  # every rank gets the same numbers; only the chief prints them
     try:
         res = evaluate_loss_metrics(model, x, y, batch_size or 32, verbose, steps, sample_weight=sample_weight,
-                                    kind=kind)
+                                    kind=kind, note_chance=True)
     except BaseException as err:
         if strategy is not None:
             strategy.abort(f"{type(err).__name__}: {err}")
