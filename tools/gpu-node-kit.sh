@@ -372,6 +372,8 @@ install_python_packages() {
     mapfile -t wanted < <(missing_python_packages "$dir" 2>/dev/null)
     if [ "${#wanted[@]}" -gt 0 ]; then
       echo "installing ${#wanted[@]}: ${wanted[*]}"
+      # Only the kit's folder: no pip configuration of the machine (an index, other find-links).
+      env -u PIP_FIND_LINKS -u PIP_INDEX_URL -u PIP_EXTRA_INDEX_URL PIP_CONFIG_FILE=/dev/null \
       "$PY" -m pip install --disable-pip-version-check --no-index --find-links "$dir" --no-deps \
         --target "$WORK/pydeps" "${wanted[@]}" || { echo "PIP FAILED"; return 1; }
     else
