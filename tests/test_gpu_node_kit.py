@@ -77,6 +77,8 @@ def test_plan_for_a_rehearsal_hides_the_system_libraries(tmp_path):
     ignored = next(line for line in r.stdout.splitlines() if "CMAKE_IGNORE_PATH=" in line)
     for d in ("/usr/include/hdf5/serial", "/usr/lib/x86_64-linux-gnu/openblas-pthread", "/usr/include"):
         assert d in ignored.split("=", 1)[1].split(";"), d
+    # libgfortran and the Python packages are hidden too (issue 41)
+    assert "libgfortran hidden" in r.stdout and "a fresh venv" in r.stdout
 
 
 def test_node_without_a_kit_says_how_to_get_one(tmp_path):
@@ -365,3 +367,71 @@ def test_every_smoke_line_names_one_collected_test():
                        cwd=ROOT, capture_output=True, text=True, timeout=300)
     gpu = {line for line in r.stdout.splitlines() if "::" in line}
     assert gpu == set(ids), sorted(set(ids) - gpu)
+
+
+def selftest_env(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "CONDA", "HPCNN_SELFTEST", "HPCNN_DIST"))}
+    env.update(PATH=f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}", **extra)
+    return env
+
+
+def test_selftest_quick_with_a_gpu_runs_the_smoke_list_first_then_the_rest_by_name(tmp_path):
+    """QUICK=1 where a GPU is usable, checked with a python3 that reports one and logs each pytest
+    run: the smoke list runs first (each test named), then the rest of the gpu suite with names,
+    --maxfail, --durations and the smoke tests left out; no sanitizer runs; HPCNN_DIST_TIMEOUT=60."""
+    log = tmp_path / "calls.log"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").write_text(f"""#!/bin/bash
+case "$*" in
+  *cuda_unavailable_reason*) echo ""; exit 0 ;;
+  *"print(len(_core.cuda_devices"*) echo 1; exit 0 ;;
+  *"-m pytest"*) echo "pytest DIST=${{HPCNN_DIST_TIMEOUT:-}} LIMIT=${{HPCNN_SELFTEST_TEST_TIMEOUT:-}} DESELECT=${{HPCNN_SELFTEST_DESELECT:-}} $*" >> "{log}"; exit 0 ;;
+  -) cat > /dev/null; exit 0 ;;
+esac
+exec "{sys.executable}" "$@"
+""")
+    (bin_dir / "python3").chmod(0o755)
+    (bin_dir / "compute-sanitizer").write_text(f"#!/bin/bash\necho sanitizer >> '{log}'\n")
+    (bin_dir / "compute-sanitizer").chmod(0o755)
+    (tmp_path / "tests").symlink_to(ROOT / "tests")
+    env = selftest_env(QUICK="1")
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    r = subprocess.run([BASH, str(ROOT / "slurm" / "gpu-selftest.sbatch")], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=300)
+    report = (tmp_path / "hpcnn-gpu-selftest-local.txt").read_text()
+    assert r.returncode == 0, report[-3000:]
+    calls = log.read_text().splitlines()
+    assert "sanitizer" not in calls
+    summary = report.split("===== summary =====", 1)[1]
+    for section in ("compute-sanitizer memcheck", "compute-sanitizer racecheck"):
+        assert f"{section}:" in summary and "skipped (QUICK=1: run without QUICK for the sanitizers)" in summary, summary
+    pytest_runs = [c for c in calls if "test_cuda_backend" not in c]
+    smoke, rest = pytest_runs[0], pytest_runs[1]
+    assert " -v " in smoke and "tests/test_gpu_ops.py::test_adam_step" in smoke and "-m gpu" not in smoke, smoke
+    assert len([w for w in smoke.split() if "::" in w]) == len(smoke_lines())
+    assert " -v " in rest and "--maxfail=10" in rest and "--durations=20" in rest and rest.endswith("-m gpu tests"), rest
+    deselect = Path(rest.split("DESELECT=", 1)[1].split()[0])
+    assert deselect.name == "smoke-ids.txt"
+    for c in pytest_runs:
+        assert "DIST=60 LIMIT=120" in c and "-p hpcnn_selftest_plugin" in c, c
+    assert "GPU smoke list:                    passed" in report
+
+
+def test_selftest_per_test_limit_fails_a_slow_test_naming_the_limit(tmp_path):
+    try:
+        import hpcnn  # noqa: F401 -- the script checks that python3 imports hpcnn first
+    except ImportError:
+        pytest.skip("hpcnn is not importable here")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_cuda_backend.py").write_text(
+        "import time\n\ndef test_slow():\n    time.sleep(20)\n\ndef test_after_it():\n    pass\n")
+    (tmp_path / "tests" / "test_conv_algo_choice.py").write_text("def test_nothing():\n    pass\n")
+    start = time.monotonic()
+    r = subprocess.run([BASH, str(ROOT / "slurm" / "gpu-selftest.sbatch")], cwd=tmp_path, timeout=120,
+                       env=selftest_env(QUICK="1", HPCNN_SELFTEST_TEST_TIMEOUT="1"), capture_output=True, text=True)
+    text = (tmp_path / "hpcnn-gpu-selftest-local.txt").read_text()
+    assert "over the self-test's per-test limit of 1 s" in text, text[-3000:]
+    assert "1 failed, 2 passed" in text, text[-3000:]  # the run went on after the slow test
+    assert time.monotonic() - start < 60
+    assert r.returncode == 1

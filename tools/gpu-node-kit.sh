@@ -254,6 +254,7 @@ node_plan() {
   echo "budget:        $BUDGET s, start to report"
   if [ "$REHEARSE" = 1 ]; then
     echo "build:         rehearsal: HPCNN_CUDA=OFF HPCNN_MPI=OFF (no GPU), system HDF5/BLAS/zlib/libdeflate hidden"
+    echo "hidden:        libgfortran hidden from the linker and the loader (a mount namespace: $( [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null && echo "possible here" || echo "NOT possible here: needs root and unshare -m")); the Python packages, by a fresh venv of $PY"
   else
     echo "build:         HPCNN_CUDA=ON HPCNN_NCCL=ON HPCNN_MPI=OFF HPCNN_CUDA_ARCHS=$arch (this node's GPU only)"
   fi
