@@ -322,6 +322,10 @@ def test_selftest_killed_mid_section_completes_its_report(tmp_path):
     try:
         started = wait_for(lambda: report.exists() and "test_slow_one" in report.read_text(), 60)
         assert started, report.read_text() if report.exists() else "no report"
+        # Twice, as where Slurm signals every process of the step and `timeout` forwards its own:
+        # the second must not cut the first one's report short.
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
         proc.send_signal(signal.SIGTERM)
         stdout, stderr = proc.communicate(timeout=60)
     finally:

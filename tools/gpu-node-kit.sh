@@ -338,7 +338,8 @@ write_report() {
 
 on_signal() {
   local sig="$1" i
-  trap - TERM INT
+  # A second signal (Slurm signals every process of the step) must not cut this short.
+  trap "" TERM INT
   if [ -n "$CHILD" ]; then
     # The self-test completes its own report on SIGTERM; the build just stops.
     kill -TERM -- "-$CHILD" 2>/dev/null || kill -TERM "$CHILD" 2>/dev/null
