@@ -16,9 +16,6 @@ ROOT = Path(__file__).resolve().parents[1]
 BASH = shutil.which("bash")
 SCRIPTS = sorted(p for d in ("slurm", "tools") for p in (ROOT / d).iterdir()
                  if p.is_file() and "conda activate" in p.read_text())
-# Scripts another change of issue 41 edits (the GPU node kit's): they get the same three lines there.
-# Strict: once the line is in, this list must lose the script (the test then says so).
-PENDING_ELSEWHERE = {"gpu-selftest.sbatch"}
 
 FAKE_CONDA_SH = """
 # as conda's own: reads variables that are unset in a batch job
@@ -48,11 +45,9 @@ def test_the_scripts_that_activate_conda_are_found():
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
-def test_conda_activates_under_set_u(script, tmp_path, request):
+def test_conda_activates_under_set_u(script, tmp_path):
     if not BASH:
         pytest.skip("bash is not installed")
-    if script.name in PENDING_ELSEWHERE:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="edited by the GPU node kit's change of issue 41"))
     text = script.read_text()
     block = conda_block(text)
     assert block, f"{script.name} activates conda outside an `if command -v conda` block"

@@ -22,7 +22,7 @@ MKDOCS_YML = ROOT / "mkdocs.yml"
 # The two commands, character for character (README, "The two commands"). .ci/run runs the second.
 INSTALL_AND_RUN = ("apt-get update && apt-get install -y build-essential cmake libopenblas-dev libhdf5-dev "
                    "zlib1g-dev libdeflate-dev dataset-fashion-mnist libopenmpi-dev openmpi-bin && "
-                   'pip install "scikit-build-core>=0.8" "pybind11>=2.11" ninja && '
+                   'pip install "scikit-build-core>=0.8" "pybind11>=2.12" ninja && '
                    'pip install --no-build-isolation ".[test,jupyter]" && hpcnn tutorial --synthetic --epochs 2')
 RUN_TESTS = "python3 -m pytest -q -rs tests"
 README_MAX_LINES = 150
