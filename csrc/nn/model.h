@@ -59,6 +59,7 @@
 #include <vector>
 
 #include "nn/batch_stager.h"
+#include "nn/chunked_inference.h"
 #include "nn/gradient_sync.h"
 #include "nn/graph.h"
 #include "nn/layer.h"
@@ -240,33 +241,14 @@ class Model {
   // (Layer::backward_reads_input/output).
   void set_memory_reuse(bool on);
   bool memory_reuse() const { return memory_reuse_; }
-  // Inference (evaluate, predict) on the CPU runs a batch of n rows in chunks (Model::forward,
-  // nn/model.cpp). A chunk has the most rows whose largest activation takes at most
-  // kChunkBytesPerThread (so that it passes from layer to layer in a core's caches), at least
-  // kMinChunkRowsPerThread. Where the batch has a chunk for every thread after the first chunk,
-  // the chunks run side by side, one per thread (each op on its thread alone); else one after
-  // another, each of `threads` times those rows with its ops split over the threads. n on a GPU,
-  // and n where the weights are large beside a chunk's activations (kChunkActivationsPerWeight).
-  // Only the leading layers may take chunks (`split`): those of the longest prefix of the graph
-  // whose activations outweigh its weights, if that prefix has at least half of all activations
-  // (the tutorial CNN: its first two convolutions and poolings; the deeper layers' weights, read
-  // again by every chunk, take the whole batch).
-  static constexpr long long kChunkBytesPerThread = 512 * 1024;
-  static constexpr long long kMinChunkRowsPerThread = 2;
-  // ... and only where a chunk's activations (all layers' outputs) are at least this many times
-  // the weights, which every chunk reads again; otherwise the whole batch at once.
-  static constexpr long long kChunkActivationsPerWeight = 4;
-  struct InferenceChunks {
-    long long rows;     // per chunk (n: one piece)
-    bool side_by_side;  // one chunk per thread at a time
-    int split;          // nodes [0, split) run in chunks, the rest on the whole batch
-  };
-  InferenceChunks inference_chunks(long long n) const;
+  // Inference on the CPU runs a batch in chunks of rows (nn/chunked_inference.h): the chunks of a
+  // batch of n rows; set_inference_chunk_rows(rows > 0): chunks of that many rows instead (tests,
+  // benchmarks), 0: the rule.
+  InferenceChunks inference_chunks(long long n) const { return chunked_.choose(graph_, specs_, device_, n); }
   long long inference_chunk_rows(long long n) const { return inference_chunks(n).rows; }
   int inference_chunks_split(long long n) const { return inference_chunks(n).split; }
-  // rows > 0: chunks of that many rows instead (tests, benchmarks); 0: the rule above.
-  void set_inference_chunk_rows(long long rows);
-  long long inference_chunk_rows_override() const { return chunk_rows_override_; }
+  void set_inference_chunk_rows(long long rows) { chunked_.set_rows_override(rows); }
+  long long inference_chunk_rows_override() const { return chunked_.rows_override(); }
 
  private:
   static constexpr int kModes = 4;  // StepMode: Train, Test, Predict, Call
@@ -289,24 +271,14 @@ class Model {
   // Runs the plan's forward nodes on x and returns the output of node end - 1. The first
   // staged_nodes_ nodes ran in the stager: x is the output of the last of them.
   Tensor forward(const Tensor& x, StepMode mode);
-  // Where a forward pass finds its step buffers: `layout` in `arena` from float `base` on.
-  struct BufferPlace {
-    const Tensor* arena;
-    const ArenaLayout* layout;
-    long long base = 0;
-  };
   BufferPlace step_buffers(StepMode mode) const { return {&arena_, &arena_layouts_[static_cast<int>(mode)], 0}; }
-  // forward() over one chunk of rows: row0, its first row in the batch; its activations in
-  // `place` (the step's arena, or a thread's own for chunks side by side); vals, xs: the chunk's
-  // node outputs and a merge layer's inputs (vals_ and xs_, or a thread's own).
+  // forward() over one chunk of rows (nodes up to `to`): row0, its first row in the batch; its
+  // activations in `place`; vals, xs: the chunk's node outputs and a merge layer's inputs.
   Tensor forward_rows(const Tensor& x, StepMode mode, long long row0, const BufferPlace& place,
                       std::vector<Tensor>& vals, std::vector<Tensor>& xs, int to);
   // Nodes [from, to) of mode's plan over x's rows (vals holds the values of the nodes they read).
   void run_nodes(const Tensor& x, StepMode mode, StepContext& ctx, const BufferPlace& place, std::vector<Tensor>& vals,
                  std::vector<Tensor>& xs, int from, int to);
-  // Chunked inference (forward()): the rows of the batch in chunks, every node of the plan, or
-  // (split < plan end) nodes [0, split) in chunks and the rest on the whole batch.
-  Tensor forward_in_chunks(const Tensor& x, StepMode mode, const InferenceChunks& chunks);
   // [loss_sum, correct, n, metrics...] summed over the replicas (with a sync; as is without one).
   BatchStats reduce_stats(BatchStats st);
   void backward(const Tensor& x);
@@ -321,13 +293,7 @@ class Model {
   void make_plans();
   // Per node: whether the optimizer steps some of its weights (the backward pass starts there).
   std::vector<bool> nodes_with_trainable_weights() const;
-  Tensor arena_view(StepMode mode, int buffer, const Shape& shape) const;
-  static Tensor buffer_view(const BufferPlace& place, int buffer, const Shape& shape);
-  // The side arena of inference chunks run side by side (Model::forward): `threads` copies of the
-  // layout of `mode`'s buffers for `rows` rows, one per thread, made when they do not fit; the
-  // place of thread t's copy.
-  void ensure_side_arena(StepMode mode, long long rows, int threads);
-  BufferPlace side_buffers(int thread) const { return {&side_arena_, &side_layout_, thread * side_stride_}; }
+  Tensor arena_view(StepMode mode, int buffer, const Shape& shape) const { return step_buffers(mode).view(buffer, shape); }
   // Frees the arena, the loss's buffers and the step's views of them; capacity_ 0 until remade.
   void release_step_buffers();
   void ensure_loss_buffers(long long cap);
@@ -378,16 +344,11 @@ class Model {
   // batches use the leading rows of each buffer.
   bool plans_current_ = false;
   bool memory_reuse_ = true;
-  long long chunk_rows_override_ = 0;  // set_inference_chunk_rows
   std::array<StepPlan, kModes> plans_;
   std::array<ArenaLayout, kModes> arena_layouts_;
   long long capacity_ = 0;
   Tensor arena_;
-  Tensor side_arena_;                     // ensure_side_arena's
-  ArenaLayout side_layout_;
-  long long side_stride_ = 0;             // floats between the threads' copies
-  StepMode side_mode_ = StepMode::Predict;
-  long long side_rows_ = 0;               // side_layout_ is for side_mode_'s plan at this many rows
+  ChunkedInference chunked_;              // inference in chunks of rows, and their side arena
   Tensor stats_;                          // statistics_doubles() doubles (loss_and_stats)
   long long statistics_doubles() const { return 3 + static_cast<long long>(metrics_.size()); }
   Tensor row_w_;                          // per-row loss weights (sample_weight x class_weight)

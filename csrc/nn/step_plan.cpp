@@ -149,6 +149,8 @@ StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<boo
   plan.value_buffer.assign(n, kBatchBuffer);
   plan.forward_view.assign(n, 0);
   plan.runs_backward.assign(n, 0);
+  plan.run.assign(n, RunKind::Plain);
+  plan.back.assign(n, BackKind::None);
   plan.grad_buffer.assign(n, -1);
   plan.routes.assign(n, {});
   plan.temps.assign(n, {});
@@ -185,6 +187,10 @@ StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<boo
     }
     for (int p : in) touch(value_of(p), i);
     if (plan.residual[i] != kNoResidual) touch(value_of(plan.residual[i]), i);  // read by the output stage
+    if (plan.forward_view[i]) plan.run[i] = RunKind::View;
+    else if (l.is_merge()) plan.run[i] = RunKind::Merge;
+    else if (plan.residual[i] != kNoResidual) plan.run[i] = training ? RunKind::NormBlockTail : RunKind::ConvBlockTail;
+    else if (plan.folds[i] >= 0) plan.run[i] = RunKind::FoldedConv;
   }
   touch(plan.value_buffer[end - 1], end);  // read by the loss (or copied out by predict)
   if (mode != StepMode::Train) return plan;
@@ -242,8 +248,20 @@ StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<boo
         }
       }
     }
+    if (pass) plan.back[i] = BackKind::PassThrough;
+    else if (l.is_merge()) plan.back[i] = BackKind::Merge;
+    else if (plan.routes[i][0] == GradRoute::AddInto) plan.back[i] = BackKind::Adding;
+    else if (plan.residual[i] != kNoResidual) plan.back[i] = BackKind::NormBlockTail;
+    else plan.back[i] = BackKind::Plain;
   }
   return plan;
+}
+
+ArenaLayout pack_plan(const StepPlan& plan, long long rows) {
+  std::vector<BufferLife> lives;
+  for (const StepPlan::Buffer& b : plan.buffers)
+    lives.push_back({checked_mul(checked_mul(b.per_sample, rows, "a step buffer"), 4, "a step buffer"), b.first, b.last});
+  return pack_buffers(lives, kArenaAlignment);
 }
 
 }  // namespace hpcnn::nn
