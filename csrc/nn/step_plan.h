@@ -127,4 +127,23 @@ StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<boo
 constexpr long long kArenaAlignment = 256;  // bytes: cuDNN's and the widest vector loads' alignment
 ArenaLayout pack_plan(const StepPlan& plan, long long rows);
 
+// The bytes of a step's activations and gradients for a batch size (Model::memory_report).
+struct MemoryReport {
+  long long batch = 0;
+  long long train = 0, test = 0, predict = 0;  // the planned arena of each step kind
+  // The training step's buffers each kept for the whole step (no memory shared): what the arena
+  // of a step that keeps every activation and gradient would be (set_memory_reuse(false)).
+  long long train_keep_all = 0;
+  // One buffer per activation for the whole step, plus two gradient buffers of the largest
+  // activation and the logits' gradient: how the model's memory was laid out before the plan.
+  long long one_buffer_per_activation = 0;
+  // The step's statistics (loss sum, correct count, regularization penalty, one sum per other metric, as
+  // doubles): the one copy from the device a training or test step makes.
+  long long statistics = 0;
+  // What the predict plan merges (nn/step_plan.h): BatchNormalizations folded into their
+  // convolutions, residual blocks whose Add and ReLU their last convolution computes.
+  int predict_folded = 0, predict_residual_blocks = 0;
+  int train_residual_blocks = 0;  // block tails a training step's BatchNormalization computes
+};
+
 }  // namespace hpcnn::nn
