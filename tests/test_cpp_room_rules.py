@@ -21,8 +21,6 @@ MAX_LINES = 500
 EXCEPTIONS = {
     "distribute/mpi.cpp": (801, "the MPI transport's communication thread: every MPI call, the failure "
                                 "notices and the heartbeat share its loop and its state"),
-    "bindings/ops.cpp": (786, "hpcnn._core.ops: one pybind11 def per operator, sharing the device and "
-                              "array conversion helpers at its top"),
     "ops/cudnn_ops.cu": (775, "every cuDNN call in one file, beside the documented contracts each relies "
                               "on (the host self-test checks the same layouts)"),
     "data/h5_dataset.cpp": (761, "the HDF5 dataset reader: open, checks and the chunk reads over one "
