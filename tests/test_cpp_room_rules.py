@@ -23,8 +23,6 @@ EXCEPTIONS = {
                                 "notices and the heartbeat share its loop and its state"),
     "ops/cudnn_ops.cu": (775, "every cuDNN call in one file, beside the documented contracts each relies "
                               "on (the host self-test checks the same layouts)"),
-    "data/h5_dataset.cpp": (761, "the HDF5 dataset reader: open, checks and the chunk reads over one "
-                                 "handle set"),
     "bindings/nn.cpp": (705, "hpcnn._core.Model's pybind11 class: one def per method over the model's "
                              "lock; being changed by the Python step call (issue 42 item 3)"),
     "diagnostics/cuda_kernel_selftest.cpp": (657, "the host self-test of the CUDA backend: one check "
