@@ -27,8 +27,6 @@ EXCEPTIONS = {
                              "lock; being changed by the Python step call (issue 42 item 3)"),
     "diagnostics/cuda_kernel_selftest.cpp": (657, "the host self-test of the CUDA backend: one check "
                                                   "per kernel body, sharing the emulated grid"),
-    "ops/conv2d_winograd_cpu.cpp": (587, "the CPU Winograd convolution: forward, backward-data and "
-                                         "filter gradient over the same tile transforms"),
     "data/h5_tree.cpp": (576, "a whole HDF5 tree listed, read and written atomically, with the hostile "
                               "file limits checked on one walk"),
     "distribute/nccl_communicator.cu": (546, "the NCCL transport: non-blocking communicators whose every "
