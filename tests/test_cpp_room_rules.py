@@ -19,16 +19,21 @@ MAX_LINES = 500
 
 # path under csrc/ -> (its length when admitted: the most it may have, why it is one piece)
 EXCEPTIONS = {
-    "distribute/mpi.cpp": (801, "the MPI transport's communication thread: every MPI call, the failure "
-                                "notices and the heartbeat share its loop and its state"),
-    "ops/cudnn_ops.cu": (775, "every cuDNN call in one file, beside the documented contracts each relies "
-                              "on (the host self-test checks the same layouts)"),
-    "bindings/nn.cpp": (705, "hpcnn._core.Model's pybind11 class: one def per method over the model's "
-                             "lock; being changed by the Python step call (issue 42 item 3)"),
-    "diagnostics/cuda_kernel_selftest.cpp": (657, "the host self-test of the CUDA backend: one check "
-                                                  "per kernel body, sharing the emulated grid"),
+    "distribute/mpi.cpp": (801, "the MPI environment and the transport's communication thread, whose "
+                                "queue, failure notices and heartbeat share one Impl; next split: the "
+                                "environment (init, allgather, shutdown) and the notices and heartbeat "
+                                "half of Impl behind an internal header"),
+    "ops/cudnn_ops.cu": (775, "every cuDNN call in one file, under the documented contracts each relies "
+                              "on; next split: convolution calls apart from batch normalization's"),
+    "bindings/nn.cpp": (705, "hpcnn._core.Model's pybind11 class, one def per method over the model's "
+                             "lock; next split: the layer and lowering functions apart from the Model "
+                             "class"),
+    "diagnostics/cuda_kernel_selftest.cpp": (657, "the host self-test of the CUDA backend, one check per "
+                                                  "kernel body over a shared emulated grid; next split: "
+                                                  "the cuDNN/cuBLAS layout checks apart from the kernels'"),
     "data/h5_tree.cpp": (576, "a whole HDF5 tree listed, read and written atomically, with the hostile "
-                              "file limits checked on one walk"),
+                              "file limits checked on the same walk; next split: the writer apart from "
+                              "the reader"),
     "distribute/nccl_communicator.cu": (546, "the NCCL transport: non-blocking communicators whose every "
                                              "call is polled under one state machine"),
 }
