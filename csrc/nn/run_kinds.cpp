@@ -70,6 +70,25 @@ void run_backward(Graph& g, const StepPlan& plan, int i, const StepValues& value
   throw BackendError(cat("run_backward: node ", i, " makes no layer call backward"));
 }
 
+bool is_plain_conv(const Layer& l) {
+  const auto* conv = dynamic_cast<const Conv2DLayer*>(&l);
+  return conv && !conv->fused_relu();
+}
+
+bool is_norm(const Layer& l) { return dynamic_cast<const BatchNormLayer*>(&l) != nullptr; }
+
+bool is_plain_norm(const Layer& l) {
+  const auto* bn = dynamic_cast<const BatchNormLayer*>(&l);
+  return bn && !bn->fused_relu();
+}
+
+bool is_add(const Layer& l) { return dynamic_cast<const AddLayer*>(&l) != nullptr; }
+
+bool is_plain_relu(const Layer& l) {
+  const auto* act = dynamic_cast<const ActivationLayer*>(&l);
+  return act && !act->spec().softmax && act->spec().act == Act::ReLU;
+}
+
 OutputActivation output_activation(const Layer& last) {
   const auto* act = dynamic_cast<const ActivationLayer*>(&last);
   if (!act) return OutputActivation::None;

@@ -1,7 +1,8 @@
-// What each run kind of a step plan runs (nn/step_plan.h: RunKind forward, BackKind backward): the
-// one place where the step calls a layer, and the one place that knows the concrete layers the
-// step's fusions take (Conv2D, BatchNormalization, MergeLayer). The model's step (nn/model.cpp)
-// moves tensors between buffers and calls these; it never names a layer class.
+// What each run kind of a step plan runs (nn/step_plan.h: RunKind forward, BackKind backward), and
+// which layers the kinds take: the one place where the step calls a layer, and the one place that
+// knows the concrete layers the step's fusions take (Conv2D, BatchNormalization, Add, ReLU,
+// MergeLayer). plan_step asks the predicates below; the model's step (nn/model.cpp) moves tensors
+// between buffers and calls run_forward / run_backward; neither names a layer class.
 #pragma once
 
 #include <vector>
@@ -28,6 +29,13 @@ void run_forward(Graph& g, const StepPlan& plan, int i, const StepValues& value,
 // needed); gathered: input 0's gradient gathered so far, which Adding adds into. xs as above.
 void run_backward(Graph& g, const StepPlan& plan, int i, const StepValues& value, std::vector<Tensor>& xs,
                   Tensor& dy, const std::vector<Tensor*>& dxs, Tensor& gathered, const StepContext& ctx);
+
+// Which layers the fused kinds take (plan_step's rules in nn/step_plan.h):
+bool is_plain_conv(const Layer& l);   // a Conv2D without a fused ReLU: FoldedConv, ConvBlockTail
+bool is_norm(const Layer& l);         // a BatchNormalization: folded into the convolution before it
+bool is_plain_norm(const Layer& l);   // ... without a fused ReLU: NormBlockTail, or folded in a tail
+bool is_add(const Layer& l);          // an Add: a block tail's sum
+bool is_plain_relu(const Layer& l);   // an Activation that is a plain ReLU: a block tail's ReLU
 
 // The activation of a model's last layer that a loss may fuse (compile: softmax with the
 // categorical cross-entropies, sigmoid with binary cross-entropy).
