@@ -19,10 +19,6 @@ MAX_LINES = 500
 
 # path under csrc/ -> (its length when admitted: the most it may have, why it is one piece)
 EXCEPTIONS = {
-    "distribute/mpi.cpp": (801, "the MPI environment and the transport's communication thread, whose "
-                                "queue, failure notices and heartbeat share one Impl; next split: the "
-                                "environment (init, allgather, shutdown) and the notices and heartbeat "
-                                "half of Impl behind an internal header"),
     "ops/cudnn_ops.cu": (775, "every cuDNN call in one file, under the documented contracts each relies "
                               "on; next split: convolution calls apart from batch normalization's"),
     "bindings/nn.cpp": (705, "hpcnn._core.Model's pybind11 class, one def per method over the model's "
