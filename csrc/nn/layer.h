@@ -64,8 +64,8 @@ struct StepContext {
   // replica's first row of its share (core/batch_shares.h). Random draws per sample are keyed by
   // the global row, so the replica count does not change them.
   long long first_row = 0;
-  // An inference step's second or later chunk of rows (Model::forward): the weights are those of
-  // its first chunk, so what a layer derived from them there (a folded kernel) is still valid.
+  // An inference step's second or later chunk of rows (nn/chunked_inference.h): the weights are
+  // those of its first chunk, so what a layer derived from them there (a folded kernel) is valid.
   // Later chunks may run side by side on several threads: a layer reads what it derived then,
   // and writes nothing it shares with another chunk.
   bool later_chunk = false;

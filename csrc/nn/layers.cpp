@@ -117,7 +117,7 @@ void Conv2DLayer::forward_folded(const Tensor& x, Tensor& y, const StepContext& 
   // into y. A GPU always folds (its fold is one small kernel launch).
   if (x.device().is_cpu() && y.numel() < folded_kernel_.numel()) {
     // The convolution's output in the calling thread's own buffer (smaller than the kernel):
-    // chunks of one step run this layer on several threads at once (Model::forward).
+    // chunks of one step run this layer on several threads at once (nn/chunked_inference.h).
     static thread_local std::vector<float> apart;
     if ((long long)apart.size() < y.numel()) apart.resize(y.numel());
     Tensor conv_out = Tensor::borrow(apart.data(), y.shape(), DType::F32, Device::cpu(), nullptr);
@@ -386,7 +386,7 @@ void BatchNormLayer::forward_with(const Tensor& x, const Tensor& residual, bool 
   // Keras: batch statistics only when training AND trainable (a frozen layer runs in inference
   // mode), and not inside a nested model called with training=False (inference_only).
   // Written only when they change: an inference step's chunks run this on several threads at
-  // once (Model::forward), after its first chunk set them.
+  // once (nn/chunked_inference.h), after its first chunk set them.
   const bool batch_stats = training(ctx) && trainable();
   if (used_batch_stats_ != batch_stats) used_batch_stats_ = batch_stats;
   if (uncommitted_) uncommitted_ = false;

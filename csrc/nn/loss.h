@@ -50,6 +50,14 @@ struct LossSpec {
   float label_smoothing = 0.f;  // categorical and binary cross-entropy
 };
 
+// What a training or test step reports (nn/model.h: the loss part of the step fills it).
+struct BatchStats {
+  double loss_sum = 0;  // sum over the batch (divide by n for the mean); weighted by the sample weights
+  double correct = 0;   // categorical cross-entropies: rows whose argmax is the target's (else 0)
+  long long n = 0;
+  std::vector<double> metrics;  // per compiled metric (set_metrics): its sum over the batch's rows
+};
+
 // A compiled metric: reported per batch as a sum over its rows (nn::BatchStats::metrics).
 using MetricSpec = RowMetricParams;
 

@@ -7,13 +7,11 @@
 #include "nn/model.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 
 #include "core/cuda_async.h"
-#include "core/thread_pool.h"
 #include "nn/augmentation.h"
-#include "nn/layers.h"
+#include "nn/run_kinds.h"
 #include "ops/ops.h"
 
 namespace hpcnn::nn {
@@ -146,173 +144,23 @@ BatchStats Model::compute_gradients(const StagedBatch& b) {
   return st;
 }
 
-// Runs the plan's forward nodes on x (every node up to the loss in a training step).
-//
-// Inference (evaluate, predict) on the CPU takes the batch in chunks of rows small enough that a
-// chunk's activations stay in a core's caches while every layer runs over them: all layers on
-// rows [0, 8), then all on [8, 16), ... instead of each layer streaming the whole batch through
-// memory to the next. No inference layer mixes rows, so the result is the same. At ResNet-20's
-// 32x32x16 activations (64 KiB an image) a chunk of 8 rows is 512 KiB, one core's L2.
-//
-// Where the batch has enough rows (inference_chunks), the chunks after the first run side by
-// side, one per thread, each op of a chunk on its thread alone: no barrier between the ops (a
-// chunk's ~25 ops each split over the threads were ~25 barriers, ~10 % of a chunked predict),
-// each thread's chunk in its own copy of the step's buffers (ensure_side_arena: rows of the step
-// arena's buffers will not do, they share memory over the step and the threads are at different
-// layers), so nothing is shared but the weights. The first chunk runs alone, its ops split over the threads: what a step derives
-// from the weights (a folded conv+BN kernel, Conv2DLayer::fold) is made there once, and the later
-// chunks, all of its size or smaller, only read it (StepContext::later_chunk). The last chunk,
-// when shorter, runs alone as well.
-//
-// Chunks only pay where the weights, read again by every chunk, are small beside a chunk's
-// activations (inference_chunks). A training step cannot chunk: its batch normalization reads
-// the statistics of the whole batch.
+// Runs the plan's forward nodes on x (every node up to the loss in a training step). Inference on
+// the CPU takes the batch in chunks of rows whose activations stay in a core's caches, side by
+// side on the threads where the batch has enough (nn/chunked_inference.h).
 Tensor Model::forward(const Tensor& x, StepMode mode) {
   const long long n = x.dim(0);
   const bool inference = mode == StepMode::Test || mode == StepMode::Predict;
   const InferenceChunks chunks = inference ? inference_chunks(n) : InferenceChunks{n, false, graph_.size()};
-  if (chunks.rows >= n) return forward_rows(x, mode, 0, step_buffers(mode), vals_, xs_, plans_[static_cast<int>(mode)].end);
-  return forward_in_chunks(x, mode, chunks);
-}
-
-Tensor Model::forward_in_chunks(const Tensor& x, StepMode mode, const InferenceChunks& chunks) {
   const StepPlan& plan = plans_[static_cast<int>(mode)];
-  const long long n = x.dim(0), chunk = chunks.rows;
-  const int start = std::min(staged_nodes_, plan.end);
-  const int split = std::max(start + 1, std::min(chunks.split, plan.end));
-  const bool whole_tail = split < plan.end;
-  const Shape row_shape(x.shape().begin() + 1, x.shape().end());
-  const long long x_row = shape_numel(row_shape);
-  auto rows_of = [&](long long r0) { return x.view(r0 * x_row, with_batch(std::min(chunk, n - r0), row_shape)); };
-  // What leaves a chunk. Every node: its output, copied into out. Nodes [0, split) only: the values
-  // the later nodes read (`kept`: their own buffers, not views), copied into their buffers of the
-  // step arena, which no chunk uses then (the chunks all run in the side arena: the step arena's
-  // buffers share memory over the step, and a chunk's nodes would overwrite what an earlier chunk
-  // kept there).
-  std::vector<char> needed(graph_.size(), 0);
-  if (whole_tail) {
-    auto need = [&](int p) {
-      if (p != kModelInput && p < split) needed[p] = 1;
-    };
-    for (int i = split; i < plan.end; ++i) {
-      for (int p : graph_.inputs(i)) need(p);
-      if (plan.residual[i] != kNoResidual) need(plan.residual[i]);
-      if (plan.view_source[i] != kNotAView) need(plan.view_source[i]);
-    }
-    for (int p = split - 1; p >= start; --p)  // a view's value is its source's
-      if (needed[p] && plan.forward_view[p]) need(plan.view_source[p]);
-  }
-  auto kept = [&](int p) { return needed[p] && p >= start && !plan.forward_view[p]; };
-  Tensor out;
-  long long out_row = 0;
-  auto keep = [&](long long r0, const std::vector<Tensor>& vals, const Tensor& y) {
-    if (!whole_tail) {
-      out.view(r0 * out_row, y.shape()).copy_from(y);
-      return;
-    }
-    for (int p = start; p < split; ++p)
-      if (kept(p)) {
-        const Tensor& v = vals[p];
-        const long long row = v.numel() / v.dim(0);
-        arena_view(mode, plan.value_buffer[p], with_batch(n, graph_.output_shape(p))).view(r0 * row, v.shape())
-            .copy_from(v);
-      }
+  if (chunks.rows >= n) return forward_rows(x, mode, 0, step_buffers(mode), vals_, xs_, plan.end);
+  auto rows = [&](const Tensor& r, long long row0, const BufferPlace& place, std::vector<Tensor>& vals,
+                  std::vector<Tensor>& xs, int to) { return forward_rows(r, mode, row0, place, vals, xs, to); };
+  auto tail = [&](std::vector<Tensor>& vals, int from, int to) {
+    StepContext ctx{false, seed_, step_, 0};  // inference; the tail's folds are made now
+    run_nodes(x, mode, ctx, step_buffers(mode), vals, xs_, from, to);
   };
-  const long long whole = (n - chunk) / chunk;  // chunks of full size after the first
-  const int threads =
-      chunks.side_by_side && whole >= 2 ? static_cast<int>(std::min<long long>(whole, get_num_threads())) : 1;
-  // In the step arena when every node runs in chunks and the output is all that leaves them; in
-  // the side arena when a whole-batch tail follows (see `kept`).
-  if (whole_tail || threads > 1) ensure_side_arena(mode, chunk, threads);
-  auto place = [&](int tid) { return whole_tail || tid > 0 ? side_buffers(tid) : step_buffers(mode); };
-  const Tensor first = forward_rows(rows_of(0), mode, 0, place(0), vals_, xs_, split);
-  if (!whole_tail) {
-    out_row = first.numel() / std::min(chunk, n);
-    out = Tensor::empty(with_batch(n, Shape(first.shape().begin() + 1, first.shape().end())), first.dtype(), device_);
-  }
-  keep(0, vals_, first);
-  long long r0 = chunk;
-  if (threads > 1) {
-    // Each thread takes the next chunk when it is done with one, so a core slowed by other work
-    // (a shared node, a noisy virtual machine) takes fewer: a chunk's rows do not depend on the
-    // thread that runs them.
-    std::atomic<long long> next{0};
-    parallel_region([&](int tid, int) {
-      std::vector<Tensor> vals, xs;
-      for (long long k = next++; k < whole; k = next++) {
-        const long long c0 = r0 + k * chunk;
-        const Tensor y = forward_rows(rows_of(c0), mode, c0, place(tid), vals, xs, split);
-        keep(c0, vals, y);
-      }
-    }, threads);
-    r0 += whole * chunk;
-  }
-  for (; r0 < n; r0 += chunk) {
-    const Tensor y = forward_rows(rows_of(r0), mode, r0, place(0), vals_, xs_, split);
-    keep(r0, vals_, y);
-  }
-  if (!whole_tail) return out;
-  // The tail on the whole batch, from the kept values (and views of them).
-  vals_.assign(graph_.size(), Tensor());
-  if (start > 0) vals_[start - 1] = x;
-  for (int p = start; p < split; ++p) {
-    if (!needed[p]) continue;
-    const Shape full = with_batch(n, graph_.output_shape(p));
-    vals_[p] = plan.forward_view[p] ? value(plan.view_source[p], x).reshape(full)
-                                    : arena_view(mode, plan.value_buffer[p], full);
-  }
-  StepContext ctx{false, seed_, step_, 0};  // inference; the tail's folds are made now
-  run_nodes(x, mode, ctx, step_buffers(mode), vals_, xs_, split, plan.end);
-  return vals_[plan.end - 1];
-}
-
-Model::InferenceChunks Model::inference_chunks(long long n) const {
-  const int nodes = graph_.size();
-  if (!device_.is_cpu()) return {n, false, nodes};  // a GPU wants the whole batch at once
-  const long long threads = get_num_threads();
-  // Side by side: the first chunk alone, then one for every thread.
-  auto side_by_side = [&](long long rows) { return threads > 1 && n >= (threads + 1) * rows; };
-  if (chunk_rows_override_ > 0) {
-    const long long rows = std::min(n, chunk_rows_override_);
-    return {rows, side_by_side(rows), nodes};
-  }
-  long long largest = shape_numel(graph_.input_shape());  // floats per row
-  long long all = largest;                                 // every layer's output, floats per row
-  for (int i = 0; i < nodes; ++i) {
-    largest = std::max(largest, shape_numel(graph_.output_shape(i)));
-    all += shape_numel(graph_.output_shape(i));
-  }
-  const long long per_thread = std::max(kMinChunkRowsPerThread, kChunkBytesPerThread / (4 * std::max(1LL, largest)));
-  // Every chunk reads the weights of its layers again: chunks pay only where a chunk's activations
-  // outweigh them (ResNet-20: 8 rows of 1.8 MiB of activations against 1.1 MiB of weights). The
-  // tutorial CNN's 8.4 MiB Dense kernel read per chunk of 8 rows made its predict 1.9x slower: its
-  // dense layers and deep convolutions take the whole batch, its first layers chunks. The longest
-  // prefix of the graph that passes, if it holds at least half of the activations; 0: none.
-  auto chunked_prefix = [&](long long rows) {
-    long long acts = shape_numel(graph_.input_shape()), weights = 0;
-    int best = 0;
-    long long best_acts = 0;
-    for (int i = 0; i < nodes; ++i) {
-      acts += shape_numel(graph_.output_shape(i));
-      for (const ParamSpec& s : specs_[i]) weights += shape_numel(s.shape);
-      if (rows * acts >= kChunkActivationsPerWeight * weights) {
-        best = i + 1;
-        best_acts = acts;
-      }
-    }
-    return 2 * best_acts >= all ? best : 0;
-  };
-  if (side_by_side(per_thread))
-    if (const int split = chunked_prefix(per_thread)) return {per_thread, true, split};
-  const long long shared = per_thread * threads;  // one chunk at a time, its ops over the threads
-  if (shared < n)
-    if (const int split = chunked_prefix(shared)) return {shared, false, split};
-  return {n, false, nodes};
-}
-
-void Model::set_inference_chunk_rows(long long rows) {
-  HPCNN_CHECK_ARG(rows >= 0, "inference chunk rows must be >= 0 (0: chosen from the caches), got ", rows);
-  chunk_rows_override_ = rows;
+  return chunked_.run(x, graph_, plan, std::min(staged_nodes_, plan.end), chunks, step_buffers(mode), vals_, xs_,
+                      device_, rows, tail);
 }
 
 Tensor Model::forward_rows(const Tensor& x, StepMode mode, long long row0, const BufferPlace& place,
@@ -335,35 +183,16 @@ void Model::run_nodes(const Tensor& x, StepMode mode, StepContext& ctx, const Bu
                       std::vector<Tensor>& vals, std::vector<Tensor>& xs, int from, int to) {
   const StepPlan& plan = plans_[static_cast<int>(mode)];
   const long long n = x.dim(0);
-  auto value = [&](int p) -> const Tensor& { return p == kModelInput ? x : vals[p]; };
+  const StepValues value{x, vals};
   for (int i = from; i < to; ++i) {
     ctx.layer_index = i;
-    Layer& l = graph_.layer(i);
-    const std::vector<int>& in = graph_.inputs(i);
     const Shape full = with_batch(n, graph_.output_shape(i));
-    if (plan.forward_view[i]) {  // its input reshaped, or what a convolution computed for it
+    if (plan.run[i] == RunKind::View) {  // its input reshaped, or what a convolution computed for it
       vals[i] = value(plan.view_source[i]).reshape(full);
       continue;
     }
-    Tensor y = buffer_view(place, plan.value_buffer[i], full);
-    if (l.is_merge()) {
-      xs.clear();
-      for (int p : in) xs.push_back(value(p));
-      static_cast<MergeLayer&>(l).forward_merge(xs, y, ctx);
-    } else if (plan.residual[i] != kNoResidual) {  // a residual block's tail: its Add and ReLU too
-      if (auto* norm = dynamic_cast<BatchNormLayer*>(&l)) {  // a training step: the last normalization
-        norm->forward_residual(value(in[0]), value(plan.residual[i]), y, ctx);
-      } else {  // an inference step: the last convolution (and the normalization folded into it)
-        BatchNormLayer* bn =
-            plan.folds[i] >= 0 ? &static_cast<BatchNormLayer&>(graph_.layer(plan.folds[i])) : nullptr;
-        static_cast<Conv2DLayer&>(l).forward_residual(value(in[0]), value(plan.residual[i]), y, ctx, bn);
-      }
-    } else if (plan.folds[i] >= 0) {  // an inference step: the BatchNormalization after it folded in
-      static_cast<Conv2DLayer&>(l).forward_folded(value(in[0]), y, ctx,
-                                                  static_cast<BatchNormLayer&>(graph_.layer(plan.folds[i])));
-    } else {
-      l.forward(value(in[0]), y, ctx);
-    }
+    Tensor y = place.view(plan.value_buffer[i], full);
+    run_forward(graph_, plan, i, value, xs, y, ctx);  // nn/run_kinds.cpp: what each kind runs
     vals[i] = std::move(y);
   }
 }
@@ -409,11 +238,10 @@ void Model::backward(const Tensor& x) {
 void Model::backward_node(int i, const Tensor& x, const StepContext& ctx) {
   const StepPlan& plan = plans_[static_cast<int>(StepMode::Train)];
   const long long n = x.dim(0);
-  Layer& l = graph_.layer(i);
   const std::vector<int>& in = graph_.inputs(i);
   const std::vector<GradRoute>& routes = plan.routes[i];
   Tensor& dy = grads_now_[i];
-  if (l.backward_is_view() || plan.tail[i] >= 0) {  // dx = dy for every input (a block tail's Add, ReLU too)
+  if (plan.back[i] == BackKind::PassThrough) {  // dx = dy for every input (a block tail's Add, ReLU too)
     for (size_t s = 0; s < in.size(); ++s) {
       if (routes[s] == GradRoute::Copy) ops::copy(dy, grads_now_[in[s]]);
       else if (routes[s] == GradRoute::Accumulate) ops::accumulate(grads_now_[in[s]], dy);
@@ -431,17 +259,8 @@ void Model::backward_node(int i, const Tensor& x, const StepContext& ctx) {
       dx_ptrs_[s] = &dx_targets_[s];
     }
   }
-  if (l.is_merge()) {
-    xs_.clear();
-    for (int p : in) xs_.push_back(value(p, x));
-    static_cast<MergeLayer&>(l).backward_merge(xs_, vals_[i], dy, dx_ptrs_, ctx);
-  } else if (routes[0] == GradRoute::AddInto) {
-    l.backward_adding(value(in[0], x), vals_[i], dy, grads_now_[in[0]], ctx);
-  } else if (plan.residual[i] != kNoResidual) {  // a block tail's normalization: the ReLU's mask first
-    static_cast<BatchNormLayer&>(l).backward_residual(value(in[0], x), vals_[i], dy, dx_ptrs_[0], ctx);
-  } else {
-    l.backward(value(in[0], x), vals_[i], dy, dx_ptrs_[0], ctx);
-  }
+  Tensor& gathered = in[0] == kModelInput ? dy : grads_now_[in[0]];  // Adding's target (never the batch)
+  run_backward(graph_, plan, i, StepValues{x, vals_}, xs_, dy, dx_ptrs_, gathered, ctx);  // nn/run_kinds.cpp
   for (size_t s = 0; s < in.size(); ++s)
     if (routes[s] == GradRoute::WriteTemp) ops::accumulate(grads_now_[in[s]], dx_targets_[s]);
 }

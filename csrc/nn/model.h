@@ -1,53 +1,36 @@
 // A model: layers at the nodes of a graph (nn/graph.h; Sequential is the chain), and the spine of
 // a training step over it. Getting a batch onto the model's device is the batch stager's job
-// (nn/batch_stager.h); the model runs steps on staged tensors.
+// (nn/batch_stager.h); the model runs steps on staged tensors. The step, as nn/model.cpp reads:
 //
-//   train_step(current, next):
-//     take this step's batch: `current` staged now, or (current == nullptr) the batch the previous
-//     call staged as its `next` (an error met while staging that one is raised now, at its turn)
-//     compute_gradients (the step of one replica: a function of the staged batch):
-//       forward through the nodes in topological order into the step's activation buffers
-//       the loss (nn/loss.h: a fused softmax + cross-entropy, or a fused sigmoid + binary
-//       cross-entropy, mse, mae; weighted per row by sample_weight x class_weight) -> loss sum,
-//       correct count, dlogits (scaled by 1 / rows of the global batch); the compiled metrics on
-//       the outputs; the weight regularizers' penalty (nn/regularization.h) next to them; read
-//       back [loss_sum, correct, penalty, metrics...] (the one device->host copy of a step); the
-//       reported loss is the mean + the penalty
-//       backward through the same nodes in reverse order, each gradient of an output that feeds
-//       several layers summed in a fixed order; parameter gradients written into the one
-//       gradient buffer
-//       [data parallelism: the statistics and the gradient buffer summed over the replicas by the
-//        model's GradientSync (nn/gradient_sync.h), the gradients in buckets while the backward
-//        pass still runs; compute_gradients is everything up to here]
-//     apply_gradients:
-//       the regularizers' gradients added to the buffer (once, after the sum over replicas)
-//       layers commit their training-time state (BatchNormalization's moving statistics; only
-//       now, after the loss was found finite) [data parallelism: then averaged over the replicas]
-//       one optimizer step over the one parameter buffer (its trainable ranges)
-//     stage `next` (if given) for the following call: on a GPU its upload runs on the copy stream
-//     while this step's backward pass and optimizer step still run on the GPU
-//
-//   test_step(current, next) and predict_step(current, next): the same, without the backward
-//   pass (predict: without targets, returning the outputs). All three share the staged batch: a
-//   batch staged by one may be taken by another (predict_step leaves its y unchecked).
+//   train_step(current, next): take this step's batch (`current` staged now, or the one staged
+//   ahead by the previous call's `next`), then
+//     compute_gradients (one replica's step, a function of the staged batch):
+//       forward through the nodes in topological order into the step's buffers; each node runs
+//       what its run kind says (nn/step_plan.h, nn/run_kinds.h)
+//       the loss and metrics (nn/loss.h, Model::loss_and_stats): loss sum, correct count, metric
+//       sums and the regularizers' penalty, read back in the step's one device->host copy; dlogits
+//       scaled by 1 / rows of the global batch
+//       backward through the nodes in reverse, gradients of shared outputs summed in a fixed
+//       order, parameter gradients into the one gradient buffer [data parallelism: summed over
+//       the replicas by the GradientSync (nn/gradient_sync.h), in buckets during backward]
+//     apply_gradients: the regularizers' gradients; the layers' training-time state committed
+//       (BatchNormalization's moving statistics: only now, the loss being finite); one optimizer
+//       step over the one parameter buffer (its trainable ranges)
+//     stage `next` for the following call (on a GPU its upload overlaps this step's backward)
+//   test_step and predict_step: the same forward (in chunks of rows on the CPU,
+//   nn/chunked_inference.h), without the backward pass (predict: no targets, the outputs back).
 //
 // Memory: all weights live in one contiguous buffer (and their gradients in another), trainable
-// ones first, then the non-trainable ones (BatchNormalization's moving statistics: updated by their
-// layer after the backward pass of a finite step, never by the optimizer); layers hold views. The
-// activations and gradients of a step live in one arena, laid out by the step's plan
-// (nn/step_plan.h, nn/memory_plan.h): a buffer is reused as soon as nothing later in the step
-// reads it. Each step kind (train, test, predict) has its plan; the arena is sized for the largest
-// at the batch capacity seen so far and is allocated only when that grows (never per step).
+// ones first, then the non-trainable ones (moving statistics); layers hold views. A step's
+// activations and gradients live in one arena laid out by the step's plan (nn/step_plan.h,
+// nn/memory_plan.h), sized for the largest step kind at the batch capacity seen so far. The
+// buffers are in the device's layout (nn/param_layout.h), converted only by get_weights,
+// set_weights and to(); before a device buffer is freed the model waits for the GPU's queued work.
 //
-// The device is the model's own property, set by to(). The buffers are in the device's layout
-// (conv kernels OHWI on a GPU, nn/param_layout.h), converted only by get_weights, set_weights and
-// to(). Before any device buffer of the model is freed or replaced, the model waits for the GPU's
-// queued work (a step returns with its backward pass still running).
-//
-// One class, four files: nn/model.cpp (construction and the step above, in the order a batch
-// takes), nn/model_state.cpp (the weights, the trainable ranges, the optimizer state, to()),
-// nn/model_memory.cpp (the step plans, the arena, memory_report) and nn/model_loss.cpp (compile's
-// loss, the metrics, the class weights and the step's loss part, loss_and_stats).
+// One class, four files: nn/model.cpp (construction and the step above), nn/model_state.cpp (the
+// weights, trainable ranges, optimizer state, to()), nn/model_memory.cpp (the plans, the arena,
+// memory_report) and nn/model_loss.cpp (compile's loss, the metrics, the class weights and the
+// step's loss part, loss_and_stats).
 #pragma once
 
 #include <array>
@@ -59,6 +42,7 @@
 #include <vector>
 
 #include "nn/batch_stager.h"
+#include "nn/chunked_inference.h"
 #include "nn/gradient_sync.h"
 #include "nn/graph.h"
 #include "nn/layer.h"
@@ -70,32 +54,6 @@
 #include "nn/step_plan.h"
 
 namespace hpcnn::nn {
-
-struct BatchStats {
-  double loss_sum = 0;  // sum over the batch (divide by n for the mean); weighted by the sample weights
-  double correct = 0;   // categorical cross-entropies: rows whose argmax is the target's (else 0)
-  long long n = 0;
-  std::vector<double> metrics;  // per compiled metric (set_metrics): its sum over the batch's rows
-};
-
-// The bytes of a step's activations and gradients for a batch size (Model::memory_report).
-struct MemoryReport {
-  long long batch = 0;
-  long long train = 0, test = 0, predict = 0;  // the planned arena of each step kind
-  // The training step's buffers each kept for the whole step (no memory shared): what the arena
-  // of a step that keeps every activation and gradient would be (set_memory_reuse(false)).
-  long long train_keep_all = 0;
-  // One buffer per activation for the whole step, plus two gradient buffers of the largest
-  // activation and the logits' gradient: how the model's memory was laid out before the plan.
-  long long one_buffer_per_activation = 0;
-  // The step's statistics (loss sum, correct count, regularization penalty, one sum per other metric, as
-  // doubles): the one copy from the device a training or test step makes.
-  long long statistics = 0;
-  // What the predict plan merges (nn/step_plan.h): BatchNormalizations folded into their
-  // convolutions, residual blocks whose Add and ReLU their last convolution computes.
-  int predict_folded = 0, predict_residual_blocks = 0;
-  int train_residual_blocks = 0;  // block tails a training step's BatchNormalization computes
-};
 
 class Model {
  public:
@@ -142,12 +100,10 @@ class Model {
   void set_metrics(const std::vector<MetricSpec>& metrics);
   // Per-class weights of the loss (fit's class_weight), indexed by the target's class; empty: none.
   void set_class_weights(const std::vector<float>& weights);
-  // Which nodes the optimizer updates (one flag per node; all by default). A frozen node's
-  // parameters and optimizer state stay as they are, and backward skips every node before which
-  // nothing is trainable. Non-trainable weights (ParamSpec::trainable) are never in the
-  // optimizer's ranges. Each layer is told (Layer::set_trainable: a frozen BatchNormalization runs
-  // in inference mode). Python sets it at compile (Keras' rule: trainable takes effect at
-  // compile()).
+  // Which nodes the optimizer updates (one flag per node; all by default; Python sets it at
+  // compile, Keras' rule). A frozen node's weights and optimizer state stay as they are, backward
+  // skips every node before which nothing is trainable, and each layer is told (a frozen
+  // BatchNormalization runs in inference mode). Non-trainable weights are never stepped.
   void set_trainable(const std::vector<bool>& per_node);
   long long num_trainable_params() const;
   // The parameters the optimizer steps: exact runs of the buffer (no padding), sorted, adjacent
@@ -161,19 +117,16 @@ class Model {
   Device device() const { return device_; }
   void to(Device d);  // parameters and optimizer state, converted to d's layout
 
-  // The optimizer's state buffers as host copies (nn/optimizer.h) in the packed form (one value per
-  // parameter, without the padding: nn/param_layout.h), kernels in the layout of the model's
-  // device or (keras_layout) in Keras' layout, the one files hold (the trainable arrays then the
-  // non-trainable ones, flattened). Empty before the first step. ValueError when not compiled.
+  // The optimizer's state buffers as host copies (nn/optimizer.h), packed (no padding,
+  // nn/param_layout.h), kernels in the device's layout or (keras_layout) in Keras', the one files
+  // hold. Empty before the first step. ValueError when not compiled.
   std::vector<StateBuffer> optimizer_state(bool keras_layout) const;
-  // Restores the optimizer: `keras` are its state buffers, packed, in Keras' layout (any device;
-  // none at all for "no step taken yet"), converted here to the device's layout; `iterations` its step
-  // count. ValueError (and nothing changed) when a name, size or dtype does not match.
+  // Restores the optimizer from its packed state buffers in Keras' layout (none: no step taken yet)
+  // and its step count. ValueError (and nothing changed) when a name, size or dtype does not match.
   void set_optimizer_state(const std::vector<StateBuffer>& keras, long long iterations);
 
-  // The random state: the seed (initial weights, dropout masks) and the step counter that keys
-  // dropout (one per training step). Restoring both, with the weights and the optimizer state,
-  // makes the following steps those of an uninterrupted run.
+  // The random state: the seed and the training step counter that keys dropout; restored with the
+  // weights and the optimizer state, the following steps are those of an uninterrupted run.
   uint64_t seed() const { return seed_; }
   uint64_t step() const { return step_; }
   void set_rng_state(uint64_t seed, uint64_t step) {
@@ -181,23 +134,19 @@ class Model {
     step_ = step;
   }
 
-  // One training step on `current`, or (nullptr) on the batch staged by the previous call's
-  // `next`; then stages `next` (nullptr: none) for the following call. Errors of this step's
-  // batch are raised here, including one met while staging it ahead; an error staging `next` is
-  // kept with it and raised by the call that takes it. ValueError when current is nullptr and no
-  // batch is staged. The batches' arrays must not change until the call that uses them returns.
+  // One training step on `current`, or (nullptr) on the batch the previous call staged as `next`;
+  // then stages `next` (nullptr: none). An error staging a batch is raised by the call that takes
+  // it; ValueError when current is nullptr and none is staged. The batches' arrays must not change
+  // until the call that uses them returns.
   BatchStats train_step(const Batch* current, const Batch* next = nullptr);
   // Loss and accuracy without training; the same contract.
   BatchStats test_step(const Batch* current, const Batch* next = nullptr);
   // Outputs (n, *output_shape) on the host; the batches' targets are not needed (nor checked).
   Tensor predict_step(const Batch* current, const Batch* next = nullptr);
-  // Keras' model(x, training=True): the outputs (n, *output_shape) on the host of a forward pass in
-  // training mode (dropout masks drawn, BatchNormalization normalizing with the batch's statistics
-  // and then moving its moving statistics toward them, augmentation applied), with no loss,
-  // backward pass or optimizer step; the model need not be compiled. Its random draws are keyed
-  // by a stream of their own (the seed mixed with a constant, and a call counter), so two calls
-  // draw different masks and fit's steps draw what they would have drawn without the calls.
-  // Drops a batch staged ahead.
+  // Keras' model(x, training=True): the host outputs of a forward pass in training mode (dropout,
+  // BatchNormalization on the batch's statistics, then its moving statistics moved), no loss,
+  // backward or optimizer step; compile not needed. Its draws are keyed by a stream of its own (a
+  // call counter), so fit's steps draw what they would without the calls. Drops a staged batch.
   Tensor call_training(const Batch& batch);
   uint64_t calls() const { return calls_; }
   bool has_staged() const { return stager_.has_ahead(); }
@@ -206,17 +155,13 @@ class Model {
   const BatchStager& stager() const { return stager_; }  // for the tests of the slot bookkeeping
 
   // ---- the training step in two halves, for data parallelism (distribute/replica_set.h) ----
-  // One replica's half on a staged batch (forward, loss, backward, and the GradientSync's calls
-  // when one is set): when it returns, the gradient buffer holds the gradients of the whole
-  // global batch; the optimizer has not run. The loss gradient is scaled by 1 / b.global_rows and
-  // random draws per sample (dropout) are keyed by the rows' global positions (b.first_row + i,
-  // StepContext::first_row), so the result does not depend on how many replicas share the batch.
-  // A batch without rows (x undefined: a replica whose share of a small last batch is empty) adds
-  // nothing and still makes every call of the sync.
+  // One replica's half on a staged batch (forward, loss, backward, the GradientSync's calls): then
+  // the gradient buffer holds the whole global batch's gradients. The loss gradient is scaled by
+  // 1 / b.global_rows and per-sample draws are keyed by global rows (b.first_row + i), so the result
+  // does not depend on the replica count. A batch without rows adds nothing but makes every call.
   BatchStats compute_gradients(const StagedBatch& b);
-  // The other half: the regularizers' gradients (once, after the sum over replicas: they depend
-  // only on the weights), the layers' training-time state (averaged over the replicas with a
-  // sync), then the optimizer's step over the trainable parameters.
+  // The other half: the regularizers' gradients (once, after the sum over replicas), the layers'
+  // training-time state (averaged over the replicas), then the optimizer's step.
   void apply_gradients();
   // test_step's work on a staged batch (statistics summed over the replicas with a sync); a batch
   // without rows adds nothing.
@@ -235,50 +180,28 @@ class Model {
   // trainable flags), and the arena allocated now.
   MemoryReport memory_report(long long n) const;
   long long arena_bytes() const { return arena_.defined() ? static_cast<long long>(arena_.nbytes()) : 0; }
-  // Off: every buffer of a step keeps its own memory for the whole step (no reuse). For tests: a
-  // step computes the same bits either way, unless a layer reads what it said it would not
-  // (Layer::backward_reads_input/output).
+  // Off: every step buffer keeps its memory for the whole step (tests: the same bits either way,
+  // unless a layer reads what it said it would not, Layer::backward_reads_input/output).
   void set_memory_reuse(bool on);
   bool memory_reuse() const { return memory_reuse_; }
-  // Inference (evaluate, predict) on the CPU runs a batch of n rows in chunks (Model::forward,
-  // nn/model.cpp). A chunk has the most rows whose largest activation takes at most
-  // kChunkBytesPerThread (so that it passes from layer to layer in a core's caches), at least
-  // kMinChunkRowsPerThread. Where the batch has a chunk for every thread after the first chunk,
-  // the chunks run side by side, one per thread (each op on its thread alone); else one after
-  // another, each of `threads` times those rows with its ops split over the threads. n on a GPU,
-  // and n where the weights are large beside a chunk's activations (kChunkActivationsPerWeight).
-  // Only the leading layers may take chunks (`split`): those of the longest prefix of the graph
-  // whose activations outweigh its weights, if that prefix has at least half of all activations
-  // (the tutorial CNN: its first two convolutions and poolings; the deeper layers' weights, read
-  // again by every chunk, take the whole batch).
-  static constexpr long long kChunkBytesPerThread = 512 * 1024;
-  static constexpr long long kMinChunkRowsPerThread = 2;
-  // ... and only where a chunk's activations (all layers' outputs) are at least this many times
-  // the weights, which every chunk reads again; otherwise the whole batch at once.
-  static constexpr long long kChunkActivationsPerWeight = 4;
-  struct InferenceChunks {
-    long long rows;     // per chunk (n: one piece)
-    bool side_by_side;  // one chunk per thread at a time
-    int split;          // nodes [0, split) run in chunks, the rest on the whole batch
-  };
-  InferenceChunks inference_chunks(long long n) const;
+  // Inference on the CPU runs a batch in chunks of rows (nn/chunked_inference.h): the chunks of a
+  // batch of n rows; set_inference_chunk_rows(rows > 0): chunks of that many rows instead (tests,
+  // benchmarks), 0: the rule.
+  InferenceChunks inference_chunks(long long n) const { return chunked_.choose(graph_, specs_, device_, n); }
   long long inference_chunk_rows(long long n) const { return inference_chunks(n).rows; }
   int inference_chunks_split(long long n) const { return inference_chunks(n).split; }
-  // rows > 0: chunks of that many rows instead (tests, benchmarks); 0: the rule above.
-  void set_inference_chunk_rows(long long rows);
-  long long inference_chunk_rows_override() const { return chunk_rows_override_; }
+  void set_inference_chunk_rows(long long rows) { chunked_.set_rows_override(rows); }
+  long long inference_chunk_rows_override() const { return chunked_.rows_override(); }
 
  private:
   static constexpr int kModes = 4;  // StepMode: Train, Test, Predict, Call
   // ---- construction and the step (nn/model.cpp)
   void bind_layers();
-  // Augmentation (nn/augmentation.h): ValueError for an augmentation layer after a layer with
-  // weights; hands the leading augmentation layers to the stager (staged_nodes_).
+  // ValueError for an augmentation layer after a weighted one; the leading ones go to the stager.
   void set_up_augmentation();
   void require_compiled(const char* purpose) const;
   void wait_device() const;  // blocks until queued GPU work has finished (before buffers go)
-  // The batch of this step: `current` staged now, or the one staged ahead; `training`: for a
-  // training step (the leading augmentation layers draw for it).
+  // The batch of this step: `current` staged now, or the one staged ahead.
   StagedBatch take_batch(const Batch* current, bool with_targets, bool training);
   // The random context of call_training's forward (and its staging): the call counter's.
   StepContext call_context() const;
@@ -289,31 +212,19 @@ class Model {
   // Runs the plan's forward nodes on x and returns the output of node end - 1. The first
   // staged_nodes_ nodes ran in the stager: x is the output of the last of them.
   Tensor forward(const Tensor& x, StepMode mode);
-  // Where a forward pass finds its step buffers: `layout` in `arena` from float `base` on.
-  struct BufferPlace {
-    const Tensor* arena;
-    const ArenaLayout* layout;
-    long long base = 0;
-  };
   BufferPlace step_buffers(StepMode mode) const { return {&arena_, &arena_layouts_[static_cast<int>(mode)], 0}; }
-  // forward() over one chunk of rows: row0, its first row in the batch; its activations in
-  // `place` (the step's arena, or a thread's own for chunks side by side); vals, xs: the chunk's
-  // node outputs and a merge layer's inputs (vals_ and xs_, or a thread's own).
+  // forward() over one chunk of rows (nodes up to `to`): row0, its first row in the batch; its
+  // activations in `place`; vals, xs: the chunk's node outputs and a merge layer's inputs.
   Tensor forward_rows(const Tensor& x, StepMode mode, long long row0, const BufferPlace& place,
                       std::vector<Tensor>& vals, std::vector<Tensor>& xs, int to);
   // Nodes [from, to) of mode's plan over x's rows (vals holds the values of the nodes they read).
   void run_nodes(const Tensor& x, StepMode mode, StepContext& ctx, const BufferPlace& place, std::vector<Tensor>& vals,
                  std::vector<Tensor>& xs, int from, int to);
-  // Chunked inference (forward()): the rows of the batch in chunks, every node of the plan, or
-  // (split < plan end) nodes [0, split) in chunks and the rest on the whole batch.
-  Tensor forward_in_chunks(const Tensor& x, StepMode mode, const InferenceChunks& chunks);
   // [loss_sum, correct, n, metrics...] summed over the replicas (with a sync; as is without one).
   BatchStats reduce_stats(BatchStats st);
   void backward(const Tensor& x);
   // One node's backward (the body of backward()).
   void backward_node(int i, const Tensor& x, const StepContext& ctx);
-  // Node p's output in this step (the batch for kModelInput).
-  const Tensor& value(int p, const Tensor& x) const { return p == kModelInput ? x : vals_[p]; }
   // ---- the weights (nn/model_state.cpp)
   void initialize_weights();  // the initial weights, drawn from seed_ (a new model is on the CPU)
   // ---- the step's memory (nn/model_memory.cpp)
@@ -321,21 +232,13 @@ class Model {
   void make_plans();
   // Per node: whether the optimizer steps some of its weights (the backward pass starts there).
   std::vector<bool> nodes_with_trainable_weights() const;
-  Tensor arena_view(StepMode mode, int buffer, const Shape& shape) const;
-  static Tensor buffer_view(const BufferPlace& place, int buffer, const Shape& shape);
-  // The side arena of inference chunks run side by side (Model::forward): `threads` copies of the
-  // layout of `mode`'s buffers for `rows` rows, one per thread, made when they do not fit; the
-  // place of thread t's copy.
-  void ensure_side_arena(StepMode mode, long long rows, int threads);
-  BufferPlace side_buffers(int thread) const { return {&side_arena_, &side_layout_, thread * side_stride_}; }
+  Tensor arena_view(StepMode mode, int buffer, const Shape& shape) const { return step_buffers(mode).view(buffer, shape); }
   // Frees the arena, the loss's buffers and the step's views of them; capacity_ 0 until remade.
   void release_step_buffers();
   void ensure_loss_buffers(long long cap);
-  // ---- the loss part of the step (nn/model_loss.cpp: compile's LossSpec, metrics, sample and
-  // class weights)
+  // ---- the loss part of the step (nn/model_loss.cpp)
   // The loss, its gradient (dlogits, may be null) and the metrics of a batch whose nodes ran up
-  // to loss_end(): `logits` is that output (the last node's input when its activation is fused).
-  // grad_scale: the factor of dlogits (1 / rows of the global batch; 1 / n in test_on).
+  // to loss_end() (`logits`: that output). grad_scale: dlogits' factor (1 / global rows).
   BatchStats loss_and_stats(const Tensor& logits, const StagedBatch& b, Tensor* dlogits, bool training,
                             float grad_scale);
   // The per-row loss weights of a batch (sample_weight x class_weight), or undefined for none.
@@ -378,16 +281,11 @@ class Model {
   // batches use the leading rows of each buffer.
   bool plans_current_ = false;
   bool memory_reuse_ = true;
-  long long chunk_rows_override_ = 0;  // set_inference_chunk_rows
   std::array<StepPlan, kModes> plans_;
   std::array<ArenaLayout, kModes> arena_layouts_;
   long long capacity_ = 0;
   Tensor arena_;
-  Tensor side_arena_;                     // ensure_side_arena's
-  ArenaLayout side_layout_;
-  long long side_stride_ = 0;             // floats between the threads' copies
-  StepMode side_mode_ = StepMode::Predict;
-  long long side_rows_ = 0;               // side_layout_ is for side_mode_'s plan at this many rows
+  ChunkedInference chunked_;              // inference in chunks of rows, and their side arena
   Tensor stats_;                          // statistics_doubles() doubles (loss_and_stats)
   long long statistics_doubles() const { return 3 + static_cast<long long>(metrics_.size()); }
   Tensor row_w_;                          // per-row loss weights (sample_weight x class_weight)

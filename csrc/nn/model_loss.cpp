@@ -8,7 +8,7 @@
 #include <cmath>
 #include <optional>
 
-#include "nn/layers.h"
+#include "nn/run_kinds.h"
 #include "ops/ops.h"
 
 namespace hpcnn::nn {
@@ -21,9 +21,9 @@ void Model::compile(std::unique_ptr<Optimizer> optimizer, const LossSpec& loss) 
                   " is not (units,): add Flatten() and a Dense output layer");
   HPCNN_CHECK_ARG(loss.label_smoothing >= 0.f && loss.label_smoothing <= 1.f,
                   "compile: label_smoothing must be in [0, 1], got ", loss.label_smoothing);
-  auto* last = dynamic_cast<const ActivationLayer*>(&graph_.layer(graph_.size() - 1));
-  const bool softmax_last = last && last->is_softmax();
-  const bool sigmoid_last = last && !last->is_softmax() && last->spec().act == Act::Sigmoid;
+  const OutputActivation last = output_activation(graph_.layer(graph_.size() - 1));
+  const bool softmax_last = last == OutputActivation::Softmax;
+  const bool sigmoid_last = last == OutputActivation::Sigmoid;
   const bool categorical = loss.kind == Loss::CategoricalCrossentropy || loss.kind == Loss::SparseCategoricalCrossentropy;
   bool fused = false;
   if (categorical) {

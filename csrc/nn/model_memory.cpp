@@ -10,15 +10,6 @@ namespace hpcnn::nn {
 
 namespace {
 
-constexpr long long kArenaAlignment = 256;  // bytes: cuDNN's and the widest vector loads' alignment
-
-std::vector<BufferLife> lives(const StepPlan& plan, long long n) {
-  std::vector<BufferLife> out;
-  for (const StepPlan::Buffer& b : plan.buffers)
-    out.push_back({checked_mul(checked_mul(b.per_sample, n, "a step buffer"), 4, "a step buffer"), b.first, b.last});
-  return out;
-}
-
 // Every buffer alive for the whole step: none shares memory with another (memory_reuse off).
 void keep_apart(StepPlan& plan, int nodes) {
   for (StepPlan::Buffer& b : plan.buffers) {
@@ -45,7 +36,7 @@ void Model::make_plans() {
   if (!memory_reuse_)
     for (StepPlan& plan : plans_) keep_apart(plan, graph_.size());
   plans_current_ = true;
-  side_rows_ = 0;  // the side arena's layout was of the old plans
+  chunked_.forget_layout();  // the side arena's layout was of the old plans
 }
 
 void Model::set_memory_reuse(bool on) {
@@ -59,13 +50,13 @@ MemoryReport Model::memory_report(long long n) const {
   MemoryReport r;
   r.batch = n;
   StepPlan train = plan_step(graph_, StepMode::Train, loss_end(), trains);
-  r.train = pack_buffers(lives(train, n), kArenaAlignment).bytes;
+  r.train = pack_plan(train, n).bytes;
   for (int i = 0; i < graph_.size(); ++i) r.train_residual_blocks += train.residual[i] != kNoResidual;
   keep_apart(train, graph_.size());
-  r.train_keep_all = pack_buffers(lives(train, n), kArenaAlignment).bytes;
-  r.test = pack_buffers(lives(plan_step(graph_, StepMode::Test, loss_end(), trains), n), kArenaAlignment).bytes;
+  r.train_keep_all = pack_plan(train, n).bytes;
+  r.test = pack_plan(plan_step(graph_, StepMode::Test, loss_end(), trains), n).bytes;
   const StepPlan predict = plan_step(graph_, StepMode::Predict, graph_.size(), trains);
-  r.predict = pack_buffers(lives(predict, n), kArenaAlignment).bytes;
+  r.predict = pack_plan(predict, n).bytes;
   for (int i = 0; i < graph_.size(); ++i) {
     r.predict_folded += predict.folds[i] >= 0;
     r.predict_residual_blocks += predict.residual[i] != kNoResidual;
@@ -82,28 +73,6 @@ MemoryReport Model::memory_report(long long n) const {
   return r;
 }
 
-Tensor Model::arena_view(StepMode mode, int buffer, const Shape& shape) const {
-  return buffer_view(step_buffers(mode), buffer, shape);
-}
-
-Tensor Model::buffer_view(const BufferPlace& place, int buffer, const Shape& shape) {
-  return place.arena->view(place.base + place.layout->offsets.at(buffer) / 4, shape);
-}
-
-void Model::ensure_side_arena(StepMode mode, long long rows, int threads) {
-  if (side_rows_ != rows || side_mode_ != mode) {
-    side_layout_ = pack_buffers(lives(plans_[static_cast<int>(mode)], rows), kArenaAlignment);
-    side_stride_ = (side_layout_.bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment / 4;
-    side_mode_ = mode;
-    side_rows_ = rows;
-  }
-  const long long need = side_stride_ * threads;
-  if (!side_arena_.defined() || side_arena_.numel() < need) {
-    side_arena_ = Tensor();  // the old one first: the new one may need its memory
-    side_arena_ = Tensor::empty({need}, DType::F32, device_);
-  }
-}
-
 void Model::ensure_buffers(long long n) {
   if (n <= capacity_ && plans_current_ && stats_.defined()) return;
   const long long cap = std::max(n, capacity_);
@@ -111,7 +80,7 @@ void Model::ensure_buffers(long long n) {
   std::array<ArenaLayout, kModes> layouts;
   long long need = 0;
   for (int m = 0; m < kModes; ++m) {
-    layouts[m] = pack_buffers(lives(plans_[m], cap), kArenaAlignment);
+    layouts[m] = pack_plan(plans_[m], cap);
     need = std::max(need, layouts[m].bytes);
   }
   if (arena_.defined() && stats_.defined() && need <= arena_bytes()) {
@@ -138,8 +107,8 @@ void Model::ensure_buffers(long long n) {
 
 void Model::release_step_buffers() {
   capacity_ = 0;
-  stats_ = arena_ = side_arena_ = row_w_ = metric_out_ = Tensor();
-  side_rows_ = 0;
+  stats_ = arena_ = row_w_ = metric_out_ = Tensor();
+  chunked_.release();
   vals_.clear();
   grads_now_.clear();
   xs_.clear();

@@ -2,8 +2,7 @@
 
 #include <algorithm>
 
-#include "nn/layers.h"
-#include "nn/merge_layers.h"
+#include "nn/run_kinds.h"
 
 namespace hpcnn::nn {
 
@@ -31,11 +30,9 @@ std::vector<int> inference_folds(const Graph& g, int end) {
     const std::vector<int>& in = g.inputs(j);
     if (g.layer(j).is_merge() || in.size() != 1 || in[0] == kModelInput) continue;
     const int i = in[0];
-    const auto* bn = dynamic_cast<const BatchNormLayer*>(&g.layer(j));
-    const auto* conv = dynamic_cast<const Conv2DLayer*>(&g.layer(i));
     // The convolution's own output must be needed by nothing else (nor be the model's output),
     // and a ReLU inside it would come before the normalization.
-    if (bn && conv && !conv->fused_relu() && readers.count[i] == 1 && i != end - 1) folds[i] = j;
+    if (is_norm(g.layer(j)) && is_plain_conv(g.layer(i)) && readers.count[i] == 1 && i != end - 1) folds[i] = j;
   }
   return folds;
 }
@@ -43,10 +40,9 @@ std::vector<int> inference_folds(const Graph& g, int end) {
 // A residual block's tail: the plain ReLU that alone reads node a, where a is an Add of two inputs
 // read by nothing else; else -1.
 int tail_relu(const Graph& g, const Readers& readers, int a) {
-  if (!dynamic_cast<const AddLayer*>(&g.layer(a)) || g.inputs(a).size() != 2 || readers.count[a] != 1) return -1;
+  if (!is_add(g.layer(a)) || g.inputs(a).size() != 2 || readers.count[a] != 1) return -1;
   const int r = readers.only[a];
-  const auto* act = dynamic_cast<const ActivationLayer*>(&g.layer(r));
-  if (!act || act->spec().softmax || act->spec().act != Act::ReLU || g.inputs(r).size() != 1) return -1;
+  if (!is_plain_relu(g.layer(r)) || g.inputs(r).size() != 1) return -1;
   return r;
 }
 
@@ -69,9 +65,8 @@ std::vector<int> inference_residuals(const Graph& g, int end, const std::vector<
       const int p = in[s], q = in[1 - s];
       if (p == kModelInput || p == q || readers.count[p] != 1) continue;
       const int c = folded_into[p] >= 0 ? folded_into[p] : p;  // the convolution computing p
-      const auto* conv = dynamic_cast<const Conv2DLayer*>(&g.layer(c));
-      if (!conv || conv->fused_relu() || residual[c] != kNoResidual) continue;
-      if (c != p && static_cast<const BatchNormLayer&>(g.layer(p)).fused_relu()) continue;
+      if (!is_plain_conv(g.layer(c)) || residual[c] != kNoResidual) continue;
+      if (c != p && !is_plain_norm(g.layer(p))) continue;  // a folded normalization's ReLU comes first
       if (q != kModelInput && q >= c) continue;  // the shortcut must exist when the convolution runs
       residual[c] = q;
       tail[a] = tail[r] = c;
@@ -98,8 +93,7 @@ std::vector<int> training_residuals(const Graph& g, int end, std::vector<int>& t
     for (int s : {first, 1 - first}) {
       const int p = in[s], q = in[1 - s];
       if (p == kModelInput || p == q || readers.count[p] != 1 || residual[p] != kNoResidual) continue;
-      const auto* bn = dynamic_cast<const BatchNormLayer*>(&g.layer(p));
-      if (!bn || bn->fused_relu()) continue;
+      if (!is_plain_norm(g.layer(p))) continue;
       if (q != kModelInput && q >= p) continue;
       // The shortcut's other readers come before p: their contributions to its gradient are added
       // after p's backward masked the buffer they share.
@@ -149,6 +143,8 @@ StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<boo
   plan.value_buffer.assign(n, kBatchBuffer);
   plan.forward_view.assign(n, 0);
   plan.runs_backward.assign(n, 0);
+  plan.run.assign(n, RunKind::Plain);
+  plan.back.assign(n, BackKind::None);
   plan.grad_buffer.assign(n, -1);
   plan.routes.assign(n, {});
   plan.temps.assign(n, {});
@@ -185,6 +181,10 @@ StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<boo
     }
     for (int p : in) touch(value_of(p), i);
     if (plan.residual[i] != kNoResidual) touch(value_of(plan.residual[i]), i);  // read by the output stage
+    if (plan.forward_view[i]) plan.run[i] = RunKind::View;
+    else if (l.is_merge()) plan.run[i] = RunKind::Merge;
+    else if (plan.residual[i] != kNoResidual) plan.run[i] = training ? RunKind::NormBlockTail : RunKind::ConvBlockTail;
+    else if (plan.folds[i] >= 0) plan.run[i] = RunKind::FoldedConv;
   }
   touch(plan.value_buffer[end - 1], end);  // read by the loss (or copied out by predict)
   if (mode != StepMode::Train) return plan;
@@ -242,8 +242,20 @@ StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<boo
         }
       }
     }
+    if (pass) plan.back[i] = BackKind::PassThrough;
+    else if (l.is_merge()) plan.back[i] = BackKind::Merge;
+    else if (plan.routes[i][0] == GradRoute::AddInto) plan.back[i] = BackKind::Adding;
+    else if (plan.residual[i] != kNoResidual) plan.back[i] = BackKind::NormBlockTail;
+    else plan.back[i] = BackKind::Plain;
   }
   return plan;
+}
+
+ArenaLayout pack_plan(const StepPlan& plan, long long rows) {
+  std::vector<BufferLife> lives;
+  for (const StepPlan::Buffer& b : plan.buffers)
+    lives.push_back({checked_mul(checked_mul(b.per_sample, rows, "a step buffer"), 4, "a step buffer"), b.first, b.last});
+  return pack_buffers(lives, kArenaAlignment);
 }
 
 }  // namespace hpcnn::nn

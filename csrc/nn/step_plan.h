@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "nn/graph.h"
+#include "nn/memory_plan.h"
 
 namespace hpcnn::nn {
 
@@ -62,6 +63,27 @@ namespace hpcnn::nn {
 // returning the outputs, without a loss or a backward pass.
 enum class StepMode { Train, Test, Predict, Call };
 enum class GradRoute : uint8_t { None, Write, WriteTemp, AddInto, Alias, Copy, Accumulate };
+
+// What a node runs forward, one kind per node of a plan (StepPlan::run); nn/run_kinds.cpp says
+// which layer call each kind makes.
+//   Plain          Layer::forward of its one input
+//   View           no call: its value is view_source's, reshaped (Flatten; Dropout at inference;
+//                  a BatchNormalization folded into its convolution; a block tail's Add and ReLU)
+//   Merge          MergeLayer::forward_merge of all its inputs (Add, Concatenate)
+//   FoldedConv     inference: a Conv2D that computes the BatchNormalization after it (folds)
+//   ConvBlockTail  inference: a Conv2D (and the BatchNormalization folded into it, if any) that
+//                  computes its block's ReLU(... + shortcut) (residual)
+//   NormBlockTail  training: a BatchNormalization that computes ReLU(normalized + shortcut)
+enum class RunKind : uint8_t { Plain, View, Merge, FoldedConv, ConvBlockTail, NormBlockTail };
+// What a node runs backward in a training step (StepPlan::back), nn/run_kinds.cpp again.
+//   None           no backward (runs_backward is false)
+//   PassThrough    no call: dx = dy to every input by its route (Add, Flatten; a block tail's Add
+//                  and ReLU)
+//   Plain          Layer::backward
+//   Merge          MergeLayer::backward_merge
+//   Adding         Layer::backward_adding: input 0's gradient added into (GradRoute::AddInto)
+//   NormBlockTail  the block tail's BatchNormalization: the ReLU's mask on dy first
+enum class BackKind : uint8_t { None, PassThrough, Plain, Merge, Adding, NormBlockTail };
 
 constexpr int kBatchBuffer = -1;  // a value that is (a view of) the staged batch itself
 constexpr int kNoResidual = -2;   // StepPlan::residual of a node that adds none
@@ -82,6 +104,8 @@ struct StepPlan {
                                           // the batch), else kNoResidual
   std::vector<int> tail;                  // per node: for an Add or ReLU of such a block tail, the
                                           // node that computes it, else -1
+  std::vector<RunKind> run;               // per node: what its forward runs
+  std::vector<BackKind> back;             // per node: what its backward runs (Train)
   std::vector<char> runs_backward;        // per node (training)
   std::vector<int> grad_buffer;           // per node: the buffer of its output's gradient, or -1
   std::vector<std::vector<GradRoute>> routes;  // per node, per input
@@ -98,5 +122,28 @@ struct StepPlan {
 // when the last node is a softmax fused into the loss); `trains`: per node, whether it has
 // parameters the optimizer updates (Train only).
 StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<bool>& trains);
+
+// The plan's buffers for batches of `rows` rows, packed into one arena (nn/memory_plan.h).
+constexpr long long kArenaAlignment = 256;  // bytes: cuDNN's and the widest vector loads' alignment
+ArenaLayout pack_plan(const StepPlan& plan, long long rows);
+
+// The bytes of a step's activations and gradients for a batch size (Model::memory_report).
+struct MemoryReport {
+  long long batch = 0;
+  long long train = 0, test = 0, predict = 0;  // the planned arena of each step kind
+  // The training step's buffers each kept for the whole step (no memory shared): what the arena
+  // of a step that keeps every activation and gradient would be (set_memory_reuse(false)).
+  long long train_keep_all = 0;
+  // One buffer per activation for the whole step, plus two gradient buffers of the largest
+  // activation and the logits' gradient: how the model's memory was laid out before the plan.
+  long long one_buffer_per_activation = 0;
+  // The step's statistics (loss sum, correct count, regularization penalty, one sum per other metric, as
+  // doubles): the one copy from the device a training or test step makes.
+  long long statistics = 0;
+  // What the predict plan merges (nn/step_plan.h): BatchNormalizations folded into their
+  // convolutions, residual blocks whose Add and ReLU their last convolution computes.
+  int predict_folded = 0, predict_residual_blocks = 0;
+  int train_residual_blocks = 0;  // block tails a training step's BatchNormalization computes
+};
 
 }  // namespace hpcnn::nn

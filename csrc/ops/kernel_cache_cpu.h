@@ -11,7 +11,8 @@
 // used entries go first, their buffers reused), and a kernel whose entry would take more than
 // kMaxEntryBytes is transformed into a per-thread buffer as before. Calls that find their entry
 // current share it (a reader lock): the chunks of an inference step that run on several threads
-// at once (nn/model.cpp) use the same transform side by side; remaking it takes the entry alone.
+// at once (nn/chunked_inference.cpp) use the same transform side by side; remaking it takes the
+// entry alone.
 #pragma once
 
 #include <cstdint>

@@ -9,6 +9,9 @@
 //      (refusing a wrong name), a learning-rate schedule driving the rate from `iterations`
 //   6. a graph: a residual block (Add; the stem read by two layers) learns the same rule
 //   7. the step's memory plan: buffers alive at the same time never share bytes
+//   8. the step plan's run kinds (nn/step_plan.h): a residual block with BatchNormalization runs a
+//      folded convolution and a convolution computing the block's tail in inference, its last
+//      normalization computing the tail in training, and the backward kinds that go with them
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -277,6 +280,52 @@ void optimizer_state() {
 
 }  // namespace
 
+// The kinds plan_step gives a residual block's nodes: what nn/run_kinds.cpp then runs for each.
+void run_kinds() {
+  nn::Config linear = conv_config();
+  linear.set("activation", std::string("linear"));
+  nn::Config bn = layer("BatchNormalization");
+  bn.set("axis", -1LL);
+  bn.set("momentum", 0.99);
+  bn.set("epsilon", 1e-3);
+  bn.set("center", true);
+  bn.set("scale", true);
+  nn::Config relu = layer("Activation");
+  relu.set("activation", std::string("relu"));
+  nn::Config dense = layer("Dense");
+  dense.set("units", 3LL);
+  dense.set("activation", std::string("linear"));
+  nn::Config softmax = layer("Activation");
+  softmax.set("activation", std::string("softmax"));
+  std::vector<nn::Node> nodes;
+  nodes.push_back({nn::make_layer(conv_config()), {nn::kModelInput}});  // 0: the stem (the shortcut)
+  nodes.push_back({nn::make_layer(linear), {0}});
+  nodes.push_back({nn::make_layer(bn), {1}});
+  nodes.push_back({nn::make_layer(linear), {2}});
+  nodes.push_back({nn::make_layer(bn), {3}});
+  nodes.push_back({nn::make_layer(layer("Add")), {4, 0}});  // 5, 6: the block's tail
+  nodes.push_back({nn::make_layer(relu), {5}});
+  nodes.push_back({nn::make_layer(layer("Flatten")), {6}});
+  nodes.push_back({nn::make_layer(dense), {7}});
+  nodes.push_back({nn::make_layer(softmax), {8}});
+  const nn::Graph g(Shape{6, 6, 1}, std::move(nodes));
+  const std::vector<bool> trains(10, true);
+  using R = nn::RunKind;
+  using B = nn::BackKind;
+  const nn::StepPlan predict = nn::plan_step(g, nn::StepMode::Predict, 10, trains);
+  check(predict.run == std::vector<R>{R::Plain, R::FoldedConv, R::View, R::ConvBlockTail, R::View, R::View, R::View,
+                                      R::View, R::Plain, R::Plain},
+        "run kinds, inference: conv+BN folded, the last conv computes the block's tail, the rest views");
+  const nn::StepPlan train = nn::plan_step(g, nn::StepMode::Train, 9, trains);  // the softmax fused in the loss
+  check(train.run == std::vector<R>{R::Plain, R::Plain, R::Plain, R::Plain, R::NormBlockTail, R::View, R::View,
+                                    R::View, R::Plain, R::Plain},
+        "run kinds, training: the last BatchNormalization computes the block's tail");
+  check(train.back == std::vector<B>{B::Plain, B::Adding, B::Plain, B::Plain, B::NormBlockTail, B::PassThrough,
+                                     B::PassThrough, B::PassThrough, B::Plain, B::None},
+        "backward kinds: the tail passes dy through, its normalization masks it, the first conv adds into the "
+        "shortcut's gradient");
+}
+
 int main() {
   try {
     hpcnn::blas::init();
@@ -286,6 +335,7 @@ int main() {
     optimizer_state();
     graph();
     memory_plan();
+    run_kinds();
   } catch (const std::exception& e) {
     std::printf("FAIL unexpected exception: %s\n", e.what());
     return 1;
