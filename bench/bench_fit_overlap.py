@@ -21,10 +21,8 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_loader import make_images  # noqa: E402  (the same compressible images as the loader bench)
-
-import hpcnn  # noqa: E402
+import hpcnn
+from bench_loader import make_images  # beside this script: the same compressible images as the loader bench
 
 
 def augmentation_op_ms(x8: np.ndarray) -> dict:

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import hpcnn
-from gpu_target import GPU, MARKS
+from tests.support.gpu_target import GPU, MARKS
 from hpcnn import _core, optimizers
 from hpcnn.layers import (Conv2D, Dense, Flatten, InputLayer, RandomCrop, RandomFlip, RandomRotation, RandomTranslation,
                           RandomZoom, Rescaling, ZeroPadding2D)

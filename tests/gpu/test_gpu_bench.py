@@ -22,13 +22,14 @@ from pathlib import Path
 import pytest
 
 import hpcnn
-from gpu_target import GPU, MARKS
+from tests.support.gpu_target import GPU, MARKS
 from hpcnn import _core, bench
 from hpcnn.distribute import MirroredStrategy
+from tests.support import paths
 
 pytestmark = pytest.mark.usefixtures("tf32_off")  # tests/conftest.py; harmless for the CPU variants
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 GPU_MARKS = [m for m in MARKS if m.name != "usefixtures"]  # pytest.param takes no usefixtures mark
 KINDS = [pytest.param("cpu", id="cpu"), pytest.param("gpu", id="gpu", marks=GPU_MARKS)]
 NO_GPU = "no usable GPU|built without the CUDA backend"

@@ -18,7 +18,7 @@ import pytest
 
 from hpcnn import _core
 from hpcnn.distribute import LOCAL_RANK_VARIABLES, default_rank_device, local_rank
-from mpi_runs import mpi_missing
+from tests.support.mpi_runs import mpi_missing
 
 # A real GPU: the CPU cannot stand in for one here (HPCNN_TEST_GPU=cpu does not apply).
 REASON = _core.cuda_unavailable_reason()

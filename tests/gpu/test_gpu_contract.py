@@ -19,7 +19,6 @@ those about cuDNN, device memory or copies skip then. TF32 is off unless a test 
 """
 import gc
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -32,7 +31,8 @@ import hpcnn
 from hpcnn import _core, config
 from hpcnn.layers import Conv2D, Dense, Dropout, Flatten, InputLayer, MaxPooling2D
 
-from gpu_target import GPU, MARKS
+from tests.support.gpu_target import GPU, MARKS
+from tests.support import paths
 
 pytestmark = MARKS
 ops = _core.ops
@@ -131,10 +131,8 @@ def compiled(m, device, lr=0.02):
 def run_python(code, timeout=300):
     """Runs `code` in a fresh interpreter (a fresh CUDA context: nothing cached by earlier tests);
     returns what it printed last, as JSON."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(__file__)] + sys.path)
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                       timeout=timeout, env=env)
+                       timeout=timeout, cwd=paths.ROOT)  # the root: `python -c` finds tests.support there
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
 

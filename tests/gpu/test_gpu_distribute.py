@@ -18,11 +18,10 @@ import numpy as np
 import pytest
 
 from hpcnn import _core
-from dist_common import BATCH, make_arrays, make_model, rel_err
-from mpi_runs import checked, load_ranks, mpi_missing, mpirun
+from tests.support.dist_common import BATCH, make_arrays, make_model, rel_err
+from tests.support.mpi_runs import checked, load_ranks, mpi_missing, mpirun
+from tests.support import paths
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(_core.__file__)))  # the folder holding hpcnn/
 
 
 def _gpus():
@@ -68,12 +67,11 @@ def run_isolated(body, timeout=120):
     in scope) in a fresh process with a wall-clock limit; returns what it emitted (a dict)."""
     code = textwrap.dedent("""
         import json, sys, time
-        sys.path.insert(0, {here!r})
         import numpy as np
         import hpcnn
         from hpcnn import _core
         from hpcnn.distribute import CommunicationOptions, MirroredStrategy
-        from dist_common import BATCH, make_arrays, make_model
+        from tests.support.dist_common import BATCH, make_arrays, make_model
         _core.cuda_set_tf32(False) if _core.cuda_devices() else None
         out = {{}}
         def emit(**kw):
@@ -82,11 +80,12 @@ def run_isolated(body, timeout=120):
         {body}
         finally:
             print("RESULT " + json.dumps(out), flush=True)
-    """).format(here=HERE, body=textwrap.indent(textwrap.dedent(body), "    "))
-    # The child imports the hpcnn this process imported (an installed one, or a tree on PYTHONPATH).
-    env = dict(os.environ, HPCNN_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(
-        [PACKAGE_PARENT, os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout)
+    """).format(body=textwrap.indent(textwrap.dedent(body), "    "))
+    # The child imports the hpcnn this process imported (the same interpreter and environment) and,
+    # started in the repository root, the tests package (`python -c` puts the current folder first).
+    env = dict(os.environ, HPCNN_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout,
+                          cwd=paths.ROOT)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert lines, f"no result (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return json.loads(lines[-1][len("RESULT "):])

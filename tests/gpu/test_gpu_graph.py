@@ -20,8 +20,8 @@ import pytest
 import hpcnn
 from hpcnn import _core
 
-from gpu_target import GPU, MARKS
-from small_models import GRAPHS, resnet_block_model
+from tests.support.gpu_target import GPU, MARKS
+from tests.support.small_models import GRAPHS, resnet_block_model
 
 pytestmark = MARKS
 ops = _core.ops

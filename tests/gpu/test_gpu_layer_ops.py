@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import hpcnn
-from gpu_target import GPU, MARKS
+from tests.support.gpu_target import GPU, MARKS
 from hpcnn import _core, optimizers
 from hpcnn.layers import (BatchNormalization, Conv2D, Dense, GlobalAveragePooling2D, InputLayer, LeakyReLU,
                           ReLU)

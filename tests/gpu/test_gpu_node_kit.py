@@ -10,8 +10,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests.support import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 KIT = ROOT / "tools" / "gpu-node-kit.sh"
 BASH = shutil.which("bash")
 

@@ -12,8 +12,8 @@ from hpcnn import _core, optimizers, regularizers
 from hpcnn.layers import Conv2D, Dense, Flatten, InputLayer, MaxPooling2D
 from hpcnn.optimizers import schedules
 
-from gpu_target import GPU, MARKS
-from optimizer_reference import state_buffers
+from tests.support.gpu_target import GPU, MARKS
+from tests.support.optimizer_reference import state_buffers
 
 pytestmark = MARKS
 ops = _core.ops

@@ -9,8 +9,8 @@ import pytest
 
 import hpcnn
 
-from gpu_target import GPU, MARKS
-from small_models import layout_model
+from tests.support.gpu_target import GPU, MARKS
+from tests.support.small_models import layout_model
 
 pytestmark = MARKS
 

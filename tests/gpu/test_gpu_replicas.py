@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import hpcnn
-from gpu_target import (GPU, KINDS, LOSS_TOL, PARAM_MARKS, REASON, UPDATE_TOL, assert_loss_and_accuracy_close,
+from tests.support.gpu_target import (GPU, KINDS, LOSS_TOL, PARAM_MARKS, REASON, UPDATE_TOL, assert_loss_and_accuracy_close,
                         assert_updates_close)
 from hpcnn import _core
 from hpcnn.distribute import CommunicationOptions, MirroredStrategy

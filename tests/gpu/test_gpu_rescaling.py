@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import hpcnn
-from gpu_target import (GPU, KINDS, LOSS_TOL, PARAM_MARKS, UPDATE_TOL, assert_loss_and_accuracy_close,
+from tests.support.gpu_target import (GPU, KINDS, LOSS_TOL, PARAM_MARKS, UPDATE_TOL, assert_loss_and_accuracy_close,
                         assert_updates_close)
 from hpcnn import _core, data
 from hpcnn.layers import Conv2D, Dense, Flatten, InputLayer, MaxPooling2D, ReLU, Rescaling

@@ -19,7 +19,7 @@ import hpcnn
 from hpcnn import _core, data
 from hpcnn.layers import Conv2D, Dense, Dropout, Flatten, InputLayer, MaxPooling2D
 
-from gpu_target import GPU, MARKS
+from tests.support.gpu_target import GPU, MARKS
 
 pytestmark = MARKS
 

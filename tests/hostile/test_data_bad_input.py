@@ -12,6 +12,7 @@ import pytest
 
 h5py = pytest.importorskip("h5py")
 from hpcnn import data  # noqa: E402
+from tests.support import hostile_hdf5
 
 
 def good_file(path, n=64, compression="gzip", chunks=True, x=None, y=None):
@@ -252,8 +253,6 @@ def chunk_keys(path, name="x_train"):
     """Offsets in the file of the v1 B-tree keys of `name`'s chunks, in chunk order: each key is
     the chunk's size (4 bytes), filter mask (4), then its offset in each dimension and 0 for the
     element (8 bytes each), followed by the chunk's address."""
-    sys.path.insert(0, os.path.dirname(__file__))
-    import hostile_hdf5
     with h5py.File(path, "r") as f:
         d = f[name]
         addrs = {d.id.get_chunk_info(k).byte_offset for k in range(d.id.get_num_chunks())}

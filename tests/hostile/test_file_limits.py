@@ -13,8 +13,8 @@ from hpcnn.formats import file_limits, keras_archive
 from hpcnn.formats.config_json import nesting_depth
 from hpcnn.layers import Dense, InputLayer
 from hpcnn.models import load_model, model_from_json
-import archive_tools as at
-from small_models import small_model
+from tests.support import archive_tools as at
+from tests.support.small_models import small_model
 
 L = file_limits
 

@@ -12,7 +12,6 @@ import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import h5py
 import numpy as np
@@ -21,10 +20,11 @@ import pytest
 from hpcnn.formats import h5_limits
 from hpcnn.formats.h5tree import H5Tree
 from hpcnn.models import load_model
-from hostile_model_h5 import Tripwire
-from small_models import small_model
+from tests.support.hostile_model_h5 import Tripwire
+from tests.support.small_models import small_model
+from tests.support import paths
 
-KERAS_DATA = Path(__file__).resolve().parent / "data" / "keras"
+KERAS_DATA = paths.KERAS_DATA
 L = h5_limits
 
 
@@ -347,14 +347,13 @@ def test_keras_sized_attributes_load(tmp_path):
 
 WEIGHT_PROBE = r"""
 import resource, sys
-sys.path.insert(0, sys.argv[1])
 from hpcnn.formats.h5tree import H5Tree
-if sys.argv[4] != "0":  # this much more address space than the process has now
+if sys.argv[3] != "0":  # this much more address space than the process has now
     now = int(next(x for x in open("/proc/self/status") if x.startswith("VmSize:")).split()[1]) * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (now + int(sys.argv[4]), now + int(sys.argv[4])))
-with H5Tree.open(sys.argv[2]) as tree:
+    resource.setrlimit(resource.RLIMIT_AS, (now + int(sys.argv[3]), now + int(sys.argv[3])))
+with H5Tree.open(sys.argv[1]) as tree:
     try:
-        a = tree.reader.read(sys.argv[3])
+        a = tree.reader.read(sys.argv[2])
         print("READ", a.shape, a.dtype, float(abs(a).max()))
     except (ValueError, MemoryError) as e:
         print(type(e).__name__, e)
@@ -367,8 +366,8 @@ def probe(tmp_path, shape, dtype, address_space=0):
     path = tmp_path / "big.h5"
     with h5py.File(path, "w") as f:
         f.create_dataset("w", shape=shape, dtype=dtype, chunks=True)
-    python = str(Path(__import__("hpcnn").__file__).resolve().parent.parent)
-    out = subprocess.run([sys.executable, "-c", WEIGHT_PROBE, python, str(path), "/w", str(address_space)],
+    # The child imports the same hpcnn as this process: the same interpreter and environment.
+    out = subprocess.run([sys.executable, "-c", WEIGHT_PROBE, str(path), "/w", str(address_space)],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout.strip()

@@ -13,17 +13,15 @@ runs more cases or another seed (CI runs the default: DEFAULT_CASES cases of see
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 
 pytest.importorskip("h5py")
-sys.path.insert(0, os.path.dirname(__file__))
-import hostile_driver  # noqa: E402
-import hostile_hdf5  # noqa: E402
+from tests.support import hostile_driver
+from tests.support import hostile_hdf5
 
 DEFAULT_CASES = 600
-SCRIPT = os.path.join(os.path.dirname(__file__), "hostile_hdf5.py")
+SCRIPT = "hostile_hdf5"  # tests/support/hostile_hdf5.py, run as python -m tests.support.hostile_hdf5
 # A case that makes no progress for this long is a hang (a slow case takes well under a second;
 # sanitizer builds are a few times slower).
 CASE_TIMEOUT = float(os.environ.get("HPCNN_HOSTILE_TIMEOUT", 60))

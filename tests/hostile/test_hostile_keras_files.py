@@ -19,8 +19,8 @@ import pytest
 from hpcnn import _core
 from hpcnn.formats.keras_weights import keras3_weight_items
 from hpcnn.models import load_model, model_from_json
-import archive_tools as at
-from small_models import small_model
+from tests.support import archive_tools as at
+from tests.support.small_models import small_model
 
 
 @pytest.fixture
@@ -357,7 +357,7 @@ def test_a_config_whose_layers_do_not_fit_together_names_the_file(keras_file):
 
 
 def test_a_malformed_inbound_tensor_in_hpcnn_s_description_names_the_file(tmp_path):
-    from small_models import residual_model
+    from tests.support.small_models import residual_model
     m = residual_model()
     m.save(tmp_path / "r.keras")
     members = at.read_members(tmp_path / "r.keras")
@@ -370,7 +370,7 @@ def test_a_malformed_inbound_tensor_in_hpcnn_s_description_names_the_file(tmp_pa
 
 
 def test_model_from_json_names_itself_for_what_hpcnn_cannot_build_yet():
-    from small_models import residual_model
+    from tests.support.small_models import residual_model
     cfg = residual_model().get_config()
     entry = next(e for e in cfg["layers"] if e.get("inbound_nodes"))
     entry["inbound_nodes"][0]["args"][0]["config"]["keras_history"][1] = 1

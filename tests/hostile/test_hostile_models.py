@@ -17,19 +17,18 @@ import collections
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 
-sys.path.insert(0, os.path.dirname(__file__))
-import hostile_driver  # noqa: E402
-import hostile_model_kinds  # noqa: E402
-import hostile_models  # noqa: E402
+from tests.support import hostile_driver
+from tests.support import hostile_model_kinds
+from tests.support import hostile_models
+from tests.support import paths
 
 hostile_model_kinds.load_registry()
 
 DEFAULT_CASES = 600
-SCRIPT = os.path.join(os.path.dirname(__file__), "hostile_models.py")
+SCRIPT = "hostile_models"  # tests/support/hostile_models.py, run as python -m tests.support.hostile_models
 # A case that makes no progress for this long is a hang (a slow case takes well under a second;
 # sanitizer builds are a few times slower).
 CASE_TIMEOUT = float(os.environ.get("HPCNN_HOSTILE_MODEL_TIMEOUT", 60))
@@ -52,7 +51,7 @@ def test_hostile_model_files():
              if r["fails"]]
     assert not problems, "crashes or hangs:\n" + "\n".join(problems)
     assert len(results) == n, f"{n - len(results)} cases gave no result"
-    assert not fails, (f"{len(fails)} of {n} cases failed (seed {seed}; reproduce one with: python {SCRIPT} --seed "
+    assert not fails, (f"{len(fails)} of {n} cases failed (seed {seed}; reproduce one with: python -m tests.support.{SCRIPT} --seed "
                        f"{seed} --cases I --verbose):\n" + "\n".join(fails[:30]))
     by_kind = collections.defaultdict(collections.Counter)
     for r in results.values():
@@ -72,11 +71,10 @@ def test_a_case_is_the_same_file_on_every_run():
     """The seed reproduces a case: its bytes do not depend on the worker, the time or the folder."""
     out = []
     for _ in range(2):
-        code = ("import hostile_models, hashlib; c = hostile_models.Corpus(); "
+        code = ("from tests.support import hostile_models; import hashlib; c = hostile_models.Corpus(); "
                 "print([hashlib.sha256(c.case(26, i)[1].data).hexdigest() for i in range(0, 120, 7)])")
         out.append(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                                  cwd=tempfile.gettempdir(), env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                                      [os.path.dirname(__file__)] + sys.path)}).stdout)
+                                  cwd=paths.ROOT).stdout)
     assert out[0] == out[1] and out[0].count("'") == 2 * len(range(0, 120, 7)), out
 
 

@@ -21,7 +21,7 @@ import pytest
 import hpcnn
 from hpcnn.formats import hpcnn_files
 from hpcnn.data import read_dataset, write_hdf5
-from small_models import small_model
+from tests.support.small_models import small_model
 
 N_WEIGHTS = 6  # small_model: conv2d, dense, dense_1 kernels and biases
 

@@ -14,7 +14,7 @@ from hpcnn.layers import (ELU, Activation, Add, AveragePooling2D, BatchNormaliza
                           MaxPooling2D, RandomCrop, RandomFlip, RandomTranslation, ReLU, Rescaling, Softmax,
                           ZeroPadding2D)
 from hpcnn.utils import set_random_seed, to_categorical
-from small_models import small_model
+from tests.support.small_models import small_model
 
 
 def data(n=32, classes=3, seed=0):

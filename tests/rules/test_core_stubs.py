@@ -11,8 +11,9 @@ import pytest
 
 import hpcnn
 from hpcnn import _core
+from tests.support import paths
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = paths.ROOT
 GENERATOR = REPO / "tools" / "gen_core_stubs.py"
 
 

@@ -13,8 +13,9 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from tests.support import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 MKDOCS_YML = ROOT / "mkdocs.yml"

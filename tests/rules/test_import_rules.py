@@ -17,8 +17,9 @@ import pathlib
 from typing import Dict, List, Set, Tuple
 
 import pytest
+from tests.support import paths
 
-ROOT = pathlib.Path(__file__).resolve().parents[1] / "python" / "hpcnn"
+ROOT = paths.ROOT / "python" / "hpcnn"
 MAX_LINES = 500
 
 # Lowest first. A unit is hpcnn's top-level module or package ("layers" holds hpcnn.layers.*); the

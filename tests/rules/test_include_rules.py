@@ -8,8 +8,9 @@ folder it may not, a header that does not exist, a folder without a rule, or pyb
 bindings/ fails the test."""
 import pathlib
 import re
+from tests.support import paths
 
-CSRC = pathlib.Path(__file__).resolve().parent.parent / "csrc"
+CSRC = paths.ROOT / "csrc"
 
 ALLOWED = {
     "core": {"core"},

@@ -15,8 +15,9 @@ import pathlib
 from typing import List
 
 import pytest
+from tests.support import paths
 
-ROOT = pathlib.Path(__file__).resolve().parents[1] / "python" / "hpcnn"
+ROOT = paths.ROOT / "python" / "hpcnn"
 # The loaders: every module that turns a file's contents into a model, weights, a checkpoint or a
 # backup, and the model and layer classes that build themselves from a file's config.
 LOADERS = sorted({*ROOT.glob("formats/*.py"), ROOT / "saving.py", *ROOT.glob("models/*.py"), *ROOT.glob("layers/*.py"),

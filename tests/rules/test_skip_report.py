@@ -3,9 +3,8 @@ while other skips keep their own lines: run in a scratch folder with a copy of t
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from tests.support import paths
 
 TESTS = '''
 import pytest
@@ -38,7 +37,7 @@ def test_e():
 
 
 def test_machine_skips_fold_into_one_line_per_reason(tmp_path):
-    shutil.copy(HERE / "conftest.py", tmp_path / "conftest.py")
+    shutil.copy(paths.TESTS / "conftest.py", tmp_path / "conftest.py")
     (tmp_path / "test_skips.py").write_text(TESTS)
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "test_skips.py"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)

@@ -1,6 +1,6 @@
 """One rank of the data-parallel tests (tests/test_distribute_mpi.py starts it with mpirun).
 
-    mpirun -np 2 python tests/dist_worker.py SCENARIO OUTDIR
+    mpirun -np 2 python -m tests.support.dist_worker SCENARIO OUTDIR
 
 Every rank trains with MultiWorkerMirroredStrategy on the CPU and writes what the test compares
 into OUTDIR/rank<R>.npz (weights, evaluate's numbers). The data and the reference model are made
@@ -14,13 +14,11 @@ import os
 import signal
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-import hpcnn  # noqa: E402
-from hpcnn import _core  # noqa: E402
-from dist_common import (BATCH, augmented_model, fit_resumable, groups_fit, make_arrays, make_model,  # noqa: E402
+import hpcnn
+from hpcnn import _core
+from tests.support.dist_common import (BATCH, augmented_model, fit_resumable, groups_fit, make_arrays, make_model,
                          residual_model, write_groups_h5, write_h5)
 
 

@@ -4,7 +4,7 @@ it): the file is written once normally (the previous file), then again at severa
 no temporary file behind. Prints one line "RESULT <json>" and exits 0; a crash (HDF5 1.10 crashes
 at exit after a failed close) is a non-zero exit the test sees.
 
-    python full_disk_child.py fsize|tmpfs <case> <directory>
+    python -m tests.support.full_disk_child fsize|tmpfs <case> <directory>
 
 fsize: the file size limit (RLIMIT_FSIZE, soft) is set below the file's size, SIGXFSZ ignored, so
 that write() fails with EFBIG; tmpfs: <directory> is a small file system filled with a filler file
@@ -19,12 +19,10 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import hpcnn  # noqa: E402
-from hpcnn.callbacks import BackupAndRestore, ModelCheckpoint  # noqa: E402
-from hpcnn.data import read_dataset, write_hdf5  # noqa: E402
-from small_models import small_model  # noqa: E402
+import hpcnn
+from hpcnn.callbacks import BackupAndRestore, ModelCheckpoint
+from hpcnn.data import read_dataset, write_hdf5
+from tests.support.small_models import small_model
 
 FRACTIONS = (0.0, 0.25, 0.5, 0.75)  # of the file's size that the disk (or the limit) still allows
 

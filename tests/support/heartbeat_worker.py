@@ -1,7 +1,7 @@
 """One rank of the lost-rank tests (tests/test_distribute_heartbeat.py, bench/bench_heartbeat.py start it
 with mpirun): a rank killed without a word, a step slower than the heartbeat limit.
 
-    mpirun -np 3 python tests/heartbeat_worker.py SCENARIO OUTDIR
+    mpirun -np 3 python -m tests.support.heartbeat_worker SCENARIO OUTDIR
 
 Scenarios:
   lost    the last rank SIGKILLs itself after batch KILL_BATCH of epoch KILL_EPOCH (BackupAndRestore
@@ -25,12 +25,10 @@ import signal
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-import hpcnn  # noqa: E402
-from dist_common import make_arrays, make_model  # noqa: E402
+import hpcnn
+from tests.support.dist_common import make_arrays, make_model
 
 ROWS, BATCH, EPOCHS = 72, 12, 3  # 6 steps per epoch, 4 rows per rank on 3 ranks
 KILL_EPOCH, KILL_BATCH = 1, 2    # after the 3rd batch of the 2nd epoch: the backup of epoch 1 is the last

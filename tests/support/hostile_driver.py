@@ -14,10 +14,11 @@ import json
 import os
 import selectors
 import subprocess
-import sys
 import tempfile
 import time
 import traceback
+
+from tests.support import paths
 
 
 def parse_cases(spec):
@@ -69,18 +70,19 @@ def serve(cases, inject, run_case, verbose_line=None, reference=False):
 
 
 class Worker:
-    """One worker subprocess running `script --seed S --cases i,j,...`, read line by line."""
+    """One worker subprocess running `python -m tests.support.<script> --seed S --cases i,j,...` (in the
+    repository root), read line by line."""
 
     def __init__(self, script, seed, cases, inject=None, no_reference=()):
         self.cases = list(cases)
-        cmd = [sys.executable, script, "--seed", str(seed), "--cases", ",".join(map(str, self.cases))]
+        cmd = paths.module_command(script, "--seed", seed, "--cases", ",".join(map(str, self.cases)))
         if inject:
             cmd += ["--inject", inject]
         if no_reference:
             cmd += ["--no-reference", ",".join(map(str, sorted(no_reference)))]
         # stderr to a file: a chatty crash report must not fill a pipe and stall the worker.
         self.stderr = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.stderr)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.stderr, cwd=paths.ROOT)
         # Read with os.read, not readline: a buffered reader can swallow a second line from the
         # pipe, which the selector would then never report (a hang would go unnoticed).
         os.set_blocking(self.proc.stdout.fileno(), False)
@@ -159,13 +161,13 @@ def run_cases(script, seed, cases, workers, batch, timeout, inject=None, referen
                 finish(w, why=f"no progress for {timeout:.0f} s (a hang)")
 
     for case, why, err in suspects:
-        alone = subprocess.run([sys.executable, script, "--seed", str(seed), "--cases", str(case), "--verbose"]
+        alone = subprocess.run(paths.module_command(script, "--seed", seed, "--cases", case, "--verbose")
                                + (["--inject", inject] if inject else [])
                                + (["--no-reference", str(case)] if case in no_reference else []),
-                               capture_output=True, text=True, timeout=timeout + 30) if "hang" not in why else None
+                               capture_output=True, text=True, timeout=timeout + 30, cwd=paths.ROOT) if "hang" not in why else None
         confirmed = "" if alone is None else (
             f"; alone: exit status {alone.returncode}" + (f", {alone.stdout.strip().splitlines()[-1]}"
                                                           if alone.stdout.strip() else ""))
         problems.append(f"case {case} (seed {seed}): {why}{confirmed}; stderr: {err[-600:]}\n"
-                        f"  reproduce: python {script} --seed {seed} --cases {case} --verbose")
+                        f"  reproduce: python -m tests.support.{script} --seed {seed} --cases {case} --verbose")
     return results, problems, no_reference

@@ -3,9 +3,9 @@
 Used by tests/test_hostile_hdf5.py, which runs the cases in worker subprocesses (a crash or a
 hang there must not take pytest down) and reports any case that fails. Run by hand:
 
-    python tests/hostile_hdf5.py --seed 12 --cases 0:400          # run cases, one JSON line each
-    python tests/hostile_hdf5.py --seed 12 --cases 137 --verbose  # one case, with details
-    python tests/hostile_hdf5.py --seed 12 --cases 137 --keep DIR # ... and keep its file in DIR
+    python -m tests.support.hostile_hdf5 --seed 12 --cases 0:400          # run cases, one JSON line each
+    python -m tests.support.hostile_hdf5 --seed 12 --cases 137 --verbose  # one case, with details
+    python -m tests.support.hostile_hdf5 --seed 12 --cases 137 --keep DIR # ... and keep its file in DIR
 
 Each case prints "START i", "H5PY i" once the reference (h5py) has read the file, and a
 "RESULT {json}" line; a worker that dies between START and H5PY crashed in h5py, not in hpcnn.
@@ -35,7 +35,7 @@ import tempfile
 
 import numpy as np
 
-import hostile_driver  # tests/: beside this file (a worker is run as a script from here)
+from tests.support import hostile_driver
 
 DEFAULT_SEED = 12
 # Cases whose declared data is larger than this are not read into memory by the reference (h5py)

@@ -21,8 +21,8 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-import archive_tools as at
-from hostile_model_kinds import Base, Case, Family, family, kind
+from tests.support import archive_tools as at
+from tests.support.hostile_model_kinds import Base, Case, Family, family, kind
 
 # Files the hostile code would leave if it ever ran: hostile_models.py checks that none appears.
 # (Relative: the worker runs in its own folder, so the case bytes do not depend on where it is.)
@@ -49,7 +49,7 @@ def _expected(model):
 
 
 def archive_bases() -> List[Base]:
-    from small_models import residual_model, small_model
+    from tests.support.small_models import residual_model, small_model
     out = []
     with tempfile.TemporaryDirectory() as d, warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -70,7 +70,7 @@ def archive_bases() -> List[Base]:
 
 
 def json_bases() -> List[Base]:
-    from small_models import residual_model, small_model
+    from tests.support.small_models import residual_model, small_model
     out = []
     for name, m in (("seq", small_model(seed=3)), ("residual", residual_model(seed=5))):
         m.build()

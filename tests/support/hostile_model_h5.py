@@ -4,9 +4,9 @@ them (issue 26's `.h5` bullet; tests/test_h5_tree_refusals.py has one regression
 Used by tests/test_hostile_model_h5.py, which runs the cases in worker subprocesses (a crash or a
 hang must not take pytest down). Run by hand:
 
-    python tests/hostile_model_h5.py --seed 26 --cases 0:100          # one JSON line per case
-    python tests/hostile_model_h5.py --seed 26 --cases 17 --verbose   # one case, with details
-    python tests/hostile_model_h5.py --seed 26 --cases 17 --keep DIR  # ... and keep its file
+    python -m tests.support.hostile_model_h5 --seed 26 --cases 0:100          # one JSON line per case
+    python -m tests.support.hostile_model_h5 --seed 26 --cases 17 --verbose   # one case, with details
+    python -m tests.support.hostile_model_h5 --seed 26 --cases 17 --keep DIR  # ... and keep its file
 
 Each case prints "START i" and a "RESULT {json}" line. A case is a pure function of (seed, index):
 a valid base file, written by hpcnn (Keras 3 `.weights.h5`, legacy `.h5` weights, an hpcnn `.h5`
@@ -38,10 +38,9 @@ import time
 import h5py
 import numpy as np
 
-import hostile_driver  # tests/: beside this file (a worker is run as a script from here)
+from tests.support import hostile_driver, paths
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-KERAS_DATA = os.path.join(HERE, "data", "keras")
+KERAS_DATA = str(paths.KERAS_DATA)
 DEFAULT_SEED = 26
 # The worker's address-space limit: nothing a case declares may be allocated (not under ASan,
 # whose shadow memory reserves terabytes of address space).
@@ -127,7 +126,7 @@ def _objects(path):
 def _make_bases(workdir):
     from hpcnn.formats import hpcnn_files
     from hpcnn.models import load_model
-    from small_models import small_model
+    from tests.support.small_models import small_model
 
     bases = {}
 
@@ -526,7 +525,6 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if not sanitized():
         resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
-    sys.path.insert(0, HERE)
     import hpcnn
     hpcnn.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="hpcnn-hostile-h5-") as workdir:

@@ -11,7 +11,7 @@ base). Case i of seed s is kind CYCLE[i % len(CYCLE)] (each kind appears `share`
 To add a family (the .h5 model and weight files, say): write tests/hostile_<name>_cases.py that
 calls ``family(...)`` once and decorates each kind with ``@kind(name, family, share)``, and add
 the module's name to CASE_MODULES. The runner, the judge and the CI test need no change; the
-counts per kind in docs/reliability.md do (``python tests/hostile_models.py --counts N``).
+counts per kind in docs/reliability.md do (``python -m tests.support.hostile_models --counts N``).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import importlib
 from typing import Any, Callable, Dict, List, Optional
 
 # The modules that register families and kinds, imported in this order (the cycle's order).
-CASE_MODULES = ["hostile_keras_cases"]
+CASE_MODULES = ["tests.support.hostile_keras_cases"]
 
 
 @dataclasses.dataclass

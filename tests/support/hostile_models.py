@@ -5,10 +5,10 @@ hang there must not take pytest down) and reports any case that fails. The famil
 the kinds of damage are registered in tests/hostile_model_kinds.py (today: .keras archives and
 model_from_json text, from tests/hostile_keras_cases.py). Run by hand:
 
-    python tests/hostile_models.py --seed 26 --cases 0:300           # run cases, one JSON line each
-    python tests/hostile_models.py --seed 26 --cases 137 --verbose   # one case, with details
-    python tests/hostile_models.py --seed 26 --cases 137 --keep DIR  # ... and keep its file in DIR
-    python tests/hostile_models.py --counts 300                      # cases per kind in 300
+    python -m tests.support.hostile_models --seed 26 --cases 0:300           # run cases, one JSON line each
+    python -m tests.support.hostile_models --seed 26 --cases 137 --verbose   # one case, with details
+    python -m tests.support.hostile_models --seed 26 --cases 137 --keep DIR  # ... and keep its file in DIR
+    python -m tests.support.hostile_models --counts 300                      # cases per kind in 300
 
 Each case prints "START i" and then a "RESULT {json}" line. A case must end in the right result
 (the base file's model: its weights and, unless the damage changed it, its architecture) or a
@@ -31,10 +31,9 @@ import traceback
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import archive_tools as at  # noqa: E402
-import hostile_driver  # noqa: E402
-import hostile_model_kinds as registry  # noqa: E402
+from tests.support import archive_tools as at
+from tests.support import hostile_driver
+from tests.support import hostile_model_kinds as registry
 
 DEFAULT_SEED = 26
 # The worker's address-space limit: a small hostile file must never make hpcnn allocate near it.

@@ -1,16 +1,13 @@
-"""Running tests/dist_worker.py under `mpirun` on loopback, and reading what its ranks wrote: shared by
+"""Running tests/support/dist_worker.py under `mpirun` on loopback, and reading what its ranks wrote: shared by
 the MPI tests of the CPU (test_distribute_mpi.py) and of GPUs (test_gpu_distribute.py)."""
 import os
 import shutil
 import subprocess
-import sys
 
 import numpy as np
 
 from hpcnn import _core
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
+from tests.support import paths
 
 def mpi_missing():
     """Why `mpirun` tests cannot run here ('' when they can)."""
@@ -22,8 +19,8 @@ def mpi_missing():
 
 
 def mpirun_command(scenario, out, ranks=2, dist_timeout=120, device="cpu", implementation="auto",
-                   worker="dist_worker.py", mpirun_args=(), env=None):
-    """(command, environment) of `ranks` processes of `worker` (in tests/) running `scenario`,
+                   worker="dist_worker", mpirun_args=(), env=None):
+    """(command, environment) of `ranks` processes of `worker` (a module of tests/support) running `scenario`,
     writing under `out`; one thread each, Open MPI over loopback TCP (as root too), oversubscribed.
     device / implementation: what each rank's strategy is given (dist_worker.py reads them from
     HPCNN_TEST_DIST_*); env: more variables."""
@@ -33,8 +30,9 @@ def mpirun_command(scenario, out, ranks=2, dist_timeout=120, device="cpu", imple
                    HPCNN_DIST_TIMEOUT=str(dist_timeout), HPCNN_TEST_DIST_DEVICE=device,
                    HPCNN_TEST_DIST_IMPLEMENTATION=implementation)
     environ.update(env or {})
-    cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", *mpirun_args, sys.executable, os.path.join(HERE, worker),
-           scenario, str(out)]
+    # -wdir: the ranks start in the repository root, where `python -m tests.support.<worker>` finds the tests package.
+    cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", "-wdir", str(paths.ROOT), *mpirun_args,
+           *paths.module_command(worker, scenario, out)]
     return cmd, environ
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import ops_reference as op
+from tests.support import ops_reference as op
 
 
 def train_step(spec, weights, x, onehot, dropout_masks):

@@ -12,8 +12,9 @@ from hpcnn import bench
 from hpcnn import bench_workers as bw
 from hpcnn.applications import resnet20_cifar
 from hpcnn.layers import Conv2D
+from tests.support import paths
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+BENCH = paths.ROOT / "bench"
 
 
 def test_resnet20_flop_count_matches_the_model():

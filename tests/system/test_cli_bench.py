@@ -12,6 +12,7 @@ import pytest
 
 import hpcnn
 from hpcnn import bench, bench_workers
+from tests.support import paths
 
 
 def test_step_stats_formulas():
@@ -95,7 +96,7 @@ def test_peer_workers_load_the_bench_module_without_hpcnn():
 
 
 def test_bench_train_script_shares_the_implementation(tmp_path):
-    script = Path(__file__).resolve().parents[1] / "bench" / "bench_train.py"
+    script = paths.ROOT / "bench" / "bench_train.py"
     r = subprocess.run([sys.executable, str(script), "--frameworks", "hpcnn", "--rounds", "1", "--steps", "1",
                         "--warmup", "1", "--batch", "8", "--csv", str(tmp_path / "t.csv")],
                        capture_output=True, text=True, timeout=300)
@@ -126,7 +127,7 @@ def test_cli_bench_with_a_strategy_reports_its_replicas(tmp_path):
 
 def test_bench_distribute_model_only():
     # The GPU / node model: bytes per step from the models' parameter counts.
-    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "bench_distribute.py")
+    script = str(paths.BENCH / "bench_distribute.py")
     r = subprocess.run([sys.executable, script, "--model-only"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     cnn = hpcnn.applications.tutorial_cnn(seed=0).count_params() * 4 / 1e6

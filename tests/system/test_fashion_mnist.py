@@ -12,7 +12,7 @@ import pytest
 import hpcnn
 from hpcnn.layers import Conv2D, Dense, Flatten, InputLayer, MaxPooling2D
 
-from idx import FASHION_DIR, read_idx
+from tests.support.idx import FASHION_DIR, read_idx
 
 pytestmark = pytest.mark.skipif(not os.path.exists(os.path.join(FASHION_DIR, "t10k-labels-idx1-ubyte.gz")),
                                 reason=f"Fashion-MNIST not installed in {FASHION_DIR} (apt install dataset-fashion-mnist)")

@@ -10,8 +10,9 @@ import re
 import shlex
 import tomllib
 from pathlib import Path
+from tests.support import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 
 # Where a student or CI finds an install command.
 SOURCES = ([ROOT / "README.md", ROOT / "environment.yml", ROOT / ".ci" / "run"]

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Dict, Iterator, List
 
 import pytest
+from tests.support import paths
 
 EXPECT_BROWSER = os.environ.get("HPCNN_EXPECT_BROWSER") == "1"
 WHY = "the browser test needs `pip install .[jupyter,browser]` and `apt-get install chromium`"
@@ -50,7 +51,7 @@ if CHROMIUM is None:
         pytest.fail("Debian's chromium is not installed (apt-get install chromium)", pytrace=False)
     pytest.skip("the browser test needs Debian's chromium (apt-get install chromium)", allow_module_level=True)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 NOTEBOOK = "01_cifar10_cpu_vs_gpu.ipynb"
 ARTIFACTS = ROOT / "build" / "test-artifacts"
 QUICK = "EPOCHS = 1\nSYNTHETIC = True\nTRAIN_ROWS = 1000"

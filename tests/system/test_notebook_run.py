@@ -15,8 +15,9 @@ import pytest
 import hpcnn
 from hpcnn import cli, notebook_files, notebook_run
 from hpcnn.notebook_files import NotebookError
+from tests.support import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 NB01 = "01_cifar10_cpu_vs_gpu.ipynb"
 
 

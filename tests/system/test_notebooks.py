@@ -16,8 +16,9 @@ import warnings
 from pathlib import Path
 
 import pytest
+from tests.support import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 NOTEBOOKS = ROOT / "notebooks"
 
 if os.environ.get("HPCNN_EXPECT_JUPYTER") == "1":

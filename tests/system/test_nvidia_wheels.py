@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.support import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 CUDA = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
 NVCC = CUDA / "bin" / "nvcc"
 

@@ -13,8 +13,9 @@ import pytest
 
 import hpcnn
 from hpcnn import _core
+from tests.support import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 SCRIPTS = sorted((ROOT / "slurm").iterdir())
 BASH = shutil.which("bash")
 

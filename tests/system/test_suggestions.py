@@ -13,11 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cifar_files import cifar_python_tar, expected_cifar, fake_cifar
+from tests.support.cifar_files import cifar_python_tar, expected_cifar, fake_cifar
 from hpcnn import cli, convert, datasets, suggestions
 from hpcnn.datasets import cifar10
+from tests.support import paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = paths.ROOT
 SUBCOMMANDS = ("info", "devices", "bench", "collect", "tutorial", "convert")
 
 # `hpcnn SUB ...` or `python -m hpcnn[.convert] ...`, up to the end of the line, a backtick, a

@@ -66,7 +66,7 @@ def test_tutorial_gpu_only_without_gpu_says_why(tmp_path):
 def test_tutorial_reuses_cifar10_from_the_data_dir(tmp_path):
     """CIFAR-10's tutorial file in the data dir (as `hpcnn convert cifar10 --download` leaves it):
     the tutorial trains from it without converting or downloading anything, and says so."""
-    from cifar_files import cifar_python_tar, fake_cifar
+    from tests.support.cifar_files import cifar_python_tar, fake_cifar
     archive = cifar_python_tar(tmp_path / "cifar-10-python.tar.gz", fake_cifar(n_per_batch=20))
     h5 = tmp_path / "data" / "dataset_cifar10.hdf5"
     (tmp_path / "data").mkdir()

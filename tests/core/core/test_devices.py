@@ -7,7 +7,7 @@ import pytest
 
 import hpcnn
 from hpcnn import _core, devices
-from small_models import small_model
+from tests.support.small_models import small_model
 
 CPU_SPELLINGS = ["cpu", "CPU", " cpu ", "cpu:0", "CPU:0", "cpu:", "/cpu:0", "//cpu",
                  "/device:CPU:0", "/DEVICE:cpu:0", "/physical_device:CPU:0"]

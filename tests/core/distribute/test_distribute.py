@@ -7,7 +7,7 @@ import hpcnn
 from hpcnn import _core
 from hpcnn.distribute import CommunicationOptions, MirroredStrategy, MultiWorkerMirroredStrategy
 from hpcnn.layers import BatchNormalization, Dense, Flatten, InputLayer
-from dist_common import BATCH, augmented_model, make_arrays, make_model, rel_err, residual_model, write_h5
+from tests.support.dist_common import BATCH, augmented_model, make_arrays, make_model, rel_err, residual_model, write_h5
 
 
 def weights(model):
@@ -284,7 +284,7 @@ def test_functional_resnet_block_with_batch_normalization_on_cpu_replicas():
     # Each replica normalizes its own half of the batch (Keras' MirroredStrategy), so one SGD step
     # on 2 replicas is the mean of two one-device steps on the halves: the trainable weights move
     # by the mean of the halves' gradients and the moving statistics are the halves' mean.
-    from small_models import resnet_block_model
+    from tests.support.small_models import resnet_block_model
     rng = np.random.default_rng(3)
     x = rng.standard_normal((8, 8, 8, 3)).astype(np.float32)
     x[4:] = x[4:] * 2.0 + 1.0  # the halves differ: per-replica batch statistics matter

@@ -1,5 +1,5 @@
 """A rank killed without a word (SIGKILL) is noticed by the heartbeat: `mpirun -np 3` on loopback
-(tests/heartbeat_worker.py), with mpirun told not to end the job itself when a rank dies, so that
+(tests/support/heartbeat_worker.py), with mpirun told not to end the job itself when a rank dies, so that
 only hpcnn can stop the survivors. A step slower than the limit is no loss.
 
 Skipped, with the reason, where the build has no MPI or no mpirun is on PATH (HPCNN_EXPECT_MPI=1
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import hpcnn
-from dist_common import make_arrays, make_model, rel_err
-from mpi_runs import mpi_missing, mpirun, mpirun_command
+from tests.support.dist_common import make_arrays, make_model, rel_err
+from tests.support.mpi_runs import mpi_missing, mpirun, mpirun_command
 
 _MISSING = mpi_missing()
 if _MISSING and os.environ.get("HPCNN_EXPECT_MPI") == "1":
@@ -27,7 +27,7 @@ LIMIT = 4.0  # the heartbeat limit of these tests (HPCNN_DIST_HEARTBEAT; the def
 # Open MPI 4.1's mpirun ends every rank when one dies by a signal; with this it leaves them running,
 # as a launcher that does not notice (srun without --kill-on-bad-exit) would.
 KEEP_RUNNING = ("--mca", "orte_abort_on_non_zero_status", "0")
-WORKER = "heartbeat_worker.py"
+WORKER = "heartbeat_worker"
 
 
 def run_lost(out, heartbeat, scenario="lost", **env):

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import hpcnn
-from dist_common import (BATCH, GROUPS_EPOCHS, augmented_model, groups_fit, make_arrays, make_model, rel_err,
+from tests.support.dist_common import (BATCH, GROUPS_EPOCHS, augmented_model, groups_fit, make_arrays, make_model, rel_err,
                          residual_model, write_h5)
-from mpi_runs import checked, load_ranks, mpi_missing, mpirun
+from tests.support.mpi_runs import checked, load_ranks, mpi_missing, mpirun
 
 
 

@@ -16,9 +16,9 @@ import pytest
 
 import hpcnn
 from hpcnn.distribute import MirroredStrategy
-from dist_common import (RESUME_BATCH, RESUME_EPOCHS, STOP_AFTER, fit_resumable, make_arrays, make_model, rel_err,
+from tests.support.dist_common import (RESUME_BATCH, RESUME_EPOCHS, STOP_AFTER, fit_resumable, make_arrays, make_model, rel_err,
                          write_h5)
-from mpi_runs import checked, load_ranks, mpi_missing, mpirun
+from tests.support.mpi_runs import checked, load_ranks, mpi_missing, mpirun
 
 STEPS = -(-80 // RESUME_BATCH)  # batches per epoch (dist_common.ROWS rows)
 

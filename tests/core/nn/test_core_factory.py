@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from hpcnn import _core
-from small_models import small_model
+from tests.support.small_models import small_model
 
 
 def conv(**over):

@@ -9,8 +9,8 @@ import pytest
 import hpcnn
 from hpcnn.layers import Conv2D, Dense, Dropout, Flatten, MaxPooling2D, ReLU
 
-import reference as ref
-from small_models import GRAPHS, small_model
+from tests.support import reference as ref
+from tests.support.small_models import GRAPHS, small_model
 
 GRAPH_NAMES = sorted(GRAPHS)
 

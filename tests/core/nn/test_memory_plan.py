@@ -12,7 +12,8 @@ import pytest
 import hpcnn
 from hpcnn.layers import Activation, Add, Conv2D, Dense, Flatten
 
-from small_models import residual_model
+from tests.support.small_models import residual_model
+from tests.support import paths
 
 
 def report(model, batch):
@@ -158,7 +159,7 @@ def test_bench_memory_reports_the_plan_against_keeping_all(capsys):
     """bench/bench_memory.py (the memory numbers in docs/tutorial.md) runs, on a CIFAR ResNet-8."""
     import importlib.util
     import os
-    path = os.path.join(os.path.dirname(__file__), "..", "bench", "bench_memory.py")
+    path = str(paths.BENCH / "bench_memory.py")
     spec = importlib.util.spec_from_file_location("bench_memory", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)

@@ -11,7 +11,7 @@ import hpcnn
 from hpcnn import _core
 from hpcnn import optimizers, regularizers
 from hpcnn.layers import BatchNormalization, Conv2D, Dense, Flatten, InputLayer
-from small_models import layout_model
+from tests.support.small_models import layout_model
 
 ops = _core.ops
 

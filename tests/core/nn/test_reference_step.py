@@ -6,7 +6,7 @@ import pytest
 import hpcnn
 from hpcnn import _core
 
-import reference as ref
+from tests.support import reference as ref
 
 
 def _masks(model, spec, batch, shapes_after):

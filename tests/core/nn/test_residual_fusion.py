@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import hpcnn
-from gpu_target import GPU, KINDS
+from tests.support.gpu_target import GPU, KINDS
 from hpcnn import _core, optimizers
 from hpcnn.layers import (Activation, Add, BatchNormalization, Conv2D, Dense, GlobalAveragePooling2D, Input, ReLU)
 

@@ -28,8 +28,8 @@ from hpcnn.callbacks import BackupAndRestore, Callback
 from hpcnn.layers import Activation, Add, BatchNormalization, Conv2D, Dense, GlobalAveragePooling2D, ReLU
 from hpcnn.regularizers import l2
 
-import reference as ref
-from small_models import resnet_block_model
+from tests.support import reference as ref
+from tests.support.small_models import resnet_block_model
 
 NON_TRAINABLE = ("moving_mean", "moving_variance")
 

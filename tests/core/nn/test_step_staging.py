@@ -11,7 +11,7 @@ import pytest
 import hpcnn
 import hpcnn.training
 from hpcnn import _core
-from small_models import small_model
+from tests.support.small_models import small_model
 
 
 # The core-level tests also run on a GPU when one is usable (there the copies really are async and

@@ -7,7 +7,7 @@ import pytest
 
 from hpcnn import _core
 
-import ops_reference as ref
+from tests.support import ops_reference as ref
 
 ops = _core.ops
 

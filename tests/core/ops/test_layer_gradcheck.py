@@ -7,9 +7,9 @@ inference mode."""
 import numpy as np
 import pytest
 
-import ops_reference as ref
+from tests.support import ops_reference as ref
 from hpcnn import _core
-from test_gradcheck import away_from_zero, check
+from tests.support.gradcheck import away_from_zero, check
 
 ops = _core.ops
 

@@ -6,7 +6,7 @@ op and the shapes). Gradients: test_layer_gradcheck.py; GPU vs CPU: test_gpu_lay
 import numpy as np
 import pytest
 
-import ops_reference as ref
+from tests.support import ops_reference as ref
 from hpcnn import _core
 
 ops = _core.ops

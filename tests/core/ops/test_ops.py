@@ -11,8 +11,8 @@ import itertools
 import numpy as np
 import pytest
 
-import ops_reference as ref
-from ops_reference import close, randn
+from tests.support import ops_reference as ref
+from tests.support.ops_reference import close, randn
 from hpcnn import _core
 
 ops = _core.ops

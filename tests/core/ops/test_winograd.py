@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import ops_reference as ref
-from ops_reference import close, randn
+from tests.support import ops_reference as ref
+from tests.support.ops_reference import close, randn
 import hpcnn
 from hpcnn import _core
 from hpcnn import layers as L

@@ -26,10 +26,10 @@ from hpcnn.callbacks import BackupAndRestore, Callback
 from hpcnn.data import read_dataset, write_hdf5
 from hpcnn.formats import backup_lock
 from hpcnn.formats.backup_lock import BackupLock
-from mpi_runs import mpi_missing, mpirun
-from test_checkpoints import SignalAt, compiled, data, same_weights, train
+from tests.support.mpi_runs import mpi_missing, mpirun
+from tests.support import paths
+from tests.support.checkpoint_runs import SignalAt, compiled, data, same_weights, train
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def two_generations(tmp_path, x, y):
@@ -206,9 +206,8 @@ def test_double_checkpoint_false_keeps_one_file(tmp_path):
 # ------------------------------------------------------------------ the lock
 HOLDER = textwrap.dedent("""
     import os, sys, time
-    sys.path.insert(0, {here!r})
     from hpcnn.callbacks import BackupAndRestore, Callback
-    from test_checkpoints import compiled, data
+    from tests.support.checkpoint_runs import compiled, data
 
     class Pause(Callback):
         def on_train_batch_end(self, batch, logs=None):
@@ -223,9 +222,10 @@ HOLDER = textwrap.dedent("""
 
 
 def start_holder(d, **env):
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER.format(here=HERE, d=str(d))], stdout=subprocess.PIPE,
+    # In the repository root: `python -c` finds the tests package in the current folder.
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER.format(d=str(d))], stdout=subprocess.PIPE, cwd=paths.ROOT,
                             stderr=subprocess.STDOUT, text=True,
-                            env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), **env))
+                            env=dict(os.environ, **env))
     line = proc.stdout.readline()
     assert line.strip() == "paused", line + proc.stdout.read()[-3000:]
     return proc

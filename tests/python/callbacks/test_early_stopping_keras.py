@@ -14,8 +14,8 @@ import pytest
 
 import hpcnn
 from hpcnn.callbacks import EarlyStopping, LambdaCallback
-from small_models import small_model
-from live_keras import REASON, import_keras
+from tests.support.small_models import small_model
+from tests.support.live_keras import REASON, import_keras
 
 keras = import_keras()
 needs_keras = pytest.mark.skipif(keras is None, reason=REASON)

@@ -14,7 +14,7 @@ import hpcnn
 from hpcnn import optimizers
 from hpcnn.callbacks import BackupAndRestore, Callback, CSVLogger, History
 from hpcnn.layers import Dense, Flatten, InputLayer
-from live_keras import REASON, import_keras
+from tests.support.live_keras import REASON, import_keras
 
 keras = import_keras()
 needs_keras = pytest.mark.skipif(keras is None, reason=REASON)

@@ -11,7 +11,7 @@ import hpcnn
 from hpcnn import _core, callbacks, optimizers
 from hpcnn.layers import Dense, Flatten, InputLayer
 
-import optimizer_reference as ref
+from tests.support import optimizer_reference as ref
 
 
 def model(seed=2):

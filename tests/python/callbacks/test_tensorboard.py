@@ -107,8 +107,7 @@ def steps(events):
 # ---------------------------------------------------------------------- import and installation
 def test_import_hpcnn_does_not_import_tensorboard():
     code = "import hpcnn, sys; print(sorted(m for m in sys.modules if m.split('.')[0] == 'tensorboard'))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
@@ -399,8 +398,7 @@ model.compile("sgd", "sparse_categorical_crossentropy")
 kill = LambdaCallback(on_epoch_end=lambda e, logs: e == 2 and os.kill(os.getpid(), signal.SIGKILL))
 model.fit(x, y, batch_size=8, epochs=10, verbose=0, callbacks=[TensorBoard({str(tmp_path)!r}, update_freq=3), kill])
 """
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert proc.returncode == -9, proc.stderr
     train, _ = read(tmp_path / "train")
     assert steps(train)["epoch_loss"] == [0, 1, 2] and steps(train)["epoch_learning_rate"] == [0, 1, 2]
@@ -444,7 +442,7 @@ def test_a_second_fit_and_a_resumed_fit(tmp_path):
 
 @needs_tensorboard
 def test_only_the_chief_writes_under_mpi(tmp_path):
-    import mpi_runs
+    from tests.support import mpi_runs
     missing = mpi_runs.mpi_missing()
     if missing:
         pytest.skip(missing)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cifar_files import add_bytes, cifar_binary_tar, cifar_python_tar, expected_cifar, fake_cifar
+from tests.support.cifar_files import add_bytes, cifar_binary_tar, cifar_python_tar, expected_cifar, fake_cifar
 from hpcnn import convert, data, datasets
 from hpcnn.datasets import converters
 

@@ -6,7 +6,7 @@ as it was and loads; no temporary file is left behind; and the process does not 
 (HDF5 1.10 does, after a failed close, unless the writer avoids it).
 
 Two ways to fill a disk, each at four levels (0, 1/4, 1/2, 3/4 of the file's size still free),
-each in a child process (tests/full_disk_child.py):
+each in a child process (tests/support/full_disk_child.py):
   fsize  the file size limit (RLIMIT_FSIZE) below the file's size, SIGXFSZ ignored: write() fails
          with EFBIG. No privileges needed.
   tmpfs  a 2 MiB tmpfs filled up with a filler file: ENOSPC, as on a real full disk. Needs
@@ -16,19 +16,17 @@ import errno
 import json
 import os
 import subprocess
-import sys
 
 import pytest
+from tests.support import paths
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = ["save.h5", "save.keras", "save_weights.weights.h5", "save_weights.h5", "write_hdf5.gzip",
          "write_hdf5.none", "checkpoint", "checkpoint.best_only", "backup"]
 
 
 def run_child(mode, case, directory):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "full_disk_child.py"), mode, case, str(directory)],
-                          capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(paths.module_command("full_disk_child", mode, case, directory), cwd=paths.ROOT,
+                          capture_output=True, text=True, timeout=300)
     text = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"exit {proc.returncode}:\n{text[-4000:]}"  # a crash at exit included
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]

@@ -17,7 +17,7 @@ from hpcnn.formats.keras_objects import KERAS_VERSION
 from hpcnn.data import write_hdf5
 from hpcnn.layers import Conv2D, Dense, Dropout, Flatten, InputLayer, MaxPooling2D, ReLU
 from hpcnn.models import load_model, model_from_json
-from small_models import small_model
+from tests.support.small_models import small_model
 
 
 def x_of(model, n=5, seed=1):

@@ -14,22 +14,11 @@ import pytest
 import hpcnn
 from hpcnn.formats import hpcnn_files, keras_config
 from hpcnn.data import write_hdf5
-from hpcnn.layers import (ELU, AveragePooling2D, BatchNormalization, Conv2D, Dense, GlobalAveragePooling2D, InputLayer,
-                          LeakyReLU, ReLU, Rescaling, Softmax, ZeroPadding2D)
 from hpcnn.models import load_model, model_from_json
+from tests.support.keras_file_models import OPTIMIZERS, bn_model
 
 LAYER_CLASSES = ["Rescaling", "ZeroPadding2D", "Conv2D", "BatchNormalization", "ReLU", "AveragePooling2D", "Conv2D",
                  "BatchNormalization", "LeakyReLU", "GlobalAveragePooling2D", "Dense", "ELU", "Dense", "Softmax"]
-
-
-def bn_model(seed=4):
-    """tests/data/keras/make_fixtures.py's bn_cnn, in hpcnn."""
-    return hpcnn.Sequential([
-        InputLayer(input_shape=[8, 8, 3]), Rescaling(2.0, offset=-1.0), ZeroPadding2D(1),
-        Conv2D(6, 3, strides=2, use_bias=False), BatchNormalization(momentum=0.5), ReLU(),
-        AveragePooling2D(2, padding="same"), Conv2D(5, 3, padding="same"),
-        BatchNormalization(center=False, momentum=0.5), LeakyReLU(0.1), GlobalAveragePooling2D(), Dense(6), ELU(),
-        Dense(3), Softmax()], seed=seed)
 
 
 def data(n=32, seed=0):
@@ -173,16 +162,6 @@ def test_initializers_other_than_keras_defaults_are_refused_without_weights():
 
 
 # ------------------------------------------------------------------ optimizers in Keras' compile configs
-OPTIMIZERS = {
-    "RMSprop": lambda: hpcnn.optimizers.RMSprop(learning_rate=0.005, rho=0.8, momentum=0.9, centered=True),
-    "AdamW": lambda: hpcnn.optimizers.AdamW(learning_rate=hpcnn.optimizers.schedules.ExponentialDecay(0.01, 10, 0.9),
-                                            weight_decay=0.02),
-    "SGD": lambda: hpcnn.optimizers.SGD(learning_rate=hpcnn.optimizers.schedules.CosineDecay(0.1, 100, warmup_target=0.2,
-                                                                                               warmup_steps=5),
-                                        momentum=0.9, nesterov=True, clipnorm=1.0),
-}
-
-
 @pytest.mark.parametrize("optimizer", sorted(OPTIMIZERS))
 @pytest.mark.parametrize("name", ["m.h5", "m.keras"])
 def test_optimizer_configs_in_keras_files(tmp_path, optimizer, name):

@@ -2,14 +2,14 @@
 them once): tf.keras 2 legacy HDF5 model and weights files (what TensorFlow 2 wrote before Keras 3,
 as the MNIST seed's recognition_model.hdf5) and Keras 3 `.keras`, `.weights.h5` and legacy `.h5`.
 hpcnn loads each and predicts what Keras predicted (<= 1e-5), compiled as Keras compiled it."""
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from hpcnn.models import clone_model, load_model
+from tests.support import paths
 
-DATA = Path(__file__).resolve().parent / "data" / "keras"
+DATA = paths.KERAS_DATA
 TFK2 = np.load(DATA / "expected_tfk2.npz")
 K3 = np.load(DATA / "expected_k3.npz")
 

@@ -7,39 +7,22 @@ predictions (<= 1e-5). tests/test_keras_interop.py checks hpcnn's files in live 
 import io
 import json
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import hpcnn
-import keras_api_models
 from hpcnn.models import load_model, model_from_json
+from tests.support.keras_file_models import resnet_block, trained_block
+from tests.support import paths
 
-DATA = Path(__file__).resolve().parent / "data" / "keras"
+DATA = paths.KERAS_DATA
 K3F = np.load(DATA / "expected_k3_func.npz")
 TFK2F = np.load(DATA / "expected_tfk2_func.npz")
 TOL = 1e-5
 RESBLOCK_CLASSES = ["InputLayer", "Conv2D", "BatchNormalization", "ReLU", "Conv2D", "BatchNormalization",
                     "Activation", "Conv2D", "Conv2D", "BatchNormalization", "BatchNormalization", "Add", "ReLU",
                     "Conv2D", "Concatenate", "GlobalAveragePooling2D", "Dense"]
-
-
-def resnet_block(seed=1):
-    """The fixture's architecture, built with hpcnn: a ResNet basic block with a projection
-    shortcut (Add), a Concatenate of two branches, global pooling, softmax."""
-    return keras_api_models.resnet_block(hpcnn, seed=seed)
-
-
-def trained_block():
-    """Compiled and trained two epochs: BatchNormalization's moving statistics away from 0 and 1,
-    an optimizer state to save."""
-    m = resnet_block()
-    m.compile(optimizer=hpcnn.optimizers.Adam(learning_rate=0.002), loss="sparse_categorical_crossentropy",
-              metrics=["accuracy"])
-    rng = np.random.default_rng(3)
-    m.fit(rng.random((16, 8, 8, 3), dtype=np.float32), rng.integers(0, 3, 16), epochs=2, batch_size=8, verbose=0)
-    return m
 
 
 def same_predictions(a, b, x=K3F["x_cnn"]):

@@ -16,7 +16,7 @@ else:
     keras = pytest.importorskip("keras", reason="the Keras interop tests need `pip install '.[keras]'`")
 
 import hpcnn  # noqa: E402
-import keras_api_models  # noqa: E402
+from tests.support import keras_api_models  # noqa: E402
 from hpcnn.models import load_model, model_from_json, tutorial_cnn  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings(
@@ -179,7 +179,7 @@ def test_keras_batch_normalization_models_load_in_hpcnn(tmp_path):
 
 @pytest.mark.parametrize("optimizer", ["rmsprop", "adamw", "sgd"])
 def test_hpcnn_batch_normalization_models_load_in_keras(tmp_path, optimizer):
-    from test_keras_files_state import OPTIMIZERS, bn_model
+    from tests.support.keras_file_models import OPTIMIZERS, bn_model
     x, y, xt = bn_data()
     m = bn_model(seed=6)
     opt = OPTIMIZERS[{"rmsprop": "RMSprop", "adamw": "AdamW", "sgd": "SGD"}[optimizer]]()
@@ -204,7 +204,7 @@ def test_hpcnn_batch_normalization_models_load_in_keras(tmp_path, optimizer):
 
 # ------------------------------------------------------------------ functional models (hpcnn.Model)
 def test_hpcnn_functional_models_load_in_keras(tmp_path):
-    from test_keras_functional import trained_block
+    from tests.support.keras_file_models import trained_block
     x, _, xt = bn_data()
     m = trained_block()
     expected = m.predict(xt)

@@ -8,7 +8,7 @@ import pytest
 
 import hpcnn
 from hpcnn import keras as hk
-from live_keras import REASON, import_keras
+from tests.support.live_keras import REASON, import_keras
 
 keras = import_keras()
 needs_keras = pytest.mark.skipif(keras is None, reason=REASON)

@@ -28,8 +28,8 @@ from hpcnn import _core, optimizers
 from hpcnn.distribute import MirroredStrategy
 from hpcnn.layers import (Conv2D, Dense, Flatten, InputLayer, RandomCrop, RandomFlip, RandomRotation, RandomTranslation,
                           RandomZoom, Rescaling, ZeroPadding2D)
-from dist_common import BATCH, make_arrays, rel_err, small_cnn
-from test_augmentation import philox_words, unit
+from tests.support.dist_common import BATCH, make_arrays, rel_err, small_cnn
+from tests.support.augmentation_reference import philox_words, unit
 
 ops = _core.ops
 FILL_MODES = ("constant", "reflect", "wrap", "nearest")

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import hpcnn
-import ops_reference as ref
+from tests.support import ops_reference as ref
 from hpcnn import _core, optimizers
 from hpcnn.layers import (Activation, BatchNormalization, Conv2D, Dense, Flatten, GlobalAveragePooling2D, InputLayer,
                           Dropout, MaxPooling2D, ReLU)

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import hpcnn
-from gpu_target import KINDS, GPU
+from tests.support.gpu_target import KINDS, GPU
 from hpcnn.distribute import MirroredStrategy
 from hpcnn.layers import BatchNormalization, Conv2D, Dense, Flatten, MaxPooling2D
 from hpcnn.models import tutorial_cnn
-from live_keras import keras_or_skip
+from tests.support.live_keras import keras_or_skip
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import hpcnn
-import ops_reference as ref
+from tests.support import ops_reference as ref
 from hpcnn import optimizers
 from hpcnn.layers import (ELU, Activation, AveragePooling2D, AvgPool2D, BatchNormalization, Conv2D, Dense, Flatten,
                           GlobalAveragePooling2D, GlobalAvgPool2D, GlobalMaxPool2D, GlobalMaxPooling2D, InputLayer,

@@ -12,7 +12,7 @@ import pytest
 import hpcnn
 from hpcnn import _core, callbacks, optimizers
 from hpcnn.layers import Conv2D, Dense, Flatten, InputLayer, MaxPooling2D
-from small_models import small_model
+from tests.support.small_models import small_model
 
 
 def data(n=32, classes=3, seed=0):

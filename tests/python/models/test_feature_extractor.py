@@ -9,7 +9,7 @@ import pytest
 
 import hpcnn
 from hpcnn.layers import Conv2D, Dense, Flatten, InputLayer, MaxPooling2D
-from live_keras import keras_or_skip
+from tests.support.live_keras import keras_or_skip
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from hpcnn.data import read_dataset, write_hdf5
 from hpcnn.layers import (Activation, Add, Concatenate, Conv2D, Dense, Flatten, InputLayer, KerasTensor,
                           MaxPooling2D)
 
-from small_models import GRAPHS, concat_model, residual_model, small_model
+from tests.support.small_models import GRAPHS, concat_model, residual_model, small_model
 
 
 def data(n=48, shape=(6, 6, 3), classes=3, seed=0):

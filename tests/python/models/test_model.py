@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import hpcnn
-from small_models import small_model
+from tests.support.small_models import small_model
 from hpcnn.layers import Activation, Conv2D, Dense, Dropout, Flatten, InputLayer, MaxPooling2D, ReLU
 
 

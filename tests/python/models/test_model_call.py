@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import hpcnn.keras as keras
-from gpu_target import KINDS
+from tests.support.gpu_target import KINDS
 from hpcnn.keras import layers
-from live_keras import keras_or_skip
+from tests.support.live_keras import keras_or_skip
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 

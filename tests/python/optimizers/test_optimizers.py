@@ -11,7 +11,7 @@ from hpcnn import _core, optimizers
 from hpcnn.layers import Conv2D, Dense, Flatten, InputLayer
 from hpcnn.optimizers import schedules
 
-import optimizer_reference as ref
+from tests.support import optimizer_reference as ref
 
 ops = _core.ops
 

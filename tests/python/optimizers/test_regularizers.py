@@ -11,8 +11,8 @@ from hpcnn import _core, optimizers, regularizers
 from hpcnn.layers import Conv2D, Dense, Flatten, InputLayer
 from hpcnn.utils import to_categorical
 
-import optimizer_reference as oref
-import reference
+from tests.support import optimizer_reference as oref
+from tests.support import reference
 
 SPEC = [("conv", 1, "same", True), ("flatten",), ("dense", True), ("dense", False), ("softmax",)]
 FACTORS = [(0.0, 0.05), (0.02, 0.0), (0.01, 0.03), (0.0, 0.0), (0.0, 0.0), (0.0, 0.1)]  # per weight: (l1, l2)

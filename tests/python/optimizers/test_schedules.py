@@ -9,7 +9,7 @@ from hpcnn import optimizers
 from hpcnn.layers import Dense, Flatten, InputLayer
 from hpcnn.optimizers import schedules
 
-import optimizer_reference as ref
+from tests.support import optimizer_reference as ref
 
 STEPS = [0, 1, 2, 7, 9, 10, 11, 49, 50, 51, 99, 100, 101, 250, 1000, 10**9]
 
