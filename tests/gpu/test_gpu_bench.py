@@ -5,10 +5,10 @@ and without a usable GPU each GPU request fails with the reason (that part runs 
   - hpcnn._core.cuda_sm_clock_khz and bench/bench_gpu.py's peaks, per-layer times and throughput;
   - hpcnn.bench.model_step_times (what `hpcnn bench` times), also under a one-device strategy,
     and `hpcnn bench --device ...`;
-  - bench/bench_layer_ops.py --device ... (the per-op table and the ResNet-20 step breakdown).
-(cuda_prefetch_check against the CPU: tests/test_gpu_ops.py.)
+  - python -m bench.bench_layer_ops --device ... (the per-op table and the ResNet-20 step breakdown).
+(cuda_prefetch_check against the CPU: tests/gpu/test_gpu_ops.py.)
 Each test that can runs twice: on the CPU (here, on every machine: the test's own logic) and on
-the GPU of tests/gpu_target.py (`gpu`, skipped with the reason where none is usable; HPCNN_TEST_GPU=cpu
+the GPU of tests/support/gpu_target.py (`gpu`, skipped with the reason where none is usable; HPCNN_TEST_GPU=cpu
 runs it with the CPU standing in). TF32 is off, so the FP32 peak bounds the rates.
 """
 import importlib.util
@@ -112,7 +112,7 @@ def test_without_a_usable_gpu_the_benchmarks_say_why():
     r = run([str(ROOT / "bench" / "bench_gpu.py")])
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == f"bench_gpu: no usable GPU, nothing to measure: {reason}"
-    r = run([str(ROOT / "bench" / "bench_layer_ops.py"), "--device", "gpu:0", "--batch", "2", "--trials", "1"])
+    r = run(["-m", "bench.bench_layer_ops", "--device", "gpu:0", "--batch", "2", "--trials", "1"])
     assert r.returncode != 0 and "RuntimeError" in r.stderr and reason in r.stderr
 
 
@@ -181,7 +181,7 @@ def test_cli_bench_on_the_device(kind, tmp_path):
 @pytest.mark.parametrize("kind", KINDS)
 def test_bench_layer_ops_on_the_device(kind, step):
     dev = device(kind)
-    args = [str(ROOT / "bench" / "bench_layer_ops.py"), "--device", dev, "--batch", "4", "--trials", "1",
+    args = ["-m", "bench.bench_layer_ops", "--device", dev, "--batch", "4", "--trials", "1",
             "--min-time", "0.01"]
     r = run(args + (["--step", "--steps", "2"] if step else []))
     assert r.returncode == 0, r.stderr

@@ -64,9 +64,9 @@ def test_bench_resnet_script_smoke(tmp_path):
 
 
 def test_step_breakdown_smoke():
-    r = subprocess.run([sys.executable, str(BENCH / "bench_layer_ops.py"), "--step", "--batch", "2", "--trials", "1",
+    r = subprocess.run([sys.executable, "-m", "bench.bench_layer_ops", "--step", "--batch", "2", "--trials", "1",
                         "--min-time", "0.0001", "--steps", "1"], capture_output=True, text=True, timeout=300,
-                       cwd=str(BENCH))
+                       cwd=paths.ROOT)
     assert r.returncode == 0, r.stderr
     for op in ("conv2d 3x3 stride 1", "conv2d 3x3 stride 2", "conv2d 1x1 stride 2", "batch_norm + relu (fused)",
                "batch_norm ", "relu ", "add* ", "global average pool*", "dense", "SGD update*",

@@ -1,4 +1,4 @@
-"""The operators behind issue 13's layers against float64 NumPy references (tests/ops_reference.py):
+"""The operators behind issue 13's layers against float64 NumPy references (tests/support/ops_reference.py):
 batch normalization (training, inference, backward, the moving update), average pooling with
 Keras' padding count, global pooling, zero padding, per-channel scale and shift, the element-wise
 activations, and Conv2D / Dense without a bias. Also their bad-input errors (ValueError naming the
@@ -6,7 +6,7 @@ op and the shapes). Gradients: test_layer_gradcheck.py; GPU vs CPU: test_gpu_lay
 import numpy as np
 import pytest
 
-from tests.support import ops_reference as ref
+from tests.support import op_cases, ops_reference as ref
 from hpcnn import _core
 
 ops = _core.ops
@@ -18,8 +18,10 @@ def rng(seed=0):
 
 # ------------------------------------------------------------------ batch normalization
 # Channel counts 8/16/32/64 take the CPU's vectorized row kernels, the others its generic loops.
+# And ResNet-20's stages, which bench/bench_layer_ops.py times (tests/support/op_cases.py).
 @pytest.mark.parametrize("shape", [(4, 5, 6, 8), (3, 7, 7, 3), (16, 10), (1, 1, 1, 4), (2, 3, 4, 5, 6), (5, 3, 3, 16),
-                                   (3, 5, 32), (2, 3, 3, 64), (7, 1, 1, 16)])
+                                   (3, 5, 32), (2, 3, 3, 64), (7, 1, 1, 16)]
+                         + [(op_cases.TEST_BATCH, h, h, c) for h, c in op_cases.RESNET20_BATCHNORM])
 @pytest.mark.parametrize("affine", [True, False])
 @pytest.mark.parametrize("relu", [False, True])
 def test_batchnorm_training_forward(shape, affine, relu):
@@ -311,6 +313,31 @@ def test_conv2d_without_bias(k, s, pad, c):
     dx_ref, dw_ref, _ = ref.conv2d_backward(x, w, y, dy, (s, s), pad)
     ref.close(dx, dx_ref, 1e-4)
     ref.close(dw, dw_ref, 1e-4)
+
+
+@pytest.mark.parametrize("row", op_cases.RESNET20_DOWNSAMPLE_CONVS, ids=lambda row: row.label())
+def test_conv2d_benchmark_rows_without_bias(row):
+    """ResNet-20's downsampling convolutions as bench/bench_layer_ops.py times them, at a small batch."""
+    n, h, w_, c, f, k, s, pad = row.case()
+    r = rng(13)
+    x = r.standard_normal((n, h, w_, c)).astype(np.float32)
+    w = (r.standard_normal((k, k, c, f)) * 0.3).astype(np.float32)
+    y = ops.conv2d_forward(x, w, None, s, pad)
+    ref.close(y, ref.conv2d_forward(x, w, np.zeros(f), (s, s), pad), 1e-4)
+    dy = r.standard_normal(y.shape).astype(np.float32)
+    dx, dw, db = ops.conv2d_backward(x, w, y, dy, s, pad, bias=False)
+    assert db is None
+    dx_ref, dw_ref, _ = ref.conv2d_backward(x, w, y, dy, (s, s), pad)
+    ref.close(dx, dx_ref, 1e-4)
+    ref.close(dw, dw_ref, 1e-4)
+
+
+@pytest.mark.parametrize("name", op_cases.ACTIVATIONS_TIMED)
+def test_activation_benchmark_rows(name):
+    """Each activation bench/bench_layer_ops.py times, with its alpha, at its shape and a small batch."""
+    x = rng(14).standard_normal((op_cases.TEST_BATCH, 32, 32, 16)).astype(np.float32) * 3
+    y = ops.activation_forward(x, name, op_cases.ACTIVATION_ALPHA)
+    ref.close(y, ref.activation(name, x, op_cases.ACTIVATION_ALPHA), 2e-6)  # test_activation_forward's
 
 
 def test_dense_without_bias():

@@ -11,7 +11,7 @@ import itertools
 import numpy as np
 import pytest
 
-from tests.support import ops_reference as ref
+from tests.support import op_cases, ops_reference as ref
 from tests.support.ops_reference import close, randn
 from hpcnn import _core
 
@@ -43,7 +43,8 @@ CONV_CASES = [
 ]
 
 
-@pytest.mark.parametrize("n,h,w,c,f,k,s,pad", CONV_CASES)
+# ... and the tutorial CNN's convolutions that bench/bench_ops.py times (tests/support/op_cases.py).
+@pytest.mark.parametrize("n,h,w,c,f,k,s,pad", CONV_CASES + [row.case() for row in op_cases.TUTORIAL_CNN_CONVS])
 @pytest.mark.parametrize("relu", [False, True])
 def test_conv2d(n, h, w, c, f, k, s, pad, relu):
     rng = np.random.default_rng(hash((n, h, w, c, f, k, s, pad, relu)) & 0xFFFF)
@@ -198,7 +199,8 @@ def test_dense_few_rows_split_by_columns(threads, nt):
 
 
 @pytest.mark.parametrize("n,i,o", [(1, 1, 1), (1, 7, 3), (5, 13, 9), (33, 100, 17), (250, 64, 10),
-                                   (1, 1024, 256), (3, 50, 37), (15, 20, 40), (16, 20, 40)])
+                                   (1, 1024, 256), (3, 50, 37), (15, 20, 40), (16, 20, 40)]
+                         + [(op_cases.TEST_BATCH, i, o) for i, o, _ in op_cases.TUTORIAL_CNN_DENSE])  # bench_ops.py's
 @pytest.mark.parametrize("relu", [False, True])
 def test_dense(n, i, o, relu):
     rng = np.random.default_rng(n * 1000 + i * 10 + o)
