@@ -1,6 +1,6 @@
 """Commands that hpcnn's messages tell users to run, in one place.
 
-Every message that suggests a shell command builds it here, so tests/test_suggestions.py can run
+Every message that suggests a shell command builds it here, so tests/system/test_suggestions.py can run
 each one's ``--help`` and check that the options it names exist (a message must never send a user
 to a command or an option that is not there).
 """

@@ -7,7 +7,7 @@ same weights on both devices (within the GPU's float tolerance for the convoluti
 and from uint8 input (decoded on the device).
 
 Without a usable GPU the module is skipped with the reason (`pytest -rs`); HPCNN_TEST_GPU=cpu runs
-it with the CPU standing in (tests/gpu_target.py), to check the tests' own logic."""
+it with the CPU standing in (tests/support/gpu_target.py), to check the tests' own logic."""
 import io
 import contextlib
 

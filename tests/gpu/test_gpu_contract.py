@@ -1,6 +1,6 @@
 """The CUDA path's contract where no other GPU test reaches (issue 16). Each test needs a GPU and is
 skipped with the reason without one; the decisions behind several of them also run on the host
-(tests/test_conv_algo_choice.py, the host self-test in test_cuda_backend.py).
+(tests/gpu/test_conv_algo_choice.py, the host self-test in test_cuda_backend.py).
 
   - a cuDNN algorithm that fails at run time: the plan moves to its next candidate and keeps it;
     when none can run, the error names every algorithm tried; the fused conv+bias+ReLU call and

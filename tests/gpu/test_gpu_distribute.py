@@ -5,7 +5,7 @@ paths of every transport: a replica that fails before its first gradient bucket,
 Each test runs on CPU replicas too where its logic allows ('cpu' parameter: runs everywhere, the
 host and MPI transports), and on GPUs where they exist (`gpu`: one GPU; `multi_gpu`: two), skipped
 with the reason otherwise. The failure paths run in a subprocess with a wall-clock limit: a hang
-fails the test instead of stopping the suite. MPI tests need mpirun (as tests/test_distribute_mpi.py).
+fails the test instead of stopping the suite. MPI tests need mpirun (as tests/core/distribute/test_distribute_mpi.py).
 """
 import json
 import os
@@ -254,7 +254,7 @@ def gpu_reference():
 
 def assert_evaluate_matches(got, ev):
     """evaluate's loss as the CPU tests require; its accuracy may differ by one row of the 80 (a
-    near tie between two classes decided by a last bit on a GPU, tests/test_gpu_training_path.py)."""
+    near tie between two classes decided by a last bit on a GPU, tests/gpu/test_gpu_training_path.py)."""
     np.testing.assert_allclose(got[0], ev[0], rtol=1e-5)
     assert abs(float(got[1]) - float(ev[1])) <= 1.0 / len(make_arrays()[1]) + 1e-9
 

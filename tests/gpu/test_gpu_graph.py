@@ -3,7 +3,7 @@
   - the merging ops and gradient accumulation (add, accumulate, concatenate, split, copy): bit
     for bit (the same additions in the same order, and plain copies);
   - graphs with Add, Concatenate and a tensor read by several layers: one SGD step's weight
-    updates within rtol 2e-3 / atol 2e-3 x the largest update (TF32 off), as tests/test_gpu_model.py
+    updates within rtol 2e-3 / atol 2e-3 x the largest update (TF32 off), as tests/gpu/test_gpu_model.py
     does for the Sequential models, and predictions and a short Adam run that agree;
   - a graph moved between the devices keeps its weights, and its step memory is planned there too;
   - a graph's training step copies its batch up and its loss statistics back, nothing else (the
@@ -12,7 +12,7 @@
     stride-2 projection shortcut): a step's updates, the moving statistics and the inference-mode
     predictions agree with the CPU's, and a model saved on the GPU loads and predicts on the CPU.
 Without a usable GPU the module is skipped with the reason (`pytest -rs` shows it);
-HPCNN_TEST_GPU=cpu runs it with the CPU standing in for the GPU (tests/gpu_target.py).
+HPCNN_TEST_GPU=cpu runs it with the CPU standing in for the GPU (tests/support/gpu_target.py).
 """
 import numpy as np
 import pytest

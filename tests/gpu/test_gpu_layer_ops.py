@@ -8,7 +8,7 @@ same float operations in the same order, csrc/ops/*_body.h). Model tests train t
 both devices and compare every weight, the moving statistics included.
 
 Without a usable GPU the module is skipped with the reason (`pytest -rs`); HPCNN_TEST_GPU=cpu runs
-it with the CPU standing in (tests/gpu_target.py), to check the tests' own logic."""
+it with the CPU standing in (tests/support/gpu_target.py), to check the tests' own logic."""
 import numpy as np
 import pytest
 

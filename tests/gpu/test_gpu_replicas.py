@@ -1,4 +1,4 @@
-"""MirroredStrategy with GPU replicas against one device (issue 22): what tests/test_distribute.py
+"""MirroredStrategy with GPU replicas against one device (issue 22): what tests/core/distribute/test_distribute.py
 checks with CPU replicas, on GPUs.
   - BatchNormalization: each replica normalizes its own share of the batch with that share's
     statistics (the loss a step reports is theirs), and the moving mean and variance are averaged
@@ -11,7 +11,7 @@ Two GPUs sum over NCCL and, in a second variant, over the host (what a build wit
 Each test runs twice: with CPU replicas against one CPU device (here, on every machine: the test's
 own logic), and with GPU replicas against the CPU (`gpu`; the two-GPU ones also `multi_gpu`, run
 by slurm/gpu-selftest-2gpu.sbatch), skipped with the reason where the GPUs are missing.
-HPCNN_TEST_GPU=cpu runs the GPU variants with CPUs standing in (tests/gpu_target.py). TF32 is off.
+HPCNN_TEST_GPU=cpu runs the GPU variants with CPUs standing in (tests/support/gpu_target.py). TF32 is off.
 
 The reference for BatchNormalization on R replicas is one CPU device: per global batch, each
 replica's share trained alone from the same weights, then combined: SGD without momentum moves the
@@ -31,11 +31,11 @@ from hpcnn.layers import BatchNormalization, Conv2D, Dense, Dropout, Flatten, In
 pytestmark = pytest.mark.usefixtures("tf32_off")  # tests/conftest.py; harmless for the CPU variants
 
 LR = 0.05
-# Tolerances per replica kind: UPDATE_TOL and LOSS_TOL as tests/gpu_target.py has them; outputs to
+# Tolerances per replica kind: UPDATE_TOL and LOSS_TOL as tests/support/gpu_target.py has them; outputs to
 # 1e-6 on CPU replicas (the order of float sums only), to 1e-4 on GPUs.
 OUTPUT_TOL = {"cpu": 1e-6, "gpu": 1e-4}
 
-# The replica kinds: 'cpu' runs everywhere; 'gpu' one GPU (GPU of tests/gpu_target.py); '2gpu' two.
+# The replica kinds: 'cpu' runs everywhere; 'gpu' one GPU (GPU of tests/support/gpu_target.py); '2gpu' two.
 ONE = KINDS
 # Two replicas: (kind, transport); GPUs sum over NCCL ('auto' where the build has it) and over the
 # host (what a build without NCCL does: the buffers copied to the host and back).

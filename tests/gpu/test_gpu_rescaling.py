@@ -6,8 +6,8 @@ op of the step (csrc/ops/scale_shift.h).
     the same model without the Rescaling, on the CPU, fed the images rescaled by NumPy;
   - a Rescaling between layers (its backward runs): fit and predict on the GPU equal the CPU.
 Each test that can runs twice: on the CPU (here, on every machine: the test's own logic) and on the
-GPU of tests/gpu_target.py (`gpu`, skipped with the reason where none is usable; HPCNN_TEST_GPU=cpu
-runs it with the CPU standing in). TF32 is off; tolerances as in tests/test_gpu_training_path.py.
+GPU of tests/support/gpu_target.py (`gpu`, skipped with the reason where none is usable; HPCNN_TEST_GPU=cpu
+runs it with the CPU standing in). TF32 is off; tolerances as in tests/gpu/test_gpu_training_path.py.
 """
 import numpy as np
 import pytest
@@ -95,7 +95,7 @@ def test_a_leading_rescaling_equals_rescaling_the_images_first(kind, source, tmp
 
 
 def gpu_only(test):
-    """tests/gpu_target.py's marks on one test (the others of this module also run on the CPU)."""
+    """tests/support/gpu_target.py's marks on one test (the others of this module also run on the CPU)."""
     for mark in PARAM_MARKS:
         test = mark(test)
     return test

@@ -6,7 +6,7 @@ The files are valid ones (written by hpcnn, or by Keras: tests/data/keras) damag
 file must never make hpcnn open another file: where a damage names one (an external link,
 external raw storage, a virtual dataset's source), it names a FIFO watched by a tripwire thread,
 which notices (and unblocks) any reader that opens it. The seeded corpus of such files is
-tests/test_hostile_model_h5.py."""
+tests/hostile/test_hostile_model_h5.py."""
 import os
 import re
 import subprocess

@@ -1,12 +1,12 @@
 """Hostile HDF5 files: hundreds of damaged files, each a clean exception or the right data.
 
-The cases come from tests/hostile_hdf5.py (a seeded generator: see its docstring for the damage
+The cases come from tests/support/hostile_hdf5.py (a seeded generator: see its docstring for the damage
 and the judging). They run in worker subprocesses, many cases per worker for speed, two workers
 at a time: a case that crashes (a segfault, an abort from heap corruption) or hangs takes down
 only its worker. The driver then names the case, re-runs it alone to confirm, and carries on
 with the rest of that worker's cases in a new one.
 
-    HPCNN_HOSTILE_CASES=5000 HPCNN_HOSTILE_SEED=7 python -m pytest -q tests/test_hostile_hdf5.py
+    HPCNN_HOSTILE_CASES=5000 HPCNN_HOSTILE_SEED=7 python -m pytest -q tests/hostile/test_hostile_hdf5.py
 
 runs more cases or another seed (CI runs the default: DEFAULT_CASES cases of seed 12).
 """

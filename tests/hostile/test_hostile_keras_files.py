@@ -3,7 +3,7 @@ wrong, never a crash, a hang, a write outside the target, a big allocation on a 
 from the file imported, evaluated or unpickled. Built from an hpcnn model saved as Keras writes it
 (config.json, metadata.json, model.weights.h5), so load_model builds it from its config.
 
-tests/test_file_limits.py tests file_limits' constants at their edges; tests/test_hostile_models.py
+tests/hostile/test_file_limits.py tests file_limits' constants at their edges; tests/hostile/test_hostile_models.py
 runs a seeded corpus of such files."""
 import io
 import json
@@ -346,7 +346,7 @@ def test_model_from_json_with_a_lambda_layer(tmp_path):
     assert not (tmp_path / "ran").exists()
 
 
-# ---------------------------------------------------------------------- found by the corpus (tests/test_hostile_models.py)
+# ---------------------------------------------------------------------- found by the corpus (tests/hostile/test_hostile_models.py)
 def test_a_config_whose_layers_do_not_fit_together_names_the_file(keras_file):
     _, members, path = keras_file
     cfg = config_of(members)

@@ -1,12 +1,12 @@
 """Hostile `.h5` model and weights files: hundreds of damaged files, each refused with a clear
 exception or loaded with exactly the right weights, and none of them making hpcnn open another file.
 
-The cases come from tests/hostile_model_h5.py (a seeded generator: see its docstring for the
+The cases come from tests/support/hostile_model_h5.py (a seeded generator: see its docstring for the
 damage and the judging). They run in worker subprocesses, many cases per worker, two workers at a
 time: a case that crashes or hangs takes down only its worker. The driver then names the case,
 re-runs it alone to confirm, and carries on with the rest of that worker's cases in a new one.
 
-    HPCNN_HOSTILE_H5_CASES=2000 HPCNN_HOSTILE_H5_SEED=7 python -m pytest -q tests/test_hostile_model_h5.py
+    HPCNN_HOSTILE_H5_CASES=2000 HPCNN_HOSTILE_H5_SEED=7 python -m pytest -q tests/hostile/test_hostile_model_h5.py
 
 runs more cases or another seed (CI runs the default: DEFAULT_CASES cases of seed 26).
 """

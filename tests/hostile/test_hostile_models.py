@@ -1,13 +1,13 @@
 """Hostile model files: hundreds of damaged and hostile .keras archives and model_from_json texts,
 each the right model or a clean refusal naming the file (issue 26).
 
-The cases come from tests/hostile_models.py (the runner and judge) and the kinds registered in
-tests/hostile_model_kinds.py (tests/hostile_keras_cases.py today). They run in worker
+The cases come from tests/support/hostile_models.py (the runner and judge) and the kinds registered in
+tests/support/hostile_model_kinds.py (tests/support/hostile_keras_cases.py today). They run in worker
 subprocesses, BATCH cases per worker, WORKERS at a time: a case that crashes (a segfault, an abort
 from a sanitizer) or hangs takes down only its worker. The driver then names the case with its
 seed, re-runs it alone to confirm, and carries on with the rest of that worker's cases in a new one.
 
-    HPCNN_HOSTILE_MODEL_CASES=6000 HPCNN_HOSTILE_MODEL_SEED=7 python -m pytest -q -s tests/test_hostile_models.py
+    HPCNN_HOSTILE_MODEL_CASES=6000 HPCNN_HOSTILE_MODEL_SEED=7 python -m pytest -q -s tests/hostile/test_hostile_models.py
 
 runs more cases or another seed (CI runs the default: DEFAULT_CASES cases of seed 26).
 """

@@ -39,7 +39,7 @@ def saved(tmp_path, name="good.h5"):
 def contents(path):
     """(meta dict, [weights]) of a saved model, as hpcnn's format_version 1 layout holds them (one
     dataset per weight array, weight_000, ...; files of that layout still load): rewrite() writes
-    them back in that layout. tests/test_keras_files.py damages files of the Keras layout."""
+    them back in that layout. tests/python/formats/test_keras_files.py damages files of the Keras layout."""
     meta = json.loads(bytes(read_dataset(path, hpcnn_files.META_DATASET)).decode())
     assert meta.pop("weights") == hpcnn_files.WEIGHTS_IN_KERAS_LAYOUT  # without it: weight_000, ...
     weights = hpcnn.models.load_model(path, compile=False).get_weights()

@@ -1,4 +1,4 @@
-"""The Python package's house rules (DESIGN.md, "The Python floors"), held as tests/test_include_rules.py
+"""The Python package's house rules (DESIGN.md, "The Python floors"), held as tests/rules/test_include_rules.py
 holds csrc's: read from the sources with ``ast``, nothing imported.
 
 - Floors: each top-level module or package of hpcnn sits on a floor and imports only from lower
@@ -114,7 +114,7 @@ def imports(module: str) -> List[Tuple[ast.AST, str, List[str], bool]]:
 def test_every_unit_has_a_floor():
     units = {unit(m) for m in MODULES} | {"_core"}
     missing = sorted(units - set(FLOOR))
-    assert not missing, f"python/hpcnn units without a floor in tests/test_import_rules.py FLOORS: {missing}"
+    assert not missing, f"python/hpcnn units without a floor in tests/rules/test_import_rules.py FLOORS: {missing}"
     stale = sorted(set(FLOOR) - units)
     assert not stale, f"FLOORS names units python/hpcnn does not have: {stale}"
 

@@ -31,7 +31,7 @@ def include_problems(root: pathlib.Path) -> list:
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         if folder.name not in ALLOWED:
             problems.append(f"{folder.name}/: a folder without an include rule (add it to csrc/README.md and "
-                            f"tests/test_include_rules.py)")
+                            f"tests/rules/test_include_rules.py)")
     for path in sorted(root.rglob("*")):
         if path.suffix not in SOURCE_SUFFIXES or not path.is_file():
             continue

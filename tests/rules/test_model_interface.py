@@ -1,4 +1,4 @@
-"""What hpcnn's own modules use of a model, a layer and a callback is public (tests/test_import_rules.py
+"""What hpcnn's own modules use of a model, a layer and a callback is public (tests/rules/test_import_rules.py
 forbids private reads): the model's interface for its helpers, the one alias table, and the hooks
 through which fit reaches the checkpointing callbacks without naming them."""
 import numpy as np

@@ -1,5 +1,5 @@
-"""Building and patching .keras archives for the hostile-file tests (tests/test_hostile_keras_files.py,
-tests/test_file_limits.py, tests/hostile_keras_cases.py): members in a fixed order with a fixed
+"""Building and patching .keras archives for the hostile-file tests (tests/hostile/test_hostile_keras_files.py,
+tests/hostile/test_file_limits.py, tests/support/hostile_keras_cases.py): members in a fixed order with a fixed
 date (the same bytes on every run), and the zip fields patched in place (declared sizes, flags,
 the compression method) to make archives that zipfile itself would never write."""
 import base64

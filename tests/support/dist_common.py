@@ -1,4 +1,4 @@
-"""Data and model shared by the data-parallel tests and their MPI worker (tests/dist_worker.py)."""
+"""Data and model shared by the data-parallel tests and their MPI worker (tests/support/dist_worker.py)."""
 import numpy as np
 
 import hpcnn
@@ -97,7 +97,7 @@ def write_groups_h5(path):
     hpcnn.data.write_hdf5(path, {"x_train": x, "y_train": y}, chunk_rows=4)
 
 
-# ---- resuming a backup on another replica count (tests/test_resume_replicas.py, dist_worker.py)
+# ---- resuming a backup on another replica count (tests/core/distribute/test_resume_replicas.py, dist_worker.py)
 RESUME_BATCH = 12  # divisible by 1, 2 and 3; 80 rows: 6 full batches and a last one of 8 (uneven on 3)
 RESUME_EPOCHS = 2
 STOP_AFTER = 4     # the interrupted run stops after its 4th batch: mid-epoch 1

@@ -1,4 +1,4 @@
-"""One rank of the data-parallel tests (tests/test_distribute_mpi.py starts it with mpirun).
+"""One rank of the data-parallel tests (tests/core/distribute/test_distribute_mpi.py starts it with mpirun).
 
     mpirun -np 2 python -m tests.support.dist_worker SCENARIO OUTDIR
 
@@ -6,7 +6,7 @@ Every rank trains with MultiWorkerMirroredStrategy on the CPU and writes what th
 into OUTDIR/rank<R>.npz (weights, evaluate's numbers). The data and the reference model are made
 by dist_common (the same code the test uses for its one-process reference).
 
-tests/test_gpu_distribute.py sets HPCNN_TEST_DIST_DEVICE ('cpu', the default; 'gpu': rank r on
+tests/gpu/test_gpu_distribute.py sets HPCNN_TEST_DIST_DEVICE ('cpu', the default; 'gpu': rank r on
 gpu:(r % visible GPUs); or a device name such as 'gpu:0' for every rank) and
 HPCNN_TEST_DIST_IMPLEMENTATION (CommunicationOptions' implementation, default 'auto').
 """

@@ -1,4 +1,4 @@
-"""One writer of hpcnn on a disk that fills up, in a process of its own (tests/test_full_disk.py runs
+"""One writer of hpcnn on a disk that fills up, in a process of its own (tests/python/formats/test_full_disk.py runs
 it): the file is written once normally (the previous file), then again at several levels of
 "fullness", each of which must be an OSError that leaves the previous file as it was, loadable, with
 no temporary file behind. Prints one line "RESULT <json>" and exits 0; a crash (HDF5 1.10 crashes

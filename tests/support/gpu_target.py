@@ -22,7 +22,7 @@ PARAM_MARKS = [m for m in MARKS if m.name != "usefixtures"]
 KINDS = [pytest.param("cpu", id="cpu"), pytest.param("gpu", id="gpu", marks=PARAM_MARKS)]
 
 # Tolerances per kind. A CPU run differs from the CPU reference only in the order of float sums; a
-# GPU run as the other GPU tests allow (tests/test_gpu_training_path.py): weight updates to 2e-3 of
+# GPU run as the other GPU tests allow (tests/gpu/test_gpu_training_path.py): weight updates to 2e-3 of
 # the largest update, losses to 1e-3.
 UPDATE_TOL = {"cpu": 1e-4, "gpu": 2e-3}
 LOSS_TOL = {"cpu": 1e-5, "gpu": 1e-3}

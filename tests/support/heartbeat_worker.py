@@ -1,4 +1,4 @@
-"""One rank of the lost-rank tests (tests/test_distribute_heartbeat.py, bench/bench_heartbeat.py start it
+"""One rank of the lost-rank tests (tests/core/distribute/test_distribute_heartbeat.py, bench/bench_heartbeat.py start it
 with mpirun): a rank killed without a word, a step slower than the heartbeat limit.
 
     mpirun -np 3 python -m tests.support.heartbeat_worker SCENARIO OUTDIR

@@ -1,4 +1,4 @@
-"""The driver of the hostile-file corpora (tests/test_hostile_hdf5.py, test_hostile_models.py,
+"""The driver of the hostile-file corpora (tests/hostile/test_hostile_hdf5.py, test_hostile_models.py,
 test_hostile_model_h5.py): their cases run in worker subprocesses, `batch` cases per worker,
 `workers` at a time, so that a case that crashes (a segfault, an abort from a sanitizer) or hangs
 takes down only its worker. The driver then names the case with its seed, re-runs it alone to

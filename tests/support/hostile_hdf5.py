@@ -1,6 +1,6 @@
 """A seeded generator of damaged and hostile HDF5 files, and the judge of what hpcnn does with them.
 
-Used by tests/test_hostile_hdf5.py, which runs the cases in worker subprocesses (a crash or a
+Used by tests/hostile/test_hostile_hdf5.py, which runs the cases in worker subprocesses (a crash or a
 hang there must not take pytest down) and reports any case that fails. Run by hand:
 
     python -m tests.support.hostile_hdf5 --seed 12 --cases 0:400          # run cases, one JSON line each

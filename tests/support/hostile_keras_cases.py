@@ -1,5 +1,5 @@
 """The .keras archive and model_from_json families of the hostile model-file corpus
-(tests/hostile_model_kinds.py describes the registry; tests/hostile_models.py runs the cases).
+(tests/support/hostile_model_kinds.py describes the registry; tests/support/hostile_models.py runs the cases).
 
 Bases: hpcnn models with seeded weights, saved by hpcnn (hpcnn's own members: load_model reads its
 description) and as Keras writes them (config.json, metadata.json, model.weights.h5: load_model

@@ -1,7 +1,7 @@
 """A seeded generator of hostile `.h5` model and weights files, and the judge of what hpcnn does with
-them (issue 26's `.h5` bullet; tests/test_h5_tree_refusals.py has one regression test per kind).
+them (issue 26's `.h5` bullet; tests/hostile/test_h5_tree_refusals.py has one regression test per kind).
 
-Used by tests/test_hostile_model_h5.py, which runs the cases in worker subprocesses (a crash or a
+Used by tests/hostile/test_hostile_model_h5.py, which runs the cases in worker subprocesses (a crash or a
 hang must not take pytest down). Run by hand:
 
     python -m tests.support.hostile_model_h5 --seed 26 --cases 0:100          # one JSON line per case

@@ -1,5 +1,5 @@
-"""The registry of the hostile model-file corpus (tests/hostile_models.py runs it,
-tests/test_hostile_models.py drives it in CI): families of files and the kinds of damage done to
+"""The registry of the hostile model-file corpus (tests/support/hostile_models.py runs it,
+tests/hostile/test_hostile_models.py drives it in CI): families of files and the kinds of damage done to
 them, each registered by a small module listed in CASE_MODULES.
 
 A **family** is a kind of file and the loader that reads it: its valid base files (built once

@@ -1,9 +1,9 @@
 """A seeded corpus of hostile model files, and the judge of what hpcnn does with them.
 
-Used by tests/test_hostile_models.py, which runs the cases in worker subprocesses (a crash or a
+Used by tests/hostile/test_hostile_models.py, which runs the cases in worker subprocesses (a crash or a
 hang there must not take pytest down) and reports any case that fails. The families of files and
-the kinds of damage are registered in tests/hostile_model_kinds.py (today: .keras archives and
-model_from_json text, from tests/hostile_keras_cases.py). Run by hand:
+the kinds of damage are registered in tests/support/hostile_model_kinds.py (today: .keras archives and
+model_from_json text, from tests/support/hostile_keras_cases.py). Run by hand:
 
     python -m tests.support.hostile_models --seed 26 --cases 0:300           # run cases, one JSON line each
     python -m tests.support.hostile_models --seed 26 --cases 137 --verbose   # one case, with details

@@ -31,7 +31,7 @@ def layout_model(seed=11, classes=6):
 
 
 # ------------------------------------------------------------------ graphs (the functional API)
-# Each builder returns an hpcnn.Model; GRAPHS[name] is the same graph for tests/reference.py, its
+# Each builder returns an hpcnn.Model; GRAPHS[name] is the same graph for tests/support/reference.py, its
 # inputs in the core's node order (which the tests check against node_inputs).
 def residual_model(seed=5, classes=3):
     """A residual block: the stem's output feeds the block and the Add (two consumers)."""

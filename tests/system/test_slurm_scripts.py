@@ -173,14 +173,14 @@ exit 0
     assert summary["pytest -m gpu"].startswith("failed (pytest exit code 1; re-run with CUDA_LAUNCH_BLOCKING=1")
     assert summary["cuDNN algorithms"] == "passed"
     assert summary["compute-sanitizer memcheck"] == \
-        "failed (1 of 8: tests/test_gpu_ops.py::test_adam_step)", summary
+        "failed (1 of 8: tests/gpu/test_gpu_ops.py::test_adam_step)", summary
     assert summary["compute-sanitizer racecheck"] == "passed (1 tests)"
     assert summary["multi-GPU tests"] == "passed"
     assert summary["bench/bench_gpu.py"] == "passed"
     calls = log.read_text().splitlines()
     # the failing gpu tests again, with CUDA_LAUNCH_BLOCKING=1; the test the sanitizer flagged, alone
     assert any("CUDA_LAUNCH_BLOCKING=1" in c and "--lf" in c and "-m gpu" in c for c in calls), calls
-    assert any(c.startswith("python3 CUDA_LAUNCH_BLOCKING=1") and c.endswith("tests/test_gpu_ops.py::test_adam_step")
+    assert any(c.startswith("python3 CUDA_LAUNCH_BLOCKING=1") and c.endswith("tests/gpu/test_gpu_ops.py::test_adam_step")
                for c in calls), calls
     sanitized = [c for c in calls if c.startswith("sanitizer")]
     assert len(sanitized) == 9 and all("--error-exitcode" in c for c in sanitized)

@@ -233,7 +233,7 @@ def test_build_info_names_mpi_and_nccl():
 @pytest.mark.gpu
 def test_two_gpus_with_nccl_match_one_device():
     gpus = len(_core.cuda_devices())
-    if gpus < 2:   # the reason as tests/test_gpu_distribute.py gives it, so pytest -rs folds them
+    if gpus < 2:   # the reason as tests/gpu/test_gpu_distribute.py gives it, so pytest -rs folds them
         reason = _core.cuda_unavailable_reason()
         pytest.skip(f"needs two usable GPUs ({gpus} here{': no usable GPU: ' + reason if reason else ''})")
     if not _core.distribute.nccl_compiled():

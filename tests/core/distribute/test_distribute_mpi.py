@@ -1,4 +1,4 @@
-"""MultiWorkerMirroredStrategy: `mpirun -np 2` on loopback against one process (tests/dist_worker.py).
+"""MultiWorkerMirroredStrategy: `mpirun -np 2` on loopback against one process (tests/support/dist_worker.py).
 
 Skipped, with the reason, where the build has no MPI or no mpirun is on PATH; HPCNN_EXPECT_MPI=1
 (set by .ci/run) turns that skip into a failure.

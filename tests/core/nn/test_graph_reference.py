@@ -1,6 +1,6 @@
 """Training steps of functional graphs (Add, Concatenate, a tensor read by several layers, one
 tensor given twice to a layer, frozen layers) against the float64 NumPy reference of the same
-graph (tests/reference.py): the loss, every gradient and the weights over three Adam steps; the
+graph (tests/support/reference.py): the loss, every gradient and the weights over three Adam steps; the
 gradients also against central differences of the reference's loss. A Sequential is the chain
 special case: the same layers as a functional model train bit for bit alike."""
 import numpy as np

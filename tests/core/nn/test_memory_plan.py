@@ -175,7 +175,7 @@ def test_bench_memory_reports_the_plan_against_keeping_all(capsys):
                                               (["mae", "top_k_categorical_accuracy"], 5)])
 def test_the_report_names_the_statistics_a_step_copies_back(metrics, doubles):
     """Loss sum, correct count (accuracy), regularization penalty and one sum per other metric, as
-    doubles: what a GPU step copies back (tests/test_gpu_contract.py and test_gpu_graph.py count
+    doubles: what a GPU step copies back (tests/gpu/test_gpu_contract.py and test_gpu_graph.py count
     the copies with it)."""
     m = hpcnn.models.tutorial_cnn(seed=0)
     m.compile("adam", "categorical_crossentropy", metrics)

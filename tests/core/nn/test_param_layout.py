@@ -1,7 +1,7 @@
 """Conv kernels in the layout of the model's device (csrc/ops/conv2d_layout.h, csrc/nn/param_layout.h):
 HWIO (kh, kw, in, out) = Keras' on the CPU, OHWI (out, kh, kw, in) = cuDNN's NHWC filter on a GPU.
 The conversions (get_weights, set_weights, moves between devices, the ops entry points, model files)
-are host code, tested here without a GPU; tests/test_gpu_param_layout.py runs the same paths on one.
+are host code, tested here without a GPU; tests/gpu/test_gpu_param_layout.py runs the same paths on one.
 Every array starts at a multiple of 64 floats (256 bytes) of the buffer, with zero padding between
 them that no op reads or writes; the flat arrays Python sees are packed (no padding)."""
 import numpy as np

@@ -2,7 +2,7 @@
 Conv-BN-ReLU-Conv-BN plus a shortcut (the identity, or a 1x1 stride-2 convolution with BN), Add,
 ReLU; then global average pooling and a softmax Dense.
 
-  - one training step against the float64 NumPy reference of the same graph (tests/reference.py:
+  - one training step against the float64 NumPy reference of the same graph (tests/support/reference.py:
     batch normalization with the batch's statistics, a gradient through both the block and the
     shortcut): the loss, every gradient, the moving statistics after the step, and predict in
     inference mode (the moving statistics) after it;

@@ -1,7 +1,7 @@
 """The ops of the merging layers and of gradient accumulation (ops/add.h, ops/concat.h) on the
 CPU: against float64 NumPy, concatenate's backward (split) against central differences of the
 float64 forward, aliasing (an output that is an input), and bad inputs as ValueErrors naming the
-op and the shapes. tests/test_gpu_graph.py runs the same ops on a GPU against these."""
+op and the shapes. tests/gpu/test_gpu_graph.py runs the same ops on a GPU against these."""
 import numpy as np
 import pytest
 

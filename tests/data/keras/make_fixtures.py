@@ -1,4 +1,4 @@
-"""Writes the small Keras-saved files tests/test_keras_fixtures.py loads, once, with real Keras:
+"""Writes the small Keras-saved files tests/python/formats/test_keras_fixtures.py loads, once, with real Keras:
 
 - tf.keras 2 (Keras 2.x through TensorFlow, the `tf_keras` package): the legacy HDF5 model and
   weights files that TensorFlow 2 wrote before Keras 3 (what the MNIST seed's
@@ -17,7 +17,7 @@
   `tf2_functional`: the same block saved by tf.keras 2 as legacy `.h5` (expected_tfk2_func.npz).
 
 expected.npz holds the inputs and each family's predictions. CI needs neither TensorFlow nor
-Keras for those tests (tests/test_keras_interop.py runs live Keras 3 where it is installed).
+Keras for those tests (tests/python/keras/test_keras_interop.py runs live Keras 3 where it is installed).
 
     # from the repository root (python -m finds tests.support there)
     # TensorFlow 2 with Keras 2 (a scratch venv: pip install tensorflow-cpu tf-keras h5py)

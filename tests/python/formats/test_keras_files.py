@@ -1,4 +1,4 @@
-"""Keras' file formats as hpcnn reads and writes them, without Keras (tests/test_keras_interop.py
+"""Keras' file formats as hpcnn reads and writes them, without Keras (tests/python/keras/test_keras_interop.py
 checks the same files against real Keras): the layouts (checked with h5py, a test-only
 dependency), round trips, hpcnn's older files, Keras-shaped configs of Keras 2 and 3, and
 damaged or hostile files (each a ValueError naming the file and what is wrong; never a crash, a

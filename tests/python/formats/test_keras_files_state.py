@@ -295,7 +295,7 @@ FUNCTIONAL = {"module": "keras", "class_name": "Functional", "config": {
 
 def test_a_functional_keras_config_builds_a_graph_model(tmp_path):
     """Keras 3's functional config (one input as a list of records here) builds an hpcnn.Model;
-    tests/test_keras_functional.py covers Keras-written files. An archive whose weights file is
+    tests/python/formats/test_keras_functional.py covers Keras-written files. An archive whose weights file is
     damaged is refused naming the file, after the config was understood."""
     m = model_from_json(json.dumps(FUNCTIONAL))
     assert type(m) is hpcnn.Model and [layer.name for layer in m.layers] == ["in", "d"]

@@ -3,7 +3,7 @@ model_from_json, `.keras` archives and legacy `.h5` model files written by hpcnn
 (also through Keras' config alone, as a file Keras wrote), and a ResNet basic block saved by real
 Keras 3 (tests/data/keras/make_fixtures.py keras3_functional; tf.keras 2's legacy .h5 of it:
 tf2_functional) loaded by hpcnn with the same
-predictions (<= 1e-5). tests/test_keras_interop.py checks hpcnn's files in live Keras."""
+predictions (<= 1e-5). tests/python/keras/test_keras_interop.py checks hpcnn's files in live Keras."""
 import io
 import json
 import zipfile

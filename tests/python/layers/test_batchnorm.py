@@ -308,7 +308,7 @@ ONE_ROW_SHAPES = [(1, 4), (1, 1, 1, 16), (1, 1, 1, 5)]
 def test_batch_norm_over_a_single_row_per_channel_is_keras(shape, relu):
     """N*H*W == 1 (batch 1 after global pooling): the batch's mean is the row, its variance 0 (as
     Keras/TensorFlow), y = beta; dbeta = dy, dgamma = 0 and dx = 0 (to float rounding of the
-    terms that cancel). tests/test_gpu_layer_ops.py compares the GPU with this."""
+    terms that cancel). tests/gpu/test_gpu_layer_ops.py compares the GPU with this."""
     r = np.random.default_rng(shape[-1])
     c = shape[-1]
     x = (r.standard_normal(shape) * 2 + 0.5).astype(np.float32)

@@ -1,4 +1,4 @@
-"""Optimizers against float64 NumPy models of Keras 3's formulas (tests/optimizer_reference.py):
+"""Optimizers against float64 NumPy models of Keras 3's formulas (tests/support/optimizer_reference.py):
 the update ops on their own (hpcnn._core.ops), then whole training steps of a model, for SGD
 (momentum, Nesterov), Adam, AdamW and RMSprop (centered, momentum), each with weight_decay,
 clipnorm, global_clipnorm and clipvalue; frozen layers; weight-decay exclusions; the fixed-order

@@ -1,6 +1,6 @@
 """Weight regularizers (hpcnn.regularizers on Conv2D / Dense): the reported loss is the data loss plus
 the penalty, and the gradient gets the penalty's gradient before the optimizer step; against a
-float64 NumPy step (tests/reference.py) plus Keras' penalty formulas. Frozen layers carry no
+float64 NumPy step (tests/support/reference.py) plus Keras' penalty formulas. Frozen layers carry no
 penalty (Keras counts trainable weights only); evaluation reports the penalty too (Keras' test
 step computes the same loss)."""
 import numpy as np

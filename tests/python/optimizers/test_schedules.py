@@ -1,5 +1,5 @@
 """Learning-rate schedules (hpcnn.optimizers.schedules): their values against Keras 3's closed forms
-at chosen steps (tests/optimizer_reference.py), configs, and their use as an optimizer's
+at chosen steps (tests/support/optimizer_reference.py), configs, and their use as an optimizer's
 learning_rate: the core evaluates them at every step from the step count."""
 import numpy as np
 import pytest
