@@ -8,35 +8,23 @@ with the rest of that worker's cases in a new one.
 
     HPCNN_HOSTILE_CASES=5000 HPCNN_HOSTILE_SEED=7 python -m pytest -q tests/hostile/test_hostile_hdf5.py
 
-runs more cases or another seed (CI runs the default: DEFAULT_CASES cases of seed 12).
+runs more cases or another seed (CI runs the default: the cases of its row in tests/support/hostile_corpora.py, seed 12).
 """
 from __future__ import annotations
 
-import os
 
 import pytest
 
 pytest.importorskip("h5py")
-from tests.support import hostile_driver
 from tests.support import hostile_hdf5
+from tests.support.hostile_corpora import CORPORA
 
-DEFAULT_CASES = 600
-SCRIPT = "hostile_hdf5"  # tests/support/hostile_hdf5.py, run as python -m tests.support.hostile_hdf5
-# A case that makes no progress for this long is a hang (a slow case takes well under a second;
-# sanitizer builds are a few times slower).
-CASE_TIMEOUT = float(os.environ.get("HPCNN_HOSTILE_TIMEOUT", 60))
-BATCH = 50
-WORKERS = 2
-
-
-def run_cases(seed, cases, workers=WORKERS, batch=BATCH, timeout=CASE_TIMEOUT, inject=None):
-    """hostile_driver.run_cases for this corpus: ({case: result}, [problems], {cases h5py crashed on})."""
-    return hostile_driver.run_cases(SCRIPT, seed, cases, workers, batch, timeout, inject, reference=True)
+CORPUS = CORPORA["hdf5"]  # its row: generator, cases, batch, variables
+run_cases = CORPUS.run
 
 
 def test_hostile_hdf5_files():
-    n = int(os.environ.get("HPCNN_HOSTILE_CASES", DEFAULT_CASES))
-    seed = int(os.environ.get("HPCNN_HOSTILE_SEED", hostile_hdf5.DEFAULT_SEED))
+    n, seed = CORPUS.count(), CORPUS.seed(hostile_hdf5.DEFAULT_SEED)
     results, problems, h5py_crashed = run_cases(seed, list(range(n)))
     fails = [f"case {c} ({r['desc']}):\n    " + "\n    ".join(r["fails"]) for c, r in sorted(results.items())
              if r["fails"]]

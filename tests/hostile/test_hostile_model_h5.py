@@ -8,36 +8,28 @@ re-runs it alone to confirm, and carries on with the rest of that worker's cases
 
     HPCNN_HOSTILE_H5_CASES=2000 HPCNN_HOSTILE_H5_SEED=7 python -m pytest -q tests/hostile/test_hostile_model_h5.py
 
-runs more cases or another seed (CI runs the default: DEFAULT_CASES cases of seed 26).
+runs more cases or another seed (CI runs the default: the cases of its row in tests/support/hostile_corpora.py, seed 26).
 """
 from __future__ import annotations
 
-import os
 
 import pytest
 
 pytest.importorskip("h5py")
-from tests.support import hostile_driver
 from tests.support import hostile_model_h5
+from tests.support.hostile_corpora import CORPORA
 
-DEFAULT_CASES = 240
-SCRIPT = "hostile_model_h5"  # tests/support/hostile_model_h5.py, run as python -m tests.support.hostile_model_h5
-# A case that makes no progress for this long is a hang (a case takes well under a second; sanitizer
-# builds are a few times slower).
-CASE_TIMEOUT = float(os.environ.get("HPCNN_HOSTILE_TIMEOUT", 60))
-BATCH = 75
-WORKERS = 2
+CORPUS = CORPORA["model_h5"]  # its row: generator, cases, batch, variables
 
 
-def run_cases(seed, cases, workers=WORKERS, batch=BATCH, timeout=CASE_TIMEOUT, inject=None):
-    """hostile_driver.run_cases for this corpus: ({case: result dict}, [problem descriptions])."""
-    results, problems, _ = hostile_driver.run_cases(SCRIPT, seed, cases, workers, batch, timeout, inject)
+def run_cases(seed, cases, **kw):
+    """The corpus' run: ({case: result dict}, [problem descriptions])."""
+    results, problems, _ = CORPUS.run(seed, cases, **kw)
     return results, problems
 
 
 def test_hostile_model_h5_files():
-    n = int(os.environ.get("HPCNN_HOSTILE_H5_CASES", DEFAULT_CASES))
-    seed = int(os.environ.get("HPCNN_HOSTILE_H5_SEED", hostile_model_h5.DEFAULT_SEED))
+    n, seed = CORPUS.count(), CORPUS.seed(hostile_model_h5.DEFAULT_SEED)
     results, problems = run_cases(seed, list(range(n)))
     fails = [f"case {c} ({r['desc']}):\n    " + "\n    ".join(r["fails"]) for c, r in sorted(results.items())
              if r["fails"]]

@@ -3,55 +3,48 @@ each the right model or a clean refusal naming the file (issue 26).
 
 The cases come from tests/support/hostile_models.py (the runner and judge) and the kinds registered in
 tests/support/hostile_model_kinds.py (tests/support/hostile_keras_cases.py today). They run in worker
-subprocesses, BATCH cases per worker, WORKERS at a time: a case that crashes (a segfault, an abort
-from a sanitizer) or hangs takes down only its worker. The driver then names the case with its
+subprocesses (tests/support/hostile_corpora.py: cases per worker, workers at a time): a case that
+crashes (a segfault, an abort from a sanitizer) or hangs takes down only its worker. The driver then names the case with its
 seed, re-runs it alone to confirm, and carries on with the rest of that worker's cases in a new one.
 
     HPCNN_HOSTILE_MODEL_CASES=6000 HPCNN_HOSTILE_MODEL_SEED=7 python -m pytest -q -s tests/hostile/test_hostile_models.py
 
-runs more cases or another seed (CI runs the default: DEFAULT_CASES cases of seed 26).
+runs more cases or another seed (CI runs the default: the cases of its row in tests/support/hostile_corpora.py, seed 26).
 """
 from __future__ import annotations
 
 import collections
-import os
 import subprocess
 import sys
 import time
 
 
-from tests.support import hostile_driver
 from tests.support import hostile_model_kinds
 from tests.support import hostile_models
 from tests.support import paths
+from tests.support.hostile_corpora import CORPORA
 
 hostile_model_kinds.load_registry()
 
-DEFAULT_CASES = 600
-SCRIPT = "hostile_models"  # tests/support/hostile_models.py, run as python -m tests.support.hostile_models
-# A case that makes no progress for this long is a hang (a slow case takes well under a second;
-# sanitizer builds are a few times slower).
-CASE_TIMEOUT = float(os.environ.get("HPCNN_HOSTILE_MODEL_TIMEOUT", 60))
-BATCH = 150
-WORKERS = 2
+CORPUS = CORPORA["models"]  # its row: generator, cases, batch, variables
+DEFAULT_CASES = CORPUS.cases
 
 
-def run_cases(seed, cases, workers=WORKERS, batch=BATCH, timeout=CASE_TIMEOUT, inject=None):
-    """hostile_driver.run_cases for this corpus: ({case: result dict}, [problem descriptions])."""
-    results, problems, _ = hostile_driver.run_cases(SCRIPT, seed, cases, workers, batch, timeout, inject)
+def run_cases(seed, cases, **kw):
+    """The corpus' run: ({case: result dict}, [problem descriptions])."""
+    results, problems, _ = CORPUS.run(seed, cases, **kw)
     return results, problems
 
 
 def test_hostile_model_files():
-    n = int(os.environ.get("HPCNN_HOSTILE_MODEL_CASES", DEFAULT_CASES))
-    seed = int(os.environ.get("HPCNN_HOSTILE_MODEL_SEED", hostile_models.DEFAULT_SEED))
+    n, seed = CORPUS.count(), CORPUS.seed(hostile_models.DEFAULT_SEED)
     start = time.monotonic()
     results, problems = run_cases(seed, list(range(n)))
     fails = [f"case {c} [{r['kind']}] {r['desc']}:\n    " + "\n    ".join(r["fails"]) for c, r in sorted(results.items())
              if r["fails"]]
     assert not problems, "crashes or hangs:\n" + "\n".join(problems)
     assert len(results) == n, f"{n - len(results)} cases gave no result"
-    assert not fails, (f"{len(fails)} of {n} cases failed (seed {seed}; reproduce one with: python -m tests.support.{SCRIPT} --seed "
+    assert not fails, (f"{len(fails)} of {n} cases failed (seed {seed}; reproduce one with: python -m tests.support.{CORPUS.module} --seed "
                        f"{seed} --cases I --verbose):\n" + "\n".join(fails[:30]))
     by_kind = collections.defaultdict(collections.Counter)
     for r in results.values():
