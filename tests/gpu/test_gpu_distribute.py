@@ -150,11 +150,12 @@ def assert_model_after_failure(r):
 
 @pytest.mark.parametrize("devices", REPLICAS)
 def test_a_stuck_replica_ends_the_step_at_the_timeout(devices):
-    """Replica 1 sleeps 5 timeouts before its first bucket; with timeout_seconds=5 on CPUs, 15 on
+    """Replica 1 sleeps 3 timeouts before its first bucket; with timeout_seconds=5 on CPUs, 15 on
     GPUs (NCCL's cold set-up must fit in it too) the others give up after one timeout (the step
-    ends when replica 1 wakes and sees the failed group)."""
+    ends when replica 1 wakes and sees the failed group). Three timeouts leave two between the
+    give-up and the wake (five made the test wait 25 s on CPUs for nothing more)."""
     limit = 5 if devices[0] == "cpu" else 15
-    r = run_isolated(FIT_WITH_FAILURE.format(devices=devices, timeout=limit, inject=fail_replica_1(stall=5.0 * limit)),
+    r = run_isolated(FIT_WITH_FAILURE.format(devices=devices, timeout=limit, inject=fail_replica_1(stall=3.0 * limit)),
                      timeout=300)
     assert r["raised"] == "RuntimeError", r
     assert re.search(rf"timed out after {limit} s|did not finish within {limit} s", r["message"]), r
