@@ -54,7 +54,9 @@ def end_run(proc, out):
             except ProcessLookupError:
                 pass
     try:
-        proc.communicate(timeout=20)  # also closes its pipe
+        # also closes its pipe. mpirun told to leave ranks running (KEEP_RUNNING) may outlive them by
+        # more than this (it did by 20 s): it is killed then, nothing is left to wait for.
+        proc.communicate(timeout=3)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
