@@ -21,13 +21,11 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_loader import make_images  # noqa: E402  (the same compressible images as the loader bench)
-
-import hpcnn  # noqa: E402
+import hpcnn
+from bench_loader import make_images  # beside this script: the same compressible images as the loader bench
 
 
-def augmentation_op_ms(x8: np.ndarray) -> dict:
+def augmentation_op_ms(x8: np.ndarray, reps: int = 100) -> dict:
     """The staged augmentation's passes timed alone (hpcnn._core.ops.augment, the op the batch
     stager runs): flip fused with the gather of 250 shuffled rows (float32, and uint8 decoded on the
     way), the padded crop of a gathered batch, RandomRotation(0.1) and RandomZoom(0.1) (Keras'
@@ -52,7 +50,6 @@ def augmentation_op_ms(x8: np.ndarray) -> dict:
         for _ in range(reps):
             y = ops.augment(x8, flip, rows=rows, **decode)
             ops.augment(ops.augment(y, rotation, stream=1), zoom, stream=2)
-    reps = 100
 
     def ms(call) -> float:
         call()  # warm
@@ -83,6 +80,7 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--dir", default=tempfile.gettempdir())
     p.add_argument("--augment", action="store_true", help="also the CNN led by flip + padded crop")
+    p.add_argument("--op-reps", type=int, default=100, help="--augment: calls per timing of the op alone")
     a = p.parse_args(argv)
     import h5py  # only to write the tutorial's file exactly as the tutorial does
     rng = np.random.default_rng(0)
@@ -135,8 +133,8 @@ def main(argv=None) -> int:
         v = statistics.median(res[m])
         print(f"{m:<36}{v:>9.0f}{base / v:>21.3f}x")
     if a.augment:
-        op_ms = augmentation_op_ms(x)
-        print("the augmentation op alone, per batch of 250 (median of 5 x 100 calls): "
+        op_ms = augmentation_op_ms(x, a.op_reps)
+        print(f"the augmentation op alone, per batch of 250 (median of 5 x {a.op_reps} calls): "
               + ", ".join(f"{k} {v:.2f} ms" for k, v in op_ms.items()))
         for plain in ("memory arrays", "tutorial file, streamed"):
             ratio = statistics.median(res[plain]) / statistics.median(res[plain + ", augmented"])

@@ -1,8 +1,9 @@
 """How long a rank killed without a word (SIGKILL) keeps the others waiting: the heartbeat's detection
-time, measured with `mpirun -np 3` on loopback (tests/heartbeat_worker.py, scenario 'lost').
+time, measured with `mpirun -np 3` on loopback (tests/support/heartbeat_worker.py, scenario 'lost'). Run it from the repository
+root as a module, which makes the tests' helpers (tests.support) importable:
 
-    python bench/bench_heartbeat.py                     # the default limit (30 s), 3 runs
-    python bench/bench_heartbeat.py --limit 5 --runs 3  # HPCNN_DIST_HEARTBEAT=5
+    python -m bench.bench_heartbeat                     # the default limit (30 s), 3 runs
+    python -m bench.bench_heartbeat --limit 5 --runs 3  # HPCNN_DIST_HEARTBEAT=5
 
 Rank 2 SIGKILLs itself mid-epoch (as the out-of-memory killer would); mpirun is told to leave the
 other ranks running (--mca orte_abort_on_non_zero_status 0), so only hpcnn can stop them. Per run:
@@ -18,21 +19,20 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
-import sys
 import tempfile
 import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
-
-from mpi_runs import mpi_missing, mpirun_command  # noqa: E402
+try:
+    from tests.support.mpi_runs import mpi_missing, mpirun_command
+except ModuleNotFoundError as e:  # run as a file: the tests package is found from the root, by python -m
+    raise SystemExit("run from the repository root: python -m bench.bench_heartbeat [options]") from e
 
 
 def one_run(limit: float, step_seconds: float) -> dict:
     with tempfile.TemporaryDirectory() as out:
-        cmd, env = mpirun_command("lost", out, ranks=3, dist_timeout=600, worker="heartbeat_worker.py",
+        cmd, env = mpirun_command("lost", out, ranks=3, dist_timeout=600, worker="heartbeat_worker",
                                   mpirun_args=("--mca", "orte_abort_on_non_zero_status", "0"),
                                   env={"HPCNN_DIST_HEARTBEAT": str(limit), "STEP_SECONDS": str(step_seconds)})
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=limit + 300)

@@ -9,7 +9,10 @@ figure is the median over --trials calls, per run. Alongside each memory-bound o
 reaches counting one read of every input and one write of every output (GB/s), and for the
 convolutions GFLOP/s. On a GPU (--device gpu:0) the times include the host's wait for the device.
 
-    python bench/bench_layer_ops.py [--batch 128] [--threads N] [--device cpu] [--trials 5]
+    python -m bench.bench_layer_ops [--batch 128] [--threads N] [--device cpu] [--trials 5]
+
+From the repository root, as a module: the shapes are the rows of tests/support/op_cases.py, which
+the op tests check against the float64 references (tests/core/ops/test_layer_ops.py).
 
 With --step: where the time of one ResNet-20 training step goes instead. Every layer of
 hpcnn.applications.resnet20_cifar (shortcut 'B' as bench/bench_resnet.py, or --shortcut A) is
@@ -19,7 +22,7 @@ SGD update; the times are summed per op type and set against the model's measure
 remainder: what the step does besides the ops, e.g. gradient accumulation where a tensor has two
 readers, the regularizer, memory traffic between ops).
 
-    python bench/bench_layer_ops.py --step [--batch 128] [--threads N]
+    python -m bench.bench_layer_ops --step [--batch 128] [--threads N]
 
 --step also breaks down one inference step (evaluate, predict) the same way, in two columns: each
 convolution and its BatchNormalization as two ops (conv2d, then the normalization with the moving
@@ -34,8 +37,13 @@ import argparse
 import numpy as np
 
 import hpcnn
-from bench_ops import timed
 from hpcnn import _core
+
+try:
+    from bench.bench_ops import timed
+    from tests.support import op_cases
+except ModuleNotFoundError as e:  # run as a file: the packages are found from the root, by python -m
+    raise SystemExit("run from the repository root: python -m bench.bench_layer_ops [options]") from e
 
 ops = _core.ops
 
@@ -64,7 +72,7 @@ def main() -> None:
     def row(name: str, seconds: float, rate: str) -> None:
         print(f"{name:44s} {seconds * 1e3:8.3f}  {rate:>14s}")
 
-    for h, c in ((32, 16), (16, 32), (8, 64)):
+    for h, c in op_cases.RESNET20_BATCHNORM:
         x = rng.standard_normal((n, h, h, c)).astype(np.float32)
         g, b = np.ones(c, np.float32), np.zeros(c, np.float32)
         y, m, v, i = ops.batchnorm_forward_training(x, g, b, device=dev)
@@ -85,16 +93,17 @@ def main() -> None:
         t = timed(lambda r: ops.activation_forward(x, "relu", device=dev, repeat=r), T, P)
         row(f"relu forward (a separate layer) {shape}", t, f"{2 * mb / t:.1f} GB/s")
 
-    for (h, c, f, k) in ((32, 16, 32, 3), (16, 32, 64, 3), (32, 16, 32, 1), (16, 32, 64, 1)):
+    for conv in op_cases.RESNET20_DOWNSAMPLE_CONVS:
+        h, c, f, k = conv.h, conv.c, conv.f, conv.k
         x = rng.standard_normal((n, h, h, c)).astype(np.float32)
         w = (rng.standard_normal((k, k, c, f)) * 0.1).astype(np.float32)
-        y = ops.conv2d_forward(x, w, None, 2, "same", device=dev)
+        y = ops.conv2d_forward(x, w, None, conv.s, "same", device=dev)
         dy = rng.standard_normal(y.shape).astype(np.float32)
         flops = 2.0 * y.size * k * k * c
-        shape = f"{k}x{k} s2 {h}x{h}x{c}->{f}"
-        t = timed(lambda r: ops.conv2d_forward(x, w, None, 2, "same", device=dev, repeat=r), T, P)
+        shape = conv.label()
+        t = timed(lambda r: ops.conv2d_forward(x, w, None, conv.s, "same", device=dev, repeat=r), T, P)
         row(f"conv2d forward {shape}", t, f"{flops / t / 1e9:.1f} GFLOP/s")
-        t = timed(lambda r: ops.conv2d_backward(x, w, y, dy, 2, "same", False, True, device=dev, repeat=r,
+        t = timed(lambda r: ops.conv2d_backward(x, w, y, dy, conv.s, "same", False, True, device=dev, repeat=r,
                                                 bias=False), T, P)
         row(f"conv2d backward (dx, dw) {shape}", t, f"{2 * flops / t / 1e9:.1f} GFLOP/s")
 
@@ -104,11 +113,12 @@ def main() -> None:
 
     x = rng.standard_normal((n, 32, 32, 16)).astype(np.float32)
     dy = rng.standard_normal(x.shape).astype(np.float32)
-    for name in ("gelu", "swish", "tanh", "sigmoid", "leaky_relu", "elu", "mish"):
-        y = ops.activation_forward(x, name, 0.2, device=dev)
-        t = timed(lambda r: ops.activation_forward(x, name, 0.2, device=dev, repeat=r), T, P)
+    alpha = op_cases.ACTIVATION_ALPHA
+    for name in op_cases.ACTIVATIONS_TIMED:
+        y = ops.activation_forward(x, name, alpha, device=dev)
+        t = timed(lambda r: ops.activation_forward(x, name, alpha, device=dev, repeat=r), T, P)
         row(f"{name} forward 32x32x16", t, f"{x.size / t / 1e9:.2f} Gelem/s")
-        t = timed(lambda r: ops.activation_backward(x, y, dy, name, 0.2, device=dev, repeat=r), T, P)
+        t = timed(lambda r: ops.activation_backward(x, y, dy, name, alpha, device=dev, repeat=r), T, P)
         row(f"{name} backward 32x32x16", t, f"{x.size / t / 1e9:.2f} Gelem/s")
 
 

@@ -19,6 +19,10 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
+
+from hpcnn import data
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 OWN = os.path.join(HERE, "..", "python")
 
@@ -52,9 +56,6 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--budgets", default=f"{1 << 30},{8 << 20}", help="memory_budget values (bytes, comma-separated)")
     a = ap.parse_args()
-    sys.path.insert(0, OWN)
-    import numpy as np
-    from hpcnn import data
     variants = (("baseline True", a.baseline_pythonpath, "True"), ("this True", OWN, "True"),
                 ("this 'rows'", OWN, "rows"))
     with tempfile.TemporaryDirectory() as tmp:

@@ -8,7 +8,10 @@ of bwd-data and bwd-filter (dense: 2*N*in*out per GEMM). The "training step esti
 of all forward and backward times (what one step costs with no framework overhead), the
 "inference estimate" the sum of the forward times (dropout and loss excluded).
 
-    python bench/bench_ops.py [--batch 250] [--threads N] [--trials 5] [--min-time 0.15]
+    python -m bench.bench_ops [--batch 250] [--threads N] [--trials 5] [--min-time 0.15]
+
+From the repository root, as a module: the layers' shapes are the rows of tests/support/op_cases.py,
+which the op tests check against the float64 references (tests/core/ops/test_ops.py).
 """
 from __future__ import annotations
 
@@ -21,6 +24,11 @@ import numpy as np
 
 import hpcnn
 from hpcnn import _core
+
+try:
+    from tests.support import op_cases
+except ModuleNotFoundError as e:  # run as a file: the tests package is found from the root, by python -m
+    raise SystemExit("run from the repository root: python -m bench.bench_ops [options]") from e
 
 ops = _core.ops
 
@@ -71,7 +79,8 @@ def main():
         return rng.uniform(-lim, lim, shape).astype(np.float32)
 
     x = rng.random((n, 32, 32, 3), dtype=np.float32)
-    for i, (c, f, hw) in enumerate([(3, 32, 32), (32, 64, 16), (64, 128, 8), (128, 256, 4)]):
+    for i, row in enumerate(op_cases.TUTORIAL_CNN_CONVS):
+        c, f, hw = row.c, row.f, row.h
         w, b = glorot(3, 3, c, f), np.zeros(f, np.float32)
         y = ops.conv2d_forward(x, w, b, padding="same", relu=True)
         dy = rng.standard_normal(y.shape).astype(np.float32)
@@ -88,7 +97,7 @@ def main():
         rows.append((f"pool{i + 1} 2x2 @{hw}x{hw}x{f}", tf, 0.0, tb, 0.0))
         x = p
     x = x.reshape(n, -1)
-    for j, (i_, o, relu) in enumerate([(1024, 256, True), (256, 512, True), (512, 10, False)]):
+    for j, (i_, o, relu) in enumerate(op_cases.TUTORIAL_CNN_DENSE):
         w, b = glorot(i_, o), np.zeros(o, np.float32)
         y = ops.dense_forward(x, w, b, relu=relu)
         dy = rng.standard_normal(y.shape).astype(np.float32)

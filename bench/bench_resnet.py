@@ -17,12 +17,9 @@ option A's zero-padded subsampling would be done three different ways); BN epsil
 """
 from __future__ import annotations
 
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import bench_train  # noqa: E402
+import bench_train  # beside this script: its folder is first on sys.path
 
 if __name__ == "__main__":
     sys.exit(bench_train.main(doc=__doc__, model="resnet20", batch=128))

@@ -26,17 +26,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
-
-import hpcnn  # noqa: E402
-from hpcnn._core import data as core_data  # noqa: E402
+import hpcnn
+from hpcnn._core import data as core_data
 
 DEFAULT_DIR = "/usr/share/datasets/fashion-mnist"
 

@@ -1,4 +1,5 @@
-"""Shared pytest fixtures, and one line per reason for the machine's skips."""
+"""Shared pytest fixtures, and one line per reason for the machine's skips: for every folder of tests/
+(the layout: tests/README.md, held by tests/rules/test_layout.py)."""
 import signal
 
 import pytest

@@ -5,7 +5,7 @@
     python tools/gen_core_stubs.py --check   # exit 1, naming what differs, when they are stale
 
 Run it after changing csrc/bindings/ and installing this tree (`pip install .`, see docs/architecture.md,
-"Developer notes"); tests/test_core_stubs.py fails until the stubs match the module again.
+"Developer notes"); tests/rules/test_core_stubs.py fails until the stubs match the module again.
 
 How: walk the module by runtime introspection (functions, classes with their methods and
 properties, submodules) and take each signature from the first line(s) of the docstring that

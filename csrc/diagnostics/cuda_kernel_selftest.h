@@ -6,7 +6,7 @@
 // documentation, with the kernel converted from Keras' HWIO to the CUDA backend's OHWI (= KRSC)
 // by the conversion the model uses (ops/conv2d_layout.h, itself checked element by element).
 // Everything is compared with the CPU ops. What it cannot check: the libraries
-// and the GPU themselves (tests/test_gpu_ops.py does, on a GPU).
+// and the GPU themselves (tests/gpu/test_gpu_ops.py does, on a GPU).
 // It ends with the rows of cuda::cudnn_descriptor_selftest() (ops/cudnn_selftest.h), the checks
 // that must sit beside the cuDNN calls. A diagnostic, not part of training: hpcnn._core runs it as
 // cuda_kernel_selftest().

@@ -6,7 +6,7 @@
 // and for the filter gradient dM = A dY A^T (dY: m x m output-gradient tile), dW = G^T dU G.
 // Each 2-D transform is its 1-D transform (structs F23 and F43 in ops/conv2d_winograd_transforms.h)
 // applied to the columns, then to the rows. F(2,3) has the interpolation points 0, 1, -1; F(4,3)
-// adds 2, -2 (its constants reach 8 and 1/24; measured accuracy in tests/test_winograd.py stays at
+// adds 2, -2 (its constants reach 8 and 1/24; measured accuracy in tests/core/ops/test_winograd.py stays at
 // rtol 1e-4).
 // Output tile (ty, tx) covers output rows m*ty .. m*ty+m-1 and columns m*tx ..; its input tile
 // starts at row m*ty - pad_top, column m*tx - pad_left. Input outside the image reads as zero

@@ -1,7 +1,7 @@
 // Which cuDNN convolution algorithms a convolution may use, in which order, when to choose again,
 // and how a run falls back along the order: the decisions of ops/cudnn_ops.cu as plain C++ (no
 // cuDNN types), so that the host self-test (diagnostics/cuda_kernel_selftest.cpp) and CPU tests
-// (tests/test_conv_algo_choice.py, through hpcnn._core.cuda_choose_conv_algorithms) check them
+// (tests/gpu/test_conv_algo_choice.py, through hpcnn._core.cuda_choose_conv_algorithms) check them
 // without a GPU.
 //
 //   offers   cudnnGetConvolution*Algorithm_v7's results for one geometry and pass, in cuDNN's

@@ -1,5 +1,5 @@
 """The one table of public names that a package offers from a floor above it (the floors:
-tests/test_import_rules.py, quoted in docs/architecture.md): ``hpcnn.models.load_model`` is ``hpcnn.saving.load_model``, as in Keras, but
+tests/rules/test_import_rules.py, quoted in docs/architecture.md): ``hpcnn.models.load_model`` is ``hpcnn.saving.load_model``, as in Keras, but
 ``models`` sits below ``saving`` (which builds models), so the name is looked up when first used
 (PEP 562 ``__getattr__``) instead of imported, and no import circle forms.
 

@@ -1,7 +1,7 @@
 """What hpcnn's messages suggest, in one place: the commands they tell users to run, and the
 "did you mean" for a misspelt name.
 
-Every message that suggests a shell command builds it here, so tests/test_suggestions.py can run
+Every message that suggests a shell command builds it here, so tests/system/test_suggestions.py can run
 each one's ``--help`` and check that the options it names exist (a message must never send a user
 to a command or an option that is not there).
 """

@@ -1,6 +1,6 @@
 // A C++ program on hpcnn_core alone (no Python): proof that the static library is usable from
 // C++, and a smoke test of its main paths. Built with -DHPCNN_BUILD_CPP_TESTS=ON (CMakeLists.txt),
-// run by tests/test_cpp_smoke.py. Prints one line per check; exits 0 when all pass.
+// run by tests/system/test_cpp_smoke.py. Prints one line per check; exits 0 when all pass.
 //   1. an op: dense forward (+ReLU) against a plain loop
 //   2. a model from configs (nn/factory.h): shapes and parameter count
 //   3. training: 40 Adam steps on a learnable rule lower the loss; evaluation and prediction

@@ -1,6 +1,6 @@
 """``EarlyStopping``: stop when a monitored value stops improving, exactly as Keras 3.15 decides.
 
-Keras' rules, which this file follows line for line (tests/test_early_stopping_keras.py feeds the
+Keras' rules, which this file follows line for line (tests/python/callbacks/test_early_stopping_keras.py feeds the
 same sequences of values to this class and to Keras' and compares):
 
 - At each epoch's end, from epoch ``start_from_epoch`` on, ``wait`` counts one more epoch; an

@@ -1,6 +1,6 @@
 """The limits of what hpcnn's model loaders read from a ``.keras`` archive or a model config: a
 contract (docs/reliability.md, "The limits"), each tested just inside and just outside
-(tests/test_file_limits.py). A file past one is refused with a FileProblem naming the limit and
+(tests/hostile/test_file_limits.py). A file past one is refused with a FileProblem naming the limit and
 this module's constant, before the bytes past it are read or allocated.
 
 The values admit real models with room: Keras' largest application configs are about 1 MB

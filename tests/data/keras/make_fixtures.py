@@ -1,4 +1,4 @@
-"""Writes the small Keras-saved files tests/test_keras_fixtures.py loads, once, with real Keras:
+"""Writes the small Keras-saved files tests/python/formats/test_keras_fixtures.py loads, once, with real Keras:
 
 - tf.keras 2 (Keras 2.x through TensorFlow, the `tf_keras` package): the legacy HDF5 model and
   weights files that TensorFlow 2 wrote before Keras 3 (what the MNIST seed's
@@ -17,23 +17,24 @@
   `tf2_functional`: the same block saved by tf.keras 2 as legacy `.h5` (expected_tfk2_func.npz).
 
 expected.npz holds the inputs and each family's predictions. CI needs neither TensorFlow nor
-Keras for those tests (tests/test_keras_interop.py runs live Keras 3 where it is installed).
+Keras for those tests (tests/python/keras/test_keras_interop.py runs live Keras 3 where it is installed).
 
+    # from the repository root (python -m finds tests.support there)
     # TensorFlow 2 with Keras 2 (a scratch venv: pip install tensorflow-cpu tf-keras h5py)
-    TF_USE_LEGACY_KERAS=1 python tests/data/keras/make_fixtures.py tf2
+    TF_USE_LEGACY_KERAS=1 python -m tests.data.keras.make_fixtures tf2
     # Keras 3 (pip install keras 'jax[cpu]')
-    KERAS_BACKEND=jax python tests/data/keras/make_fixtures.py keras3
-    python tests/data/keras/make_fixtures.py keras3_functional
-    TF_USE_LEGACY_KERAS=1 python tests/data/keras/make_fixtures.py tf2_functional
+    KERAS_BACKEND=jax python -m tests.data.keras.make_fixtures keras3
+    python -m tests.data.keras.make_fixtures keras3_functional
+    TF_USE_LEGACY_KERAS=1 python -m tests.data.keras.make_fixtures tf2_functional
 """
 import os
 import sys
 
 import numpy as np
 
+from tests.support.keras_api_models import resnet_block
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))  # tests/, for keras_api_models
-from keras_api_models import resnet_block  # noqa: E402
 
 RNG = np.random.default_rng(2024)
 X_CNN = RNG.random((6, 8, 8, 3), dtype=np.float32)

@@ -1,0 +1,1 @@
+"""Tests of the C++ core (csrc/), one folder per csrc folder."""

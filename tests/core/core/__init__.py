@@ -1,0 +1,1 @@
+"""csrc/core: devices and the thread pool."""

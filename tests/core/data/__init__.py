@@ -1,0 +1,1 @@
+"""csrc/data: the HDF5 loader, writer, shards and shuffle plans."""

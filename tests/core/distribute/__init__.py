@@ -1,0 +1,1 @@
+"""csrc/distribute: data parallelism in one process and under mpirun."""

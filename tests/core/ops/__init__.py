@@ -1,0 +1,1 @@
+"""csrc/ops: every operator, forward and backward, against float64 references."""

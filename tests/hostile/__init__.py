@@ -1,0 +1,1 @@
+"""Hostile and damaged input files: corpora and targeted refusals."""

@@ -1,0 +1,1 @@
+"""hpcnn.callbacks."""
