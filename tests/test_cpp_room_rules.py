@@ -29,9 +29,6 @@ EXCEPTIONS = {
                                                   "kernel body over a shared emulated grid; next split: "
                                                   "the cuDNN/cuBLAS layout checks apart from the kernels' "
                                                   "(left whole while the GPU fixes add checks)"),
-    "data/h5_tree.cpp": (576, "a whole HDF5 tree listed, read and written atomically, with the hostile "
-                              "file limits checked on the same walk; next split: the writer apart from "
-                              "the reader (left whole while the stored-size check is added)"),
 }
 
 # path under csrc/ -> (at most this many lines, why)
