@@ -25,10 +25,6 @@ EXCEPTIONS = {
     "bindings/nn.cpp": (705, "hpcnn._core.Model's pybind11 class, one def per method over the model's "
                              "lock; next split: the layer and lowering functions apart from the Model "
                              "class (left whole while the Python step call changes it)"),
-    "diagnostics/cuda_kernel_selftest.cpp": (657, "the host self-test of the CUDA backend, one check per "
-                                                  "kernel body over a shared emulated grid; next split: "
-                                                  "the cuDNN/cuBLAS layout checks apart from the kernels' "
-                                                  "(left whole while the GPU fixes add checks)"),
 }
 
 # path under csrc/ -> (at most this many lines, why)
