@@ -19,9 +19,6 @@ MAX_LINES = 500
 
 # path under csrc/ -> (its length when admitted: the most it may have, why it is one piece)
 EXCEPTIONS = {
-    "ops/cudnn_ops.cu": (775, "every cuDNN call in one file, under the documented contracts each relies "
-                              "on; next split: convolution calls apart from batch normalization's (left "
-                              "whole while the GPU batch-normalization fixes change it)"),
     "bindings/nn.cpp": (705, "hpcnn._core.Model's pybind11 class, one def per method over the model's "
                              "lock; next split: the layer and lowering functions apart from the Model "
                              "class (left whole while the Python step call changes it)"),
