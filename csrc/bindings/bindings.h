@@ -15,6 +15,8 @@ void bind_core(pybind11::module_& m);  // build info, threads, devices, errors  
 void bind_ops(pybind11::module_& m);   // the operators on NumPy arrays            (ops.cpp)
 // ... of the loss, the optimizers, the variable sums and the data path    (ops_step.cpp)
 void bind_step_ops(pybind11::module_& m);
+// ... of batch normalization and the per-channel scale and shift          (ops_norm.cpp)
+void bind_norm_ops(pybind11::module_& m);
 void bind_nn(pybind11::module_& m);    // layers, model, training step            (nn.cpp)
 void bind_data(pybind11::module_& m);  // HDF5 datasets, loaders, writers         (data.cpp)
 void bind_cuda(pybind11::module_& m);  // TF32 switch, GPU sync, per-layer timings (cuda.cpp)

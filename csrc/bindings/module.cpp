@@ -9,6 +9,7 @@ PYBIND11_MODULE(_core, m) {
   auto ops = m.def_submodule("ops", "operators on NumPy arrays (tests and benchmarks use these)");
   hpcnn::bindings::bind_ops(ops);
   hpcnn::bindings::bind_step_ops(ops);
+  hpcnn::bindings::bind_norm_ops(ops);
   hpcnn::bindings::bind_nn(m);
   hpcnn::bindings::bind_data(m);
   hpcnn::bindings::bind_cuda(m);

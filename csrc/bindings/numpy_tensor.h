@@ -72,4 +72,11 @@ inline py::array to_numpy(const Tensor& t_in) {
   throw BackendError("to_numpy: unknown dtype");
 }
 
+// An optional float32 array (None: undefined, e.g. no bias or no gamma).
+inline Tensor optional_on(const py::object& o, Device d, const char* what) {
+  return o.is_none() ? Tensor() : f32_on(o, d, what);
+}
+
+inline py::object optional_out(const Tensor& t) { return t.defined() ? py::object(to_numpy(t)) : py::none(); }
+
 }  // namespace hpcnn::bindings

@@ -85,7 +85,7 @@ struct CublasHandle {
   CublasHandle& operator=(const CublasHandle&) = delete;
 };
 
-class ConvAlgoCache;  // cudnn_ops.cu: algorithms chosen per geometry
+class ConvAlgoCache;  // ops/cudnn_conv_plan.h: algorithms chosen per geometry
 
 struct Context {
   explicit Context(int device);
@@ -101,7 +101,7 @@ struct Context {
   CublasHandle cublas;
   DeviceBuffer workspace;  // cuDNN workspaces
   DeviceBuffer scratch;    // our kernels' temporaries (padded inputs, partial sums, ...)
-  std::shared_ptr<ConvAlgoCache> conv_algos;  // shared_ptr: the type is complete only in cudnn_ops.cu
+  std::shared_ptr<ConvAlgoCache> conv_algos;  // shared_ptr: the type is complete only in the cudnn_*.cu files
   bool tf32_applied = false;  // the math mode currently set on the cuBLAS handle
 
   bool has_tf32() const { return cc_major >= 8; }

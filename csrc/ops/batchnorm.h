@@ -28,7 +28,7 @@
 // training backward (invstd, mean) and the moving update (mean, var) read: the layer keeps them
 // between the two on the model's device. Both backends return the biased variance in var, so the
 // update is the same on either (the CUDA backend converts cuDNN's unbiased one, batchnorm_cuda.cu).
-// CPU: batchnorm_cpu.cpp; CUDA: batchnorm_cuda.cu (cuDNN's batch norm, calls in cudnn_ops.cu).
+// CPU: batchnorm_cpu.cpp; CUDA: batchnorm_cuda.cu (cuDNN's batch norm, calls in cudnn_batchnorm.cu).
 #pragma once
 
 namespace hpcnn {

@@ -1,4 +1,4 @@
-// Batch normalization on the GPU: cuDNN's batch norm (cudnn_ops.cu: the calls and their documented
+// Batch normalization on the GPU: cuDNN's batch norm (cudnn_batchnorm.cu: the calls and their documented
 // contracts) for the normalization and its gradients, our kernels for the rest:
 //   forward (training)  cuDNN forward-training -> y, the batch mean and invstd, and cuDNN's
 //                       unbiased variance, which unbiased_to_biased turns into the biased one

@@ -119,7 +119,7 @@ void run_with_fallback(const std::vector<Offer>& offers, const std::vector<size_
                        std::vector<Failure>* failures, const std::function<bool(const Offer&, std::string*)>& run,
                        const std::string& what);
 
-// ---- the plans of the CUDA backend, for reports and tests (defined in ops/cudnn_ops.cu; without
+// ---- the plans of the CUDA backend, for reports and tests (defined in ops/cudnn_conv_plans.cu; without
 // the CUDA backend: none)
 
 // One cached plan: a convolution geometry and pass, the algorithm it runs and why.

@@ -1,11 +1,11 @@
-// Every cuDNN call of hpcnn (legacy convolution API of cuDNN 9: deprecated but present, in
+// The cuDNN convolution calls of hpcnn (legacy convolution API of cuDNN 9: deprecated but present, in
 // libcudnn_cnn; link -lcudnn). Pooling and the activations are our own kernels (maxpool2d_cuda.cu,
 // activation_cuda.cu): see "Not used" below.
 //
 // The documented contracts each call relies on (cuDNN API reference, legacy API, v8/v9; checked
 // against the cuDNN 9.19 headers here -- cudnn_graph.h, cudnn_ops.h, cudnn_cnn.h -- and the
 // archived API reference pages; the layouts and call glue are also exercised on the host by
-// diagnostics/cuda_kernel_selftest.cpp against a reference written from these contracts):
+// diagnostics/cuda_kernel_selftest_library_calls.cpp against a reference written from these contracts):
 //
 // cudnnCreate / cudnnSetStream (core/cuda_context.cu)
 //   The handle is tied to the device current at creation; every later call is made with that
@@ -84,32 +84,9 @@
 //   dw = alpha * sum_n x (*) dy + beta * dw; beta = 0 overwrites. dw has the filter layout
 //   (KRSC here).
 //
-// Batch normalization (batchnorm_cuda.cu; legacy API, in libcudnn_ops):
-// cudnnSetTensor4dDescriptor(xDesc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, n, c, h, 1) describes the
-//   data (n, h, 1, c) with C innermost: exactly our NHWC rows. cudnnDeriveBNTensorDescriptor(bnDesc,
-//   xDesc, mode) gives the 1 x C x 1 x 1 descriptor shared by scale, bias, means and variances.
-// cudnnBatchNormalizationForwardTraining(h, mode, &alpha, &beta, xDesc, x, yDesc, y, bnDesc, scale,
-//   bias, factor, runMean, runVar, eps, saveMean, saveInvVariance)
-//   y = alpha * BN(x) + beta * y (alpha 1, beta 0: y not read). BN normalizes with the batch mean
-//   and the BIASED batch variance. runMean = factor * mean + (1 - factor) * runMean, and the same
-//   for runVar with the UNBIASED batch variance (rows / (rows - 1) times the biased one: cuDNN's
-//   documented running variance, which PyTorch's running_var relies on; checked against MXNet's
-//   issue 21111 where cuDNN's and the non-cuDNN moving variances differ by exactly that factor).
-//   We pass factor = 1 into zeroed buffers (1 - factor = 0 would still multiply garbage: NaN * 0)
-//   and apply Keras' own update afterwards, with the biased variance Keras uses
-//   (batchnorm_cuda.cu converts). saveMean = mean, saveInvVariance = 1 / sqrt(biased var + eps)
-//   (named "inverse variance", documented as what the backward pass takes). eps >=
-//   CUDNN_BN_MIN_EPSILON (0 in cuDNN 9); the same eps in forward and backward.
-//   mode CUDNN_BATCHNORM_SPATIAL_PERSISTENT in training (forward and backward, which must agree):
-//   the documented fast path for NHWC float data; its caveat about limited value ranges (a scaled
-//   atomic integer reduction) concerns NCHW only. Inference uses CUDNN_BATCHNORM_SPATIAL.
-// cudnnBatchNormalizationForwardInference(h, mode, &alpha, &beta, xDesc, x, yDesc, y, bnDesc, scale,
-//   bias, estimatedMean, estimatedVariance, eps)
-//   y = scale * (x - mean) / sqrt(eps + var) + bias: Keras' inference formula.
-// cudnnBatchNormalizationBackward(h, mode, &aData, &bData, &aParam, &bParam, xDesc, x, dyDesc, dy,
-//   dxDesc, dx, bnDesc, scale, dScale, dBias, eps, savedMean, savedInvVariance)
-//   dx = aData * dx_BN + bData * dx; dScale, dBias likewise with aParam/bParam (1 and 0:
-//   overwritten). The bias does not enter (not passed).
+// Batch normalization's calls and their contracts: cudnn_batchnorm.cu. The plan types shared with
+// the plans' report (cudnn_conv_plans.cu) and the descriptor self-test (cudnn_selftest.cu):
+// cudnn_conv_plan.h.
 //
 // Not used, and why:
 //   cudnnPoolingForward/Backward (CUDNN_POOLING_MAX_DETERMINISTIC): its descriptor has symmetric
@@ -134,90 +111,9 @@
 #include "core/errors.h"
 #include "core/warnings.h"
 #include "ops/conv_algo_choice.h"
-#include "ops/cudnn_selftest.h"
+#include "ops/cudnn_conv_plan.h"
 
 namespace hpcnn::cuda {
-
-namespace {
-
-using conv_algo::Offer;
-
-struct TensorDesc {
-  cudnnTensorDescriptor_t d = nullptr;
-  TensorDesc() { HPCNN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d)); }
-  ~TensorDesc() {
-    if (d) cudnnDestroyTensorDescriptor(d);
-  }
-  TensorDesc(const TensorDesc&) = delete;
-  TensorDesc& operator=(const TensorDesc&) = delete;
-  void nhwc(int n, int c, int h, int w) {
-    HPCNN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, n, c, h, w));
-  }
-};
-
-struct FilterDesc {
-  cudnnFilterDescriptor_t d = nullptr;
-  FilterDesc() { HPCNN_CUDNN_CHECK(cudnnCreateFilterDescriptor(&d)); }
-  ~FilterDesc() {
-    if (d) cudnnDestroyFilterDescriptor(d);
-  }
-  FilterDesc(const FilterDesc&) = delete;
-  FilterDesc& operator=(const FilterDesc&) = delete;
-};
-
-struct ConvDesc {
-  cudnnConvolutionDescriptor_t d = nullptr;
-  ConvDesc() { HPCNN_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d)); }
-  ~ConvDesc() {
-    if (d) cudnnDestroyConvolutionDescriptor(d);
-  }
-  ConvDesc(const ConvDesc&) = delete;
-  ConvDesc& operator=(const ConvDesc&) = delete;
-};
-
-struct ActivationDesc {
-  cudnnActivationDescriptor_t d = nullptr;
-  ActivationDesc() { HPCNN_CUDNN_CHECK(cudnnCreateActivationDescriptor(&d)); }
-  ~ActivationDesc() {
-    if (d) cudnnDestroyActivationDescriptor(d);
-  }
-  ActivationDesc(const ActivationDesc&) = delete;
-  ActivationDesc& operator=(const ActivationDesc&) = delete;
-};
-
-enum class Pass { Forward = 0, BackwardData = 1, BackwardFilter = 2 };
-
-// Whether the fused convolution+bias+ReLU call has worked for a forward plan.
-enum class Fused { NotTried, Used, NotSupported };
-
-// Descriptors, the offers of the heuristic query, and what runs, for one (geometry, pass, TF32,
-// determinism setting) combination (ops/conv_algo_choice.h says how the choice is made).
-struct ConvPlan {
-  TensorDesc x, y, bias;
-  FilterDesc w;
-  ConvDesc conv;
-  ActivationDesc relu;
-  cudnn::ConvShape shape{};
-  Pass pass = Pass::Forward;
-  bool tf32 = false;
-  Determinism policy = Determinism::Required;
-  std::vector<Offer> offers;               // cuDNN's order
-  conv_algo::Choice choice;                // what may run, best first
-  size_t pos = 0;                          // choice.order[pos] runs; earlier ones failed
-  std::vector<conv_algo::Failure> failures;
-  size_t limit = 0;                        // the workspace limit of the last choice
-  Fused fused = Fused::NotTried;
-  std::string fused_status;                // what cuDNN answered when it declined the fused call
-  bool warned = false;                     // Determinism::Warn: the warning was queued
-
-  const Offer* current() const { return pos < choice.order.size() ? &offers[choice.order[pos]] : nullptr; }
-};
-
-using PlanKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, bool, int>;
-
-PlanKey key_of(const cudnn::ConvShape& s, Pass p, bool tf32, Determinism d) {
-  return {static_cast<int>(p), s.n, s.h, s.w, s.c, s.f, s.kh, s.kw, s.sh, s.sw, s.ph, s.pw, tf32, static_cast<int>(d)};
-}
 
 // cuDNN 9 reports "not supported" with a sub-code saying why (CUDNN_STATUS_NOT_SUPPORTED_SHAPE,
 // _LAYOUT, ... = 3001..), all in the category of CUDNN_STATUS_NOT_SUPPORTED (3000), and likewise
@@ -244,20 +140,8 @@ bool is_not_supported(cudnnStatus_t st) { return st == CUDNN_STATUS_NOT_SUPPORTE
 bool try_next_algorithm(cudnnStatus_t st) { return is_not_supported(st) || st == CUDNN_STATUS_EXECUTION_FAILED; }
 #endif
 
-std::string status_text(cudnnStatus_t st) { return cat(cudnnGetErrorString(st), " (", static_cast<int>(st), ")"); }
-
-const char* pass_name(Pass p) {
-  return p == Pass::Forward ? "conv2d forward" : p == Pass::BackwardData ? "conv2d backward (data)"
-                                                                          : "conv2d backward (filter)";
-}
-
 const char* pass_key(Pass p) {
   return p == Pass::Forward ? "forward" : p == Pass::BackwardData ? "backward_data" : "backward_filter";
-}
-
-std::string describe(Pass p, const cudnn::ConvShape& s) {
-  return cat(pass_name(p), " of input ", s.n, "x", s.h, "x", s.w, "x", s.c, ", kernel ", s.kh, "x", s.kw, "x", s.c,
-             "x", s.f, ", strides ", s.sh, "x", s.sw, ", padding ", s.ph, "x", s.pw);
 }
 
 std::string algo_name(Pass p, int a) {
@@ -276,6 +160,24 @@ std::string algo_name(Pass p, int a) {
   return cat(prefix, "ALGO(", a, ")");
 }
 
+namespace {
+
+PlanKey key_of(const cudnn::ConvShape& s, Pass p, bool tf32, Determinism d) {
+  return {static_cast<int>(p), s.n, s.h, s.w, s.c, s.f, s.kh, s.kw, s.sh, s.sw, s.ph, s.pw, tf32, static_cast<int>(d)};
+}
+
+std::string status_text(cudnnStatus_t st) { return cat(cudnnGetErrorString(st), " (", static_cast<int>(st), ")"); }
+
+const char* pass_name(Pass p) {
+  return p == Pass::Forward ? "conv2d forward" : p == Pass::BackwardData ? "conv2d backward (data)"
+                                                                          : "conv2d backward (filter)";
+}
+
+std::string describe(Pass p, const cudnn::ConvShape& s) {
+  return cat(pass_name(p), " of input ", s.n, "x", s.h, "x", s.w, "x", s.c, ", kernel ", s.kh, "x", s.kw, "x", s.c,
+             "x", s.f, ", strides ", s.sh, "x", s.sw, ", padding ", s.ph, "x", s.pw);
+}
+
 std::string math_name(cudnnMathType_t m) {
   switch (m) {
     case CUDNN_DEFAULT_MATH: return "CUDNN_DEFAULT_MATH";
@@ -286,31 +188,7 @@ std::string math_name(cudnnMathType_t m) {
   return cat("cudnnMathType_t(", static_cast<int>(m), ")");
 }
 
-// ---- test hook (conv_algo::set_forced_failures)
-std::mutex g_forced_mutex;
-std::set<std::string> g_forced_algorithms;
-bool g_forced_fused = false;
-
-bool forced_failure(const std::string& name) {
-  std::lock_guard<std::mutex> lock(g_forced_mutex);
-  return g_forced_algorithms.count(name) > 0;
-}
-
-bool forced_fused_failure() {
-  std::lock_guard<std::mutex> lock(g_forced_mutex);
-  return g_forced_fused;
-}
-
-// Bumped by clear_conv_plans(); a context whose cache is older forgets its plans.
-std::atomic<unsigned> g_plan_generation{0};
-
 }  // namespace
-
-class ConvAlgoCache {
- public:
-  std::map<PlanKey, std::unique_ptr<ConvPlan>> plans;
-  unsigned generation = 0;
-};
 
 std::shared_ptr<ConvAlgoCache> make_conv_algo_cache() { return std::make_shared<ConvAlgoCache>(); }
 
@@ -371,6 +249,8 @@ std::vector<Offer> offers_of(Context& ctx, ConvPlan& p, const std::vector<Perf>&
   return out;
 }
 
+}  // namespace
+
 // The descriptors of one geometry (no device work: these calls need no GPU, which lets the host
 // self-test check them against cuDNN itself), and cuDNN's output size checked against ours.
 void set_descriptors(ConvPlan& p, const cudnn::ConvShape& s) {
@@ -387,6 +267,8 @@ void set_descriptors(ConvPlan& p, const cudnn::ConvShape& s) {
   HPCNN_CHECK_BACKEND(on == s.n && oc == s.f && ohh == s.oh && oww == s.ow, "cuDNN computes a ", on, "x", ohh, "x",
                       oww, "x", oc, " output for conv2d where hpcnn expects ", s.n, "x", s.oh, "x", s.ow, "x", s.f);
 }
+
+namespace {
 
 // (Re)chooses what the plan runs under the workspace limit `limit`; throws when nothing may.
 void choose_for(ConvPlan& p, size_t limit) {
@@ -562,221 +444,6 @@ void conv_backward_filter(Context& ctx, const ConvShape& s, const float* x, cons
   });
 }
 
-namespace {
-
-// The data and the derived per-channel descriptors of one batch-norm call.
-struct BnDescs {
-  TensorDesc x, bn;
-  BnDescs(const BnShape& s, cudnnBatchNormMode_t mode) {
-    x.nhwc(s.n, s.c, s.h, 1);
-    HPCNN_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(bn.d, x.d, mode));
-  }
-};
-
-constexpr cudnnBatchNormMode_t kBnTrainingMode = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
-constexpr cudnnBatchNormMode_t kBnInferenceMode = CUDNN_BATCHNORM_SPATIAL;
-
-}  // namespace
-
-void batchnorm_forward_training(Context& ctx, const BnShape& s, const float* x, const float* scale, const float* bias,
-                                double eps, float* y, float* run_mean, float* run_var, float* save_mean,
-                                float* save_invstd) {
-  BnDescs d(s, kBnTrainingMode);
-  const float one = 1.f, zero = 0.f;
-  HPCNN_CUDA_CHECK(cudaMemsetAsync(run_mean, 0, sizeof(float) * s.c, ctx.compute.s));
-  HPCNN_CUDA_CHECK(cudaMemsetAsync(run_var, 0, sizeof(float) * s.c, ctx.compute.s));
-  HPCNN_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(ctx.cudnn.h, kBnTrainingMode, &one, &zero, d.x.d, x, d.x.d,
-                                                           y, d.bn.d, scale, bias, 1.0, run_mean, run_var, eps,
-                                                           save_mean, save_invstd));
-}
-
-void batchnorm_forward_inference(Context& ctx, const BnShape& s, const float* x, const float* scale, const float* bias,
-                                 const float* mean, const float* var, double eps, float* y) {
-  BnDescs d(s, kBnInferenceMode);
-  const float one = 1.f, zero = 0.f;
-  HPCNN_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(ctx.cudnn.h, kBnInferenceMode, &one, &zero, d.x.d, x, d.x.d,
-                                                            y, d.bn.d, scale, bias, mean, var, eps));
-}
-
-void batchnorm_backward(Context& ctx, const BnShape& s, const float* x, const float* dy, const float* scale, double eps,
-                        const float* save_mean, const float* save_invstd, float* dx, float* dscale, float* dbias) {
-  BnDescs d(s, kBnTrainingMode);
-  const float one = 1.f, zero = 0.f;
-  HPCNN_CUDNN_CHECK(cudnnBatchNormalizationBackward(ctx.cudnn.h, kBnTrainingMode, &one, &zero, &one, &zero, d.x.d, x,
-                                                    d.x.d, dy, d.x.d, dx, d.bn.d, scale, dscale, dbias, eps, save_mean,
-                                                    save_invstd));
-}
-
 }  // namespace cudnn
-
-// ---- the plans, for reports and tests (ops/conv_algo_choice.h)
-}  // namespace hpcnn::cuda
-
-namespace hpcnn::conv_algo {
-
-std::vector<PlanInfo> conv_plans(int device) {
-  std::vector<PlanInfo> out;
-  if (!cuda::context_exists(device)) return out;  // asking must not create a context
-  cuda::ContextLock ctx(device);
-  if (ctx->conv_algos->generation != cuda::g_plan_generation.load()) return out;
-  for (const auto& [key, plan] : ctx->conv_algos->plans) {
-    const cuda::ConvPlan& p = *plan;
-    const auto& s = p.shape;
-    PlanInfo i;
-    i.device = device;
-    i.pass = cuda::pass_key(p.pass);
-    i.input = {s.n, s.h, s.w, s.c};
-    i.kernel = {s.kh, s.kw, s.c, s.f};
-    i.strides = {s.sh, s.sw};
-    i.padding = {s.ph, s.pw};
-    i.output = {s.n, s.oh, s.ow, s.f};
-    i.tf32 = p.tf32;
-    i.determinism = cuda::determinism_name(p.policy);
-    if (const Offer* o = p.current()) {
-      i.algorithm = o->name;
-      i.math = o->math_name;
-      i.deterministic = o->deterministic;
-      i.workspace = o->workspace;
-    }
-    i.workspace_limit = p.limit;
-    i.replan_at = p.choice.replan_at == kNever ? 0 : p.choice.replan_at;
-    if (p.pass == cuda::Pass::Forward) {
-      const Offer* o = p.current();
-      const bool precomp = o && o->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
-      i.fused = p.fused == cuda::Fused::Used           ? "used"
-                : p.fused == cuda::Fused::NotSupported ? "not supported"
-                : precomp                              ? "not tried"
-                                                       : "n/a";
-      i.fused_status = p.fused_status;
-    }
-    for (size_t k : p.choice.order) {
-      i.candidates.push_back(p.offers[k].name);
-      i.candidates_deterministic.push_back(p.offers[k].deterministic);
-      i.candidates_math.push_back(p.offers[k].math_name);
-    }
-    for (const Offer& o : p.offers)
-      i.offers.push_back(cat(o.name, " ", o.math_name, o.deterministic ? " deterministic" : " non-deterministic",
-                             o.usable ? "" : cat(" unusable (", o.status, ")")));
-    for (const Failure& f : p.failures) i.failed.push_back(cat(p.offers[f.offer].name, ": ", f.status));
-    out.push_back(std::move(i));
-  }
-  return out;
-}
-
-void clear_conv_plans() { ++cuda::g_plan_generation; }
-
-void set_forced_failures(const std::vector<std::string>& algorithms, bool fused) {
-  std::lock_guard<std::mutex> lock(cuda::g_forced_mutex);
-  cuda::g_forced_algorithms = std::set<std::string>(algorithms.begin(), algorithms.end());
-  cuda::g_forced_fused = fused;
-}
-
-}  // namespace hpcnn::conv_algo
-
-namespace hpcnn::cuda {
-
-// Host-only check of the descriptors against cuDNN itself (cudnn_selftest.h): for Keras
-// geometries (including the explicit-padding ones) cuDNN must compute our output size, lay the
-// NHWC tensors out packed with C innermost, and read the filter back as NHWC (k, c, h, w) =
-// (filters, in, kh, kw), i.e. KRSC memory: the dims of the OHWI kernel buffer the CUDA backend
-// holds (kernel_shape(OHWI, ...) = (k, h, w, c)), with as many elements.
-std::vector<SelftestResult> cudnn_descriptor_selftest() {
-  struct Case { int n, h, w, c, f, k, s; Padding pad; };
-  const Case cases[] = {{250, 32, 32, 3, 32, 3, 1, Padding::Same}, {250, 16, 16, 32, 64, 3, 1, Padding::Same},
-                        {4, 30, 30, 32, 32, 3, 1, Padding::Valid}, {3, 16, 16, 8, 16, 3, 2, Padding::Same},
-                        {2, 15, 17, 5, 7, 2, 1, Padding::Same},    {2, 9, 9, 6, 4, 5, 2, Padding::Valid},
-                        {50, 28, 28, 1, 32, 5, 1, Padding::Same}};
-  double bad = 0;
-  for (const Case& k : cases) {
-    Conv2dGeometry g = Conv2dGeometry::make(k.n, k.h, k.w, k.c, k.f, k.k, k.k, k.s, k.s, k.pad);
-    cudnn::ConvShape s = body::conv_geom(g);
-    ConvPlan p;
-    try {
-      set_descriptors(p, s);  // throws when cuDNN's output size differs from ours
-    } catch (const std::exception&) {
-      bad += 1;
-      continue;
-    }
-    auto packed_nhwc = [&](cudnnTensorDescriptor_t d, int n, int c, int h, int w) {
-      cudnnDataType_t dt;
-      int dn, dc, dh, dw, sn, sc, sh, sw;
-      if (cudnnGetTensor4dDescriptor(d, &dt, &dn, &dc, &dh, &dw, &sn, &sc, &sh, &sw) != CUDNN_STATUS_SUCCESS)
-        return false;
-      return dt == CUDNN_DATA_FLOAT && dn == n && dc == c && dh == h && dw == w && sc == 1 && sw == c &&
-             sh == w * c && sn == h * w * c;
-    };
-    if (!packed_nhwc(p.x.d, s.n, s.c, s.h, s.w)) bad += 1;
-    if (!packed_nhwc(p.y.d, s.n, s.f, s.oh, s.ow)) bad += 1;
-    cudnnDataType_t dt;
-    cudnnTensorFormat_t fmt;
-    int fk, fc, fh, fw;
-    if (cudnnGetFilter4dDescriptor(p.w.d, &dt, &fmt, &fk, &fc, &fh, &fw) != CUDNN_STATUS_SUCCESS ||
-        fmt != CUDNN_TENSOR_NHWC || fk != s.f || fc != s.c || fh != s.kh || fw != s.kw)
-      bad += 1;
-    // The descriptor describes the kernel buffer the CUDA backend holds, as it is: NHWC filter
-    // memory is k x h x w x c, which must be the OHWI shape conv2d_layout.h gives that buffer, with
-    // as many bytes as cuDNN says the filter has.
-    const KernelDims kd{g.kh, g.kw, g.c, g.f};
-    const Shape held = kernel_shape(kConv2dKernelLayout, kd);
-    size_t filter_bytes = 0;
-    if (held != Shape{fk, fh, fw, fc} || cudnnGetFilterSizeInBytes(p.w.d, &filter_bytes) != CUDNN_STATUS_SUCCESS ||
-        filter_bytes != sizeof(float) * static_cast<size_t>(shape_numel(held)))
-      bad += 1;
-  }
-  // The fused call's fallback must take every "not supported" sub-code and nothing else.
-  double misread = 0;
-  for (int code : {3000, 3002, 3004, 3011})  // NOT_SUPPORTED, _SHAPE, _LAYOUT, _PADDING
-    misread += is_not_supported(static_cast<cudnnStatus_t>(code)) ? 0 : 1;
-  for (cudnnStatus_t st : {CUDNN_STATUS_SUCCESS, CUDNN_STATUS_BAD_PARAM, CUDNN_STATUS_EXECUTION_FAILED,
-                           CUDNN_STATUS_INTERNAL_ERROR})
-    misread += is_not_supported(st) ? 1 : 0;
-  // Batch norm: the data (n, h, 1, c) packed NHWC, and the per-channel descriptor cuDNN derives
-  // from it is 1 x C x 1 x 1 in both modes.
-  double bn_bad = 0;
-  for (const cudnn::BnShape s : {cudnn::BnShape{128, 1024, 16}, cudnn::BnShape{7, 1, 10}, cudnn::BnShape{2, 35, 3}}) {
-    for (cudnnBatchNormMode_t mode : {cudnn::kBnTrainingMode, cudnn::kBnInferenceMode}) {
-      try {
-        cudnn::BnDescs d(s, mode);
-        cudnnDataType_t dt;
-        int dn, dc, dh, dw, sn, sc, sh, sw;
-        if (cudnnGetTensor4dDescriptor(d.x.d, &dt, &dn, &dc, &dh, &dw, &sn, &sc, &sh, &sw) != CUDNN_STATUS_SUCCESS ||
-            dn != s.n || dc != s.c || dh != s.h || dw != 1 || sc != 1 || sw != s.c || sh != s.c || sn != s.h * s.c)
-          bn_bad += 1;
-        if (cudnnGetTensor4dDescriptor(d.bn.d, &dt, &dn, &dc, &dh, &dw, &sn, &sc, &sh, &sw) != CUDNN_STATUS_SUCCESS ||
-            dt != CUDNN_DATA_FLOAT || dn != 1 || dc != s.c || dh != 1 || dw != 1)
-          bn_bad += 1;
-      } catch (const std::exception&) {
-        bn_bad += 1;
-      }
-    }
-  }
-  // A plan moves to its next algorithm on "not supported" and "execution failed" (with their
-  // sub-codes) and a misaligned pointer, and raises on anything else (another bad parameter is
-  // hpcnn's bug, not the algorithm's).
-  double retry_misread = 0;
-  for (int code : {2003, 3000, 3002, 3010, 3012, 5000, 5001, 5003})
-    retry_misread += try_next_algorithm(static_cast<cudnnStatus_t>(code)) ? 0 : 1;
-  for (int code : {0, 1001, 2000, 2002, 4000, 4004})
-    retry_misread += try_next_algorithm(static_cast<cudnnStatus_t>(code)) ? 1 : 0;
-  // Every algorithm of the three enums has its own name (the messages and the test hook use them).
-  double unnamed = 0;
-  const std::pair<Pass, int> counts[] = {{Pass::Forward, CUDNN_CONVOLUTION_FWD_ALGO_COUNT},
-                                         {Pass::BackwardData, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT},
-                                         {Pass::BackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT}};
-  for (const auto& [pass, count] : counts) {
-    std::set<std::string> names;
-    for (int a = 0; a < count; ++a) names.insert(algo_name(pass, a));
-    unnamed += count - static_cast<double>(names.size());
-    for (const std::string& n : names) unnamed += n.find('(') != std::string::npos ? 1 : 0;
-  }
-  unnamed += algo_name(Pass::BackwardFilter, 1) == "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1" ? 0 : 1;
-  unnamed += algo_name(Pass::Forward, 1) == "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM" ? 0 : 1;
-  unnamed += algo_name(Pass::BackwardData, 3) == "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING" ? 0 : 1;
-  return {{"cuDNN descriptors: output size, NHWC strides, KRSC filter = the OHWI kernel buffer (mismatches)", bad, 0},
-          {"cuDNN batch-norm descriptors: NHWC rows, derived 1 x C x 1 x 1 (mismatches)", bn_bad, 0},
-          {"cuDNN 'not supported' sub-codes fall back from the fused call (misread statuses)", misread, 0},
-          {"cuDNN statuses that move a plan to its next algorithm (misread statuses)", retry_misread, 0},
-          {"cuDNN algorithm names, one per enum value (unnamed or duplicated)", unnamed, 0}};
-}
 
 }  // namespace hpcnn::cuda

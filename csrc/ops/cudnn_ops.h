@@ -1,5 +1,6 @@
-// The cuDNN calls of the CUDA backend, all in cudnn_ops.cu (so that a move to cuDNN's graph API
-// touches one file). Layout: activations NHWC, filters in cuDNN's NHWC filter layout KRSC =
+// The cuDNN calls of the CUDA backend, side by side in ops/cudnn_*.cu: the convolutions in
+// cudnn_ops.cu, batch normalization in cudnn_batchnorm.cu (so that a move to cuDNN's graph API
+// touches those files only). Layout: activations NHWC, filters in cuDNN's NHWC filter layout KRSC =
 // (out, kh, kw, in), which is the CUDA backend's kernel layout OHWI (ops/conv2d_layout.h): the
 // filter descriptor describes the kernel buffer as it is, with no transpose on the way.
 // Padding here is symmetric (cuDNN's convolution descriptor has one pad per axis); Keras' 'same'

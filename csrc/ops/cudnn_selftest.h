@@ -1,7 +1,8 @@
 // The self-test checks that can only be written where cuDNN's descriptors are built: they read
-// back, from cuDNN itself, what cudnn_ops.cu's own descriptor types hold, so they live in that
-// file. The host self-test of the CUDA backend (diagnostics/cuda_kernel_selftest.h) appends
-// their rows to its own; the row type is declared here because ops/ may not include diagnostics/.
+// back, from cuDNN itself, what the cuDNN calls' own descriptor types hold (cudnn_descriptors.h,
+// cudnn_conv_plan.h), so they live beside them, in cudnn_selftest.cu. The host self-test of the
+// CUDA backend (diagnostics/cuda_kernel_selftest.h) appends their rows to its own; the row type
+// is declared here because ops/ may not include diagnostics/.
 #pragma once
 
 #include <string>
@@ -16,7 +17,7 @@ struct SelftestResult {
 };
 
 // The cuDNN descriptors built for Keras geometries, read back from cuDNN itself (descriptor calls
-// need no GPU). Defined in ops/cudnn_ops.cu; without the CUDA backend, empty
+// need no GPU). Defined in ops/cudnn_selftest.cu; without the CUDA backend, empty
 // (ops/cudnn_selftest_absent.cpp).
 std::vector<SelftestResult> cudnn_descriptor_selftest();
 

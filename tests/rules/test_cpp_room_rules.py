@@ -20,19 +20,9 @@ MAX_LINES = 500
 
 # path under csrc/ -> (its length when admitted: the most it may have, why it is one piece)
 EXCEPTIONS = {
-    "ops/cudnn_ops.cu": (775, "every cuDNN call in one file, under the documented contracts each relies "
-                              "on; next split: convolution calls apart from batch normalization's (left "
-                              "whole while the GPU batch-normalization fixes change it)"),
     "bindings/nn.cpp": (705, "hpcnn._core.Model's pybind11 class, one def per method over the model's "
                              "lock; next split: the layer and lowering functions apart from the Model "
                              "class (left whole while the Python step call changes it)"),
-    "diagnostics/cuda_kernel_selftest.cpp": (657, "the host self-test of the CUDA backend, one check per "
-                                                  "kernel body over a shared emulated grid; next split: "
-                                                  "the cuDNN/cuBLAS layout checks apart from the kernels' "
-                                                  "(left whole while the GPU fixes add checks)"),
-    "data/h5_tree.cpp": (576, "a whole HDF5 tree listed, read and written atomically, with the hostile "
-                              "file limits checked on the same walk; next split: the writer apart from "
-                              "the reader (left whole while the stored-size check is added)"),
 }
 
 # path under csrc/ -> (at most this many lines, why)
