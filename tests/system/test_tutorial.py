@@ -102,5 +102,6 @@ def test_tutorial_without_gpu_gives_the_reason_once(tmp_path):
         # The run goes on without the plots and says why; the plot files are not checked here.
         assert "(no plots: plots need matplotlib" in r.stdout, r.stdout[-2000:]
         assert not (tmp_path / "out" / "curves.png").exists()
-        pytest.skip("the tutorial's plots (curves.png, predictions.png) need matplotlib (`pip install .[plot]`)")
+        pytest.skip("the tutorial's plots (curves.png, predictions.png) need matplotlib "
+                    "(`pip install --no-build-isolation '.[plot]'`)")
     assert (tmp_path / "out" / "curves.png").exists() and (tmp_path / "out" / "predictions.png").exists()
