@@ -112,7 +112,7 @@ def mkdocs():
 def site(tmp_path_factory):
     given = os.environ.get("HPCNN_DOCS_SITE")
     if given:
-        return Path(given)
+        return Path(given).resolve()  # .ci/run gives it relative to the clone; the browser needs file:// URIs
     tool = mkdocs()
     if tool is None:
         pytest.skip(NO_MKDOCS)
