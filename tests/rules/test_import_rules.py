@@ -35,6 +35,7 @@ FLOORS: List[List[str]] = [
     ["config", "datasets", "distribute", "losses", "metrics", "optimizers", "regularizers"],
     ["layers"],                                                                 # the symbolic graph at its bottom
     ["formats"],                                                                # file layouts: never a model class
+    ["export"],                                                                 # ONNX and OpenVINO graphs of a model
     ["callbacks"],
     ["training"],
     ["models"],

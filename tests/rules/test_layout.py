@@ -37,6 +37,7 @@ LAYOUT = {
     "python": "hpcnn's top-level modules (arguments, messages, losses and metrics, plots, progress, ...)",
     "python/callbacks": "hpcnn.callbacks",
     "python/datasets": "hpcnn.datasets",
+    "python/export": "hpcnn.export: ONNX and OpenVINO files against predict, in ONNX Runtime and OpenVINO",
     "python/formats": "hpcnn.formats: Keras' and hpcnn's files, saving",
     "python/keras": "hpcnn.keras: Keras' namespace, its tutorial code, live Keras",
     "python/layers": "hpcnn.layers",

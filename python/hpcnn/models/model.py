@@ -5,7 +5,8 @@ the same C++ model (csrc/nn/model.h), and everything below ``Model`` is shared.
 This module holds the model's structure (layers, the graph, build), weights and device moves, and
 the public methods whose work lives elsewhere: compile, fit, evaluate and predict in
 hpcnn.training, the summary table in summary.py, Keras' config and the files in
-model_serialization.py (hpcnn.formats), the weight lists in model_weights.py.
+model_serialization.py (hpcnn.formats), the weight lists in model_weights.py, ``export`` (ONNX,
+OpenVINO) in model_export.py (hpcnn.export).
 
     x = hpcnn.Input(shape=(32, 32, 3))
     y = Conv2D(16, 3, padding='same', activation='relu')(x)
@@ -33,6 +34,7 @@ from ..callbacks import Callback, History
 from ..layers import KerasTensor, Layer, graph, weight_home
 from ..layers.weight_home import CoreWeights
 from . import model_call, nesting
+from .model_export import ModelExport
 from .model_serialization import ModelSerialization
 from .model_weights import ModelWeights
 from .summary import print_summary
@@ -43,7 +45,7 @@ ArrayLike = Any
 _Node = Tuple[Layer, List[int]]
 
 
-class Model(ModelWeights, ModelSerialization):
+class Model(ModelWeights, ModelSerialization, ModelExport):
     """A model whose layers form a graph: Keras' functional ``Model(inputs, outputs)``.
 
     ``inputs`` is the tensor of ``hpcnn.Input(shape=...)``, ``outputs`` the tensor that layers

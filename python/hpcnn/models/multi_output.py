@@ -199,6 +199,9 @@ class MultiOutputModel(Model):
     def save_weights(self, *args: Any, **kwargs: Any) -> None:
         raise refused("save_weights", len(self._output_tensors))
 
+    def export(self, *args: Any, **kwargs: Any) -> None:
+        raise refused("export", len(self._output_tensors))
+
     def load_weights(self, *args: Any, **kwargs: Any) -> None:
         raise refused("load_weights", len(self._output_tensors))
 
