@@ -8,6 +8,8 @@
     hpcnn tutorial [...]           the CIFAR-10 CPU-vs-GPU tutorial end to end
     hpcnn dist-train [...]         the tutorial CNN data-parallel (srun/mpirun ranks, several GPUs), timed
     hpcnn convert ...              datasets to the tutorial's HDF5 layout (--download: fetch them)
+    hpcnn export MODEL OUT         a saved model (hpcnn's or Keras' .keras/.h5) as ONNX (OUT.onnx) or
+                                   OpenVINO IR (OUT.xml), for ONNX Runtime and OpenVINO
     hpcnn notebook run 01 [...]    a notebook executed headless (sbatch), with parameters; also
                                    `hpcnn notebook list`, `hpcnn notebook copy 01 [DIR]`
 
@@ -178,6 +180,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     dist_train.add_arguments(d)
     d.set_defaults(fn=dist_train.main)
     sub.add_parser("convert", help="convert datasets to HDF5 (see `hpcnn convert --help`)")
+    e = sub.add_parser("export", help="a saved model as an ONNX file or OpenVINO IR")
+    from hpcnn import export_command
+    export_command.add_arguments(e)
+    e.set_defaults(fn=export_command.main)
     n = sub.add_parser("notebook", help="run a notebook headless with parameters (sbatch), list or copy the "
                                         "shipped notebooks")
     from hpcnn import notebook_run
@@ -186,8 +192,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     a = p.parse_args(argv)
     try:
         return int(a.fn(a) or 0)
-    except (RuntimeError, ValueError, MemoryError, OSError) as e:
-        # A clear one-line error for job logs rather than a traceback.
+    except (RuntimeError, ValueError, MemoryError, OSError, ImportError) as e:
+        # A clear one-line error for job logs rather than a traceback (ImportError: an optional
+        # package a command needs, the message says which and how to install it).
         print(f"hpcnn {a.cmd}: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
 
