@@ -1,0 +1,36 @@
+"""docs/export.md's Python snippets run as written: the export, then ONNX Runtime and OpenVINO on the
+files it wrote, giving what predict gives."""
+import re
+
+import pytest
+
+import hpcnn
+from tests.support import paths
+from tests.support.export_engines import assert_same, engine, randomize
+
+SNIPPETS = re.findall(r"```python\n(.*?)```", (paths.ROOT / "docs" / "export.md").read_text(), re.S)
+
+
+def test_the_pages_python_snippets_run(tmp_path, monkeypatch, capsys):
+    engine("onnxruntime")
+    engine("openvino")
+    assert len(SNIPPETS) == 3  # export, ONNX Runtime, OpenVINO
+    monkeypatch.chdir(tmp_path)
+    model = hpcnn.applications.tutorial_cnn(seed=1)
+    randomize(model)
+    exec(SNIPPETS[0], {"model": model})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.bin", "model.onnx", "model.xml"]
+    for code in SNIPPETS[1:]:
+        scope = {}
+        exec(code, scope)
+        assert_same(scope["scores"], model.predict(scope["images"]), code.splitlines()[1])
+
+
+def test_the_commands_on_the_page_are_hpcnn_exports():
+    commands = re.findall(r"^    (hpcnn export .*?)(?:  +#.*)?$", (paths.ROOT / "docs" / "export.md").read_text(), re.M)
+    assert len(commands) == 3
+    from hpcnn import cli
+    for command in commands:  # they parse (test_cli_export.py runs the command)
+        with pytest.raises(SystemExit) as e:
+            cli.main(command.split()[1:] + ["--help"])
+        assert e.value.code == 0
