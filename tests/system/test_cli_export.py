@@ -10,6 +10,15 @@ import hpcnn
 from tests.support import paths
 from tests.support.export_engines import assert_same, engine, images, onnxruntime_predict, openvino_predict
 
+ENGINES = ("onnx", "onnxruntime", "openvino")
+
+
+@pytest.fixture(autouse=True)
+def engines():
+    """Skipped with the reason without the packages (an error under HPCNN_EXPECT_EXPORT=1)."""
+    for name in ENGINES:
+        engine(name)
+
 
 def hpcnn_cli(*args):
     return subprocess.run([sys.executable, "-m", "hpcnn", *map(str, args)], capture_output=True, text=True,
@@ -17,8 +26,6 @@ def hpcnn_cli(*args):
 
 
 def test_a_keras_saved_file_becomes_an_onnx_file_and_openvino_ir(tmp_path):
-    engine("onnxruntime")
-    engine("openvino")
     source = paths.KERAS_DATA / "k3_resblock.keras"
     r = hpcnn_cli("export", source, tmp_path / "block.onnx", "--opset", "21")
     assert r.returncode == 0, r.stderr
@@ -34,7 +41,6 @@ def test_a_keras_saved_file_becomes_an_onnx_file_and_openvino_ir(tmp_path):
 
 
 def test_an_hpcnn_saved_model_with_the_format_said(tmp_path):
-    engine("openvino")
     model = hpcnn.applications.tutorial_cnn(seed=3)
     model.save(tmp_path / "cnn.keras")
     r = hpcnn_cli("export", tmp_path / "cnn.keras", tmp_path / "cnn.xml", "--format", "openvino")
@@ -50,7 +56,6 @@ def test_an_hpcnn_saved_model_with_the_format_said(tmp_path):
     (["cnn.keras", "out.onnx", "--opset", "7"], "hpcnn export: ValueError: "),
 ])
 def test_refusals_are_messages_and_write_nothing(args, message, tmp_path):
-    engine("onnx")
     hpcnn.applications.tutorial_cnn(seed=3).save(tmp_path / "cnn.keras")
     r = hpcnn_cli("export", *[tmp_path / a if not a.startswith("-") and not a.isdigit() and a != "openvino" else a
                               for a in args])

@@ -119,10 +119,10 @@ def layer_weights(model: Any) -> List[Dict[str, np.ndarray]]:
 def build(model: Any, input_signature: Any = None, opset_version: Any = None, producer_version: str = "") -> Any:
     """The ONNX ModelProto of ``model`` in inference mode (``predict``'s computation), checked by
     ``onnx.checker.check_model(full_check=True)``."""
+    sig = signature(model, input_signature)
+    check_exportable(model)  # what hpcnn refuses is said with or without the onnx package
     onnx = onnx_package()
     version = opset(opset_version)
-    sig = signature(model, input_signature)
-    check_exportable(model)
     nodes = model.graph_nodes()
     shapes = [tuple(int(d) for d in s) for s in model.core.layer_output_shapes]
     weights = layer_weights(model)

@@ -11,6 +11,15 @@ from hpcnn.layers import Conv2D, Dense, Flatten, Input
 from tests.support import export_models, paths
 from tests.support.export_engines import assert_same, engine, images, onnxruntime_predict
 
+ENGINES = ("onnx", "onnxruntime")
+
+
+@pytest.fixture(autouse=True)
+def engines():
+    """Skipped with the reason without the packages (an error under HPCNN_EXPECT_EXPORT=1)."""
+    for name in ENGINES:
+        engine(name)
+
 
 def export_onnx(model, tmp_path, **kwargs):
     path = tmp_path / "model.onnx"
