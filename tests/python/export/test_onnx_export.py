@@ -8,7 +8,7 @@ import pytest
 
 import hpcnn
 from hpcnn.layers import Conv2D, Dense, Flatten, Input
-from tests.support import export_models, paths
+from tests.support import export_models, live_keras, paths
 from tests.support.export_engines import assert_same, engine, images, onnxruntime_predict
 
 ENGINES = ("onnx", "onnxruntime")
@@ -101,6 +101,15 @@ def test_a_fixed_batch_size_and_input_name_from_input_signature(tmp_path):
     assert [d.dim_value for d in inp.type.tensor_type.shape.dim] == [8, 28, 28, 1]
     x = images((28, 28, 1), 8)
     assert_same(onnxruntime_predict(path, x), model.predict(x), "fixed batch 8")
+
+
+def test_a_keras_input_spec_as_input_signature(tmp_path):
+    keras = live_keras.keras_or_skip()
+    onnx = engine("onnx")
+    spec = keras.InputSpec(shape=(None, 28, 28, 1), dtype="float32", name="digits")
+    path = export_onnx(hpcnn.applications.deep_mnist(seed=1), tmp_path, input_signature=[spec])
+    (inp,) = onnx.load(path).graph.input
+    assert inp.name == "digits" and inp.type.tensor_type.shape.dim[0].dim_param == "batch"
 
 
 def test_a_uint8_input_stays_uint8(tmp_path):
