@@ -8,8 +8,8 @@
     hpcnn tutorial [...]           the CIFAR-10 CPU-vs-GPU tutorial end to end
     hpcnn dist-train [...]         the tutorial CNN data-parallel (srun/mpirun ranks, several GPUs), timed
     hpcnn convert ...              datasets to the tutorial's HDF5 layout (--download: fetch them)
-    hpcnn export MODEL OUT         a saved model (hpcnn's or Keras' .keras/.h5) as ONNX (OUT.onnx) or
-                                   OpenVINO IR (OUT.xml), for ONNX Runtime and OpenVINO
+    hpcnn export MODEL OUT         a saved model (hpcnn's or Keras' .keras, .h5) as an ONNX file
+                                   (OUT.onnx) or OpenVINO IR (OUT.xml), for ONNX Runtime and OpenVINO
     hpcnn notebook run 01 [...]    a notebook executed headless (sbatch), with parameters; also
                                    `hpcnn notebook list`, `hpcnn notebook copy 01 [DIR]`
 

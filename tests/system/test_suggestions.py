@@ -19,7 +19,7 @@ from hpcnn.datasets import cifar10
 from tests.support import paths
 
 ROOT = paths.ROOT
-SUBCOMMANDS = ("info", "devices", "bench", "collect", "tutorial", "convert")
+SUBCOMMANDS = ("info", "devices", "bench", "collect", "tutorial", "convert", "export")
 
 # `hpcnn SUB ...` or `python -m hpcnn[.convert] ...`, up to the end of the line, a backtick, a
 # quote, a closing parenthesis or a comment.
