@@ -305,18 +305,24 @@ exec "{sys.executable}" "$@"
     assert not subprocess.run(["pgrep", "-f", "exec sleep 120"], capture_output=True).stdout, "the build was left running"
 
 
+def fake_host_selftest(tmp_path, backend_tests):
+    """A source folder in tmp_path whose host self-test files are stand-ins: backend_tests as
+    tests/gpu/test_cuda_backend.py, one passing test as test_conv_algo_choice.py. Skips where hpcnn
+    is not importable (the self-test checks that python3 imports it first)."""
+    try:
+        import hpcnn  # noqa: F401
+    except ImportError:
+        pytest.skip("hpcnn is not importable here")
+    (tmp_path / "tests" / "gpu").mkdir(parents=True)
+    (tmp_path / "tests" / "gpu" / "test_cuda_backend.py").write_text(backend_tests)
+    (tmp_path / "tests" / "gpu" / "test_conv_algo_choice.py").write_text("def test_nothing():\n    pass\n")
+
+
 def test_selftest_killed_mid_section_completes_its_report(tmp_path):
     """slurm/gpu-selftest.sbatch killed with SIGTERM while a pytest run is in its host self-test: the
     pytest run ends as at Ctrl-C (its interrupted test and summary in the report) and the report ends
     with the summary, the section named as interrupted."""
-    try:
-        import hpcnn  # noqa: F401 -- the script checks that python3 imports hpcnn first
-    except ImportError:
-        pytest.skip("hpcnn is not importable here")
-    (tmp_path / "tests" / "gpu").mkdir(parents=True)
-    (tmp_path / "tests" / "gpu" / "test_cuda_backend.py").write_text(
-        "import time\n\ndef test_quick():\n    pass\n\ndef test_slow_one():\n    time.sleep(60)\n")
-    (tmp_path / "tests" / "gpu" / "test_conv_algo_choice.py").write_text("def test_nothing():\n    pass\n")
+    fake_host_selftest(tmp_path, "import time\n\ndef test_quick():\n    pass\n\ndef test_slow_one():\n    time.sleep(60)\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "CONDA"))}
     env.update(PATH=f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}", QUICK="1")
     proc = subprocess.Popen([BASH, str(ROOT / "slurm" / "gpu-selftest.sbatch")], cwd=tmp_path, env=env,
@@ -426,14 +432,7 @@ exec "{sys.executable}" "$@"
 
 
 def test_selftest_per_test_limit_fails_a_slow_test_naming_the_limit(tmp_path):
-    try:
-        import hpcnn  # noqa: F401 -- the script checks that python3 imports hpcnn first
-    except ImportError:
-        pytest.skip("hpcnn is not importable here")
-    (tmp_path / "tests" / "gpu").mkdir(parents=True)
-    (tmp_path / "tests" / "gpu" / "test_cuda_backend.py").write_text(
-        "import time\n\ndef test_slow():\n    time.sleep(20)\n\ndef test_after_it():\n    pass\n")
-    (tmp_path / "tests" / "gpu" / "test_conv_algo_choice.py").write_text("def test_nothing():\n    pass\n")
+    fake_host_selftest(tmp_path, "import time\n\ndef test_slow():\n    time.sleep(20)\n\ndef test_after_it():\n    pass\n")
     start = time.monotonic()
     r = subprocess.run([BASH, str(ROOT / "slurm" / "gpu-selftest.sbatch")], cwd=tmp_path, timeout=120,
                        env=selftest_env(QUICK="1", HPCNN_SELFTEST_TEST_TIMEOUT="1"), capture_output=True, text=True)

@@ -414,17 +414,19 @@ model.fit(x, y, batch_size=8, epochs=10, verbose=0, callbacks=[TensorBoard({str(
     assert steps(train)["epoch_loss"] == [0, 1, 2] and steps(train)["epoch_learning_rate"] == [0, 1]
 
 
-@needs_tensorboard
-def test_a_second_fit_and_a_resumed_fit(tmp_path):
-    """A second fit with the same callback starts the batch count again (as Keras: a new event file
-    in the same runs); BackupAndRestore's resume continues it (the callback's state)."""
+def fit_twice_with_one_callback(tmp_path):
+    """Two one-epoch fits with the same TensorBoard callback, logging per batch to tmp_path/again."""
     x, y = data()
     model = sequential()
     cb = TensorBoard(tmp_path / "again", update_freq="batch")
     model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, callbacks=[cb])
     model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, callbacks=[cb])
-    assert steps(read(tmp_path / "again" / "train")[0])["batch_loss"] == [1, 2, 3, 4, 5] * 2
-    assert len(os.listdir(tmp_path / "again" / "train")) == 2
+
+
+def fit_interrupted_then_resumed(tmp_path):
+    """A 3-epoch fit stopped as by Ctrl-C after the first epoch's backup, then resumed by
+    BackupAndRestore, both logging per batch to tmp_path/resumed."""
+    x, y = data()
 
     class Interrupt(hpcnn.callbacks.Callback):  # as a Ctrl-C after the first epoch's backup
         def on_epoch_begin(self, epoch, logs=None):
@@ -439,6 +441,17 @@ def test_a_second_fit_and_a_resumed_fit(tmp_path):
     model.fit(x, y, batch_size=BATCH, epochs=3, verbose=0,
               callbacks=[TensorBoard(tmp_path / "resumed", update_freq="batch"),
                          hpcnn.callbacks.BackupAndRestore(backup)])
+
+
+@needs_tensorboard
+def test_a_second_fit_and_a_resumed_fit(tmp_path):
+    """A second fit with the same callback starts the batch count again (as Keras: a new event file
+    in the same runs); BackupAndRestore's resume continues it (the callback's state)."""
+    fit_twice_with_one_callback(tmp_path)
+    assert steps(read(tmp_path / "again" / "train")[0])["batch_loss"] == [1, 2, 3, 4, 5] * 2
+    assert len(os.listdir(tmp_path / "again" / "train")) == 2
+
+    fit_interrupted_then_resumed(tmp_path)
     got = steps(read(tmp_path / "resumed" / "train")[0])
     assert got["batch_loss"] == list(range(1, 5 * 3 + 1)) and got["epoch_loss"] == [0, 1, 2]  # 5 batches an epoch
 
@@ -531,26 +544,10 @@ def test_batch_and_histogram_steps_without_the_package(tmp_path, recorded, kwarg
 def test_a_second_fit_and_a_resumed_fit_without_the_package(tmp_path, recorded):
     """A second fit with the same callback counts batches from 1 again; a fit resumed by
     BackupAndRestore continues the count, and its epochs keep their numbers."""
-    x, y = data()
-    model = sequential()
-    cb = TensorBoard(tmp_path / "again", update_freq="batch")
-    model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, callbacks=[cb])
-    model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, callbacks=[cb])
+    fit_twice_with_one_callback(tmp_path)
     assert recorded["train"]["batch_loss"] == [1, 2, 3, 4, 5] * 2
     recorded.clear()
 
-    class Interrupt(hpcnn.callbacks.Callback):  # as a Ctrl-C after the first epoch's backup
-        def on_epoch_begin(self, epoch, logs=None):
-            if epoch == 1:
-                raise KeyboardInterrupt
-
-    backup = str(tmp_path / "backup")
-    model = sequential()
-    model.fit(x, y, batch_size=BATCH, epochs=3, verbose=0,
-              callbacks=[TensorBoard(tmp_path / "resumed", update_freq="batch"),
-                         hpcnn.callbacks.BackupAndRestore(backup), Interrupt()])
-    model.fit(x, y, batch_size=BATCH, epochs=3, verbose=0,
-              callbacks=[TensorBoard(tmp_path / "resumed", update_freq="batch"),
-                         hpcnn.callbacks.BackupAndRestore(backup)])
+    fit_interrupted_then_resumed(tmp_path)
     assert recorded["train"]["batch_loss"] == list(range(1, 5 * 3 + 1))  # 5 batches an epoch
     assert recorded["train"]["epoch_loss"] == [0, 1, 2]
