@@ -297,7 +297,10 @@ def read_legacy_weights(tree: H5Tree, model: Any, by_name: bool = False, skip_mi
                           "weights or model file")
     version = tree.text(root, "keras_version") or tree.text("/", "keras_version") or ""
     backend = tree.text(root, "backend") or ""
-    if version == "1" or version.startswith("1.") or backend == "theano":
+    # Keras 1 with the TensorFlow backend stored kernels as Keras 2 and 3 do ((kh, kw, in, out): the
+    # applications' "tf_dim_ordering_tf_kernels" files; Keras 3 loads them unchanged, so does hpcnn);
+    # Theano's kernels are flipped, and Keras 1's other layouts are transposed.
+    if backend == "theano" or ((version == "1" or version.startswith("1.")) and backend != "tensorflow"):
         raise FileProblem(f"it was written by Keras {version or '1'} (backend {backend or '?'}), whose convolution "
                           "kernels are laid out differently: load it in Keras 2 and save it again")
     layer_names = tree.text_list(root, "layer_names") or []
