@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import validation
 from ..errors import FileProblem
-from ..layers import GlobalAveragePooling2D, GlobalMaxPooling2D, Input, KerasTensor
+from ..layers import GlobalAveragePooling2D, GlobalMaxPooling2D, Input, KerasTensor, Rescaling
 from .weight_files import get_file
 
 CLASS_INDEX_PATH = "https://storage.googleapis.com/download.tensorflow.org/data/imagenet_class_index.json"
@@ -32,14 +32,16 @@ _class_index: Optional[Dict[str, List[str]]] = None
 
 
 # ---------------------------------------------------------------------- preprocess_input, decode_predictions
-def preprocess_input(x: Any, data_format: Optional[str] = None, mode: str = "caffe") -> np.ndarray:
+def preprocess_input(x: Any, data_format: Optional[str] = None, mode: str = "caffe") -> Any:
     """Prepares a batch of images (values 0..255, (..., height, width, 3)) as a network was trained.
 
     Parameters
     ----------
-    x : array_like
+    x : array_like or KerasTensor
         Images, 3D (one) or 4D (a batch), RGB, values in [0, 255]. A float NumPy array is changed in
         place, as Keras does (pass ``np.copy(x)`` to keep it); any other input is converted to float32.
+        A model's tensor (``preprocess_input(inputs)`` while building a model) gets a Rescaling layer
+        for the 'tf' and 'torch' modes.
     data_format : str, optional
         'channels_last' (hpcnn's, and the default) or 'channels_first'.
     mode : str
@@ -49,8 +51,8 @@ def preprocess_input(x: Any, data_format: Optional[str] = None, mode: str = "caf
 
     Returns
     -------
-    numpy.ndarray
-        The preprocessed images (float32 unless a float64 array was given).
+    numpy.ndarray or KerasTensor
+        The preprocessed images (float32 unless a float64 array was given), or the Rescaling's output.
     """
     if mode not in ("caffe", "tf", "torch"):
         raise ValueError(f"preprocess_input: mode must be one of 'caffe', 'tf' or 'torch', got {mode!r}")
@@ -59,6 +61,8 @@ def preprocess_input(x: Any, data_format: Optional[str] = None, mode: str = "caf
     if data_format not in ("channels_first", "channels_last"):
         raise ValueError(f"preprocess_input: data_format must be 'channels_first' or 'channels_last', "
                          f"got {data_format!r}")
+    if isinstance(x, KerasTensor):
+        return _preprocess_tensor(x, data_format, mode)
     if not (isinstance(x, np.ndarray) and np.issubdtype(x.dtype, np.floating)):
         x = np.asarray(x, dtype=np.float32)
     if x.ndim not in (3, 4):
@@ -81,6 +85,21 @@ def preprocess_input(x: Any, data_format: Optional[str] = None, mode: str = "caf
     x = np.flip(x, axis=axis)  # RGB -> BGR (a view, as Keras' x[..., ::-1])
     x -= np.asarray(_CAFFE_MEAN, x.dtype).reshape(shape)
     return x
+
+
+def _preprocess_tensor(x: KerasTensor, data_format: str, mode: str) -> KerasTensor:
+    """preprocess_input inside a model (TensorFlow's transfer-learning tutorial calls it on the
+    Input tensor): 'tf' and 'torch' are one Rescaling layer (scale and offset per channel)."""
+    if data_format != "channels_last":
+        raise ValueError("preprocess_input: hpcnn's models are channels_last; got data_format='channels_first'")
+    if mode == "tf":
+        return Rescaling(1.0 / 127.5, offset=-1.0)(x)
+    if mode == "torch":
+        return Rescaling([1.0 / (255.0 * s) for s in _TORCH_STD],
+                         offset=[-m / s for m, s in zip(_TORCH_MEAN, _TORCH_STD)])(x)
+    raise ValueError("preprocess_input: the 'caffe' mode (VGG16, ResNet) reverses the color channels (RGB to BGR), "
+                     "which no hpcnn layer does inside a model: call it on the NumPy arrays before fit and predict "
+                     "(x = preprocess_input(images))")
 
 
 def class_index() -> Dict[str, List[str]]:
@@ -218,7 +237,7 @@ def correct_pad(shape: Sequence[int], kernel_size: int) -> Tuple[Tuple[int, int]
     return ((c - adjust[0], c), (c - adjust[1], c))
 
 
-def load_weights(model: Any, weights: Any, fname: str, origin: str, file_hash: str, builder: str) -> None:
+def load_weights(model: Any, weights: Any, fname: str, origin: str, file_hash: Optional[str], builder: str) -> None:
     """Loads Keras' ImageNet file (`weights='imagenet'`: `fname` from Keras' cache folder, downloaded
     from `origin` when missing) or a file at hand (a path), by topology as Keras does (every array
     checked first: count and shape; the model keeps its weights when one does not fit). The error

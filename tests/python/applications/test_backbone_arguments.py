@@ -102,3 +102,16 @@ def test_preprocess_input_channels_first():
     out = imagenet_utils.preprocess_input(x, data_format="channels_first")
     np.testing.assert_allclose(out[2], 10.0 - 123.68, rtol=1e-6)  # R became the last channel (BGR)
     np.testing.assert_allclose(out[0], 100.0 - 103.939, rtol=1e-6)
+
+
+def test_preprocess_input_on_a_model_tensor():
+    """TensorFlow's transfer-learning tutorial calls preprocess_input on the Input tensor."""
+    import hpcnn
+    inputs = hpcnn.Input(shape=(4, 4, 3))
+    for mode in ("tf", "torch"):
+        model = hpcnn.Model(inputs, imagenet_utils.preprocess_input(inputs, mode=mode))
+        x = np.random.default_rng(0).uniform(0, 255, (2, 4, 4, 3)).astype(np.float32)
+        np.testing.assert_allclose(model.predict(x, verbose=0), imagenet_utils.preprocess_input(x.copy(), mode=mode),
+                                   rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match=r"'caffe' mode .*reverses the color channels .*call it on the NumPy arrays"):
+        applications.vgg16.preprocess_input(inputs)
