@@ -115,3 +115,19 @@ def test_preprocess_input_on_a_model_tensor():
                                    rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match=r"'caffe' mode .*reverses the color channels .*call it on the NumPy arrays"):
         applications.vgg16.preprocess_input(inputs)
+
+
+def test_mobilenetv2_imagenet_alphas():
+    with pytest.raises(ValueError, match=r"MobileNetV2: with weights='imagenet', alpha must be one of 0.35, 0.50, "
+                                         r"0.75, 1.0, 1.3 or 1.4, got alpha=0.6"):
+        applications.MobileNetV2(weights="imagenet", alpha=0.6, include_top=False, input_shape=(96, 96, 3))
+    with pytest.raises(ValueError, match=r"MobileNetV2: Invalid value for argument `alpha`"):
+        applications.MobileNetV2(weights=None, alpha=0)
+
+
+def test_mobilenetv2_names_and_sizes():
+    m = applications.MobileNetV2(weights=None, alpha=0.35, include_top=False, input_shape=(96, 96, 3))
+    assert m.name == "mobilenetv2_0.35_96" and m.output_shape == (None, 3, 3, 1280)
+    m = applications.MobileNetV2(weights=None, alpha=1.4, input_shape=(64, 64, 3), classes=3)
+    assert m.name == "mobilenetv2_1.40_64" and m.get_layer("Conv_1").filters == 1792
+    assert m.count_params() == 4369091  # Keras 3.15's MobileNetV2(alpha=1.4, input_shape=(64, 64, 3), classes=3)

@@ -161,3 +161,12 @@ def test_decode_predictions_offline_names_the_class_index(keras_home, monkeypatc
                                                               "https://storage.googleapis.com/download.tensorflow.org/"
                                                               "data/imagenet_class_index.json"):
         imagenet_utils.decode_predictions(np.zeros((1, 1000)))
+
+
+def test_offline_error_for_mobilenetv2_names_keras_file(keras_home):
+    with pytest.warns(UserWarning, match=r"input_shape \(64, 64, 3\) .* the weights for 224x224 are loaded"):
+        with pytest.raises(weight_files.WeightsUnavailable) as info:
+            keras_applications.MobileNetV2(weights="imagenet", alpha=0.35, include_top=False, input_shape=(64, 64, 3))
+    assert info.value.fname == "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_0.35_224_no_top.h5"
+    assert info.value.url == ("https://storage.googleapis.com/tensorflow/keras-applications/mobilenet_v2/"
+                              "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_0.35_224_no_top.h5")
