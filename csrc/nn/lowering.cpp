@@ -1,5 +1,7 @@
 #include "nn/lowering.h"
 
+#include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "core/errors.h"
@@ -109,11 +111,37 @@ std::vector<CoreLayer> separable_position(const Config& layer) {
   return out;
 }
 
+// Normalization (axis -1, invert False): with mean= and variance= given, a Rescaling by the
+// constants Keras computes with, 1 / max(sqrt(variance), epsilon) and -mean times that (Keras
+// then has no weights either); else the core Normalization with its three weights.
+std::vector<CoreLayer> normalization_position(const Config& layer) {
+  HPCNN_CHECK_ARG(!layer.get_bool_or("invert", false), "Normalization: invert=True is not supported (hpcnn "
+                  "normalizes: invert=False)");
+  if (!layer.has("mean")) return {{layer, "Normalization"}};
+  const std::vector<float> mean = layer.get_float_list("mean"), var = layer.get_float_list("variance");
+  HPCNN_CHECK_ARG(mean.size() == var.size(), "Normalization: mean and variance must have the same shape, got ",
+                  mean.size(), " and ", var.size(), " values");
+  const float eps = layer.get_float_or("epsilon", 1e-7f);
+  std::vector<double> scale, offset;
+  for (size_t j = 0; j < mean.size(); ++j) {
+    HPCNN_CHECK_ARG(std::isfinite(mean[j]) && std::isfinite(var[j]) && var[j] >= 0.f, "Normalization: mean must be "
+                    "finite and variance finite and >= 0, got mean ", mean[j], ", variance ", var[j]);
+    const float s = 1.f / std::max(std::sqrt(var[j]), eps);
+    scale.push_back(s);
+    offset.push_back(-mean[j] * s);
+  }
+  Config c = core_config("Rescaling");
+  c.set("scale", scale);
+  c.set("offset", offset);
+  return {{std::move(c), "Rescaling"}};
+}
+
 // One position's core layers, before the fusions across positions.
 std::vector<CoreLayer> lower_position(const Config& layer) {
   const std::string kind = layer.get_string("class_name");
   if (kind == "Conv2D" || kind == "Dense") return with_activation(layer, kind);
   if (kind == "DepthwiseConv2D") return depthwise_position(layer);
+  if (kind == "Normalization") return normalization_position(layer);
   if (kind == "SeparableConv2D") return separable_position(layer);
   if (kind == "Activation") {
     const std::string activation = layer.get_string("activation");

@@ -12,6 +12,8 @@
 //   SeparableConv2D   a DepthwiseConv2D (no bias, kernel "depthwise_kernel"), then a 1x1 Conv2D
 //                     (kernel "pointwise_kernel", the bias, the activation as Conv2D's): Keras'
 //                     three weights in Keras' order
+//   Normalization     mean/variance given: a Rescaling by 1/max(sqrt(variance), epsilon) and
+//                     -mean times that; else the core Normalization (weights mean, variance, count)
 //   Activation        a core Activation (the same default parameter)
 //   ReLU              max_value 6: Activation relu6; negative_slope > 0: leaky_relu with that
 //                     slope; otherwise relu (threshold 0 only; other forms are ValueErrors)

@@ -226,6 +226,12 @@ HPCNN_HD float act_grad(float x, float y, float alpha) {
 // Rescaling: x * scale + offset (one multiply-add; nvcc and g++ both contract it into an FMA).
 HPCNN_HD float scale_shift(float x, float scale, float offset) { return x * scale + offset; }
 
+// Keras' Normalization: 1 / max(sqrt(var), eps), the factor of (x - mean) (ops/scale_shift.h).
+HPCNN_HD float normalization_scale(float var, float eps) {
+  const float s = sqrtf(var);
+  return 1.f / (s > eps ? s : eps);
+}
+
 // ------------------------------------------------------------------ normalization
 // Keras' moving average of a batch statistic (BatchNormalization's moving_mean/moving_variance):
 // moving * momentum + batch * (1 - momentum).
