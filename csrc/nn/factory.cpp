@@ -10,6 +10,7 @@
 #include "nn/layers.h"
 #include "nn/merge_layers.h"
 #include "nn/normalization_layer.h"
+#include "nn/relu_clip_layer.h"
 #include "nn/reshape_layer.h"
 
 namespace hpcnn::nn {
@@ -83,6 +84,14 @@ LayerPtr make_layer_of_kind(const Config& cfg) {
     return std::make_unique<ZeroPadding2DLayer>(p[0], p[1], p[2], p[3]);
   }
   if (kind == "Flatten") return std::make_unique<FlattenLayer>();
+  if (kind == "ReLUClip") {
+    ReluClipParams p;
+    p.negative_slope = cfg.get_float_or("negative_slope", 0.f);
+    p.threshold = cfg.get_float_or("threshold", 0.f);
+    p.has_max = cfg.has("max_value");
+    p.max_value = cfg.get_float_or("max_value", 0.f);
+    return std::make_unique<ReluClipLayer>(p);
+  }
   if (kind == "Normalization") return std::make_unique<NormalizationLayer>(cfg.get_float_or("epsilon", 1e-7f));
   if (kind == "Reshape") {
     std::vector<long long> target;

@@ -63,15 +63,17 @@ CoreLayer relu_layer(const Config& layer) {
   const double slope = layer.has("negative_slope") ? layer.get_double("negative_slope") : 0.0;
   const double threshold = layer.has("threshold") ? layer.get_double("threshold") : 0.0;
   HPCNN_CHECK_ARG(slope >= 0, "ReLU: negative_slope must be >= 0, got ", slope);
-  HPCNN_CHECK_ARG(threshold == 0, "ReLU: threshold=", threshold, " is not supported (only Keras' default, 0)");
-  if (layer.has("max_value")) {
-    const double max_value = layer.get_double("max_value");
-    HPCNN_CHECK_ARG(max_value == 6 && slope == 0, "ReLU: max_value=", max_value, " is not supported (hpcnn computes "
-                    "max_value=None, and max_value=6 without a negative_slope: ReLU6)");
-    return activation_layer("relu6", 0.0);
-  }
-  if (slope > 0) return activation_layer("leaky_relu", slope);
-  return activation_layer("relu", 0.0);
+  const bool has_max = layer.has("max_value");
+  const double max_value = has_max ? layer.get_double("max_value") : 0.0;
+  HPCNN_CHECK_ARG(!has_max || max_value >= 0, "ReLU: max_value must be >= 0, got ", max_value);
+  if (threshold == 0 && !has_max) return slope > 0 ? activation_layer("leaky_relu", slope) : activation_layer("relu", 0.0);
+  if (threshold == 0 && max_value == 6 && slope == 0) return activation_layer("relu6", 0.0);
+  // Any other combination: the general form (ops/relu_clip.h).
+  Config c = core_config("ReLUClip");
+  c.set("negative_slope", slope);
+  c.set("threshold", threshold);
+  if (has_max) c.set("max_value", max_value);
+  return {std::move(c), "ReLUClip"};
 }
 
 // DepthwiseConv2D: the layer, then its activation (if not linear) on its own.

@@ -27,6 +27,7 @@
 #include "ops/optimizer_step.h"
 #include "ops/param_segments.h"
 #include "ops/pad2d.h"
+#include "ops/relu_clip.h"
 
 namespace hpcnn::ops {
 
@@ -123,6 +124,10 @@ void normalization_constants(const Tensor& mean, const Tensor& var, float eps, T
 
 void relu_forward(const Tensor& x, Tensor& y);
 void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx);
+// Keras' ReLU(max_value, negative_slope, threshold) in any combination (relu_clip.h); the
+// parameters are checked (finite, slope and max_value >= 0).
+void relu_clip_forward(const ReluClipParams& p, const Tensor& x, Tensor& y);
+void relu_clip_backward(const ReluClipParams& p, const Tensor& x, const Tensor& dy, Tensor& dx);
 // over the last axis
 void softmax_forward(const Tensor& x, Tensor& y);
 void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx);

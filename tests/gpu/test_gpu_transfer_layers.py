@@ -135,3 +135,11 @@ def test_an_se_model_with_sample_dropout_trains_as_on_the_cpu():
     h_g = gpu.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history
     np.testing.assert_allclose(h_g["loss"], h_c["loss"], rtol=LOSS_TOL["gpu"])
     assert_updates_close(gpu.get_weights(), cpu.get_weights(), w0, UPDATE_TOL["gpu"], "SE model")
+
+
+@pytest.mark.parametrize("form", [dict(max_value=4.5), dict(threshold=0.5, negative_slope=0.1, max_value=2.0)])
+def test_relu_clip_gpu_matches_cpu(form):
+    x = np.linspace(-5, 5, 1001, dtype=np.float32).reshape(7, 143)
+    dy = np.random.default_rng(1).standard_normal(x.shape).astype(np.float32)
+    for g, c in zip(ops.relu_clip(x, dy, device=GPU, **form), ops.relu_clip(x, dy, device="cpu", **form)):
+        np.testing.assert_array_equal(g, c)  # the same float operations per element

@@ -123,6 +123,9 @@ def normalization_constants(mean: object, variance: object, epsilon: typing.Supp
 def relu_backward(y: object, dy: object, device: str='cpu') -> numpy.ndarray:
     ...
 
+def relu_clip(x: object, dy: object, max_value: object=None, negative_slope: typing.SupportsFloat | typing.SupportsIndex=0.0, threshold: typing.SupportsFloat | typing.SupportsIndex=0.0, device: str='cpu') -> tuple[numpy.ndarray, object]:
+    """Keras' ReLU(max_value, negative_slope, threshold): (y, dx or None when dy is None)."""
+
 def relu_forward(x: object, device: str='cpu') -> numpy.ndarray:
     ...
 

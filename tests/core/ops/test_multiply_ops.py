@@ -1,4 +1,5 @@
-"""The broadcast product (csrc/ops/multiply.h, the Multiply layer's) and Keras' Normalization
+"""The broadcast product (csrc/ops/multiply.h, the Multiply layer's), the general ReLU
+(csrc/ops/relu_clip.h, Keras' ReLU(max_value, negative_slope, threshold)) and Keras' Normalization
 constants (ops/scale_shift.h) against float64 NumPy: the forward on equal and broadcast shapes
 (squeeze-and-excitation's (n, h, w, c) x (n, 1, 1, c), a broadcast last axis, both operands
 broadcast), both gradients by finite differences, and the shapes refused with their message."""
@@ -67,3 +68,38 @@ def test_normalization_constants_are_keras_definition():
     x = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
     np.testing.assert_allclose(ops.scale_shift_forward(x, scale, offset), (x - mean) / np.maximum(np.sqrt(var), 1e-7),
                                rtol=1e-5, atol=1e-5)
+
+
+def keras_relu(x, max_value=None, negative_slope=0.0, threshold=0.0):
+    """keras.activations.relu written out in float64 (ReLU.static_call's steps)."""
+    x = np.asarray(x, np.float64)
+    neg = np.maximum(threshold - x, 0.0) if negative_slope else 0.0
+    a = x * (x > threshold) if threshold != 0 else np.maximum(x, 0.0)
+    if max_value is not None:
+        a = np.clip(a, 0.0, max_value)
+    return a - negative_slope * neg
+
+
+RELU_FORMS = [dict(max_value=4.5), dict(max_value=6.0, negative_slope=0.1), dict(threshold=0.5),
+              dict(threshold=-1.0), dict(threshold=-1.0, max_value=2.0), dict(negative_slope=0.2, threshold=1.0),
+              dict(max_value=0.0), dict(negative_slope=0.3, threshold=-0.5, max_value=3.0)]
+
+
+@pytest.mark.parametrize("form", RELU_FORMS, ids=lambda f: ",".join(f"{k}={v}" for k, v in f.items()))
+def test_relu_clip_forward_and_gradient(form):
+    r = np.random.default_rng(0)
+    x = (r.standard_normal((6, 50)) * 4).astype(np.float32)
+    kinks = [0.0, form.get("threshold", 0.0)] + ([form["max_value"]] if "max_value" in form else [])
+    for k in kinks:  # a finite difference must not straddle a kink
+        x = np.where(np.abs(x - k) < 0.05, k + 0.1, x).astype(np.float32)
+    dy = r.standard_normal(x.shape).astype(np.float32)
+    y, dx = ops.relu_clip(x, dy, **form)
+    np.testing.assert_allclose(y, keras_relu(x, **form), rtol=1e-6, atol=1e-6)
+    check(dx, lambda x_: float((keras_relu(x_, **form) * dy).sum()), [x], 0, r)
+
+
+@pytest.mark.parametrize("form,message", [(dict(max_value=-1.0), "max_value"), (dict(negative_slope=-0.5), "slope"),
+                                          (dict(threshold=float("nan")), "threshold")])
+def test_relu_clip_refuses_bad_parameters(form, message):
+    with pytest.raises(ValueError, match=message):
+        ops.relu_clip(np.zeros(3, np.float32), None, **form)
