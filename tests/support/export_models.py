@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from typing import Callable, Dict
 
+import numpy as np
+
 import hpcnn
 from hpcnn import applications
 from hpcnn.layers import (ELU, Activation, Add, AveragePooling2D, BatchNormalization, Concatenate, Conv2D, Dense,
-                          Dropout, Flatten, GlobalAveragePooling2D, GlobalMaxPooling2D, Input, LeakyReLU, MaxPooling2D,
-                          RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom, ReLU, Rescaling,
-                          Softmax, ZeroPadding2D)
+                          DepthwiseConv2D, Dropout, Flatten, GlobalAveragePooling2D, GlobalMaxPooling2D, Input,
+                          LeakyReLU, MaxPooling2D, Multiply, Normalization, RandomCrop, RandomFlip, RandomRotation,
+                          RandomTranslation, RandomZoom, ReLU, Rescaling, Reshape, SeparableConv2D, Softmax,
+                          ZeroPadding2D)
 from hpcnn.models import load_model
 from tests.support import paths
 from tests.support.export_engines import randomize
@@ -62,6 +65,34 @@ def every_layer():
     f = Softmax()(Dense(10, activation="swish")(f))
     model = hpcnn.Model(x, Dense(6)(f), name="every_layer", seed=2)
     randomize(model)
+    return model
+
+
+def mobile_blocks():
+    """The layers of the ImageNet backbones (issue 38): Normalization (adapted weights and given
+    constants), depthwise convolutions (strided 'same' with an odd total, 'valid' with a depth
+    multiplier, dilated, ReLU6), SeparableConv2D with hard_silu, a squeeze-and-excitation block
+    (GlobalAveragePooling2D, Reshape, Multiply), Dropout with a noise shape, ReLU's general form,
+    Reshape of an image to a vector."""
+    x = Input(shape=(13, 13, 3), name="pixels")
+    n = Normalization()
+    t = n(x)
+    t = Normalization(mean=[0.1, -0.2, 0.3], variance=[1.5, 0.5, 2.0])(t)
+    t = Conv2D(8, 1)(t)
+    t = DepthwiseConv2D(3, strides=2, padding="same", activation="relu6")(t)      # 7x7x8
+    t = DepthwiseConv2D(3, padding="valid", depth_multiplier=2)(t)                  # 5x5x16
+    t = DepthwiseConv2D(3, padding="same", dilation_rate=2, use_bias=False, activation="swish")(t)
+    t = SeparableConv2D(12, 3, padding="same", activation="hard_silu")(t)           # 5x5x12
+    se = Reshape((1, 1, 12))(GlobalAveragePooling2D()(t))
+    se = Conv2D(12, 1, activation="sigmoid")(Conv2D(4, 1, activation="swish")(se))
+    t = Multiply()([t, se])
+    t = Add()([t, Dropout(0.2, noise_shape=(None, 1, 1, 1))(Conv2D(12, 1)(t))])
+    t = ReLU(max_value=3.0, negative_slope=0.1, threshold=0.2)(t)
+    f = Reshape((-1,))(t)
+    model = hpcnn.Model(x, Dense(5)(f), name="mobile_blocks", seed=4)
+    randomize(model)
+    model.get_layer(n.name).set_weights([np.array([0.4, 0.5, 0.6], np.float32), np.array([0.09, 0.04, 0.25],
+                                         np.float32), np.array(0.0, np.float32)])
     return model
 
 
@@ -126,6 +157,7 @@ MODELS: Dict[str, Callable[[], object]] = {
     "resnet20_cifar_features": _resnet(20, include_top=False),               # a channels-last image out
     "resnet20_cifar_max_pool": _resnet(20, include_top=False, pooling="max"),
     "every_layer": every_layer,
+    "mobile_blocks": mobile_blocks,
     "augmented_centre_crop": lambda: augmented(19),
     "augmented_padded_crop": lambda: augmented(16),
     "nested_sequential": nested_sequential,

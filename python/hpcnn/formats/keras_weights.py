@@ -226,8 +226,13 @@ def _keras3_layer(tree: H5Tree, lw: LayerWeights, group: str) -> List[np.ndarray
     if len(present) != len(lw.kinds):
         raise WeightsMismatch(f"{lw.label()} has {len(lw.kinds)} weight(s), the file has {len(present)} at '{group}'"
                               + ("" if tree.is_group(group) else " (no such group: another architecture?)"))
-    return [tree.read_floats(f"{group}/{i}", shape, lw.label(i), exact_float32=False)
+    return [tree.read_floats(f"{group}/{i}", shape, lw.label(i), exact_float32=False, integers=_integer(lw, i))
             for i, shape in enumerate(lw.shapes)]
+
+
+def _integer(lw: LayerWeights, i: int) -> bool:
+    """Whether Keras keeps weight i of the layer as an integer (Normalization's count)."""
+    return lw.kinds[i] == "count"
 
 
 def read_keras3_weights(tree: H5Tree, model: Any, skip_mismatch: bool = False) -> List[np.ndarray]:
@@ -357,5 +362,5 @@ def _layer_difference(in_file: List[str], in_model: List[str], most: int = 5) ->
 def _legacy_layer(tree: H5Tree, lw: LayerWeights, group: str, wnames: List[str]) -> List[np.ndarray]:
     if len(wnames) != len(lw.kinds):
         raise WeightsMismatch(f"{lw.label()} has {len(lw.kinds)} weight(s), the file's layer '{group}' has {len(wnames)}")
-    return [tree.read_floats(f"{group}/{w}", shape, lw.label(i), exact_float32=False)
+    return [tree.read_floats(f"{group}/{w}", shape, lw.label(i), exact_float32=False, integers=_integer(lw, i))
             for i, (w, shape) in enumerate(zip(wnames, lw.shapes))]
