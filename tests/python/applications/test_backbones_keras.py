@@ -35,6 +35,9 @@ def with_varied_statistics(model, seed=0):
     rng = np.random.default_rng(seed)
     model.set_weights([rng.uniform(0.5, 1.5, w.shape).astype(np.float32) if w.ndim == 1 else w
                        for w in model.get_weights()])
+    for layer in model.layers:  # Normalization's mean and variance take effect (as Keras' loaders do it)
+        if hasattr(layer, "finalize_state"):
+            layer.finalize_state()
     return model
 
 
@@ -58,11 +61,13 @@ FAMILIES = {
     "vgg16": ("VGG16", dict(input_shape=(32, 32, 3), classes=7), "caffe", "block5_pool"),
     "resnet50": ("ResNet50", dict(input_shape=(32, 32, 3), classes=10), "caffe", "conv5_block3_out"),
     "mobilenetv2": ("MobileNetV2", dict(input_shape=(64, 64, 3), classes=10, alpha=0.35), "tf", "out_relu"),
+    "efficientnetb0": ("EfficientNetB0", dict(input_shape=(32, 32, 3), classes=10), None, "top_activation"),
 }
 # case: (family, include_top, pooling without the top)
 CASES = {"vgg16_top": ("vgg16", True, None), "vgg16_notop_avg": ("vgg16", False, "avg"),
          "resnet50_top": ("resnet50", True, None), "resnet50_notop": ("resnet50", False, None),
-         "mobilenetv2_top": ("mobilenetv2", True, None), "mobilenetv2_notop_max": ("mobilenetv2", False, "max")}
+         "mobilenetv2_top": ("mobilenetv2", True, None), "mobilenetv2_notop_max": ("mobilenetv2", False, "max"),
+         "efficientnetb0_top": ("efficientnetb0", True, None), "efficientnetb0_notop": ("efficientnetb0", False, None)}
 _KERAS_MODELS = {}
 
 
@@ -104,7 +109,9 @@ def prepared(tmp_path_factory):
                 km = keras.Model(km.inputs, km.get_layer(last).output)
             path = str(folder / f"{case}.h5")
             keras_download_layout(km, path)
-            x = applications.imagenet_utils.preprocess_input(images(kwargs["input_shape"]), mode=mode)
+            x = images(kwargs["input_shape"])  # EfficientNet (mode None): pixels, its preprocessing inside
+            if mode is not None:
+                x = applications.imagenet_utils.preprocess_input(x, mode=mode)
             ky = np.asarray(km.predict(x, verbose=0))
             if pooling is not None:
                 ky = ky.mean(axis=(1, 2)) if pooling == "avg" else ky.max(axis=(1, 2))

@@ -170,3 +170,10 @@ def test_offline_error_for_mobilenetv2_names_keras_file(keras_home):
     assert info.value.fname == "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_0.35_224_no_top.h5"
     assert info.value.url == ("https://storage.googleapis.com/tensorflow/keras-applications/mobilenet_v2/"
                               "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_0.35_224_no_top.h5")
+
+
+def test_offline_error_for_efficientnet_names_keras_file(keras_home):
+    with pytest.raises(weight_files.WeightsUnavailable) as info:
+        keras_applications.EfficientNetB0(weights="imagenet", include_top=False, input_shape=(32, 32, 3))
+    assert info.value.fname == "efficientnetb0_notop.h5"
+    assert info.value.url == "https://storage.googleapis.com/keras-applications/efficientnetb0_notop.h5"
