@@ -331,6 +331,38 @@ void bind_data(py::module_& root) {
   }, py::arg("path"), py::arg("arrays"), py::arg("chunk_rows") = 0, py::arg("compression") = "gzip",
      py::arg("level") = 4, py::arg("shuffle") = true);
 
+  py::class_<StreamWriter>(m, "StreamWriter",
+                           "A new HDF5 file written a block of rows at a time, renamed onto `path` by commit() "
+                           "(data/writer.h).")
+      .def(py::init([](const std::string& path, const std::string& compression, int level) {
+             WriteOptions o;
+             o.compression = compression;
+             o.level = level;
+             return std::make_unique<StreamWriter>(path, o);
+           }), py::arg("path"), py::arg("compression") = "gzip", py::arg("level") = 4)
+      .def("create", [](StreamWriter& w, const std::string& name, const std::vector<long long>& shape,
+                        const py::dtype& dtype, long long chunk_rows) {
+             py::array probe(dtype, std::vector<py::ssize_t>{0});
+             ArrayToWrite t = to_write(name, probe);
+             w.create(name, shape, t.kind, t.elem_size, chunk_rows);
+           }, py::arg("name"), py::arg("shape"), py::arg("dtype"), py::arg("chunk_rows") = 0)
+      .def("chunk_rows", &StreamWriter::chunk_rows, py::arg("name"))
+      .def("set_rows", &StreamWriter::set_rows, py::arg("name"), py::arg("rows"))
+      .def("write", [](StreamWriter& w, const std::string& name, long long first_row, const py::array& arr) {
+             py::array a = py::array::ensure(arr, py::array::c_style);
+             if (!a || !a.dtype().attr("isnative").cast<bool>())
+               throw ValueError(cat("StreamWriter: rows for '", name, "' must be a native-endian array"));
+             ArrayToWrite t = to_write(name, a);
+             py::gil_scoped_release nogil;
+             w.write(name, first_row, t);
+           }, py::arg("name"), py::arg("first_row"), py::arg("rows"))
+      .def("commit", [](StreamWriter& w) {
+             py::gil_scoped_release nogil;
+             w.commit();
+           })
+      .def("close", &StreamWriter::close)
+      .def_property_readonly("open", &StreamWriter::open);
+
   bind_h5_tree(m);
 }
 
