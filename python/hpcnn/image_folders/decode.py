@@ -8,7 +8,9 @@ What each kind of file gives (docs/reliability.md has the table, tests/hostile t
   what it was trained on. A phone photo stored sideways is used sideways by both.
 - Grayscale, palette, CMYK, RGBA, 16-bit and animated (first frame, as ``expand_animations=False``)
   files are converted to the asked color mode: "rgb" drops alpha without compositing, 16-bit
-  samples keep their high byte (TensorFlow's uint8 decode), "grayscale" uses Pillow's luma.
+  samples keep their high byte (TensorFlow's uint8 decode), "grayscale" is libjpeg's own Y plane for
+  a JPEG (as TensorFlow's), Pillow's BT.601 luma otherwise (TensorFlow's PNG decoder converts color
+  to gray through libpng's gamma-aware rgb_to_gray: a few levels apart, docs/data.md).
 - A file that is not an image, a 0-byte, truncated or corrupt file, or one that declares more
   than MAX_PIXELS pixels (a decompression bomb: refused from its header, nothing decoded) raises
   ``ImageProblem`` naming the file and what is wrong with it.
@@ -113,6 +115,8 @@ def decode_file(path: str, recipe: Recipe) -> np.ndarray:
             raise ImageProblem(path, f"declares {w} x {h} pixels, more than {MAX_PIXELS:,}: refused as a "
                                      "decompression bomb (nothing decoded)")
         try:
+            if recipe.channels == 1 and img.format == "JPEG" and img.mode in ("RGB", "YCbCr"):
+                img.draft("L", img.size)  # libjpeg's own gray (the Y plane), as TensorFlow decodes it
             img.load()  # the first frame of an animation
             pixels = _pixels(img, recipe.channels)
         except Exception as e:  # Pillow raises OSError, SyntaxError, ValueError, struct.error on damage
