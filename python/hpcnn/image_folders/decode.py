@@ -108,7 +108,9 @@ def decode_file(path: str, recipe: Recipe) -> np.ndarray:
     except Image.UnidentifiedImageError:
         raise ImageProblem(path, "not an image Pillow can read (not a BMP, GIF, JPEG or PNG file?)") from None
     except OSError as e:
-        raise ImageProblem(path, f"cannot be read ({e.strerror or e})") from None
+        if e.errno is not None:  # the file system refused it
+            raise ImageProblem(path, f"cannot be read ({e.strerror or e})") from None
+        raise ImageProblem(path, f"damaged or truncated ({e})") from None
     with img:
         w, h = img.size
         if w * h > MAX_PIXELS:
