@@ -3,9 +3,12 @@ and, with a validation split, ``x_valid``/``y_valid``: uint8 (n, h, w, c) and in
 ``hpcnn.data.HDF5Dataset`` then trains from; plus ``image_meta``, a uint8 dataset holding UTF-8
 JSON: class names, each row's file path, the files refused and why, and the cache key.
 
-- Decoding runs in worker processes (one per CPU hpcnn may use: HPCNN_NUM_THREADS, else
+- Decoding runs on worker threads (one per CPU hpcnn may use: HPCNN_NUM_THREADS, else
   SLURM_CPUS_PER_TASK, else the affinity mask), on blocks of BLOCK files, at most two blocks per
   worker in flight: memory stays bounded whatever the folder's size, and rows reach the file in order.
+  Threads, not processes: Pillow decodes and the C++ resize runs without the GIL, and worker
+  processes measured slower (start-up, pickling the rows: docs/data.md) and would re-run a user's
+  script that lacks a ``__main__`` guard (multiprocessing's spawn) or fail from stdin.
 - The file is written through a temporary file renamed into place (never half-written).
 - ``build_or_reuse`` keys the file by the listing (paths in order, labels), every file's size and
   modification time, and how files become rows (size, channels, interpolation, aspect): an
@@ -18,7 +21,6 @@ from __future__ import annotations
 import concurrent.futures as futures
 import hashlib
 import json
-import multiprocessing
 import os
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -29,8 +31,6 @@ from .decode import Recipe, decode_many
 
 #: Files per block a worker decodes (about 6 MB of 180x180 RGB rows).
 BLOCK = 64
-#: Below this many files, decoding stays in this process (starting workers costs more).
-PARALLEL_FROM = 2 * BLOCK
 FORMAT_VERSION = 1
 
 __all__ = ["Subset", "Built", "BLOCK", "cache_key", "build_or_reuse", "write_images", "read_meta", "decode_workers"]
@@ -52,7 +52,7 @@ class Built:
 
 
 def decode_workers() -> int:
-    """Worker processes for decoding: hpcnn's CPU thread count (the job's CPUs, threads.py)."""
+    """Worker threads for decoding: hpcnn's CPU thread count (the job's CPUs, threads.py)."""
     return max(1, int(_core.get_num_threads()))
 
 
@@ -87,19 +87,19 @@ def read_meta(path: str) -> dict:
 
 
 def _blocks(paths: Sequence[str], recipe: Recipe, workers: int):
-    """(rows, problems) per block of BLOCK files, in order; in worker processes when it pays."""
+    """(rows, problems) per block of BLOCK files, in order, decoded on `workers` threads (Pillow's
+    decoders and the C++ resize run without the GIL), at most two blocks per worker in flight."""
     blocks = [paths[i:i + BLOCK] for i in range(0, len(paths), BLOCK)]
-    if workers <= 1 or len(paths) < PARALLEL_FROM:
+    if workers <= 1 or len(blocks) <= 1:
         for b in blocks:
             yield decode_many(b, recipe)
         return
-    # spawn: a fresh interpreter per worker, never a fork of this process and its running threads.
-    with futures.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hpcnn-decode") as pool:
         pending: List[futures.Future] = []
         nxt = 0
         try:
             while nxt < len(blocks) or pending:
-                while nxt < len(blocks) and len(pending) < 2 * workers:  # bounded: two blocks per worker
+                while nxt < len(blocks) and len(pending) < 2 * workers:  # bounded memory
                     pending.append(pool.submit(decode_many, blocks[nxt], recipe))
                     nxt += 1
                 yield pending.pop(0).result()
@@ -110,8 +110,10 @@ def _blocks(paths: Sequence[str], recipe: Recipe, workers: int):
 
 def write_images(out: str, subsets: Sequence[Subset], recipe: Recipe, class_names: Optional[Sequence[str]],
                  extra_meta: Optional[dict] = None, progress: Optional[Callable[[int], None]] = None,
-                 workers: Optional[int] = None, compression: str = "gzip", level: int = 1) -> dict:
+                 workers: Optional[int] = None, compression: str = "none", level: int = 1) -> dict:
     """Decodes every subset's files into `out` (atomically) and returns the meta written.
+    Uncompressed by default: decoded photos shrink by about a fifth with gzip, which halved the
+    conversion's speed and costs inflating at every epoch that streams from the file.
     `progress(files_done)` is called after each block. A refused file is listed in
     meta['refused'] as [path, reason]; a subset with no usable file is a ValueError naming it."""
     workers = decode_workers() if workers is None else max(1, int(workers))

@@ -124,12 +124,10 @@ def decode_file(path: str, recipe: Recipe) -> np.ndarray:
         except Exception as e:  # Pillow raises OSError, SyntaxError, ValueError, struct.error on damage
             raise ImageProblem(path, f"damaged or truncated ({type(e).__name__}: {e})") from None
     if recipe.aspect == "crop":
-        out = smart_resize(pixels, recipe.size, recipe.interpolation)
-    elif recipe.aspect == "pad":
-        out = resize_with_pad(pixels, recipe.size, recipe.interpolation)
-    else:
-        out = resize(pixels, recipe.size, recipe.interpolation)
-    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+        return smart_resize(pixels, recipe.size, recipe.interpolation, to_uint8=True)
+    if recipe.aspect == "pad":
+        return resize_with_pad(pixels, recipe.size, recipe.interpolation, to_uint8=True)
+    return resize(pixels, recipe.size, recipe.interpolation, to_uint8=True)
 
 
 def decode_many(paths: Sequence[str], recipe: Recipe) -> Tuple[np.ndarray, List[Tuple[int, str]]]:

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 import warnings
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
@@ -18,7 +19,7 @@ from .decode import Recipe, require_pillow
 from .listing import ALLOWLIST_FORMATS, check_validation_split_arg, index_directory, split
 from .resize import INTERPOLATIONS
 
-__all__ = ["from_directory", "cache_path", "recipe_of", "KERAS_INTERPOLATIONS"]
+__all__ = ["from_directory", "cache_path", "recipe_of", "progress_bar", "listed_subsets", "KERAS_INTERPOLATIONS"]
 
 #: What Keras accepts for `interpolation`; hpcnn implements INTERPOLATIONS of them.
 KERAS_INTERPOLATIONS = ("bilinear", "nearest", "bicubic", "area", "lanczos3", "lanczos5", "gaussian", "mitchellcubic")
@@ -69,17 +70,20 @@ def cache_path(directory: str, recipe: Recipe, labels_key: str, split_key: str, 
     return os.path.join(cache_dir, name)
 
 
-def _progress(verbose: bool) -> Optional[Callable[[int], Callable[[int], None]]]:
+def progress_bar(verbose: bool, title: str = "") -> Optional[Callable[[int], Callable[[int], None]]]:
+    """A factory of progress callbacks for cache.write_images: a bar over the files (with the
+    images per second at the end); None when not verbose."""
     if not verbose:
         return None
 
     def factory(total: int) -> Callable[[int], None]:
+        if title:
+            print(title.format(total=total))
         bar = progress.ProgressBar(total, 1)
-        print(f"Decoding {total} images once (reused while the folder is unchanged):")
 
         def update(done: int) -> None:
             if done >= total:
-                bar.finish({})
+                bar.finish({}, images_per_second=total / max(time.perf_counter() - bar.start, 1e-9))
             else:
                 bar.update(done, {})
         return update
@@ -93,6 +97,20 @@ def _warn_refused(refused: List[List[str]], where: str) -> None:
     more = f"\n  ... and {len(refused) - 10} more (the dataset's refused_files lists all)" if len(refused) > 10 else ""
     warnings.warn(f"{where}: {len(refused)} file(s) left out, they are not usable images (move or repair "
                   f"them):\n  {shown}{more}", UserWarning, stacklevel=4)
+
+
+def listed_subsets(listing: Any, validation_split: Optional[float]) -> List[Subset]:
+    """The 'train' subset, and the 'valid' one with a validation_split (Keras' split, silently)."""
+    if not validation_split:
+        return [Subset("train", listing.file_paths, listing.labels)]
+    with open(os.devnull, "w") as quiet:  # Keras prints only the subsets it returns
+        stdout, sys.stdout = sys.stdout, quiet
+        try:
+            train = split(listing, validation_split, "training")
+            valid = split(listing, validation_split, "validation")
+        finally:
+            sys.stdout = stdout
+    return [Subset("train", *train), Subset("valid", *valid)]
 
 
 def from_directory(open_rows: Callable[..., Any], directory: Any, labels: Any = "inferred", label_mode: Optional[str] = "int",
@@ -140,17 +158,7 @@ def from_directory(open_rows: Callable[..., Any], directory: Any, labels: Any = 
     if label_mode == "binary" and len(listing.class_names or ()) != 2:
         raise ValueError('When passing `label_mode="binary"`, there must be exactly 2 class_names. Received: '
                          f"class_names={listing.class_names}")
-    if validation_split:
-        with open(os.devnull, "w") as quiet:  # Keras prints only the subsets it returns
-            stdout, sys.stdout = sys.stdout, quiet
-            try:
-                train = split(listing, validation_split, "training")
-                valid = split(listing, validation_split, "validation")
-            finally:
-                sys.stdout = stdout
-        parts = [Subset("train", *train), Subset("valid", *valid)]
-    else:
-        parts = [Subset("train", listing.file_paths, listing.labels)]
+    parts = listed_subsets(listing, validation_split)
     wanted = {"training": ["train"], "validation": ["valid"], "both": ["train", "valid"], None: ["train"]}[subset]
     for name in wanted:
         what = "training" if name == "train" else "validation"
@@ -163,7 +171,8 @@ def from_directory(open_rows: Callable[..., Any], directory: Any, labels: Any = 
     labels_key = "none" if listing.labels is None else ("inferred" if labels == "inferred" else "given")
     split_key = json.dumps([shuffle, int(seed) if shuffle else None, validation_split, list(listing.class_names or [])])
     out = cache_path(directory, recipe, labels_key, split_key, cache_dir)
-    built = build_or_reuse(out, parts, recipe, listing.class_names, _progress(verbose))
+    built = build_or_reuse(out, parts, recipe, listing.class_names,
+                           progress_bar(verbose, "Decoding {total} images once (reused while the folder is unchanged):"))
     _warn_refused(built.meta.get("refused", []), where)
     num_classes = len(listing.class_names) if listing.class_names else 0
     datasets = []
