@@ -262,8 +262,8 @@ class ImageDataset(_Refusals):
         return UnbatchedDataset(self)
 
     def batch(self, batch_size: int, drop_remainder: bool = False, **kwargs: Any) -> "ImageDataset":
-        """Batches of `batch_size` rows (a batched dataset is batched again by loading it with that
-        batch_size: refused, saying so)."""
+        """Refused: batching a batched dataset would batch its batches; load the folder with that
+        batch size (or ``.unbatch().batch(n)``)."""
         raise NotImplementedError(f"batch({batch_size}) on a batched dataset would batch its batches; load the "
                                   f"folder with batch_size={batch_size} instead (or .unbatch().batch({batch_size}))")
 

@@ -1,6 +1,6 @@
-"""The resize of image_dataset_from_directory against a float64 reference of TensorFlow's bilinear
-(half-pixel centres, no antialiasing) and nearest rules, Keras' crop/pad geometry, and, where
-TensorFlow is installed, against tf.image.resize itself and Keras' whole function on real photos."""
+"""The resize of image_dataset_from_directory: Keras' crop/pad geometry, and, where TensorFlow is
+installed, tf.image.resize itself and Keras' whole function on real photos (the C++ function
+against a float64 reference: tests/core/data/test_image_resize.py)."""
 import numpy as np
 import pytest
 
@@ -10,37 +10,7 @@ from hpcnn.data import image_dataset_from_directory
 from hpcnn.image_folders import resize
 
 
-def reference_bilinear(img, size):
-    """TensorFlow's bilinear rule in float64, one output pixel at a time."""
-    h, w = img.shape[:2]
-    out = np.zeros(tuple(size) + img.shape[2:])
-    for i in range(size[0]):
-        sy = (i + 0.5) * h / size[0] - 0.5
-        y0, y1, dy = max(int(np.floor(sy)), 0), min(int(np.ceil(sy)), h - 1), sy - np.floor(sy)
-        for j in range(size[1]):
-            sx = (j + 0.5) * w / size[1] - 0.5
-            x0, x1, dx = max(int(np.floor(sx)), 0), min(int(np.ceil(sx)), w - 1), sx - np.floor(sx)
-            top = img[y0, x0] * (1 - dx) + img[y0, x1] * dx
-            bottom = img[y1, x0] * (1 - dx) + img[y1, x1] * dx
-            out[i, j] = top * (1 - dy) + bottom * dy
-    return out
-
-
 SHAPES = [((37, 53), (16, 20)), ((12, 9), (30, 31)), ((5, 5), (5, 5)), ((64, 48), (7, 50))]
-
-
-@pytest.mark.parametrize("src, dst", SHAPES)
-def test_bilinear_matches_float64_reference(src, dst):
-    img = np.random.default_rng(0).integers(0, 256, src + (3,)).astype(np.uint8)
-    got = resize.resize(img, dst, "bilinear")
-    assert got.dtype == np.float32 and got.shape == dst + (3,)
-    np.testing.assert_allclose(got, reference_bilinear(img.astype(np.float64), dst), atol=2e-3)
-
-
-def test_nearest_rule():
-    img = np.arange(10, dtype=np.uint8).reshape(1, 10, 1)
-    assert resize.resize(img, (1, 4), "nearest")[0, :, 0].tolist() == [1, 3, 6, 8]  # floor((j + .5) * 2.5)
-    assert resize.resize(img, (1, 20), "nearest")[0, ::2, 0].tolist() == list(range(10))
 
 
 def test_crop_and_pad_geometry():
