@@ -32,7 +32,7 @@ FLOORS: List[List[str]] = [
     ["aliases", "errors", "validation", "progress", "interrupts", "suggestions", "config_objects"],
     ["paths"],                                                                  # where files are looked for
     ["image_folders"],                                                          # folders of image files, decoded
-    ["utils", "devices", "threads", "data"],                                    # runtime, data
+    ["utils", "devices", "threads", "data", "image_files"],                     # runtime, data
     ["config", "datasets", "distribute", "losses", "metrics", "optimizers", "regularizers"],
     ["layers"],                                                                 # the symbolic graph at its bottom
     ["formats"],                                                                # file layouts: never a model class
