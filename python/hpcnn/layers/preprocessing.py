@@ -41,6 +41,9 @@ class _Augmentation(Layer):
     they run and how they draw."""
 
     seed: Optional[int] = None
+    #: An augmentation layer: called on data without ``training`` it augments, as in Keras 3 (whose
+    #: augmentation layers default to training=True), models/model_call.py.
+    augments = True
 
     def core_config(self) -> Dict[str, Any]:
         args = {k: v for k, v in self.arguments().items() if k != "seed"}
