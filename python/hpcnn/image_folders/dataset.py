@@ -93,7 +93,8 @@ class ImageDataset(_Refusals):
     class_names : list of str or None
         The class names (Keras' ``class_names``).
     file_paths : list of str
-        The file of every row, in row order (Keras' ``file_paths``).
+        Keras' ``file_paths``: the files in the order Keras lists them (shuffled by the seed when
+        ``shuffle``; a shuffled dataset's batches come in a new order every epoch, in Keras too).
     shuffle : bool
         Rows shuffled every epoch.
     batch_size : int

@@ -154,7 +154,12 @@ def from_directory(open_rows: Callable[..., Any], directory: Any, labels: Any = 
     require_pillow(where)
     if seed is None:
         seed = np.random.randint(1e6)  # as Keras draws it (the global NumPy generator)
-    listing = index_directory(directory, labels, class_names, shuffle, int(seed), follow_links, verbose)
+    # Without a split, the rows are stored in the listing's sorted order, whatever the seed: the
+    # loader shuffles them every epoch, so one decoded file serves every seed (a run with seed=None
+    # draws a new one each time, and BackupAndRestore resumes it bitwise). file_paths is Keras'
+    # shuffled list all the same. With a split the seed decides the subsets, and keys the file.
+    seeded_rows = bool(shuffle and validation_split)
+    listing = index_directory(directory, labels, class_names, seeded_rows, int(seed), follow_links, verbose)
     if label_mode == "binary" and len(listing.class_names or ()) != 2:
         raise ValueError('When passing `label_mode="binary"`, there must be exactly 2 class_names. Received: '
                          f"class_names={listing.class_names}")
@@ -169,7 +174,8 @@ def from_directory(open_rows: Callable[..., Any], directory: Any, labels: Any = 
             kind = (" training" if name == "train" else " validation") if subset == "both" else ""
             raise ValueError(f"No{kind} images found in directory {directory}. Allowed formats: {ALLOWLIST_FORMATS}")
     labels_key = "none" if listing.labels is None else ("inferred" if labels == "inferred" else "given")
-    split_key = json.dumps([shuffle, int(seed) if shuffle else None, validation_split, list(listing.class_names or [])])
+    split_key = json.dumps([seeded_rows, int(seed) if seeded_rows else None, validation_split,
+                            list(listing.class_names or [])])
     out = cache_path(directory, recipe, labels_key, split_key, cache_dir)
     built = build_or_reuse(out, parts, recipe, listing.class_names,
                            progress_bar(verbose, "Decoding {total} images once (reused while the folder is unchanged):"))
@@ -187,7 +193,13 @@ def from_directory(open_rows: Callable[..., Any], directory: Any, labels: Any = 
         # Keras: the validation half of subset='both' is not shuffled.
         ds_shuffle = bool(shuffle) and not (subset == "both" and name == "valid")
         refused = [r for r in built.meta.get("refused", []) if r[0] in set(parts[0 if name == "train" else 1].paths)]
-        ds = ImageDataset(opener, label_mode, listing.class_names, built.meta["file_paths"][name], ds_shuffle,
+        paths = built.meta["file_paths"][name]
+        if shuffle and not seeded_rows:  # Keras' file_paths: the list shuffled by the seed
+            kept = set(paths)
+            keras_order = list(listing.file_paths)
+            np.random.RandomState(int(seed)).shuffle(keras_order)
+            paths = [p for p in keras_order if p in kept]
+        ds = ImageDataset(opener, label_mode, listing.class_names, paths, ds_shuffle,
                           batch_size or 32, int(seed), refused)
         datasets.append(ds if batch_size is not None else UnbatchedDataset(ds))
     return datasets if subset == "both" else datasets[0]

@@ -113,3 +113,39 @@ def test_keras_namespace_and_shuffled_predict_message(folder, tmp_path):
     m = model()
     with pytest.raises(ValueError, match="shuffles its rows"):
         m.predict(ds, verbose=0)
+
+
+def small(seed=5):
+    m = hpcnn.Sequential([layers.Input((12, 10, 3)), layers.Rescaling(1 / 255), layers.RandomFlip("horizontal"),
+                          layers.Conv2D(4, 3, activation="relu"), layers.Dropout(0.1), layers.Flatten(),
+                          layers.Dense(3)], seed=seed)
+    m.compile(hpcnn.optimizers.Adam(0.01), hpcnn.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return m
+
+
+def test_backup_and_restore_resumes_an_image_dataset_to_the_batch(folder, tmp_path, default_sigint):
+    """Interrupted mid-epoch and resumed in a new dataset (another drawn seed): the backup restores
+    the shuffle seed, and the weights end bitwise those of the uninterrupted run."""
+    from hpcnn.callbacks import BackupAndRestore
+    from tests.support.checkpoint_runs import SignalAt, same_weights, train
+    first_ds = load(folder, tmp_path, batch_size=3)   # seed=None: Keras draws one
+    ref = small()
+    train(ref, load(folder, tmp_path, batch_size=3, seed=first_ds.seed))
+    first = small()
+    h = train(first, first_ds, backup=BackupAndRestore(tmp_path / "b", save_freq=2), extra=[SignalAt(8)])
+    assert h.interrupted
+    resumed_ds = load(folder, tmp_path, batch_size=3)  # another drawn seed; the same decoded file
+    second = small()
+    train(second, resumed_ds, backup=BackupAndRestore(tmp_path / "b", save_freq=2))
+    assert resumed_ds.seed == first_ds.seed and same_weights(second, ref)
+
+
+def test_mirrored_strategy_shards_an_image_dataset(folder, tmp_path):
+    from hpcnn.distribute import MirroredStrategy
+    ds = load(folder, tmp_path, batch_size=4, seed=2)
+    with MirroredStrategy(["cpu", "cpu"]).scope():
+        m = small()
+    h = m.fit(ds, epochs=2, verbose=0)
+    single = small()
+    h1 = single.fit(load(folder, tmp_path, batch_size=4, seed=2), epochs=2, verbose=0)
+    np.testing.assert_allclose(h.history["loss"], h1.history["loss"], rtol=1e-4)  # same global batches
