@@ -61,3 +61,20 @@ def test_convert_images_arguments(folder, tmp_path):
     r = convert("images", tmp_path / "nowhere", tmp_path / "c.hdf5")
     assert r.returncode == 2 and "is not a folder" in r.stderr
     assert not any(p.name.endswith(".hdf5") for p in tmp_path.iterdir())
+
+
+def test_conversion_memory_is_bounded_by_the_blocks_not_the_folder(tmp_path):
+    """600 files decoded to 200x200 RGB are 72 MB of rows; with blocks of 16 files and two threads
+    (at most 4 blocks in flight, about 8 MB) the converting process grows by far less than that."""
+    from tests.support import paths
+    root = tmp_path / "many"
+    for c in ("a", "b"):
+        (root / c).mkdir(parents=True)
+        for i in range(300):
+            support.PIL.fromarray(np.full((6, 6, 3), i % 255, np.uint8)).save(root / c / f"{i}.png")
+    r = subprocess.run([sys.executable, "-m", "tests.support.images_memory_child", str(root), str(tmp_path / "o.h5"),
+                        "200"], capture_output=True, text=True, cwd=paths.ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    grown_mb = int(r.stdout.split()[-1]) / 1024
+    assert grown_mb < 36, f"the conversion grew the process by {grown_mb:.0f} MB for 72 MB of rows"
+    assert read_dataset(str(tmp_path / "o.h5"), "x_train").shape == (600, 200, 200, 3)
