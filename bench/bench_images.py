@@ -10,7 +10,9 @@ sample photographs, five classes; no download), then in one interleaved run:
    decoded file, then read it; TensorFlow: ``image_dataset_from_directory(...).cache()``'s first
    pass) and a later epoch (hpcnn: the native loader from its file; TensorFlow: from .cache());
    images/s, each side in its own process, the sides alternating;
-3. with --train: the same with the tutorial's first model trained (``fit``, one epoch each).
+3. with --train: the same with the tutorial's first model trained (``fit``, one epoch each);
+4. with --arrays: in this process, one epoch of that model on the image dataset against the same
+   images as NumPy arrays (what the pipeline adds to training), alternating, --rounds times.
 
 Prints one line per measurement and the ratios; RESULTS.md has the figures."""
 from __future__ import annotations
@@ -116,6 +118,37 @@ def make_photos(root: Path, files: int, seed: int = 0) -> Path:
     return root
 
 
+def arrays_against_dataset(photos: Path, cache: Path, rounds: int) -> None:
+    """fit one epoch on the image dataset and on its images as arrays, alternating (--arrays)."""
+    import hpcnn
+    from hpcnn.data import image_dataset_from_directory
+    from hpcnn.keras import layers
+    ds = image_dataset_from_directory(str(photos), image_size=(180, 180), batch_size=32, seed=1, verbose=False,
+                                      cache_dir=str(cache))
+    x = np.concatenate([b for b, _ in ds])
+    y = np.concatenate([lab for _, lab in ds])
+
+    def model():
+        m = hpcnn.Sequential([layers.Input((180, 180, 3)), layers.Rescaling(1. / 255),
+                              layers.Conv2D(16, 3, padding="same", activation="relu"), layers.MaxPooling2D(),
+                              layers.Conv2D(32, 3, padding="same", activation="relu"), layers.MaxPooling2D(),
+                              layers.Conv2D(64, 3, padding="same", activation="relu"), layers.MaxPooling2D(),
+                              layers.Flatten(), layers.Dense(128, activation="relu"), layers.Dense(5)])
+        m.compile("adam", hpcnn.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        return m
+    on_arrays, on_dataset = model(), model()
+    on_arrays.fit(x[:64], y[:64], batch_size=32, epochs=1, verbose=0)  # warm-up
+    on_dataset.fit(ds.take(2), epochs=1, verbose=0)
+    for r in range(rounds):
+        t = time.perf_counter()
+        on_arrays.fit(x, y, batch_size=32, epochs=1, verbose=0)
+        a = len(x) / (time.perf_counter() - t)
+        t = time.perf_counter()
+        on_dataset.fit(ds, epochs=1, verbose=0)
+        d = len(x) / (time.perf_counter() - t)
+        print(f"round {r}: fit one epoch, 180x180 tutorial model: arrays {a:.0f} img/s, image dataset {d:.0f} img/s")
+
+
 def run_side(python: str, code: str, args: dict) -> dict:
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND="tensorflow")
     r = subprocess.run([python, "-c", code, json.dumps(args)], capture_output=True, text=True, env=env)
@@ -132,6 +165,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--train", action="store_true", help="also time fit() of the tutorial's first model")
     ap.add_argument("--dir", default=None, help="use (or make) the photos here")
+    ap.add_argument("--arrays", action="store_true", help="only: training on the dataset against on arrays")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench_images_"))
     try:
@@ -140,6 +174,9 @@ def main() -> int:
             t = time.perf_counter()
             make_photos(photos, args.files)
             print(f"made {args.files} photos of 500x375 in {time.perf_counter() - t:.1f} s: {photos}")
+        if args.arrays:
+            arrays_against_dataset(photos, work / "cache_arrays", args.rounds)
+            return 0
         n = sum(len(f) for _, _, f in os.walk(photos))
         print(f"hpcnn threads/workers: {os.environ.get('HPCNN_NUM_THREADS') or len(os.sched_getaffinity(0))}")
         for r in range(args.rounds):
