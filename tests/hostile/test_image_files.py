@@ -133,3 +133,13 @@ def test_a_subset_of_only_damaged_files_is_an_error_naming_one(tmp_path):
     (d / "a.png").write_text("no")
     with pytest.raises(ValueError, match=r"no usable image .*a\.png: not an image"):
         load(tmp_path / "imgs", tmp_path / "c")
+
+
+def test_a_symlink_loop_with_follow_links_ends_with_a_warning(tmp_path):
+    root = tmp_path / "imgs"
+    (root / "cls" / "sub").mkdir(parents=True)
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(root / "cls" / "sub" / "a.png")
+    os.symlink(root / "cls", root / "cls" / "sub" / "up")  # a link back up: a loop
+    with pytest.warns(UserWarning, match=r"up is a folder already listed \(a symbolic link loop\)"):
+        ds = load(root, tmp_path / "c", follow_links=True)
+    assert [os.path.relpath(p, root) for p in ds.file_paths] == ["cls/sub/a.png"]

@@ -5,7 +5,8 @@ so that the same folder, seed and split give the same files in the same subset, 
 - Class folders: the folder's sub-folders in sorted order, hidden ones (a name starting with ".")
   left out; a sub-folder that is a symbolic link to a folder is a class too (as ``os.path.isdir``).
 - Files: each class folder walked recursively (``os.walk``; into linked sub-folders only with
-  ``follow_links``), folders in sorted order of their path, files in sorted order of their name;
+  ``follow_links``, a link looping back to a folder already walked not followed: a warning names it),
+  folders in sorted order of their path, files in sorted order of their name;
   a file is listed when its lower-cased name ends with .bmp, .gif, .jpeg, .jpg or .png. Hidden files
   are listed as Keras lists them (a macOS "._photo.jpg" is then reported as not an image).
 - Shuffle: with ``shuffle`` the list is shuffled with ``numpy.random.RandomState(seed)`` (the labels
@@ -15,6 +16,7 @@ so that the same folder, seed and split give the same files in the same subset, 
 from __future__ import annotations
 
 import os
+import warnings
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -52,10 +54,29 @@ def _class_folders(directory: str) -> List[str]:
             and not d.startswith(".")]
 
 
+def _walk(folder: str, follow_links: bool):
+    """os.walk, except that with follow_links a folder already walked (a link back up: a loop) is
+    not walked again: os.walk would go round until the path is too long, listing the same files
+    thousands of times. A warning names the link."""
+    if not follow_links:
+        yield from os.walk(folder)
+        return
+    seen = set()
+    for root, dirs, files in os.walk(folder, followlinks=True):
+        st = os.stat(root)
+        if (st.st_dev, st.st_ino) in seen:
+            warnings.warn(f"image_dataset_from_directory: {root} is a folder already listed (a symbolic link loop): "
+                          "not walked again", UserWarning, stacklevel=4)
+            dirs[:] = []
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        yield root, dirs, files
+
+
 def _files_under(folder: str, follow_links: bool) -> List[str]:
     """The image files under `folder`, relative to it, in Keras' order (see the module's text)."""
     out = []
-    for root, _, files in sorted(os.walk(folder, followlinks=follow_links), key=lambda w: w[0]):
+    for root, _, files in sorted(_walk(folder, follow_links), key=lambda w: w[0]):
         for name in sorted(files):
             if name.lower().endswith(ALLOWLIST_FORMATS):
                 out.append(os.path.relpath(os.path.join(root, name), folder))
