@@ -12,7 +12,10 @@ sample photographs, five classes; no download), then in one interleaved run:
    images/s, each side in its own process, the sides alternating;
 3. with --train: the same with the tutorial's first model trained (``fit``, one epoch each);
 4. with --arrays: in this process, one epoch of that model on the image dataset against the same
-   images as NumPy arrays (what the pipeline adds to training), alternating, --rounds times.
+   images as NumPy arrays (what the pipeline adds to training), alternating, --rounds times;
+5. with --agreement: that model trained 3 epochs on hpcnn's images, then predicting every photo as
+   hpcnn decodes it and as Keras on TensorFlow decodes it: the pixel difference and how often the
+   predicted class agrees.
 
 Prints one line per measurement and the ratios; RESULTS.md has the figures."""
 from __future__ import annotations
@@ -149,6 +152,44 @@ def arrays_against_dataset(photos: Path, cache: Path, rounds: int) -> None:
         print(f"round {r}: fit one epoch, 180x180 tutorial model: arrays {a:.0f} img/s, image dataset {d:.0f} img/s")
 
 
+TF_PIXELS = r'''
+import json, os, sys
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import numpy as np, keras
+args = json.loads(sys.argv[1])
+ds = keras.utils.image_dataset_from_directory(args["dir"], shuffle=False, image_size=(180, 180), batch_size=1000,
+                                              verbose=False)
+np.save(args["npy"], np.concatenate([b[0].numpy() for b in ds]))
+print("RESULT " + json.dumps({"file_paths": ds.file_paths}))
+'''
+
+
+def agreement(photos: Path, work: Path, tf_python: str) -> None:
+    """--agreement: one model, the photos as each side decodes them."""
+    import hpcnn
+    from hpcnn.data import image_dataset_from_directory
+    from hpcnn.keras import layers
+    reply = run_side(tf_python, TF_PIXELS, {"dir": str(photos), "npy": str(work / "tf.npy")})
+    kw = dict(image_size=(180, 180), verbose=False, cache_dir=str(work / "agree"))
+    train, val = image_dataset_from_directory(str(photos), batch_size=32, seed=123, validation_split=0.2,
+                                              subset="both", **kw)
+    m = hpcnn.Sequential([layers.Input((180, 180, 3)), layers.Rescaling(1. / 255),
+                          layers.Conv2D(16, 3, padding="same", activation="relu"), layers.MaxPooling2D(),
+                          layers.Conv2D(32, 3, padding="same", activation="relu"), layers.MaxPooling2D(),
+                          layers.Conv2D(64, 3, padding="same", activation="relu"), layers.MaxPooling2D(),
+                          layers.Flatten(), layers.Dense(128, activation="relu"), layers.Dense(5)])
+    m.compile("adam", hpcnn.keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    h = m.fit(train, validation_data=val, epochs=3, verbose=0)
+    every = image_dataset_from_directory(str(photos), batch_size=1000, shuffle=False, **kw)
+    assert every.file_paths == reply["file_paths"]
+    ours, theirs = np.concatenate([b for b, _ in every]), np.load(work / "tf.npy")
+    p1, p2 = m.predict(ours, verbose=0), m.predict(theirs, verbose=0)
+    d = np.abs(ours - theirs)
+    print(f"val_accuracy {h.history['val_accuracy'][-1]:.3f}; pixels |hpcnn - Keras| mean {d.mean():.3f} max "
+          f"{d.max():.2f}; predicted class agrees on {(p1.argmax(1) == p2.argmax(1)).mean() * 100:.1f} % of "
+          f"{len(p1)} photos; largest logit difference {np.abs(p1 - p2).max():.3f}")
+
+
 def run_side(python: str, code: str, args: dict) -> dict:
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND="tensorflow")
     r = subprocess.run([python, "-c", code, json.dumps(args)], capture_output=True, text=True, env=env)
@@ -166,6 +207,7 @@ def main() -> int:
     ap.add_argument("--train", action="store_true", help="also time fit() of the tutorial's first model")
     ap.add_argument("--dir", default=None, help="use (or make) the photos here")
     ap.add_argument("--arrays", action="store_true", help="only: training on the dataset against on arrays")
+    ap.add_argument("--agreement", action="store_true", help="only: predictions on hpcnn's and Keras' pixels")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench_images_"))
     try:
@@ -174,6 +216,9 @@ def main() -> int:
             t = time.perf_counter()
             make_photos(photos, args.files)
             print(f"made {args.files} photos of 500x375 in {time.perf_counter() - t:.1f} s: {photos}")
+        if args.agreement:
+            agreement(photos, work, args.tf_python)
+            return 0
         if args.arrays:
             arrays_against_dataset(photos, work / "cache_arrays", args.rounds)
             return 0
