@@ -134,8 +134,8 @@ def from_directory(open_rows: Callable[..., Any], directory: Any, labels: Any = 
         if class_names:
             raise ValueError(f'You can only pass `class_names` if `labels="inferred"`. Received: labels={labels}, and '
                              f"class_names={class_names}")
-        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 0 for v in labels):
-            raise ValueError(f"{where}: labels must be integers >= 0 (class indices), one per file")
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and 0 <= v < 2**31 for v in labels):
+            raise ValueError(f"{where}: labels must be integers in [0, 2**31) (class indices), one per file")
     if label_mode not in {"int", "categorical", "binary", None}:
         raise ValueError('`label_mode` argument must be one of "int", "categorical", "binary", or None. Received: '
                          f"label_mode={label_mode}")
@@ -163,6 +163,15 @@ def from_directory(open_rows: Callable[..., Any], directory: Any, labels: Any = 
     if label_mode == "binary" and len(listing.class_names or ()) != 2:
         raise ValueError('When passing `label_mode="binary"`, there must be exactly 2 class_names. Received: '
                          f"class_names={listing.class_names}")
+    num_classes = len(listing.class_names) if listing.class_names else 0
+    explicit = listing.labels is not None and labels != "inferred"
+    if explicit and len(listing.labels) and label_mode in ("categorical", "binary") and \
+            int(np.max(listing.labels)) >= max(num_classes, 1):
+        raise ValueError(f"{where}: labels holds {int(np.max(listing.labels))}, not below the {num_classes} classes "
+                         f"{listing.class_names}: label_mode='{label_mode}' needs labels 0..{num_classes - 1} "
+                         "(Keras would one-hot it to zeros)")
+    if explicit and label_mode == "int":
+        num_classes = 0  # given labels are used as they are (Keras): 5 stays 5, not checked against class_names
     parts = listed_subsets(listing, validation_split)
     wanted = {"training": ["train"], "validation": ["valid"], "both": ["train", "valid"], None: ["train"]}[subset]
     for name in wanted:
@@ -180,7 +189,6 @@ def from_directory(open_rows: Callable[..., Any], directory: Any, labels: Any = 
     built = build_or_reuse(out, parts, recipe, listing.class_names,
                            progress_bar(verbose, "Decoding {total} images once (reused while the folder is unchanged):"))
     _warn_refused(built.meta.get("refused", []), where)
-    num_classes = len(listing.class_names) if listing.class_names else 0
     datasets = []
     for name in wanted:
         has_y = listing.labels is not None

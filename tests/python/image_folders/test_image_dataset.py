@@ -86,6 +86,9 @@ def test_tf_data_idioms(folder, tmp_path):
     m = model()
     m.compile("adam", hpcnn.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     m.fit(ds.take(2), epochs=1, verbose=0)
+    scaled = hpcnn.Sequential([layers.Input((12, 10, 3)), layers.Flatten(), layers.Dense(3)])
+    scaled.compile("adam", hpcnn.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    assert len(scaled.fit(norm, epochs=1, verbose=0).history["loss"]) == 1  # the mapped batches, in Python
     unb = load(folder, tmp_path, seed=3, batch_size=None)
     x, y = next(iter(unb))
     assert x.shape == (12, 10, 3) and len(unb.batch(8)) == 3

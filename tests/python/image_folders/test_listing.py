@@ -71,6 +71,12 @@ def test_class_names_and_labels_arguments(folder, tmp_path):
     given = [i % 2 for i in range(n)]
     ds = quiet(folder, tmp_path, labels=given, shuffle=False)
     assert ds.class_names == ["0", "1"] and np.concatenate([y for _, y in ds]).tolist() == given
+    sparse = quiet(folder, tmp_path, labels=[5 * v for v in given], shuffle=False)  # int: used as given
+    assert sparse.class_names == ["0", "5"] and np.concatenate([y for _, y in sparse]).max() == 5
+    with pytest.raises(ValueError, match=r"labels holds 5, not below the 2 classes .*needs labels 0..1"):
+        quiet(folder, tmp_path, labels=[5 * v for v in given], label_mode="categorical", shuffle=False)
+    with pytest.raises(ValueError, match=r"labels must be integers in \[0, 2\*\*31\)"):
+        quiet(folder, tmp_path, labels=[-1] + given[1:], shuffle=False)
     x = next(iter(quiet(folder, tmp_path, labels=None, shuffle=False)))
     assert isinstance(x, np.ndarray) and x.shape == (19, 8, 8, 3)  # images alone, as Keras
 
