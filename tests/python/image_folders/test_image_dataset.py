@@ -89,6 +89,11 @@ def test_tf_data_idioms(folder, tmp_path):
     scaled = hpcnn.Sequential([layers.Input((12, 10, 3)), layers.Flatten(), layers.Dense(3)])
     scaled.compile("adam", hpcnn.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     assert len(scaled.fit(norm, epochs=1, verbose=0).history["loss"]) == 1  # the mapped batches, in Python
+    augment = hpcnn.keras.Sequential([layers.RandomFlip("horizontal", input_shape=(12, 10, 3)),
+                                      layers.RandomRotation(0.2)])
+    plain, _ = next(iter(ds.take(1)))
+    augmented = ds.take(1).map(lambda x, y: (augment(x), y))  # Keras' "from scratch" tutorial's idiom
+    assert np.abs(next(iter(augmented))[0] - plain).max() > 0
     unb = load(folder, tmp_path, seed=3, batch_size=None)
     x, y = next(iter(unb))
     assert x.shape == (12, 10, 3) and len(unb.batch(8)) == 3
