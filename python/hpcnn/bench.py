@@ -120,11 +120,13 @@ class ServedWorker:
     run(way, count, warmup) asks it to time that many calls and returns their seconds."""
 
     def __init__(self, python: str, framework: str, batch: int, threads: int, model: str = "tutorial",
-                 latency: bool = False):
+                 latency: bool = False, sessions: Optional[str] = None):
         self.framework = framework
         cmd = [python, "-c", _WORKER_LAUNCHER, os.path.abspath(bench_workers.__file__), "--worker", framework,
                "--batch", str(batch), "--steps", "0", "--warmup", "0", "--threads", str(threads), "--model", model,
                "--serve"]
+        if sessions:  # a bench script's own models (bench_workers.add_sessions)
+            cmd += ["--sessions", os.path.abspath(sessions)]
         if latency:
             cmd += ["--latency", "1"]
         self._stderr = tempfile.TemporaryFile(mode="w+")  # a pipe nobody reads could fill and block the worker
