@@ -57,9 +57,22 @@ def test_bench_photos_script_smoke(tmp_path):
 
 def test_bench_ops_photos_smoke():
     r = subprocess.run([sys.executable, "-m", "bench.bench_ops", "--model", "photos", "--batch", "2", "--trials", "1",
-                        "--min-time", "0.0001", "--peak-seconds", "0.05"], capture_output=True, text=True,
-                       timeout=300, cwd=paths.ROOT)
+                        "--min-time", "0.0001", "--peak-seconds", "0.05", "--clock", "cpu"], capture_output=True,
+                       text=True, timeout=300, cwd=paths.ROOT)
     assert r.returncode == 0, r.stderr
+    assert "batch 2, cpu clock" in r.stdout
     for row in ("conv1 3->16 @180x180", "pool1 2x2 @180x180x16", "conv3 32->64 @45x45", "dense1 30976->128",
                 "dense2 128->5", "softmax-xent (5)", f"adam ({PARAMS:,} params)", "training step estimate"):
+        assert row in r.stdout, (row, r.stdout)
+
+
+def test_tensorflow_layer_profile_smoke():
+    """TensorFlow's side of the per-layer profile, where TensorFlow is installed for this Python."""
+    if not bench.importable(sys.executable, "tensorflow"):
+        pytest.skip("tensorflow is not installed for this Python (run bench/photos_layers_tf.py with an "
+                    "interpreter that has it)")
+    r = subprocess.run([sys.executable, str(paths.ROOT / "bench" / "photos_layers_tf.py"), "--batch", "2",
+                        "--steps", "1"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    for row in ("conv1 3->16 @180x180", "pool3 2x2 @45x45x64", "dense1 30976->128"):
         assert row in r.stdout, (row, r.stdout)
