@@ -445,6 +445,7 @@ def time_once(framework: str, batch: int, steps: int, warmup: int, threads: int,
 WORKERS = {name: functools.partial(time_once, name) for name in SESSIONS}
 IMPORT_NAME = {"hpcnn": "hpcnn", "torch": "torch", "tensorflow": "tensorflow"}
 
+
 def add_sessions(path: str) -> None:
     """Adds the models and sessions of a plain Python file (its MODELS and SESSIONS dicts, the
     same shapes as these) for a served worker: a bench script times its own models through this
