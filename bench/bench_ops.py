@@ -11,8 +11,9 @@ of all forward and backward times (what one step costs with no framework overhea
     python -m bench.bench_ops [--batch 250] [--threads N] [--trials 5] [--min-time 0.15]
 
 With --depthwise: MobileNetV2's (224x224) depthwise convolutions instead (the op_cases rows
-MOBILENETV2_DEPTHWISE, 3x3 'same', depth multiplier 1) at --batch (give 32 for the issue's
-figures), forward and backward (input and kernel gradients). A depthwise layer does 2*9 FLOP per
+MOBILENETV2_DEPTHWISE, 3x3 'same', depth multiplier 1), then EfficientNetB0's others (its 5x5 ones,
+EFFICIENTNETB0_DEPTHWISE) at --batch (give 32 for the issue's
+figures), forward and backward (input and kernel gradients). A 3x3 depthwise layer does 2*9 FLOP per
 output value and moves at least 4 bytes in and 4 out, so it is memory-bound: each row prints the
 bandwidth it reaches counting one read of every input and one write of every output, against a
 streaming kernel measured in the same run on the same threads (ops.multiply_forward of 256 MiB by
@@ -211,11 +212,11 @@ def depthwise(n, rng, peak, T, P, peer="", threads=1):
     ts = timed(lambda r: ops.multiply_forward(big, scale, repeat=r), T, P)
     stream = 2 * big.nbytes / ts / 1e9
     print(f"streaming reference (multiply over 256 MiB, 1 read + 1 write): {stream:.1f} GB/s\n")
-    print(f"{'depthwise 3x3 (batch %d)' % n:30s} {'fwd ms':>8s} {'GB/s':>6s} {'%bw':>5s} {'%peak':>6s} "
+    print(f"{'depthwise (batch %d)' % n:30s} {'fwd ms':>8s} {'GB/s':>6s} {'%bw':>5s} {'%peak':>6s} "
           f"{'bwd ms':>8s} {'GB/s':>6s} {'%bw':>5s}" + (f" {'torch fwd':>9s} {'torch bwd':>9s}" if peer else ""))
     tot_tf = tot_tb = 0.0
     tot_f = tot_b = 0.0
-    for row in op_cases.MOBILENETV2_DEPTHWISE:
+    for row in op_cases.MOBILENETV2_DEPTHWISE + op_cases.EFFICIENTNETB0_DEPTHWISE:
         _, h, w, c, m, k, st, padding = row.case(n)
         x = rng.standard_normal((n, h, w, c)).astype(np.float32)
         kern = (rng.standard_normal((k, k, c, m)) * 0.3).astype(np.float32)

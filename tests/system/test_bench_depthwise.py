@@ -1,5 +1,5 @@
 """bench/bench_ops.py --depthwise runs (a smoke run at batch 1, no timings asserted): every
-MobileNetV2 row of op_cases is timed and the streaming reference printed; --peer with a Python that
+MobileNetV2 and EfficientNetB0 row of op_cases is timed and the streaming reference printed; --peer with a Python that
 cannot import torch reports the failure per row instead of stopping."""
 import subprocess
 import sys
@@ -13,5 +13,5 @@ def test_bench_ops_depthwise_smoke():
                        capture_output=True, text=True, timeout=300, cwd=paths.ROOT)
     assert r.returncode == 0, r.stderr
     assert "streaming reference" in r.stdout and "sum of the rows" in r.stdout
-    for row in op_cases.MOBILENETV2_DEPTHWISE:
+    for row in op_cases.MOBILENETV2_DEPTHWISE + op_cases.EFFICIENTNETB0_DEPTHWISE:
         assert row.label() in r.stdout, (row.label(), r.stdout)
