@@ -41,6 +41,7 @@ LAYOUT = {
     "python/datasets": "hpcnn.datasets",
     "python/export": "hpcnn.export: ONNX and OpenVINO files against predict, in ONNX Runtime and OpenVINO",
     "python/formats": "hpcnn.formats: Keras' and hpcnn's files, saving",
+    "python/image_folders": "hpcnn.image_folders: folders of images (listing, resize, decoded cache, datasets)",
     "python/keras": "hpcnn.keras: Keras' namespace, its tutorial code, live Keras",
     "python/layers": "hpcnn.layers",
     "python/models": "hpcnn.models: Sequential, the functional API, nesting, model calls",
