@@ -16,7 +16,9 @@ from ..layers import (Add, BatchNormalization, Concatenate, Conv2D, Dense, Dropo
                      GlobalMaxPooling2D, Input, InputLayer, KerasTensor, MaxPooling2D, ReLU, Rescaling)
 from ..models import Model, Sequential
 from ..regularizers import Regularizer
-from . import imagenet_utils, mobilenet_v2, resnet, vgg16, weight_files
+from . import efficientnet, imagenet_utils, mobilenet_v2, resnet, vgg16, weight_files
+from .efficientnet import (EfficientNetB0, EfficientNetB1, EfficientNetB2, EfficientNetB3, EfficientNetB4,
+                           EfficientNetB5, EfficientNetB6, EfficientNetB7)
 from .mobilenet_v2 import MobileNetV2
 from .resnet import ResNet50, ResNet101, ResNet152
 from .vgg16 import VGG16
@@ -201,4 +203,6 @@ resnet110_cifar = _depth_variant(110)
 
 __all__ = ["tutorial_cnn", "deep_mnist", "resnet_cifar", "resnet20_cifar", "resnet32_cifar", "resnet44_cifar",
            "resnet56_cifar", "resnet110_cifar", "VGG16", "ResNet50", "ResNet101", "ResNet152", "MobileNetV2",
-           "imagenet_utils", "vgg16", "resnet", "mobilenet_v2", "weight_files"]
+           "EfficientNetB0", "EfficientNetB1", "EfficientNetB2", "EfficientNetB3", "EfficientNetB4", "EfficientNetB5",
+           "EfficientNetB6", "EfficientNetB7", "imagenet_utils", "vgg16", "resnet", "mobilenet_v2", "efficientnet",
+           "weight_files"]

@@ -131,3 +131,13 @@ def test_mobilenetv2_names_and_sizes():
     m = applications.MobileNetV2(weights=None, alpha=1.4, input_shape=(64, 64, 3), classes=3)
     assert m.name == "mobilenetv2_1.40_64" and m.get_layer("Conv_1").filters == 1792
     assert m.count_params() == 4369091  # Keras 3.15's MobileNetV2(alpha=1.4, input_shape=(64, 64, 3), classes=3)
+
+
+def test_efficientnet_sizes_and_preprocessing():
+    m = applications.EfficientNetB0(weights=None, include_top=False)
+    assert m.sample_shape == (224, 224, 3) and m.name == "efficientnetb0"
+    assert m.count_params() == 4049571  # Keras' EfficientNetB0(include_top=False)
+    assert [type(layer).__name__ for layer in m.layers[1:3]] == ["Rescaling", "Normalization"]
+    x = np.arange(6.0)
+    assert applications.efficientnet.preprocess_input(x) is x  # the preprocessing is inside the model
+    assert applications.EfficientNetB3.__name__ == "EfficientNetB3"

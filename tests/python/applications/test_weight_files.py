@@ -170,3 +170,26 @@ def test_offline_error_for_mobilenetv2_names_keras_file(keras_home):
     assert info.value.fname == "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_0.35_224_no_top.h5"
     assert info.value.url == ("https://storage.googleapis.com/tensorflow/keras-applications/mobilenet_v2/"
                               "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_0.35_224_no_top.h5")
+
+
+def test_offline_error_for_efficientnet_names_keras_file(keras_home):
+    with pytest.raises(weight_files.WeightsUnavailable) as info:
+        keras_applications.EfficientNetB0(weights="imagenet", include_top=False, input_shape=(32, 32, 3))
+    assert info.value.fname == "efficientnetb0_notop.h5"
+    assert info.value.url == "https://storage.googleapis.com/keras-applications/efficientnetb0_notop.h5"
+
+
+def test_imagenet_weights_come_from_the_cache_folder(keras_home, monkeypatch):
+    """weights='imagenet' end to end: the file Keras would have downloaded, in Keras' cache folder
+    under Keras' file name (here written by hpcnn's save_weights, in the legacy layout Keras' files
+    have, its checksum standing in for Keras' own), is the one loaded; nothing is downloaded."""
+    source = keras_applications.VGG16(weights=None, include_top=False, input_shape=(32, 32, 3))
+    rng = np.random.default_rng(3)
+    source.set_weights([rng.standard_normal(w.shape).astype(np.float32) for w in source.get_weights()])
+    (keras_home / "models").mkdir()
+    path = keras_home / "models" / "vgg16_weights_tf_dim_ordering_tf_kernels_notop.h5"
+    source.save_weights(str(path))
+    monkeypatch.setattr(vgg16, "WEIGHTS_HASH_NO_TOP", md5(path.read_bytes()))
+    model = keras_applications.VGG16(weights="imagenet", include_top=False, input_shape=(32, 32, 3))
+    for a, b in zip(model.get_weights(), source.get_weights()):
+        np.testing.assert_array_equal(a, b)
