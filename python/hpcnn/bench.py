@@ -117,14 +117,16 @@ def run_worker(python: str, framework: str, batch: int, steps: int, warmup: int,
 
 class ServedWorker:
     """A worker process that keeps its framework's model for a whole run (bench_workers.serve):
-    run(way, count, warmup) asks it to time that many calls and returns their seconds."""
+    run(way, count, warmup) asks it to time that many calls and returns their seconds.
+    `worker_file`: another worker script with the same command line and protocol (its own
+    `worker_main`; bench/engine_workers.py), given `extra_args` after the common ones."""
 
     def __init__(self, python: str, framework: str, batch: int, threads: int, model: str = "tutorial",
-                 latency: bool = False):
+                 latency: bool = False, worker_file: Optional[str] = None, extra_args: Sequence[str] = ()):
         self.framework = framework
-        cmd = [python, "-c", _WORKER_LAUNCHER, os.path.abspath(bench_workers.__file__), "--worker", framework,
-               "--batch", str(batch), "--steps", "0", "--warmup", "0", "--threads", str(threads), "--model", model,
-               "--serve"]
+        cmd = [python, "-c", _WORKER_LAUNCHER, os.path.abspath(worker_file or bench_workers.__file__), "--worker",
+               framework, "--batch", str(batch), "--steps", "0", "--warmup", "0", "--threads", str(threads),
+               "--model", model, "--serve", *extra_args]
         if latency:
             cmd += ["--latency", "1"]
         self._stderr = tempfile.TemporaryFile(mode="w+")  # a pipe nobody reads could fill and block the worker
