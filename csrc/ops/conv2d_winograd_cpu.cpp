@@ -49,6 +49,8 @@ constexpr int kColumnsPerThread = 16;
 
 // Fewer tiles in a whole forward pass: im2col instead (applies()).
 constexpr long long kMinTilesPerCall = 4;
+// Fewer tiles in a whole forward pass: the threads split the output channels (forward_impl).
+constexpr long long kSplitChannelsBelow = 32;
 
 // One 3x3 stride-1 convolution as the Winograd routine sees it (forward or backward-data).
 struct Problem {
@@ -351,10 +353,11 @@ void forward_impl(const Conv2dGeometry& g, const float* x, const float* w, const
       });
   const float* u = lease.data();
   const long long tiles = g.n * p.tiles();
-  if (tiles < 2 * kMinTilesPerThread && g.f >= 2 * kColumnsPerThread && get_num_threads() > 1) {
-    // Too few tiles to share (a deep layer at batch 1: 8x8 is 4 tiles): the threads split the
-    // output channels instead, each reading its part of U (the cost at these sizes) and
-    // transforming the few input tiles itself. Each element is computed as in the tile split.
+  if (tiles < kSplitChannelsBelow && g.f >= 2 * kColumnsPerThread && get_num_threads() > 1) {
+    // Few tiles (a deep layer at batch 1): split by tiles, each thread would read all of U for a
+    // few rows of products. The threads split the output channels instead, each reading its part
+    // of U (the cost at these sizes) and transforming the few input tiles itself. Each element is
+    // computed as in the tile split.
     const long long slices = g.f / kColumnsPerThread;  // the last one takes the channels left over
     parallel_for(slices, [&](long long s0, long long s1, int) {
       const int c0 = static_cast<int>(s0 * kColumnsPerThread);

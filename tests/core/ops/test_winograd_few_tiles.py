@@ -1,6 +1,6 @@
-"""The Winograd forward pass of a convolution with too few tiles to share among the threads (a
-deep layer at batch 1: an 8x8 output is 4 tiles of F(4x4, 3x3)): the threads split the output
-channels instead, in slices of 16 (the last one takes what is left). Against the float64
+"""The Winograd forward pass of a convolution with few tiles (fewer than 32 in all: a deep layer
+at batch 1, where an 8x8 output is 4 tiles of F(4x4, 3x3)): the threads split the output
+channels instead of the tiles, in slices of 16 (the last one takes what is left). Against the float64
 reference, with and without the fused bias + ReLU and a residual, for channel counts that are and
 are not multiples of 16, and bit for bit across thread counts (each element is the same chain of
 operations whichever thread computes it) and against the same image in a larger batch (where the
@@ -17,7 +17,7 @@ from hpcnn import _core
 ops = _core.ops
 
 FEW_TILE_CASES = [
-    # n, h, w, c, f: 4-7 tiles in all, at least 32 output channels
+    # n, h, w, c, f: 4-6 tiles in all, at least 32 output channels
     (1, 8, 8, 64, 128),   # the tutorial CNN's conv3 at batch 1
     (1, 8, 8, 16, 32),    # two slices of 16
     (1, 8, 8, 24, 40),    # the last slice takes 24 channels (a masked tail)
@@ -39,7 +39,7 @@ def test_few_tiles_split_over_channels_matches_reference(threads, n, h, w, c, f,
     close(outs[0], ref.conv2d_forward(x, wt, b, (1, 1), "same", relu))
     # the same image among others: enough tiles to split the tiles over the threads instead
     _core.set_num_threads(2)
-    batch = np.concatenate([x, randn(rng, 3, h, w, c)])
+    batch = np.concatenate([x, randn(rng, 8, h, w, c)])  # 36 tiles or more: split by tiles
     np.testing.assert_array_equal(ops.conv2d_forward(batch, wt, b, padding="same", relu=relu)[:1], outs[0])
 
 
