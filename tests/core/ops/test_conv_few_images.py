@@ -1,10 +1,17 @@
-"""The Winograd forward pass of a convolution with few tiles (fewer than 32 in all: a deep layer
+"""Convolutions of fewer images than threads (batch 1) keep every thread busy, and each output
+element is computed as it is in a larger batch.
+
+The Winograd forward pass of a convolution with few tiles (fewer than 32 in all: a deep layer
 at batch 1, where an 8x8 output is 4 tiles of F(4x4, 3x3)): the threads split the output
 channels instead of the tiles, in slices of 16 (the last one takes what is left). Against the float64
 reference, with and without the fused bias + ReLU and a residual, for channel counts that are and
 are not multiples of 16, and bit for bit across thread counts (each element is the same chain of
 operations whichever thread computes it) and against the same image in a larger batch (where the
-tiles are split instead)."""
+tiles are split instead).
+
+The direct kernel (few input channels: a first layer on RGB; 3x3 stride 2 to at most 32 filters:
+a ResNet's downsampling), which splits a batch by images, splits an image's output rows over the
+threads when there are fewer images than threads."""
 from __future__ import annotations
 
 import numpy as np
@@ -50,3 +57,31 @@ def test_few_tiles_with_residual(threads):
     for nt in (1, 2):
         _core.set_num_threads(nt)
         close(ops.conv2d_forward(x, wt, None, padding="same", relu=True, residual=res), want)
+
+
+DIRECT_CASES = [
+    # n, h, w, c, f, stride, padding
+    (1, 32, 32, 3, 32, 1, "same"),    # the tutorial CNN's conv1 at batch 1
+    (1, 32, 32, 16, 32, 2, "same"),   # ResNet-20's first downsampling at batch 1
+    (1, 17, 15, 3, 16, 1, "valid"),   # odd sizes
+    (1, 3, 9, 1, 8, 1, "same"),       # fewer rows than threads x 2
+]
+
+
+@pytest.mark.parametrize("n,h,w,c,f,stride,pad", DIRECT_CASES)
+def test_direct_conv_of_one_image_split_over_rows(threads, n, h, w, c, f, stride, pad):
+    rng = np.random.default_rng(h + w + c + f + stride)
+    x, wt, b = randn(rng, n, h, w, c), randn(rng, 3, 3, c, f), randn(rng, f)
+    outs = []
+    for nt in (1, 2, 3):
+        _core.set_num_threads(nt)
+        outs.append(ops.conv2d_forward(x, wt, b, strides=stride, padding=pad, relu=True))
+        np.testing.assert_array_equal(outs[-1], outs[0])
+    close(outs[0], ref.conv2d_forward(x, wt, b, (stride, stride), pad, True))
+    _core.set_num_threads(2)
+    batch = np.concatenate([x, randn(rng, 3, h, w, c)])  # split by images
+    np.testing.assert_array_equal(ops.conv2d_forward(batch, wt, b, strides=stride, padding=pad, relu=True)[:1],
+                                  outs[0])
+    res = randn(rng, *outs[0].shape)
+    want = np.maximum(ref.conv2d_forward(x, wt, b, (stride, stride), pad, False) + res, 0)
+    close(ops.conv2d_forward(x, wt, b, strides=stride, padding=pad, relu=True, residual=res), want)
