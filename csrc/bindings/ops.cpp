@@ -179,6 +179,43 @@ void bind_ops(py::module_& m) {
      "dx is add_to + the input gradient, added in the op's output stage (how a model gathers the gradient of a "
      "tensor that several layers read).");
 
+  m.def("depthwise_conv2d_forward", [](py::object x, py::object w, py::object b, py::object strides,
+                                       std::string padding, py::object dilation_rate, std::string device, int repeat) {
+    Device d = resolve_device(device);
+    auto [sh, sw] = pair2(strides, "strides");
+    auto [dh, dw] = pair2(dilation_rate, "dilation_rate");
+    Tensor X = f32_on(x, d, "x"), W = f32_on(w, d, "kernel"), B = optional_on(b, d, "bias");
+    Padding pad = parse_padding(padding);
+    DepthwiseGeometry g = ops::depthwise_conv2d_geometry(X, W, sh, sw, dh, dw, pad);
+    Tensor Y = Tensor::empty({g.n, g.oh, g.ow, g.oc()}, DType::F32, d);
+    run_repeat(repeat, [&] { ops::depthwise_conv2d_forward(X, W, B, Y, sh, sw, dh, dw, pad); });
+    return to_numpy(Y);
+  }, py::arg("x"), py::arg("kernel"), py::arg("bias"), py::arg("strides") = 1, py::arg("padding") = "valid",
+     py::arg("dilation_rate") = 1, py::arg("device") = "cpu", py::arg("repeat") = 1,
+     "Keras' DepthwiseConv2D: x (n, h, w, c), kernel (kh, kw, c, depth_multiplier) on every device, bias "
+     "(c * depth_multiplier,) or None -> (n, oh, ow, c * depth_multiplier).");
+
+  m.def("depthwise_conv2d_backward", [](py::object x, py::object w, py::object dy, py::object strides,
+                                        std::string padding, py::object dilation_rate, bool need_dx, bool bias,
+                                        std::string device, int repeat) {
+    Device d = resolve_device(device);
+    auto [sh, sw] = pair2(strides, "strides");
+    auto [dh, dw] = pair2(dilation_rate, "dilation_rate");
+    Tensor X = f32_on(x, d, "x"), W = f32_on(w, d, "kernel"), DY = f32_on(dy, d, "dy");
+    Padding pad = parse_padding(padding);
+    DepthwiseGeometry g = ops::depthwise_conv2d_geometry(X, W, sh, sw, dh, dw, pad);
+    Tensor DX = need_dx ? Tensor::empty(X.shape(), DType::F32, d) : Tensor();
+    Tensor DW = Tensor::empty(W.shape(), DType::F32, d);
+    Tensor DB = bias ? Tensor::empty({g.oc()}, DType::F32, d) : Tensor();
+    run_repeat(repeat, [&] {
+      ops::depthwise_conv2d_backward(X, W, DY, need_dx ? &DX : nullptr, DW, DB, sh, sw, dh, dw, pad);
+    });
+    return py::make_tuple(need_dx ? py::object(to_numpy(DX)) : py::none(), to_numpy(DW),
+                          bias ? py::object(to_numpy(DB)) : py::none());
+  }, py::arg("x"), py::arg("kernel"), py::arg("dy"), py::arg("strides") = 1, py::arg("padding") = "valid",
+     py::arg("dilation_rate") = 1, py::arg("need_dx") = true, py::arg("bias") = true, py::arg("device") = "cpu",
+     py::arg("repeat") = 1, "Returns (dx or None, dw, db or None) of depthwise_conv2d_forward.");
+
   m.def("conv2d_kernel_layout", [](std::string device) {
     return layout_code(ops::conv2d_kernel_layout(parse_device(device)));
   }, py::arg("device"),

@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <optional>
+#include <tuple>
 
 #include "core/errors.h"
 #include "nn/augmentation.h"
+#include "nn/depthwise_layer.h"
 #include "nn/layers.h"
 #include "nn/merge_layers.h"
 
@@ -32,6 +34,8 @@ std::optional<uint64_t> layer_seed(const Config& cfg) {
   return static_cast<uint64_t>(cfg.get_int64("seed"));  // Python sends seeds >= 2^63 as negatives
 }
 
+bool is_linear_activation(const std::string& a) { return a.empty() || a == "linear" || a == "None"; }
+
 bool is_augmentation(const std::string& kind) {
   return kind == "RandomFlip" || kind == "RandomTranslation" || kind == "RandomRotation" || kind == "RandomZoom" ||
          kind == "RandomCrop";
@@ -42,10 +46,26 @@ LayerPtr make_layer_of_kind(const Config& cfg) {
   if (kind == "Conv2D") {
     auto [kh, kw] = cfg.get_int_pair("kernel_size");
     auto [sh, sw] = cfg.get_int_pair("strides");
-    return std::make_unique<Conv2DLayer>(cfg.get_int("filters"), kh, kw, sh, sw,
-                                         parse_padding(cfg.get_string("padding")),
-                                         parse_fused_relu(cfg.get_string("activation"), "Conv2D"),
-                                         cfg.get_bool_or("use_bias", true));
+    auto conv = std::make_unique<Conv2DLayer>(cfg.get_int("filters"), kh, kw, sh, sw,
+                                              parse_padding(cfg.get_string("padding")),
+                                              parse_fused_relu(cfg.get_string("activation"), "Conv2D"),
+                                              cfg.get_bool_or("use_bias", true));
+    // A SeparableConv2D's pointwise half names its kernel as Keras does (nn/lowering.h).
+    if (cfg.has("kernel_name")) conv->set_kernel_name(cfg.get_string("kernel_name"));
+    return conv;
+  }
+  if (kind == "DepthwiseConv2D") {
+    DepthwiseSpec d;
+    d.depth_multiplier = cfg.get_int("depth_multiplier");
+    std::tie(d.kh, d.kw) = cfg.get_int_pair("kernel_size");
+    std::tie(d.sh, d.sw) = cfg.get_int_pair("strides");
+    if (cfg.has("dilation_rate")) std::tie(d.dh, d.dw) = cfg.get_int_pair("dilation_rate");
+    d.padding = parse_padding(cfg.get_string("padding"));
+    d.use_bias = cfg.get_bool_or("use_bias", true);
+    d.kernel_name = cfg.get_string_or("kernel_name", "kernel");
+    HPCNN_CHECK_ARG(is_linear_activation(cfg.get_string_or("activation", "linear")),
+                    "DepthwiseConv2D: the core layer computes no activation (nn/lowering.h adds one after it)");
+    return std::make_unique<DepthwiseConv2DLayer>(std::move(d));
   }
   if (kind == "MaxPooling2D" || kind == "AveragePooling2D") {
     auto [ph, pw] = cfg.get_int_pair("pool_size");

@@ -76,7 +76,7 @@ std::vector<ParamSpec> Conv2DLayer::param_specs(const Shape& in) const {
   long long c = in.at(2);
   long long rf = (long long)kh_ * kw_;
   std::vector<ParamSpec> specs{
-      {"kernel", {kh_, kw_, c, filters_}, Init::GlorotUniform, rf * c, rf * filters_, ParamKind::Conv2DKernel}};
+      {kernel_name_, {kh_, kw_, c, filters_}, Init::GlorotUniform, rf * c, rf * filters_, ParamKind::Conv2DKernel}};
   if (use_bias_) specs.push_back({"bias", {filters_}, Init::Zeros, 0, 0});
   return specs;
 }

@@ -51,6 +51,8 @@ class Conv2DLayer : public Layer {
   void backward_adding(const Tensor& x, const Tensor& y, Tensor& dy, Tensor& dx, const StepContext& ctx) override;
   bool backward_reads_output() const override { return relu_; }  // the fused ReLU's mask
   bool fused_relu() const { return relu_; }
+  // The kernel's weight name ("kernel"; a SeparableConv2D's pointwise half: "pointwise_kernel").
+  void set_kernel_name(std::string name) { kernel_name_ = std::move(name); }
   // Inference (evaluate, predict): this convolution followed by `bn` (in inference mode) in one
   // op, the normalization folded into the kernel and bias (ops::conv_bn_fold) and its ReLU fused;
   // y is bn's output. The step plan decides where (nn/step_plan.h: plan.folds). On the CPU, where
@@ -66,6 +68,7 @@ class Conv2DLayer : public Layer {
   int filters_, kh_, kw_, sh_, sw_;
   Padding padding_;
   bool relu_, use_bias_;
+  std::string kernel_name_ = "kernel";
   Tensor folded_kernel_, folded_bias_;  // forward_folded's, on the model's device (made on first use)
   bool fold_current_ = false;           // they hold the fold of the weights of this inference step
   void make_fold_buffers();             // (re)made when the kernel's device or shape differs

@@ -72,10 +72,49 @@ CoreLayer relu_layer(const Config& layer) {
   return activation_layer("relu", 0.0);
 }
 
+// DepthwiseConv2D: the layer, then its activation (if not linear) on its own.
+std::vector<CoreLayer> depthwise_position(const Config& layer) {
+  const std::string activation = layer.get_string_or("activation", "linear");
+  Config c = layer;
+  c.set("activation", std::string("linear"));
+  std::vector<CoreLayer> out{{std::move(c), "DepthwiseConv2D"}};
+  if (!is_linear(activation)) out.push_back(activation_layer(activation, default_alpha(activation)));
+  return out;
+}
+
+// SeparableConv2D: a DepthwiseConv2D without bias (its kernel "depthwise_kernel"), then a 1x1
+// Conv2D (kernel "pointwise_kernel", the bias, a fused ReLU), then any other activation: Keras'
+// weights in Keras' order (depthwise_kernel, pointwise_kernel, bias).
+std::vector<CoreLayer> separable_position(const Config& layer) {
+  Config d = core_config("DepthwiseConv2D");
+  d.set("depth_multiplier", static_cast<long long>(layer.get_int("depth_multiplier")));
+  for (const char* key : {"kernel_size", "strides", "dilation_rate"}) {
+    if (!layer.has(key)) continue;
+    const auto [a, b] = layer.get_int_pair(key);
+    d.set(key, std::vector<long long>{a, b});
+  }
+  d.set("padding", layer.get_string("padding"));
+  d.set("use_bias", false);
+  d.set("kernel_name", std::string("depthwise_kernel"));
+  Config p = core_config("Conv2D");
+  p.set("filters", static_cast<long long>(layer.get_int("filters")));
+  p.set("kernel_size", std::vector<long long>{1, 1});
+  p.set("strides", std::vector<long long>{1, 1});
+  p.set("padding", std::string("valid"));
+  p.set("use_bias", layer.get_bool_or("use_bias", true));
+  p.set("kernel_name", std::string("pointwise_kernel"));
+  p.set("activation", layer.get_string_or("activation", "linear"));
+  std::vector<CoreLayer> out{{std::move(d), "DepthwiseConv2D"}};
+  for (CoreLayer& l : with_activation(p, "Conv2D")) out.push_back(std::move(l));
+  return out;
+}
+
 // One position's core layers, before the fusions across positions.
 std::vector<CoreLayer> lower_position(const Config& layer) {
   const std::string kind = layer.get_string("class_name");
   if (kind == "Conv2D" || kind == "Dense") return with_activation(layer, kind);
+  if (kind == "DepthwiseConv2D") return depthwise_position(layer);
+  if (kind == "SeparableConv2D") return separable_position(layer);
   if (kind == "Activation") {
     const std::string activation = layer.get_string("activation");
     return {activation_layer(activation, layer.has("alpha") ? layer.get_double("alpha") : default_alpha(activation))};

@@ -8,6 +8,10 @@
 //   Conv2D, Dense     activation 'relu' fused into the layer; 'linear' (or none): the layer alone;
 //                     any other activation (softmax included) a following core Activation with
 //                     Keras' default parameter of that name (leaky_relu 0.2, elu 1.0)
+//   DepthwiseConv2D   the core layer, then a core Activation unless 'linear' (no fused ReLU)
+//   SeparableConv2D   a DepthwiseConv2D (no bias, kernel "depthwise_kernel"), then a 1x1 Conv2D
+//                     (kernel "pointwise_kernel", the bias, the activation as Conv2D's): Keras'
+//                     three weights in Keras' order
 //   Activation        a core Activation (the same default parameter)
 //   ReLU              max_value 6: Activation relu6; negative_slope > 0: leaky_relu with that
 //                     slope; otherwise relu (threshold 0 only; other forms are ValueErrors)

@@ -22,7 +22,7 @@ namespace hpcnn {
 //   GELUTanh    x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))   (approximate=True)
 //   Tanh, Sigmoid 1/(1+e^-x), HardSigmoid relu6(x + 3)/6 (Keras 3),
 //   Swish (= SiLU) x * sigmoid(x), Softplus log(1 + e^x), Softsign x/(1+|x|),
-//   Mish        x * tanh(softplus(x))
+//   Mish        x * tanh(softplus(x)), HardSwish (= hard_silu) x * relu6(x + 3) / 6 (Keras 3)
 enum class Act : int {
   Linear,
   ReLU,
@@ -39,9 +39,11 @@ enum class Act : int {
   Softplus,
   Softsign,
   Mish,
+  HardSwish,
 };
 
-// Keras' name of each kind, and back ("gelu_approximate" names GELUTanh; "silu" is "swish").
+// Keras' name of each kind, and back ("gelu_approximate" names GELUTanh; "silu" is "swish",
+// "hard_swish" is "hard_silu").
 // parse_act throws ValueError naming the accepted names.
 const char* act_name(Act a);
 Act parse_act(const std::string& name);

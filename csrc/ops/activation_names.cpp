@@ -21,6 +21,7 @@ constexpr Named kNames[] = {
     {"hard_sigmoid", Act::HardSigmoid}, {"swish", Act::Swish},
     {"silu", Act::Swish},          {"softplus", Act::Softplus},
     {"softsign", Act::Softsign},   {"mish", Act::Mish},
+    {"hard_silu", Act::HardSwish}, {"hard_swish", Act::HardSwish},
 };
 }  // namespace
 

@@ -17,6 +17,10 @@ struct ConvGeom {
   int ph, pw;      // symmetric padding
   int oh, ow;      // output
   bool padded;     // x must be padded by (pad_top, pad_bottom, pad_left, pad_right) first
+  // A grouped convolution (depthwise: groups = c, the filter then holds c / groups input channels
+  // per output channel) and the kernel's dilation; conv2d's are 1.
+  int groups = 1;
+  int dh = 1, dw = 1;
 };
 
 inline ConvGeom conv_geom(const Conv2dGeometry& g) {

@@ -47,7 +47,8 @@ struct ConvPlan {
   const Offer* current() const { return pos < choice.order.size() ? &offers[choice.order[pos]] : nullptr; }
 };
 
-using PlanKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, bool, int>;
+// (pass, n, h, w, c, f, kh, kw, sh, sw, ph, pw, groups, dh, dw, tf32, determinism)
+using PlanKey = std::tuple<int, int, int, int, int, int, int, int, int, int, int, int, int, int, int, bool, int>;
 
 class ConvAlgoCache {
  public:

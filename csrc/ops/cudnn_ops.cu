@@ -25,10 +25,16 @@
 //   and the optimizer's moments that way (nn/param_layout.h), so w and dW are passed as they are.
 //   Keras' (kh, kw, in, out) = RSCK is converted only where weights cross the model's boundary.
 //
-// cudnnSetConvolution2dDescriptor(conv, pad_h, pad_w, u, v, 1, 1, CUDNN_CROSS_CORRELATION,
-//                                 CUDNN_DATA_FLOAT)
+// cudnnSetConvolution2dDescriptor(conv, pad_h, pad_w, u, v, dilation_h, dilation_w,
+//                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT)
 //   Padding is symmetric (pad_h rows on top and bottom). CROSS_CORRELATION: the kernel is not
 //   flipped, which is Keras' (and our CPU path's) definition. computeType FLOAT for float data.
+//   Dilation 1 for conv2d; a depthwise convolution's dilation_rate otherwise.
+// cudnnSetConvolutionGroupCount(conv, groups)
+//   Splits the c input channels into `groups` groups of c / groups and the k filters likewise;
+//   output channel k reads group k / (k / groups), and the filter descriptor's c is c / groups.
+//   A depthwise convolution is groups = c with k = c * m: output channel c*m + j reads channel c,
+//   Keras' DepthwiseConv2D order. conv2d: 1.
 //   cudnnGetConvolution2dForwardOutputDim gives 1 + (in + 2*pad - k) / stride per axis; we
 //   check it equals our Keras geometry (a mismatch is an internal error, never a silent one).
 //
@@ -163,7 +169,8 @@ std::string algo_name(Pass p, int a) {
 namespace {
 
 PlanKey key_of(const cudnn::ConvShape& s, Pass p, bool tf32, Determinism d) {
-  return {static_cast<int>(p), s.n, s.h, s.w, s.c, s.f, s.kh, s.kw, s.sh, s.sw, s.ph, s.pw, tf32, static_cast<int>(d)};
+  return {static_cast<int>(p), s.n, s.h, s.w, s.c, s.f, s.kh, s.kw, s.sh, s.sw, s.ph, s.pw, s.groups, s.dh, s.dw, tf32,
+          static_cast<int>(d)};
 }
 
 std::string status_text(cudnnStatus_t st) { return cat(cudnnGetErrorString(st), " (", static_cast<int>(st), ")"); }
@@ -174,8 +181,10 @@ const char* pass_name(Pass p) {
 }
 
 std::string describe(Pass p, const cudnn::ConvShape& s) {
-  return cat(pass_name(p), " of input ", s.n, "x", s.h, "x", s.w, "x", s.c, ", kernel ", s.kh, "x", s.kw, "x", s.c,
-             "x", s.f, ", strides ", s.sh, "x", s.sw, ", padding ", s.ph, "x", s.pw);
+  return cat(pass_name(p), " of input ", s.n, "x", s.h, "x", s.w, "x", s.c, ", kernel ", s.kh, "x", s.kw, "x",
+             s.c / s.groups, "x", s.f, ", strides ", s.sh, "x", s.sw, ", padding ", s.ph, "x", s.pw,
+             s.groups > 1 ? cat(", ", s.groups, " groups") : std::string(),
+             s.dh > 1 || s.dw > 1 ? cat(", dilation ", s.dh, "x", s.dw) : std::string());
 }
 
 std::string math_name(cudnnMathType_t m) {
@@ -258,9 +267,12 @@ void set_descriptors(ConvPlan& p, const cudnn::ConvShape& s) {
   p.x.nhwc(s.n, s.c, s.h, s.w);
   p.y.nhwc(s.n, s.f, s.oh, s.ow);
   p.bias.nhwc(1, s.f, 1, 1);
-  HPCNN_CUDNN_CHECK(cudnnSetFilter4dDescriptor(p.w.d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, s.f, s.c, s.kh, s.kw));
-  HPCNN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p.conv.d, s.ph, s.pw, s.sh, s.sw, 1, 1, CUDNN_CROSS_CORRELATION,
-                                                    CUDNN_DATA_FLOAT));
+  // A grouped convolution's filter holds c / groups input channels per output channel.
+  HPCNN_CUDNN_CHECK(
+      cudnnSetFilter4dDescriptor(p.w.d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, s.f, s.c / s.groups, s.kh, s.kw));
+  HPCNN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p.conv.d, s.ph, s.pw, s.sh, s.sw, s.dh, s.dw,
+                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  HPCNN_CUDNN_CHECK(cudnnSetConvolutionGroupCount(p.conv.d, s.groups));
   HPCNN_CUDNN_CHECK(cudnnSetActivationDescriptor(p.relu.d, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
   int on, oc, ohh, oww;
   HPCNN_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p.conv.d, p.x.d, p.w.d, &on, &oc, &ohh, &oww));

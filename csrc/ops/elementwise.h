@@ -158,6 +158,7 @@ HPCNN_HD float act(float x, float alpha) {
   if constexpr (A == Act::Softplus) return softplus(x);
   if constexpr (A == Act::Softsign) return x / (1.f + fabsf(x));
   if constexpr (A == Act::Mish) return x * tanh_softplus(x);
+  if constexpr (A == Act::HardSwish) return x * (x > -3.f ? (x < 3.f ? (x + 3.f) / 6.f : 1.f) : 0.f);
   return x;
 }
 
@@ -195,6 +196,8 @@ HPCNN_HD float act_grad(float x, float y, float alpha) {
     const float t = tanh_softplus(x);
     return t + x * (1.f - t * t) * sigmoid(x);
   }
+  // d/dx x (x + 3) / 6 = (2x + 3) / 6 inside (-3, 3); 0 below, 1 above (the value at the kinks: TensorFlow's).
+  if constexpr (A == Act::HardSwish) return x > -3.f ? (x < 3.f ? (2.f * x + 3.f) / 6.f : 1.f) : 0.f;
   return 1.f;
 }
 
@@ -217,6 +220,7 @@ HPCNN_HD float act_grad(float x, float y, float alpha) {
     case hpcnn::Act::Softplus: CALL(hpcnn::Act::Softplus); break;       \
     case hpcnn::Act::Softsign: CALL(hpcnn::Act::Softsign); break;       \
     case hpcnn::Act::Mish: CALL(hpcnn::Act::Mish); break;               \
+    case hpcnn::Act::HardSwish: CALL(hpcnn::Act::HardSwish); break;     \
   }
 
 // Rescaling: x * scale + offset (one multiply-add; nvcc and g++ both contract it into an FMA).

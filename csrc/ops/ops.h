@@ -19,6 +19,7 @@
 #include "ops/batchnorm.h"
 #include "ops/conv2d.h"
 #include "ops/dense.h"
+#include "ops/depthwise_conv2d.h"
 #include "ops/global_pool2d.h"
 #include "ops/loss_metrics.h"
 #include "ops/maxpool2d.h"
@@ -52,6 +53,16 @@ void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& 
 // (gamma/beta undefined: 1/0).
 void conv_bn_fold(const Tensor& w, const Tensor& b, const Tensor& gamma, const Tensor& beta, const Tensor& moving_mean,
                   const Tensor& moving_var, float eps, Tensor& w_out, Tensor& b_out);
+
+// Depthwise convolution (depthwise_conv2d.h): x (N,H,W,C), w (kh,kw,C,m) Keras' layout on every
+// device, b (C*m,) or undefined -> y (N,OH,OW,C*m). Backward: dx (may be null), dw, db (undefined:
+// no bias) overwritten.
+DepthwiseGeometry depthwise_conv2d_geometry(const Tensor& x, const Tensor& w, int sh, int sw, int dh, int dw,
+                                            Padding pad);
+void depthwise_conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, int sh, int sw, int dh,
+                              int dw, Padding pad);
+void depthwise_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor* dx, Tensor& dw_out,
+                               Tensor& db, int sh, int sw, int dh, int dw, Padding pad);
 
 // x (N,H,W,C) -> y (N,OH,OW,C)
 Pool2dGeometry maxpool2d_geometry(const Tensor& x, int ph, int pw, int sh, int sw, Padding pad);

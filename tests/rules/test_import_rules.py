@@ -31,7 +31,7 @@ FLOORS: List[List[str]] = [
     ["_core"],                                                                  # the C++ module
     ["aliases", "errors", "validation", "progress", "interrupts", "suggestions", "config_objects"],
     ["paths"],                                                                  # where files are looked for
-    ["utils", "devices", "threads", "data"],                                    # runtime, data
+    ["utils", "devices", "threads", "data", "image_files"],                     # runtime, data
     ["config", "datasets", "distribute", "losses", "metrics", "optimizers", "regularizers"],
     ["layers"],                                                                 # the symbolic graph at its bottom
     ["formats"],                                                                # file layouts: never a model class

@@ -47,3 +47,29 @@ RESNET20_DOWNSAMPLE_CONVS = [Conv(32, 16, 32, 3, 2, bias=False), Conv(16, 32, 64
 # The element-wise activations timed at ResNet-20's first stage (32x32x16), with their alpha.
 ACTIVATIONS_TIMED = ("gelu", "swish", "tanh", "sigmoid", "leaky_relu", "elu", "mish")
 ACTIVATION_ALPHA = 0.2
+
+
+@dataclasses.dataclass(frozen=True)
+class Depthwise:
+    """A depthwise convolution over an h x h x c image, k x k, stride s, depth multiplier m,
+    padding 'same' (as MobileNetV2's blocks: stride 2 after an explicit ZeroPadding2D there, which
+    gives the same output size as 'same' at even sizes)."""
+
+    h: int
+    c: int
+    k: int = 3
+    s: int = 1
+    m: int = 1
+
+    def case(self, n: int = TEST_BATCH) -> tuple:
+        """(n, h, w, c, m, k, s, padding): the tests' depthwise case of this row at batch n."""
+        return (n, self.h, self.h, self.c, self.m, self.k, self.s, "same")
+
+    def label(self) -> str:
+        return f"dw{self.k}x{self.k} s{self.s} {self.h}x{self.h}x{self.c}"
+
+
+# MobileNetV2's (alpha 1, 224x224) depthwise convolutions, one row per distinct shape: bench_ops.py.
+MOBILENETV2_DEPTHWISE = [Depthwise(112, 32), Depthwise(112, 96, s=2), Depthwise(56, 144), Depthwise(56, 144, s=2),
+                         Depthwise(28, 192), Depthwise(28, 192, s=2), Depthwise(14, 384), Depthwise(14, 576),
+                         Depthwise(14, 576, s=2), Depthwise(7, 960)]

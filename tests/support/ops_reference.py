@@ -186,6 +186,8 @@ ACTIVATIONS = {
     "softplus": lambda x, a: _softplus(x),
     "softsign": lambda x, a: x / (1.0 + np.abs(x)),
     "mish": lambda x, a: x * np.tanh(_softplus(x)),
+    "hard_silu": lambda x, a: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
+    "hard_swish": lambda x, a: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
 }
 
 
@@ -248,3 +250,22 @@ def global_pool2d(x, mode):
 
 def zero_pad2d(x, top, bottom, left, right):
     return np.pad(np.asarray(x, np.float64), ((0, 0), (top, bottom), (left, right), (0, 0)))
+
+
+def depthwise_conv2d_forward(x, w, b, strides=(1, 1), padding="valid", dilation=(1, 1)):
+    """Keras' DepthwiseConv2D in float64: w (kh, kw, c, m), output channel c*m + j."""
+    x = np.asarray(x, np.float64)
+    w = np.asarray(w, np.float64)
+    n, h, wd, c = x.shape
+    kh, kw, _, m = w.shape
+    (sh, sw), (dh, dw) = strides, dilation
+    oh, pt, pb = keras_padding(h, (kh - 1) * dh + 1, sh, padding)
+    ow, pl, pr = keras_padding(wd, (kw - 1) * dw + 1, sw, padding)
+    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    y = np.zeros((n, oh, ow, c, m))
+    for ky in range(kh):
+        for kx in range(kw):
+            patch = xp[:, ky * dh:ky * dh + (oh - 1) * sh + 1:sh, kx * dw:kx * dw + (ow - 1) * sw + 1:sw, :]
+            y += patch[..., None] * w[ky, kx]
+    y = y.reshape(n, oh, ow, c * m)
+    return y + np.asarray(b, np.float64) if b is not None else y

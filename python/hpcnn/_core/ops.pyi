@@ -81,6 +81,12 @@ def dense_backward(x: object, kernel: object, y: object, dy: object, relu: bool=
 def dense_forward(x: object, kernel: object, bias: object, relu: bool=False, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
     ...
 
+def depthwise_conv2d_backward(x: object, kernel: object, dy: object, strides: object=1, padding: str='valid', dilation_rate: object=1, need_dx: bool=True, bias: bool=True, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> tuple[object, numpy.ndarray, object]:
+    """Returns (dx or None, dw, db or None) of depthwise_conv2d_forward."""
+
+def depthwise_conv2d_forward(x: object, kernel: object, bias: object, strides: object=1, padding: str='valid', dilation_rate: object=1, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
+    """Keras' DepthwiseConv2D: x (n, h, w, c), kernel (kh, kw, c, depth_multiplier) on every device, bias (c * depth_multiplier,) or None -> (n, oh, ow, c * depth_multiplier)."""
+
 def dropout_backward(dy: object, rate: typing.SupportsFloat | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex=0, stream: typing.SupportsInt | typing.SupportsIndex=0, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1, offset: typing.SupportsInt | typing.SupportsIndex=0) -> numpy.ndarray:
     ...
 

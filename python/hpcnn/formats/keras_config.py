@@ -26,7 +26,7 @@ from .keras_objects import plain, policy, wrap
 
 _FLOAT_POLICIES = ("float32", "float64", "float16", "bfloat16", "mixed_float16", "mixed_bfloat16")
 # Keras class names that mean the same layer as another name.
-_CLASS_ALIASES = {"Convolution2D": "Conv2D", "MaxPool2D": "MaxPooling2D", "AvgPool2D": "AveragePooling2D",
+_CLASS_ALIASES = {"Convolution2D": "Conv2D", "SeparableConvolution2D": "SeparableConv2D", "MaxPool2D": "MaxPooling2D", "AvgPool2D": "AveragePooling2D",
                   "GlobalAvgPool2D": "GlobalAveragePooling2D", "GlobalMaxPool2D": "GlobalMaxPooling2D"}
 # Keras arguments that change nothing at these values and that hpcnn's layers do not take.
 _NO_EFFECT = {"quantization_config": None, "lora_rank": None, "lora_alpha": None, "sparse": False,
@@ -62,6 +62,19 @@ def _layer_to_keras(class_name: str, cfg: Dict[str, Any], legacy: bool) -> Dict[
         out.update(filters=cfg.pop("filters"), kernel_size=cfg.pop("kernel_size"), strides=cfg.pop("strides", [1, 1]),
                    padding=cfg.pop("padding", "valid"), data_format="channels_last", dilation_rate=[1, 1], groups=1,
                    activation=cfg.pop("activation", "linear"), use_bias=cfg.pop("use_bias", True))
+    elif class_name in ("DepthwiseConv2D", "SeparableConv2D"):
+        if class_name == "SeparableConv2D":
+            out.update(filters=cfg.pop("filters"))
+        out.update(kernel_size=cfg.pop("kernel_size"), strides=cfg.pop("strides", [1, 1]),
+                   padding=cfg.pop("padding", "valid"), depth_multiplier=cfg.pop("depth_multiplier", 1),
+                   data_format="channels_last", dilation_rate=cfg.pop("dilation_rate", [1, 1]),
+                   activation=cfg.pop("activation", "linear"), use_bias=cfg.pop("use_bias", True),
+                   bias_initializer=_initializer("zeros", legacy), bias_regularizer=None, activity_regularizer=None,
+                   bias_constraint=None)
+        kernels = ("depthwise",) if class_name == "DepthwiseConv2D" else ("depthwise", "pointwise")
+        for k in kernels:
+            out.update({f"{k}_initializer": _initializer("glorot_uniform", legacy), f"{k}_regularizer": None,
+                        f"{k}_constraint": None})
     elif class_name == "Dense":
         out.update(units=cfg.pop("units"), activation=cfg.pop("activation", "linear"), use_bias=cfg.pop("use_bias", True))
     elif class_name in ("MaxPooling2D", "AveragePooling2D"):

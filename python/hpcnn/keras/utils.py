@@ -1,4 +1,5 @@
-"""``keras.utils`` on hpcnn: to_categorical, Sequence, set_random_seed, clear_session."""
+"""``keras.utils`` on hpcnn: to_categorical, Sequence, set_random_seed, clear_session, and the image file
+helpers (load_img, img_to_array, array_to_img, save_img)."""
 from __future__ import annotations
 
 from ._compat import install
@@ -7,7 +8,6 @@ from .backend import clear_session
 _PREPARE = "prepare the arrays with NumPy, or write them to HDF5 (hpcnn.data.write_hdf5) for hpcnn.data.HDF5Dataset"
 _CUSTOM = ("custom objects are not supported: hpcnn's files hold hpcnn's layers only (hpcnn.keras.layers.serialize / "
            "deserialize and model.to_json() cover them)")
-_IMAGES = "read and write images with Pillow: numpy.asarray(PIL.Image.open(path)), PIL.Image.fromarray(array).save(path)"
 _LOGGING = "fit, evaluate and predict print less with verbose=0 (nothing) or verbose=2 (one line per epoch)"
 _ADVICE = {
     "plot_model": "model.summary() prints the layers, shapes and parameters",
@@ -31,7 +31,6 @@ _ADVICE = {
     "is_keras_tensor": "isinstance(x, hpcnn.layers.KerasTensor)",
     "standardize_dtype": "hpcnn computes in float32: numpy.asarray(x, dtype='float32')",
     "bounding_boxes": "hpcnn trains classification CNNs: keep boxes as NumPy arrays",
-    "array_to_img": _IMAGES, "img_to_array": _IMAGES, "load_img": _IMAGES, "save_img": _IMAGES,
     "disable_interactive_logging": _LOGGING, "enable_interactive_logging": _LOGGING,
     "is_interactive_logging_enabled": _LOGGING,
 }
@@ -41,6 +40,6 @@ for _name in ("Config", "FeatureSpace", "split_dataset", "timeseries_dataset_fro
 for _name in ("CustomObjectScope", "custom_object_scope", "get_custom_objects", "register_keras_serializable",
               "get_registered_name", "get_registered_object", "serialize_keras_object", "deserialize_keras_object"):
     _ADVICE[_name] = _CUSTOM
-install(__name__, "utils", sources=["hpcnn.utils"], advice=_ADVICE)
+install(__name__, "utils", sources=["hpcnn.utils", "hpcnn.image_files"], advice=_ADVICE)
 
 __all__ = ["clear_session"]

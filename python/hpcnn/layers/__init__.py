@@ -10,7 +10,8 @@ Activations (``activation=`` of Conv2D and Dense, ``Activation(...)``) by Keras'
 'relu6', 'leaky_relu' (slope 0.2, as keras.activations.leaky_relu), 'elu', 'selu', 'gelu' (Keras'
 default exact erf form), 'gelu_approximate' (the tanh form, Keras' ``gelu(x, approximate=True)``),
 'tanh', 'sigmoid', 'hard_sigmoid' (Keras 3's relu6(x + 3) / 6), 'swish' / 'silu', 'softplus',
-'softsign', 'mish', 'softmax' (over the last axis, on any layer) and 'linear' / None. The core
+'softsign', 'mish', 'hard_silu' / 'hard_swish' (x * hard_sigmoid(x)), 'softmax' (over the last axis,
+on any layer) and 'linear' / None. The core
 fuses ReLU into Conv2D and Dense; any other activation runs as its own step after them.
 
 Layers go into a ``Sequential`` model, or are called on symbolic tensors to build a graph for
@@ -27,7 +28,7 @@ form); ``weight_home`` (where a layer's weights live, shared between the models 
 layers (fusions, the softmax split: csrc/nn/lowering.h).
 """
 from .activations import ELU, LeakyReLU, ReLU, Softmax
-from .convolutional import Conv2D
+from .convolutional import Conv2D, DepthwiseConv2D, SeparableConv2D
 from .core import Activation, Dense
 from .graph import KerasTensor
 from .layer import Input, InputLayer, Layer
@@ -41,7 +42,7 @@ from .reshaping import Flatten, ZeroPadding2D
 from .serialization import LAYER_CLASSES, deserialize, serialize
 from .variable import Variable
 
-__all__ = ["Layer", "InputLayer", "Input", "Conv2D", "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D",
+__all__ = ["Layer", "InputLayer", "Input", "Conv2D", "DepthwiseConv2D", "SeparableConv2D", "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D",
            "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPooling2D", "GlobalMaxPool2D", "ZeroPadding2D",
            "Flatten", "Dense", "Dropout", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "Rescaling",
            "BatchNormalization", "RandomFlip", "RandomTranslation", "RandomRotation", "RandomZoom", "RandomCrop", "Add",

@@ -12,7 +12,8 @@ IntPair = Union[int, Sequence[int]]
 
 # Keras' activation names hpcnn computes (csrc/ops/activation.h has the formulas).
 ACTIVATIONS = ("relu", "softmax", "linear", "relu6", "leaky_relu", "elu", "selu", "gelu", "gelu_approximate",
-                "tanh", "sigmoid", "hard_sigmoid", "swish", "silu", "softplus", "softsign", "mish")
+                "tanh", "sigmoid", "hard_sigmoid", "swish", "silu", "softplus", "softsign", "mish", "hard_silu",
+               "hard_swish")
 
 
 def activation_name(a: Any) -> str:

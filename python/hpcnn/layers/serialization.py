@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from .activations import ELU, LeakyReLU, ReLU, Softmax
-from .convolutional import Conv2D
+from .convolutional import Conv2D, DepthwiseConv2D, SeparableConv2D
 from .core import Activation, Dense
 from .layer import InputLayer, Layer
 from .merging import Add, Concatenate
@@ -19,7 +19,8 @@ from .reshaping import Flatten, ZeroPadding2D
 LAYER_CLASSES = {c.__name__: c for c in (InputLayer, Conv2D, MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D,
                                       GlobalMaxPooling2D, ZeroPadding2D, Flatten, Dense, Dropout, Activation, ReLU,
                                       LeakyReLU, ELU, Softmax, Rescaling, BatchNormalization, RandomFlip,
-                                      RandomTranslation, RandomRotation, RandomZoom, RandomCrop, Add, Concatenate)}
+                                      RandomTranslation, RandomRotation, RandomZoom, RandomCrop, Add, Concatenate,
+                                      DepthwiseConv2D, SeparableConv2D)}
 
 
 def deserialize(config: Dict[str, Any]) -> Layer:

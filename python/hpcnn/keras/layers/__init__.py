@@ -8,13 +8,13 @@ from .._compat import install
 from . import merge
 from .merge import MERGE_ADVICE
 
-# Keras' older spelling of the 2-D convolution (Keras 3 keeps it as an alias).
+# Keras' older spellings of the 2-D convolutions (Keras 3 keeps them as aliases).
 Convolution2D = _layers.Conv2D
+SeparableConvolution2D = _layers.SeparableConv2D
 
 _ONE_D = ("hpcnn's layers are 2-D (NHWC images): treat 1-D data as (length, 1, channels) and use the 2-D layer "
           "(Conv2D with kernel_size=(k, 1), MaxPooling2D((p, 1)), GlobalAveragePooling2D, ZeroPadding2D)")
 _THREE_D = "hpcnn's layers are 2-D (NHWC images): use Conv2D, MaxPooling2D, AveragePooling2D, ... on 2-D images"
-_CHEAPER_CONV = "use Conv2D (a full convolution: the same output shape, more parameters)"
 _UPSAMPLE = ("hpcnn has no upsampling or transposed convolution (it trains classification CNNs): Conv2D, "
              "pooling, Flatten and Dense are its building blocks")
 _SEQUENCE = ("recurrent, attention and text layers are not in hpcnn (it runs convolutional networks): for "
@@ -66,7 +66,6 @@ _ADVICE = {
     "Conv2DTranspose": _UPSAMPLE, "Convolution2DTranspose": _UPSAMPLE, "UpSampling2D": _UPSAMPLE,
     "UpSampling1D": _UPSAMPLE, "UpSampling3D": _UPSAMPLE, "Conv1DTranspose": _UPSAMPLE,
     "Convolution1DTranspose": _UPSAMPLE, "Conv3DTranspose": _UPSAMPLE, "Convolution3DTranspose": _UPSAMPLE,
-    "DepthwiseConv2D": _CHEAPER_CONV, "SeparableConv2D": _CHEAPER_CONV, "SeparableConvolution2D": _CHEAPER_CONV,
     "DepthwiseConv1D": _ONE_D, "SeparableConv1D": _ONE_D, "SeparableConvolution1D": _ONE_D,
     "FlaxLayer": _FOREIGN, "JaxLayer": _FOREIGN, "TorchModuleWrapper": _FOREIGN, "TFSMLayer": _FOREIGN,
     "MelSpectrogram": "compute spectrograms with NumPy/SciPy on the arrays and train a Conv2D model on them",

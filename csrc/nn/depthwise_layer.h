@@ -1,0 +1,40 @@
+// Keras' DepthwiseConv2D as a core layer (ops::depthwise_conv2d): each input channel convolved with
+// its own depth_multiplier filters. Weights in Keras' order and layout on every device: the kernel
+// (kh, kw, in, depth_multiplier) (a plain parameter: the op takes Keras' layout on both backends)
+// and the bias (in * depth_multiplier,) unless use_bias=False. Its activation, when not linear, is
+// a separate core Activation (nn/lowering.h). A SeparableConv2D lowers to this layer (no bias, its
+// kernel named "depthwise_kernel") followed by a 1x1 Conv2D.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nn/layer.h"
+#include "ops/conv2d.h"
+
+namespace hpcnn::nn {
+
+struct DepthwiseSpec {
+  int depth_multiplier = 1;
+  int kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  Padding padding = Padding::Valid;
+  bool use_bias = true;
+  std::string kernel_name = "kernel";  // Keras 3's name (SeparableConv2D's: "depthwise_kernel")
+};
+
+class DepthwiseConv2DLayer : public Layer {
+ public:
+  explicit DepthwiseConv2DLayer(DepthwiseSpec spec);  // ValueError for a non-positive argument
+  std::string kind() const override { return "DepthwiseConv2D"; }
+  Shape output_shape(const Shape& in) const override;
+  std::vector<ParamSpec> param_specs(const Shape& in) const override;
+  void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override;
+  void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
+  bool backward_reads_output() const override { return false; }
+  bool backward_writes_dy() const override { return false; }
+
+ private:
+  DepthwiseSpec s_;
+};
+
+}  // namespace hpcnn::nn
