@@ -1,6 +1,6 @@
 """The models the export tests write and run in ONNX Runtime and OpenVINO: every model of
 hpcnn.applications (with logits outputs where they end in a softmax, and as they come), a functional
-model with every kind of layer hpcnn exports, augmentation at a model's start, nested models, and
+model with every kind of layer hpcnn exports, one of depthwise and separable convolutions, augmentation at a model's start, nested models, and
 the models Keras saved (tests/data/keras). Each builder returns a model with randomized weights
 (export_engines.randomize: BatchNormalization's moving statistics not at their neutral start)."""
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Callable, Dict
 import hpcnn
 from hpcnn import applications
 from hpcnn.layers import (ELU, Activation, Add, AveragePooling2D, BatchNormalization, Concatenate, Conv2D, Dense,
-                          Dropout, Flatten, GlobalAveragePooling2D, GlobalMaxPooling2D, Input, LeakyReLU, MaxPooling2D,
+                          DepthwiseConv2D, Dropout, Flatten, GlobalAveragePooling2D, GlobalMaxPooling2D, Input, LeakyReLU, MaxPooling2D,
                           RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom, ReLU, Rescaling,
-                          Softmax, ZeroPadding2D)
+                          SeparableConv2D, Softmax, ZeroPadding2D)
 from hpcnn.models import load_model
 from tests.support import paths
 from tests.support.export_engines import randomize
@@ -61,6 +61,25 @@ def every_layer():
     f = BatchNormalization()(Dense(16, activation="gelu")(Dropout(0.3)(f)))
     f = Softmax()(Dense(10, activation="swish")(f))
     model = hpcnn.Model(x, Dense(6)(f), name="every_layer", seed=2)
+    randomize(model)
+    return model
+
+
+def depthwise_separable():
+    """DepthwiseConv2D and SeparableConv2D as a MobileNet's blocks use them and beyond: depth
+    multipliers 1 and 2, 'same' and 'valid', strides, dilated windows (with 'same' padding too),
+    with and without a bias, BatchNormalization after a depthwise convolution, relu6 and
+    hard_swish / hard_silu."""
+    x = Input(shape=(13, 11, 6))
+    a = BatchNormalization()(DepthwiseConv2D(3, padding="same", activation="relu6")(x))
+    b = DepthwiseConv2D(3, strides=2, padding="same", depth_multiplier=2, use_bias=False)(a)       # 7x6x12
+    c = DepthwiseConv2D((3, 2), padding="valid", dilation_rate=2, activation="hard_swish")(x)     # 9x9x6
+    d = DepthwiseConv2D(3, padding="same", dilation_rate=(2, 3))(c)                               # 9x9x6
+    s = SeparableConv2D(8, 3, padding="same", depth_multiplier=2, activation="hard_silu")(b)      # 7x6x8
+    t = SeparableConv2D(8, 3, strides=2, padding="same", use_bias=False)(d)                        # 5x5x8
+    u = SeparableConv2D(4, (2, 3), padding="valid", dilation_rate=2, activation="relu")(x)        # 11x7x4
+    f = Concatenate()([GlobalAveragePooling2D()(s), GlobalMaxPooling2D()(t), Flatten()(u)])
+    model = hpcnn.Model(x, Dense(5)(f), name="depthwise_separable", seed=3)
     randomize(model)
     return model
 
@@ -126,6 +145,7 @@ MODELS: Dict[str, Callable[[], object]] = {
     "resnet20_cifar_features": _resnet(20, include_top=False),               # a channels-last image out
     "resnet20_cifar_max_pool": _resnet(20, include_top=False, pooling="max"),
     "every_layer": every_layer,
+    "depthwise_separable": depthwise_separable,
     "augmented_centre_crop": lambda: augmented(19),
     "augmented_padded_crop": lambda: augmented(16),
     "nested_sequential": nested_sequential,

@@ -1,7 +1,7 @@
 """Keras' activations (hpcnn.layers' list: ``activation=`` of Conv2D and Dense, the Activation,
 ReLU, LeakyReLU, ELU and Softmax layers) as ONNX operators, with the constants hpcnn computes them
 with (csrc/ops/elementwise.h). Where ONNX has the operator only from a later opset (Gelu: 20,
-Mish: 18) an older opset gets its formula from older operators (Erf, Tanh, Softplus)."""
+Mish: 18) an older opset gets its formula from older operators (Erf, Tanh, Softplus; HardSwish, 14: HardSigmoid)."""
 from __future__ import annotations
 
 import math
@@ -44,6 +44,13 @@ def _gelu_approximate(g: OnnxGraph, x: str, p: str) -> str:
     return g.op("Mul", [x, s], f"{p}/Mul")
 
 
+def _hard_swish(g: OnnxGraph, x: str, p: str) -> str:
+    # x * relu6(x + 3) / 6 = x * HardSigmoid(x; 1/6, 1/2): ONNX's HardSwish from opset 14
+    if g.opset >= 14:
+        return g.op("HardSwish", [x], f"{p}/HardSwish")
+    return g.op("Mul", [x, g.op("HardSigmoid", [x], f"{p}/HardSigmoid", alpha=1.0 / 6.0, beta=0.5)], f"{p}/Mul")
+
+
 def _swish(g: OnnxGraph, x: str, p: str) -> str:
     return g.op("Mul", [x, g.op("Sigmoid", [x], f"{p}/Sigmoid")], f"{p}/Mul")
 
@@ -75,6 +82,8 @@ _ELEMENTWISE: Dict[str, Callable[[OnnxGraph, str, str], str]] = {
     "softplus": _op("Softplus"),
     "softsign": _op("Softsign"),
     "mish": _mish,
+    "hard_silu": _hard_swish,
+    "hard_swish": _hard_swish,
 }
 
 NAMES = tuple(_ELEMENTWISE) + ("softmax", "linear")

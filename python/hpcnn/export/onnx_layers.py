@@ -23,10 +23,10 @@ from typing import Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from ..layers import (Activation, Add, AveragePooling2D, BatchNormalization, Concatenate, Conv2D, Dense, Dropout, ELU,
-                      Flatten, GlobalAveragePooling2D, GlobalMaxPooling2D, LeakyReLU, MaxPooling2D, RandomCrop,
-                      RandomFlip, RandomRotation, RandomTranslation, RandomZoom, ReLU, Rescaling, Softmax,
-                      ZeroPadding2D)
+from ..layers import (Activation, Add, AveragePooling2D, BatchNormalization, Concatenate, Conv2D, Dense,
+                      DepthwiseConv2D, Dropout, ELU, Flatten, GlobalAveragePooling2D, GlobalMaxPooling2D, LeakyReLU, MaxPooling2D, RandomCrop,
+                      RandomFlip, RandomRotation, RandomTranslation, RandomZoom, ReLU, Rescaling,
+                      SeparableConv2D, Softmax, ZeroPadding2D)
 from . import onnx_activations as act
 from .onnx_graph import OnnxGraph, Value
 
@@ -51,6 +51,28 @@ def _window_attributes(layer: object, x: Value, kernel: Sequence[int]) -> Dict[s
     return dict(kernel_shape=list(kernel), strides=strides, pads=pads)
 
 
+def _dilated_window_attributes(layer: object, x: Value) -> Dict[str, List[int]]:
+    """A dilated window's attributes: 'same' pads as for the window it spans ((k - 1) * d + 1)."""
+    kernel, dilations = list(layer.kernel_size), list(layer.dilation_rate)  # type: ignore[attr-defined]
+    spans = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    attrs = _window_attributes(layer, x, spans)
+    attrs.update(kernel_shape=kernel, dilations=dilations)
+    return attrs
+
+
+def _depthwise(g: OnnxGraph, layer: object, x: Value, kernel: np.ndarray, bias: object) -> str:
+    """A depthwise convolution of the channels-first x: ONNX's Conv with one group per input
+    channel. Keras' kernel (kh, kw, C, M) gives output channel c * M + m from input channel c, as
+    ONNX's groups order them: its weight (C * M, 1, kh, kw)."""
+    kh, kw, c, mult = kernel.shape
+    names = [x.name, g.weight(f"{layer.name}/depthwise_kernel",  # type: ignore[attr-defined]
+                              kernel.transpose(2, 3, 0, 1).reshape(c * mult, 1, kh, kw))]
+    if bias is not None:
+        names.append(g.weight(f"{layer.name}/bias", bias))  # type: ignore[attr-defined]
+    return g.op("Conv", names, f"{layer.name}/DepthwiseConv", group=int(c),  # type: ignore[attr-defined]
+                **_dilated_window_attributes(layer, x))
+
+
 # ---------------------------------------------------------------------- layers with weights
 def conv2d(g: OnnxGraph, layer: Conv2D, ins: List[Value], out_shape: Tuple[int, ...], w: Weights) -> Value:
     x = g.channels_first(ins[0])
@@ -58,6 +80,26 @@ def conv2d(g: OnnxGraph, layer: Conv2D, ins: List[Value], out_shape: Tuple[int, 
     if "bias" in w:
         names.append(g.weight(f"{layer.name}/bias", w["bias"]))
     y = g.op("Conv", names, f"{layer.name}/Conv", **_window_attributes(layer, x, layer.kernel_size))
+    return act.activation(g, Value(y, out_shape, "nchw"), layer.activation, layer.name)
+
+
+def depthwise_conv2d(g: OnnxGraph, layer: DepthwiseConv2D, ins: List[Value], out_shape: Tuple[int, ...],
+                     w: Weights) -> Value:
+    x = g.channels_first(ins[0])
+    y = _depthwise(g, layer, x, w["kernel"], w.get("bias"))
+    return act.activation(g, Value(y, out_shape, "nchw"), layer.activation, layer.name)
+
+
+def separable_conv2d(g: OnnxGraph, layer: SeparableConv2D, ins: List[Value], out_shape: Tuple[int, ...],
+                     w: Weights) -> Value:
+    """Keras' SeparableConv2D: the depthwise convolution (strides, padding, dilation; no bias), then
+    the pointwise 1x1 convolution with the bias."""
+    x = g.channels_first(ins[0])
+    d = _depthwise(g, layer, x, w["depthwise_kernel"], None)
+    names = [d, g.weight(f"{layer.name}/pointwise_kernel", w["pointwise_kernel"].transpose(3, 2, 0, 1))]
+    if "bias" in w:
+        names.append(g.weight(f"{layer.name}/bias", w["bias"]))
+    y = g.op("Conv", names, f"{layer.name}/PointwiseConv", kernel_shape=[1, 1])
     return act.activation(g, Value(y, out_shape, "nchw"), layer.activation, layer.name)
 
 
@@ -204,7 +246,8 @@ def softmax(g: OnnxGraph, layer: Softmax, ins: List[Value], out_shape: Tuple[int
 
 
 RULES: Dict[type, Rule] = {
-    Conv2D: conv2d, Dense: dense, BatchNormalization: batch_normalization,
+    Conv2D: conv2d, DepthwiseConv2D: depthwise_conv2d, SeparableConv2D: separable_conv2d, Dense: dense,
+    BatchNormalization: batch_normalization,
     MaxPooling2D: pooling2d, AveragePooling2D: pooling2d,
     GlobalAveragePooling2D: global_pooling2d, GlobalMaxPooling2D: global_pooling2d,
     Flatten: flatten, ZeroPadding2D: zero_padding2d, Rescaling: rescaling,
