@@ -20,7 +20,7 @@ import tempfile
 import time
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from hpcnn import _core, bench_workers
+from hpcnn import _core, bench_workers, blas_env
 from hpcnn.run_records import append_csv, machine_description, step_stats  # noqa: F401 (bench's API)
 from hpcnn.bench_workers import (IMPORT_NAME, LATENCY_WARMUP, MODELS, RESNET20_FWD_MFLOP,  # noqa: F401 (bench's API)
                                  RESNET20_TRAIN_MFLOP, TUTORIAL_FWD_MFLOP, TUTORIAL_TRAIN_MFLOP, WORKERS,
@@ -109,7 +109,7 @@ def run_worker(python: str, framework: str, batch: int, steps: int, warmup: int,
         cmd += ["--model", model]
     if latency_calls:
         cmd += ["--latency", str(latency_calls)]
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    out = subprocess.run(cmd, capture_output=True, text=True, env=blas_env.environ_for_children())
     if out.returncode != 0:
         raise RuntimeError(f"the {framework} benchmark worker failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -131,7 +131,7 @@ class ServedWorker:
             cmd += ["--latency", "1"]
         self._stderr = tempfile.TemporaryFile(mode="w+")  # a pipe nobody reads could fill and block the worker
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                      text=True, bufsize=1)
+                                      text=True, bufsize=1, env=blas_env.environ_for_children())
         hello = self._answer()
         self.params, self.versions, self.ways = hello["params"], hello["versions"], hello["ways"]
 
