@@ -10,6 +10,16 @@ of all forward and backward times (what one step costs with no framework overhea
 
     python -m bench.bench_ops [--batch 250] [--threads N] [--trials 5] [--min-time 0.15]
 
+With --depthwise: MobileNetV2's (224x224) depthwise convolutions instead (the op_cases rows
+MOBILENETV2_DEPTHWISE, 3x3 'same', depth multiplier 1) at --batch (give 32 for the issue's
+figures), forward and backward (input and kernel gradients). A depthwise layer does 2*9 FLOP per
+output value and moves at least 4 bytes in and 4 out, so it is memory-bound: each row prints the
+bandwidth it reaches counting one read of every input and one write of every output, against a
+streaming kernel measured in the same run on the same threads (ops.multiply_forward of 256 MiB by
+a per-row value: one read, one write per value), and its share of the FMA peak.
+
+    python -m bench.bench_ops --depthwise --batch 32 [--threads N]
+
 From the repository root, as a module: the layers' shapes are the rows of tests/support/op_cases.py,
 which the op tests check against the float64 references (tests/core/ops/test_ops.py).
 """
@@ -55,6 +65,7 @@ def main():
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--min-time", type=float, default=0.15, help="seconds per timed call")
     ap.add_argument("--peak-seconds", type=float, default=1.0)
+    ap.add_argument("--depthwise", action="store_true", help="time MobileNetV2's depthwise convolutions instead")
     args = ap.parse_args()
     if args.threads:
         hpcnn.set_num_threads(args.threads)
@@ -69,6 +80,9 @@ def main():
     print(f"hpcnn {info['version']}  {info['compiler']}  BLAS {info['blas_vendor']} ({info['blas_config']})")
     print(f"machine: {platform.processor() or platform.machine()}, threads {nt}, batch {n}")
     print(f"FP32 peak (FMA loop): {peak1:.1f} GFLOP/s on 1 thread, {peak:.1f} GFLOP/s on {nt} threads\n")
+
+    if args.depthwise:
+        return depthwise(n, rng, peak, T, P)
 
     rows = []  # (name, fwd_s, fwd_flops, bwd_s, bwd_flops)
 
@@ -143,6 +157,34 @@ def main():
     print(f"training step estimate: {step * 1e3:.1f} ms/step = {n / step:.0f} img/s, {gf:.1f} GFLOP/s "
           f"({gf / peak * 100:.0f}% of the {peak:.0f} GFLOP/s peak)")
     print(f"inference estimate:     {infer * 1e3:.1f} ms/batch = {n / infer:.0f} img/s")
+
+
+def depthwise(n, rng, peak, T, P):
+    """MobileNetV2's depthwise convolutions at batch n: times, GB/s against a measured stream, % of peak."""
+    big = rng.random((4096, 16384), dtype=np.float32)  # 256 MiB: far beyond the caches
+    scale = np.ones((4096, 1), np.float32)  # one value per row: a read and a write per element
+    ts = timed(lambda r: ops.multiply_forward(big, scale, repeat=r), T, P)
+    stream = 2 * big.nbytes / ts / 1e9
+    print(f"streaming reference (multiply over 256 MiB, 1 read + 1 write): {stream:.1f} GB/s\n")
+    print(f"{'depthwise 3x3 (batch %d)' % n:30s} {'fwd ms':>8s} {'GB/s':>6s} {'%bw':>5s} {'%peak':>6s} "
+          f"{'bwd ms':>8s} {'GB/s':>6s} {'%bw':>5s}")
+    tot_f = tot_b = 0.0
+    for row in op_cases.MOBILENETV2_DEPTHWISE:
+        _, h, w, c, m, k, st, padding = row.case(n)
+        x = rng.standard_normal((n, h, w, c)).astype(np.float32)
+        kern = (rng.standard_normal((k, k, c, m)) * 0.3).astype(np.float32)
+        y = ops.depthwise_conv2d_forward(x, kern, None, st, padding)
+        dy = rng.standard_normal(y.shape).astype(np.float32)
+        tf = timed(lambda r: ops.depthwise_conv2d_forward(x, kern, None, st, padding, repeat=r), T, P)
+        tb = timed(lambda r: ops.depthwise_conv2d_backward(x, kern, dy, st, padding, bias=False, repeat=r), T, P)
+        flops = 2.0 * y.size * k * k
+        bytes_f = x.nbytes + y.nbytes
+        bytes_b = dy.nbytes + x.nbytes + x.nbytes  # reads dy and x, writes dx (dw is small)
+        gf, gb = bytes_f / tf / 1e9, bytes_b / tb / 1e9
+        tot_f, tot_b = tot_f + tf, tot_b + tb
+        print(f"{row.label():30s} {tf * 1e3:8.2f} {gf:6.1f} {gf / stream * 100:5.0f} "
+              f"{flops / tf * 1e-9 / peak * 100:6.1f} {tb * 1e3:8.2f} {gb:6.1f} {gb / stream * 100:5.0f}")
+    print(f"\n{'sum of the rows':30s} {tot_f * 1e3:8.2f} {'':>6s} {'':>5s} {'':>6s} {tot_b * 1e3:8.2f}")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ os.environ.setdefault("KERAS_BACKEND", "jax")
 
 MODULES = ["", "layers", "models", "optimizers", "optimizers.schedules", "callbacks", "losses", "metrics", "utils",
            "regularizers", "initializers", "datasets", "activations", "applications", "saving", "backend", "config",
-           "preprocessing", "preprocessing.image"]
+           "preprocessing", "preprocessing.image", "applications.imagenet_utils", "applications.vgg16",
+           "applications.resnet", "applications.resnet50", "applications.mobilenet_v2", "applications.efficientnet"]
 KERAS2_NAMES = {
     "layers": ["merge", "CuDNNLSTM", "CuDNNGRU", "DenseFeatures", "experimental"],
     "optimizers": ["experimental"],

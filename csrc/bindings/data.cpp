@@ -6,6 +6,7 @@
 #include "bindings/bindings.h"
 #include "bindings/numpy_tensor.h"
 #include "data/h5_dataset.h"
+#include "data/image_resize.h"
 #include "data/inflate.h"
 #include "data/loader.h"
 #include "data/prefetcher.h"
@@ -330,6 +331,69 @@ void bind_data(py::module_& root) {
     write_hdf5(path, w, o);
   }, py::arg("path"), py::arg("arrays"), py::arg("chunk_rows") = 0, py::arg("compression") = "gzip",
      py::arg("level") = 4, py::arg("shuffle") = true);
+
+  m.def("resize_image", [](const py::array& image, long long height, long long width, const std::string& method,
+                           bool to_uint8) -> py::array {
+    auto a = py::array_t<uint8_t, py::array::c_style>::ensure(image);
+    if (!a || a.dtype().kind() != 'u' || a.itemsize() != 1 || (a.ndim() != 3 && a.ndim() != 2))
+      throw ValueError("resize_image: the image must be uint8 (height, width[, channels])");
+    ImageShape in{static_cast<long long>(a.shape(0)), static_cast<long long>(a.shape(1)),
+                  a.ndim() == 3 ? static_cast<long long>(a.shape(2)) : 1};
+    std::vector<py::ssize_t> shape{static_cast<py::ssize_t>(height), static_cast<py::ssize_t>(width),
+                                   static_cast<py::ssize_t>(in.channels)};
+    if (to_uint8) {
+      py::array_t<uint8_t> out(shape);
+      uint8_t* o = out.mutable_data();
+      const uint8_t* s = a.data();
+      {
+        py::gil_scoped_release nogil;
+        resize_image(s, in, height, width, method, nullptr, o);
+      }
+      return std::move(out);
+    }
+    py::array_t<float> out(shape);
+    float* o = out.mutable_data();
+    const uint8_t* s = a.data();
+    {
+      py::gil_scoped_release nogil;
+      resize_image(s, in, height, width, method, o, nullptr);
+    }
+    return std::move(out);
+  }, py::arg("image"), py::arg("height"), py::arg("width"), py::arg("method") = "bilinear", py::arg("to_uint8") = false,
+     "tf.image.resize of a uint8 image (half-pixel centres, no antialiasing; data/image_resize.h): float32, or "
+     "uint8 rounded to the nearest integer.");
+
+  py::class_<StreamWriter>(m, "StreamWriter",
+                           "A new HDF5 file written a block of rows at a time, renamed onto `path` by commit() "
+                           "(data/writer.h).")
+      .def(py::init([](const std::string& path, const std::string& compression, int level) {
+             WriteOptions o;
+             o.compression = compression;
+             o.level = level;
+             return std::make_unique<StreamWriter>(path, o);
+           }), py::arg("path"), py::arg("compression") = "gzip", py::arg("level") = 4)
+      .def("create", [](StreamWriter& w, const std::string& name, const std::vector<long long>& shape,
+                        const py::dtype& dtype, long long chunk_rows) {
+             py::array probe(dtype, std::vector<py::ssize_t>{0});
+             ArrayToWrite t = to_write(name, probe);
+             w.create(name, shape, t.kind, t.elem_size, chunk_rows);
+           }, py::arg("name"), py::arg("shape"), py::arg("dtype"), py::arg("chunk_rows") = 0)
+      .def("chunk_rows", &StreamWriter::chunk_rows, py::arg("name"))
+      .def("set_rows", &StreamWriter::set_rows, py::arg("name"), py::arg("rows"))
+      .def("write", [](StreamWriter& w, const std::string& name, long long first_row, const py::array& arr) {
+             py::array a = py::array::ensure(arr, py::array::c_style);
+             if (!a || !a.dtype().attr("isnative").cast<bool>())
+               throw ValueError(cat("StreamWriter: rows for '", name, "' must be a native-endian array"));
+             ArrayToWrite t = to_write(name, a);
+             py::gil_scoped_release nogil;
+             w.write(name, first_row, t);
+           }, py::arg("name"), py::arg("first_row"), py::arg("rows"))
+      .def("commit", [](StreamWriter& w) {
+             py::gil_scoped_release nogil;
+             w.commit();
+           })
+      .def("close", &StreamWriter::close)
+      .def_property_readonly("open", &StreamWriter::open);
 
   bind_h5_tree(m);
 }

@@ -346,6 +346,24 @@ void bind_ops(py::module_& m) {
     ops::copy(X, Y);
     return to_numpy(Y);
   }, py::arg("x"), py::arg("device") = "cpu", "A copy of x made on the device (its compute stream on a GPU).");
+  m.def("relu_clip", [](py::object x, py::object dy, py::object max_value, float negative_slope, float threshold,
+                        std::string device) {
+    Device d = resolve_device(device);
+    ReluClipParams p;
+    p.negative_slope = negative_slope;
+    p.threshold = threshold;
+    p.has_max = !max_value.is_none();
+    p.max_value = p.has_max ? max_value.cast<float>() : 0.f;
+    Tensor X = f32_on(x, d, "x"), Y = Tensor::empty(X.shape(), DType::F32, d);
+    ops::relu_clip_forward(p, X, Y);
+    if (dy.is_none()) return py::make_tuple(to_numpy(Y), py::object(py::none()));
+    Tensor DY = f32_on(dy, d, "dy"), DX = Tensor::empty(X.shape(), DType::F32, d);
+    ops::relu_clip_backward(p, X, DY, DX);
+    return py::make_tuple(to_numpy(Y), py::object(to_numpy(DX)));
+  }, py::arg("x"), py::arg("dy"), py::arg("max_value") = py::none(), py::arg("negative_slope") = 0.f,
+     py::arg("threshold") = 0.f, py::arg("device") = "cpu",
+     "Keras' ReLU(max_value, negative_slope, threshold): (y, dx or None when dy is None).");
+
   m.def("activation_forward", [](py::object x, std::string activation, float alpha, std::string device, int repeat) {
     Device d = resolve_device(device);
     const Act a = parse_act(activation);

@@ -1,7 +1,8 @@
 // The normalization operators on NumPy arrays, in hpcnn._core.ops beside the other layers'
 // (bindings/ops.cpp, whose conventions hold here: `device`, `repeat`): batch normalization in
 // training and inference mode, forward and backward, its moving-statistics update, and the
-// per-channel scale and shift.
+// per-channel scale and shift (and Keras' Normalization's constants for it); the broadcast product
+// (the Multiply layer's).
 #include <pybind11/stl.h>
 
 #include "bindings/bindings.h"
@@ -107,6 +108,34 @@ void bind_norm_ops(py::module_& m) {
     ops::scale_shift_backward(DY, S, DX);
     return to_numpy(DX);
   }, py::arg("dy"), py::arg("scale"), py::arg("device") = "cpu");
+
+  m.def("normalization_constants", [](py::object mean, py::object variance, float epsilon, std::string device) {
+    Device d = resolve_device(device);
+    Tensor M = f32_on(mean, d, "mean"), V = f32_on(variance, d, "variance");
+    HPCNN_CHECK_ARG(M.rank() == 1, "normalization_constants: mean must be 1-D, got ", shape_str(M.shape()));
+    Tensor S = Tensor::empty(M.shape(), DType::F32, d), O = Tensor::empty(M.shape(), DType::F32, d);
+    ops::normalization_constants(M, V, epsilon, S, O);
+    return py::make_tuple(to_numpy(S), to_numpy(O));
+  }, py::arg("mean"), py::arg("variance"), py::arg("epsilon") = 1e-7f, py::arg("device") = "cpu",
+     "Keras' Normalization as (scale, offset) for scale_shift_forward: 1 / max(sqrt(variance), epsilon), "
+     "-mean * scale.");
+
+  m.def("multiply_forward", [](py::object a, py::object b, std::string device, int repeat) {
+    Device d = resolve_device(device);
+    Tensor A = f32_on(a, d, "a"), B = f32_on(b, d, "b");
+    Tensor Y = Tensor::empty(ops::broadcast_shape(A.shape(), B.shape(), "multiply"), DType::F32, d);
+    run_repeat(repeat, [&] { ops::multiply_forward(A, B, Y); });
+    return to_numpy(Y);
+  }, py::arg("a"), py::arg("b"), py::arg("device") = "cpu", py::arg("repeat") = 1,
+     "a * b with Keras' broadcasting (each axis equal or 1; the first, the batch, never broadcast).");
+  m.def("multiply_backward", [](py::object a, py::object b, py::object dy, std::string device) {
+    Device d = resolve_device(device);
+    Tensor A = f32_on(a, d, "a"), B = f32_on(b, d, "b"), DY = f32_on(dy, d, "dy");
+    Tensor DA = Tensor::empty(A.shape(), DType::F32, d), DB = Tensor::empty(B.shape(), DType::F32, d);
+    ops::multiply_backward(A, B, DY, &DA, &DB);
+    return py::make_tuple(to_numpy(DA), to_numpy(DB));
+  }, py::arg("a"), py::arg("b"), py::arg("dy"), py::arg("device") = "cpu",
+     "(da, db) of multiply_forward: dy times the other input, summed over the axes each was broadcast along.");
 }
 
 }  // namespace hpcnn::bindings

@@ -9,6 +9,9 @@
 #include "nn/depthwise_layer.h"
 #include "nn/layers.h"
 #include "nn/merge_layers.h"
+#include "nn/normalization_layer.h"
+#include "nn/relu_clip_layer.h"
+#include "nn/reshape_layer.h"
 
 namespace hpcnn::nn {
 
@@ -81,10 +84,32 @@ LayerPtr make_layer_of_kind(const Config& cfg) {
     return std::make_unique<ZeroPadding2DLayer>(p[0], p[1], p[2], p[3]);
   }
   if (kind == "Flatten") return std::make_unique<FlattenLayer>();
+  if (kind == "ReLUClip") {
+    ReluClipParams p;
+    p.negative_slope = cfg.get_float_or("negative_slope", 0.f);
+    p.threshold = cfg.get_float_or("threshold", 0.f);
+    p.has_max = cfg.has("max_value");
+    p.max_value = cfg.get_float_or("max_value", 0.f);
+    return std::make_unique<ReluClipLayer>(p);
+  }
+  if (kind == "Normalization") return std::make_unique<NormalizationLayer>(cfg.get_float_or("epsilon", 1e-7f));
+  if (kind == "Reshape") {
+    std::vector<long long> target;
+    for (double d : cfg.get_floats("target_shape")) {
+      HPCNN_CHECK_ARG(d == std::floor(d), "Reshape: target_shape must hold integers, got ", d);
+      target.push_back(static_cast<long long>(d));
+    }
+    return std::make_unique<ReshapeLayer>(std::move(target));
+  }
   if (kind == "Dense")
     return std::make_unique<DenseLayer>(cfg.get_int("units"), parse_fused_relu(cfg.get_string("activation"), "Dense"),
                                         cfg.get_bool_or("use_bias", true));
-  if (kind == "Dropout") return std::make_unique<DropoutLayer>(cfg.get_float("rate"));
+  if (kind == "Dropout") {
+    std::vector<long long> noise;  // per sample; 0: the input's size
+    if (cfg.has("noise_shape"))
+      for (double d : cfg.get_floats("noise_shape")) noise.push_back(static_cast<long long>(d));
+    return std::make_unique<DropoutLayer>(cfg.get_float("rate"), std::move(noise));
+  }
   if (kind == "Activation")
     return std::make_unique<ActivationLayer>(
         parse_activation(cfg.get_string("activation"), cfg.get_float_or("alpha", 0.f)));
@@ -97,6 +122,7 @@ LayerPtr make_layer_of_kind(const Config& cfg) {
                                                              "BatchNormalization"));
   if (is_augmentation(kind)) return std::make_unique<AugmentationLayer>(kind, make_augment_spec(cfg), layer_seed(cfg));
   if (kind == "Add") return std::make_unique<AddLayer>();
+  if (kind == "Multiply") return std::make_unique<MultiplyLayer>();
   if (kind == "Concatenate") return std::make_unique<ConcatenateLayer>(cfg.get_int("axis"));
   throw ValueError(cat("unknown layer class '", kind, "'"));
 }

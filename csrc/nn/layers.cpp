@@ -1,5 +1,6 @@
 #include "nn/layers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -216,18 +217,46 @@ void DenseLayer::backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* 
 }
 
 // ------------------------------------------------------------------ Dropout
-DropoutLayer::DropoutLayer(float rate) : rate_(rate) {
+DropoutLayer::DropoutLayer(float rate, std::vector<long long> noise_shape) : rate_(rate), noise_(std::move(noise_shape)) {
   HPCNN_CHECK_ARG(rate >= 0.f && rate < 1.f, "Dropout: rate must be in [0, 1), got ", rate);
+  for (long long d : noise_) HPCNN_CHECK_ARG(d >= 0, "Dropout: noise_shape sizes must be positive, got ", d);
+}
+
+Shape DropoutLayer::output_shape(const Shape& in) const {
+  if (noise_.empty()) return in;
+  HPCNN_CHECK_ARG(noise_.size() == in.size(), "Dropout: noise_shape has ", noise_.size() + 1, " axes (with the "
+                  "batch's) but the input (None, ...", shape_str(in), ") has ", in.size() + 1);
+  for (size_t d = 0; d < in.size(); ++d)
+    HPCNN_CHECK_ARG(noise_[d] == 0 || noise_[d] == 1 || noise_[d] == in[d], "Dropout: noise_shape axis ", d + 1,
+                    " is ", noise_[d], " but the input's is ", in[d], " (use 1 to share the mask along it, or None)");
+  return in;
+}
+
+void DropoutLayer::draw_mask(const Tensor& x, const StepContext& ctx) {
+  Shape m{x.dim(0)};
+  for (size_t d = 0; d < noise_.size(); ++d) m.push_back(noise_[d] == 0 ? x.dim(static_cast<int>(d) + 1) : noise_[d]);
+  if (!mask_.defined() || mask_.shape() != m || mask_.device() != x.device()) {
+    Tensor ones = Tensor::empty(m);
+    std::fill(ones.f32(), ones.f32() + ones.numel(), 1.f);
+    ones_ = x.device().is_cpu() ? ones : ones.to(x.device());
+    mask_ = Tensor::empty(m, DType::F32, x.device());
+  }
+  ops::dropout_forward(ones_, mask_, rate_, ctx.seed, ctx.dropout_stream(), ctx.element_offset(mask_));
 }
 
 // The mask of a sample is keyed by its row in the global batch (ctx.first_row + local row), so a
 // data-parallel replica draws exactly the masks one device would draw for the same rows.
 void DropoutLayer::forward(const Tensor& x, Tensor& y, const StepContext& ctx) {
-  ops::dropout_forward(x, y, rate_, ctx.seed, ctx.dropout_stream(), ctx.element_offset(x));
+  if (noise_.empty()) return ops::dropout_forward(x, y, rate_, ctx.seed, ctx.dropout_stream(), ctx.element_offset(x));
+  draw_mask(x, ctx);
+  ops::multiply_forward(x, mask_, y);
 }
 
 void DropoutLayer::backward(const Tensor&, const Tensor&, Tensor& dy, Tensor* dx, const StepContext& ctx) {
-  if (dx) ops::dropout_backward(dy, *dx, rate_, ctx.seed, ctx.dropout_stream(), ctx.element_offset(dy));
+  if (!dx) return;
+  if (noise_.empty()) return ops::dropout_backward(dy, *dx, rate_, ctx.seed, ctx.dropout_stream(), ctx.element_offset(dy));
+  draw_mask(dy, ctx);  // the forward's mask again (the same keys)
+  ops::multiply_forward(dy, mask_, *dx);
 }
 
 // ------------------------------------------------------------------ Activation

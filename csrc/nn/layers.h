@@ -130,11 +130,15 @@ class DenseLayer : public Layer {
   bool relu_, use_bias_;
 };
 
+// Keras' Dropout; `noise_shape` (per sample, no batch entry; empty: none) draws one mask value per
+// position of that shape, broadcast over its axes of size 1 (0: the input's size): EfficientNet's
+// (None, 1, 1, 1) drops whole samples of a residual branch. Such a mask is drawn by the dropout op
+// into a small tensor and applied with the broadcast product (ops::multiply).
 class DropoutLayer : public Layer {
  public:
-  explicit DropoutLayer(float rate);
+  explicit DropoutLayer(float rate, std::vector<long long> noise_shape = {});
   std::string kind() const override { return "Dropout"; }
-  Shape output_shape(const Shape& in) const override { return in; }
+  Shape output_shape(const Shape& in) const override;
   bool forward_is_view(bool training) const override { return !training || inference_only() || rate_ == 0.f; }
   // In inference mode in every step (inside a nested model called with training=False): the
   // identity, whose gradient is dy itself.
@@ -145,7 +149,11 @@ class DropoutLayer : public Layer {
   bool backward_reads_output() const override { return false; }
 
  private:
+  // The mask of this step for a batch of n (noise_shape's layers only), in mask_.
+  void draw_mask(const Tensor& x, const StepContext& ctx);
   float rate_;
+  std::vector<long long> noise_;
+  Tensor ones_, mask_;  // (n, noise...) on the model's device, remade when n or the device changes
 };
 
 class ActivationLayer : public Layer {

@@ -1,5 +1,7 @@
 #include "nn/lowering.h"
 
+#include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "core/errors.h"
@@ -61,15 +63,17 @@ CoreLayer relu_layer(const Config& layer) {
   const double slope = layer.has("negative_slope") ? layer.get_double("negative_slope") : 0.0;
   const double threshold = layer.has("threshold") ? layer.get_double("threshold") : 0.0;
   HPCNN_CHECK_ARG(slope >= 0, "ReLU: negative_slope must be >= 0, got ", slope);
-  HPCNN_CHECK_ARG(threshold == 0, "ReLU: threshold=", threshold, " is not supported (only Keras' default, 0)");
-  if (layer.has("max_value")) {
-    const double max_value = layer.get_double("max_value");
-    HPCNN_CHECK_ARG(max_value == 6 && slope == 0, "ReLU: max_value=", max_value, " is not supported (hpcnn computes "
-                    "max_value=None, and max_value=6 without a negative_slope: ReLU6)");
-    return activation_layer("relu6", 0.0);
-  }
-  if (slope > 0) return activation_layer("leaky_relu", slope);
-  return activation_layer("relu", 0.0);
+  const bool has_max = layer.has("max_value");
+  const double max_value = has_max ? layer.get_double("max_value") : 0.0;
+  HPCNN_CHECK_ARG(!has_max || max_value >= 0, "ReLU: max_value must be >= 0, got ", max_value);
+  if (threshold == 0 && !has_max) return slope > 0 ? activation_layer("leaky_relu", slope) : activation_layer("relu", 0.0);
+  if (threshold == 0 && max_value == 6 && slope == 0) return activation_layer("relu6", 0.0);
+  // Any other combination: the general form (ops/relu_clip.h).
+  Config c = core_config("ReLUClip");
+  c.set("negative_slope", slope);
+  c.set("threshold", threshold);
+  if (has_max) c.set("max_value", max_value);
+  return {std::move(c), "ReLUClip"};
 }
 
 // DepthwiseConv2D: the layer, then its activation (if not linear) on its own.
@@ -109,11 +113,37 @@ std::vector<CoreLayer> separable_position(const Config& layer) {
   return out;
 }
 
+// Normalization (axis -1, invert False): with mean= and variance= given, a Rescaling by the
+// constants Keras computes with, 1 / max(sqrt(variance), epsilon) and -mean times that (Keras
+// then has no weights either); else the core Normalization with its three weights.
+std::vector<CoreLayer> normalization_position(const Config& layer) {
+  HPCNN_CHECK_ARG(!layer.get_bool_or("invert", false), "Normalization: invert=True is not supported (hpcnn "
+                  "normalizes: invert=False)");
+  if (!layer.has("mean")) return {{layer, "Normalization"}};
+  const std::vector<float> mean = layer.get_float_list("mean"), var = layer.get_float_list("variance");
+  HPCNN_CHECK_ARG(mean.size() == var.size(), "Normalization: mean and variance must have the same shape, got ",
+                  mean.size(), " and ", var.size(), " values");
+  const float eps = layer.get_float_or("epsilon", 1e-7f);
+  std::vector<double> scale, offset;
+  for (size_t j = 0; j < mean.size(); ++j) {
+    HPCNN_CHECK_ARG(std::isfinite(mean[j]) && std::isfinite(var[j]) && var[j] >= 0.f, "Normalization: mean must be "
+                    "finite and variance finite and >= 0, got mean ", mean[j], ", variance ", var[j]);
+    const float s = 1.f / std::max(std::sqrt(var[j]), eps);
+    scale.push_back(s);
+    offset.push_back(-mean[j] * s);
+  }
+  Config c = core_config("Rescaling");
+  c.set("scale", scale);
+  c.set("offset", offset);
+  return {{std::move(c), "Rescaling"}};
+}
+
 // One position's core layers, before the fusions across positions.
 std::vector<CoreLayer> lower_position(const Config& layer) {
   const std::string kind = layer.get_string("class_name");
   if (kind == "Conv2D" || kind == "Dense") return with_activation(layer, kind);
   if (kind == "DepthwiseConv2D") return depthwise_position(layer);
+  if (kind == "Normalization") return normalization_position(layer);
   if (kind == "SeparableConv2D") return separable_position(layer);
   if (kind == "Activation") {
     const std::string activation = layer.get_string("activation");

@@ -12,9 +12,12 @@
 //   SeparableConv2D   a DepthwiseConv2D (no bias, kernel "depthwise_kernel"), then a 1x1 Conv2D
 //                     (kernel "pointwise_kernel", the bias, the activation as Conv2D's): Keras'
 //                     three weights in Keras' order
+//   Normalization     mean/variance given: a Rescaling by 1/max(sqrt(variance), epsilon) and
+//                     -mean times that; else the core Normalization (weights mean, variance, count)
 //   Activation        a core Activation (the same default parameter)
-//   ReLU              max_value 6: Activation relu6; negative_slope > 0: leaky_relu with that
-//                     slope; otherwise relu (threshold 0 only; other forms are ValueErrors)
+//   ReLU              max_value 6 (no slope, no threshold): Activation relu6; only negative_slope
+//                     > 0: leaky_relu with that slope; defaults: relu; any other combination of
+//                     max_value, negative_slope and threshold: the core ReLUClip (ops/relu_clip.h)
 //   LeakyReLU, ELU    Activation leaky_relu (negative_slope, default 0.3), elu (alpha, default 1)
 //   Softmax           Activation softmax (axis -1 only)
 //   BatchNormalization  computes a following ReLU itself when that ReLU is plain (Activation

@@ -89,4 +89,29 @@ void ConcatenateLayer::backward_merge(const std::vector<Tensor>& xs, const Tenso
   ops::split(dy, sizes, dxs, axis_);
 }
 
+// ------------------------------------------------------------------ Multiply
+Shape MultiplyLayer::merged_shape(const std::vector<Shape>& inputs) const {
+  HPCNN_CHECK_ARG(inputs.size() == 2, "Multiply: hpcnn multiplies exactly two inputs, got ", inputs.size(), " (",
+                  shapes_str(inputs), "): nest Multiply layers for more");
+  HPCNN_CHECK_ARG(inputs[0].size() == inputs[1].size(), "Multiply: inputs have incompatible shapes: ",
+                  shapes_str(inputs), " (the same number of axes, each equal or 1)");
+  Shape out(inputs[0].size());
+  for (size_t d = 0; d < out.size(); ++d) {
+    const long long a = inputs[0][d], b = inputs[1][d];
+    HPCNN_CHECK_ARG(a == b || a == 1 || b == 1, "Multiply: inputs have incompatible shapes: ", shapes_str(inputs),
+                    " (each axis must agree or be 1)");
+    out[d] = a == 1 ? b : a;
+  }
+  return out;
+}
+
+void MultiplyLayer::forward_merge(const std::vector<Tensor>& xs, Tensor& y, const StepContext&) {
+  ops::multiply_forward(xs.at(0), xs.at(1), y);
+}
+
+void MultiplyLayer::backward_merge(const std::vector<Tensor>& xs, const Tensor&, Tensor& dy,
+                                   const std::vector<Tensor*>& dxs, const StepContext&) {
+  ops::multiply_backward(xs.at(0), xs.at(1), dy, dxs.at(0), dxs.at(1));
+}
+
 }  // namespace hpcnn::nn

@@ -9,6 +9,7 @@
 #include "core/hd.h"
 #include "core/rng.h"
 #include "ops/activation.h"
+#include "ops/relu_clip.h"
 
 namespace hpcnn::ew {
 
@@ -223,8 +224,29 @@ HPCNN_HD float act_grad(float x, float y, float alpha) {
     case hpcnn::Act::HardSwish: CALL(hpcnn::Act::HardSwish); break;     \
   }
 
+// Keras' general ReLU (ops/relu_clip.h): the part above the threshold, clipped to [0, max_value]
+// when there is one, minus the slope times the part below the threshold.
+HPCNN_HD float relu_clip(float x, const ReluClipParams& p) {
+  float a = x > p.threshold ? x : 0.f;
+  if (p.has_max) a = a < 0.f ? 0.f : (a > p.max_value ? p.max_value : a);
+  const float below = p.threshold - x > 0.f ? p.threshold - x : 0.f;
+  return a - p.negative_slope * below;
+}
+HPCNN_HD float relu_clip_grad(float x, const ReluClipParams& p) {
+  const float a = x > p.threshold ? x : 0.f;  // (threshold 0: x > 0 the same test)
+  float d = x > p.threshold ? 1.f : 0.f;
+  if (p.has_max) d = a > 0.f && a < p.max_value ? d : 0.f;
+  return d + (p.threshold - x > 0.f ? p.negative_slope : 0.f);
+}
+
 // Rescaling: x * scale + offset (one multiply-add; nvcc and g++ both contract it into an FMA).
 HPCNN_HD float scale_shift(float x, float scale, float offset) { return x * scale + offset; }
+
+// Keras' Normalization: 1 / max(sqrt(var), eps), the factor of (x - mean) (ops/scale_shift.h).
+HPCNN_HD float normalization_scale(float var, float eps) {
+  const float s = sqrtf(var);
+  return 1.f / (s > eps ? s : eps);
+}
 
 // ------------------------------------------------------------------ normalization
 // Keras' moving average of a batch statistic (BatchNormalization's moving_mean/moving_variance):

@@ -23,9 +23,11 @@
 #include "ops/global_pool2d.h"
 #include "ops/loss_metrics.h"
 #include "ops/maxpool2d.h"
+#include "ops/multiply.h"
 #include "ops/optimizer_step.h"
 #include "ops/param_segments.h"
 #include "ops/pad2d.h"
+#include "ops/relu_clip.h"
 
 namespace hpcnn::ops {
 
@@ -116,9 +118,16 @@ void batchnorm_update_moving(Tensor& moving_mean, Tensor& moving_var, const Tens
 // x (..., C): y = x * scale + offset per channel; scale, offset (C,) (scale_shift.h).
 void scale_shift_forward(const Tensor& x, const Tensor& scale, const Tensor& offset, Tensor& y);
 void scale_shift_backward(const Tensor& dy, const Tensor& scale, Tensor& dx);
+// Keras' Normalization as a scale_shift: scale = 1 / max(sqrt(var), eps), offset = -mean * scale;
+// all (C,) on one device.
+void normalization_constants(const Tensor& mean, const Tensor& var, float eps, Tensor& scale, Tensor& offset);
 
 void relu_forward(const Tensor& x, Tensor& y);
 void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx);
+// Keras' ReLU(max_value, negative_slope, threshold) in any combination (relu_clip.h); the
+// parameters are checked (finite, slope and max_value >= 0).
+void relu_clip_forward(const ReluClipParams& p, const Tensor& x, Tensor& y);
+void relu_clip_backward(const ReluClipParams& p, const Tensor& x, const Tensor& dy, Tensor& dx);
 // over the last axis
 void softmax_forward(const Tensor& x, Tensor& y);
 void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx);
@@ -188,6 +197,14 @@ void accumulate(Tensor& dst, const Tensor& src);
 // gave, `sizes[i]` long along the axis.
 void concat(const std::vector<Tensor>& xs, Tensor& y, int axis);
 void split(const Tensor& dy, const std::vector<long long>& sizes, const std::vector<Tensor*>& dxs, int axis);
+// Element-wise product with Keras' broadcasting (multiply.h): each axis of a and b equal or 1, the
+// same rank, the batch axis never broadcast; y has the broadcast shape (broadcast_shape: a
+// ValueError naming both shapes when they do not fit). Backward: da, db (null: not computed) of
+// the operands' shapes, a broadcast operand's gradient summed over its broadcast axes.
+Shape broadcast_shape(const Shape& a, const Shape& b, const char* op);
+BroadcastGeometry multiply_geometry(const Tensor& a, const Tensor& b, const char* op);
+void multiply_forward(const Tensor& a, const Tensor& b, Tensor& y);
+void multiply_backward(const Tensor& a, const Tensor& b, const Tensor& dy, Tensor* da, Tensor* db);
 // dst = src (the same element count, one device), on the device's compute stream.
 void copy(const Tensor& src, Tensor& dst);
 

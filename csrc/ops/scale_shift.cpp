@@ -33,4 +33,18 @@ void scale_shift_backward(const Tensor& dy, const Tensor& scale, Tensor& dx) {
                  cuda::scale_shift_backward(device_index, dy.numel() / c, c, dy.f32(), scale.f32(), dx.f32()));
 }
 
+void normalization_constants(const Tensor& mean, const Tensor& var, float eps, Tensor& scale, Tensor& offset) {
+  const char* op = "normalization_constants";
+  expect_f32(op, "mean", mean);
+  HPCNN_CHECK_ARG(mean.rank() == 1, op, ": mean must be 1-D, got ", shape_str(mean.shape()));
+  const int c = as_int(mean.dim(0), op);
+  expect_channels(op, "variance", var, c);
+  expect_channels(op, "scale", scale, c);
+  expect_channels(op, "offset", offset, c);
+  same_device(op, {&mean, &var, &scale, &offset});
+  HPCNN_DISPATCH(mean.device(), cpu::normalization_constants(c, mean.f32(), var.f32(), eps, scale.f32(), offset.f32()),
+                 cuda::normalization_constants(device_index, c, mean.f32(), var.f32(), eps, scale.f32(),
+                                               offset.f32()));
+}
+
 }  // namespace hpcnn::ops

@@ -19,4 +19,11 @@ void scale_shift_backward(long long rows, int c, const float* dy, const float* s
   }, 1024);
 }
 
+void normalization_constants(int c, const float* mean, const float* var, float eps, float* scale, float* offset) {
+  for (int j = 0; j < c; ++j) {
+    scale[j] = ew::normalization_scale(var[j], eps);
+    offset[j] = -mean[j] * scale[j];
+  }
+}
+
 }  // namespace hpcnn::cpu

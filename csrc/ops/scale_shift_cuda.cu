@@ -18,7 +18,22 @@ __global__ void scale_shift_backward_kernel(long long count, int c, const float*
     dx[i] = dy[i] * scale[i % c];
 }
 
+__global__ void normalization_constants_kernel(int c, const float* mean, const float* var, float eps, float* scale,
+                                               float* offset) {
+  for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < c; j += gridDim.x * blockDim.x) {
+    scale[j] = ew::normalization_scale(var[j], eps);
+    offset[j] = -mean[j] * scale[j];
+  }
+}
+
 }  // namespace
+
+void normalization_constants(int device, int c, const float* mean, const float* var, float eps, float* scale,
+                             float* offset) {
+  ContextLock ctx(device);
+  normalization_constants_kernel<<<blocks_for(c), 256, 0, ctx.stream()>>>(c, mean, var, eps, scale, offset);
+  HPCNN_CUDA_CHECK_LAUNCH();
+}
 
 void scale_shift_forward(int device, long long rows, int c, const float* x, const float* scale, const float* offset,
                          float* y) {

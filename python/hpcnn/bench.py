@@ -122,11 +122,14 @@ class ServedWorker:
     `worker_main`; bench/engine_workers.py), given `extra_args` after the common ones."""
 
     def __init__(self, python: str, framework: str, batch: int, threads: int, model: str = "tutorial",
-                 latency: bool = False, worker_file: Optional[str] = None, extra_args: Sequence[str] = ()):
+                 latency: bool = False, worker_file: Optional[str] = None, extra_args: Sequence[str] = (),
+                 sessions: Optional[str] = None):
         self.framework = framework
         cmd = [python, "-c", _WORKER_LAUNCHER, os.path.abspath(worker_file or bench_workers.__file__), "--worker",
                framework, "--batch", str(batch), "--steps", "0", "--warmup", "0", "--threads", str(threads),
                "--model", model, "--serve", *extra_args]
+        if sessions:  # a bench script's own models (bench_workers.add_sessions)
+            cmd += ["--sessions", os.path.abspath(sessions)]
         if latency:
             cmd += ["--latency", "1"]
         self._stderr = tempfile.TemporaryFile(mode="w+")  # a pipe nobody reads could fill and block the worker

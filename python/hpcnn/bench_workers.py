@@ -11,6 +11,7 @@ OpenBLAS). It is also the file a worker of an older hpcnn (bench_train.py --base
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -400,10 +401,30 @@ def worker_tensorflow(batch: int, steps: int, warmup: int, threads: int, model: 
 WORKERS = {"hpcnn": worker_hpcnn, "torch": worker_torch, "tensorflow": worker_tensorflow}
 IMPORT_NAME = {"hpcnn": "hpcnn", "torch": "torch", "tensorflow": "tensorflow"}
 
+def add_sessions(path: str) -> None:
+    """Adds the models and sessions of a plain Python file (its MODELS and SESSIONS dicts, the
+    same shapes as these) for a served worker: a bench script times its own models through this
+    worker and hpcnn.bench.ServedWorker."""
+    spec = importlib.util.spec_from_file_location("hpcnn_bench_sessions", path)
+    if spec is None or spec.loader is None:
+        raise ValueError(f"bench worker: cannot load sessions from {path!r}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    MODELS.update(module.MODELS)
+    SESSIONS.update(module.SESSIONS)
+
+
 def worker_main(argv: Sequence[str]) -> int:
     """A worker process: times one framework and prints {"train": [...], "infer": [...], "params": n}
     as JSON."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--sessions", default=None)
+    extra, _ = pre.parse_known_args(list(argv))
+    if extra.sessions:
+        add_sessions(extra.sessions)
     p = argparse.ArgumentParser()
+    p.add_argument("--sessions", default=None, help="a plain Python file whose MODELS and SESSIONS add to these "
+                                                     "(a bench script's own models: bench/backbone_sessions.py)")
     p.add_argument("--worker", required=True, choices=sorted(WORKERS))
     p.add_argument("--batch", type=int, required=True)
     p.add_argument("--steps", type=int, required=True)

@@ -14,9 +14,11 @@ from typing import Any, Dict, Iterator, Optional, Tuple, Union
 
 import numpy as np
 
-from . import _core, paths, validation
+from . import _core, image_folders, paths, validation
+from .image_folders import AUTOTUNE, ImageDataset
 
-__all__ = ["HDF5Dataset", "write_hdf5", "read_dataset", "dataset_info", "DEFAULT_MEMORY_BUDGET", "SHUFFLE_MODES"]
+__all__ = ["HDF5Dataset", "write_hdf5", "read_dataset", "dataset_info", "image_dataset_from_directory", "ImageDataset",
+           "AUTOTUNE", "DEFAULT_MEMORY_BUDGET", "SHUFFLE_MODES"]
 
 #: Default byte budget for cache='auto': a dataset whose stored bytes fit is cached in memory
 #: (exact full shuffle); a larger one is streamed through windows of chunks within this budget.
@@ -379,3 +381,78 @@ def read_dataset(path, name: str) -> np.ndarray:
 def dataset_info(path, name: str) -> dict:
     """Shape, dtype, chunks, compression and rows of one dataset (read with the C API)."""
     return dict(_C.dataset_info(_check_path(path, "dataset_info"), name))
+
+
+def image_dataset_from_directory(directory, labels="inferred", label_mode: Optional[str] = "int",
+                                 class_names=None, color_mode: str = "rgb", batch_size: Optional[int] = 32,
+                                 image_size=(256, 256), shuffle: bool = True, seed: Optional[int] = None,
+                                 validation_split: Optional[float] = None, subset: Optional[str] = None,
+                                 interpolation: str = "bilinear", follow_links: bool = False,
+                                 crop_to_aspect_ratio: bool = False, pad_to_aspect_ratio: bool = False,
+                                 data_format: Optional[str] = None, format: str = "tf", verbose: bool = True,
+                                 cache_dir: Optional[str] = None):
+    """A dataset of the images in a folder of class folders, as Keras 3's function of that name.
+
+    The same files in the same subset and order as Keras for the same seed (its listing, seeded
+    shuffle and split), decoded once with Pillow and resized as TensorFlow resizes (no
+    antialiasing) into an HDF5 file that is reused while the folder is unchanged; then read by
+    HDF5Dataset's native loader (fit, evaluate, predict, the augmentation layers, MirroredStrategy
+    and MPI sharding, BackupAndRestore). Images come as float32 0-255 (as Keras'), labels as Keras'
+    ``label_mode`` says. docs/data.md, "A folder of images", has the details and the differences.
+
+    Parameters
+    ----------
+    directory : str or path
+        The folder: one sub-folder of images per class (labels='inferred'), or any layout (labels
+        given or None). Files ending in .bmp, .gif, .jpeg, .jpg, .png (any case) are listed.
+    labels : 'inferred', list of int, or None
+        'inferred': from the class folders (sorted names); a list: one label per file, in the
+        sorted order of the files' paths; None: no labels.
+    label_mode : 'int', 'categorical', 'binary' or None
+        int32 class indices (batch,), float32 one-hot (batch, classes), float32 (batch, 1) for two
+        classes, or no labels.
+    class_names : list of str or None
+        With labels='inferred': the class folders to use, in this order.
+    color_mode : 'rgb', 'grayscale' or 'rgba'
+        3, 1 or 4 channels.
+    batch_size : int or None
+        Images per batch; None: one image at a time (``.batch(n)`` batches again).
+    image_size : (int, int)
+        (height, width) every image is resized to.
+    shuffle : bool
+        Shuffle the files before the split (seeded, as Keras) and the rows every epoch.
+    seed : int or None
+        The shuffle seed (required with validation_split and shuffle); None draws one.
+    validation_split : float or None
+        The fraction (the last files after the shuffle) kept for validation.
+    subset : 'training', 'validation', 'both' or None
+        Which part of the split; 'both' returns [training, validation].
+    interpolation : str
+        'bilinear' or 'nearest' (TensorFlow's, half-pixel centres); Keras' other names are refused.
+    follow_links : bool
+        Walk into sub-folders that are symbolic links.
+    crop_to_aspect_ratio : bool
+        Crop the centre to image_size's aspect ratio before resizing (Keras' smart_resize).
+    pad_to_aspect_ratio : bool
+        Resize into image_size keeping the aspect ratio, padded with zeros.
+    data_format : None or 'channels_last'
+        hpcnn's images are channels_last.
+    format : 'tf'
+        Accepted as Keras accepts it; the dataset is hpcnn's either way.
+    verbose : bool
+        Print Keras' "Found N files belonging to K classes." and the decoding progress.
+    cache_dir : str or None
+        Where the decoded images' file goes (hpcnn only): default <directory>/.hpcnn_cache when
+        writable, else <data directory>/image_cache.
+
+    Returns
+    -------
+    ImageDataset, or [training, validation] for subset='both'
+        With ``class_names``, ``file_paths`` (Keras'), ``refused_files`` and ``cache_file``.
+    """
+    return image_folders.from_directory(
+        HDF5Dataset, directory, labels=labels, label_mode=label_mode, class_names=class_names, color_mode=color_mode,
+        batch_size=batch_size, image_size=image_size, shuffle=shuffle, seed=seed, validation_split=validation_split,
+        subset=subset, interpolation=interpolation, follow_links=follow_links,
+        crop_to_aspect_ratio=crop_to_aspect_ratio, pad_to_aspect_ratio=pad_to_aspect_ratio, data_format=data_format,
+        format=format, verbose=verbose, cache_dir=cache_dir)

@@ -31,6 +31,7 @@ FLOORS: List[List[str]] = [
     ["_core", "blas_env"],                                                      # the C++ module; its BLAS's kernels
     ["aliases", "errors", "validation", "progress", "interrupts", "suggestions", "config_objects"],
     ["paths"],                                                                  # where files are looked for
+    ["image_folders"],                                                          # folders of image files, decoded
     ["utils", "devices", "threads", "data", "image_files"],                     # runtime, data
     ["config", "datasets", "distribute", "losses", "metrics", "optimizers", "regularizers"],
     ["layers"],                                                                 # the symbolic graph at its bottom

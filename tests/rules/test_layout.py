@@ -35,10 +35,13 @@ LAYOUT = {
     "gpu": "the CUDA backend: GPU against CPU (marked gpu) and its host-side switches",
     "hostile": "hostile and damaged files: the corpora and the targeted refusals",
     "python": "hpcnn's top-level modules (arguments, messages, losses and metrics, plots, progress, ...)",
+    "python/applications": "hpcnn.applications: the ImageNet backbones against live Keras, their weight files, "
+                           "preprocessing, fine-tuning",
     "python/callbacks": "hpcnn.callbacks",
     "python/datasets": "hpcnn.datasets",
     "python/export": "hpcnn.export: ONNX and OpenVINO files against predict, in ONNX Runtime and OpenVINO",
     "python/formats": "hpcnn.formats: Keras' and hpcnn's files, saving",
+    "python/image_folders": "hpcnn.image_folders: folders of images (listing, resize, decoded cache, datasets)",
     "python/keras": "hpcnn.keras: Keras' namespace, its tutorial code, live Keras",
     "python/layers": "hpcnn.layers",
     "python/models": "hpcnn.models: Sequential, the functional API, nesting, model calls",

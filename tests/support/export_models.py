@@ -1,18 +1,21 @@
 """The models the export tests write and run in ONNX Runtime and OpenVINO: every model of
 hpcnn.applications (with logits outputs where they end in a softmax, and as they come), a functional
-model with every kind of layer hpcnn exports, one of depthwise and separable convolutions, augmentation at a model's start, nested models, and
+model with every kind of layer hpcnn exports, augmentation at a model's start, nested models, and
 the models Keras saved (tests/data/keras). Each builder returns a model with randomized weights
 (export_engines.randomize: BatchNormalization's moving statistics not at their neutral start)."""
 from __future__ import annotations
 
 from typing import Callable, Dict
 
+import numpy as np
+
 import hpcnn
 from hpcnn import applications
 from hpcnn.layers import (ELU, Activation, Add, AveragePooling2D, BatchNormalization, Concatenate, Conv2D, Dense,
-                          DepthwiseConv2D, Dropout, Flatten, GlobalAveragePooling2D, GlobalMaxPooling2D, Input, LeakyReLU, MaxPooling2D,
-                          RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom, ReLU, Rescaling,
-                          SeparableConv2D, Softmax, ZeroPadding2D)
+                          DepthwiseConv2D, Dropout, Flatten, GlobalAveragePooling2D, GlobalMaxPooling2D, Input,
+                          LeakyReLU, MaxPooling2D, Multiply, Normalization, RandomCrop, RandomFlip, RandomRotation,
+                          RandomTranslation, RandomZoom, ReLU, Rescaling, Reshape, SeparableConv2D, Softmax,
+                          ZeroPadding2D)
 from hpcnn.models import load_model
 from tests.support import paths
 from tests.support.export_engines import randomize
@@ -65,11 +68,39 @@ def every_layer():
     return model
 
 
-def depthwise_separable():
-    """DepthwiseConv2D and SeparableConv2D as a MobileNet's blocks use them and beyond: depth
-    multipliers 1 and 2, 'same' and 'valid', strides, dilated windows (with 'same' padding too),
-    with and without a bias, BatchNormalization after a depthwise convolution, relu6 and
-    hard_swish / hard_silu."""
+def mobile_blocks():
+    """The layers of the ImageNet backbones (issue 38): Normalization (adapted weights and given
+    constants), depthwise convolutions (strided 'same' with an odd total, 'valid' with a depth
+    multiplier, dilated, ReLU6), SeparableConv2D with hard_silu, a squeeze-and-excitation block
+    (GlobalAveragePooling2D, Reshape, Multiply), Dropout with a noise shape, ReLU's general form,
+    Reshape of an image to a vector."""
+    x = Input(shape=(13, 13, 3), name="pixels")
+    n = Normalization()
+    t = n(x)
+    t = Normalization(mean=[0.1, -0.2, 0.3], variance=[1.5, 0.5, 2.0])(t)
+    t = Conv2D(8, 1)(t)
+    t = DepthwiseConv2D(3, strides=2, padding="same", activation="relu6")(t)      # 7x7x8
+    t = DepthwiseConv2D(3, padding="valid", depth_multiplier=2)(t)                  # 5x5x16
+    t = DepthwiseConv2D(3, padding="same", dilation_rate=2, use_bias=False, activation="swish")(t)
+    t = SeparableConv2D(12, 3, padding="same", activation="hard_silu")(t)           # 5x5x12
+    se = Reshape((1, 1, 12))(GlobalAveragePooling2D()(t))
+    se = Conv2D(12, 1, activation="sigmoid")(Conv2D(4, 1, activation="swish")(se))
+    t = Multiply()([t, se])
+    t = Add()([t, Dropout(0.2, noise_shape=(None, 1, 1, 1))(Conv2D(12, 1)(t))])
+    t = ReLU(max_value=3.0, negative_slope=0.1, threshold=0.2)(t)
+    f = Reshape((-1,))(t)
+    model = hpcnn.Model(x, Dense(5)(f), name="mobile_blocks", seed=4)
+    randomize(model)
+    model.get_layer(n.name).set_weights([np.array([0.4, 0.5, 0.6], np.float32), np.array([0.09, 0.04, 0.25],
+                                         np.float32), np.array(0.0, np.float32)])
+    return model
+
+
+def separable_variants():
+    """SeparableConv2D and DepthwiseConv2D beyond the backbones' uses (mobile_blocks): separable
+    convolutions with a depth multiplier, strided, and dilated 'valid' with a non-square window;
+    a depthwise window dilated differently per axis with 'same' padding; BatchNormalization after a
+    depthwise convolution; hard_swish (hard_silu's other name)."""
     x = Input(shape=(13, 11, 6))
     a = BatchNormalization()(DepthwiseConv2D(3, padding="same", activation="relu6")(x))
     b = DepthwiseConv2D(3, strides=2, padding="same", depth_multiplier=2, use_bias=False)(a)       # 7x6x12
@@ -79,7 +110,7 @@ def depthwise_separable():
     t = SeparableConv2D(8, 3, strides=2, padding="same", use_bias=False)(d)                        # 5x5x8
     u = SeparableConv2D(4, (2, 3), padding="valid", dilation_rate=2, activation="relu")(x)        # 11x7x4
     f = Concatenate()([GlobalAveragePooling2D()(s), GlobalMaxPooling2D()(t), Flatten()(u)])
-    model = hpcnn.Model(x, Dense(5)(f), name="depthwise_separable", seed=3)
+    model = hpcnn.Model(x, Dense(5)(f), name="separable_variants", seed=3)
     randomize(model)
     return model
 
@@ -145,7 +176,8 @@ MODELS: Dict[str, Callable[[], object]] = {
     "resnet20_cifar_features": _resnet(20, include_top=False),               # a channels-last image out
     "resnet20_cifar_max_pool": _resnet(20, include_top=False, pooling="max"),
     "every_layer": every_layer,
-    "depthwise_separable": depthwise_separable,
+    "mobile_blocks": mobile_blocks,
+    "separable_variants": separable_variants,
     "augmented_centre_crop": lambda: augmented(19),
     "augmented_padded_crop": lambda: augmented(16),
     "nested_sequential": nested_sequential,

@@ -182,6 +182,34 @@ class Loader:
     def y_info(self) -> object:
         ...
 
+class StreamWriter:
+    """A new HDF5 file written a block of rows at a time, renamed onto `path` by commit() (data/writer.h)."""
+
+    def __init__(self, path: str, compression: str='gzip', level: typing.SupportsInt | typing.SupportsIndex=4) -> None:
+        ...
+
+    def chunk_rows(self, name: str) -> int:
+        ...
+
+    def close(self) -> None:
+        ...
+
+    def commit(self) -> None:
+        ...
+
+    def create(self, name: str, shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dtype: numpy.dtype, chunk_rows: typing.SupportsInt | typing.SupportsIndex=0) -> None:
+        ...
+
+    @property
+    def open(self) -> bool:
+        ...
+
+    def set_rows(self, name: str, rows: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+
+    def write(self, name: str, first_row: typing.SupportsInt | typing.SupportsIndex, rows: numpy.ndarray) -> None:
+        ...
+
 def check_epoch_plan(order: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], windows: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]], window_end: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], rows: typing.SupportsInt | typing.SupportsIndex, block_rows: typing.SupportsInt | typing.SupportsIndex, batch_size: typing.SupportsInt | typing.SupportsIndex=0, lane_windows: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]=[]) -> None:
     """The check the loader makes of every epoch plan it makes: RuntimeError naming what is wrong (a plan that misses or repeats rows, or whose windows do not load the blocks its positions read). A chunk-group plan gives its batch_size and lane_windows."""
 
@@ -202,6 +230,9 @@ def inflate_library() -> str:
 
 def read_dataset(path: str, name: str) -> numpy.ndarray:
     ...
+
+def resize_image(image: numpy.ndarray, height: typing.SupportsInt | typing.SupportsIndex, width: typing.SupportsInt | typing.SupportsIndex, method: str='bilinear', to_uint8: bool=False) -> numpy.ndarray:
+    """tf.image.resize of a uint8 image (half-pixel centres, no antialiasing; data/image_resize.h): float32, or uint8 rounded to the nearest integer."""
 
 def write_file_atomically(path: str, data: bytes, caller: str='write_file_atomically') -> None:
     """Writes bytes to `path` through a temporary file renamed into place (the rules of write_hdf5's target)."""

@@ -111,8 +111,20 @@ def measure_peak_gflops(threads: typing.SupportsInt | typing.SupportsIndex, seco
 def metric_rows(pred: object, target: object, name: str, k: typing.SupportsInt | typing.SupportsIndex=5, threshold: typing.SupportsFloat | typing.SupportsIndex=0.5, device: str='cpu') -> float:
     """The sum over rows of a metric (Keras' function name) of pred against target."""
 
+def multiply_backward(a: object, b: object, dy: object, device: str='cpu') -> tuple[numpy.ndarray, numpy.ndarray]:
+    """(da, db) of multiply_forward: dy times the other input, summed over the axes each was broadcast along."""
+
+def multiply_forward(a: object, b: object, device: str='cpu', repeat: typing.SupportsInt | typing.SupportsIndex=1) -> numpy.ndarray:
+    """a * b with Keras' broadcasting (each axis equal or 1; the first, the batch, never broadcast)."""
+
+def normalization_constants(mean: object, variance: object, epsilon: typing.SupportsFloat | typing.SupportsIndex=1e-07, device: str='cpu') -> tuple[numpy.ndarray, numpy.ndarray]:
+    """Keras' Normalization as (scale, offset) for scale_shift_forward: 1 / max(sqrt(variance), epsilon), -mean * scale."""
+
 def relu_backward(y: object, dy: object, device: str='cpu') -> numpy.ndarray:
     ...
+
+def relu_clip(x: object, dy: object, max_value: object=None, negative_slope: typing.SupportsFloat | typing.SupportsIndex=0.0, threshold: typing.SupportsFloat | typing.SupportsIndex=0.0, device: str='cpu') -> tuple[numpy.ndarray, object]:
+    """Keras' ReLU(max_value, negative_slope, threshold): (y, dx or None when dy is None)."""
 
 def relu_forward(x: object, device: str='cpu') -> numpy.ndarray:
     ...

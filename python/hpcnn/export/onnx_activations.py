@@ -1,7 +1,7 @@
 """Keras' activations (hpcnn.layers' list: ``activation=`` of Conv2D and Dense, the Activation,
 ReLU, LeakyReLU, ELU and Softmax layers) as ONNX operators, with the constants hpcnn computes them
 with (csrc/ops/elementwise.h). Where ONNX has the operator only from a later opset (Gelu: 20,
-Mish: 18) an older opset gets its formula from older operators (Erf, Tanh, Softplus; HardSwish, 14: HardSigmoid)."""
+Mish: 18) an older opset gets its formula from older operators (Erf, Tanh, Softplus)."""
 from __future__ import annotations
 
 import math
@@ -44,13 +44,6 @@ def _gelu_approximate(g: OnnxGraph, x: str, p: str) -> str:
     return g.op("Mul", [x, s], f"{p}/Mul")
 
 
-def _hard_swish(g: OnnxGraph, x: str, p: str) -> str:
-    # x * relu6(x + 3) / 6 = x * HardSigmoid(x; 1/6, 1/2): ONNX's HardSwish from opset 14
-    if g.opset >= 14:
-        return g.op("HardSwish", [x], f"{p}/HardSwish")
-    return g.op("Mul", [x, g.op("HardSigmoid", [x], f"{p}/HardSigmoid", alpha=1.0 / 6.0, beta=0.5)], f"{p}/Mul")
-
-
 def _swish(g: OnnxGraph, x: str, p: str) -> str:
     return g.op("Mul", [x, g.op("Sigmoid", [x], f"{p}/Sigmoid")], f"{p}/Mul")
 
@@ -59,6 +52,12 @@ def _mish(g: OnnxGraph, x: str, p: str) -> str:
     if g.opset >= 18:
         return g.op("Mish", [x], f"{p}/Mish")
     return g.op("Mul", [x, g.op("Tanh", [g.op("Softplus", [x], f"{p}/Softplus")], f"{p}/Tanh")], f"{p}/Mul")
+
+
+def _hard_silu(g: OnnxGraph, x: str, p: str) -> str:
+    if g.opset >= 14:
+        return g.op("HardSwish", [x], f"{p}/HardSwish")  # x * max(0, min(1, x / 6 + 1/2)): Keras 3's
+    return g.op("Mul", [x, g.op("HardSigmoid", [x], f"{p}/HardSigmoid", alpha=1.0 / 6.0, beta=0.5)], f"{p}/Mul")
 
 
 def _op(op_type: str, **attributes: float) -> Callable[[OnnxGraph, str, str], str]:
@@ -82,8 +81,8 @@ _ELEMENTWISE: Dict[str, Callable[[OnnxGraph, str, str], str]] = {
     "softplus": _op("Softplus"),
     "softsign": _op("Softsign"),
     "mish": _mish,
-    "hard_silu": _hard_swish,
-    "hard_swish": _hard_swish,
+    "hard_silu": _hard_silu,
+    "hard_swish": _hard_silu,
 }
 
 NAMES = tuple(_ELEMENTWISE) + ("softmax", "linear")
@@ -104,6 +103,24 @@ def activation(g: OnnxGraph, v: Value, name: str, prefix: str) -> Value:
 
 def leaky_relu(g: OnnxGraph, v: Value, slope: float, prefix: str) -> Value:
     return Value(g.op("LeakyRelu", [v.name], f"{prefix}/LeakyRelu", alpha=float(slope)), v.shape, v.layout)
+
+
+def general_relu(g: OnnxGraph, v: Value, max_value: object, slope: float, threshold: float, prefix: str) -> Value:
+    """Keras' ReLU(max_value, negative_slope, threshold) in any combination, its steps as
+    keras.activations.relu takes them (csrc/ops/relu_clip.h)."""
+    p, x = f"{prefix}/relu", v.name
+    if threshold:
+        zero = _const(g, p, 0.0)
+        above = g.op("Greater", [x, _const(g, p, threshold)], f"{p}/Greater")
+        a = g.op("Where", [above, x, zero], f"{p}/Where")
+    else:
+        a = g.op("Relu", [x], f"{p}/Relu")
+    if max_value is not None:
+        a = g.op("Clip", [a, _const(g, p, 0.0), _const(g, p, float(max_value))], f"{p}/Clip")  # type: ignore
+    if slope:
+        below = g.op("Relu", [g.op("Sub", [_const(g, p, threshold), x], f"{p}/Sub")], f"{p}/Relu")
+        a = g.op("Sub", [a, g.op("Mul", [below, _const(g, p, slope)], f"{p}/Mul")], f"{p}/Sub")
+    return Value(a, v.shape, v.layout)
 
 
 def elu(g: OnnxGraph, v: Value, alpha: float, prefix: str) -> Value:

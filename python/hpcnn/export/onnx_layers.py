@@ -12,7 +12,9 @@ What a rule writes is what ``predict`` computes:
   Runtime's optimized graph has no BatchNormalization left beside a convolution).
 - 'same' padding is Keras' (the odd pixel at the bottom and right), written as explicit pads;
   AveragePooling2D leaves the padding out of its averages, as Keras and hpcnn do.
-- Flatten reads channels-last (Keras' (H, W, C) order).
+- Flatten and Reshape read channels-last (Keras' (H, W, C) order).
+- DepthwiseConv2D is a grouped Conv (group = the input channels), SeparableConv2D that Conv then a
+  1x1 Conv; Normalization is its per-channel scale and offset; Multiply is ONNX's broadcasting Mul.
 
 The rules are looked up by the layer's exact class: a subclass (a user's layer) may compute
 something else, and is refused by name (hpcnn.export.onnx_model)."""
@@ -24,9 +26,9 @@ from typing import Callable, Dict, List, Sequence, Tuple
 import numpy as np
 
 from ..layers import (Activation, Add, AveragePooling2D, BatchNormalization, Concatenate, Conv2D, Dense,
-                      DepthwiseConv2D, Dropout, ELU, Flatten, GlobalAveragePooling2D, GlobalMaxPooling2D, LeakyReLU, MaxPooling2D, RandomCrop,
-                      RandomFlip, RandomRotation, RandomTranslation, RandomZoom, ReLU, Rescaling,
-                      SeparableConv2D, Softmax, ZeroPadding2D)
+                      DepthwiseConv2D, Dropout, ELU, Flatten, GlobalAveragePooling2D, GlobalMaxPooling2D, LeakyReLU,
+                      MaxPooling2D, Multiply, Normalization, RandomCrop, RandomFlip, RandomRotation, RandomTranslation,
+                      RandomZoom, ReLU, Rescaling, Reshape, SeparableConv2D, Softmax, ZeroPadding2D)
 from . import onnx_activations as act
 from .onnx_graph import OnnxGraph, Value
 
@@ -51,28 +53,6 @@ def _window_attributes(layer: object, x: Value, kernel: Sequence[int]) -> Dict[s
     return dict(kernel_shape=list(kernel), strides=strides, pads=pads)
 
 
-def _dilated_window_attributes(layer: object, x: Value) -> Dict[str, List[int]]:
-    """A dilated window's attributes: 'same' pads as for the window it spans ((k - 1) * d + 1)."""
-    kernel, dilations = list(layer.kernel_size), list(layer.dilation_rate)  # type: ignore[attr-defined]
-    spans = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
-    attrs = _window_attributes(layer, x, spans)
-    attrs.update(kernel_shape=kernel, dilations=dilations)
-    return attrs
-
-
-def _depthwise(g: OnnxGraph, layer: object, x: Value, kernel: np.ndarray, bias: object) -> str:
-    """A depthwise convolution of the channels-first x: ONNX's Conv with one group per input
-    channel. Keras' kernel (kh, kw, C, M) gives output channel c * M + m from input channel c, as
-    ONNX's groups order them: its weight (C * M, 1, kh, kw)."""
-    kh, kw, c, mult = kernel.shape
-    names = [x.name, g.weight(f"{layer.name}/depthwise_kernel",  # type: ignore[attr-defined]
-                              kernel.transpose(2, 3, 0, 1).reshape(c * mult, 1, kh, kw))]
-    if bias is not None:
-        names.append(g.weight(f"{layer.name}/bias", bias))  # type: ignore[attr-defined]
-    return g.op("Conv", names, f"{layer.name}/DepthwiseConv", group=int(c),  # type: ignore[attr-defined]
-                **_dilated_window_attributes(layer, x))
-
-
 # ---------------------------------------------------------------------- layers with weights
 def conv2d(g: OnnxGraph, layer: Conv2D, ins: List[Value], out_shape: Tuple[int, ...], w: Weights) -> Value:
     x = g.channels_first(ins[0])
@@ -83,24 +63,56 @@ def conv2d(g: OnnxGraph, layer: Conv2D, ins: List[Value], out_shape: Tuple[int, 
     return act.activation(g, Value(y, out_shape, "nchw"), layer.activation, layer.name)
 
 
+def _depthwise(g: OnnxGraph, layer: object, x: Value, kernel: np.ndarray, bias: object, name: str) -> str:
+    """The depthwise convolution as ONNX's grouped Conv (group = the input channels): Keras' kernel
+    (kh, kw, c, m) as (c*m, 1, kh, kw), output channel c*m + j reading channel c as Keras;
+    'same' padding of the dilated kernel's extent."""
+    kh, kw, c, m = kernel.shape
+    dil = list(layer.dilation_rate)  # type: ignore[attr-defined]
+    strides = list(layer.strides)  # type: ignore[attr-defined]
+    extent = [(kh - 1) * dil[0] + 1, (kw - 1) * dil[1] + 1]
+    pads = same_pads(x.shape[:2], extent, strides) if layer.padding == "same" else [0, 0, 0, 0]  # type: ignore
+    w = np.ascontiguousarray(kernel.reshape(kh, kw, c * m).transpose(2, 0, 1)[:, None])
+    names = [x.name, g.weight(f"{name}/kernel", w)]
+    if bias is not None:
+        names.append(g.weight(f"{name}/bias", bias))
+    return g.op("Conv", names, f"{name}/Conv", group=int(c), kernel_shape=[kh, kw], strides=strides, pads=pads,
+                dilations=dil)
+
+
 def depthwise_conv2d(g: OnnxGraph, layer: DepthwiseConv2D, ins: List[Value], out_shape: Tuple[int, ...],
                      w: Weights) -> Value:
     x = g.channels_first(ins[0])
-    y = _depthwise(g, layer, x, w["kernel"], w.get("bias"))
+    y = _depthwise(g, layer, x, w["kernel"], w.get("bias"), layer.name)
     return act.activation(g, Value(y, out_shape, "nchw"), layer.activation, layer.name)
 
 
 def separable_conv2d(g: OnnxGraph, layer: SeparableConv2D, ins: List[Value], out_shape: Tuple[int, ...],
                      w: Weights) -> Value:
-    """Keras' SeparableConv2D: the depthwise convolution (strides, padding, dilation; no bias), then
-    the pointwise 1x1 convolution with the bias."""
+    """The depthwise Conv (no bias), then the 1x1 Conv with the bias: Keras' two steps."""
     x = g.channels_first(ins[0])
-    d = _depthwise(g, layer, x, w["depthwise_kernel"], None)
+    d = _depthwise(g, layer, x, w["depthwise_kernel"], None, f"{layer.name}/depthwise")
     names = [d, g.weight(f"{layer.name}/pointwise_kernel", w["pointwise_kernel"].transpose(3, 2, 0, 1))]
     if "bias" in w:
         names.append(g.weight(f"{layer.name}/bias", w["bias"]))
-    y = g.op("Conv", names, f"{layer.name}/PointwiseConv", kernel_shape=[1, 1])
+    y = g.op("Conv", names, f"{layer.name}/pointwise/Conv", kernel_shape=[1, 1])
     return act.activation(g, Value(y, out_shape, "nchw"), layer.activation, layer.name)
+
+
+def normalization(g: OnnxGraph, layer: Normalization, ins: List[Value], out_shape: Tuple[int, ...],
+                  w: Weights) -> Value:
+    """(x - mean) / max(sqrt(variance), 1e-7) per channel, as x * scale + offset (what the core
+    computes), from the weights or from the mean and variance given."""
+    x = ins[0]
+    c = out_shape[-1]
+    mean = np.asarray(w["mean"] if layer.mean is None else layer.mean, np.float64) * np.ones(c)
+    var = np.asarray(w["variance"] if layer.variance is None else layer.variance, np.float64) * np.ones(c)
+    scale = (1.0 / np.maximum(np.sqrt(var.astype(np.float32)), np.float32(1e-7))).astype(np.float32)
+    offset = (-mean.astype(np.float32) * scale).astype(np.float32)
+    shape = (-1, 1, 1) if x.layout == "nchw" else (-1,)
+    y = g.op("Mul", [x.name, g.weight(f"{layer.name}/scale", scale.reshape(shape))], f"{layer.name}/Mul")
+    y = g.op("Add", [y, g.weight(f"{layer.name}/offset", offset.reshape(shape))], f"{layer.name}/Add")
+    return Value(y, out_shape, x.layout)
 
 
 def dense(g: OnnxGraph, layer: Dense, ins: List[Value], out_shape: Tuple[int, ...], w: Weights) -> Value:
@@ -164,6 +176,14 @@ def flatten(g: OnnxGraph, layer: Flatten, ins: List[Value], out_shape: Tuple[int
     return Value(g.op("Flatten", [x.name], f"{layer.name}/Flatten", axis=1), out_shape, "plain")
 
 
+def reshape(g: OnnxGraph, layer: Reshape, ins: List[Value], out_shape: Tuple[int, ...], w: Weights) -> Value:
+    """Keras' row-major reshape of each sample: from channels-last, to the core's output shape."""
+    x = g.channels_last(ins[0])
+    shape = g.ints(f"{layer.name}/shape", [0] + list(out_shape))  # 0: the batch as it is
+    y = g.op("Reshape", [x.name, shape], f"{layer.name}/Reshape")
+    return Value(y, out_shape, "nhwc" if len(out_shape) == 3 else "plain")
+
+
 def zero_padding2d(g: OnnxGraph, layer: ZeroPadding2D, ins: List[Value], out_shape: Tuple[int, ...],
                    w: Weights) -> Value:
     x = ins[0]
@@ -214,6 +234,13 @@ def add(g: OnnxGraph, layer: Add, ins: List[Value], out_shape: Tuple[int, ...], 
     return Value(g.op(op, [v.name for v in xs], f"{layer.name}/{op}"), out_shape, xs[0].layout)
 
 
+def multiply(g: OnnxGraph, layer: Multiply, ins: List[Value], out_shape: Tuple[int, ...], w: Weights) -> Value:
+    """ONNX's Mul broadcasts as Keras does (each axis equal or 1), both inputs in one layout."""
+    xs = [g.as_layout(v, ins[0].layout) for v in ins]
+    y = g.op("Mul", [v.name for v in xs], f"{layer.name}/Mul")
+    return Value(y, out_shape, xs[0].layout)
+
+
 def concatenate(g: OnnxGraph, layer: Concatenate, ins: List[Value], out_shape: Tuple[int, ...], w: Weights) -> Value:
     xs = [g.as_layout(v, ins[0].layout) for v in ins]
     y = g.op("Concat", [v.name for v in xs], f"{layer.name}/Concat", axis=xs[0].axis(layer.axis))
@@ -226,11 +253,13 @@ def activation(g: OnnxGraph, layer: Activation, ins: List[Value], out_shape: Tup
 
 
 def relu(g: OnnxGraph, layer: ReLU, ins: List[Value], out_shape: Tuple[int, ...], w: Weights) -> Value:
-    if layer.max_value is not None:
-        return act.activation(g, ins[0], "relu6", layer.name)  # the one max_value hpcnn takes
-    if layer.negative_slope:
-        return act.leaky_relu(g, ins[0], layer.negative_slope, layer.name)
-    return act.activation(g, ins[0], "relu", layer.name)
+    if not layer.threshold and layer.max_value is None:
+        if layer.negative_slope:
+            return act.leaky_relu(g, ins[0], layer.negative_slope, layer.name)
+        return act.activation(g, ins[0], "relu", layer.name)
+    if not layer.threshold and layer.max_value == 6.0 and not layer.negative_slope:
+        return act.activation(g, ins[0], "relu6", layer.name)
+    return act.general_relu(g, ins[0], layer.max_value, layer.negative_slope, layer.threshold, layer.name)
 
 
 def leaky_relu(g: OnnxGraph, layer: LeakyReLU, ins: List[Value], out_shape: Tuple[int, ...], w: Weights) -> Value:
@@ -246,8 +275,9 @@ def softmax(g: OnnxGraph, layer: Softmax, ins: List[Value], out_shape: Tuple[int
 
 
 RULES: Dict[type, Rule] = {
-    Conv2D: conv2d, DepthwiseConv2D: depthwise_conv2d, SeparableConv2D: separable_conv2d, Dense: dense,
-    BatchNormalization: batch_normalization,
+    DepthwiseConv2D: depthwise_conv2d, SeparableConv2D: separable_conv2d, Reshape: reshape, Multiply: multiply,
+    Normalization: normalization,
+    Conv2D: conv2d, Dense: dense, BatchNormalization: batch_normalization,
     MaxPooling2D: pooling2d, AveragePooling2D: pooling2d,
     GlobalAveragePooling2D: global_pooling2d, GlobalMaxPooling2D: global_pooling2d,
     Flatten: flatten, ZeroPadding2D: zero_padding2d, Rescaling: rescaling,

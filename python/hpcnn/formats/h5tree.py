@@ -136,12 +136,14 @@ class H5Tree:
             raise FileProblem(f"attribute '{name}' of '{path}' is not a text ({str(value)[:80]})")
         return value
 
-    def read_floats(self, path: str, shape: Tuple[int, ...], label: str, *, exact_float32: bool) -> np.ndarray:
+    def read_floats(self, path: str, shape: Tuple[int, ...], label: str, *, exact_float32: bool,
+                    integers: bool = False) -> np.ndarray:
         """The float dataset at `path` as float32, checked before it is read (present, a float
         type, the model's `shape`: what is read is bounded by what the model holds) and after
         (finite values). `exact_float32`: the file must hold float32 itself (hpcnn's own layout);
         otherwise any float type is converted (Keras' layouts). `label` names the weight or buffer
-        in messages ("layer 'dense' (Dense) kernel", "optimizer state 'momentum'").
+        in messages ("layer 'dense' (Dense) kernel", "optimizer state 'momentum'"). `integers`: an
+        integer dataset is read too (a weight Keras keeps as an integer: Normalization's count).
 
         WeightsMismatch when the file does not fit the model (missing, another shape); FileProblem
         when it is damaged (not floats, NaN/inf)."""
@@ -152,7 +154,7 @@ class H5Tree:
         dtype = str(o["dtype"])
         if exact_float32 and dtype != "float32":
             raise FileProblem(f"{label}: '{path}' holds {dtype} values; hpcnn's own files hold float32")
-        if not dtype.startswith("float"):
+        if not dtype.startswith("float") and not (integers and dtype.startswith(("int", "uint"))):
             raise FileProblem(f"{label}: '{path}' holds {dtype} values, not floats")
         if tuple(o["shape"]) != shape:
             raise WeightsMismatch(f"{label} has shape {tuple(o['shape'])} in the file, the model needs {shape} "

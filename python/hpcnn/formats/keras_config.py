@@ -35,7 +35,7 @@ _MODEL_CLASSES = ("Sequential", "Functional", "Model")
 # Keras 3 layers without a build() of their own: built when constructed, so their configs carry no
 # build_config.
 _BUILT_AT_INIT = ("Dropout", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D",
-                  "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax")
+                  "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "Reshape")
 
 
 def _initializer(name: str, legacy: bool) -> Dict[str, Any]:
@@ -83,7 +83,7 @@ def _layer_to_keras(class_name: str, cfg: Dict[str, Any], legacy: bool) -> Dict[
     elif class_name == "Flatten":
         out.update(data_format="channels_last")
     elif class_name == "Dropout":
-        out.update(rate=cfg.pop("rate"), noise_shape=None, seed=None)
+        out.update(rate=cfg.pop("rate"), noise_shape=cfg.pop("noise_shape", None), seed=None)
     elif class_name == "ReLU":
         out.update(max_value=None, negative_slope=0.0, threshold=0.0)
     elif class_name == "BatchNormalization":
@@ -97,6 +97,9 @@ def _layer_to_keras(class_name: str, cfg: Dict[str, Any], legacy: bool) -> Dict[
             out.update(synchronized=False)
     elif class_name in ("GlobalAveragePooling2D", "GlobalMaxPooling2D"):
         out.update(data_format="channels_last", keepdims=cfg.pop("keepdims", False))
+    elif class_name == "Normalization":
+        out.update(axis=cfg.pop("axis", [-1]), invert=cfg.pop("invert", False), mean=cfg.pop("mean", None),
+                   variance=cfg.pop("variance", None))
     elif class_name == "ZeroPadding2D":
         out.update(padding=cfg.pop("padding"), data_format="channels_last")
     elif class_name == "LeakyReLU" and legacy:

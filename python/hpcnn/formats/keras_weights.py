@@ -226,8 +226,13 @@ def _keras3_layer(tree: H5Tree, lw: LayerWeights, group: str) -> List[np.ndarray
     if len(present) != len(lw.kinds):
         raise WeightsMismatch(f"{lw.label()} has {len(lw.kinds)} weight(s), the file has {len(present)} at '{group}'"
                               + ("" if tree.is_group(group) else " (no such group: another architecture?)"))
-    return [tree.read_floats(f"{group}/{i}", shape, lw.label(i), exact_float32=False)
+    return [tree.read_floats(f"{group}/{i}", shape, lw.label(i), exact_float32=False, integers=_integer(lw, i))
             for i, shape in enumerate(lw.shapes)]
+
+
+def _integer(lw: LayerWeights, i: int) -> bool:
+    """Whether Keras keeps weight i of the layer as an integer (Normalization's count)."""
+    return lw.kinds[i] == "count"
 
 
 def read_keras3_weights(tree: H5Tree, model: Any, skip_mismatch: bool = False) -> List[np.ndarray]:
@@ -297,7 +302,10 @@ def read_legacy_weights(tree: H5Tree, model: Any, by_name: bool = False, skip_mi
                           "weights or model file")
     version = tree.text(root, "keras_version") or tree.text("/", "keras_version") or ""
     backend = tree.text(root, "backend") or ""
-    if version == "1" or version.startswith("1.") or backend == "theano":
+    # Keras 1 with the TensorFlow backend stored kernels as Keras 2 and 3 do ((kh, kw, in, out): the
+    # applications' "tf_dim_ordering_tf_kernels" files; Keras 3 loads them unchanged, so does hpcnn);
+    # Theano's kernels are flipped, and Keras 1's other layouts are transposed.
+    if backend == "theano" or ((version == "1" or version.startswith("1.")) and backend != "tensorflow"):
         raise FileProblem(f"it was written by Keras {version or '1'} (backend {backend or '?'}), whose convolution "
                           "kernels are laid out differently: load it in Keras 2 and save it again")
     layer_names = tree.text_list(root, "layer_names") or []
@@ -318,8 +326,7 @@ def read_legacy_weights(tree: H5Tree, model: Any, by_name: bool = False, skip_mi
         stored = [(g, w) for _, g, w in file_layers if w]
         if len(stored) != len(with_weights):
             raise WeightsMismatch(f"the file holds weights for {len(stored)} layer(s), the model has {len(with_weights)} layer(s) "
-                           f"with weights (file: {', '.join(n for n, _, w in file_layers if w)[:200]}; model: "
-                           f"{', '.join(lw.name for lw in with_weights)[:200]})")
+                                  f"with weights ({_layer_difference([n for n, _, w in file_layers if w], [lw.name for lw in with_weights])})")
         it = iter(stored)
         pairs = [(lw, next(it) if lw.kinds else None) for lw in layout]
     per_layer = []
@@ -333,8 +340,27 @@ def read_legacy_weights(tree: H5Tree, model: Any, by_name: bool = False, skip_mi
     return _flat_weights(model, layout, per_layer)
 
 
+def _layer_difference(in_file: List[str], in_model: List[str], most: int = 5) -> str:
+    """What tells two lists of layer names apart, for a count mismatch: the layers only one side
+    has (a top the other lacks), or both lists' starts when they share no name (another model)."""
+    only_file = [n for n in in_file if n not in set(in_model)]
+    only_model = [n for n in in_model if n not in set(in_file)]
+
+    def some(names: List[str]) -> str:
+        return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+    if len(only_file) == len(in_file) and in_file and in_model:
+        return f"no layer name in common: another architecture? file: {some(in_file)}; model: {some(in_model)}"
+    parts = []
+    if only_file:
+        parts.append(f"only in the file: {some(only_file)}")
+    if only_model:
+        parts.append(f"only in the model: {some(only_model)}")
+    return "; ".join(parts) or "the same names, some repeated"
+
+
 def _legacy_layer(tree: H5Tree, lw: LayerWeights, group: str, wnames: List[str]) -> List[np.ndarray]:
     if len(wnames) != len(lw.kinds):
         raise WeightsMismatch(f"{lw.label()} has {len(lw.kinds)} weight(s), the file's layer '{group}' has {len(wnames)}")
-    return [tree.read_floats(f"{group}/{w}", shape, lw.label(i), exact_float32=False)
+    return [tree.read_floats(f"{group}/{w}", shape, lw.label(i), exact_float32=False, integers=_integer(lw, i))
             for i, (w, shape) in enumerate(zip(wnames, lw.shapes))]

@@ -172,4 +172,23 @@ NAMES = {
         'DirectoryIterator', 'ImageDataGenerator', 'Iterator', 'NumpyArrayIterator', 'array_to_img',
         'img_to_array', 'load_img', 'save_img', 'smart_resize',
     ),
+    'applications.imagenet_utils': (
+        'decode_predictions', 'preprocess_input',
+    ),
+    'applications.vgg16': (
+        'VGG16', 'decode_predictions', 'preprocess_input',
+    ),
+    'applications.resnet': (
+        'ResNet101', 'ResNet152', 'ResNet50', 'decode_predictions', 'preprocess_input',
+    ),
+    'applications.resnet50': (
+        'ResNet50', 'decode_predictions', 'preprocess_input',
+    ),
+    'applications.mobilenet_v2': (
+        'MobileNetV2', 'decode_predictions', 'preprocess_input',
+    ),
+    'applications.efficientnet': (
+        'EfficientNetB0', 'EfficientNetB1', 'EfficientNetB2', 'EfficientNetB3', 'EfficientNetB4',
+        'EfficientNetB5', 'EfficientNetB6', 'EfficientNetB7', 'decode_predictions', 'preprocess_input',
+    ),
 }

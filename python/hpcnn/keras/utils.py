@@ -1,8 +1,10 @@
-"""``keras.utils`` on hpcnn: to_categorical, Sequence, set_random_seed, clear_session, and the image file
-helpers (load_img, img_to_array, array_to_img, save_img)."""
+"""``keras.utils`` on hpcnn: to_categorical, Sequence, set_random_seed, clear_session,
+image_dataset_from_directory, and the image file helpers (load_img, img_to_array, array_to_img,
+save_img)."""
 from __future__ import annotations
 
 from ._compat import install
+from ..data import image_dataset_from_directory
 from .backend import clear_session
 
 _PREPARE = "prepare the arrays with NumPy, or write them to HDF5 (hpcnn.data.write_hdf5) for hpcnn.data.HDF5Dataset"
@@ -13,8 +15,6 @@ _ADVICE = {
     "plot_model": "model.summary() prints the layers, shapes and parameters",
     "model_to_dot": "model.summary() prints the layers, shapes and parameters",
     "get_file": "hpcnn.datasets downloads CIFAR-10 and MNIST (checked); download other files with urllib or wget",
-    "image_dataset_from_directory": "write the images to an HDF5 file (hpcnn.data.write_hdf5) and train from "
-                                    "hpcnn.data.HDF5Dataset",
     "normalize": "use NumPy: x / np.linalg.norm(x, axis=-1, keepdims=True)",
     "multi_gpu_model": "data-parallel training is hpcnn.distribute.MirroredStrategy (strategy.scope())",
     "np_utils": "to_categorical is hpcnn.keras.utils.to_categorical",
@@ -42,4 +42,4 @@ for _name in ("CustomObjectScope", "custom_object_scope", "get_custom_objects", 
     _ADVICE[_name] = _CUSTOM
 install(__name__, "utils", sources=["hpcnn.utils", "hpcnn.image_files"], advice=_ADVICE)
 
-__all__ = ["clear_session"]
+__all__ = ["clear_session", "image_dataset_from_directory"]

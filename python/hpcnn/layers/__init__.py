@@ -16,8 +16,8 @@ fuses ReLU into Conv2D and Dense; any other activation runs as its own step afte
 
 Layers go into a ``Sequential`` model, or are called on symbolic tensors to build a graph for
 ``hpcnn.Model`` (the functional API, graph.py): ``y = Conv2D(8, 3)(hpcnn.Input((32, 32, 3)))``.
-``Add`` and ``Concatenate`` take a list of tensors (``add`` and ``concatenate`` are Keras' functional
-forms: ``add([a, b])`` is ``Add()([a, b])``).
+``Add``, ``Multiply`` and ``Concatenate`` take a list of tensors (``add``, ``multiply`` and
+``concatenate`` are Keras' functional forms: ``add([a, b])`` is ``Add()([a, b])``).
 
 One module per kind of layer, as in Keras: ``layer`` (the base, InputLayer, Input), ``graph``
 (symbolic tensors: the bottom of this package), ``convolutional``, ``pooling``, ``reshaping``,
@@ -32,18 +32,21 @@ from .convolutional import Conv2D, DepthwiseConv2D, SeparableConv2D
 from .core import Activation, Dense
 from .graph import KerasTensor
 from .layer import Input, InputLayer, Layer
-from .merging import Add, Concatenate, add, concatenate
+from .merging import Add, Concatenate, Multiply, add, concatenate, multiply
 from .normalization import BatchNormalization
 from .pooling import (AveragePooling2D, AvgPool2D, GlobalAveragePooling2D, GlobalAvgPool2D, GlobalMaxPool2D,
                       GlobalMaxPooling2D, MaxPool2D, MaxPooling2D)
-from .preprocessing import RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom, Rescaling
+from .preprocessing import (Normalization, RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom,
+                            Rescaling)
 from .regularization import Dropout
-from .reshaping import Flatten, ZeroPadding2D
+from .reshaping import Flatten, Reshape, ZeroPadding2D
 from .serialization import LAYER_CLASSES, deserialize, serialize
 from .variable import Variable
 
-__all__ = ["Layer", "InputLayer", "Input", "Conv2D", "DepthwiseConv2D", "SeparableConv2D", "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D",
-           "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPooling2D", "GlobalMaxPool2D", "ZeroPadding2D",
-           "Flatten", "Dense", "Dropout", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "Rescaling",
-           "BatchNormalization", "RandomFlip", "RandomTranslation", "RandomRotation", "RandomZoom", "RandomCrop", "Add",
-           "Concatenate", "add", "concatenate", "KerasTensor", "serialize", "deserialize", "LAYER_CLASSES", "Variable"]
+__all__ = ["Layer", "InputLayer", "Input", "Conv2D", "DepthwiseConv2D", "SeparableConv2D", "MaxPooling2D",
+           "MaxPool2D", "AveragePooling2D", "AvgPool2D", "GlobalAveragePooling2D", "GlobalAvgPool2D",
+           "GlobalMaxPooling2D", "GlobalMaxPool2D", "ZeroPadding2D", "Flatten", "Dense", "Dropout", "Activation",
+           "ReLU", "LeakyReLU", "ELU", "Softmax", "Rescaling", "BatchNormalization", "RandomFlip",
+           "RandomTranslation", "RandomRotation", "RandomZoom", "RandomCrop", "Add", "Concatenate", "Multiply",
+           "multiply", "Reshape", "Normalization", "add", "concatenate", "KerasTensor", "serialize", "deserialize",
+           "LAYER_CLASSES", "Variable"]

@@ -1,7 +1,10 @@
 """The activation layers: ``ReLU``, ``LeakyReLU``, ``ELU``, ``Softmax``."""
 from __future__ import annotations
 
+import math
 from typing import Any, Optional, Sequence
+
+import numpy as np
 
 from .. import validation
 from .arguments import non_negative_slope
@@ -9,27 +12,27 @@ from .layer import Layer
 
 
 class ReLU(Layer):
-    """``ReLU(max_value=None, negative_slope=0.0, threshold=0.0)`` as in Keras, for the forms hpcnn
-    computes: the plain ReLU, ``max_value=6`` (ReLU6) and ``negative_slope > 0`` (a leaky ReLU);
-    other combinations are a ValueError."""
+    """``ReLU(max_value=None, negative_slope=0.0, threshold=0.0)`` as in Keras: x above the
+    threshold (else 0), clipped to ``max_value`` when given, minus ``negative_slope`` times the
+    part below the threshold. ``ReLU(6.0)`` is MobileNet's ReLU6."""
 
     name_prefix = "re_lu"
     config_keys = ("max_value", "negative_slope", "threshold")
 
     def __init__(self, max_value: Optional[float] = None, negative_slope: float = 0.0, threshold: float = 0.0,
                  name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
-        slope = non_negative_slope(negative_slope, "ReLU")
         if max_value is not None:
-            validation.number(max_value, "max_value", "ReLU", low=0.0)
-        validation.number(threshold, "threshold", "ReLU")
-        if threshold != 0:
-            raise ValueError(f"ReLU: threshold={threshold!r} is not supported (hpcnn supports only Keras' default)")
-        if max_value is not None and (float(max_value) != 6.0 or slope != 0.0):
-            raise ValueError(f"ReLU: max_value={max_value!r} is not supported (hpcnn computes max_value=None, and "
-                             "max_value=6 without a negative_slope: ReLU6)")
+            validation.number(max_value, "max_value", "ReLU", low=0.0,
+                              expected="a number >= 0 (max_value of a ReLU layer cannot be a negative value)")
+        slope = non_negative_slope(negative_slope, "ReLU")
+        ok = (isinstance(threshold, (int, float, np.integer, np.floating)) and not isinstance(threshold, bool)
+              and math.isfinite(float(threshold)) and float(threshold) >= 0)
+        if not ok:
+            raise ValueError("ReLU: threshold of a ReLU layer cannot be None or a negative value. Received: "
+                             f"threshold={threshold!r}")
         self.max_value = None if max_value is None else float(max_value)
         self.negative_slope = slope
-        self.threshold = 0.0
+        self.threshold = float(threshold)
         super().__init__(name=name, input_shape=input_shape, **kwargs)
 
 

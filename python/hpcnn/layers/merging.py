@@ -1,4 +1,4 @@
-"""The layers of several inputs: ``Add`` and ``Concatenate``."""
+"""The layers of several inputs: ``Add``, ``Multiply`` and ``Concatenate``."""
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -28,6 +28,15 @@ class Add(_Merge):
     name_prefix = "add"
 
 
+class Multiply(_Merge):
+    """``Multiply()([a, b])``: the element-wise product of two tensors with Keras' broadcasting
+    (each axis equal or 1: a squeeze-and-excitation block's ``(h, w, c) x (1, 1, c)``). Its
+    backward gives each input dy times the other, summed over the axes it was broadcast along.
+    Inputs whose shapes do not fit are a ValueError naming them."""
+
+    name_prefix = "multiply"
+
+
 class Concatenate(_Merge):
     """``Concatenate(axis=-1)([a, b, ...])``: tensors side by side along ``axis`` (Keras counts the
     batch axis: -1, the default, is the channels of NHWC images); every other axis must agree."""
@@ -50,6 +59,11 @@ def add(inputs: Any, **kwargs: Any) -> Any:
     """``layers.add([a, b, ...])``: Keras' functional form of ``Add(**kwargs)([a, b, ...])`` (a new
     Add layer, named as Keras names it, called on the tensors)."""
     return Add(**kwargs)(inputs)
+
+
+def multiply(inputs: Any, **kwargs: Any) -> Any:
+    """``layers.multiply([a, b])``: Keras' functional form of ``Multiply(**kwargs)([a, b])``."""
+    return Multiply(**kwargs)(inputs)
 
 
 def concatenate(inputs: Any, axis: int = -1, **kwargs: Any) -> Any:

@@ -1,13 +1,17 @@
-"""The preprocessing layers: ``Rescaling`` and the augmentation layers ``RandomFlip``,
-``RandomTranslation``, ``RandomRotation``, ``RandomZoom``, ``RandomCrop``."""
+"""The preprocessing layers: ``Rescaling``, ``Normalization`` and the augmentation layers
+``RandomFlip``, ``RandomTranslation``, ``RandomRotation``, ``RandomZoom``, ``RandomCrop``."""
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+import numpy as np
 
 from .. import validation
 from .arguments import (channels_last_only, core_seed, factor_range, layer_seed, rescaling_values, rotation_factor,
                         zoom_factor)
-from .layer import Layer
+from .layer import Input, Layer
 
 
 class Rescaling(Layer):
@@ -23,6 +27,111 @@ class Rescaling(Layer):
         self.offset = rescaling_values(offset, "offset")
         super().__init__(name=name, input_shape=input_shape, **kwargs)
 
+    def __call__(self, inputs: Any, **kwargs: Any) -> Any:
+        """On a symbolic tensor: the layer's place in a model. On a NumPy array (a batch, as the
+        tutorials' ``ds.map(lambda x, y: (Rescaling(1. / 255)(x), y))`` gives it): computed now,
+        ``x * scale + offset`` as float32, as Keras computes it on data."""
+        if isinstance(inputs, np.ndarray) and not kwargs:
+            x = inputs.astype(np.float32, copy=False)
+            return x * np.asarray(self.scale, dtype=np.float32) + np.asarray(self.offset, dtype=np.float32)
+        return super().__call__(inputs, **kwargs)
+
+
+class Normalization(Layer):
+    """``Normalization(axis=-1, mean=None, variance=None, invert=False)`` as Keras: y = (x - mean) /
+    max(sqrt(variance), 1e-7) per channel (the last axis). With ``mean`` and ``variance`` given
+    (a number or one per channel) the layer has no weights; otherwise its weights are Keras' three
+    non-trainable ``mean``, ``variance`` and ``count``, set by ``adapt(data)`` or from a file (the
+    ImageNet EfficientNet's). ``invert=True`` and axes other than the last are refused."""
+
+    name_prefix = "normalization"
+    config_keys = ("axis", "invert", "mean", "variance")
+
+    def __init__(self, axis: Any = -1, mean: Any = None, variance: Any = None, invert: bool = False,
+                 name: Optional[str] = None, input_shape: Optional[Sequence[int]] = None, **kwargs: Any) -> None:
+        axes = (axis,) if validation.is_integer(axis) else tuple(axis) if isinstance(axis, (list, tuple)) else None
+        if axes is None or len(axes) != 1 or not validation.is_integer(axes[0]) or int(axes[0]) == 0:
+            raise ValueError(f"Normalization: axis={axis!r} is not supported: hpcnn normalizes over the channels, "
+                             "the last axis (axis=-1)")
+        self.axis = (int(axes[0]),)
+        if validation.boolean(invert, "invert", "Normalization"):
+            raise ValueError("Normalization: invert=True is not supported (hpcnn normalizes: invert=False)")
+        self.invert = False
+        if (mean is None) != (variance is None):
+            raise ValueError("When setting values directly, both `mean` and `variance` must be set. Received: "
+                             f"mean={mean} and variance={variance}")
+        self.mean = self.variance = None
+        if mean is not None:
+            m, v = np.asarray(mean, np.float64), np.asarray(variance, np.float64)
+            if m.shape != v.shape or m.ndim > 1:
+                raise ValueError("Normalization: `mean` and `variance` must be numbers or one value per channel, "
+                                 f"of one shape; received shapes {m.shape} and {v.shape}")
+            if not (np.isfinite(m).all() and np.isfinite(v).all() and (v >= 0).all()):
+                raise ValueError("Normalization: `mean` must be finite and `variance` finite and >= 0")
+            self.mean, self.variance = m.tolist(), v.tolist()
+        super().__init__(name=name, input_shape=input_shape, **kwargs)
+
+    def core_config(self) -> Dict[str, Any]:
+        cfg: Dict[str, Any] = {"class_name": "Normalization", "invert": False}
+        if self.mean is not None:
+            cfg["mean"] = np.atleast_1d(self.mean).tolist()
+            cfg["variance"] = np.atleast_1d(self.variance).tolist()
+        return cfg
+
+    def adapt(self, data: Any, batch_size: Optional[int] = None, steps: Optional[int] = None) -> None:
+        """Sets the weights ``mean`` and ``variance`` to the per-channel mean and (population)
+        variance of ``data``: an array (n, ..., c), or an iterable of such batches (or of (x, y)
+        batches), at most ``steps`` of them. Summed in float64, batch by batch (Chan's update), so a
+        dataset larger than memory works. Builds the layer if it is not built yet."""
+        if self.mean is not None:
+            raise ValueError("Normalization: adapt() needs a layer without `mean` and `variance` given")
+        batches: Iterable[Any]
+        if isinstance(data, np.ndarray) or hasattr(data, "__array__") and not hasattr(data, "__iter__"):
+            arr = np.asarray(data)
+            step = int(batch_size) if batch_size else max(1, (1 << 22) // max(1, arr[:1].size))
+            batches = (arr[i:i + step] for i in range(0, len(arr), step))
+        elif hasattr(data, "__iter__"):
+            batches = data
+        else:
+            raise TypeError(f"Normalization.adapt: unsupported data type {type(data).__name__}: pass a NumPy array "
+                            "or an iterable of batches")
+        count, mean, m2, shape = 0, None, None, None
+        for k, batch in enumerate(batches):
+            if steps is not None and k >= steps:
+                break
+            if isinstance(batch, (tuple, list)):
+                batch = batch[0]  # (x, y) batches: the features
+            b = np.asarray(batch, np.float64)
+            if b.ndim < 2:
+                raise ValueError(f"Normalization.adapt: batches must be (batch, ..., channels), got shape {b.shape}")
+            if shape is None:
+                shape = b.shape[1:]
+            elif b.shape[1:] != shape:
+                raise ValueError(f"Normalization.adapt: batches of different shapes {shape} and {b.shape[1:]}")
+            flat = b.reshape(-1, b.shape[-1])
+            n = flat.shape[0]
+            if n == 0:
+                continue
+            bm = flat.mean(axis=0)
+            bm2 = ((flat - bm) ** 2).sum(axis=0)
+            if mean is None:
+                count, mean, m2 = n, bm, bm2
+            else:
+                delta = bm - mean
+                total = count + n
+                mean = mean + delta * (n / total)
+                m2 = m2 + bm2 + delta ** 2 * (count * n / total)
+                count = total
+        if mean is None or shape is None:
+            raise ValueError("adapt() received no data (an empty array or iterable)")
+        if not self.built:
+            self(Input(shape=shape))  # builds the layer's weights, as Keras' adapt builds it
+        weights: List[np.ndarray] = self.get_weights()
+        if weights[0].shape != mean.shape:
+            raise ValueError(f"Normalization.adapt: the layer was built for {weights[0].shape[0]} channels, the "
+                             f"data has {mean.shape[0]}")
+        self.set_weights([mean.astype(np.float32), (m2 / count).astype(np.float32), weights[2]])
+
 
 class _Augmentation(Layer):
     """Base of the augmentation layers: active in ``fit`` only (``evaluate``/``predict``: the
@@ -30,6 +139,9 @@ class _Augmentation(Layer):
     they run and how they draw."""
 
     seed: Optional[int] = None
+    #: An augmentation layer: called on data without ``training`` it augments, as in Keras 3 (whose
+    #: augmentation layers default to training=True), models/model_call.py.
+    augments = True
 
     def core_config(self) -> Dict[str, Any]:
         args = {k: v for k, v in self.arguments().items() if k != "seed"}

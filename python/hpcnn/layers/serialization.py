@@ -7,12 +7,13 @@ from .activations import ELU, LeakyReLU, ReLU, Softmax
 from .convolutional import Conv2D, DepthwiseConv2D, SeparableConv2D
 from .core import Activation, Dense
 from .layer import InputLayer, Layer
-from .merging import Add, Concatenate
+from .merging import Add, Concatenate, Multiply
 from .normalization import BatchNormalization
 from .pooling import AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, MaxPooling2D
-from .preprocessing import RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom, Rescaling
+from .preprocessing import (Normalization, RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom,
+                            Rescaling)
 from .regularization import Dropout
-from .reshaping import Flatten, ZeroPadding2D
+from .reshaping import Flatten, Reshape, ZeroPadding2D
 
 
 # The layer classes a config may name (an explicit table: a name from a file is never looked up otherwise).
@@ -20,7 +21,7 @@ LAYER_CLASSES = {c.__name__: c for c in (InputLayer, Conv2D, MaxPooling2D, Avera
                                       GlobalMaxPooling2D, ZeroPadding2D, Flatten, Dense, Dropout, Activation, ReLU,
                                       LeakyReLU, ELU, Softmax, Rescaling, BatchNormalization, RandomFlip,
                                       RandomTranslation, RandomRotation, RandomZoom, RandomCrop, Add, Concatenate,
-                                      DepthwiseConv2D, SeparableConv2D)}
+                                      DepthwiseConv2D, SeparableConv2D, Multiply, Reshape, Normalization)}
 
 
 def deserialize(config: Dict[str, Any]) -> Layer:

@@ -175,7 +175,7 @@ def write(layer: Any, weights: Sequence[Any]) -> None:
         if tuple(a.shape) != shape:
             raise ValueError(f"Layer {layer.name} weight shape {shape} is not compatible with provided weight shape "
                              f"{tuple(a.shape)}.")
-        arrays.append(np.ascontiguousarray(a, dtype=np.float32))
+        arrays.append(np.asarray(a, dtype=np.float32, order="C"))  # 0-d stays 0-d (a count)
     if not arrays:
         return
     cw, p = layer.weight_home

@@ -353,7 +353,7 @@ class Model(ModelWeights, ModelSerialization, ModelExport):
             label = names[i] if i < len(names) else f"weight {i}"
             if a.dtype.kind not in "fiu":
                 raise ValueError(f"set_weights: {label} has dtype {a.dtype}; expected real numbers")
-            arrays.append(np.ascontiguousarray(a, dtype=np.float32))
+            arrays.append(np.asarray(a, dtype=np.float32, order="C"))  # 0-d stays 0-d (a count)
         self.claim_weights()
         self.core.set_weights(arrays)
 

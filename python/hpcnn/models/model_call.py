@@ -1,6 +1,7 @@
 """``model(x)`` on data: Keras 3's eager call of a model, one batch of any size.
 
-    y = model(x)                   # training=False (the default): the inference forward, as predict
+    y = model(x)                   # training=False (the default): the inference forward, as predict;
+                                   # a model of augmentation layers only augments (Keras 3's default)
     y = model(x, training=True)    # Dropout draws masks, BatchNormalization normalizes with the
                                    # batch's statistics and moves its moving statistics toward them
 
@@ -35,9 +36,21 @@ class CallOutput(np.ndarray):
         return np.asarray(self).view(np.ndarray)
 
 
+def only_augmentation(model: Any) -> bool:
+    """A model of augmentation layers (and Rescaling) only, as the tutorials' ``data_augmentation``:
+    called on data without ``training`` it augments, as Keras 3's augmentation layers (training=True
+    by default) do. A model with other layers keeps the inference forward: hpcnn runs a call in one
+    mode, and Keras would augment there while its Dropout and BatchNormalization stay in inference."""
+    layers = list(getattr(model, "layers", []))
+    return bool(layers) and any(getattr(l, "augments", False) for l in layers) and all(
+        getattr(l, "augments", False) or type(l).__name__ == "Rescaling" for l in layers)
+
+
 def call_on_data(model: Any, x: Any, training: Optional[bool]) -> CallOutput:
     """``model(x, training=...)`` on arrays (NumPy, lists, anything ``np.asarray`` takes)."""
-    training = bool(validation.boolean(training, "training", "Model.__call__")) if training is not None else False
+    if training is None:
+        training = only_augmentation(model)
+    training = bool(validation.boolean(training, "training", "Model.__call__"))
     arr = prepare_inputs(x)
     if model.sample_shape is None and arr.ndim >= 2:
         model.build((None,) + tuple(arr.shape[1:]))  # Keras builds a model without an input shape at its first call

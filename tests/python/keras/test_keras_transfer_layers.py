@@ -153,3 +153,20 @@ def test_config_round_trip():
     assert back.get_config() == layer.get_config()
     sep = L.SeparableConv2D(4, 3, depth_multiplier=2, activation="hard_silu", name="sep")
     assert L.deserialize(L.serialize(sep)).get_config() == sep.get_config()
+
+
+@pytest.mark.parametrize("kwargs", [dict(max_value=6.0), dict(max_value=4.5), dict(threshold=0.5),
+                                    dict(max_value=2.0, negative_slope=0.1, threshold=0.5),
+                                    dict(negative_slope=0.2), dict(negative_slope=0.2, threshold=1.0)],
+                         ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()))
+def test_relu_forms_match_keras_and_train(kwargs):
+    x = images() * 3
+    k = keras.Sequential([keras.Input(shape=x.shape[1:]), keras.layers.ReLU(**kwargs)])
+    h = hpcnn.Sequential([L.InputLayer(input_shape=x.shape[1:]), L.ReLU(**kwargs)])
+    np.testing.assert_allclose(h.predict(x), k.predict(x, verbose=0), rtol=1e-6, atol=1e-6)
+    m = hpcnn.Sequential([L.InputLayer(input_shape=x.shape[1:]), L.Conv2D(4, 3), L.ReLU(**kwargs),
+                          L.GlobalAveragePooling2D(), L.Dense(2, activation="softmax")], seed=2)
+    m.compile(optimizer=hpcnn.optimizers.SGD(learning_rate=0.05), loss="sparse_categorical_crossentropy")
+    w0 = m.get_weights()[0].copy()
+    m.fit(x, np.arange(len(x)) % 2, batch_size=3, epochs=1, verbose=0)
+    assert np.abs(m.get_weights()[0] - w0).max() > 0  # the gradient reaches through the ReLU

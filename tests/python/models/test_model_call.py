@@ -198,3 +198,17 @@ def test_training_true_matcheskeras_or_skip():
                                    rtol=1e-4, atol=1e-4)
         for a, b in zip(ours.get_weights(), theirs.get_weights()):  # the moving statistics after each call
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_a_model_of_augmentation_layers_augments_when_called_as_in_keras():
+    """TensorFlow's image classification tutorial shows `data_augmentation(images)`: Keras 3's
+    augmentation layers default to training=True, so the call augments. A model of augmentation
+    layers (and Rescaling) only does the same here; training=False is the identity; a model with
+    other layers keeps the inference forward (Keras would augment there while its Dropout stays off)."""
+    x = np.random.default_rng(0).random((4, 12, 12, 3)).astype("float32") * 255
+    aug = keras.Sequential([layers.RandomFlip("horizontal", input_shape=(12, 12, 3)), layers.RandomRotation(0.1),
+                            layers.RandomZoom(0.1)])
+    assert np.abs(aug(x) - x).max() > 1 and np.abs(aug(x, training=False) - x).max() == 0
+    full = keras.Sequential([layers.RandomFlip("horizontal", input_shape=(12, 12, 3)), layers.Dropout(0.5),
+                             layers.Flatten(), layers.Dense(2)])
+    np.testing.assert_array_equal(full(x), full.predict(x, verbose=0))

@@ -40,15 +40,13 @@ _ADVICE = {
     "ActivityRegularization": "penalise the weights instead: kernel_regularizer= / bias_regularizer= on Conv2D "
                               "and Dense (regularizers.l1, l2, l1_l2)",
     "PReLU": "use LeakyReLU (a fixed slope) or ReLU",
-    "Reshape": "Flatten (to (batch, features)) is hpcnn's reshaping layer; reshape the arrays with NumPy before fit",
-    "Permute": "Flatten (to (batch, features)) is hpcnn's reshaping layer; transpose the arrays with NumPy before fit",
+    "Permute": "Flatten and Reshape (row-major order) are hpcnn's reshaping layers; transpose the arrays with NumPy "
+               "before fit",
     "Cropping2D": "crop the arrays with NumPy before fit (x[:, top:-bottom, left:-right, :]); RandomCrop crops "
                   "at random in training",
     "Cropping1D": _ONE_D, "Cropping3D": _THREE_D,
     "EinsumDense": "use Dense", "DenseFeatures": "use Dense on the feature arrays",
     "Embedding": "one-hot encode the indices (utils.to_categorical) and use Dense: the same map, computed densely",
-    "Normalization": "compute the mean and variance with NumPy and use Rescaling(scale=1 / std, offset=-mean / std) "
-                     "(per channel)",
     "Resizing": "resize the images before fit (Pillow, or NumPy for integer factors); AveragePooling2D halves "
                 "the size inside the model",
     "CenterCrop": "crop the arrays with NumPy before fit; RandomCrop crops at random in training and takes the "

@@ -1,18 +1,25 @@
 """Prebuilt models (Keras keeps these in ``keras.applications``): the two reference networks
 (``tutorial_cnn``, ``deep_mnist``; also importable from ``hpcnn.models``) and the CIFAR ResNets of
-He et al. 2016 (``resnet_cifar(depth)``, ``resnet20_cifar()``, ``resnet32_cifar()``, ...).
-
-All come uncompiled, with fresh weights (from ``seed`` when given).
+He et al. 2016 (``resnet_cifar(depth)``, ``resnet20_cifar()``, ``resnet32_cifar()``, ...), all
+uncompiled, with fresh weights (from ``seed`` when given); and Keras' ImageNet backbones, one
+module per family as in ``keras.applications`` (``vgg16``, ``resnet``, ...), each with its
+``preprocess_input`` and ``decode_predictions``, built with Keras' layer names so that
+``weights='imagenet'`` loads the very files Keras downloads (``weight_files``: Keras' cache folder,
+URLs and checksums) and hpcnn's saves load in Keras.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
-from . import regularizers, validation
-from .layers import (Add, BatchNormalization, Concatenate, Conv2D, Dense, Dropout, Flatten, GlobalAveragePooling2D,
+from .. import regularizers, validation
+from ..layers import (Add, BatchNormalization, Concatenate, Conv2D, Dense, Dropout, Flatten, GlobalAveragePooling2D,
                      GlobalMaxPooling2D, Input, InputLayer, KerasTensor, MaxPooling2D, ReLU, Rescaling)
-from .models import Model, Sequential
-from .regularizers import Regularizer
+from ..models import Model, Sequential
+from ..regularizers import Regularizer
+from . import imagenet_utils, mobilenet_v2, resnet, vgg16, weight_files
+from .mobilenet_v2 import MobileNetV2
+from .resnet import ResNet50, ResNet101, ResNet152
+from .vgg16 import VGG16
 
 
 def tutorial_cnn(seed: Optional[int] = None) -> Sequential:
@@ -193,4 +200,5 @@ resnet110_cifar = _depth_variant(110)
 
 
 __all__ = ["tutorial_cnn", "deep_mnist", "resnet_cifar", "resnet20_cifar", "resnet32_cifar", "resnet44_cifar",
-           "resnet56_cifar", "resnet110_cifar"]
+           "resnet56_cifar", "resnet110_cifar", "VGG16", "ResNet50", "ResNet101", "ResNet152", "MobileNetV2",
+           "imagenet_utils", "vgg16", "resnet", "mobilenet_v2", "weight_files"]
