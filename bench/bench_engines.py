@@ -9,7 +9,9 @@ hpcnn.bench.ServedWorker, one process per engine and model kept for the whole ru
     python -m bench.bench_engines --baseline-python main=/path/to/old/bin/python   # an older hpcnn beside
     python -m bench.bench_engines --models tutorial --rounds 1 --calls 2 --large-calls 1 --batches tutorial=8,1
 
-Per model and batch size (tutorial CNN: 250 and 1; ResNet-20: 128 and 1; --batches), every
+Per model and batch size (tutorial CNN: 250 and 1; ResNet-20: 128 and 1; --models resnet50 or
+mobilenetv2, hpcnn.keras.applications' backbones at 224x224 with random weights: 32 and 1;
+--batches), every
 engine's calls (engine_workers.py says what each calls and with which settings): hpcnn's
 ``model.predict(x, batch_size=B)`` and, at batch 1, ``model(x)`` (what a serving loop calls); ONNX
 Runtime's ``InferenceSession.run``; OpenVINO's synchronous ``infer`` (PERFORMANCE_HINT --hint,
@@ -24,6 +26,7 @@ within one turn). The engines' versions, threads and settings are printed with t
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import statistics
 import subprocess
@@ -36,12 +39,13 @@ import hpcnn
 from hpcnn import bench, bench_workers
 
 WORKER_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "engine_workers.py")
-DEFAULT_BATCHES = {"tutorial": (250, 1), "resnet20": (128, 1)}
+DEFAULT_BATCHES = {"tutorial": (250, 1), "resnet20": (128, 1), "resnet50": (32, 1), "mobilenetv2": (32, 1)}
 ENGINES = ("hpcnn", "onnxruntime", "openvino", "torch")
 DEPLOY_ENGINES = ("onnxruntime", "openvino")  # the target: hpcnn at least as fast as the faster of these
 LABEL = {"hpcnn": "hpcnn", "onnxruntime": "ONNX Runtime", "openvino": "OpenVINO", "torch": "PyTorch eager"}
 CALL = {"predict": "model.predict(x)", "call": "model(x)", "run": "session run / infer"}
-MODEL_NAME = {"tutorial": "tutorial CNN", "resnet20": "ResNet-20"}
+MODEL_NAME = {"tutorial": "tutorial CNN", "resnet20": "ResNet-20", "resnet50": "ResNet50 224",
+              "mobilenetv2": "MobileNetV2 224"}
 
 
 def ways_of(engine: str, batch: int) -> List[str]:
@@ -62,12 +66,21 @@ def percentile(values: Sequence[float], q: float) -> float:
     return s[max(0, min(len(s) - 1, int(round(q / 100 * (len(s) - 1)))))]
 
 
+def engine_workers():
+    """bench/engine_workers.py as a module (it is the workers' plain file; its models are built here too)."""
+    spec = importlib.util.spec_from_file_location("bench_engine_workers", WORKER_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def export_models(models: Sequence[str], folder: str) -> Dict[str, str]:
-    """{model: the ONNX file hpcnn exports of it}: the model the hpcnn worker builds (seed 0)."""
+    """{model: the ONNX file hpcnn exports of it}: the model the hpcnn worker builds (seed 0; the
+    backbones: the same architecture, random weights)."""
     out = {}
+    workers = engine_workers()
     for model in models:
-        m, opt = bench_workers._hpcnn_model(model)
-        m.compile(opt, "sparse_categorical_crossentropy", device="cpu")
+        m = workers.hpcnn_model(bench_workers, model)
         out[model] = os.path.join(folder, f"{model}.onnx")
         m.export(out[model], format="onnx", verbose=False)
     return out

@@ -12,7 +12,8 @@ Engines and their ways of calling (WAY = KIND-BATCH, e.g. ``run-1``, ``predict-2
                AMX or AVX-512 BF16 OpenVINO would otherwise compute in bfloat16); the model reshaped to
                the static batch B first, as a deployment with a fixed batch does
   torch        ``call-B``: PyTorch eager net(x) under no_grad, eval mode, channels_last, softmax
-               (the same architecture, its own random weights: a reference, not the exported file)
+               (the same architecture, its own random weights: a reference, not the exported file;
+               torchvision's resnet50 / mobilenet_v2 for the backbones)
 
 Like hpcnn/bench_workers.py (whose models, Session and serve it reuses, loaded by file path:
 --harness) this file imports only the standard library at module level and is run as a plain
@@ -34,6 +35,28 @@ def load_harness(path: str):
     return module
 
 
+#: The ImageNet backbones at 224x224 (hpcnn.keras.applications; torchvision for PyTorch), random weights.
+BACKBONES = {"resnet50": "ResNet50", "mobilenetv2": "MobileNetV2"}
+BACKBONE_SHAPE = (224, 224, 3)
+
+
+def input_shape(h, model: str):
+    return BACKBONE_SHAPE if model in BACKBONES else h.MODELS[model][2]
+
+
+def hpcnn_model(h, model: str):
+    """The hpcnn model bench_engines times and exports: the harness' tutorial CNN / ResNet-20 (seed
+    0), or a backbone of hpcnn.keras.applications with random weights, compiled for the CPU."""
+    if model in BACKBONES:
+        from hpcnn.keras import applications
+        m = getattr(applications, BACKBONES[model])(weights=None, input_shape=BACKBONE_SHAPE, classes=1000)
+        m.compile("sgd", "sparse_categorical_crossentropy", device="cpu")
+        return m
+    m, opt = h._hpcnn_model(model)
+    m.compile(opt, "sparse_categorical_crossentropy", device="cpu")
+    return m
+
+
 def _images(hw, batch: int, seed: int = 0):
     import numpy as np
     return np.random.default_rng(seed).random((batch,) + tuple(hw), dtype=np.float32)
@@ -42,11 +65,10 @@ def _images(hw, batch: int, seed: int = 0):
 def session_hpcnn(h, model: str, batches: Sequence[int], threads: int, onnx_path: str, hint: str):
     import hpcnn
     hpcnn.set_num_threads(threads)
-    m, opt = h._hpcnn_model(model)
-    m.compile(opt, "sparse_categorical_crossentropy", device="cpu")
+    m = hpcnn_model(h, model)
     timers = {}
     for b in batches:
-        x = _images(h.MODELS[model][2], b)
+        x = _images(input_shape(h, model), b)
         timers[f"predict-{b}"] = h.stepper(lambda x=x, b=b: m.predict(x, batch_size=b, verbose=0))
         timers[f"call-{b}"] = h.stepper(lambda x=x: m(x))
     info = hpcnn.build_info()
@@ -65,7 +87,7 @@ def session_onnxruntime(h, model: str, batches: Sequence[int], threads: int, onn
     name = sess.get_inputs()[0].name
     timers = {}
     for b in batches:
-        feed = {name: _images(h.MODELS[model][2], b)}
+        feed = {name: _images(input_shape(h, model), b)}
         timers[f"run-{b}"] = h.stepper(lambda feed=feed: sess.run(None, feed))
     versions = {"onnxruntime": ort.__version__, "threads": f"intra_op {threads}, inter_op 1, sequential"}
     return h.Session(timers, None, versions)
@@ -78,9 +100,9 @@ def session_openvino(h, model: str, batches: Sequence[int], threads: int, onnx_p
     config = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": hint, "INFERENCE_PRECISION_HINT": "f32"}
     for b in batches:
         net = core.read_model(onnx_path)
-        net.reshape([b] + list(h.MODELS[model][2]))
+        net.reshape([b] + list(input_shape(h, model)))
         request = core.compile_model(net, "CPU", config).create_infer_request()
-        x = _images(h.MODELS[model][2], b)
+        x = _images(input_shape(h, model), b)
         timers[f"run-{b}"] = h.stepper(lambda x=x, request=request: request.infer([x]))
     versions = {"openvino": ov.get_version(),
                 "config": f"INFERENCE_NUM_THREADS {threads}, PERFORMANCE_HINT {hint}, INFERENCE_PRECISION_HINT f32, "
@@ -92,9 +114,13 @@ def session_torch(h, model: str, batches: Sequence[int], threads: int, onnx_path
     import torch
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    net, _ = h._torch_model(model)
+    if model in BACKBONES:
+        import torchvision
+        net = (torchvision.models.resnet50 if model == "resnet50" else torchvision.models.mobilenet_v2)(weights=None)
+    else:
+        net, _ = h._torch_model(model)
     net = net.to(memory_format=torch.channels_last).eval()
-    hh, ww, c = h.MODELS[model][2]
+    hh, ww, c = input_shape(h, model)
     timers = {}
     for b in batches:
         x = torch.rand(b, c, hh, ww).to(memory_format=torch.channels_last)

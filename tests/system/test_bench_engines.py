@@ -44,6 +44,9 @@ def test_percentile_and_ways():
 
 def test_bad_batches_are_refused():
     assert be.parse_batches(["resnet20=8,1"], ["tutorial", "resnet20"]) == {"tutorial": (250, 1), "resnet20": (8, 1)}
+    assert be.parse_batches([], ["resnet50", "mobilenetv2"]) == {"resnet50": (32, 1), "mobilenetv2": (32, 1)}
+    workers = be.engine_workers()
+    assert workers.input_shape(None, "mobilenetv2") == (224, 224, 3)
     with pytest.raises(ValueError, match="expected MODEL=B"):
         be.parse_batches(["vgg=8"], ["tutorial"])
     with pytest.raises(ValueError, match="expected MODEL=B"):
