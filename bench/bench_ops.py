@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Per-operator forward/backward times of the tutorial CNN's layers at batch 250 on the CPU.
+"""Per-operator forward/backward times of the tutorial CNN's layers at batch 250 on the CPU (or,
+--model photos, of TensorFlow's Image classification model at 180x180, batch 32).
 
 Every op is called through hpcnn._core.ops with repeat=R, so it runs R times inside C++ on the
 same buffers (the NumPy conversions happen once per call, not per run); the figure is the median
@@ -8,7 +9,8 @@ of bwd-data and bwd-filter (dense: 2*N*in*out per GEMM). The "training step esti
 of all forward and backward times (what one step costs with no framework overhead), the
 "inference estimate" the sum of the forward times (dropout and loss excluded).
 
-    python -m bench.bench_ops [--batch 250] [--threads N] [--trials 5] [--min-time 0.15]
+    python -m bench.bench_ops [--model tutorial|photos] [--batch 250] [--threads N] [--trials 5] [--min-time 0.15]
+                              [--clock wall|cpu]
 
 With --depthwise: MobileNetV2's (224x224) depthwise convolutions instead (the op_cases rows
 MOBILENETV2_DEPTHWISE, 3x3 'same', depth multiplier 1) at --batch (give 32 for the issue's
@@ -43,34 +45,51 @@ except ModuleNotFoundError as e:  # run as a file: the tests package is found fr
 ops = _core.ops
 
 
+CLOCK = {"wall": time.perf_counter, "cpu": time.process_time}
+clock = time.perf_counter  # main() sets it from --clock
+
+
 def timed(fn, min_time, trials):
     """Seconds per run of fn(repeat) (median over trials), repeat sized so one call takes ~min_time."""
     fn(1)  # warm-up: scratch buffers grow, pages fault in
-    t0 = time.perf_counter()
+    t0 = clock()
     fn(1)
-    once = max(time.perf_counter() - t0, 1e-6)
+    once = max(clock() - t0, 1e-6)
     repeat = max(1, int(min_time / once))
     samples = []
     for _ in range(trials):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn(repeat)
-        samples.append((time.perf_counter() - t0) / repeat)
+        samples.append((clock() - t0) / repeat)
     return statistics.median(samples)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--batch", type=int, default=250)
+    ap.add_argument("--model", choices=("tutorial", "photos"), default="tutorial",
+                    help="tutorial: the CIFAR-10 tutorial CNN (32x32, 'same' pools); photos: TF's Image "
+                         "classification model (180x180, 'valid' pools, Dense 30976->128)")
+    ap.add_argument("--batch", type=int, default=None, help="default 250 (tutorial) or 32 (photos)")
     ap.add_argument("--threads", type=int, default=0, help="hpcnn threads (default: hpcnn's default)")
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--min-time", type=float, default=0.15, help="seconds per timed call")
     ap.add_argument("--peak-seconds", type=float, default=1.0)
     ap.add_argument("--depthwise", action="store_true", help="time MobileNetV2's depthwise convolutions instead")
+    ap.add_argument("--clock", choices=sorted(CLOCK), default="wall",
+                    help="wall (default), or cpu: the process's CPU time (all threads), which other work "
+                         "sharing the machine disturbs less; use it with --threads 1")
     args = ap.parse_args()
+    global clock
+    clock = CLOCK[args.clock]
     if args.threads:
         hpcnn.set_num_threads(args.threads)
     nt = hpcnn.get_num_threads()
-    n = args.batch
+    photos = args.model == "photos"
+    n = args.batch or (op_cases.PHOTOS_BATCH if photos else 250)
+    convs = op_cases.PHOTOS_CONVS if photos else op_cases.TUTORIAL_CNN_CONVS
+    denses = op_cases.PHOTOS_DENSE if photos else op_cases.TUTORIAL_CNN_DENSE
+    pool_padding = "valid" if photos else "same"  # Keras' MaxPooling2D() default vs the tutorial's 'same'
+    classes = denses[-1][1]
     rng = np.random.default_rng(0)
     T, P = args.min_time, args.trials
 
@@ -78,7 +97,7 @@ def main():
     peak = ops.measure_peak_gflops(nt, args.peak_seconds) if nt > 1 else peak1
     info = hpcnn.build_info()
     print(f"hpcnn {info['version']}  {info['compiler']}  BLAS {info['blas_vendor']} ({info['blas_config']})")
-    print(f"machine: {platform.processor() or platform.machine()}, threads {nt}, batch {n}")
+    print(f"machine: {platform.processor() or platform.machine()}, threads {nt}, batch {n}, {args.clock} clock")
     print(f"FP32 peak (FMA loop): {peak1:.1f} GFLOP/s on 1 thread, {peak:.1f} GFLOP/s on {nt} threads\n")
 
     if args.depthwise:
@@ -92,8 +111,8 @@ def main():
         lim = np.sqrt(6 / (fan_in + fan_out))
         return rng.uniform(-lim, lim, shape).astype(np.float32)
 
-    x = rng.random((n, 32, 32, 3), dtype=np.float32)
-    for i, row in enumerate(op_cases.TUTORIAL_CNN_CONVS):
+    x = rng.random((n, convs[0].h, convs[0].h, convs[0].c), dtype=np.float32)
+    for i, row in enumerate(convs):
         c, f, hw = row.c, row.f, row.h
         w, b = glorot(3, 3, c, f), np.zeros(f, np.float32)
         y = ops.conv2d_forward(x, w, b, padding="same", relu=True)
@@ -104,14 +123,14 @@ def main():
         tb = timed(lambda r: ops.conv2d_backward(x, w, y, dy, padding="same", relu=True, need_dx=need_dx,
                                                  repeat=r), T, P)
         rows.append((f"conv{i + 1} {c}->{f} @{hw}x{hw}", tf, ff, tb, ff * (2 if need_dx else 1)))
-        p = ops.maxpool2d_forward(y, 2, 2, "same")
+        p = ops.maxpool2d_forward(y, 2, 2, pool_padding)
         dp = rng.standard_normal(p.shape).astype(np.float32)
-        tf = timed(lambda r: ops.maxpool2d_forward(y, 2, 2, "same", repeat=r), T, P)
-        tb = timed(lambda r: ops.maxpool2d_backward(y, p, dp, 2, 2, "same", repeat=r), T, P)
+        tf = timed(lambda r: ops.maxpool2d_forward(y, 2, 2, pool_padding, repeat=r), T, P)
+        tb = timed(lambda r: ops.maxpool2d_backward(y, p, dp, 2, 2, pool_padding, repeat=r), T, P)
         rows.append((f"pool{i + 1} 2x2 @{hw}x{hw}x{f}", tf, 0.0, tb, 0.0))
         x = p
     x = x.reshape(n, -1)
-    for j, (i_, o, relu) in enumerate(op_cases.TUTORIAL_CNN_DENSE):
+    for j, (i_, o, relu) in enumerate(denses):
         w, b = glorot(i_, o), np.zeros(o, np.float32)
         y = ops.dense_forward(x, w, b, relu=relu)
         dy = rng.standard_normal(y.shape).astype(np.float32)
@@ -119,15 +138,15 @@ def main():
         tf = timed(lambda r: ops.dense_forward(x, w, b, relu=relu, repeat=r), T, P)
         tb = timed(lambda r: ops.dense_backward(x, w, y, dy, relu=relu, repeat=r), T, P)
         rows.append((f"dense{j + 1} {i_}->{o}", tf, ff, tb, 2 * ff))
-        if relu:
+        if relu and not photos:  # the tutorial CNN's dropouts follow its hidden dense layers
             tf = timed(lambda r: ops.dropout_forward(y, 0.2, seed=1, stream=2, repeat=r), T, P)
             tb = timed(lambda r: ops.dropout_backward(dy, 0.2, seed=1, stream=2, repeat=r), T, P)
             rows.append((f"dropout 0.2 ({o})", tf, None, tb, 0.0))
         x = y
-    labels = rng.integers(0, 10, n).astype(np.int32)
+    labels = rng.integers(0, classes, n).astype(np.int32)
     tl = timed(lambda r: ops.softmax_cross_entropy(x, labels, 1.0 / n, repeat=r), T, P)
-    rows.append(("softmax-xent (10)", None, None, tl, 0.0))  # fwd+bwd fused: counted once
-    count = 787_530
+    rows.append((f"softmax-xent ({classes})", None, None, tl, 0.0))  # fwd+bwd fused: counted once
+    count = sum(9 * row.c * row.f + row.f for row in convs) + sum(i_ * o + o for i_, o, _ in denses)  # 787,530
     prm = rng.standard_normal(count).astype(np.float32) * 0.01
     g = rng.standard_normal(count).astype(np.float32) * 0.01
     m1, v1 = np.zeros(count, np.float32), np.zeros(count, np.float32)

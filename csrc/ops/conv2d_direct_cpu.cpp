@@ -4,14 +4,17 @@
 // so the inner loops have no bounds checks. Filters are NV vectors of 8 (F = 8*NV, NV <= 4).
 //   forward:  P output pixels x NV filter vectors of accumulators; for each (ky, kx, ci) one
 //             broadcast of each pixel's input and one FMA per accumulator with the weight row.
-//   dW:       KB kernel rows x NV filter vectors of accumulators, streamed over the image's
-//             output pixels (dy of one image stays in L2 across the K/KB passes).
+//   dW:       KB kernel rows x NV filter vectors of accumulators, streamed over one output row's
+//             pixels (that row's dy stays in L1 across the K/KB blocks; a tail of fewer than
+//             KB kernel rows is one block of its own size).
 // Summation order is fixed by the geometry: results are deterministic.
 #include "ops/conv2d_direct_cpu.h"
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
+
+#include "ops/elementwise.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -114,10 +117,10 @@ void forward_nv(const Conv2dGeometry& g, const float* x, const float* w, const f
   }
 }
 
-// dw_acc rows [k0, k0 + KB) += sum over the image's pixels of x_col[pix, k] * dy[pix, :].
+// dw_acc rows [k0, k0 + KB) += sum over output row oy's pixels of x_col[pix, k] * dy[pix, :].
 template <int NV, int KB>
-inline void bwd_block(const Conv2dGeometry& g, const float* xp, int wp, const long long* koff, const float* dyn,
-                      float* dw_acc, int k0) {
+inline void bwd_row(const Conv2dGeometry& g, const float* xp, int wp, const long long* koff, const float* dyrow,
+                    float* dw_acc, int k0, int oy) {
   const int F = g.f;
   __m256 acc[KB][NV];
   #pragma GCC unroll 16
@@ -127,21 +130,18 @@ inline void bwd_block(const Conv2dGeometry& g, const float* xp, int wp, const lo
   long long off[KB];
   #pragma GCC unroll 16
   for (int kk = 0; kk < KB; ++kk) off[kk] = koff[k0 + kk];
-  for (int oy = 0; oy < g.oh; ++oy) {
-    const float* xrow = xp + (long long)oy * g.sh * wp * g.c;
-    const float* dyrow = dyn + (long long)oy * g.ow * F;
-    for (int ox = 0; ox < g.ow; ++ox) {
-      const float* xpix = xrow + (long long)ox * g.sw * g.c;
-      const float* d = dyrow + (long long)ox * F;
-      __m256 dv[NV];
+  const float* xrow = xp + (long long)oy * g.sh * wp * g.c;
+  for (int ox = 0; ox < g.ow; ++ox) {
+    const float* xpix = xrow + (long long)ox * g.sw * g.c;
+    const float* d = dyrow + (long long)ox * F;
+    __m256 dv[NV];
+    #pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) dv[v] = _mm256_loadu_ps(d + 8 * v);
+    #pragma GCC unroll 16
+    for (int kk = 0; kk < KB; ++kk) {
+      __m256 xv = _mm256_broadcast_ss(xpix + off[kk]);
       #pragma GCC unroll 16
-      for (int v = 0; v < NV; ++v) dv[v] = _mm256_loadu_ps(d + 8 * v);
-      #pragma GCC unroll 16
-      for (int kk = 0; kk < KB; ++kk) {
-        __m256 xv = _mm256_broadcast_ss(xpix + off[kk]);
-        #pragma GCC unroll 16
-        for (int v = 0; v < NV; ++v) acc[kk][v] = _mm256_fmadd_ps(xv, dv[v], acc[kk][v]);
-      }
+      for (int v = 0; v < NV; ++v) acc[kk][v] = _mm256_fmadd_ps(xv, dv[v], acc[kk][v]);
     }
   }
   #pragma GCC unroll 16
@@ -150,9 +150,38 @@ inline void bwd_block(const Conv2dGeometry& g, const float* xp, int wp, const lo
     for (int v = 0; v < NV; ++v) _mm256_storeu_ps(dw_acc + (long long)(k0 + kk) * F + 8 * v, acc[kk][v]);
 }
 
+// The last r (1 <= r <= R) kernel rows of output row oy, in one block of r rows (K = 27 with
+// blocks of 6 leaves 3: one pass of 3 rows instead of three passes of one).
+template <int NV, int R>
+inline void bwd_row_tail(int r, const Conv2dGeometry& g, const float* xp, int wp, const long long* koff,
+                         const float* dyrow, float* dw_acc, int k0, int oy) {
+  if constexpr (R >= 1) {
+    if (r == R) bwd_row<NV, R>(g, xp, wp, koff, dyrow, dw_acc, k0, oy);
+    else bwd_row_tail<NV, R - 1>(r, g, xp, wp, koff, dyrow, dw_acc, k0, oy);
+  }
+}
+
+// row = dy's output row with the ReLU's mask applied (where y is given), and db_acc += its column
+// sums (where given), in the pixel order of the separate pass this replaces (conv2d_cpu.cpp's
+// mask_and_sum): the same bits.
+void mask_row(const float* dyrow, const float* yrow, int pixels, int f, float* row, float* db_acc) {
+  for (int p = 0; p < pixels; ++p) {
+    const float* d = dyrow + (long long)p * f;
+    float* out = row + (long long)p * f;
+    if (yrow) {
+      const float* yr = yrow + (long long)p * f;
+      for (int j = 0; j < f; ++j) out[j] = ew::relu_grad(yr[j], d[j]);
+    } else {
+      std::memcpy(out, d, sizeof(float) * f);
+    }
+    if (db_acc)
+      for (int j = 0; j < f; ++j) db_acc[j] += out[j];
+  }
+}
+
 template <int NV>
 void backward_nv(const Conv2dGeometry& g, const float* x, const float* dy, float* dw_acc, int n0, int count,
-                 float* xp) {
+                 float* xp, const float* y, float* db_acc) {
   constexpr int KB = 12 / NV;
   const int wp = padded_w(g);
   const int K = g.kh * g.kw * g.c;
@@ -161,12 +190,27 @@ void backward_nv(const Conv2dGeometry& g, const float* x, const float* dy, float
   for (int ky = 0; ky < g.kh; ++ky)
     for (int kx = 0; kx < g.kw; ++kx)
       for (int ci = 0; ci < g.c; ++ci) koff[(ky * g.kw + kx) * g.c + ci] = ((long long)ky * wp + kx) * g.c + ci;
+  const bool fused = y || db_acc;
+  std::vector<float> masked(fused ? (size_t)g.ow * g.f : 0);
   for (int n = n0; n < n0 + count; ++n) {
     pad_image(g, x, n, xp);
-    const float* dyn = dy + (long long)n * g.oh * g.ow * g.f;
-    int k = 0;
-    for (; k + KB <= K; k += KB) bwd_block<NV, KB>(g, xp, wp, koff.data(), dyn, dw_acc, k);
-    for (; k < K; ++k) bwd_block<NV, 1>(g, xp, wp, koff.data(), dyn, dw_acc, k);
+    const long long image = (long long)n * g.oh * g.ow * g.f;
+    // Output row by output row, every block of kernel rows over it: the row's dy (ow x F floats,
+    // 11.5 KB for 180 pixels x 16 filters) and its kh input rows stay in L1 across the K / KB
+    // blocks. Block by block over the whole image instead read an image's dy (2 MB at 180x180)
+    // from memory once per block. Each dW element is still one chain over the pixels in (oy, ox)
+    // order: the same bits as before.
+    for (int oy = 0; oy < g.oh; ++oy) {
+      const long long at = image + (long long)oy * g.ow * g.f;
+      const float* dyrow = dy + at;
+      if (fused) {  // the ReLU mask and db here, while the row is in L1 (no pass of its own over dy)
+        mask_row(dyrow, y ? y + at : nullptr, g.ow, g.f, masked.data(), db_acc);
+        dyrow = masked.data();
+      }
+      int k = 0;
+      for (; k + KB <= K; k += KB) bwd_row<NV, KB>(g, xp, wp, koff.data(), dyrow, dw_acc, k, oy);
+      if (k < K) bwd_row_tail<NV, KB - 1>(K - k, g, xp, wp, koff.data(), dyrow, dw_acc, k, oy);
+    }
   }
 }
 
@@ -184,12 +228,12 @@ void forward(const Conv2dGeometry& g, const float* x, const float* w, const floa
 }
 
 void backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw_acc, int n0, int count,
-                     float* xpad) {
+                     float* xpad, const float* y, float* db_acc) {
   switch (g.f / 8) {
-    case 1: return backward_nv<1>(g, x, dy, dw_acc, n0, count, xpad);
-    case 2: return backward_nv<2>(g, x, dy, dw_acc, n0, count, xpad);
-    case 3: return backward_nv<3>(g, x, dy, dw_acc, n0, count, xpad);
-    default: return backward_nv<4>(g, x, dy, dw_acc, n0, count, xpad);
+    case 1: return backward_nv<1>(g, x, dy, dw_acc, n0, count, xpad, y, db_acc);
+    case 2: return backward_nv<2>(g, x, dy, dw_acc, n0, count, xpad, y, db_acc);
+    case 3: return backward_nv<3>(g, x, dy, dw_acc, n0, count, xpad, y, db_acc);
+    default: return backward_nv<4>(g, x, dy, dw_acc, n0, count, xpad, y, db_acc);
   }
 }
 
@@ -197,7 +241,8 @@ void backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, f
 
 bool applies(const Conv2dGeometry&) { return false; }
 void forward(const Conv2dGeometry&, const float*, const float*, const float*, float*, bool, int, int, float*, int, int) {}
-void backward_filter(const Conv2dGeometry&, const float*, const float*, float*, int, int, float*) {}
+void backward_filter(const Conv2dGeometry&, const float*, const float*, float*, int, int, float*, const float*,
+                     float*) {}
 
 #endif
 

@@ -17,9 +17,11 @@ bool applies(const Conv2dGeometry& g);
 // the rows or images computed with it.
 void forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu, int n0,
              int count, float* xpad, int oy0 = 0, int oy1 = -1);
-// dw_acc (K x F) += col^T * dy for the images [n0, n0 + count); dy already masked.
+// dw_acc (K x F) += col^T * dy for the images [n0, n0 + count). dy is already masked, unless y
+// is given: then the kernel applies the fused ReLU's mask (y > 0) itself, row by row, without
+// changing dy; db_acc (F), when given, += dy's (masked) column sums.
 void backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw_acc, int n0, int count,
-                     float* xpad);
+                     float* xpad, const float* y = nullptr, float* db_acc = nullptr);
 long long padded_size(const Conv2dGeometry& g);
 
 }  // namespace hpcnn::cpu::direct

@@ -148,9 +148,19 @@ void bias_act(float* y, long long rows, long long ld, long long j0, long long j1
 
 void small_gemm_by_columns(int m, int n, int k, const float* a, const float* b, float* y, const float* bias, bool relu,
                            const float* res) {
+  // k in chunks of kChunk terms, every column strip of this thread per chunk: the chunk of a
+  // (m x 256 floats: 32 KB for 32 rows) stays in cache while the thread's strips pass over it,
+  // and each strip's chunk of b (256 x 16 floats, 16 KB) while the row blocks do. Over the whole
+  // of k at once, a wide input (a Dense after Flatten at 180x180: k = 30,976) re-read b's strip
+  // from memory once per block of 6 rows. The chunks continue each element's chain in order
+  // (accumulate): the same bits as one pass.
+  constexpr int kChunk = 256;
   parallel_for((n + 15) / 16, [&](long long s0, long long s1, int) {
     const long long j0 = s0 * 16, j1 = std::min<long long>(n, s1 * 16);
-    small_gemm(m, static_cast<int>(j1 - j0), k, a, k, 1, b + j0, n, y + j0, n, false);
+    for (int p0 = 0; p0 < k || p0 == 0; p0 += kChunk) {
+      const int kc = std::min(kChunk, k - p0);
+      small_gemm(m, static_cast<int>(j1 - j0), kc, a + p0, k, 1, b + (long long)p0 * n + j0, n, y + j0, n, p0 > 0);
+    }
     bias_act(y, m, n, j0, j1, bias, relu, res);
   }, 2);
 }

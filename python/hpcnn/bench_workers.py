@@ -11,6 +11,7 @@ OpenBLAS). It is also the file a worker of an older hpcnn (bench_train.py --base
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import os
@@ -83,17 +84,44 @@ def resnet_cifar_mflop(depth: int = 20, shortcut: str = "B", size: int = 32) -> 
 
 RESNET20_TRAIN_MFLOP, RESNET20_FWD_MFLOP = resnet_cifar_mflop(20, "B")
 
-#: per model: (training MFLOP, inference MFLOP) per image, the input shape, and what it is.
+
+# TensorFlow's "Image classification" model at 180x180 (3x3 'same' convolutions, each with a 2x2 'valid'
+# max-pool: 180 -> 90 -> 45 -> 22): forward; training adds the backward filter pass of every layer
+# and the backward data pass of all but conv1.
+_PHOTOS_MACS = (180 * 180 * 27 * 16, 90 * 90 * 144 * 32, 45 * 45 * 288 * 64, 22 * 22 * 64 * 128, 128 * 5)
+PHOTOS_FWD_MFLOP = 2 * sum(_PHOTOS_MACS) / 1e6
+PHOTOS_TRAIN_MFLOP = 3 * PHOTOS_FWD_MFLOP - 2 * _PHOTOS_MACS[0] / 1e6
+_PHOTOS = ("TensorFlow's Image classification tutorial model at 180x180, 5 classes (Rescaling 1/255, "
+           "3x Conv 16/32/64-ReLU-MaxPool, Flatten, Dense 128 ReLU, Dense 5 logits; Adam 1e-3")
+#: per model: (training MFLOP, inference MFLOP) per image, the input shape, what it is, the classes.
 MODELS = {
     "tutorial": (TUTORIAL_TRAIN_MFLOP, TUTORIAL_FWD_MFLOP, (32, 32, 3),
-                 "the tutorial CNN (4x Conv-ReLU-MaxPool, Dense 256/512/10, dropout; Adam 1e-3)"),
+                 "the tutorial CNN (4x Conv-ReLU-MaxPool, Dense 256/512/10, dropout; Adam 1e-3)", 10),
     "resnet20": (RESNET20_TRAIN_MFLOP, RESNET20_FWD_MFLOP, (32, 32, 3),
                  "ResNet-20 for CIFAR (He et al. 2016; option B: 1x1 stride-2 projection shortcuts with BN; "
-                 "convolutions without bias; SGD 0.1, momentum 0.9, weight decay 1e-4)"),
+                 "convolutions without bias; SGD 0.1, momentum 0.9, weight decay 1e-4)", 10),
+    "photos": (PHOTOS_TRAIN_MFLOP, PHOTOS_FWD_MFLOP, (180, 180, 3), _PHOTOS + ")", 5),
+    "photos_aug": (PHOTOS_TRAIN_MFLOP, PHOTOS_FWD_MFLOP, (180, 180, 3), _PHOTOS + "; with RandomFlip, "
+                   "RandomRotation 0.1, RandomZoom 0.1 and Dropout 0.2 before Flatten)", 5),
 }
+
+
+def photos_layers(L, model: str) -> list:
+    """The photos models' layers, from a Keras-like layers module `L` (hpcnn.layers, tf.keras.layers)."""
+    aug = model == "photos_aug"
+    out = [L.RandomFlip("horizontal"), L.RandomRotation(0.1), L.RandomZoom(0.1)] if aug else []
+    out.append(L.Rescaling(1.0 / 255))
+    for f in (16, 32, 64):
+        out += [L.Conv2D(f, 3, padding="same", activation="relu"), L.MaxPooling2D()]
+    return out + [L.Dropout(0.2)] * aug + [L.Flatten(), L.Dense(128, activation="relu"), L.Dense(5)]
+
 
 def _hpcnn_model(model: str):
     """(the compiled-ready hpcnn model, its optimizer) for `model`, fresh weights from seed 0."""
+    if model.startswith("photos"):
+        from hpcnn import layers as L
+        from hpcnn.models import Sequential
+        return Sequential([L.InputLayer(input_shape=[180, 180, 3])] + photos_layers(L, model), seed=0), "adam"
     if model == "resnet20":
         import hpcnn
         from hpcnn.applications import resnet20_cifar
@@ -103,6 +131,11 @@ def _hpcnn_model(model: str):
     except ImportError:  # an older hpcnn timed as the baseline (bench_train.py --baseline-python)
         from hpcnn.models import tutorial_cnn
     return tutorial_cnn(seed=0), "adam"
+
+
+def _hpcnn_loss(model: str):  # the photos models end in logits, as the tutorial's
+    from hpcnn.losses import SparseCategoricalCrossentropy
+    return SparseCategoricalCrossentropy(True) if model.startswith("photos") else "sparse_categorical_crossentropy"
 
 
 def trainable_params_hpcnn(m) -> int:
@@ -131,13 +164,13 @@ def _hpcnn_steps(model: str, device: str, batch_size: int, strategy=None):
     import numpy as np
     rng = np.random.default_rng(0)
     x = rng.random((batch_size,) + MODELS[model][2], dtype=np.float32)
-    y = rng.integers(0, 10, batch_size).astype(np.int32)
+    y = rng.integers(0, MODELS[model][4], batch_size).astype(np.int32)
     m, opt = _hpcnn_model(model)
     if strategy is not None:
         with strategy.scope():
-            m.compile(opt, "sparse_categorical_crossentropy", ["accuracy"])
+            m.compile(opt, _hpcnn_loss(model), ["accuracy"])
     else:
-        m.compile(opt, "sparse_categorical_crossentropy", ["accuracy"], device=device)
+        m.compile(opt, _hpcnn_loss(model), ["accuracy"], device=device)
     core = m.core if hasattr(m, "core") else m._model()  # _model(): an older hpcnn timed as the baseline
     if hasattr(core, "train_step"):
         return (lambda: core.train_step((x, y))), (lambda: core.predict_step((x,))), trainable_params_hpcnn(m)
@@ -174,7 +207,7 @@ def session_hpcnn(batch: int, threads: int, model: str = "tutorial", latency: bo
     if latency:
         import numpy as np
         m, opt = _hpcnn_model(model)
-        m.compile(opt, "sparse_categorical_crossentropy", ["accuracy"], device="cpu")
+        m.compile(opt, _hpcnn_loss(model), ["accuracy"], device="cpu")
         x1 = np.random.default_rng(1).random((1,) + MODELS[model][2], dtype=np.float32)
         timers["latency-predict"] = stepper(lambda: m.predict(x1, verbose=0))
         timers["latency-call"] = stepper(lambda: m(x1))
@@ -184,6 +217,13 @@ def session_hpcnn(batch: int, threads: int, model: str = "tutorial", latency: bo
 def _torch_model(model: str):
     import torch
     from torch import nn
+    if model.startswith("photos"):  # Rescaling as the forward's first op, as in the Keras model
+        rescaling = type("Rescaling", (nn.Module,), {"forward": lambda self, x: x * (1.0 / 255)})
+        convs = [m for c, f in ((3, 16), (16, 32), (32, 64)) for m in (nn.Conv2d(c, f, 3, padding=1), nn.ReLU(),
+                                                                         nn.MaxPool2d(2))]
+        net = nn.Sequential(rescaling(), *convs, *[nn.Dropout(0.2)] * (model == "photos_aug"), nn.Flatten(),
+                            nn.Linear(64 * 22 * 22, 128), nn.ReLU(), nn.Linear(128, 5))
+        return net, torch.optim.Adam(net.parameters(), lr=1e-3, eps=1e-7)
     if model == "tutorial":
         layers, c = [], 3
         for f in (32, 64, 128, 256):
@@ -219,6 +259,16 @@ def _torch_model(model: str):
     return net, torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
 
 
+def _torch_augmentation():
+    """The Keras model's RandomFlip('horizontal'), RandomRotation(0.1) (+-36 degrees) and RandomZoom(0.1)
+    in torchvision, bilinear, drawn per image (as a DataLoader's transform: torchvision draws once per
+    call, so a batch tensor would share one draw)."""
+    from torchvision.transforms import InterpolationMode, v2
+    bilinear = InterpolationMode.BILINEAR
+    return v2.Compose([v2.RandomHorizontalFlip(), v2.RandomRotation(36, interpolation=bilinear),
+                       v2.RandomAffine(0, scale=(0.9, 1.1), interpolation=bilinear)])
+
+
 def torch_versions() -> Dict[str, str]:
     """torch's version and the oneDNN (MKL-DNN) and BLAS it was built with, as it reports them."""
     import torch
@@ -244,11 +294,13 @@ def session_torch(batch: int, threads: int, model: str = "tutorial", latency: bo
     lossf = nn.CrossEntropyLoss()
     h, w, c = MODELS[model][2]
     x = torch.rand(batch, c, h, w).to(memory_format=torch.channels_last)
-    y = torch.randint(0, 10, (batch,))
+    y = torch.randint(0, MODELS[model][4], (batch,))
+    augment = _torch_augmentation() if model == "photos_aug" else None
 
     def train_step():
         opt.zero_grad(set_to_none=True)
-        loss = lossf(net(x), y)
+        xb = x if augment is None else torch.stack([augment(img) for img in x]).to(memory_format=torch.channels_last)
+        loss = lossf(net(xb), y)
         loss.backward()
         opt.step()
         return loss.item()
@@ -272,6 +324,9 @@ def session_torch(batch: int, threads: int, model: str = "tutorial", latency: bo
 def _keras_model(model: str):
     import tensorflow as tf
     L = tf.keras.layers
+    if model.startswith("photos"):
+        net = tf.keras.Sequential([tf.keras.Input(shape=(180, 180, 3))] + photos_layers(L, model))
+        return net, tf.keras.optimizers.Adam(1e-3)
     if model == "tutorial":
         m = tf.keras.Sequential([tf.keras.Input(shape=(32, 32, 3))])
         for f in (32, 64, 128, 256):
@@ -322,14 +377,16 @@ def session_tensorflow(batch: int, threads: int, model: str = "tutorial", latenc
     tf.config.threading.set_inter_op_parallelism_threads(1)
     tf.keras.utils.set_random_seed(0)
     net, opt = _keras_model(model)
-    net.compile(optimizer=opt, loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    loss = (tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True) if model.startswith("photos")
+            else "sparse_categorical_crossentropy")
+    net.compile(optimizer=opt, loss=loss, metrics=["accuracy"])
     rng = np.random.default_rng(0)
     data: Dict[str, object] = {"rows": 0}
 
     def batches(k: int):
         if data["rows"] < k * batch:  # grown as needed, then sliced
             data["x"] = rng.random((k * batch,) + MODELS[model][2], dtype=np.float32)
-            data["y"] = rng.integers(0, 10, k * batch)
+            data["y"] = rng.integers(0, MODELS[model][4], k * batch)
             data["rows"] = k * batch
         return data["x"][:k * batch], data["y"][:k * batch]
 
@@ -378,28 +435,16 @@ def time_once(framework: str, batch: int, steps: int, warmup: int, threads: int,
     """One worker process's measurement: (training step seconds, inference step seconds, trainable
     parameters, versions, {way: single-image call seconds})."""
     s = SESSIONS[framework](batch, threads, model, latency_calls > 0)
-    train = s.run("train", steps, warmup)
-    infer = s.run("infer", steps, warmup)
+    train, infer = s.run("train", steps, warmup), s.run("infer", steps, warmup)
     latency = {way.split("-", 1)[1]: s.run(way, latency_calls, LATENCY_WARMUP)
                for way in s.timers if way.startswith("latency-")}
     return train, infer, s.params, s.versions, latency
 
 
-def worker_hpcnn(batch: int, steps: int, warmup: int, threads: int, model: str = "tutorial", latency_calls: int = 0):
-    return time_once("hpcnn", batch, steps, warmup, threads, model, latency_calls)
-
-
-def worker_torch(batch: int, steps: int, warmup: int, threads: int, model: str = "tutorial", latency_calls: int = 0):
-    return time_once("torch", batch, steps, warmup, threads, model, latency_calls)
-
-
-def worker_tensorflow(batch: int, steps: int, warmup: int, threads: int, model: str = "tutorial",
-                      latency_calls: int = 0):
-    return time_once("tensorflow", batch, steps, warmup, threads, model, latency_calls)
-
-
-WORKERS = {"hpcnn": worker_hpcnn, "torch": worker_torch, "tensorflow": worker_tensorflow}
+#: per framework: worker(batch, steps, warmup, threads, model="tutorial", latency_calls=0), time_once for it.
+WORKERS = {name: functools.partial(time_once, name) for name in SESSIONS}
 IMPORT_NAME = {"hpcnn": "hpcnn", "torch": "torch", "tensorflow": "tensorflow"}
+
 
 def add_sessions(path: str) -> None:
     """Adds the models and sessions of a plain Python file (its MODELS and SESSIONS dicts, the

@@ -10,7 +10,7 @@ C++ on hpcnn's threads, off the GIL; docs/data.md has the design.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Iterator, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -61,6 +61,13 @@ def _check_path(path, caller: str) -> str:
     return found
 
 
+def _value_range(scale: Sequence[float], shift: Sequence[float]) -> Tuple[float, float]:
+    """(lowest, highest) of stored bytes 0..255 after x * scale + shift, over the channels."""
+    s, b = np.broadcast_arrays(np.asarray(scale, np.float64), np.asarray(shift, np.float64))
+    ends = np.concatenate([b, 255.0 * s + b])
+    return float(ends.min()), float(ends.max())
+
+
 class HDF5Dataset:
     """Batches of (x, y) from datasets of an HDF5 file, for ``model.fit``/``evaluate``/``predict``.
 
@@ -100,8 +107,11 @@ class HDF5Dataset:
     seed : int or None
         None draws one at construction (epochs still differ from each other).
     scale : float or (mean, std)
-        A float multiplies the stored values (default: 1/255 for uint8, 1 for float32). A pair of
-        per-channel sequences normalizes: ``(x * (1/255 for uint8) - mean) / std``.
+        A float multiplies the stored values (default ``'auto'``: 1/255 for uint8, so images come
+        in [0, 1]; 1 for float32). A pair of per-channel sequences normalizes:
+        ``(x * (1/255 for uint8) - mean) / std``. A model that begins with ``Rescaling(1./255)``
+        (TensorFlow's and Keras' image tutorials) wants the 0-255 values: give ``scale=1.0``
+        (fit warns when it sees both scalings).
     one_hot : None, int or True
         None: y is int32 class indices (B,). An int: y is float32 one-hot (B, one_hot). True:
         one-hot over num_classes (or max label + 1).
@@ -120,6 +130,12 @@ class HDF5Dataset:
         same value (as it must give the same seed).
     prefetch : int
         Batches prepared ahead by the background producer (default 4).
+
+    Attributes
+    ----------
+    value_range : tuple of two floats, or None
+        (lowest, highest) value x can take after ``scale``, where the stored type bounds it
+        (uint8: 0 and 255, scaled per channel); None for float data.
     """
 
     def __init__(self, path, x: str = "x_train", y: Optional[str] = "y_train", batch_size: int = 32,
@@ -177,6 +193,7 @@ class HDF5Dataset:
                                  bool(drop_remainder), str(cache), int(memory_budget))
         self.batch_size = int(batch_size)
         self.shuffle = mode != "off"
+        self.value_range = _value_range(scale_l, shift_l) if is_u8 else None
 
     # ---------------------------------------------------------------- Keras Sequence protocol
     def __len__(self) -> int:

@@ -39,6 +39,12 @@ TUTORIAL_CNN_CONVS = [Conv(32, 3, 32, relu=True), Conv(16, 32, 64, relu=True), C
                       Conv(4, 128, 256, relu=True)]
 # The tutorial CNN's dense layers: (inputs, outputs, relu): bench_ops.py.
 TUTORIAL_CNN_DENSE = [(1024, 256, True), (256, 512, True), (512, 10, False)]
+# TensorFlow's "Image classification" tutorial model at 180x180 (batch 32): its convolutions (3x3
+# 'same' with ReLU, each followed by a 2x2 'valid' max-pool: 180 -> 90 -> 45 -> 22) and its dense
+# layers after Flatten (22*22*64 = 30,976 inputs): bench_ops.py --model photos.
+PHOTOS_CONVS = [Conv(180, 3, 16, relu=True), Conv(90, 16, 32, relu=True), Conv(45, 32, 64, relu=True)]
+PHOTOS_DENSE = [(30976, 128, True), (128, 5, False)]
+PHOTOS_BATCH = 32  # the tutorial's batch: the dense layer's wide-kernel path needs 16-64 rows
 # ResNet-20's batch normalizations, per stage: (h, channels): bench_layer_ops.py.
 RESNET20_BATCHNORM = [(32, 16), (16, 32), (8, 64)]
 # ResNet-20's downsampling convolutions (stride 2, no bias; 3x3 in the block, 1x1 on the shortcut).

@@ -21,6 +21,7 @@ from .data_adapters import batch_count, check_shapes, check_validation_data, pre
 from . import evaluation
 from .epoch_iterator import ARRAYS, FIT, GENERATOR, EpochIterator, data_kind
 from .evaluation import StopInValidation
+from .input_scaling import warn_double_scaling
 from .metric_sums import Sums, add_step, metric_logs, restored_metric_sums, zero_sums
 
 
@@ -151,6 +152,8 @@ def _fit(model: Any, *, x: Any, y: Any, batch_size: Optional[int], epochs: int, 
             if seed != x.seed:
                 x.set_seed(seed)
     check_shapes(model, "fit", x, y, "x", "y", is_ds)
+    if kind != GENERATOR:  # a generator is not peeked at: its first batch belongs to the first step
+        warn_double_scaling(model, x, is_ds, batch_size)
     # The validation data's kind, asked once: a dataset, or a tuple of arrays.
     validation_kind = None if validation_data is None else (
         ARRAYS if isinstance(validation_data, tuple) else data_kind(validation_data))

@@ -44,7 +44,8 @@ CONV_CASES = [
 
 
 # ... and the tutorial CNN's convolutions that bench/bench_ops.py times (tests/support/op_cases.py).
-@pytest.mark.parametrize("n,h,w,c,f,k,s,pad", CONV_CASES + [row.case() for row in op_cases.TUTORIAL_CNN_CONVS])
+@pytest.mark.parametrize("n,h,w,c,f,k,s,pad", CONV_CASES + [row.case() for row in op_cases.TUTORIAL_CNN_CONVS]
+                         + [row.case() for row in op_cases.PHOTOS_CONVS])
 @pytest.mark.parametrize("relu", [False, True])
 def test_conv2d(n, h, w, c, f, k, s, pad, relu):
     rng = np.random.default_rng(hash((n, h, w, c, f, k, s, pad, relu)) & 0xFFFF)
@@ -198,9 +199,31 @@ def test_dense_few_rows_split_by_columns(threads, nt):
     close(y1, ref.dense_forward(x, w, b, True))
 
 
+@pytest.mark.parametrize("nt", [1, 2, 3])
+def test_dense_wide_kernel_split_by_columns(threads, nt):
+    # 16-64 rows through a kernel of >= 2**20 elements: the forward pass and dW split the columns
+    # (k in chunks, each element one chain in order) and dx the kernel's rows: the bits do not
+    # depend on the thread count.
+    rng = np.random.default_rng(78)
+    x, w, b = randn(rng, 20, 4100), randn(rng, 4100, 260), randn(rng, 260)
+    _core.set_num_threads(1)
+    y1 = ops.dense_forward(x, w, b, relu=True)
+    dy = randn(rng, 20, 260)
+    g1 = ops.dense_backward(x, w, y1, dy, relu=True)
+    _core.set_num_threads(nt)
+    np.testing.assert_array_equal(ops.dense_forward(x, w, b, relu=True), y1)
+    for got, want in zip(ops.dense_backward(x, w, y1, dy, relu=True), g1):
+        np.testing.assert_array_equal(got, want)
+    close(y1, ref.dense_forward(x, w, b, True))
+    for got, want in zip(g1, ref.dense_backward(x, w, y1, dy, True)):
+        close(got, want)
+
+
 @pytest.mark.parametrize("n,i,o", [(1, 1, 1), (1, 7, 3), (5, 13, 9), (33, 100, 17), (250, 64, 10),
                                    (1, 1024, 256), (3, 50, 37), (15, 20, 40), (16, 20, 40)]
-                         + [(op_cases.TEST_BATCH, i, o) for i, o, _ in op_cases.TUTORIAL_CNN_DENSE])  # bench_ops.py's
+                         + [(op_cases.TEST_BATCH, i, o) for i, o, _ in op_cases.TUTORIAL_CNN_DENSE]  # bench_ops.py's
+                         # the photos model's, at its batch (a wide kernel and 16-64 rows: split by columns)
+                         + [(op_cases.PHOTOS_BATCH, i, o) for i, o, _ in op_cases.PHOTOS_DENSE] + [(64, 8192, 128)])
 @pytest.mark.parametrize("relu", [False, True])
 def test_dense(n, i, o, relu):
     rng = np.random.default_rng(n * 1000 + i * 10 + o)
