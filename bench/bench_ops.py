@@ -13,14 +13,19 @@ of all forward and backward times (what one step costs with no framework overhea
                               [--clock wall|cpu]
 
 With --depthwise: MobileNetV2's (224x224) depthwise convolutions instead (the op_cases rows
-MOBILENETV2_DEPTHWISE, 3x3 'same', depth multiplier 1) at --batch (give 32 for the issue's
-figures), forward and backward (input and kernel gradients). A depthwise layer does 2*9 FLOP per
+MOBILENETV2_DEPTHWISE, 3x3 'same', depth multiplier 1), then EfficientNetB0's others (its 5x5 ones,
+EFFICIENTNETB0_DEPTHWISE) at --batch (give 32 for the issue's
+figures), forward and backward (input and kernel gradients). A 3x3 depthwise layer does 2*9 FLOP per
 output value and moves at least 4 bytes in and 4 out, so it is memory-bound: each row prints the
 bandwidth it reaches counting one read of every input and one write of every output, against a
 streaming kernel measured in the same run on the same threads (ops.multiply_forward of 256 MiB by
 a per-row value: one read, one write per value), and its share of the FMA peak.
 
-    python -m bench.bench_ops --depthwise --batch 32 [--threads N]
+    python -m bench.bench_ops --depthwise --batch 32 [--threads N] [--peer PYTHON]
+
+--peer PYTHON: also time PyTorch's depthwise convolution (channels_last, groups = channels) on the
+same shapes, in a Python that has torch (a separate process per row, run right after hpcnn's row
+so the two share the machine's state), with as many threads.
 
 From the repository root, as a module: the layers' shapes are the rows of tests/support/op_cases.py,
 which the op tests check against the float64 references (tests/core/ops/test_ops.py).
@@ -78,6 +83,7 @@ def main():
     ap.add_argument("--clock", choices=sorted(CLOCK), default="wall",
                     help="wall (default), or cpu: the process's CPU time (all threads), which other work "
                          "sharing the machine disturbs less; use it with --threads 1")
+    ap.add_argument("--peer", default="", help="--depthwise: a Python with torch to time PyTorch on the same rows")
     args = ap.parse_args()
     global clock
     clock = CLOCK[args.clock]
@@ -101,7 +107,7 @@ def main():
     print(f"FP32 peak (FMA loop): {peak1:.1f} GFLOP/s on 1 thread, {peak:.1f} GFLOP/s on {nt} threads\n")
 
     if args.depthwise:
-        return depthwise(n, rng, peak, T, P)
+        return depthwise(n, rng, peak, T, P, args.peer, nt)
 
     rows = []  # (name, fwd_s, fwd_flops, bwd_s, bwd_flops)
 
@@ -178,17 +184,58 @@ def main():
     print(f"inference estimate:     {infer * 1e3:.1f} ms/batch = {n / infer:.0f} img/s")
 
 
-def depthwise(n, rng, peak, T, P):
+# PyTorch's depthwise convolution on one row, run by --peer's Python: prints "fwd_s bwd_s".
+_TORCH_ROW = """
+import sys, time, torch
+n, h, c, k, s, threads, min_time = map(float, sys.argv[1:])
+n, h, c, k, s, threads = int(n), int(h), int(c), int(k), int(s), int(threads)
+torch.set_num_threads(threads)
+conv = torch.nn.Conv2d(c, c, k, stride=s, padding=k // 2, groups=c, bias=False).to(memory_format=torch.channels_last)
+x = torch.randn(n, c, h, h).to(memory_format=torch.channels_last).requires_grad_(True)
+y = conv(x)
+dy = torch.randn_like(y)
+def timed(fn):
+    fn(); t0 = time.perf_counter(); fn(); once = max(time.perf_counter() - t0, 1e-6)
+    r = max(1, int(min_time / once)); best = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(r): fn()
+        best.append((time.perf_counter() - t0) / r)
+    return sorted(best)[1]
+with torch.no_grad():
+    tf = timed(lambda: conv(x))
+def bwd():
+    x.grad = None; conv.weight.grad = None
+    torch.autograd.backward(conv(x), dy)
+tb = timed(bwd) - tf  # the backward alone: its forward subtracted
+print(tf, tb)
+"""
+
+
+def torch_row(peer, n, h, c, k, s, threads, min_time):
+    """(fwd_s, bwd_s) of PyTorch on one row, or None when the peer fails (its message printed)."""
+    import subprocess
+    r = subprocess.run([peer, "-c", _TORCH_ROW, str(n), str(h), str(c), str(k), str(s), str(threads), str(min_time)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"  (PyTorch failed: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode})")
+        return None
+    tf, tb = map(float, r.stdout.split())
+    return tf, tb
+
+
+def depthwise(n, rng, peak, T, P, peer="", threads=1):
     """MobileNetV2's depthwise convolutions at batch n: times, GB/s against a measured stream, % of peak."""
     big = rng.random((4096, 16384), dtype=np.float32)  # 256 MiB: far beyond the caches
     scale = np.ones((4096, 1), np.float32)  # one value per row: a read and a write per element
     ts = timed(lambda r: ops.multiply_forward(big, scale, repeat=r), T, P)
     stream = 2 * big.nbytes / ts / 1e9
     print(f"streaming reference (multiply over 256 MiB, 1 read + 1 write): {stream:.1f} GB/s\n")
-    print(f"{'depthwise 3x3 (batch %d)' % n:30s} {'fwd ms':>8s} {'GB/s':>6s} {'%bw':>5s} {'%peak':>6s} "
-          f"{'bwd ms':>8s} {'GB/s':>6s} {'%bw':>5s}")
+    print(f"{'depthwise (batch %d)' % n:30s} {'fwd ms':>8s} {'GB/s':>6s} {'%bw':>5s} {'%peak':>6s} "
+          f"{'bwd ms':>8s} {'GB/s':>6s} {'%bw':>5s}" + (f" {'torch fwd':>9s} {'torch bwd':>9s}" if peer else ""))
+    tot_tf = tot_tb = 0.0
     tot_f = tot_b = 0.0
-    for row in op_cases.MOBILENETV2_DEPTHWISE:
+    for row in op_cases.MOBILENETV2_DEPTHWISE + op_cases.EFFICIENTNETB0_DEPTHWISE:
         _, h, w, c, m, k, st, padding = row.case(n)
         x = rng.standard_normal((n, h, w, c)).astype(np.float32)
         kern = (rng.standard_normal((k, k, c, m)) * 0.3).astype(np.float32)
@@ -201,9 +248,16 @@ def depthwise(n, rng, peak, T, P):
         bytes_b = dy.nbytes + x.nbytes + x.nbytes  # reads dy and x, writes dx (dw is small)
         gf, gb = bytes_f / tf / 1e9, bytes_b / tb / 1e9
         tot_f, tot_b = tot_f + tf, tot_b + tb
-        print(f"{row.label():30s} {tf * 1e3:8.2f} {gf:6.1f} {gf / stream * 100:5.0f} "
-              f"{flops / tf * 1e-9 / peak * 100:6.1f} {tb * 1e3:8.2f} {gb:6.1f} {gb / stream * 100:5.0f}")
-    print(f"\n{'sum of the rows':30s} {tot_f * 1e3:8.2f} {'':>6s} {'':>5s} {'':>6s} {tot_b * 1e3:8.2f}")
+        line = (f"{row.label():30s} {tf * 1e3:8.2f} {gf:6.1f} {gf / stream * 100:5.0f} "
+                f"{flops / tf * 1e-9 / peak * 100:6.1f} {tb * 1e3:8.2f} {gb:6.1f} {gb / stream * 100:5.0f}")
+        if peer:
+            t = torch_row(peer, n, h, c, k, st, threads, T)
+            if t:
+                tot_tf, tot_tb = tot_tf + t[0], tot_tb + t[1]
+                line += f" {t[0] * 1e3:9.2f} {t[1] * 1e3:9.2f}"
+        print(line)
+    print(f"\n{'sum of the rows':30s} {tot_f * 1e3:8.2f} {'':>6s} {'':>5s} {'':>6s} {tot_b * 1e3:8.2f}"
+          + (f" {'':>6s} {'':>5s} {tot_tf * 1e3:9.2f} {tot_tb * 1e3:9.2f}" if peer else ""))
 
 
 if __name__ == "__main__":

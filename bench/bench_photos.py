@@ -11,13 +11,18 @@ with torchvision, as a DataLoader's transform would.
     python bench/bench_photos.py --python /path/to/bench-venv/bin/python --threads 2
     python bench/bench_photos.py --model photos_aug --python PEERS --baseline-python main=OLD_VENV/bin/python
 
-Random data (speed does not depend on pixel values). The options are bench_train.py's.
+Random data (speed does not depend on pixel values). The options are bench_train.py's. The models
+are bench/photos_sessions.py's.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 import bench_train  # beside this script: its folder is first on sys.path
 
+# The models, in each framework, for the workers (hpcnn.bench_workers.add_sessions)
+SESSIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "photos_sessions.py")
+
 if __name__ == "__main__":
-    sys.exit(bench_train.main(doc=__doc__, model="photos", batch=32))
+    sys.exit(bench_train.main(doc=__doc__, model="photos", batch=32, sessions=SESSIONS))

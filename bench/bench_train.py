@@ -25,9 +25,13 @@ import sys
 import time
 
 
-def main(argv=None, doc=None, model="tutorial", batch=250):
+def main(argv=None, doc=None, model="tutorial", batch=250, sessions=None):
+    """The benchmark with `model` and `batch` as defaults; `sessions`: the file of a bench script's
+    own models (bench_photos.py's photos_sessions.py), for the workers and the models' rows here."""
     import hpcnn
     from hpcnn import bench
+    if sessions:
+        bench.add_sessions(sessions)  # before the options: its models are --model's choices
     p = argparse.ArgumentParser(description=doc or __doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default=model, choices=sorted(bench.MODELS), help=f"default {model}")
     p.add_argument("--batch", type=int, default=batch)
@@ -73,7 +77,7 @@ def main(argv=None, doc=None, model="tutorial", batch=250):
         label, _, py = spec.rpartition("=")
         baselines[label or ("hpcnn-baseline" if i == 0 else f"hpcnn-baseline{i + 1}")] = py
     results = bench.compare(present, a.batch, a.steps, a.warmup, threads, a.rounds, a.python, baselines, a.model,
-                            a.hpcnn_python, a.latency, a.interleave)
+                            a.hpcnn_python, a.latency, a.interleave, sessions)
     counts = {f: r["params"] for (f, mode), r in results.items() if mode == "train"}
     print("# trainable parameters: " + ", ".join(f"{bench.FRAMEWORK_LABEL.get(f, f)} {c:,}" if c is not None else
                                                    f"{bench.FRAMEWORK_LABEL.get(f, f)} ?" for f, c in counts.items()))

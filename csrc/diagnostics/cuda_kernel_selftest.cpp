@@ -22,6 +22,8 @@
 #include "ops/global_pool2d_body.h"
 #include "ops/maxpool2d.h"
 #include "ops/maxpool2d_body.h"
+#include "ops/multiply.h"
+#include "ops/multiply_body.h"
 #include "ops/param_norms.h"
 #include "ops/param_norms_body.h"
 #include "ops/softmax_xent.h"
@@ -229,6 +231,58 @@ void check_concat(std::vector<SelftestResult>& out) {
   out.push_back({"split (channels of NHWC): row copy body", mismatches(back, parts[1]), 0});
 }
 
+// The broadcast product's kernels (multiply_cuda.cu) emulated with their body: y per element, each
+// operand's gradient gathered over the y positions it covers; against the CPU op (which sums the
+// same terms row by row: a few ulp apart).
+void check_multiply(std::vector<SelftestResult>& out) {
+  struct Case { long long a[4], b[4]; };
+  const Case cases[] = {{{2, 5, 4, 6}, {2, 1, 1, 6}}, {{3, 1, 1, 6}, {3, 4, 5, 6}}, {{2, 3, 4, 5}, {2, 3, 4, 1}},
+                        {{2, 1, 4, 5}, {2, 3, 1, 5}}};
+  double ey = 0, eg = 0;
+  for (const Case& k : cases) {
+    BroadcastGeometry g;
+    g.rank = 4;
+    long long na = 1, nb = 1, sa = 1, sb = 1;
+    for (int d = 3; d >= 0; --d) {
+      g.dims[d] = std::max(k.a[d], k.b[d]);
+      g.sa[d] = k.a[d] == 1 && g.dims[d] != 1 ? 0 : sa;
+      g.sb[d] = k.b[d] == 1 && g.dims[d] != 1 ? 0 : sb;
+      sa *= k.a[d];
+      sb *= k.b[d];
+    }
+    na = sa;
+    nb = sb;
+    Vec a = random_vec(na, 51), b = random_vec(nb, 52), dy = random_vec(g.numel(), 53);
+    Vec y_emu(g.numel()), y_cpu(g.numel());
+    for (long long i = 0; i < g.numel(); ++i) {
+      long long oa, ob;
+      body::broadcast_offsets(g, i, oa, ob);
+      y_emu[i] = a[oa] * b[ob];
+    }
+    cpu::multiply_forward(g, a.data(), b.data(), y_cpu.data());
+    ey = std::max(ey, mismatches(y_emu, y_cpu));
+    Vec da_cpu(na), db_cpu(nb);
+    cpu::multiply_backward(g, a.data(), b.data(), dy.data(), da_cpu.data(), na, db_cpu.data(), nb);
+    for (int which = 0; which < 2; ++which) {
+      const long long n = which == 0 ? na : nb;
+      Vec emu(n);
+      for (long long j = 0; j < n; ++j) {
+        float t = 0.f;
+        for (long long q = 0; q < g.numel() / n; ++q) {
+          const long long yi = body::gather_index(g, which == 0 ? g.sa : g.sb, j, q);
+          long long oa, ob;
+          body::broadcast_offsets(g, yi, oa, ob);
+          t += dy[yi] * (which == 0 ? b[ob] : a[oa]);
+        }
+        emu[j] = t;
+      }
+      eg = std::max(eg, rel_err(emu, which == 0 ? da_cpu : db_cpu));
+    }
+  }
+  out.push_back({"multiply (broadcast): product body (mismatches)", ey, 0});
+  out.push_back({"multiply (broadcast): gradients gathered per operand element", eg, 1e-5});
+}
+
 void check_xent(std::vector<SelftestResult>& out) {
   const int rows = 50, cols = 10;
   Vec logits = random_vec((size_t)rows * cols, 31, -4.f, 4.f);
@@ -315,6 +369,8 @@ std::vector<SelftestResult> kernel_selftest() {
   selftest::check_concat(out);
   selftest::check_dense(out);
   selftest::check_conv(out);
+  selftest::check_multiply(out);
+  selftest::check_depthwise(out);
   selftest::check_xent(out);
   selftest::check_variable_sums(out);
   selftest::check_conv_algo_choice(out);

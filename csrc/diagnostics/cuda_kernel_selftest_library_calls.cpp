@@ -1,6 +1,6 @@
 // The host self-test's checks of the library calls' layouts (cuda_kernel_selftest.h): the cuBLAS
 // calls' arguments fed to a reference column-major GEMM, the cuDNN convolution's NHWC data and
-// KRSC filters fed to a reference cross-correlation, both written from the libraries'
+// KRSC filters fed to a reference cross-correlation (grouped and dilated for the depthwise one), both written from the libraries'
 // documentation, and the kernel layout conversion HWIO <-> OHWI; all against the CPU ops.
 #include "diagnostics/cuda_kernel_selftest_parts.h"
 
@@ -9,6 +9,7 @@
 #include "ops/cuda_kernels_body.h"
 #include "ops/dense.h"
 #include "ops/dense_body.h"
+#include "ops/depthwise_conv2d_body.h"
 
 namespace hpcnn::cuda::selftest {
 
@@ -31,13 +32,17 @@ void ref_sgemm(const body::Gemm& g) {
 }
 
 // cuDNN cross-correlation, NHWC data, KRSC filter (CUDNN_TENSOR_NHWC filter format), symmetric
-// padding, dilation 1: y[n,p,q,k] = sum_{r,s,c} x[n, p*u - pad_h + r, q*v - pad_w + s, c] * w[k,r,s,c].
+// padding, dilation (dh, dw), `groups` groups (cudnnSetConvolutionGroupCount: the c channels and
+// the f filters split into that many consecutive groups; filter k reads group k / (f / groups),
+// and has c / groups input channels): y[n,p,q,k] = sum_{r,s,c'} x[n, p*u - pad_h + r*dh,
+// q*v - pad_w + s*dw, grp*cpg + c'] * w[k,r,s,c'].
 float x_at(const body::ConvGeom& s, const Vec& x, int n, int iy, int ix, int c) {
   if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) return 0.f;
   return x[(((size_t)n * s.h + iy) * s.w + ix) * s.c + c];
 }
 
 Vec ref_conv_forward(const body::ConvGeom& s, const Vec& x, const Vec& w) {
+  const int cpg = s.c / s.groups, kpg = s.f / s.groups;
   Vec y((size_t)s.n * s.oh * s.ow * s.f);
   for (int n = 0; n < s.n; ++n)
     for (int p = 0; p < s.oh; ++p)
@@ -46,17 +51,19 @@ Vec ref_conv_forward(const body::ConvGeom& s, const Vec& x, const Vec& w) {
           double acc = 0;
           for (int r = 0; r < s.kh; ++r)
             for (int t = 0; t < s.kw; ++t)
-              for (int c = 0; c < s.c; ++c)
-                acc += (double)x_at(s, x, n, p * s.sh - s.ph + r, q * s.sw - s.pw + t, c) *
-                       w[(((size_t)k * s.kh + r) * s.kw + t) * s.c + c];
+              for (int c = 0; c < cpg; ++c)
+                acc += (double)x_at(s, x, n, p * s.sh - s.ph + r * s.dh, q * s.sw - s.pw + t * s.dw,
+                                    k / kpg * cpg + c) *
+                       w[(((size_t)k * s.kh + r) * s.kw + t) * cpg + c];
           y[(((size_t)n * s.oh + p) * s.ow + q) * s.f + k] = static_cast<float>(acc);
         }
   return y;
 }
 
-// backward data: dx = sum over the outputs each input feeds; backward filter: dw[k,r,s,c].
+// backward data: dx = sum over the outputs each input feeds; backward filter: dw[k,r,s,c'].
 void ref_conv_backward(const body::ConvGeom& s, const Vec& x, const Vec& w, const Vec& dy, Vec& dx, Vec& dw) {
-  std::vector<double> dxd((size_t)s.n * s.h * s.w * s.c, 0.0), dwd((size_t)s.f * s.kh * s.kw * s.c, 0.0);
+  const int cpg = s.c / s.groups, kpg = s.f / s.groups;
+  std::vector<double> dxd((size_t)s.n * s.h * s.w * s.c, 0.0), dwd((size_t)s.f * s.kh * s.kw * cpg, 0.0);
   for (int n = 0; n < s.n; ++n)
     for (int p = 0; p < s.oh; ++p)
       for (int q = 0; q < s.ow; ++q)
@@ -64,11 +71,11 @@ void ref_conv_backward(const body::ConvGeom& s, const Vec& x, const Vec& w, cons
           double g = dy[(((size_t)n * s.oh + p) * s.ow + q) * s.f + k];
           for (int r = 0; r < s.kh; ++r)
             for (int t = 0; t < s.kw; ++t) {
-              int iy = p * s.sh - s.ph + r, ix = q * s.sw - s.pw + t;
+              int iy = p * s.sh - s.ph + r * s.dh, ix = q * s.sw - s.pw + t * s.dw;
               if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
-              for (int c = 0; c < s.c; ++c) {
-                size_t xi = (((size_t)n * s.h + iy) * s.w + ix) * s.c + c;
-                size_t wi = (((size_t)k * s.kh + r) * s.kw + t) * s.c + c;
+              for (int c = 0; c < cpg; ++c) {
+                size_t xi = (((size_t)n * s.h + iy) * s.w + ix) * s.c + k / kpg * cpg + c;
+                size_t wi = (((size_t)k * s.kh + r) * s.kw + t) * cpg + c;
                 dxd[xi] += g * w[wi];
                 dwd[wi] += g * x[xi];
               }
@@ -179,6 +186,51 @@ void check_conv(std::vector<SelftestResult>& out) {
   out.push_back({"conv2d dx via cuDNN's NHWC/KRSC contract", ed, 1e-5});
   out.push_back({"conv2d dW via cuDNN's NHWC/KRSC contract", ew_, 1e-5});
   out.push_back({"conv2d db via the column-sum kernel", eb, 1e-5});
+}
+
+// The depthwise convolution's GPU path (depthwise_conv2d_cuda.cu) emulated: Keras' kernel moved to
+// KRSC by depthwise_keras_index, x padded where the geometry needs it, the grouped convolution of
+// depthwise_geom (c groups) by the reference above, dW moved back; against the CPU op.
+void check_depthwise(std::vector<SelftestResult>& out) {
+  struct Case { int n, h, w, c, m, k, s, d; Padding pad; };
+  const Case cases[] = {{2, 8, 8, 5, 1, 3, 1, 1, Padding::Same}, {2, 8, 9, 3, 2, 3, 2, 1, Padding::Same},
+                        {1, 9, 7, 4, 3, 2, 1, 2, Padding::Valid}, {2, 10, 10, 6, 1, 3, 1, 2, Padding::Same},
+                        {1, 7, 7, 40, 1, 5, 2, 1, Padding::Same}};
+  double ef = 0, ed = 0, ew_ = 0;
+  for (const Case& k : cases) {
+    const DepthwiseGeometry g = DepthwiseGeometry::make(k.n, k.h, k.w, k.c, k.m, k.k, k.k, k.s, k.s, k.d, k.d, k.pad);
+    const body::ConvGeom s = body::depthwise_geom(g);
+    const int taps = g.kh * g.kw, oc = g.oc();
+    Vec x = random_vec((size_t)g.n * g.h * g.w * g.c, 31), w = random_vec((size_t)taps * oc, 32);
+    Vec wk(w.size());
+    for (size_t i = 0; i < wk.size(); ++i) wk[i] = w[body::depthwise_keras_index((long long)i, taps, oc)];
+    Vec xin = x;
+    if (s.padded) {
+      xin.assign((size_t)s.n * s.h * s.w * s.c, 0.f);
+      for (size_t i = 0; i < xin.size(); ++i)
+        xin[i] = body::pad_at(x.data(), g.h, g.w, g.c, g.pad_top, g.pad_left, s.h, s.w, i);
+    }
+    Vec y_cpu((size_t)g.n * g.oh * g.ow * oc);
+    cpu::depthwise_conv2d_forward(g, x.data(), w.data(), nullptr, y_cpu.data());
+    ef = std::max(ef, rel_err(ref_conv_forward(s, xin, wk), y_cpu));
+    Vec dy = random_vec(y_cpu.size(), 33), dx_cpu(x.size()), dw_cpu(w.size());
+    cpu::depthwise_conv2d_backward(g, x.data(), w.data(), dy.data(), dx_cpu.data(), dw_cpu.data(), nullptr);
+    Vec dx_ref, dwk_ref;
+    ref_conv_backward(s, xin, wk, dy, dx_ref, dwk_ref);
+    Vec dx_emu = dx_ref;
+    if (s.padded) {
+      dx_emu.assign(x.size(), 0.f);
+      for (size_t i = 0; i < dx_emu.size(); ++i)
+        dx_emu[i] = body::crop_at(dx_ref.data(), g.h, g.w, g.c, g.pad_top, g.pad_left, s.h, s.w, i);
+    }
+    ed = std::max(ed, rel_err(dx_emu, dx_cpu));
+    Vec dw_keras(w.size());
+    for (size_t i = 0; i < dwk_ref.size(); ++i) dw_keras[body::depthwise_keras_index((long long)i, taps, oc)] = dwk_ref[i];
+    ew_ = std::max(ew_, rel_err(dw_keras, dw_cpu));
+  }
+  out.push_back({"depthwise forward via cuDNN's grouped NHWC/KRSC contract", ef, 1e-5});
+  out.push_back({"depthwise dx via cuDNN's grouped NHWC/KRSC contract", ed, 1e-5});
+  out.push_back({"depthwise dW via cuDNN's grouped NHWC/KRSC contract", ew_, 1e-5});
 }
 
 }  // namespace hpcnn::cuda::selftest

@@ -51,6 +51,7 @@ Vec emu_column_sum(const Vec& m, long long rows, int f);
 void check_dense(std::vector<SelftestResult>& out);
 void check_kernel_layouts(std::vector<SelftestResult>& out);
 void check_conv(std::vector<SelftestResult>& out);
+void check_depthwise(std::vector<SelftestResult>& out);
 
 // cuda_kernel_selftest_conv_algo.cpp
 void check_conv_algo_choice(std::vector<SelftestResult>& out);

@@ -11,6 +11,7 @@
 
 #include "ops/conv2d_layout.h"
 #include "ops/cudnn_conv_plan.h"
+#include "ops/depthwise_conv2d_body.h"
 
 namespace hpcnn::cuda {
 
@@ -61,6 +62,42 @@ std::vector<SelftestResult> cudnn_descriptor_selftest() {
     if (held != Shape{fk, fh, fw, fc} || cudnnGetFilterSizeInBytes(p.w.d, &filter_bytes) != CUDNN_STATUS_SUCCESS ||
         filter_bytes != sizeof(float) * static_cast<size_t>(shape_numel(held)))
       bad += 1;
+  }
+  // Depthwise convolutions (depthwise_conv2d_cuda.cu): a grouped convolution of c groups, one input
+  // channel per filter, the dilation as given; cuDNN must compute our output size (with dilation and
+  // the explicit-padding path) and read the group count, dilation and filter dims back. And the
+  // KRSC kernel's element i is Keras' element depthwise_keras_index(i): (k, ky, kx) <- (ky, kx, k).
+  double dw_bad = 0;
+  struct DwCase { int n, h, w, c, m, k, s, d; Padding pad; };
+  const DwCase dw_cases[] = {{32, 112, 112, 96, 1, 3, 2, 1, Padding::Same}, {2, 14, 14, 576, 1, 3, 1, 1, Padding::Same},
+                             {2, 8, 9, 3, 2, 3, 2, 1, Padding::Same},       {1, 11, 9, 4, 3, 2, 1, 2, Padding::Valid},
+                             {2, 10, 10, 6, 1, 5, 1, 2, Padding::Same}};
+  for (const DwCase& k : dw_cases) {
+    const DepthwiseGeometry g = DepthwiseGeometry::make(k.n, k.h, k.w, k.c, k.m, k.k, k.k, k.s, k.s, k.d, k.d, k.pad);
+    const cudnn::ConvShape s = body::depthwise_geom(g);
+    ConvPlan p;
+    try {
+      set_descriptors(p, s);
+    } catch (const std::exception&) {
+      dw_bad += 1;
+      continue;
+    }
+    int groups = 0, ph, pw, u, v, dh, dwd;
+    cudnnConvolutionMode_t mode;
+    cudnnDataType_t dt;
+    if (cudnnGetConvolutionGroupCount(p.conv.d, &groups) != CUDNN_STATUS_SUCCESS || groups != k.c) dw_bad += 1;
+    if (cudnnGetConvolution2dDescriptor(p.conv.d, &ph, &pw, &u, &v, &dh, &dwd, &mode, &dt) != CUDNN_STATUS_SUCCESS ||
+        dh != k.d || dwd != k.d || u != k.s || mode != CUDNN_CROSS_CORRELATION)
+      dw_bad += 1;
+    cudnnTensorFormat_t fmt;
+    int fk, fc, fh, fw;
+    if (cudnnGetFilter4dDescriptor(p.w.d, &dt, &fmt, &fk, &fc, &fh, &fw) != CUDNN_STATUS_SUCCESS ||
+        fmt != CUDNN_TENSOR_NHWC || fk != k.c * k.m || fc != 1 || fh != k.k || fw != k.k)
+      dw_bad += 1;
+    const int taps = k.k * k.k, oc = k.c * k.m;
+    for (int kk = 0; kk < oc; kk += 1 + oc / 7)
+      for (int t = 0; t < taps; ++t)
+        dw_bad += body::depthwise_keras_index((long long)kk * taps + t, taps, oc) == (long long)t * oc + kk ? 0 : 1;
   }
   // The fused call's fallback must take every "not supported" sub-code and nothing else.
   double misread = 0;
@@ -113,6 +150,8 @@ std::vector<SelftestResult> cudnn_descriptor_selftest() {
   unnamed += algo_name(Pass::BackwardData, 3) == "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING" ? 0 : 1;
   return {{"cuDNN descriptors: output size, NHWC strides, KRSC filter = the OHWI kernel buffer (mismatches)", bad, 0},
           {"cuDNN batch-norm descriptors: NHWC rows, derived 1 x C x 1 x 1 (mismatches)", bn_bad, 0},
+          {"cuDNN depthwise descriptors: c groups, dilation, output size, KRSC (c*m, kh, kw, 1) from Keras' kernel "
+           "(mismatches)", dw_bad, 0},
           {"cuDNN 'not supported' sub-codes fall back from the fused call (misread statuses)", misread, 0},
           {"cuDNN statuses that move a plan to its next algorithm (misread statuses)", retry_misread, 0},
           {"cuDNN algorithm names, one per enum value (unnamed or duplicated)", unnamed, 0}};

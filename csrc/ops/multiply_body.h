@@ -6,7 +6,7 @@
 #include "core/hd.h"
 #include "ops/multiply.h"
 
-namespace hpcnn::body {
+namespace hpcnn::cuda::body {
 
 // Offsets into a (oa) and b (ob) of y's element i.
 HPCNN_HD void broadcast_offsets(const BroadcastGeometry& g, long long i, long long& oa, long long& ob) {
@@ -40,4 +40,4 @@ HPCNN_HD long long gather_index(const BroadcastGeometry& g, const long long* s, 
   return yi;
 }
 
-}  // namespace hpcnn::body
+}  // namespace hpcnn::cuda::body

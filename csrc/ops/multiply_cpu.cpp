@@ -10,6 +10,8 @@
 
 namespace hpcnn::cpu {
 
+namespace body = cuda::body;
+
 namespace {
 
 // y rows per sample, the row length, and the operands' row offsets of a row r of sample n.

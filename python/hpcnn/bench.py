@@ -1,8 +1,10 @@
 """Benchmark statistics as HPC benchmark reports give them (mean time per step, images/s, its
 uncertainty and jitter: hpcnn.run_records, offered here too), CSV collection, and a model timed in hpcnn and, side by side, the same
 model in PyTorch and TensorFlow (the peers): the tutorial CNN (``model='tutorial'``) or the CIFAR
-ResNet-20 (``model='resnet20'``). Used by bench/ scripts and the ``hpcnn bench`` command. The
-models and the workers that time them, one process per framework, are hpcnn.bench_workers'.
+ResNet-20 (``model='resnet20'``), or a bench script's own model from its sessions file
+(``sessions=``: bench/photos_sessions.py's). Used by bench/ scripts and the ``hpcnn bench``
+command. The models and the workers that time them, one process per framework, are
+hpcnn.bench_workers'.
 
 A worker process loads hpcnn/bench_workers.py as a plain file, without the hpcnn package, so the
 framework it times runs alone (see there).
@@ -23,7 +25,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from hpcnn import _core, bench_workers, blas_env
 from hpcnn.run_records import append_csv, machine_description, step_stats  # noqa: F401 (bench's API)
 from hpcnn.bench_workers import (IMPORT_NAME, LATENCY_WARMUP, MODELS, RESNET20_FWD_MFLOP,  # noqa: F401 (bench's API)
-                                 RESNET20_TRAIN_MFLOP, TUTORIAL_FWD_MFLOP, TUTORIAL_TRAIN_MFLOP, WORKERS,
+                                 RESNET20_TRAIN_MFLOP, add_sessions, TUTORIAL_FWD_MFLOP, TUTORIAL_TRAIN_MFLOP, WORKERS,
                                  model_step_times, resnet_cifar_mflop, time_steps, trainable_params_hpcnn,
                                  tutorial_cnn_step_times, worker_main)
 
@@ -99,12 +101,15 @@ def importable(python: str, framework: str) -> bool:
 
 
 def run_worker(python: str, framework: str, batch: int, steps: int, warmup: int, threads: int,
-               model: str = "tutorial", latency_calls: int = 0) -> Dict[str, object]:
+               model: str = "tutorial", latency_calls: int = 0, sessions: Optional[str] = None) -> Dict[str, object]:
     """One worker process's result: {"train": [s...], "infer": [s...], "params": n, "versions":
     {name: version}, "latency": {"call"|"predict": [s...]}} (single-image calls; the last two
-    empty from an older hpcnn)."""
+    empty from an older hpcnn). `sessions`: the file of `model` when it is a bench script's own
+    (bench_workers.add_sessions)."""
     cmd = [python, "-c", _WORKER_LAUNCHER, os.path.abspath(bench_workers.__file__), "--worker", framework, "--batch", str(batch),
            "--steps", str(steps), "--warmup", str(warmup), "--threads", str(threads)]
+    if sessions:
+        cmd += ["--sessions", os.path.abspath(sessions)]
     if model != "tutorial":
         cmd += ["--model", model]
     if latency_calls:
@@ -179,12 +184,12 @@ SETTLE_SECONDS = 0.2
 
 
 def _compare_steps(runs, batch: int, steps: int, warmup: int, threads: int, rounds: int, model: str,
-                   latency_calls: int):
+                   latency_calls: int, sessions: Optional[str]):
     """compare(interleave='steps'): every worker alive for the whole run, taking turns step by step."""
     workers: Dict[str, ServedWorker] = {}
     try:
         for label, py, worker in runs:
-            workers[label] = ServedWorker(py, worker, batch, threads, model, latency_calls > 0)
+            workers[label] = ServedWorker(py, worker, batch, threads, model, latency_calls > 0, sessions)
         times = {label: {"train": [], "infer": []} for label in workers}
         pairs: Dict[str, Dict[str, List[float]]] = {label: {"train": [], "infer": []} for label in workers}
         lat: Dict[str, Dict[str, List[float]]] = {label: {} for label in workers}
@@ -228,7 +233,8 @@ def _compare_steps(runs, batch: int, steps: int, warmup: int, threads: int, roun
 def compare(frameworks: Sequence[str], batch: int, steps: int, warmup: int, threads: int, rounds: int,
             python: Optional[str] = None, baselines: Optional[Dict[str, str]] = None,
             model: str = "tutorial", hpcnn_python: Optional[str] = None,
-            latency_calls: int = 0, interleave: str = "processes") -> Dict[Tuple[str, str], Dict[str, object]]:
+            latency_calls: int = 0, interleave: str = "processes",
+            sessions: Optional[str] = None) -> Dict[Tuple[str, str], Dict[str, object]]:
     """step_stats per (framework, 'train'|'infer'), with the framework's trainable parameter count
     under 'params' and the versions it ran (framework, its oneDNN and BLAS, as it reports them)
     under 'versions': every framework in its own process, `rounds` rounds interleaved (hpcnn,
@@ -245,8 +251,13 @@ def compare(frameworks: Sequence[str], batch: int, steps: int, warmup: int, thre
     'steps' (one process per framework kept for the whole run, the frameworks taking turns step by
     step, SETTLE_SECONDS apart, the order alternating: a drift of the machine's speed hits every
     framework alike; each row then also has 'paired_hpcnn_speedup', the median over the turns of
-    the framework's step time over hpcnn's in the same turn)."""
+    the framework's step time over hpcnn's in the same turn).
+
+    `sessions`: a plain Python file of a bench script's own models (bench/photos_sessions.py),
+    loaded here (add_sessions: MODELS then has their rows) and by every worker."""
     python = python or sys.executable
+    if sessions:
+        add_sessions(sessions)
     if model not in MODELS:
         raise ValueError(f"unknown model {model!r}; known: {sorted(MODELS)}")
     if interleave not in ("processes", "steps"):
@@ -255,14 +266,14 @@ def compare(frameworks: Sequence[str], batch: int, steps: int, warmup: int, thre
     runs = ([(f, hpcnn_python if f == "hpcnn" else python, f) for f in frameworks]
             + [(label, py, "hpcnn") for label, py in (baselines or {}).items()])
     if interleave == "steps":
-        return _compare_steps(runs, batch, steps, warmup, threads, rounds, model, latency_calls)
+        return _compare_steps(runs, batch, steps, warmup, threads, rounds, model, latency_calls, sessions)
     times = {label: {"train": [], "infer": []} for label, _, _ in runs}
     lat: Dict[str, Dict[str, List[float]]] = {label: {} for label, _, _ in runs}
     params: Dict[str, object] = {}
     versions: Dict[str, Dict[str, str]] = {}
     for _ in range(rounds):
         for f, py, worker in runs:
-            res = run_worker(py, worker, batch, steps, warmup, threads, model, latency_calls)
+            res = run_worker(py, worker, batch, steps, warmup, threads, model, latency_calls, sessions)
             times[f]["train"] += res["train"]
             times[f]["infer"] += res["infer"]
             params[f] = res.get("params")

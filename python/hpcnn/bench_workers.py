@@ -1,7 +1,8 @@
-"""The timed side of hpcnn.bench: the models (the tutorial CNN, the CIFAR ResNet-20) in hpcnn,
-PyTorch and TensorFlow, each framework's worker (training and inference step times, the trainable
-parameter count, the versions it ran, single-image latency) and worker_main, what a worker process
-runs. hpcnn.bench starts the workers and reports.
+"""The timed side of hpcnn.bench: the models (the tutorial CNN, the CIFAR ResNet-20; a bench
+script's own come from a sessions file: add_sessions) in hpcnn, PyTorch and TensorFlow, each
+framework's worker (training and inference step times, the trainable parameter count, the versions
+it ran, single-image latency) and worker_main, what a worker process runs. hpcnn.bench starts the
+workers and reports.
 
 This module imports only the standard library at module level: a worker process loads it as a
 plain file, without the hpcnn package, so the framework it times runs alone (hpcnn's extension
@@ -85,14 +86,6 @@ def resnet_cifar_mflop(depth: int = 20, shortcut: str = "B", size: int = 32) -> 
 RESNET20_TRAIN_MFLOP, RESNET20_FWD_MFLOP = resnet_cifar_mflop(20, "B")
 
 
-# TensorFlow's "Image classification" model at 180x180 (3x3 'same' convolutions, each with a 2x2 'valid'
-# max-pool: 180 -> 90 -> 45 -> 22): forward; training adds the backward filter pass of every layer
-# and the backward data pass of all but conv1.
-_PHOTOS_MACS = (180 * 180 * 27 * 16, 90 * 90 * 144 * 32, 45 * 45 * 288 * 64, 22 * 22 * 64 * 128, 128 * 5)
-PHOTOS_FWD_MFLOP = 2 * sum(_PHOTOS_MACS) / 1e6
-PHOTOS_TRAIN_MFLOP = 3 * PHOTOS_FWD_MFLOP - 2 * _PHOTOS_MACS[0] / 1e6
-_PHOTOS = ("TensorFlow's Image classification tutorial model at 180x180, 5 classes (Rescaling 1/255, "
-           "3x Conv 16/32/64-ReLU-MaxPool, Flatten, Dense 128 ReLU, Dense 5 logits; Adam 1e-3")
 #: per model: (training MFLOP, inference MFLOP) per image, the input shape, what it is, the classes.
 MODELS = {
     "tutorial": (TUTORIAL_TRAIN_MFLOP, TUTORIAL_FWD_MFLOP, (32, 32, 3),
@@ -100,42 +93,26 @@ MODELS = {
     "resnet20": (RESNET20_TRAIN_MFLOP, RESNET20_FWD_MFLOP, (32, 32, 3),
                  "ResNet-20 for CIFAR (He et al. 2016; option B: 1x1 stride-2 projection shortcuts with BN; "
                  "convolutions without bias; SGD 0.1, momentum 0.9, weight decay 1e-4)", 10),
-    "photos": (PHOTOS_TRAIN_MFLOP, PHOTOS_FWD_MFLOP, (180, 180, 3), _PHOTOS + ")", 5),
-    "photos_aug": (PHOTOS_TRAIN_MFLOP, PHOTOS_FWD_MFLOP, (180, 180, 3), _PHOTOS + "; with RandomFlip, "
-                   "RandomRotation 0.1, RandomZoom 0.1 and Dropout 0.2 before Flatten)", 5),
 }
-
-
-def photos_layers(L, model: str) -> list:
-    """The photos models' layers, from a Keras-like layers module `L` (hpcnn.layers, tf.keras.layers)."""
-    aug = model == "photos_aug"
-    out = [L.RandomFlip("horizontal"), L.RandomRotation(0.1), L.RandomZoom(0.1)] if aug else []
-    out.append(L.Rescaling(1.0 / 255))
-    for f in (16, 32, 64):
-        out += [L.Conv2D(f, 3, padding="same", activation="relu"), L.MaxPooling2D()]
-    return out + [L.Dropout(0.2)] * aug + [L.Flatten(), L.Dense(128, activation="relu"), L.Dense(5)]
+#: per model of a sessions file that gives BUILDERS (add_sessions): {framework: build(model)}, what
+#: _hpcnn_model, _torch_model and _keras_model return for it.
+BUILDERS: Dict[str, Dict[str, Callable[[str], tuple]]] = {}
 
 
 def _hpcnn_model(model: str):
-    """(the compiled-ready hpcnn model, its optimizer) for `model`, fresh weights from seed 0."""
-    if model.startswith("photos"):
-        from hpcnn import layers as L
-        from hpcnn.models import Sequential
-        return Sequential([L.InputLayer(input_shape=[180, 180, 3])] + photos_layers(L, model), seed=0), "adam"
+    """(the compiled-ready hpcnn model, its optimizer, its loss) for `model`, fresh weights from seed 0."""
+    if model in BUILDERS:
+        return BUILDERS[model]["hpcnn"](model)
+    loss = "sparse_categorical_crossentropy"
     if model == "resnet20":
         import hpcnn
         from hpcnn.applications import resnet20_cifar
-        return resnet20_cifar(weight_decay=1e-4, shortcut="B", seed=0), hpcnn.optimizers.SGD(0.1, momentum=0.9)
+        return resnet20_cifar(weight_decay=1e-4, shortcut="B", seed=0), hpcnn.optimizers.SGD(0.1, momentum=0.9), loss
     try:  # absolute: this file may run without its package (see top)
         from hpcnn.applications import tutorial_cnn
     except ImportError:  # an older hpcnn timed as the baseline (bench_train.py --baseline-python)
         from hpcnn.models import tutorial_cnn
-    return tutorial_cnn(seed=0), "adam"
-
-
-def _hpcnn_loss(model: str):  # the photos models end in logits, as the tutorial's
-    from hpcnn.losses import SparseCategoricalCrossentropy
-    return SparseCategoricalCrossentropy(True) if model.startswith("photos") else "sparse_categorical_crossentropy"
+    return tutorial_cnn(seed=0), "adam", loss
 
 
 def trainable_params_hpcnn(m) -> int:
@@ -165,12 +142,12 @@ def _hpcnn_steps(model: str, device: str, batch_size: int, strategy=None):
     rng = np.random.default_rng(0)
     x = rng.random((batch_size,) + MODELS[model][2], dtype=np.float32)
     y = rng.integers(0, MODELS[model][4], batch_size).astype(np.int32)
-    m, opt = _hpcnn_model(model)
+    m, opt, loss = _hpcnn_model(model)
     if strategy is not None:
         with strategy.scope():
-            m.compile(opt, _hpcnn_loss(model), ["accuracy"])
+            m.compile(opt, loss, ["accuracy"])
     else:
-        m.compile(opt, _hpcnn_loss(model), ["accuracy"], device=device)
+        m.compile(opt, loss, ["accuracy"], device=device)
     core = m.core if hasattr(m, "core") else m._model()  # _model(): an older hpcnn timed as the baseline
     if hasattr(core, "train_step"):
         return (lambda: core.train_step((x, y))), (lambda: core.predict_step((x,))), trainable_params_hpcnn(m)
@@ -206,8 +183,8 @@ def session_hpcnn(batch: int, threads: int, model: str = "tutorial", latency: bo
     timers = {"train": stepper(train), "infer": stepper(infer)}
     if latency:
         import numpy as np
-        m, opt = _hpcnn_model(model)
-        m.compile(opt, _hpcnn_loss(model), ["accuracy"], device="cpu")
+        m, opt, loss = _hpcnn_model(model)
+        m.compile(opt, loss, ["accuracy"], device="cpu")
         x1 = np.random.default_rng(1).random((1,) + MODELS[model][2], dtype=np.float32)
         timers["latency-predict"] = stepper(lambda: m.predict(x1, verbose=0))
         timers["latency-call"] = stepper(lambda: m(x1))
@@ -215,15 +192,11 @@ def session_hpcnn(batch: int, threads: int, model: str = "tutorial", latency: bo
 
 
 def _torch_model(model: str):
+    """(the net, its optimizer, a per-image transform of the training batch or None) for `model`."""
+    if model in BUILDERS:
+        return BUILDERS[model]["torch"](model)
     import torch
     from torch import nn
-    if model.startswith("photos"):  # Rescaling as the forward's first op, as in the Keras model
-        rescaling = type("Rescaling", (nn.Module,), {"forward": lambda self, x: x * (1.0 / 255)})
-        convs = [m for c, f in ((3, 16), (16, 32), (32, 64)) for m in (nn.Conv2d(c, f, 3, padding=1), nn.ReLU(),
-                                                                         nn.MaxPool2d(2))]
-        net = nn.Sequential(rescaling(), *convs, *[nn.Dropout(0.2)] * (model == "photos_aug"), nn.Flatten(),
-                            nn.Linear(64 * 22 * 22, 128), nn.ReLU(), nn.Linear(128, 5))
-        return net, torch.optim.Adam(net.parameters(), lr=1e-3, eps=1e-7)
     if model == "tutorial":
         layers, c = [], 3
         for f in (32, 64, 128, 256):
@@ -231,7 +204,7 @@ def _torch_model(model: str):
             c = f
         net = nn.Sequential(*layers, nn.Flatten(), nn.Linear(1024, 256), nn.ReLU(), nn.Dropout(0.2),
                             nn.Linear(256, 512), nn.ReLU(), nn.Dropout(0.2), nn.Linear(512, 10))
-        return net, torch.optim.Adam(net.parameters(), lr=1e-3, eps=1e-7)
+        return net, torch.optim.Adam(net.parameters(), lr=1e-3, eps=1e-7), None
 
     def bn(f):  # Keras' BatchNormalization defaults: epsilon 1e-3, momentum 0.99 (PyTorch counts 1 - it)
         return nn.BatchNorm2d(f, eps=1e-3, momentum=0.01)
@@ -256,17 +229,7 @@ def _torch_model(model: str):
             layers.append(Block(c, f, 2 if stage and not block else 1))
             c = f
     net = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
-    return net, torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
-
-
-def _torch_augmentation():
-    """The Keras model's RandomFlip('horizontal'), RandomRotation(0.1) (+-36 degrees) and RandomZoom(0.1)
-    in torchvision, bilinear, drawn per image (as a DataLoader's transform: torchvision draws once per
-    call, so a batch tensor would share one draw)."""
-    from torchvision.transforms import InterpolationMode, v2
-    bilinear = InterpolationMode.BILINEAR
-    return v2.Compose([v2.RandomHorizontalFlip(), v2.RandomRotation(36, interpolation=bilinear),
-                       v2.RandomAffine(0, scale=(0.9, 1.1), interpolation=bilinear)])
+    return net, torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4), None
 
 
 def torch_versions() -> Dict[str, str]:
@@ -289,13 +252,12 @@ def session_torch(batch: int, threads: int, model: str = "tutorial", latency: bo
     from torch import nn
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    net, opt = _torch_model(model)
+    net, opt, augment = _torch_model(model)
     net = net.to(memory_format=torch.channels_last)
     lossf = nn.CrossEntropyLoss()
     h, w, c = MODELS[model][2]
     x = torch.rand(batch, c, h, w).to(memory_format=torch.channels_last)
     y = torch.randint(0, MODELS[model][4], (batch,))
-    augment = _torch_augmentation() if model == "photos_aug" else None
 
     def train_step():
         opt.zero_grad(set_to_none=True)
@@ -322,11 +284,12 @@ def session_torch(batch: int, threads: int, model: str = "tutorial", latency: bo
 
 
 def _keras_model(model: str):
+    """(the Keras model, its optimizer, its loss) for `model`."""
+    if model in BUILDERS:
+        return BUILDERS[model]["tensorflow"](model)
     import tensorflow as tf
     L = tf.keras.layers
-    if model.startswith("photos"):
-        net = tf.keras.Sequential([tf.keras.Input(shape=(180, 180, 3))] + photos_layers(L, model))
-        return net, tf.keras.optimizers.Adam(1e-3)
+    loss = "sparse_categorical_crossentropy"
     if model == "tutorial":
         m = tf.keras.Sequential([tf.keras.Input(shape=(32, 32, 3))])
         for f in (32, 64, 128, 256):
@@ -335,7 +298,7 @@ def _keras_model(model: str):
         for layer in (L.Flatten(), L.Dense(256, activation="relu"), L.Dropout(0.2), L.Dense(512, activation="relu"),
                       L.Dropout(0.2), L.Dense(10, activation="softmax")):
             m.add(layer)
-        return m, tf.keras.optimizers.Adam(1e-3)
+        return m, tf.keras.optimizers.Adam(1e-3), loss
     reg = tf.keras.regularizers.l2(5e-5)
 
     def conv(f, k, stride=1):
@@ -352,7 +315,7 @@ def _keras_model(model: str):
                 x = L.BatchNormalization()(conv(f, 1, stride)(x))
             x = L.ReLU()(L.Add()([y, x]))
     out = L.Dense(10, activation="softmax", kernel_regularizer=reg)(L.GlobalAveragePooling2D()(x))
-    return tf.keras.Model(inp, out), tf.keras.optimizers.SGD(0.1, momentum=0.9)
+    return tf.keras.Model(inp, out), tf.keras.optimizers.SGD(0.1, momentum=0.9), loss
 
 
 def tensorflow_versions() -> Dict[str, str]:
@@ -376,9 +339,7 @@ def session_tensorflow(batch: int, threads: int, model: str = "tutorial", latenc
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     tf.keras.utils.set_random_seed(0)
-    net, opt = _keras_model(model)
-    loss = (tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True) if model.startswith("photos")
-            else "sparse_categorical_crossentropy")
+    net, opt, loss = _keras_model(model)
     net.compile(optimizer=opt, loss=loss, metrics=["accuracy"])
     rng = np.random.default_rng(0)
     data: Dict[str, object] = {"rows": 0}
@@ -447,16 +408,22 @@ IMPORT_NAME = {"hpcnn": "hpcnn", "torch": "torch", "tensorflow": "tensorflow"}
 
 
 def add_sessions(path: str) -> None:
-    """Adds the models and sessions of a plain Python file (its MODELS and SESSIONS dicts, the
-    same shapes as these) for a served worker: a bench script times its own models through this
-    worker and hpcnn.bench.ServedWorker."""
+    """Adds the models of a plain Python file, a bench script's own (bench/*_sessions.py): its
+    MODELS (rows as these) and SESSIONS (sessions of its own, timing other ways: they replace these)
+    or BUILDERS ({framework: build(model)}, as _hpcnn_model / _torch_model / _keras_model return:
+    these sessions then time its models as the tutorial CNN's), or both. The worker process loads it
+    with --sessions; the process that reports (hpcnn.bench.compare) too, for the models' rows."""
     spec = importlib.util.spec_from_file_location("hpcnn_bench_sessions", path)
     if spec is None or spec.loader is None:
         raise ValueError(f"bench worker: cannot load sessions from {path!r}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    MODELS.update(module.MODELS)
-    SESSIONS.update(module.SESSIONS)
+    models, sessions, builders = (getattr(module, name, None) for name in ("MODELS", "SESSIONS", "BUILDERS"))
+    if not models or (sessions is None and builders is None):
+        raise ValueError(f"bench worker: {path!r} must define MODELS and SESSIONS or BUILDERS")
+    MODELS.update(models)
+    SESSIONS.update(sessions or {})
+    BUILDERS.update({model: builders for model in models} if builders else {})
 
 
 def worker_main(argv: Sequence[str]) -> int:
@@ -468,8 +435,8 @@ def worker_main(argv: Sequence[str]) -> int:
     if extra.sessions:
         add_sessions(extra.sessions)
     p = argparse.ArgumentParser()
-    p.add_argument("--sessions", default=None, help="a plain Python file whose MODELS and SESSIONS add to these "
-                                                     "(a bench script's own models: bench/backbone_sessions.py)")
+    p.add_argument("--sessions", default=None, help="a plain Python file of a bench script's own models "
+                                                     "(add_sessions: bench/backbone_sessions.py)")
     p.add_argument("--worker", required=True, choices=sorted(WORKERS))
     p.add_argument("--batch", type=int, required=True)
     p.add_argument("--steps", type=int, required=True)

@@ -1,6 +1,6 @@
 """Issue 38's layers on the GPU against the CPU backend: the depthwise convolution (cuDNN's grouped
 convolution, group count = the input channels) forward, input and kernel gradients on the
-MobileNetV2 rows of op_cases and on small cases of every argument (odd 'same' totals: the explicit
+MobileNetV2 and EfficientNetB0 rows of op_cases and on small cases of every argument (odd 'same' totals: the explicit
 padding path; depth multipliers; dilation), the hard_silu activation, the broadcast product and
 Normalization's constants, and models trained on both devices (same losses, same weight updates):
 DepthwiseConv2D with SeparableConv2D, and a squeeze-and-excitation block with Normalization,
@@ -16,7 +16,7 @@ import hpcnn
 from hpcnn import _core
 from hpcnn.layers import (Conv2D, DepthwiseConv2D, Dense, GlobalAveragePooling2D, InputLayer, SeparableConv2D)
 from tests.support.gpu_target import GPU, LOSS_TOL, MARKS, UPDATE_TOL, assert_updates_close
-from tests.support.op_cases import MOBILENETV2_DEPTHWISE, TEST_BATCH
+from tests.support.op_cases import EFFICIENTNETB0_DEPTHWISE, MOBILENETV2_DEPTHWISE, TEST_BATCH
 
 ops = _core.ops
 pytestmark = MARKS
@@ -32,7 +32,8 @@ def close(gpu, cpu, rtol=1e-4, what=""):
 # (n, h, w, c, m, k, strides, padding, dilation, bias)
 CASES = [(2, 8, 9, 3, 2, 3, 2, "same", 1, True), (1, 9, 7, 4, 3, 2, 1, "valid", 1, False),
          (2, 10, 10, 6, 1, 3, 1, "same", 2, True), (3, 5, 5, 40, 1, 5, 2, "same", 1, True)]
-CASES += [(TEST_BATCH, r.h, r.h, r.c, r.m, r.k, r.s, "same", 1, False) for r in MOBILENETV2_DEPTHWISE]
+CASES += [(TEST_BATCH, r.h, r.h, r.c, r.m, r.k, r.s, "same", 1, False)
+          for r in MOBILENETV2_DEPTHWISE + EFFICIENTNETB0_DEPTHWISE]
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -79,3 +79,8 @@ class Depthwise:
 MOBILENETV2_DEPTHWISE = [Depthwise(112, 32), Depthwise(112, 96, s=2), Depthwise(56, 144), Depthwise(56, 144, s=2),
                          Depthwise(28, 192), Depthwise(28, 192, s=2), Depthwise(14, 384), Depthwise(14, 576),
                          Depthwise(14, 576, s=2), Depthwise(7, 960)]
+# EfficientNetB0's (224x224) depthwise convolutions that MobileNetV2 has not: its 5x5 ones and its wider
+# stages (bench_ops.py --depthwise times them after MobileNetV2's).
+EFFICIENTNETB0_DEPTHWISE = [Depthwise(56, 144, k=5, s=2), Depthwise(28, 240, k=5), Depthwise(28, 240, s=2),
+                            Depthwise(14, 480), Depthwise(14, 480, k=5), Depthwise(14, 672, k=5),
+                            Depthwise(14, 672, k=5, s=2), Depthwise(7, 1152, k=5), Depthwise(7, 1152)]

@@ -1,22 +1,25 @@
 """The 180x180 image model's benchmarks (bench/bench_photos.py, bench_ops.py --model photos; issue
 37's speed item): they run (smoke runs with tiny sizes; no timings are asserted), every framework
-builds TensorFlow's Image classification model with the same parameters, and the FLOP count
-matches the model."""
+builds TensorFlow's Image classification model with the same parameters (through the sessions
+file bench/photos_sessions.py, as bench_photos.py times them), and the FLOP count matches the
+model."""
 import subprocess
 import sys
 
 import pytest
 
-from hpcnn import bench
-from hpcnn import bench_workers as bw
+from hpcnn import bench, bench_workers
 from hpcnn.layers import Conv2D, Dense
 from tests.support import paths
 
+from bench import photos_sessions
+
 PARAMS = 3_989_285  # TF's tutorial prints 3,989,285 for its first model (5 classes)
+SESSIONS = str(paths.ROOT / "bench" / "photos_sessions.py")  # what bench_photos.py passes
 
 
 def test_photos_flop_count_matches_the_model():
-    m, _ = bw._hpcnn_model("photos")
+    m, _, _ = photos_sessions.build_hpcnn("photos")
     macs = []
     for layer in m.layers:
         if isinstance(layer, Conv2D):
@@ -24,14 +27,24 @@ def test_photos_flop_count_matches_the_model():
             macs.append(h * w * f * layer.kernel_size[0] * layer.kernel_size[1] * layer.inbound_tensors[0].shape[-1])
         elif isinstance(layer, Dense):
             macs.append(layer.inbound_tensors[0].shape[-1] * layer.units)
-    assert bench.MODELS["photos"][0] == pytest.approx(2 * (2 * sum(macs) + sum(macs[1:])) / 1e6)
-    assert bench.MODELS["photos"][1] == pytest.approx(2 * sum(macs) / 1e6)
-    assert bench.MODELS["photos"][2] == (180, 180, 3) and bench.MODELS["photos"][4] == 5
+    row = photos_sessions.MODELS["photos"]
+    assert row[0] == pytest.approx(2 * (2 * sum(macs) + sum(macs[1:])) / 1e6)
+    assert row[1] == pytest.approx(2 * sum(macs) / 1e6)
+    assert row[2] == (180, 180, 3) and row[4] == 5
+
+
+@pytest.mark.parametrize("text", ["SESSIONS = {}\n", "MODELS = {'m': (1.0, 1.0, (2, 2, 1), 'm', 2)}\n"])
+def test_a_sessions_file_without_models_or_ways_to_time_them_is_refused(tmp_path, text):
+    path = tmp_path / "s.py"
+    path.write_text(text)
+    with pytest.raises(ValueError, match="s.py' must define MODELS and SESSIONS or BUILDERS"):
+        bench_workers.add_sessions(str(path))
+    assert "m" not in bench_workers.MODELS
 
 
 @pytest.mark.parametrize("model", ["photos", "photos_aug"])
 def test_hpcnn_worker_times_the_photos_models(model):
-    res = bench.run_worker(sys.executable, "hpcnn", 2, 1, 1, 1, model)
+    res = bench.run_worker(sys.executable, "hpcnn", 2, 1, 1, 1, model, sessions=SESSIONS)
     assert len(res["train"]) == 1 and len(res["infer"]) == 1 and min(res["train"]) > 0
     assert res["params"] == PARAMS
 
@@ -42,7 +55,7 @@ def test_peer_photos_models_have_the_same_parameters(framework):
         pytest.skip(f"{framework} is not installed for this Python (bench/bench_photos.py --python names an "
                     "interpreter that has it)")
     for model in ("photos", "photos_aug"):
-        assert bench.run_worker(sys.executable, framework, 2, 1, 1, 1, model)["params"] == PARAMS
+        assert bench.run_worker(sys.executable, framework, 2, 1, 1, 1, model, sessions=SESSIONS)["params"] == PARAMS
 
 
 def test_bench_photos_script_smoke(tmp_path):

@@ -62,7 +62,7 @@ def _depthwise_defaults(kwargs: Dict[str, Any], caller: str, kernel_keys: Tuple[
     accepted: Dict[str, Any] = {"data_format": lambda v: v in (None, "channels_last"),
                                 "bias_initializer": lambda v: v in (None, "zeros"),
                                 "activity_regularizer": is_none, "bias_regularizer": is_none,
-                                "bias_constraint": is_none}
+                                "bias_constraint": is_none, "groups": lambda v: v == 1}  # tf.keras 2 configs
     for key in kernel_keys:
         accepted[f"{key}_initializer"] = lambda v: v in (None, "glorot_uniform")
         accepted[f"{key}_regularizer"] = is_none

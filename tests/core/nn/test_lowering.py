@@ -98,8 +98,9 @@ def test_one_layer_on_its_own():
     assert _core.layer_output_shape(Add().core_config(), [[2, 3], [2, 3]]) == [2, 3]
     with pytest.raises(ValueError, match="Conv2D expects inputs of shape"):
         _core.layer_output_shape(Conv2D(2, 3).core_config(), [[5]])
-    with pytest.raises(ValueError, match="ReLU: max_value=4 is not supported"):
-        _core.layer_output_shape(dict(class_name="ReLU", max_value=4.0), [[5]])
+    assert _core.layer_output_shape(dict(class_name="ReLU", max_value=4.0), [[5]]) == [5]  # the general form
+    with pytest.raises(ValueError, match="ReLU: max_value must be >= 0"):
+        _core.layer_output_shape(dict(class_name="ReLU", max_value=-4.0), [[5]])
     with pytest.raises(ValueError, match="BatchNormalization takes no 'activation'"):
         _core.layer_output_shape(dict(bn, activation="relu"), [[5]])
 

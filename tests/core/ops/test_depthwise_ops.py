@@ -1,5 +1,6 @@
 """The depthwise convolution (csrc/ops/depthwise_conv2d.h) against the float64 reference
-(ops_reference.depthwise_conv2d_forward): forward on every MobileNetV2 row of op_cases and on
+(ops_reference.depthwise_conv2d_forward): forward on every MobileNetV2 and EfficientNetB0 row of
+op_cases and on
 small cases of every argument (strides, 'valid'/'same' with odd totals, depth multipliers,
 dilation, no bias), and its three gradients by finite differences of the reference."""
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 from hpcnn import _core
 from tests.support import ops_reference as ref
 from tests.support.gradcheck import check
-from tests.support.op_cases import MOBILENETV2_DEPTHWISE
+from tests.support.op_cases import EFFICIENTNETB0_DEPTHWISE, MOBILENETV2_DEPTHWISE
 
 ops = _core.ops
 
@@ -43,8 +44,8 @@ def test_depthwise_forward_matches_reference(case):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("row", MOBILENETV2_DEPTHWISE, ids=lambda r: r.label())
-def test_depthwise_mobilenetv2_rows(row):
+@pytest.mark.parametrize("row", MOBILENETV2_DEPTHWISE + EFFICIENTNETB0_DEPTHWISE, ids=lambda r: r.label())
+def test_depthwise_backbone_rows(row):
     n, h, w, c, m, k, s, padding = row.case(1)
     r = np.random.default_rng(5)
     x = r.standard_normal((n, h, w, c)).astype(np.float32)

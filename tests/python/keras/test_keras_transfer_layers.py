@@ -146,6 +146,14 @@ def test_a_kernel_larger_than_the_input_is_refused():
         hpcnn.Sequential([L.InputLayer(input_shape=(4, 4, 2)), L.DepthwiseConv2D(5)]).predict(images(1, 4, 4, 2))
 
 
+def test_a_tf_keras_2_config_with_groups_1_is_taken():
+    layer = L.deserialize({"class_name": "DepthwiseConv2D", "config": {"kernel_size": [3, 3], "groups": 1,
+                                                                       "depthwise_initializer": "glorot_uniform"}})
+    assert layer.kernel_size == (3, 3)
+    with pytest.raises(ValueError, match="groups=2 is not supported"):
+        L.DepthwiseConv2D(3, groups=2)
+
+
 def test_config_round_trip():
     layer = L.DepthwiseConv2D((3, 2), strides=2, padding="same", depth_multiplier=2, dilation_rate=1,
                               activation="relu6", use_bias=False, name="dw")
