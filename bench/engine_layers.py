@@ -114,8 +114,8 @@ def main(argv=None) -> int:
     print(f"# batch {a.batch}, {a.threads} threads; onnxruntime {ort.__version__}; hpcnn {hpcnn.__version__} "
           f"({hpcnn.build_info().get('cpu_kernels', '?')} kernels)")
     for model in a.models.split(","):
-        m, opt = bench_workers._hpcnn_model(model)
-        m.compile(opt, "sparse_categorical_crossentropy", device="cpu")
+        m, opt, loss = bench_workers._hpcnn_model(model)
+        m.compile(opt, loss, device="cpu")
         x = np.random.default_rng(0).random((a.batch,) + bench_workers.MODELS[model][2], dtype=np.float32)
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, f"{model}.onnx")

@@ -52,8 +52,8 @@ def hpcnn_model(h, model: str):
         m = getattr(applications, BACKBONES[model])(weights=None, input_shape=BACKBONE_SHAPE, classes=1000)
         m.compile("sgd", "sparse_categorical_crossentropy", device="cpu")
         return m
-    m, opt = h._hpcnn_model(model)
-    m.compile(opt, "sparse_categorical_crossentropy", device="cpu")
+    m, opt, loss = h._hpcnn_model(model)
+    m.compile(opt, loss, device="cpu")
     return m
 
 
