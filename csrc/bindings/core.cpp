@@ -13,6 +13,7 @@
 #include "distribute/mpi.h"
 #include "distribute/nccl.h"
 #include "ops/blas.h"
+#include "ops/small_gemm_cpu.h"
 
 #ifdef HPCNN_WITH_CUDA
 #include <cublas_api.h>
@@ -45,6 +46,9 @@ static py::dict build_info() {
   d["blas_vendor"] = blas::vendor();
   d["blas_library"] = blas::library();
   d["blas_config"] = blas::config();
+  // The CPU's small products (Winograd convolution, few-row layers): "avx512" or "avx2", chosen at
+  // run time (ops/small_gemm_cpu.h; HPCNN_AVX512=0 keeps AVX2).
+  d["cpu_kernels"] = cpu::small_gemm_isa();
   d["threading"] = "hpcnn thread pool (std::thread), BLAS pinned to 1 thread inside it";
   d["num_threads"] = get_num_threads();
   d["default_num_threads"] = default_num_threads();

@@ -143,6 +143,19 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
     small_gemm_by_columns(static_cast<int>(g.n * rows_per_image), g.f, K, col, w, y, b, relu, residual);
     return;
   }
+  if (use_direct && g.n < get_num_threads()) {  // fewer images than threads (batch 1): each image's rows split
+    for (long long n = 0; n < g.n; ++n)
+      parallel_for(g.oh, [&](long long r0, long long r1, int) {
+        float* xpad = thread_scratch().floats(direct::padded_size(g), 2);
+        direct::forward(g, x, w, b, y, relu && !residual, static_cast<int>(n), 1, xpad, static_cast<int>(r0),
+                        static_cast<int>(r1));
+        if (residual) {
+          const long long off = (n * g.oh + r0) * g.ow * g.f;
+          bias_act(y + off, (r1 - r0) * g.ow, g.f, 0, g.f, nullptr, relu, residual + off);
+        }
+      }, 2);
+    return;
+  }
   parallel_for(g.n, [&](long long b0, long long b1, int) {
     if (use_direct) {  // few input channels: register-blocked direct kernel, no im2col
       float* xpad = thread_scratch().floats(direct::padded_size(g), 2);

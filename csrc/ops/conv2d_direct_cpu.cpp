@@ -103,12 +103,12 @@ inline void fwd_block(const Conv2dGeometry& g, const float* xp, int wp, const fl
 
 template <int NV>
 void forward_nv(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu, int n0,
-                int count, float* xp) {
+                int count, float* xp, int oy0, int oy1) {
   constexpr int P = 12 / NV;
   const int wp = padded_w(g);
   for (int n = n0; n < n0 + count; ++n) {
     pad_image(g, x, n, xp);
-    for (int oy = 0; oy < g.oh; ++oy) {
+    for (int oy = oy0; oy < oy1; ++oy) {
       float* yrow = y + ((long long)n * g.oh + oy) * g.ow * g.f;
       int ox = 0;
       for (; ox + P <= g.ow; ox += P) fwd_block<NV, P>(g, xp, wp, w, b, yrow, oy, ox, relu);
@@ -217,12 +217,13 @@ void backward_nv(const Conv2dGeometry& g, const float* x, const float* dy, float
 }  // namespace
 
 void forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu, int n0,
-             int count, float* xpad) {
+             int count, float* xpad, int oy0, int oy1) {
+  if (oy1 < 0) oy1 = g.oh;
   switch (g.f / 8) {
-    case 1: return forward_nv<1>(g, x, w, b, y, relu, n0, count, xpad);
-    case 2: return forward_nv<2>(g, x, w, b, y, relu, n0, count, xpad);
-    case 3: return forward_nv<3>(g, x, w, b, y, relu, n0, count, xpad);
-    default: return forward_nv<4>(g, x, w, b, y, relu, n0, count, xpad);
+    case 1: return forward_nv<1>(g, x, w, b, y, relu, n0, count, xpad, oy0, oy1);
+    case 2: return forward_nv<2>(g, x, w, b, y, relu, n0, count, xpad, oy0, oy1);
+    case 3: return forward_nv<3>(g, x, w, b, y, relu, n0, count, xpad, oy0, oy1);
+    default: return forward_nv<4>(g, x, w, b, y, relu, n0, count, xpad, oy0, oy1);
   }
 }
 
@@ -239,7 +240,7 @@ void backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, f
 #else  // no AVX2+FMA at compile time: the im2col path handles every layer
 
 bool applies(const Conv2dGeometry&) { return false; }
-void forward(const Conv2dGeometry&, const float*, const float*, const float*, float*, bool, int, int, float*) {}
+void forward(const Conv2dGeometry&, const float*, const float*, const float*, float*, bool, int, int, float*, int, int) {}
 void backward_filter(const Conv2dGeometry&, const float*, const float*, float*, int, int, float*, const float*,
                      float*) {}
 

@@ -12,9 +12,11 @@ namespace hpcnn::cpu::direct {
 // Whether the direct kernels handle this geometry (and were compiled: AVX2+FMA).
 bool applies(const Conv2dGeometry& g);
 
-// y (count images from n0) = act(conv(x) + b). xpad: scratch of padded_size(g) floats.
+// y (count images from n0; of each, the output rows [oy0, oy1), oy1 < 0: to the last) =
+// act(conv(x) + b). xpad: scratch of padded_size(g) floats. A pixel's result does not depend on
+// the rows or images computed with it.
 void forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu, int n0,
-             int count, float* xpad);
+             int count, float* xpad, int oy0 = 0, int oy1 = -1);
 // dw_acc (K x F) += col^T * dy for the images [n0, n0 + count). dy is already masked, unless y
 // is given: then the kernel applies the fused ReLU's mask (y > 0) itself, row by row, without
 // changing dy; db_acc (F), when given, += dy's (masked) column sums.

@@ -43,9 +43,14 @@ namespace {
 // A thread's share of a forward pass is at least this many tiles: below it, waking a thread
 // costs more than the tiles' work.
 constexpr long long kMinTilesPerThread = 4;
+// A thread's share of the output channels when the threads split those instead (forward_impl):
+// whole 16-lane vectors of the AVX-512 product kernel, two of the AVX2 one.
+constexpr int kColumnsPerThread = 16;
 
 // Fewer tiles in a whole forward pass: im2col instead (applies()).
 constexpr long long kMinTilesPerCall = 4;
+// Fewer tiles in a whole forward pass: the threads split the output channels (forward_impl).
+constexpr long long kSplitChannelsBelow = 32;
 
 // One 3x3 stride-1 convolution as the Winograd routine sees it (forward or backward-data).
 struct Problem {
@@ -237,7 +242,7 @@ __attribute__((noinline)) void planes_to_chunk(const float* src, long long plane
 // y (the tiles r0 .. r0 + count - 1) <- act(A^T M A + bias (+ residual when RES)); bias may be null.
 template <class W, bool RELU, bool RES>
 void output_transform(const Problem& p, const float* m, long long plane, const float* bias, const float* residual,
-                      long long r0, int count, float* y) {
+                      long long r0, int count, float* y, int c0, int c1) {
   constexpr int M = W::m;
   const int tw = p.tw();
   const long long tiles = p.tiles();
@@ -251,11 +256,11 @@ void output_transform(const Problem& p, const float* m, long long plane, const f
     const float* res_px[M][M] = {};
     if (RES) tile_pointers<M, M>(residual + image, p.oh, p.ow, p.f, M * at.ty, M * at.tx, zeros, res_px);
     const float* src = m + (long long)t * W::a * W::a * plane;
-    int f0 = 0;
-    for (; f0 + L <= p.f; f0 += L)
+    int f0 = c0;
+    for (; f0 + L <= c1; f0 += L)
       planes_to_chunk<W, RELU, RES, false>(src, plane, f0, L, load_n(bias ? bias + f0 : nullptr, L), dst, res_px);
-    if (f0 < p.f) {
-      const int nf = p.f - f0;
+    if (f0 < c1) {
+      const int nf = c1 - f0;
       planes_to_chunk<W, RELU, RES, true>(src, plane, f0, nf, load_n(bias ? bias + f0 : nullptr, nf), dst, res_px);
     }
   }
@@ -287,22 +292,22 @@ void for_each_block(const Problem& p, const float* x, long long r_begin, long lo
   }
 }
 
-// y (the tiles [r_begin, r_end)) = act(conv(x, U) + bias (+ residual)), block by block: M = V * U,
-// y from M. residual: null or y's shape.
+// y (the tiles [r_begin, r_end), output channels [c0, c1)) = act(conv(x, U) + bias (+ residual)),
+// block by block: M = V * U, y from M. residual: null or y's shape.
 template <class W>
 void run(const Problem& p, const float* x, const float* u, const float* bias, bool relu, const float* residual,
-         float* y, long long r_begin, long long r_end) {
+         float* y, long long r_begin, long long r_end, int c0, int c1) {
   for_each_block<W>(p, x, r_begin, r_end, [&](long long r0, int cnt, const float* v, long long vs, float* m,
                                               long long ms) {
     for (int xi = 0; xi < W::a * W::a; ++xi)  // M[xi] (tiles x F) = V[xi] (tiles x C) * U[xi] (C x F)
-      small_gemm(cnt, p.f, p.c, v + xi * vs, W::a * W::a * vs, 1, u + xi * kernel_plane(p.c, p.f), p.f, m + xi * ms,
-                 W::a * W::a * ms, false);
+      small_gemm(cnt, c1 - c0, p.c, v + xi * vs, W::a * W::a * vs, 1, u + xi * kernel_plane(p.c, p.f) + c0, p.f,
+                 m + xi * ms + c0, W::a * W::a * ms, false);
     if (residual) {
-      if (relu) output_transform<W, true, true>(p, m, ms, bias, residual, r0, cnt, y);
-      else output_transform<W, false, true>(p, m, ms, bias, residual, r0, cnt, y);
+      if (relu) output_transform<W, true, true>(p, m, ms, bias, residual, r0, cnt, y, c0, c1);
+      else output_transform<W, false, true>(p, m, ms, bias, residual, r0, cnt, y, c0, c1);
     } else {
-      if (relu) output_transform<W, true, false>(p, m, ms, bias, nullptr, r0, cnt, y);
-      else output_transform<W, false, false>(p, m, ms, bias, nullptr, r0, cnt, y);
+      if (relu) output_transform<W, true, false>(p, m, ms, bias, nullptr, r0, cnt, y, c0, c1);
+      else output_transform<W, false, false>(p, m, ms, bias, nullptr, r0, cnt, y, c0, c1);
     }
   });
 }
@@ -347,8 +352,22 @@ void forward_impl(const Conv2dGeometry& g, const float* x, const float* w, const
         });
       });
   const float* u = lease.data();
+  const long long tiles = g.n * p.tiles();
+  if (tiles < kSplitChannelsBelow && g.f >= 2 * kColumnsPerThread && get_num_threads() > 1) {
+    // Few tiles (a deep layer at batch 1): split by tiles, each thread would read all of U for a
+    // few rows of products. The threads split the output channels instead, each reading its part
+    // of U (the cost at these sizes) and transforming the few input tiles itself. Each element is
+    // computed as in the tile split.
+    const long long slices = g.f / kColumnsPerThread;  // the last one takes the channels left over
+    parallel_for(slices, [&](long long s0, long long s1, int) {
+      const int c0 = static_cast<int>(s0 * kColumnsPerThread);
+      const int c1 = s1 == slices ? g.f : static_cast<int>(s1 * kColumnsPerThread);
+      run<W>(p, x, u, b, relu, residual, y, 0, tiles, c0, c1);
+    });
+    return;
+  }
   // The batch's tiles split over the threads (not its images: one image keeps every thread busy).
-  parallel_for(g.n * p.tiles(), [&](long long r0, long long r1, int) { run<W>(p, x, u, b, relu, residual, y, r0, r1); },
+  parallel_for(tiles, [&](long long r0, long long r1, int) { run<W>(p, x, u, b, relu, residual, y, r0, r1, 0, g.f); },
                kMinTilesPerThread);
 }
 
@@ -425,8 +444,8 @@ void backward_data(const Conv2dGeometry& g, const float* u, const float* dy, flo
   // add: dx is its own residual. The output stage reads each pixel's residual just before it
   // writes that pixel, and every pixel belongs to one tile, so reading and writing dx is safe.
   const float* residual = add ? dx : nullptr;
-  if (m == 4) run<F43>(p, dy, u, nullptr, false, residual, dx, r0, r1);
-  else run<F23>(p, dy, u, nullptr, false, residual, dx, r0, r1);
+  if (m == 4) run<F43>(p, dy, u, nullptr, false, residual, dx, r0, r1, 0, p.f);
+  else run<F23>(p, dy, u, nullptr, false, residual, dx, r0, r1, 0, p.f);
 }
 
 long long filter_grad_size(const Conv2dGeometry& g) {

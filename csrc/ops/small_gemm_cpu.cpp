@@ -5,6 +5,8 @@
 #include "ops/small_gemm_cpu.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -85,9 +87,27 @@ void strip(int m, int k, const float* a, long long a_row, long long a_col, const
 
 }  // namespace
 
+const char* small_gemm_isa() {
+  static const char* const isa = [] {
+    const char* off = std::getenv("HPCNN_AVX512");
+    if (small_gemm_avx512_usable() && !(off && std::string(off) == "0")) return "avx512";
+#if defined(__AVX2__)
+    return "avx2";
+#else
+    return "scalar";
+#endif
+  }();
+  return isa;
+}
+
 void small_gemm(int m, int n, int k, const float* a, long long a_row, long long a_col, const float* b, long long ldb,
                 float* c, long long ldc, bool accumulate) {
   if (m <= 0 || n <= 0) return;
+  static const bool wide = std::string(small_gemm_isa()) == "avx512";
+  if (wide) {
+    small_gemm_avx512(m, n, k, a, a_row, a_col, b, ldb, c, ldc, accumulate);
+    return;
+  }
 #if defined(__AVX2__)
   const __m256i full = lane_mask(8);
   int j = 0;

@@ -19,6 +19,17 @@ namespace hpcnn::cpu {
 void small_gemm(int m, int n, int k, const float* a, long long a_row, long long a_col, const float* b, long long ldb,
                 float* c, long long ldc, bool accumulate);
 
+// small_gemm on a CPU with AVX-512 (ops/small_gemm_avx512_cpu.cpp): the same results, bit for bit;
+// small_gemm calls it where small_gemm_isa() says "avx512". Not for other callers.
+bool small_gemm_avx512_usable();
+void small_gemm_avx512(int m, int n, int k, const float* a, long long a_row, long long a_col, const float* b,
+                       long long ldb, float* c, long long ldc, bool accumulate);
+
+// Which kernel small_gemm runs: "avx512" where the CPU (and the OS) has AVX-512F, unless the
+// environment variable HPCNN_AVX512 is 0 when the process first asks; else "avx2" (or "scalar" in
+// a build without AVX2). Decided once per process.
+const char* small_gemm_isa();
+
 // The epilogue of a layer's product: y[r, j] = act(y[r, j] + res[r, j] + b[j]) for the columns
 // [j0, j1) of `rows` rows (row stride ld); b (bias) and res (a residual beside y, same stride) may
 // be null; act is ReLU when relu.

@@ -13,7 +13,10 @@ GPU explicitly (``compile(device='gpu')`` or ``with hpcnn.device('gpu'):``).
 """
 from __future__ import annotations
 
-from . import _core
+from . import blas_env
+
+blas_env.choose()  # before the core loads OpenBLAS: its kernels for this CPU (blas_env.py says why)
+from . import _core  # noqa: E402
 from . import callbacks, config, data, datasets, devices, layers, losses, metrics, models, optimizers, regularizers, utils
 from . import applications, distribute, errors, formats, saving, threads, training, validation
 from . import keras  # Keras' namespace: `from hpcnn import keras`

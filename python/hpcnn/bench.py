@@ -22,7 +22,7 @@ import tempfile
 import time
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from hpcnn import _core, bench_workers
+from hpcnn import _core, bench_workers, blas_env
 from hpcnn.run_records import append_csv, machine_description, step_stats  # noqa: F401 (bench's API)
 from hpcnn.bench_workers import (IMPORT_NAME, LATENCY_WARMUP, MODELS, RESNET20_FWD_MFLOP,  # noqa: F401 (bench's API)
                                  RESNET20_TRAIN_MFLOP, add_sessions, TUTORIAL_FWD_MFLOP, TUTORIAL_TRAIN_MFLOP, WORKERS,
@@ -114,7 +114,7 @@ def run_worker(python: str, framework: str, batch: int, steps: int, warmup: int,
         cmd += ["--model", model]
     if latency_calls:
         cmd += ["--latency", str(latency_calls)]
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    out = subprocess.run(cmd, capture_output=True, text=True, env=blas_env.environ_for_children())
     if out.returncode != 0:
         raise RuntimeError(f"the {framework} benchmark worker failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -122,21 +122,24 @@ def run_worker(python: str, framework: str, batch: int, steps: int, warmup: int,
 
 class ServedWorker:
     """A worker process that keeps its framework's model for a whole run (bench_workers.serve):
-    run(way, count, warmup) asks it to time that many calls and returns their seconds."""
+    run(way, count, warmup) asks it to time that many calls and returns their seconds.
+    `worker_file`: another worker script with the same command line and protocol (its own
+    `worker_main`; bench/engine_workers.py), given `extra_args` after the common ones."""
 
     def __init__(self, python: str, framework: str, batch: int, threads: int, model: str = "tutorial",
-                 latency: bool = False, sessions: Optional[str] = None):
+                 latency: bool = False, worker_file: Optional[str] = None, extra_args: Sequence[str] = (),
+                 sessions: Optional[str] = None):
         self.framework = framework
-        cmd = [python, "-c", _WORKER_LAUNCHER, os.path.abspath(bench_workers.__file__), "--worker", framework,
-               "--batch", str(batch), "--steps", "0", "--warmup", "0", "--threads", str(threads), "--model", model,
-               "--serve"]
+        cmd = [python, "-c", _WORKER_LAUNCHER, os.path.abspath(worker_file or bench_workers.__file__), "--worker",
+               framework, "--batch", str(batch), "--steps", "0", "--warmup", "0", "--threads", str(threads),
+               "--model", model, "--serve", *extra_args]
         if sessions:  # a bench script's own models (bench_workers.add_sessions)
             cmd += ["--sessions", os.path.abspath(sessions)]
         if latency:
             cmd += ["--latency", "1"]
         self._stderr = tempfile.TemporaryFile(mode="w+")  # a pipe nobody reads could fill and block the worker
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                      text=True, bufsize=1)
+                                      text=True, bufsize=1, env=blas_env.environ_for_children())
         hello = self._answer()
         self.params, self.versions, self.ways = hello["params"], hello["versions"], hello["ways"]
 

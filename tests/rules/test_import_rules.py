@@ -28,7 +28,7 @@ MAX_LINES = 500
 # Lowest first. A unit is hpcnn's top-level module or package ("layers" holds hpcnn.layers.*); the
 # package face ("hpcnn") sits above what it gathers, the tools the CLI runs above the face.
 FLOORS: List[List[str]] = [
-    ["_core"],                                                                  # the C++ module
+    ["_core", "blas_env"],                                                      # the C++ module; its BLAS's kernels
     ["aliases", "errors", "validation", "progress", "interrupts", "suggestions", "config_objects"],
     ["paths"],                                                                  # where files are looked for
     ["image_folders"],                                                          # folders of image files, decoded

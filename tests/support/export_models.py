@@ -96,6 +96,25 @@ def mobile_blocks():
     return model
 
 
+def separable_variants():
+    """SeparableConv2D and DepthwiseConv2D beyond the backbones' uses (mobile_blocks): separable
+    convolutions with a depth multiplier, strided, and dilated 'valid' with a non-square window;
+    a depthwise window dilated differently per axis with 'same' padding; BatchNormalization after a
+    depthwise convolution; hard_swish (hard_silu's other name)."""
+    x = Input(shape=(13, 11, 6))
+    a = BatchNormalization()(DepthwiseConv2D(3, padding="same", activation="relu6")(x))
+    b = DepthwiseConv2D(3, strides=2, padding="same", depth_multiplier=2, use_bias=False)(a)       # 7x6x12
+    c = DepthwiseConv2D((3, 2), padding="valid", dilation_rate=2, activation="hard_swish")(x)     # 9x9x6
+    d = DepthwiseConv2D(3, padding="same", dilation_rate=(2, 3))(c)                               # 9x9x6
+    s = SeparableConv2D(8, 3, padding="same", depth_multiplier=2, activation="hard_silu")(b)      # 7x6x8
+    t = SeparableConv2D(8, 3, strides=2, padding="same", use_bias=False)(d)                        # 5x5x8
+    u = SeparableConv2D(4, (2, 3), padding="valid", dilation_rate=2, activation="relu")(x)        # 11x7x4
+    f = Concatenate()([GlobalAveragePooling2D()(s), GlobalMaxPooling2D()(t), Flatten()(u)])
+    model = hpcnn.Model(x, Dense(5)(f), name="separable_variants", seed=3)
+    randomize(model)
+    return model
+
+
 def augmented(size: int):
     """Augmentation at the model's start, as hpcnn runs it (identity in predict; RandomCrop the centre
     of a `size` x `size` image, ZeroPadding2D + RandomCrop the CIFAR recipe)."""
@@ -158,6 +177,7 @@ MODELS: Dict[str, Callable[[], object]] = {
     "resnet20_cifar_max_pool": _resnet(20, include_top=False, pooling="max"),
     "every_layer": every_layer,
     "mobile_blocks": mobile_blocks,
+    "separable_variants": separable_variants,
     "augmented_centre_crop": lambda: augmented(19),
     "augmented_padded_crop": lambda: augmented(16),
     "nested_sequential": nested_sequential,

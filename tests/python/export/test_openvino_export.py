@@ -9,7 +9,7 @@ from tests.support.export_engines import assert_same, engine, images, openvino_p
 ENGINES = ("onnx", "openvino")
 
 MODELS = ["tutorial_cnn", "tutorial_cnn_logits", "resnet20_cifar_logits", "resnet56_cifar_logits", "every_layer",
-          "nested_functional"]
+          "separable_variants", "nested_functional"]
 
 
 @pytest.fixture(autouse=True)
