@@ -499,3 +499,47 @@ def test_multi_node_binds_within_the_jobs_allocation(tmp_path, alloc, want):
     for option in want:
         assert option in args, (option, calls[-1], out)
     assert ("one rank per NUMA domain" in out) == ("--cpu-bind=ldoms" in want), out
+
+
+def test_train_script_is_not_requeued_by_a_signal_after_training(tmp_path):
+    """USR1 (the time limit's warning) after training is complete, during the benchmark: requeued
+    then, the job would train again from the start (its backup is gone); it ends instead, without
+    `scontrol requeue`."""
+    import signal
+    import threading
+
+    path = plain_path()
+    fake = tmp_path / "fake-slurm"
+    fake.mkdir()
+    log = tmp_path / "scontrol.log"
+    (fake / "scontrol").write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
+    (fake / "scontrol").chmod(0o755)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SLURM_", "CONDA", "HPCNN_NUM_THREADS", "OMP_NUM_THREADS"))}
+    env.update(PATH=f"{fake}{os.pathsep}{path}", HPCNN_DATA_DIR=str(tmp_path / "data"), QUICK="1", MPLBACKEND="Agg",
+               SLURM_JOB_ID="4343", PYTHONUNBUFFERED="1", TRAIN_ROWS="500", BENCH_ARGS="--batch 32 --steps 30 --warmup 1")
+    proc = subprocess.Popen([BASH, str(ROOT / "slurm" / "cpu-train.sbatch")], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines, benching = [], threading.Event()
+
+    def read():
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("# FP32 peak"):  # the benchmark, after training
+                benching.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert benching.wait(timeout=600), "".join(lines)[-3000:]
+        proc.send_signal(signal.SIGUSR1)
+        assert proc.wait(timeout=600) == 0, "".join(lines)[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        reader.join(timeout=60)
+        proc.stdout.close()
+    out = "".join(lines)
+    assert "hpcnn job: SIGUSR1 received after training was complete: the job ends here, not requeued" in out, out[-3000:]
+    assert not log.exists()  # no scontrol requeue
+    assert (tmp_path / "results" / "cpu-4343" / "model_cpu.h5").exists()
