@@ -118,14 +118,21 @@ def test_a_rank_killed_mid_epoch_fails_the_job_and_a_resubmission_resumes(slurm,
     killed_at = time.monotonic()
     for pid in found[1]:
         os.kill(pid, signal.SIGKILL)
+    # srun --kill-on-bad-exit ends the step as soon as rank 1 dies: it sends TERM, which rank 0,
+    # waiting in a collective for rank 1, records; the heartbeat then stops it within its limit,
+    # naming the lost rank (before srun's KILL, KillWait=15 s later). A second of grace over the
+    # limit for a loaded machine's process teardown.
     slurm_cluster.wait_for(f"rank 0 to stop after rank 1 was killed (heartbeat {heartbeat} s)",
-                           lambda: not any(_alive(p) for p in found[0]), heartbeat + 20, every=0.1)
+                           lambda: not any(_alive(p) for p in found[0]), 60, every=0.1)
     stopped_after = time.monotonic() - killed_at
+    print(f"rank 0 stopped {stopped_after:.1f} s after rank 1 was killed")
     info = job.wait_end(timeout=120)
     text = job.text()
-    assert stopped_after <= heartbeat + 20, stopped_after
+    assert stopped_after <= heartbeat + 1, f"rank 0 ran on {stopped_after:.1f} s after rank 1 was killed"
     assert info["JobState"] == "FAILED" and info["ExitCode"] != "0:0", (slurm_jobs.state_of(info), text[-3000:])
     assert re.search(r"srun: error: \S+: task 1: Killed", text), text[-3000:]
+    assert re.search(rf"rank 0 .* lost rank 1 .*: no heartbeat for {heartbeat} s", text), text[-3000:]
+    assert "Terminating StepId" in text  # --kill-on-bad-exit
     assert (run_dir / "backup").is_dir()
     assert not (run_dir / "model.h5").exists()
 
