@@ -543,3 +543,16 @@ def test_train_script_is_not_requeued_by_a_signal_after_training(tmp_path):
     assert "hpcnn job: SIGUSR1 received after training was complete: the job ends here, not requeued" in out, out[-3000:]
     assert not log.exists()  # no scontrol requeue
     assert (tmp_path / "results" / "cpu-4343" / "model_cpu.h5").exists()
+
+
+def test_multi_gpu_passes_the_jobs_cpus_per_task_to_srun(tmp_path):
+    """srun of Slurm 22.05 to 23.02 does not take --cpus-per-task from the job (checked on the test
+    cluster: a `-c 2` job's `srun -n 2` ran 2 tasks of one CPU): each rank would get one CPU while
+    hpcnn starts SLURM_CPUS_PER_TASK threads in it. The script passes it on."""
+    log = tmp_path / "srun.log"
+    stand_in(tmp_path / "fake-slurm", "srun", log)
+    r = run_script(ROOT / "slurm" / "multi-gpu.sbatch", tmp_path, f"{tmp_path / 'fake-slurm'}{os.pathsep}{plain_path()}",
+                   SLURM_JOB_ID="78", SLURM_NTASKS="4", SLURM_CPUS_PER_TASK="8")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (call,) = log.read_text().splitlines()
+    assert "--cpus-per-task=8" in call.split() and "hpcnn dist-train --strategy multiworker" in call, call
