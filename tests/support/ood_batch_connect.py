@@ -17,8 +17,6 @@ import subprocess
 from pathlib import Path
 from typing import Dict, List
 
-import yaml
-
 from tests.support import paths
 
 RENDER = paths.ROOT / "tests" / "support" / "ood_render.rb"
@@ -42,9 +40,18 @@ def render(template: Path, values: Dict[str, object], scratch: Path) -> str:
     return r.stdout
 
 
+def load_yaml(text: str) -> object:
+    """YAML read by Ruby's own parser (the portal's), as JSON: no Python YAML package needed."""
+    r = subprocess.run([ruby(), "-ryaml", "-rjson", "-e", "print JSON.generate(YAML.safe_load(STDIN.read))"],
+                       input=text, capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise ValueError(f"not YAML that Ruby reads: {r.stderr.strip()}")
+    return json.loads(r.stdout)
+
+
 def form_defaults(form_yml: Path) -> Dict[str, str]:
     """The value each attribute of form.yml starts with (its `value`, else its first option)."""
-    form = yaml.safe_load(form_yml.read_text())
+    form = load_yaml(form_yml.read_text())
     values = {}
     for name in form["form"]:
         attr = form.get("attributes", {}).get(name, {})
@@ -60,7 +67,7 @@ def form_defaults(form_yml: Path) -> Dict[str, str]:
 def sbatch_options(submit_yml: str) -> List[str]:
     """The sbatch options of a rendered submit.yml's `script` section, as ood_core's Slurm adapter
     passes them: queue_name, wall_time (seconds, rounded up to minutes), then `native` as it is."""
-    script = yaml.safe_load(submit_yml)["script"]
+    script = load_yaml(submit_yml)["script"]
     options = []
     if script.get("queue_name"):
         options.append(f"--partition={script['queue_name']}")
@@ -131,4 +138,4 @@ def write_session(app: Path, values: Dict[str, object], session: Path) -> Path:
 
 
 def read_connection(path: Path) -> Dict[str, str]:
-    return {str(k): str(v) for k, v in yaml.safe_load(path.read_text()).items()}
+    return {str(k): str(v) for k, v in load_yaml(path.read_text()).items()}
