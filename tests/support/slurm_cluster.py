@@ -305,6 +305,10 @@ PartitionName={PARTITION} Nodes={self.host} Default=YES MaxTime=INFINITE State=U
                     wait_for(f"{name} (pid {pid}) to die", lambda: not _alive(pid), 30, every=0.2)
         left = [f"{name} (pid {pid})" for name, pid in self.pids.items() if _alive(pid)]
         left += [f"job process {pid}" for pid in self.job_processes()]
+        # And anything else started with this cluster's files on its command line (pgrep -f).
+        r = subprocess.run(["pgrep", "-f", str(self.root)], capture_output=True, text=True, timeout=60)
+        seen = {int(p) for p in r.stdout.split()} - {os.getpid()} - set(self.pids.values())
+        left += [f"process {pid} ({_cmdline(pid)})" for pid in sorted(seen) if _alive(pid)]
         return left
 
 
@@ -314,6 +318,14 @@ def _alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return "?"
 
 
 def _kill(pid: int, sig: int) -> None:
