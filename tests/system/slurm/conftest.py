@@ -25,7 +25,7 @@ def skip_or_fail(why: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def slurm():
+def slurm(request):
     """The running test cluster (LocalSlurm). Its folder is under /tmp, not pytest's (whose 0700
     parent the munge user cannot pass through)."""
     why = slurm_cluster.why_not()
@@ -43,8 +43,10 @@ def slurm():
         yield cluster
     finally:
         left = cluster.stop()
-        if not left:
+        if not left and not request.session.testsfailed:
             shutil.rmtree(root, ignore_errors=True)
+        else:  # the daemons' logs, for what failed
+            print(f"\nthe test Slurm's folder (logs in {root / 'log'}) is kept")
     assert not left, f"Slurm processes left running after the tests: {left} (folder {root})"
 
 

@@ -5,8 +5,9 @@ uninterrupted run bit for bit.
 
 All jobs of the test are submitted together (one CPU each: they run two at a time here) and watched
 in one loop that interrupts each once training is under way. A requeued job waits 120 s before
-Slurm starts it again (its begin time); the loop moves that to now, which changes when the run
-starts, not what it does."""
+Slurm starts it again (its begin time); the loop moves that to 3 s from now, which changes when the
+run starts, not what it does; the time-limit job's later runs also get a 10-minute limit (on a
+loaded machine each 1-minute run would otherwise make little progress before its own signal)."""
 from __future__ import annotations
 
 import json
@@ -62,7 +63,7 @@ def test_cpu_train_resumes_bitwise_after_usr1_time_limit_and_requeue(slurm, job_
         "usr1": lambda j: slurm.run("scancel", "--signal=USR1", "--batch", str(j.id)),
         "requeue": lambda j: slurm.run("scontrol", "requeue", str(j.id)),
     }
-    interrupted, moved = set(), []
+    interrupted, moved = set(), {}  # moved: job -> the requeue whose begin time was moved
     ended = {}
 
     def step():
@@ -77,9 +78,18 @@ def test_cpu_train_resumes_bitwise_after_usr1_time_limit_and_requeue(slurm, job_
                     and f"Epoch 2/{SHORT_EPOCHS}" in job.text():
                 interrupt[name](job)
                 interrupted.add(name)
-            elif state == "PENDING" and info.get("Reason") == "BeginTime" and int(info.get("Restarts", 0)) > 0:
-                slurm.run("scontrol", "update", f"JobId={job.id}", "StartTime=now")
-                moved.append(name)
+            elif state == "PENDING" and info.get("Reason") == "BeginTime" \
+                    and int(info.get("Restarts", 0)) > moved.get(name, 0):
+                # Once per requeue, and not to now: slurmd refuses a launch whose credential is not
+                # newer (to the second) than the revocation at the requeue ("Job credential
+                # revoked": the job FAILED).
+                update = ["StartTime=now+3"]
+                if name == "time limit":
+                    # Stopped once by its time limit's signal (the run this test is about): the runs
+                    # after it get a longer limit, so that each one is not cut again after 10-40 s.
+                    update.append("TimeLimit=10")
+                slurm.run("scontrol", "update", f"JobId={job.id}", *update)
+                moved[name] = int(info["Restarts"])
         return len(ended) == len(jobs)
 
     try:
@@ -100,6 +110,8 @@ def test_cpu_train_resumes_bitwise_after_usr1_time_limit_and_requeue(slurm, job_
             continue
         # Stopped by the signal in training, requeued, and continued from the backup in a later run.
         assert int(info["Restarts"]) >= 1, (name, slurm_jobs.state_of(info))
+        if name == "time limit":
+            assert int(info["Restarts"]) == 1 and info["TimeLimit"] == "00:10:00", slurm_jobs.state_of(info)
         signal = "SIGTERM" if name == "requeue" else "SIGUSR1"
         assert f"hpcnn job: {signal} received: training writes a backup and stops" in text, (name, text[-3000:])
         assert f"Training stopped by {signal}" in text, (name, text[-3000:])
