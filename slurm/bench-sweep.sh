@@ -5,10 +5,11 @@
 # Without Slurm (no sbatch), it runs the CPU sweep here, one configuration after another (thread
 # counts up to the CPUs this shell may use), and the GPU one if a GPU is usable, then collects.
 #   QUICK=1 bash slurm/bench-sweep.sh         # a short check (2 tiny steps per configuration)
+#   GPU_PARTITIONS= bash slurm/bench-sweep.sh # a cluster without GPUs: the CPU jobs only
 set -euo pipefail
 mkdir -p results
 CPU_PARTITION=${CPU_PARTITION:-cpu}
-GPU_PARTITIONS=${GPU_PARTITIONS:-gpu}
+GPU_PARTITIONS=${GPU_PARTITIONS-gpu}   # set but empty: no GPU jobs
 THREADS=${THREADS:-1 2 4 8 16}
 if [ "${QUICK:-0}" = 1 ]; then
   BENCH_ARGS=${BENCH_ARGS:---batch 32 --steps 2 --warmup 1}

@@ -10,6 +10,9 @@
 # job), "local" jobs copy it to the node's $LOCAL (else $TMPDIR) first (slurm/multi-gpu.sbatch).
 #   DRY_RUN=1 bash slurm/dist-bench-sweep.sh    prints the sbatch commands, submits nothing (no
 #                                               Slurm needed)
+# KIND=cpu: the same sweep on CPU nodes of CPU_PARTITION (default cpu): COUNTS ranks on one node
+# (default 1 2 4), CPUS_PER_RANK cores each (default 8), slurm/multi-node.sbatch with KIND=cpu; DATA
+# may then be unset (SYNTHETIC=1, or CIFAR-10 from the data dir).
 # Without Slurm (no sbatch, no DRY_RUN) it runs one configuration here: one rank, the GPU if one is
 # usable, else the CPU.   QUICK=1 bash slurm/dist-bench-sweep.sh   (2,000 generated images)
 set -euo pipefail
@@ -20,14 +23,34 @@ STAGING=${STAGING:-scratch local}
 HERE=$(cd "$(dirname "$0")" && pwd)
 DATA=${DATA:-${SCRATCH:+$SCRATCH/cifar10.hdf5}}
 
+KIND=${KIND:-gpu}
+case "$KIND" in gpu|cpu) ;; *) echo "KIND: 'gpu' or 'cpu', got '$KIND'" >&2; exit 2 ;; esac
+
 if [ "${DRY_RUN:-0}" = 1 ] || command -v sbatch >/dev/null 2>&1; then
-  if [ -z "$DATA" ]; then
+  if [ -z "$DATA" ] && [ "$KIND" = gpu ]; then
     echo "set DATA=<the HDF5 file on \$SCRATCH> (e.g. made by hpcnn convert cifar10): the sweep compares reading it" \
          "from there with reading a node-local copy" >&2
     exit 2
   fi
   SBATCH=(sbatch)
   [ "${DRY_RUN:-0}" = 1 ] && SBATCH=(echo sbatch)
+  if [ "$KIND" = cpu ]; then
+    CPUS_PER_RANK=${CPUS_PER_RANK:-8}
+    for n in $COUNTS; do
+      for s in $STAGING; do
+        case "$s" in
+          local) stage_env="ALL${DATA:+,DATA=$DATA}" ;;
+          scratch) stage_env="ALL${DATA:+,DATA=$DATA},LOCAL=,TMPDIR=" ;;
+          *) echo "STAGING: 'scratch' or 'local', got '$s'" >&2; exit 2 ;;
+        esac
+        # --gres=none: multi-node.sbatch's own #SBATCH lines ask for GPUs; -c and the rank count are the sweep's.
+        "${SBATCH[@]}" --partition="${CPU_PARTITION:-cpu}" --nodes=1 --gres=none --ntasks-per-node="$n" \
+          --cpus-per-task="$CPUS_PER_RANK" --job-name="hpcnn-dist-cpu-${n}rank-$s" --time=00:30:00 \
+          --output="results/%x-%j.out" --export="$stage_env,KIND=cpu,LABEL=cpu-${n}rank-$s" "$HERE/multi-node.sbatch"
+      done
+    done
+    GPU_PARTITIONS=""   # no GPU jobs
+  fi
   for p in $GPU_PARTITIONS; do
     for n in $COUNTS; do
       for s in $STAGING; do

@@ -18,7 +18,7 @@ import argparse
 import os
 import time
 
-from . import applications, callbacks, data, devices, distribute, run_records, tutorial_data
+from . import applications, callbacks, data, devices, distribute, run_records, threads, tutorial_data
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=256, help="the global batch (default 256)")
     p.add_argument("--warmup", type=int, default=3, help="steps of the first epoch not timed (default 3)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="hpcnn_dist", help="folder for the chief's CSV log and model")
+    p.add_argument("--out", default="hpcnn_dist", help="folder for the chief's CSV log and model (model.h5)")
     p.add_argument("--backup", default=None,
                    help="a folder for BackupAndRestore (an epoch's backup): a requeued or restarted job continues "
                         "from the last one, on any rank count that divides the global batch")
@@ -48,6 +48,19 @@ def _launched_ranks() -> int:
         if os.environ.get(k, "").isdigit():
             return int(os.environ[k])
     return 1
+
+
+def _cpu_list() -> str:
+    """This process's affinity mask as Linux writes CPU lists ('0-3,8'); '?' where it cannot be read."""
+    if not hasattr(os, "sched_getaffinity"):
+        return "?"
+    cpus, parts = sorted(os.sched_getaffinity(0)), []
+    for c in cpus:
+        if parts and parts[-1][1] == c - 1:
+            parts[-1][1] = c
+        else:
+            parts.append([c, c])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in parts)
 
 
 def make_strategy(a) -> distribute.Strategy:
@@ -81,6 +94,11 @@ class _StepTimer(callbacks.Callback):
 def main(a) -> int:
     strategy = make_strategy(a)
     chief = strategy.is_chief
+    if strategy.multi_process:
+        # One line per rank, for the job log: where it runs and on how many threads, so that a
+        # binding that left ranks sharing cores (or a rank with fewer threads than CPUs) shows.
+        print(f"rank {strategy.worker_index} of {strategy.num_workers} on {os.uname().nodename}: "
+              f"{threads.describe()}, CPUs {_cpu_list()}", flush=True)
     if chief:
         print(f"{strategy!r}: global batch {a.batch_size}, {a.batch_size // strategy.num_replicas_in_sync} per replica")
         os.makedirs(a.out, exist_ok=True)
@@ -101,6 +119,8 @@ def main(a) -> int:
         cbs.append(callbacks.BackupAndRestore(a.backup))
     with data.HDF5Dataset(h5, x="x_train", y="y_train", batch_size=a.batch_size, shuffle=True, seed=a.seed) as ds:
         model.fit(ds, epochs=a.epochs, callbacks=cbs, verbose=2 if chief else 0)
+    if chief:
+        model.save(os.path.join(a.out, "model.h5"))
     if chief and timer.times:
         s = run_records.step_stats(timer.times, a.batch_size)
         print(f"{strategy.num_replicas_in_sync} replica(s): {s['mean_speed']:.0f} img/s +/- "

@@ -16,6 +16,11 @@ import platform
 import statistics
 from typing import Dict, Iterable
 
+try:
+    import fcntl  # POSIX: the lock of append_csv
+except ImportError:  # Windows: no lock (one job at a time there)
+    fcntl = None  # type: ignore[assignment]
+
 
 def step_stats(step_seconds: Iterable[float], batch_size: int) -> Dict[str, float]:
     """Summary of per-step times for one configuration."""
@@ -52,9 +57,13 @@ def machine_description() -> str:
 
 
 def append_csv(path: str, row: Dict[str, object]) -> None:
-    """Append one row (writing the header for a new file): many jobs' results collect in one CSV."""
-    new = not os.path.exists(path) or os.path.getsize(path) == 0
+    """Append one row (writing the header for a new file): many jobs' results collect in one CSV.
+    Jobs of a sweep that end together append under an exclusive lock on the file, so that the header
+    is written once and rows never interleave."""
     with open(path, "a", newline="") as f:
+        if fcntl is not None:
+            fcntl.flock(f, fcntl.LOCK_EX)  # released when the file is closed
+        new = f.seek(0, os.SEEK_END) == 0
         w = csv.DictWriter(f, fieldnames=list(row))
         if new:
             w.writeheader()

@@ -48,6 +48,7 @@ LAYOUT = {
     "python/optimizers": "hpcnn.optimizers: updates, schedules, regularizers",
     "rules": "the house rules: floors, includes, public interfaces, warnings, docs, this layout",
     "system": "whole jobs: the tutorial, notebooks, slurm scripts, the CLI and bench scripts, installs",
+    "system/slurm": "the slurm/ scripts and the Open OnDemand app as jobs of a real one-node Slurm",
 }
 HELPERS = "support"  # the one helper package
 NOT_PYTHON_PACKAGES = ("data", "cpp")  # fixtures and C++ sources: no test modules, no __init__.py

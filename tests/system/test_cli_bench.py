@@ -6,6 +6,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,27 @@ def test_csv_append_and_collect(tmp_path):
     assert bench.collect_csv([str(a), str(b)], str(out)) == 3
     rows = list(csv.DictReader(io.StringIO(Path(out).read_text())))
     assert [r["device"] for r in rows] == ["cpu", "cpu", "gpu"] and rows[2]["label"] == "h100"
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="POSIX file locks (Linux)")
+def test_csv_append_waits_while_another_job_appends(tmp_path):
+    """Sweep jobs ending together append to one results CSV: an append takes the file's lock first
+    (here held by the test, as by another job's append), so the header is written once and rows are
+    never interleaved."""
+    import fcntl
+    out = tmp_path / "dist.csv"
+    code = "import sys; from hpcnn import bench; bench.append_csv(sys.argv[1], {'job': 2, 'speed': 5})"
+    with open(out, "a") as other:
+        fcntl.flock(other, fcntl.LOCK_EX)
+        proc = subprocess.Popen([sys.executable, "-c", code, str(out)])
+        try:
+            time.sleep(3)  # hpcnn imported, the append waiting
+            assert proc.poll() is None and out.stat().st_size == 0
+            other.write("job,speed\n1,4\n")  # the other job's header and row
+        finally:
+            fcntl.flock(other, fcntl.LOCK_UN)
+    assert proc.wait(timeout=120) == 0
+    assert out.read_text() == "job,speed\n1,4\n2,5\n"  # no second header
 
 
 def run(*args):

@@ -1,12 +1,15 @@
 """Every script in slurm/ runs with plain `bash` on a machine without Slurm or conda (QUICK=1: a
 tiny run), activates conda only where it exists, and leaves hpcnn's thread count alone."""
+import atexit
 import csv
+import functools
 import io
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,25 @@ SCRIPTS = sorted((ROOT / "slurm").iterdir())
 BASH = shutil.which("bash")
 
 
+# What "without Slurm or conda" hides: where the machine has them installed system-wide (the Slurm
+# tests' machine has Debian's slurm-client in /usr/bin), plain_path() shadows their folder.
+HIDDEN = frozenset({"sbatch", "srun", "salloc", "scontrol", "squeue", "scancel", "sinfo", "sacct", "conda"})
+
+
+@functools.lru_cache(maxsize=None)
+def shadow(folder: str) -> str:
+    """`folder` itself, or, where it holds a command of HIDDEN, a temporary folder of links to
+    everything else in it (removed when the tests end)."""
+    if not any(os.path.exists(os.path.join(folder, c)) for c in HIDDEN):
+        return folder
+    copy = tempfile.mkdtemp(prefix="hpcnn-no-slurm-")
+    atexit.register(shutil.rmtree, copy, True)
+    for name in os.listdir(folder):
+        if name not in HIDDEN:
+            os.symlink(os.path.join(folder, name), os.path.join(copy, name))
+    return copy
+
+
 def plain_path():
     """PATH with this interpreter's bin folder (python3, hpcnn) and the system's, without conda
     or Slurm."""
@@ -27,10 +49,10 @@ def plain_path():
     hpcnn_cmd = shutil.which("hpcnn")
     if hpcnn_cmd:
         dirs.append(os.path.dirname(hpcnn_cmd))
-    dirs += ["/usr/local/bin", "/usr/bin", "/bin"]
+    if any(os.path.exists(os.path.join(d, c)) for d in dirs for c in HIDDEN):
+        pytest.skip("conda or sbatch is installed beside this interpreter: cannot test their absence")
+    dirs += [shadow(d) for d in ("/usr/local/bin", "/usr/bin", "/bin") if os.path.isdir(d)]
     path = os.pathsep.join(dict.fromkeys(dirs))
-    if shutil.which("conda", path=path) or shutil.which("sbatch", path=path):
-        pytest.skip("conda or sbatch is installed system-wide here: cannot test their absence")
     if not shutil.which("hpcnn", path=path) or not shutil.which("python3", path=path):
         pytest.skip("the hpcnn command is not installed beside this interpreter")
     return path
@@ -454,3 +476,83 @@ def test_dist_bench_sweep_without_slurm_runs_one_configuration_here(tmp_path):
     assert "sbatch not found: one configuration here" in r.stdout
     rows = list(csv.DictReader(io.StringIO((tmp_path / "results" / "dist-all.csv").read_text())))
     assert [row["label"] for row in rows] == ["local-1rank"] and rows[0]["replicas"] == "1"
+
+
+@pytest.mark.parametrize("alloc, want", [
+    # the job's own layout, which uses every CPU it holds: kept (srun refused the NUMA layout here)
+    (dict(SLURM_JOB_CPUS_PER_NODE="2(x2)", SLURM_NTASKS_PER_NODE="2", SLURM_CPUS_PER_TASK="1"),
+     ["--ntasks-per-node=2", "--cpus-per-task=1", "--cpu-bind=cores"]),
+    (dict(SLURM_JOB_CPUS_PER_NODE="16(x2)", SLURM_NTASKS="8", SLURM_CPUS_PER_TASK="4"),
+     ["--ntasks-per-node=4", "--cpus-per-task=4", "--cpu-bind=cores"]),
+    # a whole node (--exclusive: more CPUs than the tasks ask for): one rank per NUMA domain in it
+    (dict(SLURM_JOB_CPUS_PER_NODE="64(x2)", SLURM_NTASKS_PER_NODE="4", SLURM_CPUS_PER_TASK="8",
+          DOMAINS="2", CORES_PER_DOMAIN="32"),
+     ["--ntasks-per-node=2", "--cpus-per-task=32", "--cpu-bind=ldoms"]),
+    # domains asked for that do not fit in what the job holds: the job's layout
+    (dict(SLURM_JOB_CPUS_PER_NODE="16", SLURM_NTASKS_PER_NODE="2", SLURM_CPUS_PER_TASK="8",
+          DOMAINS="2", CORES_PER_DOMAIN="32"),
+     ["--ntasks-per-node=2", "--cpus-per-task=8", "--cpu-bind=cores"]),
+])
+def test_multi_node_binds_within_the_jobs_allocation(tmp_path, alloc, want):
+    out, calls = srun_calls(tmp_path, KIND="cpu", **alloc)
+    args = calls[-1].split()
+    for option in want:
+        assert option in args, (option, calls[-1], out)
+    assert ("one rank per NUMA domain" in out) == ("--cpu-bind=ldoms" in want), out
+
+
+def test_train_script_is_not_requeued_by_a_signal_after_training(tmp_path):
+    """USR1 (the time limit's warning) after training is complete, during the benchmark: requeued
+    then, the job would train again from the start (its backup is gone); it ends instead, without
+    `scontrol requeue`."""
+    import signal
+    import threading
+
+    path = plain_path()
+    fake = tmp_path / "fake-slurm"
+    fake.mkdir()
+    log = tmp_path / "scontrol.log"
+    (fake / "scontrol").write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
+    (fake / "scontrol").chmod(0o755)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SLURM_", "CONDA", "HPCNN_NUM_THREADS", "OMP_NUM_THREADS"))}
+    env.update(PATH=f"{fake}{os.pathsep}{path}", HPCNN_DATA_DIR=str(tmp_path / "data"), QUICK="1", MPLBACKEND="Agg",
+               SLURM_JOB_ID="4343", PYTHONUNBUFFERED="1", TRAIN_ROWS="500", BENCH_ARGS="--batch 32 --steps 30 --warmup 1")
+    proc = subprocess.Popen([BASH, str(ROOT / "slurm" / "cpu-train.sbatch")], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines, benching = [], threading.Event()
+
+    def read():
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("# FP32 peak"):  # the benchmark, after training
+                benching.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert benching.wait(timeout=600), "".join(lines)[-3000:]
+        proc.send_signal(signal.SIGUSR1)
+        assert proc.wait(timeout=600) == 0, "".join(lines)[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        reader.join(timeout=60)
+        proc.stdout.close()
+    out = "".join(lines)
+    assert "hpcnn job: SIGUSR1 received after training was complete: the job ends here, not requeued" in out, out[-3000:]
+    assert not log.exists()  # no scontrol requeue
+    assert (tmp_path / "results" / "cpu-4343" / "model_cpu.h5").exists()
+
+
+def test_multi_gpu_passes_the_jobs_cpus_per_task_to_srun(tmp_path):
+    """srun of Slurm 22.05 to 23.02 does not take --cpus-per-task from the job (checked on the test
+    cluster: a `-c 2` job's `srun -n 2` ran 2 tasks of one CPU): each rank would get one CPU while
+    hpcnn starts SLURM_CPUS_PER_TASK threads in it. The script passes it on."""
+    log = tmp_path / "srun.log"
+    stand_in(tmp_path / "fake-slurm", "srun", log)
+    r = run_script(ROOT / "slurm" / "multi-gpu.sbatch", tmp_path, f"{tmp_path / 'fake-slurm'}{os.pathsep}{plain_path()}",
+                   SLURM_JOB_ID="78", SLURM_NTASKS="4", SLURM_CPUS_PER_TASK="8")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (call,) = log.read_text().splitlines()
+    assert "--cpus-per-task=8" in call.split() and "hpcnn dist-train --strategy multiworker" in call, call
