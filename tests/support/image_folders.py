@@ -15,7 +15,7 @@ import pytest
 
 from tests.support import paths
 
-PIL = pytest.importorskip("PIL.Image", reason="the image tests need Pillow (pip install '.[images]')")
+PIL = pytest.importorskip("PIL.Image", reason="the image tests need Pillow (pip install --no-build-isolation '.[images]')")
 TF_REASON = ("the live comparison with Keras' own image_dataset_from_directory needs TensorFlow: set HPCNN_TF_PYTHON "
              "to a python that imports tensorflow (or install tensorflow-cpu here)")
 
