@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "core/errors.h"
+#include "nn/layers.h"
 #include "ops/ops.h"
 
 namespace hpcnn::nn {
@@ -39,6 +40,25 @@ std::vector<ParamSpec> DepthwiseConv2DLayer::param_specs(const Shape& in) const 
 void DepthwiseConv2DLayer::forward(const Tensor& x, Tensor& y, const StepContext&) {
   ops::depthwise_conv2d_forward(x, params_[0], s_.use_bias ? params_[1] : Tensor(), y, s_.sh, s_.sw, s_.dh, s_.dw,
                                 s_.padding);
+}
+
+void DepthwiseConv2DLayer::forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn) {
+  const Tensor& w = params_[0];
+  const long long oc = w.dim(2) * w.dim(3);
+  if (!folded_kernel_.defined() || folded_kernel_.device() != w.device() || folded_kernel_.shape() != w.shape()) {
+    folded_kernel_ = Tensor::empty(w.shape(), DType::F32, w.device());
+    folded_bias_ = Tensor::empty({oc}, DType::F32, w.device());
+    fold_current_ = false;
+  }
+  // Folded at every step (the weights may have changed since), by the first chunk of a step:
+  // later chunks running side by side only read it (as Conv2DLayer::fold).
+  if (!(ctx.later_chunk && fold_current_)) {
+    const Shape hwio{w.dim(0), w.dim(1), 1, oc};  // output channel k = ci * m + j is the innermost axis
+    Tensor folded = folded_kernel_.reshape(hwio);
+    bn.fold_into(w.reshape(hwio), s_.use_bias ? params_[1] : Tensor(), folded, folded_bias_, KernelLayout::HWIO);
+    fold_current_ = true;
+  }
+  ops::depthwise_conv2d_forward(x, folded_kernel_, folded_bias_, y, s_.sh, s_.sw, s_.dh, s_.dw, s_.padding);
 }
 
 void DepthwiseConv2DLayer::backward(const Tensor& x, const Tensor&, Tensor& dy, Tensor* dx, const StepContext&) {

@@ -14,6 +14,8 @@
 
 namespace hpcnn::nn {
 
+class BatchNormLayer;
+
 struct DepthwiseSpec {
   int depth_multiplier = 1;
   int kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
@@ -32,9 +34,17 @@ class DepthwiseConv2DLayer : public Layer {
   void backward(const Tensor& x, const Tensor& y, Tensor& dy, Tensor* dx, const StepContext& ctx) override;
   bool backward_reads_output() const override { return false; }
   bool backward_writes_dy() const override { return false; }
+  // Inference (evaluate, predict): this convolution followed by `bn` (in inference mode, without a
+  // fused ReLU) in one op, the normalization folded into the kernel and bias (ops::conv_bn_fold,
+  // the kernel viewed as HWIO (kh, kw, 1, c*m)); y is bn's output: one pass over the output less
+  // (MobileNetV2's expanded activations, nn/step_plan.h: plan.folds). Always folded: the kernel
+  // (kh*kw*c*m values) is smaller than any output it saves a pass over.
+  void forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn);
 
  private:
   DepthwiseSpec s_;
+  Tensor folded_kernel_, folded_bias_;  // forward_folded's, on the model's device (made on first use)
+  bool fold_current_ = false;           // they hold the fold of the weights of this inference step
 };
 
 }  // namespace hpcnn::nn

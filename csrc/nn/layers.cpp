@@ -466,8 +466,9 @@ void BatchNormLayer::backward_with(const Tensor& x, const Tensor& y, Tensor& dy,
                                    center_ ? &dbeta : nullptr);
 }
 
-void BatchNormLayer::fold_into(const Tensor& w, const Tensor& b, Tensor& w_out, Tensor& b_out) const {
-  ops::conv_bn_fold(w, b, gamma(), beta(), moving_mean(), moving_var(), epsilon_, w_out, b_out);
+void BatchNormLayer::fold_into(const Tensor& w, const Tensor& b, Tensor& w_out, Tensor& b_out,
+                               std::optional<KernelLayout> layout) const {
+  ops::conv_bn_fold(w, b, gamma(), beta(), moving_mean(), moving_var(), epsilon_, w_out, b_out, layout);
 }
 
 void BatchNormLayer::commit_training_step(const StepContext&) {

@@ -14,6 +14,7 @@
 // * Keras' shape; the model holds it in its device's conv2d kernel layout (ParamKind::Conv2DKernel).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -246,7 +247,9 @@ class BatchNormLayer : public Layer {
   bool fused_relu() const { return relu_; }
   // The convolution kernel w and bias b (undefined: none) with this layer's inference-mode
   // normalization folded in (ops::conv_bn_fold) into w_out, b_out (Conv2DLayer::forward_folded).
-  void fold_into(const Tensor& w, const Tensor& b, Tensor& w_out, Tensor& b_out) const;
+  // (layout: as ops::conv_bn_fold's, for a depthwise kernel)
+  void fold_into(const Tensor& w, const Tensor& b, Tensor& w_out, Tensor& b_out,
+                 std::optional<KernelLayout> layout = std::nullopt) const;
   // A training step's residual block tail (nn/step_plan.h: plan.residual of this node): y =
   // ReLU(this normalization + shortcut), the block's Add and ReLU in the normalization's pass
   // (a layer without a fused ReLU of its own). Its backward masks dy by y > 0 in place (the

@@ -1,5 +1,6 @@
 #include "nn/run_kinds.h"
 
+#include "nn/depthwise_layer.h"
 #include "nn/layers.h"
 #include "nn/merge_layers.h"
 
@@ -28,7 +29,10 @@ void run_forward(Graph& g, const StepPlan& plan, int i, const StepValues& value,
       static_cast<MergeLayer&>(l).forward_merge(xs, y, ctx);
       return;
     case RunKind::FoldedConv:  // the BatchNormalization after it computed in its output stage
-      static_cast<Conv2DLayer&>(l).forward_folded(value(in[0]), y, ctx, *folded_norm(g, plan, i));
+      if (auto* dw = dynamic_cast<DepthwiseConv2DLayer*>(&l))
+        dw->forward_folded(value(in[0]), y, ctx, *folded_norm(g, plan, i));
+      else
+        static_cast<Conv2DLayer&>(l).forward_folded(value(in[0]), y, ctx, *folded_norm(g, plan, i));
       return;
     case RunKind::ConvBlockTail:  // ReLU(conv (+ folded normalization) + shortcut)
       static_cast<Conv2DLayer&>(l).forward_residual(value(in[0]), value(plan.residual[i]), y, ctx,
@@ -74,6 +78,8 @@ bool is_plain_conv(const Layer& l) {
   const auto* conv = dynamic_cast<const Conv2DLayer*>(&l);
   return conv && !conv->fused_relu();
 }
+
+bool is_depthwise_conv(const Layer& l) { return dynamic_cast<const DepthwiseConv2DLayer*>(&l) != nullptr; }
 
 bool is_norm(const Layer& l) { return dynamic_cast<const BatchNormLayer*>(&l) != nullptr; }
 

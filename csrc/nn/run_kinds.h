@@ -32,6 +32,7 @@ void run_backward(Graph& g, const StepPlan& plan, int i, const StepValues& value
 
 // Which layers the fused kinds take (plan_step's rules in nn/step_plan.h):
 bool is_plain_conv(const Layer& l);   // a Conv2D without a fused ReLU: FoldedConv, ConvBlockTail
+bool is_depthwise_conv(const Layer& l);  // a DepthwiseConv2D: FoldedConv with a plain normalization
 bool is_norm(const Layer& l);         // a BatchNormalization: folded into the convolution before it
 bool is_plain_norm(const Layer& l);   // ... without a fused ReLU: NormBlockTail, or folded in a tail
 bool is_add(const Layer& l);          // an Add: a block tail's sum

@@ -32,7 +32,10 @@ std::vector<int> inference_folds(const Graph& g, int end) {
     const int i = in[0];
     // The convolution's own output must be needed by nothing else (nor be the model's output),
     // and a ReLU inside it would come before the normalization.
-    if (is_norm(g.layer(j)) && is_plain_conv(g.layer(i)) && readers.count[i] == 1 && i != end - 1) folds[i] = j;
+    // A depthwise convolution has no ReLU of its own: only a normalization without one folds into it.
+    const bool foldable = (is_norm(g.layer(j)) && is_plain_conv(g.layer(i))) ||
+                          (is_plain_norm(g.layer(j)) && is_depthwise_conv(g.layer(i)));
+    if (foldable && readers.count[i] == 1 && i != end - 1) folds[i] = j;
   }
   return folds;
 }

@@ -11,7 +11,8 @@
 // Forward: a layer whose output is a view of its input (Flatten; Dropout at inference) gets no
 // buffer: its value is the input's, reshaped.
 // Inference steps (Test, Predict): a BatchNormalization whose one input is a Conv2D without a
-// fused ReLU that nothing else reads is folded into that convolution (ops::conv_bn_fold): the
+// fused ReLU (or a DepthwiseConv2D, the normalization then without a fused ReLU: MobileNetV2's)
+// that nothing else reads is folded into that convolution (ops::conv_bn_fold): the
 // convolution computes the normalized output (and the ReLU fused into the normalization) in one
 // pass, and the normalization's node is a view of it (`folds`). Training steps never fold: the
 // backward pass needs the convolution's own output, and the batch's statistics are not constants.

@@ -10,10 +10,11 @@ namespace hpcnn::ops {
 static const float* ptr_or_null(const Tensor& t) { return t.defined() ? t.f32() : nullptr; }
 
 void conv_bn_fold(const Tensor& w, const Tensor& b, const Tensor& gamma, const Tensor& beta, const Tensor& moving_mean,
-                  const Tensor& moving_var, float eps, Tensor& w_out, Tensor& b_out) {
+                  const Tensor& moving_var, float eps, Tensor& w_out, Tensor& b_out,
+                  std::optional<KernelLayout> kernel_layout) {
   const char* op = "conv_bn_fold";
   expect_f32(op, "kernel", w);
-  const KernelLayout layout = conv2d_kernel_layout(w.device());
+  const KernelLayout layout = kernel_layout ? *kernel_layout : conv2d_kernel_layout(w.device());
   HPCNN_CHECK_ARG(w.rank() == 4, op, ": kernel must be 4-D, ", kernel_layout_name(layout), ", got shape ",
                   shape_str(w.shape()));
   const int f = as_int(kernel_dims(layout, w.shape()).out, op);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/tensor.h"
@@ -52,9 +53,11 @@ void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& 
 // A BatchNormalization in inference mode folded into the convolution before it (conv_bn_fold.h):
 // w_out (w's shape and layout), b_out (F,) such that conv2d_forward(x, w_out, b_out) is the
 // convolution (w, b; b undefined: none) followed by the normalization with the moving statistics
-// (gamma/beta undefined: 1/0).
+// (gamma/beta undefined: 1/0). `layout`: the kernel's, where it is not the device's conv2d layout
+// (a depthwise kernel, Keras' (kh, kw, c, m) on every device, folds as HWIO viewed (kh, kw, 1, c*m)).
 void conv_bn_fold(const Tensor& w, const Tensor& b, const Tensor& gamma, const Tensor& beta, const Tensor& moving_mean,
-                  const Tensor& moving_var, float eps, Tensor& w_out, Tensor& b_out);
+                  const Tensor& moving_var, float eps, Tensor& w_out, Tensor& b_out,
+                  std::optional<KernelLayout> layout = std::nullopt);
 
 // Depthwise convolution (depthwise_conv2d.h): x (N,H,W,C), w (kh,kw,C,m) Keras' layout on every
 // device, b (C*m,) or undefined -> y (N,OH,OW,C*m). Backward: dx (may be null), dw, db (undefined:
