@@ -59,7 +59,7 @@ def _batch(layer: Any, x: np.ndarray) -> np.ndarray:
 
 def _core_for(layer: Any, sample_shape: Tuple[int, ...]) -> CoreWeights:
     """The layer's own one-position core for this input shape, built at the first call with it."""
-    cores = layer.__dict__.setdefault("eager_cores", {})
+    cores = layer.eager_cores
     cw = cores.get(sample_shape)
     if cw is not None:
         return cw
