@@ -16,9 +16,12 @@ import numpy as np
 
 from . import _core, image_folders, paths, validation
 from .image_folders import AUTOTUNE, ImageDataset
+from .image_folders.tf_data import (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Cardinality, cardinality,
+                                    experimental)
 
 __all__ = ["HDF5Dataset", "write_hdf5", "read_dataset", "dataset_info", "image_dataset_from_directory", "ImageDataset",
-           "AUTOTUNE", "DEFAULT_MEMORY_BUDGET", "SHUFFLE_MODES"]
+           "AUTOTUNE", "DEFAULT_MEMORY_BUDGET", "SHUFFLE_MODES", "Cardinality", "cardinality", "experimental",
+           "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
 
 #: Default byte budget for cache='auto': a dataset whose stored bytes fit is cached in memory
 #: (exact full shuffle); a larger one is streamed through windows of chunks within this budget.
@@ -473,3 +476,4 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode: Optio
         subset=subset, interpolation=interpolation, follow_links=follow_links,
         crop_to_aspect_ratio=crop_to_aspect_ratio, pad_to_aspect_ratio=pad_to_aspect_ratio, data_format=data_format,
         format=format, verbose=verbose, cache_dir=cache_dir)
+

@@ -8,6 +8,7 @@ the dataset ``image_dataset_from_directory`` returns. docs/data.md, "A folder of
     cache.py     the decoded images' HDF5 file: workers, bounded memory, key, atomic write
     dataset.py   ImageDataset and the tf.data idioms
     folder.py    image_dataset_from_directory's work
+    tf_data.py   tf.data.experimental's cardinality
 """
 from __future__ import annotations
 

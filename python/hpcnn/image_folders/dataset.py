@@ -61,6 +61,24 @@ def _tensor(a: Optional[np.ndarray]) -> Any:
     return None if a is None else np.asarray(a).view(Tensor)
 
 
+class NumpyIterator:
+    """What ``as_numpy_iterator()`` gives: an iterator of the batches with tf.data's ``next()`` too
+    (the transfer-learning tutorial's ``test_dataset.as_numpy_iterator().next()``)."""
+
+    def __init__(self, batches: Iterator[Any]) -> None:
+        self._batches = batches
+
+    def __iter__(self) -> "NumpyIterator":
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._batches)
+
+    def next(self) -> Any:
+        """The next batch (tf.data's spelling of ``next(it)``)."""
+        return next(self._batches)
+
+
 class _Refusals:
     """The tf.data methods that cannot mean here what they mean there: each refused with advice."""
 
@@ -72,9 +90,9 @@ class _Refusals:
             return refused
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
-    def as_numpy_iterator(self) -> Iterator[Any]:
-        """The batches as NumPy arrays (tf.data's name for iterating)."""
-        return iter(self)
+    def as_numpy_iterator(self) -> NumpyIterator:
+        """The batches as NumPy arrays (tf.data's name for iterating), with tf.data's ``next()``."""
+        return NumpyIterator(iter(self))  # type: ignore[call-overload]
 
     def cardinality(self) -> int:
         """Batches per epoch (tf.data's name for len())."""

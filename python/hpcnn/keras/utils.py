@@ -1,6 +1,6 @@
 """``keras.utils`` on hpcnn: to_categorical, Sequence, set_random_seed, clear_session,
-image_dataset_from_directory, and the image file helpers (load_img, img_to_array, array_to_img,
-save_img)."""
+image_dataset_from_directory, plot_model (drawn with matplotlib), and the image file helpers
+(load_img, img_to_array, array_to_img, save_img)."""
 from __future__ import annotations
 
 from ._compat import install
@@ -12,7 +12,6 @@ _CUSTOM = ("custom objects are not supported: hpcnn's files hold hpcnn's layers 
            "deserialize and model.to_json() cover them)")
 _LOGGING = "fit, evaluate and predict print less with verbose=0 (nothing) or verbose=2 (one line per epoch)"
 _ADVICE = {
-    "plot_model": "model.summary() prints the layers, shapes and parameters",
     "model_to_dot": "model.summary() prints the layers, shapes and parameters",
     "get_file": "hpcnn.datasets downloads CIFAR-10 and MNIST (checked); download other files with urllib or wget",
     "normalize": "use NumPy: x / np.linalg.norm(x, axis=-1, keepdims=True)",
@@ -40,6 +39,6 @@ for _name in ("Config", "FeatureSpace", "split_dataset", "timeseries_dataset_fro
 for _name in ("CustomObjectScope", "custom_object_scope", "get_custom_objects", "register_keras_serializable",
               "get_registered_name", "get_registered_object", "serialize_keras_object", "deserialize_keras_object"):
     _ADVICE[_name] = _CUSTOM
-install(__name__, "utils", sources=["hpcnn.utils", "hpcnn.image_files"], advice=_ADVICE)
+install(__name__, "utils", sources=["hpcnn.utils", "hpcnn.image_files", "hpcnn.models.model_plot"], advice=_ADVICE)
 
 __all__ = ["clear_session", "image_dataset_from_directory"]

@@ -106,8 +106,8 @@ def call_layer(layer: Layer, inputs: Any, kwargs: Dict[str, Any]) -> KerasTensor
                 raise TypeError(f"{cls} was called on {type(t).__name__} from another library; hpcnn layers take "
                                 "the tensors of hpcnn.Input() and of other hpcnn layers")
             raise TypeError(f"{cls} was called on {type(t).__name__}: hpcnn layers are called on symbolic tensors "
-                            "(x = hpcnn.Input(shape=...); y = layer(x)) to build a model; to compute on data, "
-                            "build hpcnn.Model(inputs, outputs) and call predict()")
+                            "(x = hpcnn.Input(shape=...); y = layer(x)) to build a model, or on a NumPy array (a batch) to "
+                            "compute it now: np.asarray(...) the data first")
     if getattr(layer, "inbound_tensors", None) is not None:
         raise NotImplementedError(
             f"layer {layer_label(layer)} ({cls}) is already used at another position of a graph: hpcnn does not "

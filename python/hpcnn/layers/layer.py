@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .. import _core, validation
-from . import weight_home
+from . import eager_call, weight_home
 from .arguments import is_float32
 from .graph import KerasTensor, call_layer, layer_label
 from .variable import Variable
@@ -61,11 +61,22 @@ class Layer:
         self.weights_stamp = 0
         self.weights_path = ""
         self.weights_model: Any = None
+        # Its own one-position cores for calls on data, per input shape (eager_call.py).
+        self.eager_cores: Dict[Tuple[int, ...], Any] = {}
 
-    def __call__(self, inputs: Any, **kwargs: Any) -> KerasTensor:
-        """Apply the layer to a symbolic tensor (a list of them for ``Add``/``Concatenate``) and
-        return its output tensor; shapes are checked now. A layer is called once (one position
-        per layer)."""
+    def __call__(self, inputs: Any, **kwargs: Any) -> Any:
+        """On a symbolic tensor (a list of them for ``Add``/``Concatenate``): the layer's place in
+        the graph being built, its output tensor (shapes checked now; a layer is called once, one
+        position per layer). On a NumPy array (a batch): the layer computed now, as Keras' eager
+        call, in a C++ core of its own with the layer's weights (built by this call if it had
+        none), an array of Keras' output shape (eager_call.py); ``training`` as Keras'."""
+        if eager_call.is_data(inputs):
+            training = kwargs.pop("training", None)
+            if "mask" in kwargs and kwargs["mask"] is None:
+                del kwargs["mask"]
+            if kwargs:
+                raise TypeError(f"Unrecognized keyword arguments passed to {type(self).__name__}.__call__: {kwargs}")
+            return eager_call.call_on_data(self, inputs, training)
         return call_layer(self, inputs, kwargs)
 
     @property

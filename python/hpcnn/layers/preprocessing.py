@@ -6,8 +6,6 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-import numpy as np
-
 from .. import validation
 from .arguments import (channels_last_only, core_seed, factor_range, layer_seed, rescaling_values, rotation_factor,
                         zoom_factor)
@@ -26,15 +24,6 @@ class Rescaling(Layer):
         self.scale = rescaling_values(scale, "scale")
         self.offset = rescaling_values(offset, "offset")
         super().__init__(name=name, input_shape=input_shape, **kwargs)
-
-    def __call__(self, inputs: Any, **kwargs: Any) -> Any:
-        """On a symbolic tensor: the layer's place in a model. On a NumPy array (a batch, as the
-        tutorials' ``ds.map(lambda x, y: (Rescaling(1. / 255)(x), y))`` gives it): computed now,
-        ``x * scale + offset`` as float32, as Keras computes it on data."""
-        if isinstance(inputs, np.ndarray) and not kwargs:
-            x = inputs.astype(np.float32, copy=False)
-            return x * np.asarray(self.scale, dtype=np.float32) + np.asarray(self.offset, dtype=np.float32)
-        return super().__call__(inputs, **kwargs)
 
 
 class Normalization(Layer):

@@ -24,16 +24,9 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import validation
+from ..layers.eager_call import CallOutput
 from ..training.compile import follow_device_scope
 from ..training.data_adapters import prepare_inputs
-
-
-class CallOutput(np.ndarray):
-    """What ``model(x)`` returns: a NumPy array with Keras' ``numpy()``."""
-
-    def numpy(self) -> np.ndarray:
-        """The values as a plain NumPy array (Keras' ``tensor.numpy()``)."""
-        return np.asarray(self).view(np.ndarray)
 
 
 def only_augmentation(model: Any) -> bool:

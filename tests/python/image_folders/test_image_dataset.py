@@ -101,6 +101,31 @@ def test_tf_data_idioms(folder, tmp_path):
         m.fit(unb, epochs=1, verbose=0)
 
 
+def test_tf_data_experimental_cardinality_as_the_transfer_learning_tutorial(folder, tmp_path):
+    """`import hpcnn as tf`: tf.data.experimental.cardinality, a fifth of the batches taken as a test
+    set and skipped from the validation set, and as_numpy_iterator().next()."""
+    import hpcnn as tf
+    from hpcnn.data.experimental import cardinality   # importable as a module too
+    validation_dataset = load(folder, tmp_path, seed=3, batch_size=3)
+    val_batches = tf.data.experimental.cardinality(validation_dataset)
+    assert val_batches == 6 and cardinality is tf.data.experimental.cardinality and val_batches.numpy() == 6
+    test_dataset = validation_dataset.take(val_batches // 5)
+    validation_dataset = validation_dataset.skip(val_batches // 5)
+    assert 'Number of validation batches: %d' % tf.data.experimental.cardinality(validation_dataset) == \
+        "Number of validation batches: 5"
+    assert tf.data.experimental.cardinality(test_dataset) == 1
+    assert tf.data.experimental.cardinality(validation_dataset.map(lambda x, y: (x, y))) == 5
+    assert tf.data.experimental.cardinality(validation_dataset.unbatch()) == 14
+    image_batch, label_batch = test_dataset.as_numpy_iterator().next()
+    assert image_batch.shape == (3, 12, 10, 3) and label_batch.shape == (3,)
+    assert tf.data.experimental.cardinality(x for x in range(3)) == tf.data.experimental.UNKNOWN_CARDINALITY == -2
+    assert tf.data.experimental.INFINITE_CARDINALITY == -1
+    with pytest.raises(TypeError, match="cardinality: expected a dataset .*got int"):
+        tf.data.experimental.cardinality(3)
+    with pytest.raises(TypeError, match="got ndarray"):
+        tf.data.experimental.cardinality(np.zeros(3))
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda d: d.repeat(), r"repeat\(\) \(tf.data\) is not supported: fit runs the epochs itself"),
     (lambda d: d.filter(lambda x, y: True), "move the files you do not want"),

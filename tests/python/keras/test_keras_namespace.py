@@ -102,7 +102,7 @@ def test_the_layers_and_optimizers_main_gained_are_there():
     ("layers", "Lambda", r"Lambda layer runs Python"),
     ("optimizers", "Nadam", r"hpcnn has SGD, Adam, AdamW and RMSprop"),
     ("callbacks", "RemoteMonitor", r"CSVLogger or LambdaCallback"),
-    ("utils", "plot_model", r"model.summary\(\)"),
+    ("utils", "model_to_dot", r"model.summary\(\)"),
     ("", "ops", r"keras.ops"),
     ("models", "model_from_yaml", r"model_from_json"),
 ])

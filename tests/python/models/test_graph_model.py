@@ -311,7 +311,7 @@ def test_a_disconnected_graph_is_refused():
     (lambda x: Add()([x]), ValueError, r"at least 2 inputs. Received 1 input"),
     (lambda x: Dense(3)([x, x]), ValueError, r"Dense takes one tensor, got a list of 2"),
     (lambda x: Dense(3)(x), ValueError, r"Dense expects a flat input .* \(called on InputLayer \(None, 6, 6, 3\)\)"),
-    (lambda x: Conv2D(4, 3)(np.zeros((1, 6, 6, 3), np.float32)), TypeError, r"Conv2D was called on ndarray"),
+    (lambda x: Conv2D(4, 3)("x"), TypeError, r"Conv2D was called on str.*or on a NumPy array"),
     (lambda x: Conv2D(4, 3)(x, training=True), ValueError, r"training=True is not supported"),
     (lambda x: Conv2D(4, 3)(x, scale=2), TypeError, r"Unrecognized keyword arguments passed to Conv2D.__call__"),
     (lambda x: InputLayer(input_shape=(3,))(x), TypeError, r"an InputLayer is not called"),
