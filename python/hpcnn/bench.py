@@ -189,7 +189,7 @@ def _compare_steps(runs, batch: int, steps: int, warmup: int, threads: int, roun
     workers: Dict[str, ServedWorker] = {}
     try:
         for label, py, worker in runs:
-            workers[label] = ServedWorker(py, worker, batch, threads, model, latency_calls > 0, sessions)
+            workers[label] = ServedWorker(py, worker, batch, threads, model, latency_calls > 0, sessions=sessions)
         times = {label: {"train": [], "infer": []} for label in workers}
         pairs: Dict[str, Dict[str, List[float]]] = {label: {"train": [], "infer": []} for label in workers}
         lat: Dict[str, Dict[str, List[float]]] = {label: {} for label in workers}
