@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from .. import regularizers, validation
 from ..layers import (Add, BatchNormalization, Concatenate, Conv2D, Dense, Dropout, Flatten, GlobalAveragePooling2D,
-                     GlobalMaxPooling2D, Input, InputLayer, KerasTensor, MaxPooling2D, ReLU, Rescaling)
+                     Input, InputLayer, KerasTensor, MaxPooling2D, ReLU, Rescaling)
 from ..models import Model, Sequential
 from ..regularizers import Regularizer
 from . import efficientnet, imagenet_utils, mobilenet_v2, resnet, vgg16, weight_files
@@ -175,10 +175,8 @@ def resnet_cifar(depth: int = 20, input_shape: Optional[Sequence[int]] = None, c
     if include_top:
         x = GlobalAveragePooling2D(name="avg_pool")(x)
         x = Dense(classes, activation=classifier_activation, kernel_regularizer=regularizer, name="predictions")(x)
-    elif pooling == "avg":
-        x = GlobalAveragePooling2D(name="avg_pool")(x)
-    elif pooling == "max":
-        x = GlobalMaxPooling2D(name="max_pool")(x)
+    else:
+        x = imagenet_utils.pooling_head(x, pooling, "avg_pool", "max_pool")
     return Model(model_input, x, name=name or f"resnet{depth}_cifar", seed=seed)
 
 

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..layers import (Activation, Add, BatchNormalization, Conv2D, Dense, DepthwiseConv2D, Dropout,
-                      GlobalAveragePooling2D, GlobalMaxPooling2D, KerasTensor, Multiply, Normalization, Rescaling,
+                      GlobalAveragePooling2D, KerasTensor, Multiply, Normalization, Rescaling,
                       Reshape, ZeroPadding2D)
 from ..models import Model
 from . import imagenet_utils
@@ -113,10 +113,8 @@ def _efficientnet(variant: str, builder: str, include_top: bool, weights: Any, i
             x = Dropout(dropout_rate, name="top_dropout")(x)
         imagenet_utils.validate_activation(classifier_activation, weights, builder)
         x = Dense(classes, activation=classifier_activation, name="predictions")(x)
-    elif pooling == "avg":
-        x = GlobalAveragePooling2D(name="avg_pool")(x)
-    elif pooling == "max":
-        x = GlobalMaxPooling2D(name="max_pool")(x)
+    else:
+        x = imagenet_utils.pooling_head(x, pooling, "avg_pool", "max_pool")
     model = Model(inputs, x, name=name)
     fname = name + (".h5" if include_top else "_notop.h5")
     imagenet_utils.load_weights(model, weights, fname, BASE_WEIGHTS_PATH + fname,

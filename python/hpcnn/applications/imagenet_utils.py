@@ -220,12 +220,15 @@ def model_input(input_tensor: Any, input_shape: Tuple[int, int, int], builder: s
     return t, input_tensor
 
 
-def pooling_head(x: KerasTensor, pooling: Optional[str]) -> KerasTensor:
-    """include_top=False: the feature map, or its global average or max (Keras' default names)."""
+def pooling_head(x: KerasTensor, pooling: Optional[str], avg_name: Optional[str] = None,
+                 max_name: Optional[str] = None) -> KerasTensor:
+    """include_top=False: the feature map, or its global average or max (named as the family's
+    Keras builder names them: ResNet's and EfficientNet's 'avg_pool'/'max_pool', else Keras'
+    default names)."""
     if pooling == "avg":
-        return GlobalAveragePooling2D()(x)
+        return GlobalAveragePooling2D(name=avg_name)(x)
     if pooling == "max":
-        return GlobalMaxPooling2D()(x)
+        return GlobalMaxPooling2D(name=max_name)(x)
     return x
 
 

@@ -8,7 +8,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..layers import (Activation, Add, BatchNormalization, Conv2D, Dense, GlobalAveragePooling2D, GlobalMaxPooling2D,
+from ..layers import (Activation, Add, BatchNormalization, Conv2D, Dense, GlobalAveragePooling2D,
                       KerasTensor, MaxPooling2D, ZeroPadding2D)
 from ..models import Model
 from . import imagenet_utils
@@ -68,10 +68,8 @@ def _resnet(stack_fn: Callable[[KerasTensor], KerasTensor], weights_name: str, b
         x = GlobalAveragePooling2D(name="avg_pool")(x)
         imagenet_utils.validate_activation(classifier_activation, weights, builder)
         x = Dense(classes, activation=classifier_activation, name="predictions")(x)
-    elif pooling == "avg":
-        x = GlobalAveragePooling2D(name="avg_pool")(x)
-    elif pooling == "max":
-        x = GlobalMaxPooling2D(name="max_pool")(x)
+    else:
+        x = imagenet_utils.pooling_head(x, pooling, "avg_pool", "max_pool")
     model = Model(inputs, x, name=name)
     top = "" if include_top else "_notop"
     fname = f"{weights_name}_weights_tf_dim_ordering_tf_kernels{top}.h5"
