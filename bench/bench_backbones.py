@@ -16,7 +16,7 @@ libraries included). With --profile, hpcnn's per-layer profile of one training s
 convolution shape timed alone (forward, and backward with dx) by the core's op timer
 (_core.bench_conv2d), summed per kind of layer.
 
-    python -m bench.bench_backbones --python /work/venvs/peers/bin/python     # all, 2 threads
+    python -m bench.bench_backbones --python PEERS/bin/python   # all, 2 threads (PEERS: a venv with torch, torchvision, tensorflow-cpu)
     python -m bench.bench_backbones --models resnet50 --frameworks hpcnn --steps 1 --rounds 1 --batch 2   # smoke
 """
 from __future__ import annotations
