@@ -24,6 +24,12 @@ InferenceChunks ChunkedInference::choose(const Graph& g, const std::vector<std::
     largest = std::max(largest, shape_numel(g.output_shape(i)));
     all += shape_numel(g.output_shape(i));
   }
+  // One row's largest activation alone larger than a core's share of the caches (ResNet50 and
+  // MobileNetV2 at 224x224: 3.2 and 4.8 MB a row): a chunk of it passes through memory as the
+  // whole batch does, and reads every weight once more. ResNet50's predict at batch 32 took 1.2-1.4 s
+  // in chunks of 2 rows against 0.86-1.0 s whole (bench/RESULTS.md, issue 38); MobileNetV2 and
+  // the 180x180 photos model were level.
+  if (4 * largest > kChunkBytesPerThread) return {n, false, nodes};
   const long long per_thread = std::max(kMinChunkRowsPerThread, kChunkBytesPerThread / (4 * std::max(1LL, largest)));
   // Every chunk reads the weights of its layers again: chunks pay only where a chunk's activations
   // outweigh them (ResNet-20: 8 rows of 1.8 MiB of activations against 1.1 MiB of weights). The

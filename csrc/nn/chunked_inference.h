@@ -51,8 +51,9 @@ class ChunkedInference {
   // that it passes from layer to layer in a core's caches), at least kMinChunkRowsPerThread. Where
   // the batch has a chunk for every thread after the first chunk, the chunks run side by side, one
   // per thread (each op on its thread alone); else one after another, each of `threads` times
-  // those rows with its ops split over the threads. n on a GPU, and n where the weights are large
-  // beside a chunk's activations (kChunkActivationsPerWeight). Only the leading layers may take
+  // those rows with its ops split over the threads. n on a GPU, n where one row's largest
+  // activation alone exceeds kChunkBytesPerThread (no chunk would stay in the caches), and n where
+  // the weights are large beside a chunk's activations (kChunkActivationsPerWeight). Only the leading layers may take
   // chunks (`split`): those of the longest prefix of the graph whose activations outweigh its
   // weights, if that prefix has at least half of all activations (the tutorial CNN: its first two
   // convolutions and poolings; the deeper layers' weights, read again by every chunk, take the

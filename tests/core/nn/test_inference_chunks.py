@@ -71,11 +71,16 @@ def test_the_rule_picks_rows_whose_activations_fit_the_caches():
         hpcnn.set_num_threads(1)
         assert m.core.inference_chunk_rows(128) == 8
         assert not m.core.inference_chunks_side_by_side(128)  # one thread: one after another
-        big = hpcnn.Sequential([Input((256, 256, 64)), Conv2D(64, 3, padding="same"), GlobalAveragePooling2D()])
-        assert big.core.inference_chunk_rows(128) == 2  # 16 MiB a row: the floor of 2 rows
+        wide = hpcnn.Sequential([Input((32, 32, 96)), Conv2D(96, 3, padding="same"), GlobalAveragePooling2D()])
+        assert wide.core.inference_chunk_rows(128) == 2  # 384 KiB a row: the floor of 2 rows
         hpcnn.set_num_threads(4)
-        assert big.core.inference_chunk_rows(128) == 2
-        assert big.core.inference_chunk_rows(9) == 8  # not 5 chunks for 4 threads: 2 rows a thread at a time
+        assert wide.core.inference_chunk_rows(128) == 2
+        assert wide.core.inference_chunk_rows(9) == 8  # not 5 chunks for 4 threads: 2 rows a thread at a time
+        # 16 MiB a row (ResNet50's stem at 224x224 is 3 MiB): no chunk stays in the caches, the
+        # whole batch at once, ops over the threads
+        big = hpcnn.Sequential([Input((256, 256, 64)), Conv2D(64, 3, padding="same"), GlobalAveragePooling2D()])
+        assert big.core.inference_chunk_rows(128) == 128
+        assert not big.core.inference_chunks_side_by_side(128)
     finally:
         hpcnn.set_num_threads(before)
     threads = hpcnn.get_num_threads()
