@@ -39,33 +39,34 @@ bool is_pointwise(const Conv2dGeometry& g) {
   return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pad_top == 0 && g.pad_left == 0;
 }
 
-// col[(img*oh + oy)*ow + ox, (ky*kw + kx)*c + ci] = x[n0+img, oy*sh+ky-pt, ox*sw+kx-pl, ci] (0 outside)
-void im2col(const Conv2dGeometry& g, const float* x, int n0, int count, float* col) {
+// col[r - r0, (ky*kw + kx)*c + ci] = x[img, oy*sh+ky-pt, ox*sw+kx-pl, ci] (0 outside) for the output
+// rows r = (img*oh + oy)*ow + ox of [r0, r1): whole images (the per-image groups) or a slice of
+// one image's rows (a batch smaller than the thread count).
+void im2col_rows(const Conv2dGeometry& g, const float* x, long long r0, long long r1, float* col) {
   const long long K = (long long)g.kh * g.kw * g.c;
   const size_t run = sizeof(float) * g.c;
-  for (int img = 0; img < count; ++img) {
-    const float* xi = x + (long long)(n0 + img) * g.h * g.w * g.c;
-    for (int oy = 0; oy < g.oh; ++oy) {
-      for (int ox = 0; ox < g.ow; ++ox) {
-        float* row = col + (((long long)img * g.oh + oy) * g.ow + ox) * K;
-        for (int ky = 0; ky < g.kh; ++ky) {
-          int iy = oy * g.sh + ky - g.pad_top;
-          float* dst = row + (long long)ky * g.kw * g.c;
-          if (iy < 0 || iy >= g.h) {
-            std::memset(dst, 0, run * g.kw);
-            continue;
-          }
-          int ix0 = ox * g.sw - g.pad_left;
-          if (ix0 >= 0 && ix0 + g.kw <= g.w) {  // the whole kernel row is inside: one copy
-            std::memcpy(dst, xi + ((long long)iy * g.w + ix0) * g.c, run * g.kw);
-            continue;
-          }
-          for (int kx = 0; kx < g.kw; ++kx) {
-            int ix = ix0 + kx;
-            if (ix < 0 || ix >= g.w) std::memset(dst + (long long)kx * g.c, 0, run);
-            else std::memcpy(dst + (long long)kx * g.c, xi + ((long long)iy * g.w + ix) * g.c, run);
-          }
-        }
+  const long long per_image = (long long)g.oh * g.ow;
+  for (long long r = r0; r < r1; ++r) {
+    const long long img = r / per_image, pixel = r - img * per_image;
+    const int oy = static_cast<int>(pixel / g.ow), ox = static_cast<int>(pixel % g.ow);
+    const float* xi = x + img * g.h * g.w * g.c;
+    float* row = col + (r - r0) * K;
+    for (int ky = 0; ky < g.kh; ++ky) {
+      int iy = oy * g.sh + ky - g.pad_top;
+      float* dst = row + (long long)ky * g.kw * g.c;
+      if (iy < 0 || iy >= g.h) {
+        std::memset(dst, 0, run * g.kw);
+        continue;
+      }
+      int ix0 = ox * g.sw - g.pad_left;
+      if (ix0 >= 0 && ix0 + g.kw <= g.w) {  // the whole kernel row is inside: one copy
+        std::memcpy(dst, xi + ((long long)iy * g.w + ix0) * g.c, run * g.kw);
+        continue;
+      }
+      for (int kx = 0; kx < g.kw; ++kx) {
+        int ix = ix0 + kx;
+        if (ix < 0 || ix >= g.w) std::memset(dst + (long long)kx * g.c, 0, run);
+        else std::memcpy(dst + (long long)kx * g.c, xi + ((long long)iy * g.w + ix) * g.c, run);
       }
     }
   }
@@ -95,19 +96,26 @@ void col2im_add(const Conv2dGeometry& g, const float* dcol, int n0, int count, f
   }
 }
 
-// The im2col matrix of images [n0, n0 + count): x itself for a pointwise convolution, else
-// built in this thread's scratch slot 0.
-const float* columns(const Conv2dGeometry& g, const float* x, int n0, int count) {
-  const long long rows = (long long)count * g.oh * g.ow;
-  if (is_pointwise(g)) return x + (long long)n0 * g.h * g.w * g.c;  // stride 1, no padding: rows are pixels
-  float* buf = thread_scratch().floats(rows * g.kh * g.kw * g.c, 0);
-  im2col(g, x, n0, count, buf);
+// The im2col matrix of output rows [r0, r1): x itself for a pointwise convolution, else built in
+// this thread's scratch slot 0.
+const float* row_columns(const Conv2dGeometry& g, const float* x, long long r0, long long r1) {
+  if (is_pointwise(g)) return x + r0 * g.c;  // stride 1, no padding: rows are pixels
+  float* buf = thread_scratch().floats((r1 - r0) * g.kh * g.kw * g.c, 0);
+  im2col_rows(g, x, r0, r1, buf);
   return buf;
+}
+
+// The im2col matrix of images [n0, n0 + count).
+const float* columns(const Conv2dGeometry& g, const float* x, int n0, int count) {
+  const long long per_image = (long long)g.oh * g.ow;
+  return row_columns(g, x, n0 * per_image, (n0 + count) * per_image);
 }
 
 // Fewer output pixels than this in a whole forward pass (im2col path): small_gemm_by_columns
 // (ops/small_gemm_cpu.h; the tutorial CNN's conv4 at batch 1: 16 rows, a 1152 x 256 kernel).
 constexpr long long kFewRows = 64;
+// A thread's share of the rows when a batch smaller than the thread count splits its rows.
+constexpr long long kMinRowsPerThread = 32;
 
 // dy <- dy * (y > 0) when relu; db_acc[j] += sum of the (masked) column j.
 void mask_and_sum(float* dy, const float* y, long long rows, int f, float* db_acc, bool relu) {
@@ -154,6 +162,19 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
           bias_act(y + off, (r1 - r0) * g.ow, g.f, 0, g.f, nullptr, relu, residual + off);
         }
       }, 2);
+    return;
+  }
+  if (!use_direct && g.n < get_num_threads()) {  // fewer images than threads (batch 1): the rows split
+    // Each thread its slice of the output pixels, whole rows of y: an image alone no longer runs
+    // on one thread (ResNet50 at batch 1 ran its 1x1 convolutions, most of its time, on one of
+    // two). OpenBLAS may pick another kernel for the shorter GEMM (its small-matrix path), so a
+    // pixel can differ from the same image's in a batch in the last bits, as the few-rows path
+    // above already does; Winograd's tiles keep their bits (tests/core/ops/test_winograd.py).
+    parallel_for(g.n * rows_per_image, [&](long long r0, long long r1, int) {
+      const float* col = row_columns(g, x, r0, r1);
+      blas::sgemm(false, false, static_cast<int>(r1 - r0), g.f, K, 1.f, col, K, w, g.f, 0.f, y + r0 * g.f, g.f);
+      bias_act(y + r0 * g.f, r1 - r0, g.f, 0, g.f, b, relu, residual ? residual + r0 * g.f : nullptr);
+    }, kMinRowsPerThread);
     return;
   }
   parallel_for(g.n, [&](long long b0, long long b1, int) {

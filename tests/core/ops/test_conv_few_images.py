@@ -11,7 +11,14 @@ tiles are split instead).
 
 The direct kernel (few input channels: a first layer on RGB; 3x3 stride 2 to at most 32 filters:
 a ResNet's downsampling), which splits a batch by images, splits an image's output rows over the
-threads when there are fewer images than threads."""
+threads when there are fewer images than threads.
+
+The im2col/sgemm path (1x1 projections, strided and large-kernel convolutions, and since the
+Winograd size rule ResNet50's 256- and 512-channel 3x3 layers) splits an image's output pixels
+over the threads when there are fewer images than threads: ResNet50 ran most of its batch-1 call
+on one of two threads. Against the float64 reference with bias, ReLU and residual; OpenBLAS may
+choose another kernel for a shorter GEMM, so the same image in a batch is compared to rounding,
+not bit for bit."""
 from __future__ import annotations
 
 import numpy as np
@@ -85,3 +92,28 @@ def test_direct_conv_of_one_image_split_over_rows(threads, n, h, w, c, f, stride
     res = randn(rng, *outs[0].shape)
     want = np.maximum(ref.conv2d_forward(x, wt, b, (stride, stride), pad, False) + res, 0)
     close(ops.conv2d_forward(x, wt, b, strides=stride, padding=pad, relu=True, residual=res), want)
+
+
+ROWS_SPLIT_CASES = [
+    # n, h, w, c, f, kernel, stride, padding: at least 64 output pixels in all
+    (1, 14, 14, 64, 96, 1, 1, "valid"),    # a pointwise projection (rows are pixels)
+    (1, 12, 11, 24, 40, 1, 2, "valid"),    # a strided projection (ResNet's downsampling shortcut)
+    (1, 9, 9, 40, 24, 5, 1, "same"),       # a 5x5 kernel through im2col
+    (1, 10, 10, 256, 256, 3, 1, "same"),   # a 3x3 layer too large for Winograd (its U over 8 MB)
+    (2, 9, 10, 32, 48, 3, 2, "same"),      # two images on three threads
+]
+
+
+@pytest.mark.parametrize("n,h,w,c,f,k,stride,pad", ROWS_SPLIT_CASES)
+def test_gemm_conv_of_fewer_images_than_threads_split_over_pixels(threads, n, h, w, c, f, k, stride, pad):
+    rng = np.random.default_rng(h * w + c + f + k)
+    x, wt, b = randn(rng, n, h, w, c), randn(rng, k, k, c, f), randn(rng, f)
+    want = ref.conv2d_forward(x, wt, b, (stride, stride), pad, True)
+    for nt in (1, 2, 3):
+        _core.set_num_threads(nt)
+        close(ops.conv2d_forward(x, wt, b, strides=stride, padding=pad, relu=True), want)
+    res = randn(rng, *want.shape)
+    want_res = np.maximum(ref.conv2d_forward(x, wt, b, (stride, stride), pad, False) + res, 0)
+    close(ops.conv2d_forward(x, wt, b, strides=stride, padding=pad, relu=True, residual=res), want_res)
+    batch = np.concatenate([x, randn(rng, 3, h, w, c)])  # split by images
+    close(ops.conv2d_forward(batch, wt, b, strides=stride, padding=pad, relu=True)[:n], want)
