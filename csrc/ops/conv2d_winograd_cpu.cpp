@@ -421,9 +421,18 @@ bool applies(const Conv2dGeometry& g) {
   // Measured (bench/RESULTS.md "Winograd convolution"): with fewer channels the thin GEMMs and
   // the transforms cost more than the saved multiplications.
   if (!(g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.c >= 16 && g.f >= 16)) return false;
+  // A transformed kernel too large for the kernel cache (U and its source: ResNet50's 256- and
+  // 512-channel layers, 11.8 and 47 MB) is remade on every call and streams from memory for every
+  // block of tiles: im2col's sgemm reads the kernel itself, once. Measured, 2 threads (one layer,
+  // bench_conv2d, bench/RESULTS.md issue 38): 7x7x512 forward 1.39 against 5.48 ms at batch 1, 26.7
+  // against 33.2 at 32, backward 206 against 386 ms at 128; 14x14x256 forward 1.03 against 2.18 ms
+  // at batch 1 (24.5 against 27.3 for Winograd at 32), backward 26 against 36 ms at 16. 128x128 and
+  // 128x256 kernels (2.9 and 5.9 MB) keep Winograd, ahead at every batch size measured.
+  const int m = tile_forward(g);
+  const long long a = m + 2;
+  if (4 * (9LL * g.c * g.f + a * a * kernel_plane(g.c, g.f)) > KernelCache::kMaxEntryBytes) return false;
   // A batch of fewer tiles than this reads U (four times the kernel for F(4x4, 3x3)) for too little
   // work: im2col reads the kernel itself (measured: the tutorial CNN's conv4 at batch 1, one tile).
-  const int m = tile_forward(g);
   return (long long)g.n * ((g.oh + m - 1) / m) * ((g.ow + m - 1) / m) >= kMinTilesPerCall;
 }
 

@@ -152,3 +152,16 @@ def test_winograd_kernel_transform_reused_by_predict_and_remade_after_set_weight
     w1, b1, w2, b2 = (np.asarray(a, np.float64) for a in weights)
     expected = ref.conv2d_forward(ref.conv2d_forward(x, w1, b1, (1, 1), "same", True), w2, b2, (1, 1), "same")
     close(model.predict(x, verbose=0), expected)
+
+
+def test_winograd_only_where_its_transformed_kernel_is_kept():
+    # A 3x3 kernel whose transform U (and its source) would not fit the kernel cache's entry limit
+    # (8 MB: 256x256 channels and up, ResNet50's last two stages) goes through im2col instead: U
+    # remade on every call and streamed from memory per block of tiles lost to the sgemm at every
+    # batch size measured (bench/RESULTS.md). 128x256 (5.9 MB) keeps Winograd.
+    rng = np.random.default_rng(23)
+    for c, f, winograd in ((128, 256, True), (256, 256, False)):
+        x, wt, b = randn(rng, 2, 8, 8, c), randn(rng, 3, 3, c, f) * 0.05, randn(rng, f)
+        ops.winograd_kernel_cache(clear=True)
+        close(ops.conv2d_forward(x, wt, b, padding="same"), ref.conv2d_forward(x, wt, b, (1, 1), "same"))
+        assert (ops.winograd_kernel_cache()["made"] > 0) == winograd, (c, f)
