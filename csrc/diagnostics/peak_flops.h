@@ -1,5 +1,6 @@
-// The machine's FP32 peak, measured: a loop of independent fused multiply-adds on `threads` of
-// hpcnn's threads. Benchmarks report their GFLOP/s as a fraction of this figure.
+// The machine's FP32 peak, measured: a loop of independent fused multiply-adds (512-bit where the
+// CPU has AVX-512, else 256-bit) on `threads` of hpcnn's threads. Benchmarks report their GFLOP/s
+// as a fraction of this figure.
 #pragma once
 
 namespace hpcnn::diagnostics {
