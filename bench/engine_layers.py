@@ -7,6 +7,11 @@ and hpcnn's whole ``model(x)``; the same thread count for both. The companion of
 bench/bench_engines.py, which measures the ratio; this says where it comes from.
 
     python -m bench.engine_layers [--models tutorial,resnet20] [--batch 1] [--threads 2] [--calls 300]
+    python -m bench.engine_layers --models resnet50,mobilenetv2 --batch 1 --calls 50 --trials 3
+
+The ImageNet backbones at 224x224 (resnet50, mobilenetv2: bench/engine_workers.py's) are summed
+per kind of convolution too (1x1, k x k, depthwise: a DepthwiseConv2D timed as a model of that
+layer alone, ONNX Runtime's grouped Conv nodes), since their calls are made of hundreds of nodes.
 
 Per model: one line per ONNX Runtime node (median microseconds over the calls, its op type) and
 one per hpcnn layer (the least over --trials of the op's mean over 50 calls: on a shared machine
@@ -34,14 +39,39 @@ import numpy as np
 
 import hpcnn
 from hpcnn import _core, bench_workers
-from hpcnn.layers import Conv2D, Dense, MaxPooling2D
+from hpcnn.layers import Conv2D, Dense, DepthwiseConv2D, MaxPooling2D
+
+from bench import engine_workers
 
 KINDS = {"Conv": "conv", "FusedConv": "conv", "MaxPool": "pool", "GlobalAveragePool": "pool", "Gemm": "dense",
          "FusedGemm": "dense", "MatMul": "dense"}
+# The columns of the per-kind sums: the convolutions split by kernel for the backbones.
+COLUMNS = ("conv 1x1", "conv kxk", "depthwise", "pool", "dense", "rest")
 
 
-def ort_profile(path: str, x: np.ndarray, threads: int, calls: int) -> Tuple[List[Tuple[str, str, float]], float]:
-    """([(node, op type, median us)], median us of a whole run) from ONNX Runtime's profile."""
+def conv_kind(kernel_hw, grouped: bool) -> str:
+    """The column of a convolution: depthwise (grouped), conv 1x1 or conv kxk."""
+    if grouped:
+        return "depthwise"
+    return "conv 1x1" if tuple(kernel_hw) == (1, 1) else "conv kxk"
+
+
+def ort_kind(op: str, input_shapes) -> str:
+    """The column of a profiled ONNX Runtime node: a Conv's by its weight's shape (O, I/group, kh,
+    kw) as the profile gives it (the optimized graph's nodes, fused and renamed: Conv+Clip)."""
+    kind = KINDS.get(op, "rest")
+    if kind == "conv":
+        shapes = [next(iter(t.values())) for t in input_shapes or []]
+        if len(shapes) >= 2 and len(shapes[1]) == 4:
+            out_c, in_per_group, kh, kw = shapes[1]
+            return conv_kind((kh, kw), in_per_group == 1 and out_c > 1 and shapes[0][1] > 1)
+        return "conv kxk"
+    return kind
+
+
+def ort_profile(path: str, x: np.ndarray, threads: int, calls: int) -> Tuple[List[Tuple[str, str, str, float]], float]:
+    """([(node, op type, its column (ort_kind), median us)], median us of a whole run) from ONNX
+    Runtime's profile."""
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
@@ -57,11 +87,13 @@ def ort_profile(path: str, x: np.ndarray, threads: int, calls: int) -> Tuple[Lis
     runs = []
     for e in events:
         if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
-            nodes.setdefault(e["name"][:-len("_kernel_time")], (e["args"].get("op_name", "?"), []))[1].append(e["dur"])
+            op = e["args"].get("op_name", "?")
+            kind = ort_kind(op, e["args"].get("input_type_shape"))
+            nodes.setdefault(e["name"][:-len("_kernel_time")], (op, kind, []))[2].append(e["dur"])
         elif e.get("name") == "model_run":
             runs.append(e["dur"])
     skip = calls // 5  # the first calls (warm-up) are left out
-    return ([(n, op, statistics.median(d[skip:] or d)) for n, (op, d) in nodes.items()],
+    return ([(n, op, kind, statistics.median(d[skip:] or d)) for n, (op, kind, d) in nodes.items()],
             statistics.median(runs[skip:] or runs))
 
 
@@ -75,7 +107,17 @@ def hpcnn_layers(m, batch: int, trials: int) -> List[Tuple[str, str, float]]:
             k = list(layer.kernel_size) + [shape[-1], layer.filters]
             def op(shape=shape, k=k, layer=layer):
                 return _core.bench_conv2d(shape, k, layer.strides[0], layer.padding, True, 50, "cpu")
-            kind = "conv"
+            kind = conv_kind(layer.kernel_size, False)
+        elif isinstance(layer, DepthwiseConv2D):
+            alone = hpcnn.Sequential([hpcnn.Input(tuple(shape[1:])), DepthwiseConv2D.from_config(layer.get_config())])
+            xs = np.random.default_rng(0).random(tuple(shape), dtype=np.float32)
+            def op(alone=alone, xs=xs):
+                alone.core.predict_step((xs,))
+                t = time.perf_counter()
+                for _ in range(10):
+                    alone.core.predict_step((xs,))
+                return {"forward_ms": (time.perf_counter() - t) * 100}
+            kind = "depthwise"
         elif isinstance(layer, MaxPooling2D):
             def op(shape=shape, layer=layer):
                 return _core.bench_maxpool2d(shape, layer.pool_size[0], 50, "cpu")
@@ -114,9 +156,9 @@ def main(argv=None) -> int:
     print(f"# batch {a.batch}, {a.threads} threads; onnxruntime {ort.__version__}; hpcnn {hpcnn.__version__} "
           f"({hpcnn.build_info().get('cpu_kernels', '?')} kernels)")
     for model in a.models.split(","):
-        m, opt, loss = bench_workers._hpcnn_model(model)
-        m.compile(opt, loss, device="cpu")
-        x = np.random.default_rng(0).random((a.batch,) + bench_workers.MODELS[model][2], dtype=np.float32)
+        m = engine_workers.hpcnn_model(bench_workers, model)
+        x = np.random.default_rng(0).random((a.batch,) + engine_workers.input_shape(bench_workers, model),
+                                            dtype=np.float32)
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, f"{model}.onnx")
             m.export(path, verbose=False)
@@ -124,25 +166,24 @@ def main(argv=None) -> int:
         layers = hpcnn_layers(m, a.batch, a.trials)
         whole = call_median_us(m, x, a.calls)
         print(f"\n## {model}, batch {a.batch}")
-        print(f"{'ONNX Runtime node':<48}{'op':<14}{'us':>8}")
-        for name, op, us in nodes:
-            print(f"{name[:47]:<48}{op:<14}{us:>8.1f}")
+        print(f"{'ONNX Runtime node':<48}{'op':<18}{'kind':<12}{'us':>8}")
+        for name, op, kind, us in nodes:
+            print(f"{name[:47]:<48}{op:<18}{kind:<12}{us:>8.1f}")
         print(f"{'hpcnn layer (its op alone)':<48}{'kind':<14}{'us':>8}")
         for name, kind, us in layers:
             print(f"{name[:47]:<48}{kind:<14}{us:>8.1f}")
         sums = {"ort": {}, "hpcnn": {}}
-        for _, op, us in nodes:
-            k = KINDS.get(op, "rest")
+        for _, _, k, us in nodes:
             sums["ort"][k] = sums["ort"].get(k, 0.0) + us
         for _, k, us in layers:
             sums["hpcnn"][k] = sums["hpcnn"].get(k, 0.0) + us
-        sums["ort"]["rest"] = sums["ort"].get("rest", 0.0) + ort_run - sum(us for _, _, us in nodes)
+        sums["ort"]["rest"] = sums["ort"].get("rest", 0.0) + ort_run - sum(us for _, _, _, us in nodes)
         sums["hpcnn"]["rest"] = whole - sum(us for _, _, us in layers)
-        print(f"{'sum per kind (us)':<24}{'conv':>9}{'pool':>9}{'dense':>9}{'rest':>9}{'whole call':>12}")
+        print(f"{'sum per kind (us)':<24}" + "".join(f"{k:>11}" for k in COLUMNS) + f"{'whole call':>12}")
         for eng, total in (("ort", ort_run), ("hpcnn", whole)):
             s = sums[eng]
             print(f"{'ONNX Runtime' if eng == 'ort' else 'hpcnn model(x)':<24}" + "".join(
-                f"{s.get(k, 0.0):>9.1f}" for k in ("conv", "pool", "dense", "rest")) + f"{total:>12.1f}")
+                f"{s.get(k, 0.0):>11.1f}" for k in COLUMNS) + f"{total:>12.1f}")
     print("\n# ONNX Runtime's rest: the run minus its nodes (input/output copies, the profiler itself); hpcnn's: the "
           "call minus its ops timed alone (see the docstring)")
     return 0

@@ -74,3 +74,4 @@ def test_engine_layers_script_smoke():
                         "--trials", "1"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "conv2d_3" in r.stdout and "FusedGemm" in r.stdout and "hpcnn model(x)" in r.stdout
+    assert "conv kxk" in r.stdout and "depthwise" in r.stdout  # the per-kind columns
