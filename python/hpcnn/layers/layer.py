@@ -39,6 +39,10 @@ class Layer:
     name_prefix = "layer"
     merges_inputs = False  # takes a list of tensors (Add, Concatenate)
     is_input = False  # the InputLayer: the graph's start (the graph finds inputs by this flag)
+    # An augmentation layer (preprocessing.py sets it): called on data without ``training`` it
+    # augments. A class attribute here so that model(x)'s check of every layer finds it without
+    # __getattr__ (that lookup was 15 % of the tutorial CNN's model(x) at batch 1).
+    augments = False
     # Keras' attribute names of the layer's weights (``layer.kernel``), in get_weights' order.
     weight_attributes: Tuple[str, ...] = ()
 
