@@ -14,6 +14,7 @@
 // reads x[k / m] for output channel k.
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #if defined(__AVX2__)
@@ -22,6 +23,8 @@
 
 #include "core/thread_pool.h"
 #include "ops/depthwise_conv2d.h"
+#include "ops/depthwise_conv2d_avx512_cpu.h"
+#include "ops/small_gemm_cpu.h"
 
 namespace hpcnn::cpu {
 
@@ -301,12 +304,15 @@ void over_channel_blocks(int c, Call call) {
 void depthwise_conv2d_forward(const DepthwiseGeometry& g, const float* x, const float* w, const float* b, float* y) {
   const int oc = g.oc();
   const long long rows = (long long)g.n * g.oh;
+  // AVX-512 where the CPU has it (the same bits: ops/depthwise_conv2d_avx512_cpu.h).
+  static const bool wide = std::string(small_gemm_isa()) == "avx512";
   parallel_for(rows, [&](long long r0, long long r1, int) {
     for (long long r = r0; r < r1; ++r) {
       const long long n = r / g.oh;
       const int oy = static_cast<int>(r % g.oh);
       const float* xn = x + n * g.h * (long long)g.w * g.c;
       float* yrow = y + r * g.ow * (long long)oc;
+      if (wide && g.m == 1 && depthwise_forward_row_avx512(g, xn, w, b, yrow, oy)) continue;
 #if defined(__AVX2__)
       if (g.m == 1) {
         over_channel_blocks(oc, [&](int k0, int nv, __m256i mask) {

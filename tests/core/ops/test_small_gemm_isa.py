@@ -1,6 +1,6 @@
-"""The CPU's small products (Winograd convolutions, few-row layers) run AVX-512 where the CPU has
-it and AVX2 otherwise, chosen once per process (ops/small_gemm_cpu.h; HPCNN_AVX512=0 keeps
-AVX2). Both compute each element as the same chain of fused multiply-adds, so a model's outputs
+"""The CPU's small products (Winograd convolutions, few-row layers) and the depthwise forward pass
+run AVX-512 where the CPU has it and AVX2 otherwise, chosen once per process
+(ops/small_gemm_cpu.h; HPCNN_AVX512=0 keeps AVX2). Both compute each element as the same chain of fused multiply-adds, so a model's outputs
 and gradients are the same bits either way: checked by running the same computations in a child
 process with AVX-512 switched off."""
 from __future__ import annotations
@@ -16,8 +16,9 @@ import pytest
 import hpcnn
 
 # Convolutions through Winograd (tile and channel split, channel counts with masked tails) and
-# im2col's few-row product, a Dense layer at batch 1 and 3, forward and backward; printed as hex
-# digests of the raw bits.
+# im2col's few-row product, a Dense layer at batch 1 and 3, forward and backward; depthwise
+# convolutions (strides 1 and 2, 3x3 and 5x5, edges and channel tails); printed as hex digests of
+# the raw bits.
 CHILD = r"""
 import hashlib, json, sys
 import numpy as np
@@ -38,6 +39,10 @@ for n, hw, c, f in [(1, 8, 64, 128), (1, 16, 32, 64), (4, 8, 24, 40), (2, 9, 17,
     y = ops.conv2d_forward(x, w, b, padding="same", relu=True)
     dx, dw, db = ops.conv2d_backward(x, w, y, r(*y.shape), padding="same", relu=True)
     out[f"conv {n} {hw} {c} {f}"] = digest(y, dx, dw, db)
+for n, hw, c, k, s, pad in [(1, 14, 96, 3, 1, "same"), (2, 15, 40, 3, 2, "same"), (1, 9, 17, 5, 1, "valid"),
+                            (3, 10, 144, 3, 2, "valid"), (1, 12, 70, 3, 1, "same")]:
+    x, w, b = r(n, hw, hw + 1, c), r(k, k, c, 1), r(c)
+    out[f"depthwise {n} {hw} {c} {k} {s}"] = digest(ops.depthwise_conv2d_forward(x, w, b, strides=s, padding=pad))
 for n, i, o in [(1, 1024, 256), (3, 256, 72), (1, 512, 10)]:
     x, w, b = r(n, i), r(i, o), r(o)
     out[f"dense {n} {i} {o}"] = digest(ops.dense_forward(x, w, b, relu=True))
