@@ -405,6 +405,7 @@ void bind_nn(py::module_& m) {
         d["statistics"] = r.statistics;
         d["allocated"] = p.model().arena_bytes();
         d["predict_folded"] = r.predict_folded;
+        d["predict_capped"] = r.predict_capped;
         d["predict_residual_blocks"] = r.predict_residual_blocks;
         d["train_residual_blocks"] = r.train_residual_blocks;
         return d;
@@ -413,7 +414,8 @@ void bind_nn(py::module_& m) {
          "step kind (train, test, predict), for comparison the training step's buffers each kept for the whole step "
          "(train_keep_all: no reuse, memory_reuse=False) and the layout of one buffer per activation, the arena "
          "allocated now, the bytes of the statistics a training or test step copies back (statistics), and what the "
-         "predict plan merges: BatchNormalizations folded into convolutions (predict_folded), residual blocks whose "
+         "predict plan merges: BatchNormalizations folded into convolutions (predict_folded) and the ReLU6s after them "
+         "(predict_capped), residual blocks whose "
          "Add and ReLU the last convolution computes (predict_residual_blocks); and the training plan's residual "
          "blocks whose Add and ReLU the last BatchNormalization computes (train_residual_blocks).")
       .def_property_readonly("num_params", [](PyModel& p) { return p.model().num_params(); })

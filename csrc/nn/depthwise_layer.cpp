@@ -42,7 +42,8 @@ void DepthwiseConv2DLayer::forward(const Tensor& x, Tensor& y, const StepContext
                                 s_.padding);
 }
 
-void DepthwiseConv2DLayer::forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn) {
+void DepthwiseConv2DLayer::forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn,
+                                          float relu_max) {
   const Tensor& w = params_[0];
   const long long oc = w.dim(2) * w.dim(3);
   if (!folded_kernel_.defined() || folded_kernel_.device() != w.device() || folded_kernel_.shape() != w.shape()) {
@@ -58,7 +59,8 @@ void DepthwiseConv2DLayer::forward_folded(const Tensor& x, Tensor& y, const Step
     bn.fold_into(w.reshape(hwio), s_.use_bias ? params_[1] : Tensor(), folded, folded_bias_, KernelLayout::HWIO);
     fold_current_ = true;
   }
-  ops::depthwise_conv2d_forward(x, folded_kernel_, folded_bias_, y, s_.sh, s_.sw, s_.dh, s_.dw, s_.padding);
+  ops::depthwise_conv2d_forward(x, folded_kernel_, folded_bias_, y, s_.sh, s_.sw, s_.dh, s_.dw, s_.padding,
+                                relu_max < kNoReluCap, relu_max);
 }
 
 void DepthwiseConv2DLayer::backward(const Tensor& x, const Tensor&, Tensor& dy, Tensor* dx, const StepContext&) {

@@ -38,8 +38,10 @@ class DepthwiseConv2DLayer : public Layer {
   // fused ReLU) in one op, the normalization folded into the kernel and bias (ops::conv_bn_fold,
   // the kernel viewed as HWIO (kh, kw, 1, c*m)); y is bn's output: one pass over the output less
   // (MobileNetV2's expanded activations, nn/step_plan.h: plan.folds). Always folded: the kernel
-  // (kh*kw*c*m values) is smaller than any output it saves a pass over.
-  void forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn);
+  // (kh*kw*c*m values) is smaller than any output it saves a pass over. relu_max: a ReLU6 after bn
+  // computed here too (6, plan.capped), else kNoReluCap.
+  void forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn,
+                      float relu_max = kNoReluCap);
 
  private:
   DepthwiseSpec s_;

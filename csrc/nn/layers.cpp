@@ -107,7 +107,8 @@ void Conv2DLayer::fold(const StepContext& ctx, BatchNormLayer& bn) {
   fold_current_ = true;
 }
 
-void Conv2DLayer::forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn) {
+void Conv2DLayer::forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn,
+                                 float relu_max) {
   const ConvLabel label(*this, ctx, x);
   const Tensor& w = params_[0];
   make_fold_buffers();
@@ -124,10 +125,13 @@ void Conv2DLayer::forward_folded(const Tensor& x, Tensor& y, const StepContext& 
     Tensor conv_out = Tensor::borrow(apart.data(), y.shape(), DType::F32, Device::cpu(), nullptr);
     ops::conv2d_forward(x, w, use_bias_ ? params_[1] : Tensor(), conv_out, sh_, sw_, padding_, false);
     bn.forward(conv_out, y, ctx);
+    if (relu_max < kNoReluCap) ops::activation_forward(Act::ReLU6, 0.f, y, y);  // in place: y is small here
     return;
   }
   fold(ctx, bn);
-  ops::conv2d_forward(x, folded_kernel_, folded_bias_, y, sh_, sw_, padding_, bn.fused_relu());
+  const bool capped = relu_max < kNoReluCap;
+  ops::conv2d_forward(x, folded_kernel_, folded_bias_, y, sh_, sw_, padding_, bn.fused_relu() || capped, Tensor(),
+                      relu_max);
 }
 
 void Conv2DLayer::forward_residual(const Tensor& x, const Tensor& shortcut, Tensor& y, const StepContext& ctx,

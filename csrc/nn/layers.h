@@ -59,7 +59,9 @@ class Conv2DLayer : public Layer {
   // y is bn's output. The step plan decides where (nn/step_plan.h: plan.folds). On the CPU, where
   // the fold would touch more values than it saves (n * oh * ow < kh * kw * c: a deep layer at
   // batch 1), the two run apart instead (the convolution's output in a per-thread buffer).
-  void forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn);
+  // relu_max: a ReLU6 after bn computed here too (6, plan.capped), else kNoReluCap.
+  void forward_folded(const Tensor& x, Tensor& y, const StepContext& ctx, BatchNormLayer& bn,
+                      float relu_max = kNoReluCap);
   // Inference: y = ReLU(this convolution (with `bn` folded in, when not null) + shortcut), a
   // residual block's convolution, Add and ReLU in one op (nn/step_plan.h: plan.residual).
   void forward_residual(const Tensor& x, const Tensor& shortcut, Tensor& y, const StepContext& ctx,

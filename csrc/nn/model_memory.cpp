@@ -59,6 +59,7 @@ MemoryReport Model::memory_report(long long n) const {
   r.predict = pack_plan(predict, n).bytes;
   for (int i = 0; i < graph_.size(); ++i) {
     r.predict_folded += predict.folds[i] >= 0;
+    r.predict_capped += predict.capped[i] >= 0;
     r.predict_residual_blocks += predict.residual[i] != kNoResidual;
   }
   long long acts = 0, biggest = shape_numel(graph_.input_shape());

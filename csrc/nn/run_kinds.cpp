@@ -28,12 +28,14 @@ void run_forward(Graph& g, const StepPlan& plan, int i, const StepValues& value,
       for (int p : in) xs.push_back(value(p));
       static_cast<MergeLayer&>(l).forward_merge(xs, y, ctx);
       return;
-    case RunKind::FoldedConv:  // the BatchNormalization after it computed in its output stage
+    case RunKind::FoldedConv: {  // the BatchNormalization after it (and a ReLU6) in its output stage
+      const float relu_max = plan.capped[i] >= 0 ? 6.f : kNoReluCap;
       if (auto* dw = dynamic_cast<DepthwiseConv2DLayer*>(&l))
-        dw->forward_folded(value(in[0]), y, ctx, *folded_norm(g, plan, i));
+        dw->forward_folded(value(in[0]), y, ctx, *folded_norm(g, plan, i), relu_max);
       else
-        static_cast<Conv2DLayer&>(l).forward_folded(value(in[0]), y, ctx, *folded_norm(g, plan, i));
+        static_cast<Conv2DLayer&>(l).forward_folded(value(in[0]), y, ctx, *folded_norm(g, plan, i), relu_max);
       return;
+    }
     case RunKind::ConvBlockTail:  // ReLU(conv (+ folded normalization) + shortcut)
       static_cast<Conv2DLayer&>(l).forward_residual(value(in[0]), value(plan.residual[i]), y, ctx,
                                                     folded_norm(g, plan, i));
@@ -93,6 +95,11 @@ bool is_add(const Layer& l) { return dynamic_cast<const AddLayer*>(&l) != nullpt
 bool is_plain_relu(const Layer& l) {
   const auto* act = dynamic_cast<const ActivationLayer*>(&l);
   return act && !act->spec().softmax && act->spec().act == Act::ReLU;
+}
+
+bool is_relu6(const Layer& l) {
+  const auto* act = dynamic_cast<const ActivationLayer*>(&l);
+  return act && !act->spec().softmax && act->spec().act == Act::ReLU6;
 }
 
 OutputActivation output_activation(const Layer& last) {

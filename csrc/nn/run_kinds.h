@@ -37,6 +37,7 @@ bool is_norm(const Layer& l);         // a BatchNormalization: folded into the c
 bool is_plain_norm(const Layer& l);   // ... without a fused ReLU: NormBlockTail, or folded in a tail
 bool is_add(const Layer& l);          // an Add: a block tail's sum
 bool is_plain_relu(const Layer& l);   // an Activation that is a plain ReLU: a block tail's ReLU
+bool is_relu6(const Layer& l);        // an Activation that is ReLU6: capped into a folded convolution
 
 // The activation of a model's last layer that a loss may fuse (compile: softmax with the
 // categorical cross-entropies, sigmoid with binary cross-entropy).

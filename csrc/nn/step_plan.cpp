@@ -40,6 +40,20 @@ std::vector<int> inference_folds(const Graph& g, int end) {
   return folds;
 }
 
+// Per node of an inference step: the ReLU6 node that alone reads the BatchNormalization folded into
+// this convolution (a normalization without a fused ReLU, not the model's output), or -1.
+std::vector<int> inference_caps(const Graph& g, int end, const std::vector<int>& folds) {
+  const Readers readers(g, end);
+  std::vector<int> capped(g.size(), -1);
+  for (int c = 0; c < end; ++c) {
+    const int bn = folds[c];
+    if (bn < 0 || !is_plain_norm(g.layer(bn)) || readers.count[bn] != 1 || bn == end - 1) continue;
+    const int a = readers.only[bn];
+    if (is_relu6(g.layer(a)) && g.inputs(a).size() == 1 && a != end - 1) capped[c] = a;
+  }
+  return capped;
+}
+
 // A residual block's tail: the plain ReLU that alone reads node a, where a is an Add of two inputs
 // read by nothing else; else -1.
 int tail_relu(const Graph& g, const Readers& readers, int a) {
@@ -167,9 +181,11 @@ StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<boo
   plan.folds = training ? std::vector<int>(n, -1) : inference_folds(g, end);
   std::vector<int>& tail = plan.tail;  // an Add or ReLU whose value another node computes
   plan.residual = training ? training_residuals(g, end, tail) : inference_residuals(g, end, plan.folds, tail);
+  plan.capped = training ? std::vector<int>(n, -1) : inference_caps(g, end, plan.folds);
   plan.view_source.assign(n, kNotAView);
   for (int i = 0; i < n; ++i)
-    if (plan.folds[i] >= 0) plan.view_source[plan.folds[i]] = i;  // a folded node: its conv wrote it
+    for (int v : {plan.folds[i], plan.capped[i]})
+      if (v >= 0) plan.view_source[v] = i;  // a folded node, a capped ReLU6: its conv wrote it
   for (int i = 0; i < n; ++i)
     if (tail[i] >= 0) plan.view_source[i] = tail[i];
   for (int i = 0; i < end; ++i) {

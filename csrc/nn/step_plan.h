@@ -14,7 +14,10 @@
 // fused ReLU (or a DepthwiseConv2D, the normalization then without a fused ReLU: MobileNetV2's)
 // that nothing else reads is folded into that convolution (ops::conv_bn_fold): the
 // convolution computes the normalized output (and the ReLU fused into the normalization) in one
-// pass, and the normalization's node is a view of it (`folds`). Training steps never fold: the
+// pass, and the normalization's node is a view of it (`folds`). A ReLU6 Activation that alone reads
+// such a normalization (one without a fused ReLU: MobileNetV2's expand and depthwise convolutions)
+// is computed there too, the ReLU capped at 6 (`capped`): its node is a view of the convolution's
+// output as well, a pass over the largest activations saved. Training steps never fold: the
 // backward pass needs the convolution's own output, and the batch's statistics are not constants.
 // Inference steps also give a residual block's tail to its last convolution: where an Add of two
 // inputs is read only by a plain ReLU (that reads only it), and one of its inputs is a convolution
@@ -97,6 +100,8 @@ struct StepPlan {
   std::vector<char> forward_view;         // per node: its output is its input reshaped
   std::vector<int> folds;                 // per node: the BatchNormalization node folded into this
                                           // convolution (it computes that node's output), or -1
+  std::vector<int> capped;                // per node: the ReLU6 node after its folded normalization
+                                          // that this convolution computes too, or -1
   std::vector<int> view_source;           // per node: the node whose value it is (a forward view;
                                           // kModelInput: the batch), or kNotAView
   std::vector<int> residual;              // per node: for a convolution (inference) or a
@@ -142,8 +147,9 @@ struct MemoryReport {
   // doubles): the one copy from the device a training or test step makes.
   long long statistics = 0;
   // What the predict plan merges (nn/step_plan.h): BatchNormalizations folded into their
-  // convolutions, residual blocks whose Add and ReLU their last convolution computes.
-  int predict_folded = 0, predict_residual_blocks = 0;
+  // convolutions (and the ReLU6s after them capped there), residual blocks whose Add and ReLU
+  // their last convolution computes.
+  int predict_folded = 0, predict_capped = 0, predict_residual_blocks = 0;
   int train_residual_blocks = 0;  // block tails a training step's BatchNormalization computes
 };
 

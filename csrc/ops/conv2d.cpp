@@ -31,7 +31,7 @@ Conv2dGeometry conv2d_geometry(const Tensor& x, const Tensor& w, int sh, int sw,
 }
 
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, int sh, int sw, Padding pad,
-                    bool relu, const Tensor& residual) {
+                    bool relu, const Tensor& residual, float relu_max) {
   same_device("conv2d", {&x, &w, &b, &y, &residual});  // first: the kernel's layout follows its device
   Conv2dGeometry g = conv2d_geometry(x, w, sh, sw, pad);
   if (b.defined()) expect_shape("conv2d", "bias", b, {g.f});
@@ -42,8 +42,9 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y
   }
   const float* bp = b.defined() ? b.f32() : nullptr;
   const float* rp = residual.defined() ? residual.f32() : nullptr;
-  HPCNN_DISPATCH(x.device(), cpu::conv2d_forward(g, x.f32(), w.f32(), bp, y.f32(), relu, rp),
-                 cuda::conv2d_forward(device_index, g, x.f32(), w.f32(), bp, y.f32(), relu, rp));
+  HPCNN_CHECK_ARG(relu_max > 0, "conv2d: the ReLU's cap must be positive, got ", relu_max);
+  HPCNN_DISPATCH(x.device(), cpu::conv2d_forward(g, x.f32(), w.f32(), bp, y.f32(), relu, rp, relu_max),
+                 cuda::conv2d_forward(device_index, g, x.f32(), w.f32(), bp, y.f32(), relu, rp, relu_max));
 }
 
 void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& y, Tensor& dy, Tensor* dx, Tensor& dw,

@@ -8,11 +8,16 @@
 // CPU: conv2d_cpu.cpp; CUDA: conv2d_cuda.cu (cuDNN calls live in cudnn_ops.cu).
 #pragma once
 
+#include <limits>
 #include <string>
 
 #include "ops/conv2d_layout.h"
 
 namespace hpcnn {
+
+// A convolution's ReLU capped at relu_max (ReLU6: 6), where the inference plan gives it a ReLU6
+// that follows its folded BatchNormalization (nn/step_plan.h, `capped`); this: no cap.
+constexpr float kNoReluCap = std::numeric_limits<float>::infinity();
 
 enum class Padding { Valid, Same };
 Padding parse_padding(const std::string& s);  // "valid" | "same", ValueError otherwise
@@ -35,9 +40,9 @@ void keras_padding(int in, int k, int stride, Padding pad, int& out, int& pad_be
 // answers it per device, and ops.h checks kernels' shapes against it.
 namespace cpu {
 constexpr KernelLayout kConv2dKernelLayout = KernelLayout::HWIO;  // im2col GEMM with Keras' kernel as is
-// w and dw in HWIO. residual: null, or y's shape, added before the ReLU.
+// w and dw in HWIO. residual: null, or y's shape, added before the ReLU. relu_max: the ReLU's cap.
 void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu,
-                    const float* residual = nullptr);
+                    const float* residual = nullptr, float relu_max = kNoReluCap);
 // y is the forward output (used for the ReLU mask when relu); dy is overwritten with the masked
 // gradient when relu. dx may be null (first layer); add_to_dx: dx += the input gradient, else dx =
 // it. dw, db are overwritten (not accumulated).
@@ -49,7 +54,7 @@ namespace cuda {
 constexpr KernelLayout kConv2dKernelLayout = KernelLayout::OHWI;  // cuDNN's NHWC filter layout (KRSC)
 // As the CPU functions, with w and dw in OHWI.
 void conv2d_forward(int device, const Conv2dGeometry& g, const float* x, const float* w_ohwi, const float* b, float* y,
-                    bool relu, const float* residual = nullptr);
+                    bool relu, const float* residual = nullptr, float relu_max = kNoReluCap);
 void conv2d_backward(int device, const Conv2dGeometry& g, const float* x, const float* w_ohwi, const float* y,
                      float* dy, float* dx, float* dw_ohwi, float* db, bool relu, bool add_to_dx = false);
 }  // namespace cuda

@@ -132,7 +132,13 @@ void mask_and_sum(float* dy, const float* y, long long rows, int f, float* db_ac
 }  // namespace
 
 void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, float* y, bool relu,
-                    const float* residual) {
+                    const float* residual, float relu_max) {
+  // A capped ReLU (ReLU6) is applied in the GEMM paths' output stage; the Winograd, few-row and
+  // direct kernels apply the plain ReLU, and the cap follows over their output (capped_after).
+  const bool capped = relu && relu_max < kNoReluCap;
+  auto capped_after = [&] {
+    if (capped) cap_outputs(y, g.n * (long long)g.oh * g.ow * g.f, relu_max);
+  };
   std::vector<float> no_bias;  // use_bias=False: the kernels add a bias of zeros
   if (!b) {
     no_bias.assign(g.f, 0.f);
@@ -144,11 +150,13 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
   const bool use_direct = direct::applies(g);
   if (!use_direct && winograd::applies(g)) {  // 3x3 stride 1, many channels: 2.25x fewer products
     winograd::forward(g, x, w, b, y, relu, residual);
+    capped_after();
     return;
   }
   if (!use_direct && g.n * rows_per_image < kFewRows) {  // a few output pixels in all (deep layers at batch 1)
     const float* col = columns(g, x, 0, g.n);
     small_gemm_by_columns(static_cast<int>(g.n * rows_per_image), g.f, K, col, w, y, b, relu, residual);
+    capped_after();
     return;
   }
   if (use_direct && g.n < get_num_threads()) {  // fewer images than threads (batch 1): each image's rows split
@@ -162,6 +170,7 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
           bias_act(y + off, (r1 - r0) * g.ow, g.f, 0, g.f, nullptr, relu, residual + off);
         }
       }, 2);
+    capped_after();
     return;
   }
   if (!use_direct && g.n < get_num_threads()) {  // fewer images than threads (batch 1): the rows split
@@ -173,7 +182,7 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
     parallel_for(g.n * rows_per_image, [&](long long r0, long long r1, int) {
       const float* col = row_columns(g, x, r0, r1);
       blas::sgemm(false, false, static_cast<int>(r1 - r0), g.f, K, 1.f, col, K, w, g.f, 0.f, y + r0 * g.f, g.f);
-      bias_act(y + r0 * g.f, r1 - r0, g.f, 0, g.f, b, relu, residual ? residual + r0 * g.f : nullptr);
+      bias_act(y + r0 * g.f, r1 - r0, g.f, 0, g.f, b, relu, residual ? residual + r0 * g.f : nullptr, relu_max);
     }, kMinRowsPerThread);
     return;
   }
@@ -193,9 +202,10 @@ void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, con
       const float* col = columns(g, x, static_cast<int>(n0), count);
       float* yg = y + n0 * rows_per_image * g.f;
       blas::sgemm(false, false, static_cast<int>(rows), g.f, K, 1.f, col, K, w, g.f, 0.f, yg, g.f);
-      bias_act(yg, rows, g.f, 0, g.f, b, relu, residual ? residual + n0 * rows_per_image * g.f : nullptr);
+      bias_act(yg, rows, g.f, 0, g.f, b, relu, residual ? residual + n0 * rows_per_image * g.f : nullptr, relu_max);
     }
   });
+  if (use_direct) capped_after();
 }
 
 void conv2d_backward(const Conv2dGeometry& g, const float* x, const float* w, const float* y, float* dy, float* dx,

@@ -21,7 +21,7 @@ cudnn::ConvShape conv_shape(const Conv2dGeometry& g) { return body::conv_geom(g)
 }  // namespace
 
 void conv2d_forward(int device, const Conv2dGeometry& g, const float* x, const float* w_ohwi, const float* b, float* y,
-                    bool relu, const float* residual) {
+                    bool relu, const float* residual, float relu_max) {
   ContextLock ctx(device);
   cudaStream_t s = ctx.stream();
   const cudnn::ConvShape cs = conv_shape(g);
@@ -33,10 +33,12 @@ void conv2d_forward(int device, const Conv2dGeometry& g, const float* x, const f
     kernels::pad_nhwc(s, x, g.n, g.h, g.w, g.c, g.pad_top, g.pad_bottom, g.pad_left, g.pad_right, xp);
     xin = xp;
   }
-  // With a residual the ReLU comes after its addition: cuDNN fuses the bias at most, bias_act the rest.
-  bool fused = cudnn::conv_forward(*ctx, cs, xin, w_ohwi, b, relu && !residual, y);
-  if (!fused || residual)
-    kernels::bias_act(s, y, (long long)g.n * g.oh * g.ow, g.f, fused ? nullptr : b, relu, residual);
+  // With a residual the ReLU comes after its addition, and a capped ReLU (ReLU6) is bias_act's:
+  // cuDNN fuses the bias at most, bias_act the rest.
+  const bool capped = relu && relu_max < kNoReluCap;
+  bool fused = cudnn::conv_forward(*ctx, cs, xin, w_ohwi, b, relu && !residual && !capped, y);
+  if (!fused || residual || capped)
+    kernels::bias_act(s, y, (long long)g.n * g.oh * g.ow, g.f, fused ? nullptr : b, relu, residual, relu_max);
 }
 
 void conv2d_backward(int device, const Conv2dGeometry& g, const float* x, const float* w_ohwi, const float* y,

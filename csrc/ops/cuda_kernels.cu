@@ -13,11 +13,12 @@ namespace {
 
 using body::kColumnSumSlices;  // fixed, so the summation order never changes
 
-__global__ void bias_act_kernel(float* y, long long count, int f, const float* b, bool relu, const float* residual) {
+__global__ void bias_act_kernel(float* y, long long count, int f, const float* b, bool relu, const float* residual,
+                                float relu_max) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x) {
     float v = b ? y[i] + b[i % f] : y[i];
     if (residual) v += residual[i];
-    y[i] = relu ? ew::relu(v) : v;
+    y[i] = relu ? fminf(ew::relu(v), relu_max) : v;
   }
 }
 
@@ -61,10 +62,11 @@ __global__ void crop_kernel(const float* in, int n, int h, int w, int c, int pt,
 
 }  // namespace
 
-void bias_act(cudaStream_t s, float* y, long long rows, int f, const float* b, bool relu, const float* residual) {
+void bias_act(cudaStream_t s, float* y, long long rows, int f, const float* b, bool relu, const float* residual,
+              float relu_max) {
   long long count = rows * f;
   if (count == 0 || (!b && !relu && !residual)) return;
-  bias_act_kernel<<<blocks_for(count), 256, 0, s>>>(y, count, f, b, relu, residual);
+  bias_act_kernel<<<blocks_for(count), 256, 0, s>>>(y, count, f, b, relu, residual, relu_max);
   HPCNN_CUDA_CHECK_LAUNCH();
 }
 

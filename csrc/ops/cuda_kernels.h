@@ -4,12 +4,16 @@
 
 #include <cuda_runtime_api.h>
 
+#include <limits>
+
 namespace hpcnn::cuda::kernels {
 
 // y[r, j] = act(y[r, j] + b[j] + residual[r, j]) for `rows` rows of width f (act: ReLU when relu,
-// else identity); b and residual may be null (none; nothing at all to do without either and relu).
+// capped at relu_max, else identity); b and residual may be null (none; nothing at all to do
+// without either and relu).
 void bias_act(cudaStream_t s, float* y, long long rows, int f, const float* b, bool relu,
-              const float* residual = nullptr);
+              const float* residual = nullptr,
+              float relu_max = std::numeric_limits<float>::infinity());
 // dy[i] = ew::relu_grad(y[i], dy[i]) in place.
 void relu_mask(cudaStream_t s, float* dy, const float* y, long long count);
 // out[j] = sum over r of m[r, j] (m: rows x f, row-major), overwritten. Deterministic: the same

@@ -47,15 +47,16 @@ DepthwiseGeometry depthwise_conv2d_geometry(const Tensor& x, const Tensor& w, in
 }
 
 void depthwise_conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, int sh, int sw, int dh,
-                              int dw, Padding pad) {
+                              int dw, Padding pad, bool relu, float relu_max) {
   const DepthwiseGeometry g = depthwise_conv2d_geometry(x, w, sh, sw, dh, dw, pad);
   const char* op = "depthwise_conv2d";
   if (b.defined()) expect_channels(op, "bias", b, g.oc());
   expect_shape(op, "output", y, {g.n, g.oh, g.ow, g.oc()});
   same_device(op, {&x, &w, &b, &y});
   const float* bp = b.defined() ? b.f32() : nullptr;
-  HPCNN_DISPATCH(x.device(), cpu::depthwise_conv2d_forward(g, x.f32(), w.f32(), bp, y.f32()),
-                 cuda::depthwise_conv2d_forward(device_index, g, x.f32(), w.f32(), bp, y.f32()));
+  HPCNN_CHECK_ARG(relu_max > 0, op, ": the ReLU's cap must be positive, got ", relu_max);
+  HPCNN_DISPATCH(x.device(), cpu::depthwise_conv2d_forward(g, x.f32(), w.f32(), bp, y.f32(), relu, relu_max),
+                 cuda::depthwise_conv2d_forward(device_index, g, x.f32(), w.f32(), bp, y.f32(), relu, relu_max));
 }
 
 void depthwise_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor* dx, Tensor& dw_out,

@@ -34,8 +34,9 @@ struct DepthwiseGeometry {
 };
 
 namespace cpu {
-// b may be null (use_bias=False).
-void depthwise_conv2d_forward(const DepthwiseGeometry& g, const float* x, const float* w, const float* b, float* y);
+// b may be null (use_bias=False). relu: y = min(max(y, 0), relu_max) as each row is written.
+void depthwise_conv2d_forward(const DepthwiseGeometry& g, const float* x, const float* w, const float* b, float* y,
+                              bool relu = false, float relu_max = kNoReluCap);
 // dx, db may be null (not computed); dw, dx and db are overwritten.
 void depthwise_conv2d_backward(const DepthwiseGeometry& g, const float* x, const float* w, const float* dy, float* dx,
                                float* dw, float* db);
@@ -43,7 +44,7 @@ void depthwise_conv2d_backward(const DepthwiseGeometry& g, const float* x, const
 
 namespace cuda {
 void depthwise_conv2d_forward(int device, const DepthwiseGeometry& g, const float* x, const float* w, const float* b,
-                              float* y);
+                              float* y, bool relu = false, float relu_max = kNoReluCap);
 void depthwise_conv2d_backward(int device, const DepthwiseGeometry& g, const float* x, const float* w,
                                const float* dy, float* dx, float* dw, float* db);
 }  // namespace cuda

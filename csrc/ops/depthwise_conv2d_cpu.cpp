@@ -299,34 +299,43 @@ void over_channel_blocks(int c, Call call) {
 }
 #endif
 
+// One output row (n, oy) of the forward pass into yrow.
+void forward_row(const DepthwiseGeometry& g, const float* xn, const float* w, const float* b, float* yrow, int oy,
+                 bool wide) {
+  if (wide && g.m == 1 && depthwise_forward_row_avx512(g, xn, w, b, yrow, oy)) return;
+#if defined(__AVX2__)
+  if (g.m == 1) {
+    over_channel_blocks(g.oc(), [&](int k0, int nv, __m256i mask) {
+      if (nv == 4) forward_vectors<4>(g, xn, w, b, yrow, oy, k0, mask);
+      else if (nv == 3) forward_vectors<3>(g, xn, w, b, yrow, oy, k0, mask);
+      else if (nv == 2) forward_vectors<2>(g, xn, w, b, yrow, oy, k0, mask);
+      else forward_vectors<1>(g, xn, w, b, yrow, oy, k0, mask);
+    });
+    return;
+  }
+#endif
+  const int oc = g.oc();
+  int k0 = 0;
+  for (; k0 + kBlock <= oc; k0 += kBlock) forward_block<kBlock>(g, xn, w, b, yrow, oy, k0, kBlock);
+  if (k0 < oc) forward_block<0>(g, xn, w, b, yrow, oy, k0, oc - k0);
+}
+
 }  // namespace
 
-void depthwise_conv2d_forward(const DepthwiseGeometry& g, const float* x, const float* w, const float* b, float* y) {
-  const int oc = g.oc();
-  const long long rows = (long long)g.n * g.oh;
+void depthwise_conv2d_forward(const DepthwiseGeometry& g, const float* x, const float* w, const float* b, float* y,
+                              bool relu, float relu_max) {
+  const long long rows = (long long)g.n * g.oh, row_size = (long long)g.ow * g.oc();
   // AVX-512 where the CPU has it (the same bits: ops/depthwise_conv2d_avx512_cpu.h).
   static const bool wide = std::string(small_gemm_isa()) == "avx512";
   parallel_for(rows, [&](long long r0, long long r1, int) {
     for (long long r = r0; r < r1; ++r) {
       const long long n = r / g.oh;
       const int oy = static_cast<int>(r % g.oh);
-      const float* xn = x + n * g.h * (long long)g.w * g.c;
-      float* yrow = y + r * g.ow * (long long)oc;
-      if (wide && g.m == 1 && depthwise_forward_row_avx512(g, xn, w, b, yrow, oy)) continue;
-#if defined(__AVX2__)
-      if (g.m == 1) {
-        over_channel_blocks(oc, [&](int k0, int nv, __m256i mask) {
-          if (nv == 4) forward_vectors<4>(g, xn, w, b, yrow, oy, k0, mask);
-          else if (nv == 3) forward_vectors<3>(g, xn, w, b, yrow, oy, k0, mask);
-          else if (nv == 2) forward_vectors<2>(g, xn, w, b, yrow, oy, k0, mask);
-          else forward_vectors<1>(g, xn, w, b, yrow, oy, k0, mask);
-        });
-        continue;
-      }
-#endif
-      int k0 = 0;
-      for (; k0 + kBlock <= oc; k0 += kBlock) forward_block<kBlock>(g, xn, w, b, yrow, oy, k0, kBlock);
-      if (k0 < oc) forward_block<0>(g, xn, w, b, yrow, oy, k0, oc - k0);
+      float* yrow = y + r * row_size;
+      forward_row(g, x + n * g.h * (long long)g.w * g.c, w, b, yrow, oy, wide);
+      // The ReLU (ReLU6: a capped one, after a folded BatchNormalization) while the row is in cache.
+      if (relu)
+        for (long long i = 0; i < row_size; ++i) yrow[i] = std::min(std::max(yrow[i], 0.f), relu_max);
     }
   });
 }

@@ -35,7 +35,7 @@ void move_kernel(cudaStream_t s, const float* src, float* dst, int taps, int oc,
 }  // namespace
 
 void depthwise_conv2d_forward(int device, const DepthwiseGeometry& g, const float* x, const float* w, const float* b,
-                              float* y) {
+                              float* y, bool relu, float relu_max) {
   ContextLock ctx(device);
   cudaStream_t s = ctx.stream();
   const cudnn::ConvShape cs = body::depthwise_geom(g);
@@ -53,7 +53,7 @@ void depthwise_conv2d_forward(int device, const DepthwiseGeometry& g, const floa
     xin = xp;
   }
   cudnn::conv_forward(*ctx, cs, xin, wk, nullptr, false, y);  // no bias: never the fused call
-  if (b) kernels::bias_act(s, y, (long long)g.n * g.oh * g.ow, oc, b, false);
+  if (b || relu) kernels::bias_act(s, y, (long long)g.n * g.oh * g.ow, oc, b, relu, nullptr, relu_max);
 }
 
 void depthwise_conv2d_backward(int device, const DepthwiseGeometry& g, const float* x, const float* w,

@@ -40,10 +40,11 @@ namespace hpcnn::ops {
 // No bias (use_bias=False): b undefined in forward, db undefined in backward.
 // `residual` (y's shape; undefined: none) is added before the ReLU: y = act(conv + b + residual),
 // a residual block's Add and ReLU in the convolution's output stage (inference, nn/step_plan.h).
+// relu_max caps the ReLU (ReLU6: 6; kNoReluCap: none).
 KernelLayout conv2d_kernel_layout(const Device& d);
 Conv2dGeometry conv2d_geometry(const Tensor& x, const Tensor& w, int sh, int sw, Padding pad);
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, int sh, int sw, Padding pad,
-                    bool relu, const Tensor& residual = Tensor());
+                    bool relu, const Tensor& residual = Tensor(), float relu_max = kNoReluCap);
 // dx may be undefined (not computed). dy is masked in place when relu. add_to_dx: dx += the input
 // gradient (a tensor read by several layers gathers its gradient in place, nn/step_plan.h AddInto)
 // instead of dx = it.
@@ -61,11 +62,12 @@ void conv_bn_fold(const Tensor& w, const Tensor& b, const Tensor& gamma, const T
 
 // Depthwise convolution (depthwise_conv2d.h): x (N,H,W,C), w (kh,kw,C,m) Keras' layout on every
 // device, b (C*m,) or undefined -> y (N,OH,OW,C*m). Backward: dx (may be null), dw, db (undefined:
-// no bias) overwritten.
+// no bias) overwritten. relu: y = min(max(y, 0), relu_max) in the output stage (a ReLU6 after a
+// folded BatchNormalization, nn/step_plan.h).
 DepthwiseGeometry depthwise_conv2d_geometry(const Tensor& x, const Tensor& w, int sh, int sw, int dh, int dw,
                                             Padding pad);
 void depthwise_conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, int sh, int sw, int dh,
-                              int dw, Padding pad);
+                              int dw, Padding pad, bool relu = false, float relu_max = kNoReluCap);
 void depthwise_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& dy, Tensor* dx, Tensor& dw_out,
                                Tensor& db, int sh, int sw, int dh, int dw, Padding pad);
 

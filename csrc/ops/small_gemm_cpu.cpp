@@ -132,7 +132,8 @@ void small_gemm(int m, int n, int k, const float* a, long long a_row, long long 
 }
 
 void bias_act(float* y, long long rows, long long ld, long long j0, long long j1, const float* b, bool relu,
-              const float* res) {
+              const float* res, float relu_max) {
+  const bool capped = relu && relu_max < std::numeric_limits<float>::infinity();
   for (long long r = 0; r < rows; ++r) {
     float* yr = y + r * ld;
     if (res) {
@@ -141,9 +142,17 @@ void bias_act(float* y, long long rows, long long ld, long long j0, long long j1
     }
     if (b)
       for (long long j = j0; j < j1; ++j) yr[j] += b[j];
-    if (relu)
+    if (capped)
+      for (long long j = j0; j < j1; ++j) yr[j] = std::min(ew::relu(yr[j]), relu_max);
+    else if (relu)
       for (long long j = j0; j < j1; ++j) yr[j] = ew::relu(yr[j]);
   }
+}
+
+void cap_outputs(float* y, long long count, float relu_max) {
+  parallel_for(count, [&](long long i0, long long i1, int) {
+    for (long long i = i0; i < i1; ++i) y[i] = std::min(y[i], relu_max);
+  }, 4096);
 }
 
 void small_gemm_by_columns(int m, int n, int k, const float* a, const float* b, float* y, const float* bias, bool relu,

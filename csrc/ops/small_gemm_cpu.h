@@ -10,6 +10,8 @@
 // convolution's output does not depend on how its tiles are grouped or split over threads.
 #pragma once
 
+#include <limits>
+
 namespace hpcnn::cpu {
 
 // C (m x n, row stride ldc) = A * B, or C += A * B when `accumulate`, where A is m x k with its
@@ -32,9 +34,12 @@ const char* small_gemm_isa();
 
 // The epilogue of a layer's product: y[r, j] = act(y[r, j] + res[r, j] + b[j]) for the columns
 // [j0, j1) of `rows` rows (row stride ld); b (bias) and res (a residual beside y, same stride) may
-// be null; act is ReLU when relu.
+// be null; act is ReLU when relu, capped at relu_max (ReLU6: 6; infinity: none).
 void bias_act(float* y, long long rows, long long ld, long long j0, long long j1, const float* b, bool relu,
-              const float* res);
+              const float* res, float relu_max = std::numeric_limits<float>::infinity());
+// y[i] = min(y[i], relu_max) for i < count, over the threads: the cap of a ReLU another kernel
+// applied (a convolution path whose output stage has no cap of its own).
+void cap_outputs(float* y, long long count, float relu_max);
 
 // A layer's forward product for a few rows (a prediction of a few samples, a deep layer at batch
 // 1): y (m x n, row stride n) = act(a (m x k, row stride k) * b (k x n) + bias (+ res)), the
