@@ -35,8 +35,10 @@ def only_augmentation(model: Any) -> bool:
     by default) do. A model with other layers keeps the inference forward: hpcnn runs a call in one
     mode, and Keras would augment there while its Dropout and BatchNormalization stay in inference."""
     layers = list(getattr(model, "layers", []))
-    return bool(layers) and any(l.augments for l in layers) and all(
-        l.augments or type(l).__name__ == "Rescaling" for l in layers)
+    # The class attribute (layers/layer.py): a nested model has none; an instance lookup of a
+    # missing name would go through Layer.__getattr__, slow in a serving loop.
+    augments = [getattr(type(l), "augments", False) for l in layers]
+    return any(augments) and all(a or type(l).__name__ == "Rescaling" for a, l in zip(augments, layers))
 
 
 def call_on_data(model: Any, x: Any, training: Optional[bool]) -> CallOutput:
