@@ -408,16 +408,17 @@ void bind_nn(py::module_& m) {
         d["predict_capped"] = r.predict_capped;
         d["predict_residual_blocks"] = r.predict_residual_blocks;
         d["train_residual_blocks"] = r.train_residual_blocks;
+        d["train_folded"] = r.train_folded;
         return d;
       }, py::arg("batch_size"),
          "Bytes of a step's activations and gradients for batches of batch_size rows: the planned arena of each "
          "step kind (train, test, predict), for comparison the training step's buffers each kept for the whole step "
          "(train_keep_all: no reuse, memory_reuse=False) and the layout of one buffer per activation, the arena "
          "allocated now, the bytes of the statistics a training or test step copies back (statistics), and what the "
-         "predict plan merges: BatchNormalizations folded into convolutions (predict_folded) and the ReLU6s after them "
-         "(predict_capped), residual blocks whose "
-         "Add and ReLU the last convolution computes (predict_residual_blocks); and the training plan's residual "
-         "blocks whose Add and ReLU the last BatchNormalization computes (train_residual_blocks).")
+         "predict plan merges: BatchNormalizations folded into convolutions (predict_folded), the ReLU6s after them "
+         "(predict_capped), residual blocks whose Add and ReLU the last convolution computes (predict_residual_blocks);"
+         " the training plan's block tails its BatchNormalization computes (train_residual_blocks), its frozen folds "
+         "(train_folded).")
       .def_property_readonly("num_params", [](PyModel& p) { return p.model().num_params(); })
       .def_property_readonly("num_trainable_params", [](PyModel& p) { return p.model().num_trainable_params(); })
       .def("set_trainable", [](PyModel& p, const std::vector<bool>& per_layer) {

@@ -51,7 +51,10 @@ MemoryReport Model::memory_report(long long n) const {
   r.batch = n;
   StepPlan train = plan_step(graph_, StepMode::Train, loss_end(), trains);
   r.train = pack_plan(train, n).bytes;
-  for (int i = 0; i < graph_.size(); ++i) r.train_residual_blocks += train.residual[i] != kNoResidual;
+  for (int i = 0; i < graph_.size(); ++i) {
+    r.train_residual_blocks += train.residual[i] != kNoResidual;
+    r.train_folded += train.folds[i] >= 0;
+  }
   keep_apart(train, graph_.size());
   r.train_keep_all = pack_plan(train, n).bytes;
   r.test = pack_plan(plan_step(graph_, StepMode::Test, loss_end(), trains), n).bytes;

@@ -54,6 +54,35 @@ std::vector<int> inference_caps(const Graph& g, int end, const std::vector<int>&
   return capped;
 }
 
+// Which nodes of a training step need the gradient of their output: those with trainable
+// parameters and every node after one (backward runs for them, step_plan.h).
+std::vector<char> nodes_needing_gradients(const Graph& g, int end, const std::vector<bool>& trains) {
+  std::vector<char> needs(g.size(), 0);
+  for (int i = 0; i < end; ++i) {
+    needs[i] = trains.at(i);
+    for (int p : g.inputs(i))
+      if (p != kModelInput && needs[p]) needs[i] = 1;
+  }
+  return needs;
+}
+
+// A training step's folds: inference_folds' pairs in the frozen part of the model (the transfer-
+// learning guide's base: no backward runs through the convolution or the normalization, which
+// normalizes with its moving statistics: frozen, or inside a model called with training=False),
+// where the normalization is no block tail's (training_residuals' `residual`).
+std::vector<int> frozen_folds(const Graph& g, int end, const std::vector<char>& needs,
+                              const std::vector<int>& residual) {
+  std::vector<int> folds = inference_folds(g, end);
+  for (int c = 0; c < end; ++c) {
+    const int bn = folds[c];
+    if (bn < 0) continue;
+    const Layer& norm = g.layer(bn);
+    const bool moving = !norm.trainable() || norm.inference_only();
+    if (needs[c] || needs[bn] || !moving || residual[bn] != kNoResidual) folds[c] = -1;
+  }
+  return folds;
+}
+
 // A residual block's tail: the plain ReLU that alone reads node a, where a is an Add of two inputs
 // read by nothing else; else -1.
 int tail_relu(const Graph& g, const Readers& readers, int a) {
@@ -178,10 +207,21 @@ StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<boo
 
   // ---- forward: each node's output, read by the nodes that take it
   const bool training = mode == StepMode::Train || mode == StepMode::Call;
-  plan.folds = training ? std::vector<int>(n, -1) : inference_folds(g, end);
+  // Inference folds every BatchNormalization it can into the convolution before it; a training
+  // step only those of its frozen part (frozen_folds: its forward is then as predict's there).
+  const std::vector<char> needs = nodes_needing_gradients(g, end, trains);
   std::vector<int>& tail = plan.tail;  // an Add or ReLU whose value another node computes
-  plan.residual = training ? training_residuals(g, end, tail) : inference_residuals(g, end, plan.folds, tail);
-  plan.capped = training ? std::vector<int>(n, -1) : inference_caps(g, end, plan.folds);
+  if (mode == StepMode::Train) {
+    plan.residual = training_residuals(g, end, tail);
+    plan.folds = frozen_folds(g, end, needs, plan.residual);
+  } else if (training) {
+    plan.residual = training_residuals(g, end, tail);
+    plan.folds.assign(n, -1);
+  } else {
+    plan.folds = inference_folds(g, end);
+    plan.residual = inference_residuals(g, end, plan.folds, tail);
+  }
+  plan.capped = inference_caps(g, end, plan.folds);
   plan.view_source.assign(n, kNotAView);
   for (int i = 0; i < n; ++i)
     for (int v : {plan.folds[i], plan.capped[i]})
@@ -209,12 +249,6 @@ StepPlan plan_step(const Graph& g, StepMode mode, int end, const std::vector<boo
   if (mode != StepMode::Train) return plan;
 
   // ---- backward: which nodes need the gradient of their output
-  std::vector<char> needs(n, 0);
-  for (int i = 0; i < end; ++i) {
-    needs[i] = trains.at(i);
-    for (int p : g.inputs(i))
-      if (p != kModelInput && needs[p]) needs[i] = 1;
-  }
   if (needs[end - 1]) plan.grad_buffer[end - 1] = add_buffer(g.output_shape(end - 1), end);  // dlogits
   for (int i = end - 1; i >= 0; --i) {
     if (!needs[i]) continue;

@@ -17,8 +17,11 @@
 // pass, and the normalization's node is a view of it (`folds`). A ReLU6 Activation that alone reads
 // such a normalization (one without a fused ReLU: MobileNetV2's expand and depthwise convolutions)
 // is computed there too, the ReLU capped at 6 (`capped`): its node is a view of the convolution's
-// output as well, a pass over the largest activations saved. Training steps never fold: the
-// backward pass needs the convolution's own output, and the batch's statistics are not constants.
+// output as well, a pass over the largest activations saved. Training steps fold only in the
+// model's frozen part (a transfer-learning base: no backward runs through the convolution or the
+// normalization, and the normalization uses its moving statistics; not a block tail's
+// normalization): elsewhere the backward pass needs the convolution's own output, and the batch's
+// statistics are not constants. Model(x, training=True) calls never fold.
 // Inference steps also give a residual block's tail to its last convolution: where an Add of two
 // inputs is read only by a plain ReLU (that reads only it), and one of its inputs is a convolution
 // without a fused ReLU (or the BatchNormalization folded into one) that nothing else reads, and the
@@ -151,6 +154,7 @@ struct MemoryReport {
   // their last convolution computes.
   int predict_folded = 0, predict_capped = 0, predict_residual_blocks = 0;
   int train_residual_blocks = 0;  // block tails a training step's BatchNormalization computes
+  int train_folded = 0;           // BatchNormalizations a training step folds (its frozen part)
 };
 
 }  // namespace hpcnn::nn
