@@ -118,7 +118,7 @@ def session_torch(h, model: str, batches: Sequence[int], threads: int, onnx_path
         import torchvision
         net = (torchvision.models.resnet50 if model == "resnet50" else torchvision.models.mobilenet_v2)(weights=None)
     else:
-        net, _ = h._torch_model(model)
+        net = h._torch_model(model)[0]  # (net, optimizer, transform)
     net = net.to(memory_format=torch.channels_last).eval()
     hh, ww, c = input_shape(h, model)
     timers = {}
