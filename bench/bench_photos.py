@@ -19,7 +19,10 @@ from __future__ import annotations
 import os
 import sys
 
-import bench_train  # beside this script: its folder is first on sys.path
+if __package__:  # python -m bench.bench_photos
+    from bench import bench_train
+else:  # python bench/bench_photos.py: its folder is first on sys.path
+    import bench_train
 
 # The models, in each framework, for the workers (hpcnn.bench_workers.add_sessions)
 SESSIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "photos_sessions.py")

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import sys
 
-import bench_train  # beside this script: its folder is first on sys.path
+if __package__:  # python -m bench.bench_resnet
+    from bench import bench_train
+else:  # python bench/bench_resnet.py: its folder is first on sys.path
+    import bench_train
 
 if __name__ == "__main__":
     sys.exit(bench_train.main(doc=__doc__, model="resnet20", batch=128))

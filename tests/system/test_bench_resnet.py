@@ -203,3 +203,13 @@ def test_bench_fold_smoke():
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "batch    2 apart / folded: median of the paired ratios" in r.stdout and "batch    1 folded" in r.stdout
+
+
+@pytest.mark.parametrize("script", ["bench_resnet", "bench_photos"])
+def test_scripts_that_import_bench_train_run_as_modules_too(script):
+    # `python -m bench.bench_resnet` (from the checkout) as well as `python bench/bench_resnet.py`:
+    # the sibling bench_train is found either way.
+    r = subprocess.run([sys.executable, "-m", f"bench.{script}", "--help"], capture_output=True, text=True,
+                       cwd=str(paths.ROOT), timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "usage" in r.stdout
